@@ -1,0 +1,262 @@
+/* llmprof trace format v1: the records every stage reads, the writer the collector uses,
+ * and the reader every later stage uses. The on-disk layout is documented in
+ * docs/trace-format.md; this header is its C view. */
+#ifndef LLMPROF_TRACE_H
+#define LLMPROF_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LP_TRACE_MAGIC "LLMPROF\0"
+#define LP_TRACE_VERSION_MAJOR 1
+#define LP_TRACE_VERSION_MINOR 0
+#define LP_TRACE_SUFFIX ".lpt"
+
+enum lp_status {
+    LP_OK = 0,
+    LP_ERR_IO,      /* open/read/write failed: see the error string */
+    LP_ERR_FORMAT,  /* not a trace, or corrupt beyond recovery */
+    LP_ERR_VERSION, /* a newer major version than this build reads */
+    LP_ERR_NOMEM,
+    LP_ERR_ARG,
+};
+
+/* Record types. Values are part of the on-disk format: never renumber. */
+enum lp_rec_type {
+    LP_REC_STRING = 1,   /* interned string definition (internal to the stream) */
+    LP_REC_KERNEL = 2,
+    LP_REC_MEMCPY = 3,
+    LP_REC_MEMSET = 4,
+    LP_REC_MEMORY = 5,   /* device memory allocation or release */
+    LP_REC_MARKER = 6,   /* NVTX marker: range start/end or instant */
+    LP_REC_API = 7,      /* a selected CUDA runtime/driver call (launches, copies, syncs) */
+    LP_REC_NVML = 8,     /* one NVML sample of one device */
+    LP_REC_DEVICE = 9,   /* static facts about one GPU */
+    LP_REC_OVERHEAD = 10, /* time CUPTI spent on its own work */
+    LP_REC_LOSS = 11,    /* records that were not recorded, with the reason */
+    LP_REC_TYPE_COUNT
+};
+
+/* String ids index the trace's string table; 0 is the empty string. */
+typedef uint32_t lp_str;
+
+enum lp_kernel_flag {
+    LP_KERNEL_FLAG_GRAPH = 1 << 0, /* launched as part of a CUDA graph */
+};
+
+struct lp_kernel {
+    uint64_t start, end;          /* ns, trace clock */
+    lp_str name;                  /* mangled name as the driver reports it */
+    uint32_t correlation;         /* matches lp_api.correlation of the launching call */
+    uint32_t device, context, stream;
+    int32_t grid[3], block[3];
+    uint32_t registers;           /* per thread */
+    uint32_t static_smem, dynamic_smem; /* bytes per block */
+    uint32_t local_mem_per_thread;
+    uint32_t graph_id;            /* 0 when not launched through a graph */
+    uint64_t graph_node_id;
+    uint32_t flags;               /* enum lp_kernel_flag */
+};
+
+/* Memory kinds follow CUpti_ActivityMemoryKind: 0 unknown, 1 pageable, 2 pinned,
+ * 3 device, 4 array, 5 managed, 6 device static, 7 managed static. */
+struct lp_memcpy {
+    uint64_t start, end, bytes;
+    uint32_t correlation, device, context, stream;
+    uint32_t copy_kind;           /* CUpti_ActivityMemcpyKind: 1 HtoD, 2 DtoH, 8 DtoD, 10 PtoP ... */
+    uint32_t src_kind, dst_kind;  /* memory kinds */
+    uint32_t graph_id;
+};
+
+struct lp_memset {
+    uint64_t start, end, bytes;
+    uint32_t correlation, device, context, stream;
+    uint32_t value, memory_kind;
+    uint32_t graph_id;
+};
+
+enum lp_memory_op { LP_MEMORY_OP_ALLOC = 1, LP_MEMORY_OP_FREE = 2 };
+
+struct lp_memory {
+    uint64_t timestamp, address, bytes;
+    uint32_t correlation, device, context, stream;
+    uint32_t op;                  /* enum lp_memory_op */
+    uint32_t memory_kind;
+};
+
+enum lp_marker_flag {
+    LP_MARKER_INSTANT = 1 << 0,
+    LP_MARKER_START = 1 << 1,
+    LP_MARKER_END = 1 << 2,
+};
+
+struct lp_marker {
+    uint64_t timestamp;
+    uint32_t id;                  /* pairs a start with its end */
+    uint32_t flags;               /* enum lp_marker_flag */
+    lp_str name;                  /* 0 on end markers */
+    lp_str domain;                /* 0 for the default domain */
+    uint32_t thread;              /* CUPTI thread id, same space as lp_api.thread */
+};
+
+enum lp_api_domain { LP_API_RUNTIME = 1, LP_API_DRIVER = 2 };
+
+struct lp_api {
+    uint64_t start, end;
+    uint32_t correlation, thread;
+    uint32_t domain;              /* enum lp_api_domain */
+    uint32_t cbid;                /* CUPTI callback id within the domain */
+    lp_str name;                  /* e.g. "cudaLaunchKernel" */
+    uint32_t status;              /* return value of the call */
+};
+
+/* Bits of lp_nvml_sample.valid: which fields were read successfully. */
+enum lp_nvml_field {
+    LP_NVML_POWER = 1 << 0,
+    LP_NVML_ENERGY = 1 << 1,
+    LP_NVML_SM_CLOCK = 1 << 2,
+    LP_NVML_MEM_CLOCK = 1 << 3,
+    LP_NVML_UTIL = 1 << 4,
+    LP_NVML_TEMP = 1 << 5,
+    LP_NVML_CLOCK_EVENTS = 1 << 6,
+    LP_NVML_MEM_USED = 1 << 7,
+    LP_NVML_POWER_AVERAGED = 1 << 8, /* power is NVML's ~1 s average, not instantaneous */
+};
+
+struct lp_nvml_sample {
+    uint64_t timestamp;           /* midpoint of the queries, trace clock */
+    uint32_t query_ns;            /* how long the queries took: the alignment uncertainty */
+    uint32_t device;              /* CUDA device ordinal as the process sees it */
+    uint32_t valid;               /* enum lp_nvml_field */
+    uint32_t power_mw;
+    uint64_t energy_mj;           /* since driver load: use differences */
+    uint32_t sm_mhz, mem_mhz;
+    uint32_t util_gpu, util_mem;  /* percent over NVML's sample period */
+    uint32_t temp_c;
+    uint64_t clock_events;        /* nvmlClocksEventReasons bitmask */
+    uint64_t mem_used;            /* bytes, whole device */
+};
+
+struct lp_device {
+    uint32_t id;                  /* CUDA device ordinal */
+    lp_str name;
+    uint8_t uuid[16];
+    uint32_t cc_major, cc_minor;
+    uint32_t sm_count;
+    uint64_t mem_bytes;
+    uint64_t mem_bandwidth_kbps;  /* as CUPTI reports it (KB/s) */
+    uint32_t core_clock_khz;
+    uint32_t max_sm_mhz, max_mem_mhz; /* from NVML, 0 if unknown */
+    uint32_t power_limit_mw;      /* from NVML, 0 if unknown */
+};
+
+struct lp_overhead {
+    uint64_t start, end;
+    uint32_t kind;                /* CUpti_ActivityOverheadKind */
+    uint32_t thread;
+};
+
+enum lp_loss_source {
+    LP_LOSS_CUPTI_DROPPED = 1,    /* CUPTI dropped activity records (buffers full) */
+    LP_LOSS_BUFFER_DENIED = 2,    /* buffer pool at its bound: CUPTI had no buffer */
+    LP_LOSS_COLLECTOR = 3,        /* a part of the collector could not start: see what */
+    LP_LOSS_WRITE = 4,            /* records that could not be written (disk full ...) */
+    LP_LOSS_NVML = 5,             /* NVML unavailable or failing */
+};
+
+struct lp_loss {
+    uint32_t source;              /* enum lp_loss_source */
+    uint64_t count;               /* records lost, 0 when unknown (a whole source missing) */
+    lp_str what;                  /* human-readable reason */
+};
+
+struct lp_record {
+    uint32_t type; /* enum lp_rec_type */
+    union {
+        struct lp_kernel kernel;
+        struct lp_memcpy memcpy;
+        struct lp_memset memset;
+        struct lp_memory memory;
+        struct lp_marker marker;
+        struct lp_api api;
+        struct lp_nvml_sample nvml;
+        struct lp_device device;
+        struct lp_overhead overhead;
+        struct lp_loss loss;
+    } u;
+};
+
+const char *lp_rec_type_name(uint32_t type);
+const char *lp_status_str(int status);
+
+/* ---- writer: single-threaded; callers serialise access ---- */
+
+struct lp_trace_writer;
+
+struct lp_trace_writer_options {
+    int zstd_level;       /* 0 = default (3) */
+    size_t chunk_bytes;   /* raw bytes that trigger a chunk, 0 = default (1 MiB) */
+};
+
+/* Creates PATH exclusively (never overwrites). */
+int lp_trace_writer_open(struct lp_trace_writer **w, const char *path,
+                         const struct lp_trace_writer_options *opt, char *err, size_t errlen);
+/* Header key/value pairs: write_header writes those set so far; close writes all of
+ * them again in the END chunk, so values set late (end times) reach the reader. */
+int lp_trace_writer_set_meta(struct lp_trace_writer *w, const char *key, const char *value);
+/* Writes the META chunk now; records added before this are written after it. */
+int lp_trace_writer_write_header(struct lp_trace_writer *w);
+lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s);
+/* Encodes one record; writes a chunk when the pending bytes exceed chunk_bytes. */
+int lp_trace_writer_add(struct lp_trace_writer *w, const struct lp_record *r);
+/* Compresses and writes pending records as one chunk. */
+int lp_trace_writer_flush(struct lp_trace_writer *w);
+/* Flushes, writes the END chunk with the meta set since, closes, frees. */
+int lp_trace_writer_close(struct lp_trace_writer *w);
+const char *lp_trace_writer_error(const struct lp_trace_writer *w);
+uint64_t lp_trace_writer_bytes(const struct lp_trace_writer *w);
+uint64_t lp_trace_writer_records(const struct lp_trace_writer *w);
+
+/* ---- reader: loads a whole trace into arrays ---- */
+
+struct lp_meta_kv {
+    char *key, *value;
+};
+
+struct lp_trace {
+    char *path;
+    uint32_t version_major, version_minor;
+    struct lp_meta_kv *meta;
+    size_t n_meta;
+    int complete;                 /* the END chunk was read: the process exited cleanly */
+    char **strings;
+    size_t n_strings;
+    struct lp_kernel *kernels;        size_t n_kernels;
+    struct lp_memcpy *memcpys;        size_t n_memcpys;
+    struct lp_memset *memsets;        size_t n_memsets;
+    struct lp_memory *memory;         size_t n_memory;
+    struct lp_marker *markers;        size_t n_markers;
+    struct lp_api *apis;              size_t n_apis;
+    struct lp_nvml_sample *nvml;      size_t n_nvml;
+    struct lp_device *devices;        size_t n_devices;
+    struct lp_overhead *overheads;    size_t n_overheads;
+    struct lp_loss *losses;           size_t n_losses;
+    uint64_t n_records;           /* all records decoded */
+    uint64_t n_chunks;
+    uint64_t file_bytes;
+    /* recovery: what the reader skipped, one line each */
+    char **warnings;
+    size_t n_warnings;
+    uint64_t dropped_bytes;       /* bytes of torn or corrupt chunks skipped */
+};
+
+int lp_trace_read(struct lp_trace **t, const char *path, char *err, size_t errlen);
+void lp_trace_free(struct lp_trace *t);
+const char *lp_trace_meta(const struct lp_trace *t, const char *key);
+/* Never NULL: unknown ids (from a lost chunk) read as "<unknown>". */
+const char *lp_trace_str(const struct lp_trace *t, lp_str id);
+/* Decodes PATH from an in-memory image; used by the fuzzer and tests. */
+int lp_trace_read_mem(struct lp_trace **t, const void *data, size_t size, const char *name,
+                      char *err, size_t errlen);
+
+#endif

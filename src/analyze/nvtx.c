@@ -1,0 +1,163 @@
+/* NVTX ranges from marker records: a start and an end marker share an id; nesting is by
+ * time on the thread that opened the range. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmprof/analyze.h"
+
+static int cmp_marker_time(const void *a, const void *b)
+{
+    const struct lp_marker *x = *(const struct lp_marker *const *)a;
+    const struct lp_marker *y = *(const struct lp_marker *const *)b;
+    return (x->timestamp > y->timestamp) - (x->timestamp < y->timestamp);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct lp_range *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->end < y->end) - (x->end > y->end); /* enclosing (longer) first */
+}
+
+static uint64_t last_timestamp(const struct lp_trace *t)
+{
+    uint64_t last = 0;
+    for (size_t i = 0; i < t->n_markers; i++)
+        if (t->markers[i].timestamp > last)
+            last = t->markers[i].timestamp;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (t->kernels[i].end > last)
+            last = t->kernels[i].end;
+    return last;
+}
+
+/* Open ranges by marker id: a small open-addressing table. */
+struct open_table {
+    uint32_t *ids;
+    size_t *idx;
+    uint8_t *used;
+    size_t cap;
+};
+
+static size_t slot_of(const struct open_table *o, uint32_t id)
+{
+    size_t i = (id * 2654435761u) & (o->cap - 1);
+    while (o->used[i] && o->ids[i] != id)
+        i = (i + 1) & (o->cap - 1);
+    return i;
+}
+
+int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t n = t->n_markers;
+    if (n == 0)
+        return LP_OK;
+    const struct lp_marker **m = malloc(n * sizeof *m);
+    struct lp_range *v = calloc(n, sizeof *v);
+    struct open_table o = {0};
+    o.cap = 64;
+    while (o.cap < n * 2)
+        o.cap *= 2;
+    o.ids = calloc(o.cap, sizeof *o.ids);
+    o.idx = calloc(o.cap, sizeof *o.idx);
+    o.used = calloc(o.cap, 1);
+    if (!m || !v || !o.ids || !o.idx || !o.used) {
+        free(m);
+        free(v);
+        free(o.ids);
+        free(o.idx);
+        free(o.used);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        m[i] = &t->markers[i];
+    qsort(m, n, sizeof *m, cmp_marker_time);
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_marker *k = m[i];
+        size_t s = slot_of(&o, k->id);
+        if (k->flags & LP_MARKER_START) {
+            v[nr] = (struct lp_range){.start = k->timestamp, .end = UINT64_MAX, .name = k->name,
+                                      .domain = k->domain, .thread = k->thread, .parent = -1};
+            o.used[s] = 1;
+            o.ids[s] = k->id;
+            o.idx[s] = nr++;
+        } else if (k->flags & LP_MARKER_END) {
+            if (o.used[s] && v[o.idx[s]].end == UINT64_MAX)
+                v[o.idx[s]].end = k->timestamp;
+            else
+                out->unmatched_ends++;
+        }
+    }
+    uint64_t last = last_timestamp(t);
+    for (size_t i = 0; i < nr; i++) {
+        if (v[i].end == UINT64_MAX) {
+            v[i].end = last > v[i].start ? last : v[i].start;
+            v[i].flags |= LP_RANGE_UNCLOSED;
+            out->unclosed++;
+        }
+    }
+    qsort(v, nr, sizeof *v, cmp_range);
+    /* nesting: a stack of enclosing ranges per thread */
+    size_t *stack = malloc((nr + 1) * sizeof *stack);
+    size_t depth = 0;
+    if (!stack && nr) {
+        free(m);
+        free(v);
+        free(o.ids);
+        free(o.idx);
+        free(o.used);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        if (i > 0 && v[i].thread != v[i - 1].thread)
+            depth = 0;
+        while (depth > 0 && v[stack[depth - 1]].end <= v[i].start)
+            depth--;
+        v[i].depth = (uint32_t)depth;
+        v[i].parent = depth ? (int64_t)stack[depth - 1] : -1;
+        stack[depth++] = i;
+    }
+    free(stack);
+    free(m);
+    free(o.ids);
+    free(o.idx);
+    free(o.used);
+    out->v = v;
+    out->n = nr;
+    return LP_OK;
+}
+
+void lp_ranges_free(struct lp_ranges *r)
+{
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+const char *lp_range_group_name(const char *name, char *buf, size_t len)
+{
+    size_t o = 0;
+    const char *p = name;
+    if (len == 0)
+        return buf;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        const char *w = p;
+        while (*p && *p != ' ')
+            p++;
+        size_t wl = (size_t)(p - w);
+        if (wl == 0 || memchr(w, '=', wl))
+            continue;
+        if (o > 0 && o + 1 < len)
+            buf[o++] = ' ';
+        for (size_t i = 0; i < wl && o + 1 < len; i++)
+            buf[o++] = w[i];
+    }
+    buf[o] = 0;
+    return buf;
+}

@@ -1,0 +1,125 @@
+/* A quick summary of one trace, for `llmprof info`: span, totals, losses, launch
+ * correlation coverage and the top-level NVTX ranges grouped by name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmprof/analyze.h"
+
+static void span(struct lp_trace_summary *s, uint64_t a, uint64_t b)
+{
+    if (a && (s->first_ns == 0 || a < s->first_ns))
+        s->first_ns = a;
+    if (b > s->last_ns)
+        s->last_ns = b;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const struct lp_range_group *x = a, *y = b;
+    return (x->total_ns < y->total_ns) - (x->total_ns > y->total_ns);
+}
+
+static size_t count_matched(const struct lp_trace *t)
+{
+    if (t->n_apis == 0)
+        return 0;
+    uint32_t *corr = malloc(t->n_apis * sizeof *corr);
+    if (!corr)
+        return 0;
+    for (size_t i = 0; i < t->n_apis; i++)
+        corr[i] = t->apis[i].correlation;
+    qsort(corr, t->n_apis, sizeof *corr, cmp_u32);
+    size_t matched = 0;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (bsearch(&t->kernels[i].correlation, corr, t->n_apis, sizeof *corr, cmp_u32))
+            matched++;
+    free(corr);
+    return matched;
+}
+
+static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < s->ranges.n; i++) {
+        const struct lp_range *r = &s->ranges.v[i];
+        if (r->depth != 0)
+            continue;
+        char key[256];
+        lp_range_group_name(lp_trace_str(t, r->name), key, sizeof key);
+        uint64_t d = r->end - r->start;
+        size_t g = 0;
+        while (g < s->n_top && strcmp(s->top[g].name, key) != 0)
+            g++;
+        if (g == s->n_top) {
+            if (s->n_top == cap) {
+                cap = cap ? cap * 2 : 16;
+                struct lp_range_group *p = realloc(s->top, cap * sizeof *p);
+                if (!p)
+                    return LP_ERR_NOMEM;
+                s->top = p;
+            }
+            s->top[g] = (struct lp_range_group){.name = strdup(key), .min_ns = UINT64_MAX};
+            if (!s->top[g].name)
+                return LP_ERR_NOMEM;
+            s->n_top++;
+        }
+        struct lp_range_group *grp = &s->top[g];
+        grp->count++;
+        grp->total_ns += d;
+        if (d < grp->min_ns)
+            grp->min_ns = d;
+        if (d > grp->max_ns)
+            grp->max_ns = d;
+    }
+    qsort(s->top, s->n_top, sizeof *s->top, cmp_group);
+    return LP_OK;
+}
+
+int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        span(s, t->kernels[i].start, t->kernels[i].end);
+        if (t->kernels[i].end > t->kernels[i].start)
+            s->kernel_ns += t->kernels[i].end - t->kernels[i].start;
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++) {
+        span(s, t->memcpys[i].start, t->memcpys[i].end);
+        s->memcpy_bytes += t->memcpys[i].bytes;
+    }
+    for (size_t i = 0; i < t->n_memsets; i++) {
+        span(s, t->memsets[i].start, t->memsets[i].end);
+        s->memset_bytes += t->memsets[i].bytes;
+    }
+    for (size_t i = 0; i < t->n_markers; i++)
+        span(s, t->markers[i].timestamp, t->markers[i].timestamp);
+    for (size_t i = 0; i < t->n_apis; i++)
+        span(s, t->apis[i].start, t->apis[i].end);
+    for (size_t i = 0; i < t->n_losses; i++) {
+        s->lost_records += t->losses[i].count;
+        if (t->losses[i].count == 0)
+            s->n_loss_notes++;
+    }
+    s->n_launch_matched = count_matched(t);
+    int rc = lp_ranges_build(t, &s->ranges);
+    if (rc == LP_OK)
+        rc = group_top_ranges(t, s);
+    if (rc != LP_OK)
+        lp_trace_summary_free(s);
+    return rc;
+}
+
+void lp_trace_summary_free(struct lp_trace_summary *s)
+{
+    for (size_t i = 0; i < s->n_top; i++)
+        free(s->top[i].name);
+    free(s->top);
+    lp_ranges_free(&s->ranges);
+    memset(s, 0, sizeof *s);
+}

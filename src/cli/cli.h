@@ -1,0 +1,21 @@
+/* Subcommands of the llmprof CLI, one file each, and the helpers they share. */
+#ifndef LP_CLI_H
+#define LP_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int lp_cmd_record(int argc, char **argv);
+int lp_cmd_info(int argc, char **argv);
+
+/* "llmprof <cmd>: message" on stderr. */
+void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Directory of the running executable, without trailing slash. */
+int lp_cli_exe_dir(char *buf, size_t len);
+/* Lists DIR's trace files (sorted); returns the count, -1 if DIR cannot be read. */
+int lp_cli_list_traces(const char *dir, char ***paths);
+void lp_cli_free_list(char **paths, int n);
+void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
+void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
+
+#endif

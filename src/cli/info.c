@@ -1,0 +1,174 @@
+/* llmprof info: a quick look at a run directory or a single trace: duration, record
+ * counts, losses, GPUs and the top-level NVTX ranges. */
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "llmprof/analyze.h"
+#include "llmprof/trace.h"
+
+static const char help[] =
+    "usage: llmprof info RUN_DIR|TRACE.lpt\n"
+    "\n"
+    "Prints, for each trace of a run (one per process): its span, record counts by type,\n"
+    "records lost (CUPTI drops, buffer bounds, write failures) and any part of the collector\n"
+    "that could not start, the fraction of kernels tied to their launching call, the GPUs,\n"
+    "the file size per kernel, and the top-level NVTX ranges grouped by name (key=value words\n"
+    "such as tokens=512 are left out of the grouping). A trace cut short (killed process)\n"
+    "is read up to its last whole chunk and the loss is stated.\n";
+
+static void print_run_meta(const char *dir)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_error_t jerr;
+    json_t *m = json_load_file(path, 0, &jerr);
+    if (!m) {
+        printf("run %s (no readable meta.json: %s)\n", dir, jerr.text);
+        return;
+    }
+    printf("run %s\n  command  ", dir);
+    json_t *cmd = json_object_get(m, "command");
+    for (size_t i = 0; i < json_array_size(cmd); i++)
+        printf("%s%s", i ? " " : "", json_string_value(json_array_get(cmd, i)));
+    const char *status = json_string_value(json_object_get(m, "status"));
+    printf("\n  status   %s", status ? status : "?");
+    json_t *code = json_object_get(m, "exit_code");
+    if (code)
+        printf(" (exit %" JSON_INTEGER_FORMAT ")", json_integer_value(code));
+    json_t *dur = json_object_get(m, "duration_s");
+    if (dur)
+        printf(", %.2f s wall", json_real_value(dur));
+    const char *start = json_string_value(json_object_get(m, "start_time"));
+    printf("%s%s\n", start ? ", started " : "", start ? start : "");
+    json_decref(m);
+}
+
+static void print_ranges(const struct lp_trace_summary *s)
+{
+    if (s->n_top == 0) {
+        printf("  nvtx     no ranges recorded\n");
+        return;
+    }
+    printf("  nvtx     %zu ranges (%zu never closed, %zu unmatched ends); top level by name:\n",
+           s->ranges.n, s->ranges.unclosed, s->ranges.unmatched_ends);
+    printf("    %-32s %7s %12s %12s %12s %12s\n", "range", "count", "total", "mean", "min", "max");
+    size_t shown = s->n_top < 15 ? s->n_top : 15;
+    for (size_t i = 0; i < shown; i++) {
+        const struct lp_range_group *g = &s->top[i];
+        char tot[32], mean[32], mn[32], mx[32];
+        lp_cli_format_ns(g->total_ns, tot, sizeof tot);
+        lp_cli_format_ns(g->total_ns / g->count, mean, sizeof mean);
+        lp_cli_format_ns(g->min_ns, mn, sizeof mn);
+        lp_cli_format_ns(g->max_ns, mx, sizeof mx);
+        printf("    %-32.32s %7zu %12s %12s %12s %12s\n", g->name[0] ? g->name : "(unnamed)",
+               g->count, tot, mean, mn, mx);
+    }
+    if (s->n_top > shown)
+        printf("    ... and %zu more names\n", s->n_top - shown);
+}
+
+static int info_trace(const char *path)
+{
+    struct lp_trace *t = NULL;
+    char err[512];
+    int rc = lp_trace_read(&t, path, err, sizeof err);
+    if (rc != LP_OK) {
+        lp_cli_error("info", "%s", err);
+        return 1;
+    }
+    struct lp_trace_summary s;
+    if (lp_trace_summarize(t, &s) != LP_OK) {
+        lp_cli_error("info", "%s: out of memory", path);
+        lp_trace_free(t);
+        return 1;
+    }
+    const char *base = strrchr(path, '/');
+    const char *pid = lp_trace_meta(t, "pid"), *rank = lp_trace_meta(t, "rank");
+    const char *mode = lp_trace_meta(t, "mode");
+    printf("\ntrace %s\n  process  pid %s%s%s on %s, mode %s, format %u.%u\n", base ? base + 1 : path,
+           pid ? pid : "?", rank ? ", rank " : "", rank ? rank : "",
+           lp_trace_meta(t, "host") ? lp_trace_meta(t, "host") : "?", mode ? mode : "?",
+           t->version_major, t->version_minor);
+    char a[32], b[32];
+    lp_cli_format_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
+    lp_cli_format_ns(s.kernel_ns, b, sizeof b);
+    printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
+    printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
+           "%zu api calls, %zu nvml samples, %zu overhead\n",
+           t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,
+           t->n_nvml, t->n_overheads);
+    if (t->n_memcpys || t->n_memsets) {
+        lp_cli_format_bytes(s.memcpy_bytes, a, sizeof a);
+        lp_cli_format_bytes(s.memset_bytes, b, sizeof b);
+        printf("  bytes    %s copied, %s set\n", a, b);
+    }
+    if (t->n_kernels && t->n_apis)
+        printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
+               s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
+    printf("  lost     %" PRIu64 " records%s\n", s.lost_records,
+           t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
+    for (size_t i = 0; i < t->n_losses; i++)
+        printf("    - %s%s\n", lp_trace_str(t, t->losses[i].what),
+               t->losses[i].count ? "" : " (no count)");
+    for (size_t i = 0; i < t->n_warnings; i++)
+        printf("    - reader: %s\n", t->warnings[i]);
+    for (size_t i = 0; i < t->n_devices; i++) {
+        const struct lp_device *d = &t->devices[i];
+        lp_cli_format_bytes(d->mem_bytes, a, sizeof a);
+        printf("  gpu %u    %s, cc %u.%u, %u SMs, %s", d->id, lp_trace_str(t, d->name), d->cc_major,
+               d->cc_minor, d->sm_count, a);
+        if (d->max_sm_mhz)
+            printf(", max SM %u MHz, max mem %u MHz", d->max_sm_mhz, d->max_mem_mhz);
+        if (d->power_limit_mw)
+            printf(", power limit %u W", d->power_limit_mw / 1000);
+        printf("\n");
+    }
+    lp_cli_format_bytes(t->file_bytes, a, sizeof a);
+    printf("  file     %s", a);
+    if (t->n_kernels)
+        printf(", %.1f bytes per kernel (all records included)", (double)t->file_bytes / (double)t->n_kernels);
+    printf("\n");
+    print_ranges(&s);
+    lp_trace_summary_free(&s);
+    lp_trace_free(t);
+    return 0;
+}
+
+int lp_cmd_info(int argc, char **argv)
+{
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(help, stdout);
+        return 0;
+    }
+    if (argc != 2) {
+        lp_cli_error("info", "expects one run directory or trace file; see 'llmprof info --help'");
+        return 2;
+    }
+    struct stat st;
+    if (stat(argv[1], &st) != 0) {
+        lp_cli_error("info", "%s does not exist", argv[1]);
+        return 1;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return info_trace(argv[1]);
+    char **traces = NULL;
+    int n = lp_cli_list_traces(argv[1], &traces);
+    print_run_meta(argv[1]);
+    if (n <= 0) {
+        printf("  no traces: no process of the command initialised CUDA, or the collector could "
+               "not write here\n");
+        lp_cli_free_list(traces, 0);
+        return n < 0 ? 1 : 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        rc |= info_trace(traces[i]);
+    lp_cli_free_list(traces, n);
+    return rc;
+}

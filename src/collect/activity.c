@@ -1,0 +1,256 @@
+/* CUPTI activity collection (see activity.h). Launch correlation comes from per-API
+ * activity records enabled only for launch, copy, set and synchronise calls, chosen by
+ * name at run time: recording every API call cost +43...57 % on HF decode. */
+#include "activity.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert.h"
+#include "cupti_api.h"
+#include "log.h"
+#include "sink.h"
+
+static struct lp_activity_options opts;
+/* Buffers are either free, lent to CUPTI, or completed and waiting to be drained: each
+ * list is at most max_buffers long, so memory is bounded by max_buffers x buffer_bytes. */
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t **free_bufs, **done_bufs;
+static size_t *done_valid;
+static unsigned n_free, n_done, n_alloc, peak_alloc;
+static uint64_t denied, dropped_total;
+static _Atomic uint64_t active_devices;
+static _Atomic uint64_t completions;
+static void (*notify)(void);
+static CUpti_SubscriberHandle subscriber;
+
+#define MAX_CBID 2048
+static const char *runtime_names[MAX_CBID], *driver_names[MAX_CBID];
+
+static const char *const runtime_prefixes[] = {
+    "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cudaDeviceSynchronize",
+    "cudaStreamSynchronize", "cudaEventSynchronize", NULL};
+static const char *const driver_prefixes[] = {
+    "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
+    "cuStreamSynchronize", "cuEventSynchronize", NULL};
+
+uint64_t lp_activity_active_devices(void) { return atomic_load(&active_devices); }
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *max_records = 0;
+    pthread_mutex_lock(&pool_lock);
+    uint8_t *b = NULL;
+    if (n_free > 0) {
+        b = free_bufs[--n_free];
+    } else if (n_alloc < opts.max_buffers) {
+        b = aligned_alloc(8, opts.buffer_bytes);
+        if (b && ++n_alloc > peak_alloc)
+            peak_alloc = n_alloc;
+    }
+    if (!b)
+        denied++;
+    pthread_mutex_unlock(&pool_lock);
+    *buffer = b;
+    *size = b ? opts.buffer_bytes : 0;
+}
+
+static lp_str intern_cb(void *user, const char *s)
+{
+    (void)user;
+    return lp_sink_intern(s);
+}
+
+static const char *api_name_cb(void *user, uint32_t domain, uint32_t cbid)
+{
+    (void)user;
+    if (cbid >= MAX_CBID)
+        return NULL;
+    return domain == LP_API_RUNTIME ? runtime_names[cbid] : driver_names[cbid];
+}
+
+/* Runs on CUPTI's thread: only queues the buffer, so CUPTI is never held up by llmprof's
+ * conversion and compression, which happen in lp_activity_drain on llmprof's thread. */
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
+                                      size_t size, size_t valid)
+{
+    (void)size;
+    size_t dropped = 0;
+    if (lp_cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS)
+        dropped = 0;
+    pthread_mutex_lock(&pool_lock);
+    dropped_total += dropped;
+    if (buffer) {
+        done_bufs[n_done] = buffer; /* n_done < n_alloc <= max_buffers */
+        done_valid[n_done++] = valid;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (dropped)
+        lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped,
+                        "CUPTI dropped activity records (buffers full); counts are in the trace");
+    atomic_fetch_add(&completions, 1);
+    if (notify)
+        notify();
+}
+
+uint64_t lp_activity_completions(void) { return atomic_load(&completions); }
+void lp_activity_set_notify(void (*fn)(void)) { notify = fn; }
+
+void lp_activity_drain(void)
+{
+    struct lp_convert_ctx cc = {intern_cb, api_name_cb, NULL, lp_cupti.version};
+    for (;;) {
+        pthread_mutex_lock(&pool_lock);
+        if (n_done == 0) {
+            pthread_mutex_unlock(&pool_lock);
+            return;
+        }
+        uint8_t *buffer = done_bufs[0];
+        size_t valid = done_valid[0];
+        n_done--;
+        memmove(done_bufs, done_bufs + 1, n_done * sizeof *done_bufs);
+        memmove(done_valid, done_valid + 1, n_done * sizeof *done_valid);
+        pthread_mutex_unlock(&pool_lock);
+        CUpti_Activity *a = NULL;
+        uint64_t devices = 0;
+        lp_sink_lock();
+        while (valid > 0 && lp_cupti.ActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS) {
+            struct lp_record r;
+            if (!lp_convert_activity(a, &cc, &r))
+                continue;
+            if (r.type == LP_REC_KERNEL && r.u.kernel.device < 64)
+                devices |= 1ull << r.u.kernel.device;
+            lp_sink_add(&r);
+        }
+        lp_sink_unlock();
+        if (devices)
+            atomic_fetch_or(&active_devices, devices);
+        pthread_mutex_lock(&pool_lock);
+        free_bufs[n_free++] = buffer;
+        pthread_mutex_unlock(&pool_lock);
+    }
+}
+
+static const char *strip_version(const char *name, char *buf, size_t len)
+{
+    /* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "_ptsz" variants are kept */
+    snprintf(buf, len, "%s", name);
+    char *u = strrchr(buf, '_');
+    if (u && u[1] == 'v' && u[2] >= '0' && u[2] <= '9')
+        *u = 0;
+    return buf;
+}
+
+static int matches(const char *name, const char *const *prefixes)
+{
+    for (; *prefixes; prefixes++)
+        if (strncmp(name, *prefixes, strlen(*prefixes)) == 0)
+            return 1;
+    return 0;
+}
+
+/* Enables API records for the calls that launch work or wait for it. Returns how many. */
+static unsigned enable_apis(CUpti_CallbackDomain domain, const char *const *prefixes,
+                            const char **names,
+                            CUptiResult (*enable)(CUpti_CallbackId, uint8_t))
+{
+    unsigned n = 0;
+    for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
+        const char *name = NULL;
+        if (lp_cupti.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
+            continue;
+        char buf[128];
+        names[cbid] = strdup(strip_version(name, buf, sizeof buf));
+        if (matches(name, prefixes) && enable(cbid, 1) == CUPTI_SUCCESS)
+            n++;
+    }
+    return n;
+}
+
+static void CUPTIAPI no_callbacks(void *userdata, CUpti_CallbackDomain domain,
+                                  CUpti_CallbackId cbid, const void *data)
+{
+    (void)userdata, (void)domain, (void)cbid, (void)data;
+}
+
+int lp_activity_start(const struct lp_activity_options *o)
+{
+    opts = *o;
+    free_bufs = calloc(opts.max_buffers, sizeof *free_bufs);
+    done_bufs = calloc(opts.max_buffers, sizeof *done_bufs);
+    done_valid = calloc(opts.max_buffers, sizeof *done_valid);
+    if (!free_bufs || !done_bufs || !done_valid)
+        return -1;
+    /* CUPTI has one subscriber slot. Holding it (with no callbacks enabled) keeps a later
+     * torch.profiler from taking over the activity API mid-run; it then reports
+     * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and profiles the CPU side only. A tool
+     * that already holds the slot keeps it, and llmprof stays off CUPTI in this process. */
+    CUptiResult sub = lp_cupti.Subscribe(&subscriber, no_callbacks, NULL);
+    if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+                        "another CUPTI client (nsys, ncu, compute-sanitizer, torch.profiler ...) "
+                        "is active in this process: llmprof records no kernels, copies or NVTX "
+                        "ranges here; the program and that tool run on unaffected");
+        return 1;
+    }
+    if (sub != CUPTI_SUCCESS)
+        lp_cupti_check(sub, "cuptiSubscribe");
+    if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
+        return -1;
+    if (LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+        return -1;
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MARKER);
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_DEVICE);
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_OVERHEAD);
+    if (opts.light)
+        return 0;
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMCPY);
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMSET);
+    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMORY2);
+    if (!lp_cupti.GetCallbackName || !lp_cupti.ActivityEnableRuntimeApi ||
+        !lp_cupti.ActivityEnableDriverApi) {
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+                        "this CUPTI (%u) cannot enable single API calls: launch correlation "
+                        "(which thread launched each kernel) is not recorded", lp_cupti.version);
+        return 0;
+    }
+    unsigned rt = enable_apis(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_prefixes, runtime_names,
+                              lp_cupti.ActivityEnableRuntimeApi);
+    unsigned drv = enable_apis(CUPTI_CB_DOMAIN_DRIVER_API, driver_prefixes, driver_names,
+                               lp_cupti.ActivityEnableDriverApi);
+    lp_sink_set_meta_u64("api_calls_traced_runtime", rt);
+    lp_sink_set_meta_u64("api_calls_traced_driver", drv);
+    if (rt + drv == 0)
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+                        "no launch API could be enabled: launch correlation is not recorded");
+    return 0;
+}
+
+void lp_activity_flush(int forced)
+{
+    if (lp_cupti.ActivityFlushAll)
+        lp_cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+void lp_activity_finish(void)
+{
+    size_t dropped = 0;
+    if (lp_cupti.ActivityGetNumDroppedRecords &&
+        lp_cupti.ActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+        lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
+    pthread_mutex_lock(&pool_lock);
+    uint64_t d = denied, total = dropped_total + dropped;
+    unsigned peak = peak_alloc;
+    pthread_mutex_unlock(&pool_lock);
+    if (d)
+        lp_collect_warn(LP_LOSS_BUFFER_DENIED, d,
+                        "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "
+                        "CUPTI dropped what did not fit", opts.max_buffers, opts.buffer_bytes,
+                        (unsigned long long)d);
+    lp_sink_set_meta_u64("cupti_dropped_records", total);
+    lp_sink_set_meta_u64("activity_buffers_peak", peak);
+    lp_sink_set_meta_u64("activity_buffer_bytes", opts.buffer_bytes);
+}

@@ -1,0 +1,219 @@
+/* Entry points of libllmprof.so. CUDA calls InitializeInjection at initialisation
+ * (CUDA_INJECTION64_PATH); NVTX calls InitializeInjectionNvtx2 at its first use
+ * (NVTX_INJECTION64_PATH), which is forwarded to the CUPTI the process uses. Everything
+ * here fails open: a problem becomes a warning and a loss record, never an abort.
+ *
+ * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
+ * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
+ * LLMPROF_CUPTI_PATH. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "activity.h"
+#include "clock.h"
+#include "cupti_api.h"
+#include "log.h"
+#include "nvml.h"
+#include "procinfo.h"
+#include "sink.h"
+
+#define LP_EXPORT __attribute__((visibility("default")))
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pid_t owner_pid;
+static int started;
+static unsigned flush_ms = 500;
+static pthread_t flusher;
+static int flusher_running, flusher_stop;
+static pthread_mutex_t flusher_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flusher_cv;
+
+static double env_double(const char *name, double def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end = NULL;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno || *end || d < 0) {
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number", name, v);
+        return def;
+    }
+    return d;
+}
+
+static int wakeup_pending;
+
+static void wake_flusher(void)
+{
+    pthread_mutex_lock(&flusher_mu);
+    wakeup_pending = 1;
+    pthread_cond_signal(&flusher_cv);
+    pthread_mutex_unlock(&flusher_mu);
+}
+
+static uint64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+/* llmprof's own thread: converts completed buffers and writes a chunk at least every
+ * flush_ms, so a killed process loses about the last flush period. CUPTI is asked for
+ * partly filled buffers only when none completed in a period (a quiet program): a busy
+ * one fills buffers fast enough, and the request is not free. */
+static void *flush_loop(void *arg)
+{
+    (void)arg;
+    uint64_t seen = 0, last_write = mono_ms();
+    pthread_mutex_lock(&flusher_mu);
+    while (!flusher_stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        uint64_t ns = (uint64_t)t.tv_nsec + (uint64_t)flush_ms * 1000000u;
+        t.tv_sec += (time_t)(ns / 1000000000u);
+        t.tv_nsec = (long)(ns % 1000000000u);
+        int timed_out = 0;
+        while (!flusher_stop && !wakeup_pending && !timed_out)
+            timed_out = pthread_cond_timedwait(&flusher_cv, &flusher_mu, &t) == ETIMEDOUT;
+        wakeup_pending = 0;
+        if (flusher_stop)
+            break;
+        pthread_mutex_unlock(&flusher_mu);
+        uint64_t done = lp_activity_completions();
+        if (timed_out && done == seen)
+            lp_activity_flush(0);
+        seen = lp_activity_completions();
+        lp_activity_drain();
+        if (mono_ms() - last_write >= flush_ms) {
+            lp_sink_flush();
+            last_write = mono_ms();
+        }
+        pthread_mutex_lock(&flusher_mu);
+    }
+    pthread_mutex_unlock(&flusher_mu);
+    return NULL;
+}
+
+static void shutdown_collector(void)
+{
+    if (!started || getpid() != owner_pid)
+        return; /* a forked child: the parent's trace is not ours to close */
+    started = 0;
+    if (flusher_running) {
+        pthread_mutex_lock(&flusher_mu);
+        flusher_stop = 1;
+        pthread_cond_signal(&flusher_cv);
+        pthread_mutex_unlock(&flusher_mu);
+        pthread_join(flusher, NULL);
+    }
+    lp_nvml_stop();
+    lp_activity_flush(1);
+    lp_activity_drain();
+    lp_activity_finish();
+    lp_sink_set_meta_u64("end_trace_ns", lp_clock_ns());
+    lp_procinfo_set_end_meta();
+    lp_sink_close();
+}
+
+static void in_child_after_fork(void)
+{
+    /* Threads do not survive fork; the child must not write the parent's file. */
+    started = 0;
+    flusher_running = 0;
+}
+
+/* Makes NVTX deliver to CUPTI when the program starts using NVTX after CUDA. */
+static void point_nvtx_here(void)
+{
+    if (getenv("NVTX_INJECTION64_PATH"))
+        return;
+    Dl_info info;
+    if (dladdr((void *)&point_nvtx_here, &info) && info.dli_fname)
+        setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+}
+
+static void init(void)
+{
+    owner_pid = getpid();
+    lp_collect_set_quiet(env_double("LLMPROF_QUIET", 0) > 0);
+    const char *dir = getenv("LLMPROF_OUT");
+    if (!dir || !*dir)
+        dir = ".";
+    char cupti_err[512] = "";
+    int cupti_ok = lp_cupti_load(cupti_err, sizeof cupti_err) == 0;
+    int light = env_double("LLMPROF_LIGHT", 0) > 0;
+    lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
+    lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
+    lp_sink_set_meta("mode", light ? "light" : "default");
+    char err[512];
+    if (lp_sink_open(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
+                (long)owner_pid);
+        return;
+    }
+    started = 1;
+    pthread_atfork(NULL, NULL, in_child_after_fork);
+    atexit(shutdown_collector);
+    if (!cupti_ok) {
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "%s: no kernels or NVTX ranges are recorded",
+                        cupti_err);
+    } else {
+        struct lp_activity_options ao = {
+            .light = light,
+            .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
+            .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
+        };
+        if (ao.buffer_bytes < 64 * 1024)
+            ao.buffer_bytes = 64 * 1024;
+        if (ao.max_buffers < 2)
+            ao.max_buffers = 2;
+        lp_activity_set_notify(wake_flusher);
+        if (lp_activity_start(&ao) < 0)
+            lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+                            "CUPTI activity could not be enabled (see the CUPTI error before "
+                            "this): kernels are not recorded; the program runs on");
+        point_nvtx_here();
+    }
+    double hz = env_double("LLMPROF_NVML_HZ", 20);
+    if (!light && hz > 0)
+        lp_nvml_start(hz);
+    flush_ms = (unsigned)env_double("LLMPROF_FLUSH_MS", 500);
+    if (flush_ms < 10)
+        flush_ms = 10;
+    lp_sink_set_meta_u64("flush_ms", flush_ms);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&flusher_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
+        flusher_running = 1;
+    else
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "cannot start the flusher thread: records are "
+                                              "written only when buffers fill and at exit");
+}
+
+LP_EXPORT int InitializeInjection(void)
+{
+    pthread_once(&init_once, init);
+    return 1;
+}
+
+/* A program may open NVTX ranges before it initialises CUDA: the collector starts here
+ * too, so marker activity is on before the first range reaches CUPTI. */
+LP_EXPORT int InitializeInjectionNvtx2(void *get_export_table)
+{
+    pthread_once(&init_once, init);
+    if (lp_cupti_load(NULL, 0) != 0 || !lp_cupti.InitializeInjectionNvtx2)
+        return 0;
+    return lp_cupti.InitializeInjectionNvtx2(get_export_table);
+}

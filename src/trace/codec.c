@@ -1,0 +1,357 @@
+/* Record codec of trace format v1 (see codec.h). Each record is: type (varint), length
+ * of the body (varint), body. Bodies are field lists driven by one table per type:
+ * timestamps as deltas against the previous record of the same type, end times as
+ * durations, correlation ids as deltas, everything else as LEB128 varints. Repetitive
+ * LLM kernel streams then compress to a few bytes per record under zstd. */
+#include "codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+enum field_kind { F_TS, F_END, F_U32, F_U64, F_I32, F_CORR, F_RAW16 };
+
+struct field {
+    uint16_t offset;
+    uint8_t kind;
+};
+
+#define FLD(type, member, kind) {(uint16_t)offsetof(struct type, member), kind}
+
+static const struct field kernel_fields[] = {
+    FLD(lp_kernel, start, F_TS), FLD(lp_kernel, end, F_END),
+    FLD(lp_kernel, name, F_U32), FLD(lp_kernel, correlation, F_CORR),
+    FLD(lp_kernel, device, F_U32), FLD(lp_kernel, context, F_U32),
+    FLD(lp_kernel, stream, F_U32),
+    FLD(lp_kernel, grid[0], F_I32), FLD(lp_kernel, grid[1], F_I32), FLD(lp_kernel, grid[2], F_I32),
+    FLD(lp_kernel, block[0], F_I32), FLD(lp_kernel, block[1], F_I32), FLD(lp_kernel, block[2], F_I32),
+    FLD(lp_kernel, registers, F_U32), FLD(lp_kernel, static_smem, F_U32),
+    FLD(lp_kernel, dynamic_smem, F_U32), FLD(lp_kernel, local_mem_per_thread, F_U32),
+    FLD(lp_kernel, graph_id, F_U32), FLD(lp_kernel, graph_node_id, F_U64),
+    FLD(lp_kernel, flags, F_U32),
+};
+
+static const struct field memcpy_fields[] = {
+    FLD(lp_memcpy, start, F_TS), FLD(lp_memcpy, end, F_END), FLD(lp_memcpy, bytes, F_U64),
+    FLD(lp_memcpy, correlation, F_CORR), FLD(lp_memcpy, device, F_U32),
+    FLD(lp_memcpy, context, F_U32), FLD(lp_memcpy, stream, F_U32),
+    FLD(lp_memcpy, copy_kind, F_U32), FLD(lp_memcpy, src_kind, F_U32),
+    FLD(lp_memcpy, dst_kind, F_U32), FLD(lp_memcpy, graph_id, F_U32),
+};
+
+static const struct field memset_fields[] = {
+    FLD(lp_memset, start, F_TS), FLD(lp_memset, end, F_END), FLD(lp_memset, bytes, F_U64),
+    FLD(lp_memset, correlation, F_CORR), FLD(lp_memset, device, F_U32),
+    FLD(lp_memset, context, F_U32), FLD(lp_memset, stream, F_U32),
+    FLD(lp_memset, value, F_U32), FLD(lp_memset, memory_kind, F_U32),
+    FLD(lp_memset, graph_id, F_U32),
+};
+
+static const struct field memory_fields[] = {
+    FLD(lp_memory, timestamp, F_TS), FLD(lp_memory, address, F_U64),
+    FLD(lp_memory, bytes, F_U64), FLD(lp_memory, correlation, F_CORR),
+    FLD(lp_memory, device, F_U32), FLD(lp_memory, context, F_U32),
+    FLD(lp_memory, stream, F_U32), FLD(lp_memory, op, F_U32),
+    FLD(lp_memory, memory_kind, F_U32),
+};
+
+static const struct field marker_fields[] = {
+    FLD(lp_marker, timestamp, F_TS), FLD(lp_marker, id, F_U32), FLD(lp_marker, flags, F_U32),
+    FLD(lp_marker, name, F_U32), FLD(lp_marker, domain, F_U32), FLD(lp_marker, thread, F_U32),
+};
+
+static const struct field api_fields[] = {
+    FLD(lp_api, start, F_TS), FLD(lp_api, end, F_END), FLD(lp_api, correlation, F_CORR),
+    FLD(lp_api, thread, F_U32), FLD(lp_api, domain, F_U32), FLD(lp_api, cbid, F_U32),
+    FLD(lp_api, name, F_U32), FLD(lp_api, status, F_U32),
+};
+
+static const struct field nvml_fields[] = {
+    FLD(lp_nvml_sample, timestamp, F_TS), FLD(lp_nvml_sample, query_ns, F_U32),
+    FLD(lp_nvml_sample, device, F_U32), FLD(lp_nvml_sample, valid, F_U32),
+    FLD(lp_nvml_sample, power_mw, F_U32), FLD(lp_nvml_sample, energy_mj, F_U64),
+    FLD(lp_nvml_sample, sm_mhz, F_U32), FLD(lp_nvml_sample, mem_mhz, F_U32),
+    FLD(lp_nvml_sample, util_gpu, F_U32), FLD(lp_nvml_sample, util_mem, F_U32),
+    FLD(lp_nvml_sample, temp_c, F_U32), FLD(lp_nvml_sample, clock_events, F_U64),
+    FLD(lp_nvml_sample, mem_used, F_U64),
+};
+
+static const struct field device_fields[] = {
+    FLD(lp_device, id, F_U32), FLD(lp_device, name, F_U32), FLD(lp_device, uuid, F_RAW16),
+    FLD(lp_device, cc_major, F_U32), FLD(lp_device, cc_minor, F_U32),
+    FLD(lp_device, sm_count, F_U32), FLD(lp_device, mem_bytes, F_U64),
+    FLD(lp_device, mem_bandwidth_kbps, F_U64), FLD(lp_device, core_clock_khz, F_U32),
+    FLD(lp_device, max_sm_mhz, F_U32), FLD(lp_device, max_mem_mhz, F_U32),
+    FLD(lp_device, power_limit_mw, F_U32),
+};
+
+static const struct field overhead_fields[] = {
+    FLD(lp_overhead, start, F_TS), FLD(lp_overhead, end, F_END),
+    FLD(lp_overhead, kind, F_U32), FLD(lp_overhead, thread, F_U32),
+};
+
+static const struct field loss_fields[] = {
+    FLD(lp_loss, source, F_U32), FLD(lp_loss, count, F_U64), FLD(lp_loss, what, F_U32),
+};
+
+#define TABLE(t) {t, sizeof t / sizeof t[0]}
+static const struct {
+    const struct field *fields;
+    size_t n;
+} tables[LP_REC_TYPE_COUNT] = {
+    [LP_REC_KERNEL] = TABLE(kernel_fields),     [LP_REC_MEMCPY] = TABLE(memcpy_fields),
+    [LP_REC_MEMSET] = TABLE(memset_fields),     [LP_REC_MEMORY] = TABLE(memory_fields),
+    [LP_REC_MARKER] = TABLE(marker_fields),     [LP_REC_API] = TABLE(api_fields),
+    [LP_REC_NVML] = TABLE(nvml_fields),         [LP_REC_DEVICE] = TABLE(device_fields),
+    [LP_REC_OVERHEAD] = TABLE(overhead_fields), [LP_REC_LOSS] = TABLE(loss_fields),
+};
+
+int lp_record_type_known(uint32_t type)
+{
+    return type > 0 && type < LP_REC_TYPE_COUNT && (type == LP_REC_STRING || tables[type].n > 0);
+}
+
+/* ---- buffers and varints ---- */
+
+void lp_buf_reserve(struct lp_buf *b, size_t extra)
+{
+    if (b->oom || b->len + extra <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra)
+        cap *= 2;
+    uint8_t *p = realloc(b->data, cap);
+    if (!p) {
+        b->oom = 1;
+        return;
+    }
+    b->data = p;
+    b->cap = cap;
+}
+
+void lp_buf_put(struct lp_buf *b, const void *p, size_t n)
+{
+    lp_buf_reserve(b, n);
+    if (b->oom || n == 0)
+        return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void lp_buf_put_uvar(struct lp_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    do {
+        uint8_t byte = v & 0x7f;
+        v >>= 7;
+        tmp[n++] = byte | (v ? 0x80 : 0);
+    } while (v);
+    lp_buf_put(b, tmp, n);
+}
+
+void lp_buf_free(struct lp_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+uint64_t lp_cur_uvar(struct lp_cursor *c)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) {
+            c->bad = 1;
+            return 0;
+        }
+        uint8_t byte = *c->p++;
+        v |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80))
+            return v;
+    }
+    c->bad = 1;
+    return 0;
+}
+
+const uint8_t *lp_cur_bytes(struct lp_cursor *c, size_t n)
+{
+    if ((size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        return NULL;
+    }
+    const uint8_t *p = c->p;
+    c->p += n;
+    return p;
+}
+
+static uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static int64_t unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* ---- records ---- */
+
+static void encode_fields(struct lp_buf *b, struct lp_delta_state *st, uint32_t type,
+                          const uint8_t *base)
+{
+    uint64_t last_ts = 0;
+    for (size_t i = 0; i < tables[type].n; i++) {
+        const struct field *f = &tables[type].fields[i];
+        const uint8_t *p = base + f->offset;
+        uint64_t u64;
+        uint32_t u32;
+        int32_t i32;
+        switch (f->kind) {
+        case F_TS:
+            memcpy(&u64, p, 8);
+            lp_buf_put_uvar(b, zigzag((int64_t)(u64 - st->ts[type])));
+            st->ts[type] = last_ts = u64;
+            break;
+        case F_END:
+            memcpy(&u64, p, 8);
+            lp_buf_put_uvar(b, zigzag((int64_t)(u64 - last_ts)));
+            break;
+        case F_U32:
+            memcpy(&u32, p, 4);
+            lp_buf_put_uvar(b, u32);
+            break;
+        case F_U64:
+            memcpy(&u64, p, 8);
+            lp_buf_put_uvar(b, u64);
+            break;
+        case F_I32:
+            memcpy(&i32, p, 4);
+            lp_buf_put_uvar(b, zigzag(i32));
+            break;
+        case F_CORR:
+            memcpy(&u32, p, 4);
+            lp_buf_put_uvar(b, zigzag((int64_t)u32 - (int64_t)st->corr[type]));
+            st->corr[type] = u32;
+            break;
+        case F_RAW16:
+            lp_buf_put(b, p, 16);
+            break;
+        }
+    }
+}
+
+void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct lp_record *r)
+{
+    struct lp_buf body = {0};
+    /* At most 20 varints of 10 bytes plus 16 raw bytes: never reallocates. */
+    uint8_t stack[256];
+    /* Encode into a stack buffer first to learn the length. */
+    body.data = stack;
+    body.cap = sizeof stack;
+    encode_fields(&body, st, r->type, (const uint8_t *)&r->u);
+    lp_buf_put_uvar(b, r->type);
+    lp_buf_put_uvar(b, body.len);
+    lp_buf_put(b, body.data, body.len);
+}
+
+int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
+                     struct lp_record *r)
+{
+    struct lp_cursor body = {c->p, c->p + len, 0};
+    if (!lp_cur_bytes(c, len))
+        return -1;
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    uint8_t *base = (uint8_t *)&r->u;
+    uint64_t last_ts = 0;
+    for (size_t i = 0; i < tables[type].n && body.p < body.end; i++) {
+        const struct field *f = &tables[type].fields[i];
+        uint8_t *p = base + f->offset;
+        uint64_t v = 0, u64;
+        uint32_t u32;
+        int32_t i32;
+        const uint8_t *raw;
+        if (f->kind != F_RAW16)
+            v = lp_cur_uvar(&body);
+        switch (f->kind) {
+        case F_TS:
+            u64 = st->ts[type] + (uint64_t)unzigzag(v);
+            st->ts[type] = last_ts = u64;
+            memcpy(p, &u64, 8);
+            break;
+        case F_END:
+            u64 = last_ts + (uint64_t)unzigzag(v);
+            memcpy(p, &u64, 8);
+            break;
+        case F_U32:
+            u32 = (uint32_t)v;
+            memcpy(p, &u32, 4);
+            break;
+        case F_U64:
+            memcpy(p, &v, 8);
+            break;
+        case F_I32:
+            i32 = (int32_t)unzigzag(v);
+            memcpy(p, &i32, 4);
+            break;
+        case F_CORR:
+            u32 = (uint32_t)((int64_t)st->corr[type] + unzigzag(v));
+            st->corr[type] = u32;
+            memcpy(p, &u32, 4);
+            break;
+        case F_RAW16:
+            raw = lp_cur_bytes(&body, 16);
+            if (raw)
+                memcpy(p, raw, 16);
+            break;
+        }
+    }
+    return body.bad ? -1 : 0;
+}
+
+/* ---- chunk headers ---- */
+
+uint32_t lp_crc32(const void *data, size_t n)
+{
+    uLong crc = crc32(0L, Z_NULL, 0);
+    const Bytef *p = data;
+    while (n > 0) { /* zlib takes uInt lengths */
+        uInt step = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = crc32(crc, p, step);
+        p += step;
+        n -= step;
+    }
+    return (uint32_t)crc;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_HEADER_SIZE])
+{
+    memset(out, 0, LP_CHUNK_HEADER_SIZE);
+    put_le32(out, LP_CHUNK_MAGIC);
+    put_le32(out + 4, (h->type & 0xffff) | (h->codec & 0xffff) << 16);
+    put_le32(out + 8, h->payload_size);
+    put_le32(out + 12, h->raw_size);
+    put_le32(out + 16, h->n_records);
+    put_le32(out + 20, h->payload_crc);
+    put_le32(out + 24, lp_crc32(out, 24));
+}
+
+int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chunk_header *h)
+{
+    if (get_le32(in) != LP_CHUNK_MAGIC || get_le32(in + 24) != lp_crc32(in, 24))
+        return -1;
+    uint32_t tc = get_le32(in + 4);
+    h->type = tc & 0xffff;
+    h->codec = tc >> 16;
+    h->payload_size = get_le32(in + 8);
+    h->raw_size = get_le32(in + 12);
+    h->n_records = get_le32(in + 16);
+    h->payload_crc = get_le32(in + 20);
+    return 0;
+}

@@ -1,0 +1,64 @@
+/* Record codec of trace format v1: varints, per-chunk delta state, and the field tables
+ * that define how each record type is laid out inside a chunk. Shared by writer and reader
+ * so the layout is written down exactly once. */
+#ifndef LP_TRACE_CODEC_H
+#define LP_TRACE_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmprof/trace.h"
+
+/* Chunk types and codecs (on-disk values). */
+enum lp_chunk_type { LP_CHUNK_META = 1, LP_CHUNK_RECORDS = 2, LP_CHUNK_END = 3 };
+enum lp_chunk_codec { LP_CODEC_RAW = 0, LP_CODEC_ZSTD = 1 };
+
+#define LP_FILE_HEADER_SIZE 16
+#define LP_CHUNK_HEADER_SIZE 32
+#define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" */
+#define LP_CHUNK_MAX_RAW (256u << 20) /* a sane bound: larger is corrupt */
+
+struct lp_chunk_header {
+    uint32_t type, codec, payload_size, raw_size, n_records, payload_crc;
+};
+
+void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_HEADER_SIZE]);
+/* 0 on success, -1 when magic or header checksum do not match. */
+int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chunk_header *h);
+uint32_t lp_crc32(const void *data, size_t n);
+
+/* Growable byte buffer. */
+struct lp_buf {
+    uint8_t *data;
+    size_t len, cap;
+    int oom;
+};
+void lp_buf_reserve(struct lp_buf *b, size_t extra);
+void lp_buf_put(struct lp_buf *b, const void *p, size_t n);
+void lp_buf_put_uvar(struct lp_buf *b, uint64_t v);
+void lp_buf_free(struct lp_buf *b);
+
+/* Bounds-checked cursor; any overrun sets bad and yields zeros. */
+struct lp_cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+uint64_t lp_cur_uvar(struct lp_cursor *c);
+const uint8_t *lp_cur_bytes(struct lp_cursor *c, size_t n);
+
+/* Delta bases, reset at every chunk so each chunk decodes on its own. */
+struct lp_delta_state {
+    uint64_t ts[LP_REC_TYPE_COUNT];
+    uint32_t corr[LP_REC_TYPE_COUNT];
+};
+
+/* Appends type, length and fields of R. Strings are not handled here. */
+void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct lp_record *r);
+/* Decodes the fields of a record of TYPE from exactly LEN bytes at C. Fields a newer
+ * minor version appended are skipped; fields missing read as 0. Returns 0, or -1 on
+ * a malformed record. Unknown types must be skipped by the caller. */
+int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
+                     struct lp_record *r);
+int lp_record_type_known(uint32_t type);
+
+#endif

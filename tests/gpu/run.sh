@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# GPU tests of the collector, run on the H200 machine (see docs/testing.md). Expects a
+# build carried in build/ (bin/llmprof, bin/check_trace, lib/libllmprof.so, gpu/workload).
+# Writes log.txt and fixtures.tar.gz under $OUT. Exit status: number of failed steps.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/llmprof-gpu-out}
+mkdir -p "$OUT"
+B=$PWD/build
+T=$(mktemp -d /tmp/llmprof-gpu.XXXXXX)
+PY=$(command -v python3)
+[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+fails=0
+step() { echo; echo "=== $*"; }
+check() { if "$@"; then echo "step ok"; else echo "STEP FAILED: $*"; fails=$((fails + 1)); fi; }
+trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+ldd "$B/lib/libllmprof.so" | grep -E "zstd|libz|not found"
+"$PY" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+
+step "C workload (default mode), checked exactly"
+check "$B/bin/llmprof" record -o "$T/workload" -- "$B/gpu/workload"
+"$B/bin/llmprof" info "$T/workload"
+check "$B/bin/check_trace" workload "$(trace_of "$T/workload")"
+
+step "C workload, --light"
+check "$B/bin/llmprof" record --light -o "$T/workload-light" -- "$B/gpu/workload"
+"$B/bin/llmprof" info "$T/workload-light"
+
+step "PyTorch NVTX"
+check "$B/bin/llmprof" record -o "$T/torch" -- "$PY" tests/gpu/torch_nvtx.py
+"$B/bin/llmprof" info "$T/torch"
+check "$B/bin/check_trace" torch "$(trace_of "$T/torch")"
+
+step "torch.profiler inside a recorded run (second CUPTI subscriber)"
+"$PY" tests/gpu/torch_profiler.py
+check "$B/bin/llmprof" record -o "$T/profiler" -- "$PY" tests/gpu/torch_profiler.py
+"$B/bin/llmprof" info "$T/profiler"
+check "$B/bin/check_trace" profiler "$(trace_of "$T/profiler")"
+
+step "SIGKILL mid-run"
+"$B/bin/llmprof" record -o "$T/killed" -- "$B/gpu/workload" --loop 60 &
+rec=$!
+sleep 8
+child=$(pgrep -P "$rec" | head -1)
+kill_ns=$(date +%s%N)
+kill -9 "$child"
+wait "$rec"; echo "record exit status $? (137 expected)"
+"$B/bin/llmprof" info "$T/killed"
+check "$B/bin/check_trace" killed "$(trace_of "$T/killed")" "$kill_ns"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print("meta:", m["status"], m.get("signal"), m.get("exit_code"))' "$T/killed/meta.json"
+
+step "exit status and stdio pass through"
+echo "hello" | "$B/bin/llmprof" record -o "$T/cat" -- cat; echo "cat exit $?"
+"$B/bin/llmprof" record -o "$T/exit7" -- sh -c 'exit 7'; rc=$?
+check test "$rc" -eq 7
+
+step "LLM fixture: Llama-style decoder, prompt 512, 32 new tokens"
+check "$B/bin/llmprof" record -o "$T/llama" -- "$PY" bench/llama_decode.py --new-tokens 32 --runs 1 --warmup 1
+"$B/bin/llmprof" info "$T/llama"
+check "$B/bin/check_trace" llama "$(trace_of "$T/llama")"
+
+step "pack fixtures"
+for d in workload workload-light torch profiler killed llama; do
+    mkdir -p "$T/fixtures/$d"
+    cp "$T/$d"/*.lpt "$T/$d/meta.json" "$T/fixtures/$d/" 2>/dev/null
+done
+tar -C "$T/fixtures" -czf "$OUT/fixtures.tar.gz" .
+echo "failed steps so far: $fails"
+
+if [ "${LLMPROF_BENCH_PAIRS:-0}" -gt 0 ]; then
+    step "benchmark: overhead and bytes per kernel"
+    bash bench/overhead.sh "$LLMPROF_BENCH_PAIRS" "$OUT/bench.jsonl" "$T/bench"
+    python3 bench/summarize.py "$OUT/bench.jsonl"
+fi
+ls -la "$OUT"
+echo "failed steps: $fails"
+exit "$fails"
