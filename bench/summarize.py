@@ -1,28 +1,43 @@
-"""Medians of bench/overhead.sh results: overhead of each mode against the unprofiled runs
-and bytes per kernel on disk. Usage: summarize.py RESULTS.jsonl"""
+"""Summarises bench/overhead.sh results. The machine drifts between rounds by more than
+the effect measured, so overhead is taken per round (a mode against the unprofiled run of
+the same round) and its median over rounds is reported, beside the plain medians.
+Usage: summarize.py RESULTS.jsonl"""
 import json
 import statistics
 import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-by_mode = {}
+runs = {}
 for r in rows:
-    by_mode.setdefault(r["mode"], []).append(r)
-base = by_mode.get("none", [])
-if not base:
+    runs[(r["round"], r["mode"])] = r
+modes = list(dict.fromkeys(r["mode"] for r in rows))
+rounds = sorted({r["round"] for r in rows})
+if "none" not in modes:
     sys.exit("no unprofiled runs")
-b_pf = statistics.median(r["run"]["prefill_ms_median"] for r in base)
-b_dc = statistics.median(r["run"]["decode_ms_per_token_median"] for r in base)
-print(f"runs per mode: {', '.join(f'{m} {len(v)}' for m, v in by_mode.items())}")
-print("| mode | prefill ms (median) | overhead | decode ms/token (median) | overhead | bytes/kernel |")
-print("|---|---|---|---|---|---|")
-for mode in by_mode:
-    rs = by_mode.get(mode)
-    if not rs:
-        continue
-    pf = statistics.median(r["run"]["prefill_ms_median"] for r in rs)
-    dc = statistics.median(r["run"]["decode_ms_per_token_median"] for r in rs)
+
+
+def metric(r, key):
+    return r["run"][key + "_median"]
+
+
+print(f"{len(rounds)} rounds; per run: median of the in-process runs")
+print("| mode | prefill ms | decode ms/token | prefill overhead (paired) | "
+      "decode overhead (paired) | decode overhead range | bytes/kernel |")
+print("|---|---|---|---|---|---|---|")
+for mode in modes:
+    rs = [runs[(i, mode)] for i in rounds if (i, mode) in runs]
+    pf = statistics.median(metric(r, "prefill_ms") for r in rs)
+    dc = statistics.median(metric(r, "decode_ms_per_token") for r in rs)
+    ratios = {"prefill_ms": [], "decode_ms_per_token": []}
+    for i in rounds:
+        if (i, mode) in runs and (i, "none") in runs:
+            for k in ratios:
+                ratios[k].append(metric(runs[(i, mode)], k) / metric(runs[(i, "none")], k) - 1)
     bpk = [r["trace_bytes"] / r["kernels"] for r in rs if r["kernels"]]
-    bpk_s = f"{statistics.median(bpk):.1f}" if bpk else "-"
-    print(f"| {mode} | {pf:.2f} | {100 * (pf / b_pf - 1):+.1f} % | {dc:.3f} | "
-          f"{100 * (dc / b_dc - 1):+.1f} % | {bpk_s} |")
+    if mode == "none":
+        print(f"| none | {pf:.2f} | {dc:.3f} | - | - | - | - |")
+        continue
+    d = ratios["decode_ms_per_token"]
+    print(f"| {mode} | {pf:.2f} | {dc:.3f} | {100 * statistics.median(ratios['prefill_ms']):+.1f} % | "
+          f"{100 * statistics.median(d):+.1f} % | {100 * min(d):+.1f} … {100 * max(d):+.1f} % | "
+          f"{statistics.median(bpk):.1f} |")

@@ -77,7 +77,8 @@ static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s
         if (d > grp->max_ns)
             grp->max_ns = d;
     }
-    qsort(s->top, s->n_top, sizeof *s->top, cmp_group);
+    if (s->n_top > 1)
+        qsort(s->top, s->n_top, sizeof *s->top, cmp_group);
     return LP_OK;
 }
 

@@ -223,9 +223,12 @@ static int relevant_env(const char *name)
     static const char *const prefixes[] = {"CUDA_", "NCCL_", "TORCH", "PYTORCH_", "NVIDIA_",
                                            "CUBLAS", "CUDNN_", "OMP_NUM_THREADS", "RANK",
                                            "LOCAL_RANK", "WORLD_SIZE", "LLMPROF_", "TRANSFORMERS_",
-                                           "HF_HUB_OFFLINE", NULL};
-    static const char *const secret[] = {"TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", NULL};
-    for (const char *const *s = secret; *s; s++)
+                                           "HF_HUB_OFFLINE", "NVTX_INJECTION", "TEARDOWN_CUPTI",
+                                           NULL};
+    /* secrets, and NVIDIA_REQUIRE_CUDA: a kilobyte of container constraints */
+    static const char *const skip[] = {"TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL",
+                                       "NVIDIA_REQUIRE", NULL};
+    for (const char *const *s = skip; *s; s++)
         if (strstr(name, *s))
             return 0;
     for (const char *const *p = prefixes; *p; p++)
@@ -349,11 +352,6 @@ int lp_cmd_record(int argc, char **argv)
     }
     if (prepare_dir(o.out, abs_dir, sizeof abs_dir) != 0)
         return 2;
-    json_t *meta = meta_json(&o, resolved, lib, start_ns);
-    if (write_meta(abs_dir, meta) != 0) {
-        json_decref(meta);
-        return 2;
-    }
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, lib) != 0)
         fprintf(stderr, "llmprof record: note: replacing CUDA_INJECTION64_PATH=%s\n", prev);
@@ -369,7 +367,11 @@ int lp_cmd_record(int argc, char **argv)
     /* torch.profiler (Kineto) finalises CUPTI when it stops unless told not to, which would
      * end llmprof's recording mid-run; a user's own setting is kept */
     setenv("TEARDOWN_CUPTI", "0", 0);
-
+    json_t *meta = meta_json(&o, resolved, lib, start_ns);
+    if (write_meta(abs_dir, meta) != 0) {
+        json_decref(meta);
+        return 2;
+    }
     struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal};
     struct sigaction old_int, old_quit, old_term, old_hup;
     sigaction(SIGINT, &ign, &old_int); /* the terminal sends these to the child too */

@@ -5,7 +5,7 @@
  *
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
- * LLMPROF_CUPTI_PATH. */
+ * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>

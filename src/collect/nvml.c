@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -64,7 +65,8 @@ static pthread_cond_t cv;
 
 static int bind_nvml(void)
 {
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *path = getenv("LLMPROF_NVML_PATH"); /* tests force a missing NVML */
+    void *h = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
 #define SYM(field, name, required)                      \

@@ -35,6 +35,8 @@ const char *lp_status_str(int status)
     }
 }
 
+static void warn(struct lp_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void warn(struct lp_trace *t, const char *fmt, ...)
 {
     char line[512];

@@ -35,6 +35,9 @@ struct lp_trace_writer {
 };
 
 static int fail(struct lp_trace_writer *w, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(struct lp_trace_writer *w, int status, const char *fmt, ...)
 {
     if (!w->failed) {
         va_list ap;

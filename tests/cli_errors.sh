@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# CLI behaviour without a GPU: bad invocations fail before anything runs, with a clear
+# message and a non-zero status; record's plumbing (exit status, stdio, signals,
+# meta.json, one trace per CUDA process) works end to end through fake_cuda_app.
+# Usage: cli_errors.sh LLMPROF FAKE_CUDA_APP FIXTURES_DIR
+set -u
+LP=$1 FAKE=$2 FIX=$3
+T=$(mktemp -d /tmp/lp_cli.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - $1"; }
+# expect STATUS PATTERN DESCRIPTION -- COMMAND...: exit status and a stderr/stdout pattern
+expect() {
+    local want=$1 pattern=$2 what=$3
+    shift 4
+    local out rc
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq "$want" ] && grep -q -- "$pattern" <<<"$out"; then ok "$what"; else
+        bad "$what (status $rc, wanted $want; output: $out)"; fi
+}
+
+expect 2 "usage: llmprof" "no subcommand" -- "$LP"
+expect 2 "is not a command" "unknown subcommand" -- "$LP" frobnicate
+expect 0 "record" "--help lists commands" -- "$LP" --help
+expect 0 "usage: llmprof record" "record --help" -- "$LP" record --help
+expect 0 "usage: llmprof info" "info --help" -- "$LP" info --help
+expect 2 "no command to run" "record without a command" -- "$LP" record -o "$T/r0"
+expect 2 "no command to run" "record with only --" -- "$LP" record -o "$T/r0" --
+expect 2 "unknown option '--bogus'" "record with an unknown option" -- "$LP" record --bogus -- true
+expect 2 "needs a directory" "-o without a value" -- "$LP" record -o
+expect 2 "from 0 to 1000" "--nvml-hz not a number" -- "$LP" record --nvml-hz fast -- true
+expect 2 "from 0 to 1000" "--nvml-hz negative" -- "$LP" record --nvml-hz -5 -- true
+expect 127 "command not found or not executable: no-such-cmd" "command not found" -- \
+    "$LP" record -o "$T/r1" -- no-such-cmd
+[ ! -e "$T/r1" ] && ok "nothing created for a command not found" || bad "r1 was created"
+echo "plain text" >"$T/notexec" && chmod 644 "$T/notexec"
+expect 127 "not executable" "command not executable" -- "$LP" record -o "$T/r2" -- "$T/notexec"
+touch "$T/afile"
+expect 2 "is not a directory" "output is a file" -- "$LP" record -o "$T/afile" -- true
+mkdir -p "$T/ro" && chmod 500 "$T/ro"
+if [ "$(id -u)" -ne 0 ]; then
+    expect 2 "not writable" "unwritable output" -- "$LP" record -o "$T/ro/run" -- true
+fi
+expect 2 "cannot create output directory" "output under a file" -- "$LP" record -o "$T/afile/run" -- true
+
+# end to end with the stand-in CUDA program
+out=$(echo "hello" | "$LP" record -o "$T/run" -- "$FAKE" 3 2>"$T/err")
+rc=$?
+[ "$rc" -eq 3 ] && ok "exit status passes through (3)" || bad "exit status $rc, wanted 3"
+[ "$out" = "echo: hello" ] && ok "stdin and stdout pass through" || bad "stdout was: $out"
+grep -q '"exit_code": 3' "$T/run/meta.json" && ok "meta.json has the exit code" || bad "meta.json: $(cat "$T/run/meta.json")"
+grep -q '"status": "exited"' "$T/run/meta.json" && ok "meta.json has the status" || bad "no status"
+grep -q '"TEARDOWN_CUPTI": "0"' "$T/run/meta.json" && ok "meta.json keeps relevant environment" || bad "env missing"
+ls "$T"/run/trace.*.lpt >/dev/null 2>&1 && ok "one trace for the CUDA process" || bad "no trace written"
+expect 0 "exited (exit 3)" "info reads the run" -- "$LP" info "$T/run"
+expect 0 "no kernels or\|could not be enabled\|cuptiSubscribe" "info shows why nothing was recorded" -- "$LP" info "$T/run"
+expect 2 "already holds a recorded run" "record refuses a used run directory" -- \
+    "$LP" record -o "$T/run" -- "$FAKE"
+"$LP" record -o "$T/sig" -- sh -c 'kill -TERM $$' 2>/dev/null
+rc=$?
+[ "$rc" -eq 143 ] && ok "a signal ends record with 128+N (143)" || bad "status $rc, wanted 143"
+grep -q '"status": "killed"' "$T/sig/meta.json" && ok "meta.json says killed" || bad "meta: $(cat "$T/sig/meta.json")"
+rc=0
+LLMPROF_OUT=/nonexistent-dir CUDA_INJECTION64_PATH="$(dirname "$LP")/../lib/libllmprof.so" \
+    "$FAKE" 4 </dev/null 2>"$T/err2" || rc=$?
+[ "$rc" -eq 4 ] && grep -q "nothing will be recorded" "$T/err2" && ok "unwritable trace directory: warning, program runs on" || \
+    bad "status $rc, stderr: $(cat "$T/err2")"
+
+# info on bad input
+expect 1 "does not exist" "info on a missing path" -- "$LP" info "$T/missing"
+echo "not a trace" >"$T/junk.lpt"
+expect 1 "not an llmprof trace" "info on a file that is not a trace" -- "$LP" info "$T/junk.lpt"
+printf 'LLMPROF\0\x09\0\0\0\0\0\0\0' >"$T/future.lpt"
+expect 1 "newer than this llmprof reads" "info on a newer major version" -- "$LP" info "$T/future.lpt"
+expect 2 "expects one run directory" "info without arguments" -- "$LP" info
+head -c 3000 "$FIX"/killed/trace.*.lpt >"$T/cut.lpt"
+expect 0 "torn chunk" "info on a truncated trace says what it dropped" -- "$LP" info "$T/cut.lpt"
+expect 0 "did not finish the trace" "info on a killed run says so" -- "$LP" info "$FIX/killed"
+expect 0 "decode" "info on the recorded LLM run shows its ranges" -- "$LP" info "$FIX/llama"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

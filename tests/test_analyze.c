@@ -1,0 +1,183 @@
+/* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
+ * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
+ * out of time order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "llmprof/analyze.h"
+
+struct mk {
+    uint64_t ts;
+    uint32_t id, flags, thread;
+    const char *name;
+};
+
+/* Writes MARKERS (in the order given) and KERNELS/APIS into a trace and reads it back. */
+static struct lp_trace *build(const struct mk *markers, size_t n, const struct lp_kernel *kernels,
+                              size_t nk, const struct lp_api *apis, size_t na)
+{
+    char path[] = "/tmp/lp_test_analyze_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct lp_trace_writer *w;
+    char err[256];
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct lp_record r = {.type = LP_REC_MARKER};
+        r.u.marker = (struct lp_marker){.timestamp = markers[i].ts, .id = markers[i].id,
+                                        .flags = markers[i].flags, .thread = markers[i].thread,
+                                        .name = markers[i].name ? lp_trace_writer_intern(w, markers[i].name) : 0};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    for (size_t i = 0; i < nk; i++) {
+        struct lp_record r = {.type = LP_REC_KERNEL, .u.kernel = kernels[i]};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    for (size_t i = 0; i < na; i++) {
+        struct lp_record r = {.type = LP_REC_API, .u.api = apis[i]};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    unlink(path);
+    return t;
+}
+
+#define S LP_MARKER_START
+#define E LP_MARKER_END
+
+static const struct lp_range *named(const struct lp_trace *t, const struct lp_ranges *r,
+                                    const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (!strcmp(lp_trace_str(t, r->v[i].name), name))
+            return &r->v[i];
+    return NULL;
+}
+
+static void test_nesting_and_threads(void **state)
+{
+    (void)state;
+    /* thread 1: outer [10,100] > inner [20,30], inner2 [40,50] > deepest [41,42];
+     * thread 2: other [15,25]; out of time order on purpose */
+    const struct mk m[] = {
+        {40, 4, S, 1, "inner2"}, {10, 1, S, 1, "outer"},  {20, 2, S, 1, "inner"},
+        {30, 2, E, 1, NULL},     {15, 3, S, 2, "other"},  {25, 3, E, 2, NULL},
+        {41, 5, S, 1, "deepest"}, {42, 5, E, 1, NULL},    {50, 4, E, 1, NULL},
+        {100, 1, E, 1, NULL},
+    };
+    struct lp_trace *t = build(m, sizeof m / sizeof *m, NULL, 0, NULL, 0);
+    struct lp_ranges r;
+    assert_int_equal(lp_ranges_build(t, &r), LP_OK);
+    assert_int_equal(r.n, 5);
+    assert_int_equal(r.unclosed, 0);
+    assert_int_equal(r.unmatched_ends, 0);
+    const struct lp_range *outer = named(t, &r, "outer"), *inner = named(t, &r, "inner"),
+                          *inner2 = named(t, &r, "inner2"), *deepest = named(t, &r, "deepest"),
+                          *other = named(t, &r, "other");
+    assert_int_equal(outer->depth, 0);
+    assert_int_equal(outer->end, 100);
+    assert_int_equal(inner->depth, 1);
+    assert_int_equal(inner2->depth, 1);
+    assert_int_equal(deepest->depth, 2);
+    assert_ptr_equal(&r.v[deepest->parent], inner2);
+    assert_ptr_equal(&r.v[inner->parent], outer);
+    assert_int_equal(other->depth, 0); /* other thread: not nested in outer */
+    assert_int_equal(other->thread, 2);
+    lp_ranges_free(&r);
+    lp_trace_free(t);
+}
+
+static void test_cross_thread_unmatched_unclosed(void **state)
+{
+    (void)state;
+    /* start on thread 1, end on thread 2 (start/end ranges); an end with no start (the
+     * start was before recording began); a start never closed (killed process) */
+    const struct mk m[] = {
+        {10, 7, S, 1, "worker"}, {60, 7, E, 2, NULL},
+        {5, 99, E, 1, NULL},
+        {70, 8, S, 1, "never closed"},
+    };
+    struct lp_kernel k = {.start = 80, .end = 90};
+    struct lp_trace *t = build(m, 4, &k, 1, NULL, 0);
+    struct lp_ranges r;
+    assert_int_equal(lp_ranges_build(t, &r), LP_OK);
+    assert_int_equal(r.n, 2);
+    assert_int_equal(r.unmatched_ends, 1);
+    assert_int_equal(r.unclosed, 1);
+    const struct lp_range *worker = named(t, &r, "worker"), *open = named(t, &r, "never closed");
+    assert_int_equal(worker->end, 60);
+    assert_int_equal(worker->thread, 1);
+    assert_false(worker->flags & LP_RANGE_UNCLOSED);
+    assert_true(open->flags & LP_RANGE_UNCLOSED);
+    assert_int_equal(open->end, 90); /* extends to the last record of the trace */
+    lp_ranges_free(&r);
+    lp_trace_free(t);
+}
+
+static void test_group_names(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_string_equal(lp_range_group_name("prefill tokens=512 batch=1", buf, sizeof buf), "prefill");
+    assert_string_equal(lp_range_group_name("decode step=3", buf, sizeof buf), "decode");
+    assert_string_equal(lp_range_group_name("  sam  vision  x=1 ", buf, sizeof buf), "sam vision");
+    assert_string_equal(lp_range_group_name("a=1 b=2", buf, sizeof buf), "");
+    assert_string_equal(lp_range_group_name("aten::mm, seq 0", buf, sizeof buf), "aten::mm, seq 0");
+    assert_string_equal(lp_range_group_name("truncated words here", buf, 6), "trunc");
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    const struct mk m[] = {
+        {100, 1, S, 1, "prefill tokens=8"}, {200, 1, E, 1, NULL},
+        {300, 2, S, 1, "decode step=0"},    {340, 2, E, 1, NULL},
+        {400, 3, S, 1, "decode step=1"},    {470, 3, E, 1, NULL},
+    };
+    const struct lp_kernel k[] = {
+        {.start = 110, .end = 150, .correlation = 1},
+        {.start = 310, .end = 330, .correlation = 2},
+        {.start = 410, .end = 420, .correlation = 3},
+    };
+    const struct lp_api a[] = {{.start = 105, .end = 106, .correlation = 1, .thread = 1},
+                               {.start = 305, .end = 306, .correlation = 2, .thread = 1}};
+    struct lp_trace *t = build(m, 6, k, 3, a, 2);
+    struct lp_trace_summary s;
+    assert_int_equal(lp_trace_summarize(t, &s), LP_OK);
+    assert_int_equal(s.first_ns, 100);
+    assert_int_equal(s.last_ns, 470);
+    assert_int_equal(s.kernel_ns, 40 + 20 + 10);
+    assert_int_equal(s.n_launch_matched, 2);
+    assert_int_equal(s.n_top, 2);
+    assert_string_equal(s.top[0].name, "decode"); /* grouped without key=value words */
+    assert_int_equal(s.top[0].count, 2);
+    assert_int_equal(s.top[0].total_ns, 110);
+    assert_int_equal(s.top[0].min_ns, 40);
+    assert_int_equal(s.top[0].max_ns, 70);
+    assert_string_equal(s.top[1].name, "prefill");
+    assert_int_equal(s.top[1].total_ns, 100);
+    lp_trace_summary_free(&s);
+    lp_trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nesting_and_threads),
+        cmocka_unit_test(test_cross_thread_unmatched_unclosed),
+        cmocka_unit_test(test_group_names),
+        cmocka_unit_test(test_summary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,156 @@
+/* The collector's fail-open paths, without a GPU: a write failure (disk full), NVML
+ * missing, CUPTI missing. Each must leave a warning and a loss record, never a crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "collect/cupti_api.h"
+#include "collect/nvml.h"
+#include "collect/sink.h"
+#include "llmprof/trace.h"
+
+static char dir[] = "/tmp/lp_test_collect_XXXXXX";
+
+static struct lp_trace *read_only_trace(const char *subdir)
+{
+    char cmd[512], path[512] = "";
+    snprintf(cmd, sizeof cmd, "ls %s/%s/*.lpt", dir, subdir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(path, sizeof path, p));
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    return t;
+}
+
+static void make_subdir(const char *name, char *out, size_t len)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+    assert_int_equal(mkdir(out, 0755), 0);
+}
+
+/* Disk full while recording: the program (here a child process) goes on and exits
+ * normally, stderr says so once, and what reached the disk stays readable. */
+static void test_write_failure(void **state)
+{
+    (void)state;
+    char sub[256], errfile[300];
+    make_subdir("full", sub, sizeof sub);
+    snprintf(errfile, sizeof errfile, "%s/stderr.txt", dir);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        signal(SIGXFSZ, SIG_IGN); /* write() then fails with EFBIG, as on a full disk */
+        struct rlimit lim = {2 << 20, 2 << 20};
+        setrlimit(RLIMIT_FSIZE, &lim);
+        char err[256];
+        if (lp_sink_open(sub, err, sizeof err) != 0)
+            _exit(3);
+        uint64_t x = 88172645463325252ull;
+        for (int i = 0; i < 400000; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            struct lp_record r = {.type = LP_REC_KERNEL};
+            r.u.kernel.start = x;
+            r.u.kernel.end = x + (x >> 40);
+            r.u.kernel.correlation = (uint32_t)x;
+            lp_sink_lock();
+            lp_sink_add(&r);
+            lp_sink_unlock();
+        }
+        lp_sink_close();
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    FILE *f = fopen(errfile, "r");
+    char line[512] = "";
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    assert_non_null(strstr(line, "failed"));
+    assert_non_null(strstr(line, "the program runs on"));
+    struct lp_trace *t = read_only_trace("full");
+    assert_true(t->n_kernels > 0);
+    assert_true(t->n_kernels < 400000);
+    assert_false(t->complete);
+    lp_trace_free(t);
+}
+
+static void test_nvml_missing(void **state)
+{
+    (void)state;
+    char sub[256], err[256];
+    make_subdir("nonvml", sub, sizeof sub);
+    assert_int_equal(lp_sink_open(sub, err, sizeof err), 0);
+    setenv("LLMPROF_NVML_PATH", "/nonexistent/libnvidia-ml.so.1", 1);
+    assert_int_equal(lp_nvml_start(20), -1);
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    r.u.kernel.start = 1;
+    r.u.kernel.end = 2;
+    lp_sink_lock();
+    lp_sink_add(&r);
+    lp_sink_unlock();
+    lp_sink_close();
+    struct lp_trace *t = read_only_trace("nonvml");
+    assert_int_equal(t->n_kernels, 1); /* everything else is still recorded */
+    assert_int_equal(t->n_losses, 1);
+    assert_int_equal(t->losses[0].source, LP_LOSS_NVML);
+    assert_non_null(strstr(lp_trace_str(t, t->losses[0].what), "NVML"));
+    assert_true(t->complete);
+    lp_trace_free(t);
+}
+
+static void test_cupti_missing(void **state)
+{
+    (void)state;
+    char err[1024];
+    setenv("LLMPROF_CUPTI_PATH", "/nonexistent/libcupti.so.13", 1);
+    assert_int_equal(lp_cupti_load(err, sizeof err), -1);
+    assert_non_null(strstr(err, "no CUPTI library found"));
+    assert_non_null(strstr(err, "LLMPROF_CUPTI_PATH"));
+    assert_null(lp_cupti.ActivityEnable);
+    /* the checking macro turns a missing function into a warning, not a crash */
+    assert_int_equal(LP_CUPTI(ActivityFlushAll, 0), CUPTI_ERROR_NOT_INITIALIZED);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_failure),
+        cmocka_unit_test(test_nvml_missing),
+        cmocka_unit_test(test_cupti_missing),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
