@@ -72,6 +72,8 @@ tar -C "$T/fixtures" -czf "$OUT/fixtures.tar.gz" .
 echo "failed steps so far: $fails"
 
 if [ "${LLMPROF_BENCH_PAIRS:-0}" -gt 0 ]; then
+    step "benchmark: CPU time added per kernel launch"
+    bash bench/launch_overhead.sh 5 200000 "$OUT/launch.jsonl" "$T/launch"
     step "benchmark: overhead and bytes per kernel"
     bash bench/overhead.sh "$LLMPROF_BENCH_PAIRS" "$OUT/bench.jsonl" "$T/bench"
     python3 bench/summarize.py "$OUT/bench.jsonl"

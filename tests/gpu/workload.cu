@@ -5,6 +5,8 @@
  *
  *   workload            run once and exit 0
  *   workload --loop S   repeat "iter" ranges of small kernels for S seconds (kill tests)
+ *   workload --launches N  launch N empty kernels back to back and print the CPU time per
+ *                       launch: the launch-bound regime of LLM decode (bench/launch_overhead.sh)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -52,6 +54,8 @@ extern "C" __global__ void add_kernel(float *y, const float *x, int n)
         y[i] += tile[threadIdx.x];
 }
 
+extern "C" __global__ void empty_kernel(void) {}
+
 static nvtxRangeId_t worker_range;
 
 static void *end_on_other_thread(void *arg)
@@ -93,10 +97,29 @@ static int loop(double seconds)
     return 0;
 }
 
+static int launches(long n)
+{
+    CHECK(cudaFree(0));
+    for (int i = 0; i < 1000; i++) /* warm up: module load, first launches */
+        empty_kernel<<<1, 32>>>();
+    CHECK(cudaDeviceSynchronize());
+    double t0 = now_s();
+    for (long i = 0; i < n; i++)
+        empty_kernel<<<1, 32>>>();
+    double t1 = now_s();
+    CHECK(cudaDeviceSynchronize());
+    double t2 = now_s();
+    printf("{\"launches\": %ld, \"ns_per_launch\": %.1f, \"ns_per_kernel_incl_drain\": %.1f}\n", n,
+           (t1 - t0) * 1e9 / (double)n, (t2 - t0) * 1e9 / (double)n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--loop"))
         return loop(atof(argv[2]));
+    if (argc == 3 && !strcmp(argv[1], "--launches"))
+        return launches(atol(argv[2]));
 
     nvtxRangePushA("workload");
 
