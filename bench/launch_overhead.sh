@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# CPU time llmprof adds to each kernel launch: build/gpu/workload --launches N without
-# llmprof, with it and with --light, ROUNDS rounds in rotating order. Launch-bound LLM
-# decode pays this per kernel. Usage: launch_overhead.sh ROUNDS N RESULTS.jsonl WORKDIR
+# CPU time llmprof adds to each kernel launch: build/gpu/workload --launches N per mode,
+# ROUNDS rounds in rotating order. Launch-bound LLM decode pays this per kernel.
+# Usage: launch_overhead.sh ROUNDS N RESULTS.jsonl WORKDIR
+# Modes ($LLMPROF_BENCH_MODES, default "none default light"): none, default, light,
+# light-noflush (100 s flush period), light-bigbuf (32 MiB buffers), k:LIST (LLMPROF_KINDS=LIST)
 set -u
 cd "$(dirname "$0")/.."
 rounds=$1 n=$2 results=$3 work=$4
 B=$PWD/build
-modes=(none default light)
+read -r -a modes <<<"${LLMPROF_BENCH_MODES:-none default light}"
+m=${#modes[@]}
 mkdir -p "$work"
 for ((i = 0; i < rounds; i++)); do
-    for ((j = 0; j < 3; j++)); do
-        mode=${modes[$(((i + j) % 3))]}
+    for ((j = 0; j < m; j++)); do
+        mode=${modes[$(((i + j) % m))]}
+        rec=(env "$B/bin/llmprof" record --quiet -o "$work/${mode//[:,]/_}-$i")
         case $mode in
-        none) line=$("$B/gpu/workload" --launches "$n") ;;
-        default) line=$("$B/bin/llmprof" record --quiet -o "$work/$mode-$i" -- "$B/gpu/workload" --launches "$n") ;;
-        light) line=$("$B/bin/llmprof" record --quiet --light -o "$work/$mode-$i" -- "$B/gpu/workload" --launches "$n") ;;
+        none) rec=() ;;
+        default) ;;
+        light) rec+=(--light) ;;
+        light-noflush) rec=(env LLMPROF_FLUSH_MS=100000 "${rec[@]:1}" --light) ;;
+        light-bigbuf) rec=(env LLMPROF_BUFFER_KB=32768 "${rec[@]:1}" --light) ;;
+        light-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]:1}" --light) ;;
+        k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]:1}") ;;
+        *) echo "unknown mode $mode" >&2; exit 2 ;;
         esac
+        line=$("${rec[@]}" "$B/gpu/workload" --launches "$n")
         echo "{\"round\": $i, \"mode\": \"$mode\", \"run\": $line}" | tee -a "$results"
     done
 done

@@ -8,6 +8,7 @@
 #   default, light  llmprof record, and llmprof record --light
 #   default-nonvml  llmprof record --nvml-hz 0
 #   light-noflush   --light with a periodic flush of 100 s (measures the flush's cost)
+#   light-nosub, default-nosub   without holding CUPTI's subscriber slot (LLMPROF_SUBSCRIBE=0)
 set -u
 cd "$(dirname "$0")/.."
 rounds=$1 results=$2 work=$3
@@ -29,6 +30,8 @@ for ((i = 0; i < rounds; i++)); do
         light) rec+=(--light) ;;
         default-nonvml) rec+=(--nvml-hz 0) ;;
         light-noflush) rec=(env LLMPROF_FLUSH_MS=100000 "${rec[@]}" --light) ;;
+        light-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}" --light) ;;
+        default-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}") ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
         esac
         line=$("${rec[@]}" "$PY" bench/llama_decode.py "$@" | tail -1)

@@ -235,6 +235,17 @@ static void check_llama(const struct lp_trace *t, struct lp_trace_summary *s)
            in_decode, t->n_kernels);
     expect(s->n_launch_matched * 100 >= t->n_kernels * 99,
            "%zu of %zu kernels tied to their launch call", s->n_launch_matched, t->n_kernels);
+    /* recorded at the default 20 Hz */
+    expect(t->n_nvml >= 20 && s->n_nvml_devices == 1 && s->nvml_interval_p50_ns > 45000000 &&
+               s->nvml_interval_p50_ns < 55000000,
+           "NVML: %zu samples of %zu GPU, median interval %.1f ms (50 expected)", t->n_nvml,
+           s->n_nvml_devices, (double)s->nvml_interval_p50_ns / 1e6);
+    size_t powered = 0;
+    for (size_t i = 0; i < t->n_nvml; i++)
+        powered += (t->nvml[i].valid & LP_NVML_POWER) && t->nvml[i].power_mw > 50000 &&
+                   (t->nvml[i].valid & LP_NVML_SM_CLOCK) && t->nvml[i].sm_mhz > 0;
+    expect(powered == t->n_nvml, "every NVML sample has power (> 50 W) and SM clock: %zu of %zu",
+           powered, t->n_nvml);
 }
 
 int main(int argc, char **argv)

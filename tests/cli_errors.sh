@@ -68,6 +68,12 @@ LLMPROF_OUT=/nonexistent-dir CUDA_INJECTION64_PATH="$(dirname "$LP")/../lib/libl
 [ "$rc" -eq 4 ] && grep -q "nothing will be recorded" "$T/err2" && ok "unwritable trace directory: warning, program runs on" || \
     bad "status $rc, stderr: $(cat "$T/err2")"
 
+# one trace per CUDA process, named by rank and pid
+"$LP" record -o "$T/ranks" -- sh -c 'RANK=0 "$1" </dev/null & RANK=1 "$1" </dev/null; wait' sh "$FAKE" 2>/dev/null
+n=$(ls "$T"/ranks/trace.rank0.*.lpt "$T"/ranks/trace.rank1.*.lpt 2>/dev/null | wc -l)
+[ "$n" -eq 2 ] && ok "child processes followed: one trace per rank" || bad "traces: $(ls "$T/ranks")"
+expect 0 "pid [0-9]*, rank 1 on" "info names each trace's rank" -- "$LP" info "$T/ranks"
+
 # info on bad input
 expect 1 "does not exist" "info on a missing path" -- "$LP" info "$T/missing"
 echo "not a trace" >"$T/junk.lpt"

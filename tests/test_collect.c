@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collect/activity.h"
 #include "collect/cupti_api.h"
 #include "collect/nvml.h"
 #include "collect/sink.h"
@@ -131,6 +132,22 @@ static void test_cupti_missing(void **state)
     assert_int_equal(LP_CUPTI(ActivityFlushAll, 0), CUPTI_ERROR_NOT_INITIALIZED);
 }
 
+static void test_kinds_parse(void **state)
+{
+    (void)state;
+    unsigned k = 0;
+    char err[256];
+    assert_int_equal(lp_kinds_parse("kernel,nvtx", &k, err, sizeof err), 0);
+    assert_int_equal(k, LP_KIND_KERNEL | LP_KIND_MARKER);
+    assert_int_equal(lp_kinds_parse("kernel,api,memory,memcpy,memset,device,overhead,marker", &k,
+                                    err, sizeof err), 0);
+    assert_int_equal(k, LP_KINDS_DEFAULT);
+    assert_int_equal(lp_kinds_parse("kernel,gemm", &k, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown kind 'gemm'"));
+    assert_int_equal(lp_kinds_parse("", &k, err, sizeof err), 0);
+    assert_int_equal(k, 0);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -151,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_write_failure),
         cmocka_unit_test(test_nvml_missing),
         cmocka_unit_test(test_cupti_missing),
+        cmocka_unit_test(test_kinds_parse),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -82,6 +82,57 @@ static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s
     return LP_OK;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t percentile(uint64_t *v, size_t n, unsigned pct)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_u64);
+    return v[(n - 1) * pct / 100];
+}
+
+static int summarize_nvml(const struct lp_trace *t, struct lp_trace_summary *s)
+{
+    size_t n = t->n_nvml;
+    if (n == 0)
+        return LP_OK;
+    uint64_t *q = malloc(n * sizeof *q), *gap = malloc(n * sizeof *gap);
+    if (!q || !gap) {
+        free(q);
+        free(gap);
+        return LP_ERR_NOMEM;
+    }
+    size_t n_gap = 0;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_nvml_sample *x = &t->nvml[i];
+        q[i] = x->query_ns;
+        if (x->device < 64 && !(seen >> x->device & 1)) {
+            seen |= 1ull << x->device;
+            s->n_nvml_devices++;
+        }
+        /* samples of one device are written in time order */
+        for (size_t j = i + 1; j < n; j++) {
+            if (t->nvml[j].device == x->device) {
+                if (t->nvml[j].timestamp > x->timestamp)
+                    gap[n_gap++] = t->nvml[j].timestamp - x->timestamp;
+                break;
+            }
+        }
+    }
+    s->nvml_query_p50_ns = percentile(q, n, 50);
+    s->nvml_query_p99_ns = percentile(q, n, 99);
+    s->nvml_interval_p50_ns = percentile(gap, n_gap, 50);
+    free(q);
+    free(gap);
+    return LP_OK;
+}
+
 int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
 {
     memset(s, 0, sizeof *s);
@@ -108,7 +159,9 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
             s->n_loss_notes++;
     }
     s->n_launch_matched = count_matched(t);
-    int rc = lp_ranges_build(t, &s->ranges);
+    int rc = summarize_nvml(t, s);
+    if (rc == LP_OK)
+        rc = lp_ranges_build(t, &s->ranges);
     if (rc == LP_OK)
         rc = group_top_ranges(t, s);
     if (rc != LP_OK)

@@ -108,6 +108,15 @@ static int info_trace(const char *path)
         lp_cli_format_bytes(s.memset_bytes, b, sizeof b);
         printf("  bytes    %s copied, %s set\n", a, b);
     }
+    if (t->n_nvml) {
+        lp_cli_format_ns(s.nvml_interval_p50_ns, a, sizeof a);
+        lp_cli_format_ns(s.nvml_query_p50_ns, b, sizeof b);
+        char c[32];
+        lp_cli_format_ns(s.nvml_query_p99_ns, c, sizeof c);
+        printf("  nvml     %zu samples of %zu GPU%s, one every %s; each read took %s (p99 %s), "
+               "its time is the midpoint\n", t->n_nvml, s.n_nvml_devices,
+               s.n_nvml_devices == 1 ? "" : "s", a, b, c);
+    }
     if (t->n_kernels && t->n_apis)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);

@@ -37,6 +37,34 @@ static const char *const driver_prefixes[] = {
     "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
     "cuStreamSynchronize", "cuEventSynchronize", NULL};
 
+int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"kernel", LP_KIND_KERNEL}, {"marker", LP_KIND_MARKER}, {"nvtx", LP_KIND_MARKER},
+                 {"device", LP_KIND_DEVICE}, {"overhead", LP_KIND_OVERHEAD},
+                 {"memcpy", LP_KIND_MEMCPY}, {"memset", LP_KIND_MEMSET},
+                 {"memory", LP_KIND_MEMORY}, {"api", LP_KIND_API}};
+    *kinds = 0;
+    const char *p = list;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        size_t i = 0;
+        while (i < sizeof names / sizeof *names &&
+               (strlen(names[i].name) != len || strncmp(names[i].name, p, len) != 0))
+            i++;
+        if (i == sizeof names / sizeof *names) {
+            snprintf(err, errlen, "unknown kind '%.*s' (known: kernel, marker, device, overhead, "
+                                  "memcpy, memset, memory, api)", (int)len, p);
+            return -1;
+        }
+        *kinds |= names[i].bit;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 uint64_t lp_activity_active_devices(void) { return atomic_load(&active_devices); }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
@@ -188,7 +216,8 @@ int lp_activity_start(const struct lp_activity_options *o)
      * torch.profiler from taking over the activity API mid-run; it then reports
      * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and profiles the CPU side only. A tool
      * that already holds the slot keeps it, and llmprof stays off CUPTI in this process. */
-    CUptiResult sub = lp_cupti.Subscribe(&subscriber, no_callbacks, NULL);
+    CUptiResult sub = opts.subscribe ? lp_cupti.Subscribe(&subscriber, no_callbacks, NULL)
+                                     : CUPTI_SUCCESS;
     if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         lp_collect_warn(LP_LOSS_COLLECTOR, 0,
                         "another CUPTI client (nsys, ncu, compute-sanitizer, torch.profiler ...) "
@@ -200,16 +229,23 @@ int lp_activity_start(const struct lp_activity_options *o)
         lp_cupti_check(sub, "cuptiSubscribe");
     if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
         return -1;
-    if (LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
+    unsigned kinds = opts.kinds;
+    if (kinds & LP_KIND_KERNEL &&
+        LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
         return -1;
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MARKER);
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_DEVICE);
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_OVERHEAD);
-    if (opts.light)
+    static const struct {
+        unsigned bit;
+        CUpti_ActivityKind kind;
+    } others[] = {
+        {LP_KIND_MARKER, CUPTI_ACTIVITY_KIND_MARKER}, {LP_KIND_DEVICE, CUPTI_ACTIVITY_KIND_DEVICE},
+        {LP_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD}, {LP_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
+        {LP_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {LP_KIND_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2},
+    };
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (kinds & others[i].bit)
+            LP_CUPTI(ActivityEnable, others[i].kind);
+    if (!(kinds & LP_KIND_API))
         return 0;
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMCPY);
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMSET);
-    LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_MEMORY2);
     if (!lp_cupti.GetCallbackName || !lp_cupti.ActivityEnableRuntimeApi ||
         !lp_cupti.ActivityEnableDriverApi) {
         lp_collect_warn(LP_LOSS_COLLECTOR, 0,

@@ -6,8 +6,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What to record (LLMPROF_KINDS names them: kernel,marker,...). */
+enum lp_kind {
+    LP_KIND_KERNEL = 1 << 0,
+    LP_KIND_MARKER = 1 << 1,   /* NVTX */
+    LP_KIND_DEVICE = 1 << 2,
+    LP_KIND_OVERHEAD = 1 << 3,
+    LP_KIND_MEMCPY = 1 << 4,
+    LP_KIND_MEMSET = 1 << 5,
+    LP_KIND_MEMORY = 1 << 6,   /* allocations and frees */
+    LP_KIND_API = 1 << 7,      /* launch, copy, set and synchronise calls */
+    LP_KINDS_LIGHT = LP_KIND_KERNEL | LP_KIND_MARKER | LP_KIND_DEVICE | LP_KIND_OVERHEAD,
+    LP_KINDS_DEFAULT = 0xff,
+};
+
+/* Parses a comma list of kind names into *KINDS; 0, or -1 naming the bad word in ERR. */
+int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen);
+
 struct lp_activity_options {
-    int light;              /* kernels and NVTX only */
+    unsigned kinds;         /* enum lp_kind bits */
+    int subscribe;          /* hold CUPTI's subscriber slot (see lp_activity_start) */
     size_t buffer_bytes;    /* size of one CUPTI buffer */
     unsigned max_buffers;   /* bound on buffers outstanding */
 };

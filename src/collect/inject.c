@@ -5,7 +5,7 @@
  *
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
- * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH (docs/collector.md). */
+ * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -168,14 +168,25 @@ static void init(void)
                         cupti_err);
     } else {
         struct lp_activity_options ao = {
-            .light = light,
+            .kinds = light ? LP_KINDS_LIGHT : LP_KINDS_DEFAULT,
             .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
+            .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
         if (ao.max_buffers < 2)
             ao.max_buffers = 2;
+        const char *kinds = getenv("LLMPROF_KINDS");
+        char kerr[256];
+        unsigned chosen = 0;
+        if (kinds && *kinds) {
+            if (lp_kinds_parse(kinds, &chosen, kerr, sizeof kerr) == 0)
+                ao.kinds = chosen;
+            else
+                lp_collect_warn(LP_LOSS_COLLECTOR, 0, "ignoring LLMPROF_KINDS: %s", kerr);
+        }
+        lp_sink_set_meta_u64("kinds", ao.kinds);
         lp_activity_set_notify(wake_flusher);
         if (lp_activity_start(&ao) < 0)
             lp_collect_warn(LP_LOSS_COLLECTOR, 0,

@@ -41,6 +41,13 @@ check "$B/bin/llmprof" record -o "$T/profiler" -- "$PY" tests/gpu/torch_profiler
 "$B/bin/llmprof" info "$T/profiler"
 check "$B/bin/check_trace" profiler "$(trace_of "$T/profiler")"
 
+step "torch.profiler holding CUPTI before llmprof starts"
+"$B/bin/llmprof" record -o "$T/profiler-first" -- "$PY" tests/gpu/torch_profiler_first.py 2>"$T/pf.err"
+rc=$?
+cat "$T/pf.err"
+check test "$rc" -eq 0
+"$B/bin/llmprof" info "$T/profiler-first"
+
 step "SIGKILL mid-run"
 "$B/bin/llmprof" record -o "$T/killed" -- "$B/gpu/workload" --loop 60 &
 rec=$!
