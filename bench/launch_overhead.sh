@@ -2,6 +2,8 @@
 # CPU time llmprof adds to each kernel launch: build/gpu/workload --launches N per mode,
 # ROUNDS rounds in rotating order. Launch-bound LLM decode pays this per kernel.
 # Usage: launch_overhead.sh ROUNDS N RESULTS.jsonl WORKDIR
+# LLMPROF_BENCH_CMD replaces the program (it must print one JSON line with ns_per_launch),
+# e.g. "python3 bench/torch_launch.py" for PyTorch's launch path.
 # Modes ($LLMPROF_BENCH_MODES, default "none default light"): none, default, light,
 # light-noflush (100 s flush period), light-bigbuf (32 MiB buffers), k:LIST (LLMPROF_KINDS=LIST)
 set -u
@@ -25,20 +27,23 @@ for ((i = 0; i < rounds; i++)); do
         k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]:1}") ;;
         *) echo "unknown mode $mode" >&2; exit 2 ;;
         esac
-        line=$("${rec[@]}" "$B/gpu/workload" --launches "$n")
+        read -r -a cmd <<<"${LLMPROF_BENCH_CMD:-$B/gpu/workload --launches $n}"
+        line=$("${rec[@]}" "${cmd[@]}" | tail -1)
         echo "{\"round\": $i, \"mode\": \"$mode\", \"run\": $line}" | tee -a "$results"
     done
 done
 python3 - "$results" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-by = {}
-for r in rows:
-    by.setdefault(r["mode"], []).append(r["run"]["ns_per_launch"])
-base = statistics.median(by["none"])
-print("| mode | ns per launch (median) | added per launch | runs |")
-print("|---|---|---|---|")
-for m, v in by.items():
-    med = statistics.median(v)
-    print(f"| {m} | {med:.0f} | {med - base:+.0f} ns ({100 * (med / base - 1):+.1f} %) | {len(v)} |")
+keys = [k for k in rows[0]["run"] if k.startswith("ns_per")]
+for key in keys:
+    by = {}
+    for r in rows:
+        by.setdefault(r["mode"], []).append(r["run"][key])
+    base = statistics.median(by["none"])
+    print(f"| mode | {key} (median) | added | runs |")
+    print("|---|---|---|---|")
+    for m, v in by.items():
+        med = statistics.median(v)
+        print(f"| {m} | {med:.0f} | {med - base:+.0f} ns ({100 * (med / base - 1):+.1f} %) | {len(v)} |")
 PY

@@ -1,0 +1,25 @@
+"""CPU time per PyTorch op that launches one kernel: an in-place add (cudaLaunchKernel) and a
+small bf16 matmul (cuBLAS). Run by bench/launch_overhead.sh with LLMPROF_BENCH_CMD."""
+import json
+import time
+
+import torch
+
+x = torch.ones(16, device="cuda")
+a = torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)
+
+
+def per_op_ns(fn, n=20000):
+    for _ in range(1000):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / n * 1e9
+
+
+print(json.dumps({"ns_per_launch": per_op_ns(lambda: x.add_(1)),
+                  "ns_per_matmul": per_op_ns(lambda: torch.mm(a, a))}))
