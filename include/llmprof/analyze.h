@@ -55,8 +55,8 @@ struct lp_trace_summary {
     size_t n_loss_notes;           /* loss records without a count (a source missing) */
     size_t n_launch_matched;       /* kernels whose launching API call was recorded */
     /* NVML samples: how long the queries took (the alignment uncertainty of a sample is
-     * half of it) and the median interval between samples of one device */
-    uint64_t nvml_query_p50_ns, nvml_query_p99_ns, nvml_interval_p50_ns;
+     * half of it) and the mean interval between samples of one device */
+    uint64_t nvml_query_p50_ns, nvml_query_p99_ns, nvml_interval_ns;
     size_t n_nvml_devices;
     struct lp_range_group *top;    /* top-level NVTX ranges grouped by name, by total desc */
     size_t n_top;

@@ -109,7 +109,7 @@ static int info_trace(const char *path)
         printf("  bytes    %s copied, %s set\n", a, b);
     }
     if (t->n_nvml) {
-        lp_cli_format_ns(s.nvml_interval_p50_ns, a, sizeof a);
+        lp_cli_format_ns(s.nvml_interval_ns, a, sizeof a);
         lp_cli_format_ns(s.nvml_query_p50_ns, b, sizeof b);
         char c[32];
         lp_cli_format_ns(s.nvml_query_p99_ns, c, sizeof c);

@@ -401,8 +401,13 @@ int lp_cmd_record(int argc, char **argv)
     finish_meta(meta, abs_dir, status, start_ns);
     write_meta(abs_dir, meta);
     json_t *traces = json_object_get(meta, "traces");
-    fprintf(stderr, "llmprof: %zu trace%s in %s; look with: llmprof info %s\n",
-            json_array_size(traces), json_array_size(traces) == 1 ? "" : "s", o.out, o.out);
+    if (json_array_size(traces) == 0)
+        fprintf(stderr, "llmprof: no trace in %s: no process of the command initialised CUDA "
+                        "with the collector (a program that never used the GPU, or a tool "
+                        "that replaced CUDA_INJECTION64_PATH)\n", o.out);
+    else
+        fprintf(stderr, "llmprof: %zu trace%s in %s; look with: llmprof info %s\n",
+                json_array_size(traces), json_array_size(traces) == 1 ? "" : "s", o.out, o.out);
     json_decref(meta);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);

@@ -5,5 +5,5 @@ cd "$(dirname "$0")/../.."
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p build/gpu
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/workload tests/gpu/workload.cu \
-    -I"$CUDA/include" -L"$CUDA/lib64" -lcublas -ldl -Xlinker -rpath="$CUDA/lib64"
+    -I"$CUDA/include" -L"$CUDA/lib64" -lcublas -lcupti -ldl -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/workload"

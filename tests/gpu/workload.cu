@@ -5,12 +5,15 @@
  *
  *   workload            run once and exit 0
  *   workload --loop S   repeat "iter" ranges of small kernels for S seconds (kill tests)
+ *   workload --cupti-first  subscribe to CUPTI before CUDA starts (as nsys or ncu would),
+ *                       then run as plain `workload`: llmprof must stand aside
  *   workload --launches N  launch N empty kernels back to back and print the CPU time per
  *                       launch: the launch-bound regime of LLM decode (bench/launch_overhead.sh)
  */
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <cupti.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +58,8 @@ extern "C" __global__ void add_kernel(float *y, const float *x, int n)
 }
 
 extern "C" __global__ void empty_kernel(void) {}
+
+static void CUPTIAPI no_callbacks(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *) {}
 
 static nvtxRangeId_t worker_range;
 
@@ -120,6 +125,10 @@ int main(int argc, char **argv)
         return loop(atof(argv[2]));
     if (argc == 3 && !strcmp(argv[1], "--launches"))
         return launches(atol(argv[2]));
+    if (argc == 2 && !strcmp(argv[1], "--cupti-first")) {
+        CUpti_SubscriberHandle sub;
+        printf("own cuptiSubscribe: %d\n", (int)cuptiSubscribe(&sub, no_callbacks, NULL));
+    }
 
     nvtxRangePushA("workload");
 
