@@ -341,6 +341,42 @@ static void test_device_records_merge(void **state)
     lp_trace_free(t);
 }
 
+/* Past max_strings the writer forgets old strings: ids keep growing, every record still
+ * reads back with its own name, and the writer's memory does not grow with the names. */
+static void test_intern_table_is_bounded(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    tmp_path(path, sizeof path, "strings.lpt");
+    struct lp_trace_writer *w;
+    struct lp_trace_writer_options opt = {.max_strings = 100};
+    assert_int_equal(lp_trace_writer_open(&w, path, &opt, err, sizeof err), LP_OK);
+    enum { N = 1000 };
+    lp_str first = 0;
+    for (int i = 0; i < N; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "decode step=%d", i % 250); /* repeats after 250 */
+        struct lp_record r = {.type = LP_REC_MARKER};
+        r.u.marker = (struct lp_marker){.timestamp = (uint64_t)i, .id = (uint32_t)i,
+                                        .flags = LP_MARKER_START, .name = lp_trace_writer_intern(w, name)};
+        if (i == 0)
+            first = r.u.marker.name;
+        assert_int_not_equal(r.u.marker.name, 0);
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    assert_int_equal(lp_trace_writer_intern(w, "decode step=0"), first + N); /* defined anew */
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_markers, N);
+    for (int i = 0; i < N; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "decode step=%d", i % 250);
+        assert_string_equal(lp_trace_str(t, t->markers[i].name), name);
+    }
+    lp_trace_free(t);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -365,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_writer_never_overwrites),
         cmocka_unit_test(test_unknown_record_type_is_skipped),
         cmocka_unit_test(test_device_records_merge),
+        cmocka_unit_test(test_intern_table_is_bounded),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

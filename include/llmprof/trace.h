@@ -196,6 +196,8 @@ struct lp_trace_writer;
 struct lp_trace_writer_options {
     int zstd_level;       /* 0 = default (3) */
     size_t chunk_bytes;   /* raw bytes that trigger a chunk, 0 = default (1 MiB) */
+    size_t max_strings;   /* strings held for interning, 0 = default (262144); past it the
+                             table starts over and repeated strings are written again */
 };
 
 /* Creates PATH exclusively (never overwrites). */

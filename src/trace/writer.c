@@ -24,10 +24,13 @@ struct lp_trace_writer {
     size_t chunk_bytes;
     int zstd_level;
     ZSTD_CCtx *cctx;
-    /* string interning: open addressing over ids, strs[0] = "" */
+    /* string interning: open addressing over the strings of this generation; a string's id
+     * is id_base + its index. At max_strings the table starts over (ids keep growing, so a
+     * string seen again is defined again): memory stays bounded whatever the names. */
     char **strs;
-    size_t n_strs, cap_strs;
-    uint32_t *slots; /* id + 1, 0 = empty */
+    size_t n_strs, cap_strs, max_strings;
+    lp_str id_base;
+    uint32_t *slots; /* index + 1, 0 = empty */
     size_t n_slots;
     struct lp_meta_kv *meta;
     size_t n_meta;
@@ -79,11 +82,11 @@ static int grow_slots(struct lp_trace_writer *w)
     uint32_t *slots = calloc(n, sizeof *slots);
     if (!slots)
         return -1;
-    for (size_t id = 0; id < w->n_strs; id++) {
-        size_t i = hash_str(w->strs[id]) & (n - 1);
+    for (size_t k = 0; k < w->n_strs; k++) {
+        size_t i = hash_str(w->strs[k]) & (n - 1);
         while (slots[i])
             i = (i + 1) & (n - 1);
-        slots[i] = (uint32_t)id + 1;
+        slots[i] = (uint32_t)k + 1;
     }
     free(w->slots);
     w->slots = slots;
@@ -91,16 +94,27 @@ static int grow_slots(struct lp_trace_writer *w)
     return 0;
 }
 
+static void start_new_generation(struct lp_trace_writer *w)
+{
+    for (size_t i = 0; i < w->n_strs; i++)
+        free(w->strs[i]);
+    w->id_base += (lp_str)w->n_strs;
+    w->n_strs = 0;
+    memset(w->slots, 0, w->n_slots * sizeof *w->slots);
+}
+
 lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s)
 {
     if (!s || !*s)
         return 0;
+    if (w->n_strs >= w->max_strings)
+        start_new_generation(w);
     if ((w->n_strs + 1) * 2 > w->n_slots && grow_slots(w) != 0)
         return 0;
     size_t i = hash_str(s) & (w->n_slots - 1);
     while (w->slots[i]) {
         if (strcmp(w->strs[w->slots[i] - 1], s) == 0)
-            return w->slots[i] - 1;
+            return w->id_base + w->slots[i] - 1;
         i = (i + 1) & (w->n_slots - 1);
     }
     if (w->n_strs == w->cap_strs) {
@@ -114,9 +128,9 @@ lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s)
     char *copy = strdup(s);
     if (!copy)
         return 0;
-    lp_str id = (lp_str)w->n_strs;
     w->strs[w->n_strs++] = copy;
-    w->slots[i] = id + 1;
+    w->slots[i] = (uint32_t)w->n_strs;
+    lp_str id = w->id_base + (lp_str)w->n_strs - 1;
     /* The definition precedes every record that uses it in the stream. */
     size_t len = strlen(s);
     struct lp_buf body = {0};
@@ -144,15 +158,15 @@ int lp_trace_writer_open(struct lp_trace_writer **out, const char *path,
     w->zstd_level = opt && opt->zstd_level ? opt->zstd_level : 3;
     w->chunk_bytes = opt && opt->chunk_bytes ? opt->chunk_bytes : (1u << 20);
     w->cap_strs = 256;
+    w->max_strings = opt && opt->max_strings ? opt->max_strings : (1u << 18);
+    w->id_base = 1; /* id 0 is the empty string, never written */
     w->strs = malloc(w->cap_strs * sizeof *w->strs);
     w->cctx = ZSTD_createCCtx();
-    if (!w->strs || !w->cctx || grow_slots(w) != 0 || !(w->strs[0] = strdup(""))) {
+    if (!w->strs || !w->cctx || grow_slots(w) != 0) {
         snprintf(err, errlen, "out of memory");
-        w->n_strs = 0;
         lp_trace_writer_close(w);
         return LP_ERR_NOMEM;
     }
-    w->n_strs = 1;
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
