@@ -56,8 +56,10 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     size_t n = t->n_markers;
     if (n == 0)
         return LP_OK;
+    int rc = LP_ERR_NOMEM;
     const struct lp_marker **m = malloc(n * sizeof *m);
     struct lp_range *v = calloc(n, sizeof *v);
+    size_t *stack = malloc((n + 1) * sizeof *stack);
     struct open_table o = {0};
     o.cap = 64;
     while (o.cap < n * 2)
@@ -65,14 +67,8 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     o.ids = calloc(o.cap, sizeof *o.ids);
     o.idx = calloc(o.cap, sizeof *o.idx);
     o.used = calloc(o.cap, 1);
-    if (!m || !v || !o.ids || !o.idx || !o.used) {
-        free(m);
-        free(v);
-        free(o.ids);
-        free(o.idx);
-        free(o.used);
-        return LP_ERR_NOMEM;
-    }
+    if (!m || !v || !stack || !o.ids || !o.idx || !o.used)
+        goto out;
     for (size_t i = 0; i < n; i++)
         m[i] = &t->markers[i];
     qsort(m, n, sizeof *m, cmp_marker_time);
@@ -103,16 +99,7 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     }
     qsort(v, nr, sizeof *v, cmp_range);
     /* nesting: a stack of enclosing ranges per thread */
-    size_t *stack = malloc((nr + 1) * sizeof *stack);
     size_t depth = 0;
-    if (!stack && nr) {
-        free(m);
-        free(v);
-        free(o.ids);
-        free(o.idx);
-        free(o.used);
-        return LP_ERR_NOMEM;
-    }
     for (size_t i = 0; i < nr; i++) {
         if (i > 0 && v[i].thread != v[i - 1].thread)
             depth = 0;
@@ -122,14 +109,18 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
         v[i].parent = depth ? (int64_t)stack[depth - 1] : -1;
         stack[depth++] = i;
     }
+    out->v = v;
+    out->n = nr;
+    v = NULL;
+    rc = LP_OK;
+out:
     free(stack);
     free(m);
+    free(v);
     free(o.ids);
     free(o.idx);
     free(o.used);
-    out->v = v;
-    out->n = nr;
-    return LP_OK;
+    return rc;
 }
 
 void lp_ranges_free(struct lp_ranges *r)

@@ -3,8 +3,11 @@
 #ifndef LP_COLLECT_CLOCK_H
 #define LP_COLLECT_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 uint64_t lp_clock_ns(void);
+/* A condition variable whose timed waits use CLOCK_MONOTONIC (immune to clock changes). */
+void lp_cond_init_monotonic(pthread_cond_t *cv);
 
 #endif

@@ -10,6 +10,18 @@ static lp_str intern(const struct lp_convert_ctx *ctx, const char *s)
     return s && *s ? ctx->intern(ctx->user, s) : 0;
 }
 
+/* Kernel, memcpy and memset records share these fields, under the same names in CUPTI's
+ * structs and in llmprof's. */
+#define COPY_GPU_OP(o, a)                 \
+    do {                                  \
+        (o)->start = (a)->start;          \
+        (o)->end = (a)->end;              \
+        (o)->correlation = (a)->correlationId; \
+        (o)->device = (a)->deviceId;      \
+        (o)->context = (a)->contextId;    \
+        (o)->stream = (a)->streamId;      \
+    } while (0)
+
 static int same_layout(const struct lp_convert_ctx *ctx)
 {
     return ctx->cupti_version / 10000 == CUPTI_API_VERSION / 10000;
@@ -18,13 +30,8 @@ static int same_layout(const struct lp_convert_ctx *ctx)
 static void kernel(const CUpti_ActivityKernel10 *k, const struct lp_convert_ctx *ctx,
                    struct lp_kernel *o)
 {
-    o->start = k->start;
-    o->end = k->end;
+    COPY_GPU_OP(o, k);
     o->name = intern(ctx, k->name);
-    o->correlation = k->correlationId;
-    o->device = k->deviceId;
-    o->context = k->contextId;
-    o->stream = k->streamId;
     o->grid[0] = k->gridX;
     o->grid[1] = k->gridY;
     o->grid[2] = k->gridZ;
@@ -57,13 +64,8 @@ int lp_convert_activity(const CUpti_Activity *a, const struct lp_convert_ctx *ct
         const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
         struct lp_memcpy *o = &out->u.memcpy;
         out->type = LP_REC_MEMCPY;
-        o->start = m->start;
-        o->end = m->end;
+        COPY_GPU_OP(o, m);
         o->bytes = m->bytes;
-        o->correlation = m->correlationId;
-        o->device = m->deviceId;
-        o->context = m->contextId;
-        o->stream = m->streamId;
         o->copy_kind = m->copyKind;
         o->src_kind = m->srcKind;
         o->dst_kind = m->dstKind;
@@ -75,13 +77,8 @@ int lp_convert_activity(const CUpti_Activity *a, const struct lp_convert_ctx *ct
         const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
         struct lp_memset *o = &out->u.memset;
         out->type = LP_REC_MEMSET;
-        o->start = m->start;
-        o->end = m->end;
+        COPY_GPU_OP(o, m);
         o->bytes = m->bytes;
-        o->correlation = m->correlationId;
-        o->device = m->deviceId;
-        o->context = m->contextId;
-        o->stream = m->streamId;
         o->value = m->value;
         o->memory_kind = m->memoryKind;
         if (same_layout(ctx))

@@ -201,11 +201,7 @@ static void init(void)
     if (flush_ms < 10)
         flush_ms = 10;
     lp_sink_set_meta_u64("flush_ms", flush_ms);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&flusher_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    lp_cond_init_monotonic(&flusher_cv);
     if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
         flusher_running = 1;
     else

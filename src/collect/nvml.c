@@ -250,11 +250,7 @@ int lp_nvml_start(double hz)
     if (period_ns < 1000000)
         period_ns = 1000000; /* at most 1 kHz */
     lp_sink_set_meta_u64("nvml_period_ns", period_ns);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cv, &ca);
-    pthread_condattr_destroy(&ca);
+    lp_cond_init_monotonic(&cv);
     stop_flag = 0;
     if (pthread_create(&thread, NULL, run, NULL) != 0) {
         lp_collect_warn(LP_LOSS_NVML, 0, "cannot start the NVML sampler thread");
