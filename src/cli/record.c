@@ -169,7 +169,7 @@ static int dir_is_empty(const char *dir)
     return n == 0 && access(meta, F_OK) != 0;
 }
 
-static int prepare_dir(const char *dir, char *abs, size_t len)
+static int prepare_dir(const char *dir, char abs[PATH_MAX])
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -198,7 +198,6 @@ static int prepare_dir(const char *dir, char *abs, size_t len)
         lp_cli_error("record", "cannot resolve %s: %s", dir, strerror(errno));
         return -1;
     }
-    (void)len;
     return 0;
 }
 
@@ -350,7 +349,7 @@ int lp_cmd_record(int argc, char **argv)
         strftime(default_dir, sizeof default_dir, "llmprof-%Y%m%d-%H%M%S", &tm);
         o.out = default_dir;
     }
-    if (prepare_dir(o.out, abs_dir, sizeof abs_dir) != 0)
+    if (prepare_dir(o.out, abs_dir) != 0)
         return 2;
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, lib) != 0)

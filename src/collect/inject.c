@@ -161,6 +161,7 @@ static void init(void)
         return;
     }
     started = 1;
+    lp_cond_init_monotonic(&flusher_cv); /* before CUPTI can call wake_flusher */
     pthread_atfork(NULL, NULL, in_child_after_fork);
     atexit(shutdown_collector);
     if (!cupti_ok) {
@@ -201,7 +202,6 @@ static void init(void)
     if (flush_ms < 10)
         flush_ms = 10;
     lp_sink_set_meta_u64("flush_ms", flush_ms);
-    lp_cond_init_monotonic(&flusher_cv);
     if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
         flusher_running = 1;
     else

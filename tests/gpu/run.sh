@@ -58,6 +58,13 @@ wait "$rec"; echo "record exit status $? (137 expected)"
 check "$B/bin/check_trace" killed "$(trace_of "$T/killed")" "$kill_ns"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print("meta:", m["status"], m.get("signal"), m.get("exit_code"))' "$T/killed/meta.json"
 
+step "child processes: two CUDA ranks under a parent without CUDA"
+check "$B/bin/llmprof" record -o "$T/ranks" -- "$PY" tests/gpu/two_ranks.py
+ls "$T/ranks"
+check test "$(ls "$T"/ranks/trace.rank0.*.lpt "$T"/ranks/trace.rank1.*.lpt | wc -l)" -eq 2
+check test "$(ls "$T"/ranks/*.lpt | wc -l)" -eq 2
+"$B/bin/llmprof" info "$T/ranks" | grep -E "^trace|process|records"
+
 step "exit status and stdio pass through"
 echo "hello" | "$B/bin/llmprof" record -o "$T/cat" -- cat; echo "cat exit $?"
 "$B/bin/llmprof" record -o "$T/exit7" -- sh -c 'exit 7'; rc=$?
