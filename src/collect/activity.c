@@ -15,12 +15,13 @@
 #include "sink.h"
 
 static struct lp_activity_options opts;
-/* Buffers are either free, lent to CUPTI, or completed and waiting to be drained: each
- * list is at most max_buffers long, so memory is bounded by max_buffers x buffer_bytes. */
+/* Buffers (all_bufs) are either free, lent to CUPTI, or completed and waiting to be
+ * drained: each list is at most max_buffers long, so memory is bounded by max_buffers x
+ * buffer_bytes. */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t **free_bufs, **done_bufs;
+static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
-static unsigned n_free, n_done, n_alloc, peak_alloc;
+static unsigned n_free, n_done, n_alloc;
 static uint64_t denied, dropped_total;
 static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
@@ -76,8 +77,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
         b = free_bufs[--n_free];
     } else if (n_alloc < opts.max_buffers) {
         b = aligned_alloc(8, opts.buffer_bytes);
-        if (b && ++n_alloc > peak_alloc)
-            peak_alloc = n_alloc;
+        if (b)
+            all_bufs[n_alloc++] = b; /* never freed: reused until exit */
     }
     if (!b)
         denied++;
@@ -111,11 +112,17 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         dropped = 0;
     pthread_mutex_lock(&pool_lock);
     dropped_total += dropped;
-    if (buffer) {
-        done_bufs[n_done] = buffer; /* n_done < n_alloc <= max_buffers */
+    int ours = 0;
+    for (unsigned i = 0; buffer && i < n_alloc && !ours; i++)
+        ours = all_bufs[i] == buffer;
+    if (ours) {
+        done_bufs[n_done] = buffer; /* each of our buffers is queued at most once */
         done_valid[n_done++] = valid;
     }
     pthread_mutex_unlock(&pool_lock);
+    if (buffer && !ours) /* only if another CUPTI client re-registered callbacks */
+        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "a buffer of another CUPTI client reached llmprof "
+                                              "and was left alone: its records are not recorded");
     if (dropped)
         lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped,
                         "CUPTI dropped activity records (buffers full); counts are in the trace");
@@ -209,8 +216,9 @@ int lp_activity_start(const struct lp_activity_options *o)
     opts = *o;
     free_bufs = calloc(opts.max_buffers, sizeof *free_bufs);
     done_bufs = calloc(opts.max_buffers, sizeof *done_bufs);
+    all_bufs = calloc(opts.max_buffers, sizeof *all_bufs);
     done_valid = calloc(opts.max_buffers, sizeof *done_valid);
-    if (!free_bufs || !done_bufs || !done_valid)
+    if (!free_bufs || !done_bufs || !all_bufs || !done_valid)
         return -1;
     /* CUPTI has one subscriber slot. Holding it (with no callbacks enabled) keeps a later
      * torch.profiler from taking over the activity API mid-run; it then reports
@@ -279,7 +287,7 @@ void lp_activity_finish(void)
         lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
     pthread_mutex_lock(&pool_lock);
     uint64_t d = denied, total = dropped_total + dropped;
-    unsigned peak = peak_alloc;
+    unsigned peak = n_alloc;
     pthread_mutex_unlock(&pool_lock);
     if (d)
         lp_collect_warn(LP_LOSS_BUFFER_DENIED, d,

@@ -29,7 +29,8 @@ typedef struct {
 } nvml_field_value;
 
 enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_TEMPERATURE_GPU = 0,
-       NVML_FI_DEV_POWER_INSTANT = 186 };
+       NVML_FI_DEV_POWER_INSTANT = 186, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+       NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4 };
 
 static struct {
     int (*Init)(void);
@@ -155,8 +156,9 @@ static void sample(int i)
     if (power_instant_ok && nv.DeviceGetFieldValues) {
         nvml_field_value fv = {.field_id = NVML_FI_DEV_POWER_INSTANT};
         if (nv.DeviceGetFieldValues(d, 1, &fv) == 0 && fv.nvml_return == 0) {
-            s->power_mw = fv.value_type == 3 || fv.value_type == 4 ? (uint32_t)fv.value.ull
-                                                                    : fv.value.ui;
+            int wide = fv.value_type == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG ||
+                       fv.value_type == NVML_VALUE_TYPE_SIGNED_LONG_LONG;
+            s->power_mw = wide ? (uint32_t)fv.value.ull : fv.value.ui;
             s->valid |= LP_NVML_POWER;
         } else {
             power_instant_ok = 0; /* not on this GPU or driver: use the average from now on */
@@ -220,6 +222,10 @@ static void *run(void *arg)
         uint64_t ns = (uint64_t)next.tv_nsec + period_ns;
         next.tv_sec += (time_t)(ns / 1000000000u);
         next.tv_nsec = (long)(ns % 1000000000u);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+            next = now; /* a slow read: skip the missed periods rather than sample in a burst */
         pthread_mutex_lock(&mu);
         while (!stop_flag && pthread_cond_timedwait(&cv, &mu, &next) != ETIMEDOUT)
             ;

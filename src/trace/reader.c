@@ -186,7 +186,7 @@ static uint64_t decode_records(struct lp_trace *t, struct caps *caps, const uint
                 break;
             }
             c.p += body;
-        } else if (lp_record_type_known((uint32_t)type)) {
+        } else if (type < LP_REC_TYPE_COUNT && lp_record_type_known((uint32_t)type)) {
             struct lp_record r;
             if (lp_record_decode(&c, body, &delta, (uint32_t)type, &r) != 0) {
                 *bad = 1;
