@@ -7,6 +7,7 @@
 
 int lp_cmd_record(int argc, char **argv);
 int lp_cmd_info(int argc, char **argv);
+int lp_cmd_model(int argc, char **argv);
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

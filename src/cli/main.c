@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
     {"record", lp_cmd_record, "run a command and record its GPU activity into a run directory"},
     {"info", lp_cmd_info, "a quick look at a recorded run: duration, counts, losses, GPUs, ranges"},
+    {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
 
 static void usage(FILE *f)
@@ -24,7 +25,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'llmprof <command> --help' explains a command. Typical use:\n"
                "  llmprof record -o run1 -- python3 infer.py\n"
-               "  llmprof info run1\n");
+               "  llmprof info run1\n"
+               "  llmprof model config.json --gpu H200\n");
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,210 @@
+/* llmprof's analytic model: parameters, FLOPs and bytes of an LLM from its Hugging Face
+ * config, per module and per stage, and roofline bounds on a GPU from the hardware table.
+ * Needs no GPU and no trace; the report uses the same numbers for MFU and MBU.
+ * Conventions (docs/model.md): one multiply-add = 2 FLOPs; causal attention visits
+ * P(P+1)/2 key positions in a prefill of P tokens; matmuls run in the activation dtype. */
+#ifndef LLMPROF_MODEL_H
+#define LLMPROF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum lp_dtype {
+    LP_DTYPE_FP32,
+    LP_DTYPE_TF32,
+    LP_DTYPE_BF16,
+    LP_DTYPE_FP16,
+    LP_DTYPE_FP8,
+    LP_DTYPE_INT8,
+    LP_DTYPE_INT4,
+    LP_DTYPE_COUNT
+};
+
+const char *lp_dtype_name(enum lp_dtype d);
+double lp_dtype_bytes(enum lp_dtype d);
+/* 0, or -1 for a name that is none of fp32, tf32, bf16, fp16, fp8, int8, int4. */
+int lp_dtype_parse(const char *name, enum lp_dtype *d);
+
+/* ---- the architecture, as read from config.json ---- */
+
+enum lp_attn_kind { LP_ATTN_MHA, LP_ATTN_MLA };
+enum lp_mlp_kind { LP_MLP_GATED, LP_MLP_PLAIN, LP_MLP_MOE };
+enum lp_norm_kind { LP_NORM_RMS, LP_NORM_LAYER };
+
+struct lp_attn_spec {
+    enum lp_attn_kind kind;
+    int64_t heads, kv_heads, head_dim, v_head_dim;  /* MHA/GQA: v_head_dim == head_dim */
+    int qkv_bias, o_bias, qk_norm;
+    int64_t sliding_window;                         /* 0: full attention */
+    /* MLA */
+    int64_t q_lora_rank, kv_lora_rank, qk_nope_dim, qk_rope_dim;
+};
+
+struct lp_mlp_spec {
+    enum lp_mlp_kind kind;
+    int64_t intermediate;    /* dense width, or one expert's width for MoE */
+    int bias;
+    /* MoE */
+    int64_t experts, top_k, shared_experts; /* shared experts of `intermediate` width each */
+    int router_bias;                        /* a per-expert correction bias (DeepSeek-V3) */
+};
+
+/* Layers [first, first + count) share one attention and one MLP spec. */
+struct lp_layer_group {
+    int64_t first, count;
+    struct lp_attn_spec attn;
+    struct lp_mlp_spec mlp;
+};
+
+enum lp_vision_kind { LP_VISION_NONE, LP_VISION_DEEPSEEK_OCR };
+
+struct lp_vision_spec {
+    enum lp_vision_kind kind;
+    /* SAM-ViT image encoder */
+    int64_t sam_width, sam_layers, sam_heads, sam_mlp, sam_patch, sam_window, sam_image;
+    int64_t sam_global[16];
+    int n_sam_global;
+    int64_t neck_channels, down1, down2;
+    /* CLIP-L on SAM features */
+    int64_t clip_width, clip_layers, clip_heads, clip_mlp, clip_patch, clip_image;
+    /* projector */
+    int64_t proj_in, proj_out;
+};
+
+#define LP_MAX_LAYER_GROUPS 8
+
+struct lp_model {
+    char model_type[64];
+    char family[32];            /* "llama", "gpt2", "mixtral", "deepseek", "deepseek-ocr" */
+    int64_t hidden, layers, vocab, max_positions;
+    enum lp_norm_kind norm;
+    int learned_positions;      /* GPT-2: a position embedding table */
+    int tied_embeddings;
+    int64_t mtp_layers;         /* DeepSeek-V3 multi-token prediction, reported apart */
+    struct lp_layer_group groups[LP_MAX_LAYER_GROUPS];
+    int n_groups;
+    struct lp_vision_spec vision;
+};
+
+/* Reads a config.json (or a directory holding one). Returns 0, or -1 with ERR saying which
+ * file, which key and what is wrong or supported. */
+int lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen);
+/* The same from a JSON text (NAME names it in errors); the fuzz target's entry. */
+int lp_model_parse(const char *json, size_t len, const char *name, struct lp_model *m, char *err,
+                   size_t errlen);
+
+/* ---- a workload and what it costs ---- */
+
+enum lp_vision_mode { LP_VISION_MODE_NONE, LP_VISION_MODE_TINY, LP_VISION_MODE_SMALL,
+                      LP_VISION_MODE_BASE, LP_VISION_MODE_LARGE, LP_VISION_MODE_GUNDAM };
+
+struct lp_workload {
+    int64_t batch, prompt, generated;
+    enum lp_dtype weights, activations, kv;
+    int prefill_logits_all;     /* 1: logits for every prompt token (HF default); 0: last only */
+    int64_t decode_context;     /* context of the "one decode step" stage; 0: prompt + generated/2 */
+    enum lp_vision_mode vision_mode;
+    int64_t tiles_w, tiles_h;   /* Gundam mode: tiles across and down (2..9 in all) */
+};
+
+void lp_workload_defaults(struct lp_workload *w);
+
+/* Costs of one module in one stage. Bytes are lower bounds: each weight read once per
+ * pass, activations read and written once per layer, attention fused (scores never
+ * written), KV cache read once per step. */
+struct lp_cost {
+    double params;              /* weights the stage uses (for MoE: those touched) */
+    double matmul_flops, other_flops;
+    double weight_bytes, act_bytes, kv_read_bytes, kv_write_bytes;
+};
+
+enum lp_module {
+    LP_MOD_EMBED, LP_MOD_ATTN_PROJ, LP_MOD_ATTN_CORE, LP_MOD_MLP, LP_MOD_ROUTER,
+    LP_MOD_EXPERTS, LP_MOD_SHARED_EXPERTS, LP_MOD_NORMS, LP_MOD_LM_HEAD,
+    LP_MOD_VISION_SAM, LP_MOD_VISION_CLIP, LP_MOD_VISION_PROJ,
+    LP_MOD_COUNT
+};
+const char *lp_module_name(enum lp_module m);
+
+enum lp_stage { LP_STAGE_VISION, LP_STAGE_PREFILL, LP_STAGE_DECODE_STEP, LP_STAGE_REQUEST,
+                LP_STAGE_COUNT };
+const char *lp_stage_name(enum lp_stage s);
+
+struct lp_params {
+    double total;               /* decoder + vision (MTP apart) */
+    double active;              /* weights a decoder token uses: dense, attention, shared and
+                                   top-k routed experts, router, lm_head; not the embedding
+                                   table (one row read) unless tied, not vision, not MTP */
+    double active_with_embedding; /* the same plus the embedding table (Mixtral's "12.9B") */
+    double embedding, vision, mtp;
+    double per_module[LP_MOD_COUNT];
+};
+
+struct lp_model_result {
+    struct lp_params params;
+    int64_t vision_tokens;      /* image tokens fed to the decoder (0 without vision) */
+    int64_t prefill_tokens;     /* per sequence: prompt + vision slots */
+    int64_t decode_context;     /* the context of the decode-step stage */
+    double kv_bytes_per_token;  /* all layers, one sequence */
+    double kv_bytes_end;        /* whole batch, at the end of the request */
+    struct lp_cost stage[LP_STAGE_COUNT][LP_MOD_COUNT];
+    struct lp_cost total[LP_STAGE_COUNT];
+};
+
+/* Fills R for workload W. Returns 0, or -1 with ERR for a workload the model cannot run. */
+int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
+                     struct lp_model_result *r, char *err, size_t errlen);
+
+double lp_cost_bytes(const struct lp_cost *c);
+double lp_cost_flops(const struct lp_cost *c);
+/* FLOPs per byte; 0 when no bytes move. */
+double lp_cost_intensity(const struct lp_cost *c);
+const char *lp_vision_mode_name(enum lp_vision_mode v);
+
+/* ---- hardware and roofline ---- */
+
+struct lp_gpu {
+    char name[64];
+    char match[128];            /* substrings of a device name, '|'-separated */
+    double tflops[LP_DTYPE_COUNT]; /* dense peaks; 0 where the GPU has none */
+    double mem_bw_gbs, mem_gb;
+};
+
+struct lp_gpu_table {
+    struct lp_gpu *v;
+    size_t n;
+};
+
+/* The built-in table (data/hardware.tsv), then FILE's rows when FILE is not NULL: a row with
+ * a known name replaces it. */
+int lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err, size_t errlen);
+void lp_gpu_table_free(struct lp_gpu_table *t);
+/* By table name (case-insensitive) or by a device name as a trace records it. */
+const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name);
+
+struct lp_bound {
+    double compute_s, memory_s, bound_s;
+    int memory_bound;
+};
+
+/* Lower bound of time for cost C on G: matmuls at the dense peak of DTYPE, other FLOPs at
+ * the FP32 peak, bytes at the memory bandwidth, the two overlapping fully. */
+void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype dtype,
+                 struct lp_bound *b);
+
+/* Roofline bounds of every stage on one GPU, and what they imply for a request. */
+struct lp_model_bounds {
+    struct lp_gpu gpu;
+    enum lp_dtype matmul_dtype;     /* the activation dtype: weight-only formats dequantise */
+    struct lp_bound stage[LP_STAGE_COUNT];
+    struct lp_bound decode_mean;    /* one decode step, averaged over the request */
+    double ttft_s;                  /* TTFT >= vision + prefill */
+    double tpot_s;                  /* TPOT >= the mean decode step */
+    double prefill_tokens_per_s;    /* <= */
+    double decode_tokens_per_s;     /* <= batch / TPOT */
+};
+
+void lp_model_bounds(const struct lp_model_result *r, const struct lp_workload *w,
+                     const struct lp_gpu *g, struct lp_model_bounds *b);
+
+#endif

@@ -1,0 +1,278 @@
+/* llmprof model: analytic parameters, FLOPs, bytes and roofline of an LLM from its
+ * config.json, with no GPU. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "llmprof/model.h"
+#include "llmprof/report.h"
+
+static const char help[] =
+    "usage: llmprof model CONFIG [options]\n"
+    "\n"
+    "Reads a Hugging Face config.json (or a model directory holding one) and prints, for a\n"
+    "workload, the parameters, matmul and other FLOPs, bytes read and written (weights,\n"
+    "activations, KV cache) and arithmetic intensity of every module, per stage (vision\n"
+    "encoder, prefill, one decode step, the whole request), the KV cache per token, and on a\n"
+    "GPU the roofline lower bounds: TTFT >=, TPOT >=, tokens/s <=.\n"
+    "Architectures: llama, mistral, qwen2, qwen3, mixtral, gpt2, deepseek_v2, deepseek_v3,\n"
+    "deepseek_vl_v2 (DeepSeek-OCR).\n"
+    "\n"
+    "workload:\n"
+    "  --batch N            sequences (default 1)\n"
+    "  --prompt N           prompt tokens per sequence (default 512)\n"
+    "  --gen N              generated tokens per sequence (default 128)\n"
+    "  --context N          context of the \"one decode step\" stage (default prompt + gen/2)\n"
+    "  --weights DT         fp32, bf16, fp16, fp8, int8 or int4 (weight-only) (default bf16)\n"
+    "  --act DT             activation dtype; matmuls run in it (default bf16)\n"
+    "  --kv DT              KV cache dtype (default bf16)\n"
+    "  --prefill-logits all|last   logits for every prompt token (HF's default) or only\n"
+    "                       the last (serving engines; default)\n"
+    "  --vision MODE        DeepSeek-OCR: tiny, small, base (default), large, gundam, none\n"
+    "  --tiles WxH          Gundam mode's tiles (2 to 9 in all; default 3x2)\n"
+    "hardware:\n"
+    "  --gpu NAME           a row of the hardware table (H200, \"H100 SXM\", A100 ...) or a\n"
+    "                       device name as nvidia-smi shows it\n"
+    "  --hw-file FILE       extra hardware rows (data/hardware.tsv's format)\n"
+    "  --peak-tflops X      override the matmul peak for the activation dtype\n"
+    "  --mem-bw GBS         override the memory bandwidth (GB/s)\n"
+    "  --list-gpus          print the hardware table and exit\n"
+    "output:\n"
+    "  --format md|json     (default md; the JSON schema is in docs/model.md)\n"
+    "  -o FILE              write there instead of standard output\n"
+    "\n"
+    "example:\n"
+    "  llmprof model meta-llama/Llama-2-7b-hf/ --gpu H200 --prompt 2048 --gen 256\n";
+
+static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || !*v || *end || x < min) {
+        lp_cli_error("model", "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
+                     v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *v, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || errno || !*v || *end || !(x > 0)) {
+        lp_cli_error("model", "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_dtype(const char *opt, const char *v, enum lp_dtype *d)
+{
+    if (!v || lp_dtype_parse(v, d) != 0) {
+        lp_cli_error("model", "%s takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '%s'", opt,
+                     v ? v : "(nothing)");
+        return -1;
+    }
+    return 0;
+}
+
+static void list_gpus(const struct lp_gpu_table *t)
+{
+    printf("%-16s %8s %8s %8s %8s %8s %8s %10s\n", "name", "fp32", "tf32", "bf16", "fp16", "fp8",
+           "int8", "mem GB/s");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct lp_gpu *g = &t->v[i];
+        printf("%-16s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.0f\n", g->name,
+               g->tflops[LP_DTYPE_FP32], g->tflops[LP_DTYPE_TF32], g->tflops[LP_DTYPE_BF16],
+               g->tflops[LP_DTYPE_FP16], g->tflops[LP_DTYPE_FP8], g->tflops[LP_DTYPE_INT8],
+               g->mem_bw_gbs);
+    }
+    printf("dense TFLOP/s (TOP/s for int8) from vendor datasheets; sparse peaks are 2x\n");
+}
+
+int lp_cmd_model(int argc, char **argv)
+{
+    struct lp_workload w;
+    lp_workload_defaults(&w);
+    w.tiles_w = 3;
+    w.tiles_h = 2;
+    const char *config = NULL, *gpu_name = NULL, *hw_file = NULL, *format = "md", *out_path = NULL;
+    double peak = 0, bw = 0;
+    int list = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int rc = 0, takes = 1;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (!strcmp(a, "--batch")) {
+            rc = parse_i64(a, v, 1, &w.batch);
+        } else if (!strcmp(a, "--prompt")) {
+            rc = parse_i64(a, v, 1, &w.prompt);
+        } else if (!strcmp(a, "--gen")) {
+            rc = parse_i64(a, v, 1, &w.generated);
+        } else if (!strcmp(a, "--context")) {
+            rc = parse_i64(a, v, 1, &w.decode_context);
+        } else if (!strcmp(a, "--weights")) {
+            rc = parse_dtype(a, v, &w.weights);
+        } else if (!strcmp(a, "--act")) {
+            rc = parse_dtype(a, v, &w.activations);
+            if (!rc && (w.activations == LP_DTYPE_INT4)) {
+                lp_cli_error("model", "--act int4 is not a compute format; int4 is weight-only");
+                rc = -1;
+            }
+        } else if (!strcmp(a, "--kv")) {
+            rc = parse_dtype(a, v, &w.kv);
+        } else if (!strcmp(a, "--prefill-logits")) {
+            if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
+                w.prefill_logits_all = !strcmp(v, "all");
+            } else {
+                lp_cli_error("model", "--prefill-logits takes all or last");
+                rc = -1;
+            }
+        } else if (!strcmp(a, "--vision")) {
+            static const char *const modes[] = {"none", "tiny", "small", "base", "large", "gundam"};
+            rc = -1;
+            for (int k = 0; v && k < 6; k++)
+                if (!strcmp(v, modes[k])) {
+                    w.vision_mode = (enum lp_vision_mode)k;
+                    rc = 0;
+                }
+            if (rc)
+                lp_cli_error("model", "--vision takes none, tiny, small, base, large or gundam");
+        } else if (!strcmp(a, "--tiles")) {
+            long long tw = 0, th = 0;
+            char extra;
+            if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1) {
+                lp_cli_error("model", "--tiles takes WxH, such as 3x2");
+                rc = -1;
+            }
+            w.tiles_w = tw;
+            w.tiles_h = th;
+        } else if (!strcmp(a, "--gpu")) {
+            gpu_name = v;
+        } else if (!strcmp(a, "--hw-file")) {
+            hw_file = v;
+        } else if (!strcmp(a, "--peak-tflops")) {
+            rc = parse_double(a, v, &peak);
+        } else if (!strcmp(a, "--mem-bw")) {
+            rc = parse_double(a, v, &bw);
+        } else if (!strcmp(a, "--format")) {
+            format = v;
+            if (!v || (strcmp(v, "md") && strcmp(v, "json"))) {
+                lp_cli_error("model", "--format takes md or json");
+                rc = -1;
+            }
+        } else if (!strcmp(a, "-o")) {
+            out_path = v;
+        } else if (!strcmp(a, "--list-gpus")) {
+            list = 1;
+            takes = 0;
+        } else if (a[0] == '-') {
+            lp_cli_error("model", "unknown option '%s'; see 'llmprof model --help'", a);
+            return 2;
+        } else if (!config) {
+            config = a;
+            takes = 0;
+        } else {
+            lp_cli_error("model", "one config at a time: '%s' and '%s'", config, a);
+            return 2;
+        }
+        if (rc)
+            return 2;
+        if (takes && !v) {
+            lp_cli_error("model", "%s needs a value", a);
+            return 2;
+        }
+        i += takes;
+    }
+    char err[1024];
+    struct lp_gpu_table table;
+    if (lp_gpu_table_load(&table, hw_file, err, sizeof err) != 0) {
+        lp_cli_error("model", "%s", err);
+        return 1;
+    }
+    int status = 1;
+    FILE *out = NULL;
+    if (list) {
+        list_gpus(&table);
+        status = 0;
+        goto done;
+    }
+    if (!config) {
+        lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
+        status = 2;
+        goto done;
+    }
+    struct lp_gpu gpu;
+    if (gpu_name) {
+        const struct lp_gpu *g = lp_gpu_find(&table, gpu_name);
+        if (!g) {
+            lp_cli_error("model", "no GPU named '%s' in the hardware table; see --list-gpus, or "
+                                  "add a row with --hw-file", gpu_name);
+            status = 2;
+            goto done;
+        }
+        gpu = *g;
+        if (peak > 0)
+            gpu.tflops[w.activations] = peak;
+        if (bw > 0)
+            gpu.mem_bw_gbs = bw;
+        if (gpu.tflops[w.activations] <= 0) {
+            lp_cli_error("model", "%s has no dense %s peak in the table; give --peak-tflops",
+                         gpu.name, lp_dtype_name(w.activations));
+            status = 2;
+            goto done;
+        }
+    } else if (peak > 0 || bw > 0) {
+        lp_cli_error("model", "--peak-tflops and --mem-bw override a --gpu; name one");
+        status = 2;
+        goto done;
+    }
+    struct lp_model m;
+    if (lp_model_load(config, &m, err, sizeof err) != 0) {
+        lp_cli_error("model", "%s", err);
+        goto done;
+    }
+    if (m.vision.kind == LP_VISION_NONE)
+        w.vision_mode = LP_VISION_MODE_NONE;
+    struct lp_model_result *r = malloc(sizeof *r);
+    if (!r || lp_model_analyze(&m, &w, r, err, sizeof err) != 0) {
+        lp_cli_error("model", "%s", r ? err : "out of memory");
+        free(r);
+        status = 2;
+        goto done;
+    }
+    struct lp_model_bounds bounds;
+    if (gpu_name)
+        lp_model_bounds(r, &w, &gpu, &bounds);
+    out = out_path ? fopen(out_path, "w") : stdout;
+    if (!out) {
+        lp_cli_error("model", "cannot write %s: %s", out_path, strerror(errno));
+        free(r);
+        goto done;
+    }
+    int wrc = !strcmp(format, "json") ? lp_report_model_json(out, &m, &w, r, gpu_name ? &bounds : NULL)
+                                      : lp_report_model_md(out, &m, &w, r, gpu_name ? &bounds : NULL);
+    free(r);
+    if (out != stdout && fclose(out) != 0)
+        wrc = -1;
+    out = NULL;
+    if (wrc != 0) {
+        lp_cli_error("model", "writing the output failed");
+        if (out_path)
+            remove(out_path); /* nothing half-written */
+        goto done;
+    }
+    status = 0;
+done:
+    lp_gpu_table_free(&table);
+    return status;
+}

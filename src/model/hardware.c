@@ -1,0 +1,199 @@
+/* The hardware table (data/hardware.tsv, compiled in) and the roofline: lower bounds of
+ * time from FLOPs at dense peak and bytes at memory bandwidth, assuming full overlap. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hardware_tsv.h" /* generated: lp_hardware_tsv[] */
+#include "llmprof/model.h"
+
+static const char *const dtype_names[LP_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16",
+                                                        "fp8",  "int8", "int4"};
+
+const char *lp_dtype_name(enum lp_dtype d) { return (unsigned)d < LP_DTYPE_COUNT ? dtype_names[d] : "?"; }
+
+double lp_dtype_bytes(enum lp_dtype d)
+{
+    static const double bytes[LP_DTYPE_COUNT] = {4, 4, 2, 2, 1, 1, 0.5};
+    return (unsigned)d < LP_DTYPE_COUNT ? bytes[d] : 0;
+}
+
+int lp_dtype_parse(const char *name, enum lp_dtype *d)
+{
+    for (int i = 0; i < LP_DTYPE_COUNT; i++)
+        if (!strcasecmp(name, dtype_names[i])) {
+            *d = (enum lp_dtype)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Parses TEXT's rows into T (prepending them when FIRST). NAME names the file in errors. */
+static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name, int first,
+                      char *err, size_t errlen)
+{
+    struct lp_gpu *rows = NULL;
+    size_t n = 0;
+    int line_no = 0;
+    const char *p = text;
+    while (*p) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char line[1024];
+        line_no++;
+        if (len >= sizeof line) {
+            snprintf(err, errlen, "%s:%d: line too long", name, line_no);
+            free(rows);
+            return -1;
+        }
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (end ? 1 : 0);
+        if (len && line[len - 1] == '\r')
+            line[--len] = 0;
+        if (line[0] == '#' || strspn(line, " \t") == len)
+            continue;
+        struct lp_gpu g = {0};
+        char *save = NULL, *f[11];
+        int nf = 0;
+        for (char *tok = strtok_r(line, "\t", &save); tok && nf < 11; tok = strtok_r(NULL, "\t", &save))
+            f[nf++] = tok;
+        if (nf != 11) {
+            snprintf(err, errlen, "%s:%d: %d columns; expected 11 tab-separated: name, match, fp32, "
+                                  "tf32, bf16, fp16, fp8, int8, int4 (TFLOP/s), mem_gb, mem_bw_gbs",
+                     name, line_no, nf);
+            free(rows);
+            return -1;
+        }
+        snprintf(g.name, sizeof g.name, "%s", f[0]);
+        snprintf(g.match, sizeof g.match, "%s", f[1]);
+        double vals[9];
+        for (int i = 0; i < 9; i++) {
+            char *e = NULL;
+            errno = 0;
+            vals[i] = strtod(f[2 + i], &e);
+            if (errno || *e || vals[i] < 0 || !isfinite(vals[i])) {
+                snprintf(err, errlen, "%s:%d: column %d (\"%s\") must be a number >= 0", name,
+                         line_no, 3 + i, f[2 + i]);
+                free(rows);
+                return -1;
+            }
+        }
+        for (int i = 0; i < LP_DTYPE_COUNT; i++)
+            g.tflops[i] = vals[i];
+        g.mem_gb = vals[7];
+        g.mem_bw_gbs = vals[8];
+        if (g.mem_bw_gbs <= 0) {
+            snprintf(err, errlen, "%s:%d: mem_bw_gbs must be above 0", name, line_no);
+            free(rows);
+            return -1;
+        }
+        struct lp_gpu *r = realloc(rows, (n + 1) * sizeof *r);
+        if (!r) {
+            free(rows);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        rows = r;
+        rows[n++] = g;
+    }
+    /* a user's row with a known name replaces that row; the others go first */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < t->n; j++) {
+            if (!strcasecmp(t->v[j].name, rows[i].name)) {
+                memmove(&t->v[j], &t->v[j + 1], (t->n - j - 1) * sizeof *t->v);
+                t->n--;
+                break;
+            }
+        }
+    }
+    struct lp_gpu *all = malloc((t->n + n + 1) * sizeof *all);
+    if (!all) {
+        free(rows);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (first) {
+        memcpy(all, rows, n * sizeof *all);
+        memcpy(all + n, t->v, t->n * sizeof *all);
+    } else {
+        memcpy(all, t->v, t->n * sizeof *all);
+        memcpy(all + t->n, rows, n * sizeof *all);
+    }
+    free(t->v);
+    free(rows);
+    t->v = all;
+    t->n += n;
+    return 0;
+}
+
+int lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (parse_rows(t, lp_hardware_tsv, "data/hardware.tsv", 0, err, errlen) != 0)
+        return -1;
+    if (!file)
+        return 0;
+    FILE *f = fopen(file, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", file, strerror(errno));
+        lp_gpu_table_free(t);
+        return -1;
+    }
+    char *text = calloc(1, 1 << 20);
+    size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    int rc = text ? parse_rows(t, text, file, 1, err, errlen) : -1;
+    free(text);
+    if (rc != 0)
+        lp_gpu_table_free(t);
+    (void)len;
+    return rc;
+}
+
+void lp_gpu_table_free(struct lp_gpu_table *t)
+{
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+static int contains_nocase(const char *hay, const char *needle, size_t nlen)
+{
+    size_t hlen = strlen(hay);
+    for (size_t i = 0; nlen && i + nlen <= hlen; i++)
+        if (!strncasecmp(hay + i, needle, nlen))
+            return 1;
+    return 0;
+}
+
+const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcasecmp(t->v[i].name, name))
+            return &t->v[i];
+    for (size_t i = 0; i < t->n; i++) {
+        const char *m = t->v[i].match;
+        while (*m) {
+            size_t len = strcspn(m, "|");
+            if (contains_nocase(name, m, len))
+                return &t->v[i];
+            m += len + (m[len] == '|');
+        }
+    }
+    return NULL;
+}
+
+void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype dtype,
+                 struct lp_bound *b)
+{
+    double peak = g->tflops[dtype] * 1e12, fp32 = g->tflops[LP_DTYPE_FP32] * 1e12;
+    b->compute_s = (peak > 0 ? c->matmul_flops / peak : (c->matmul_flops > 0 ? INFINITY : 0)) +
+                   (fp32 > 0 ? c->other_flops / fp32 : 0);
+    b->memory_s = lp_cost_bytes(c) / (g->mem_bw_gbs * 1e9);
+    b->memory_bound = b->memory_s > b->compute_s;
+    b->bound_s = b->memory_bound ? b->memory_s : b->compute_s;
+}
