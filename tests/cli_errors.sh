@@ -86,5 +86,37 @@ expect 0 "torn chunk" "info on a truncated trace says what it dropped" -- "$LP" 
 expect 0 "did not finish the trace" "info on a killed run says so" -- "$LP" info "$FIX/killed"
 expect 0 "decode" "info on the recorded LLM run shows its ranges" -- "$LP" info "$FIX/llama"
 
+# llmprof model
+CFG=$(dirname "$FIX")/configs
+expect 0 "usage: llmprof model" "model --help" -- "$LP" model --help
+expect 2 "no config given" "model without a config" -- "$LP" model
+expect 2 "unknown option '--bogus'" "model with an unknown option" -- "$LP" model "$CFG/gpt2.json" --bogus
+expect 2 "takes fp32, tf32, bf16" "model with a bad dtype" -- "$LP" model "$CFG/gpt2.json" --weights fp64
+expect 2 "whole number >= 1" "model with a zero batch" -- "$LP" model "$CFG/gpt2.json" --batch 0
+expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
+expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
+expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100
+expect 1 "No such file" "model on a missing config" -- "$LP" model "$T/none.json"
+echo '{"model_type": "llama", "hidden_size": 4096,' >"$T/broken.json"
+expect 1 "broken.json: not valid JSON" "model on malformed JSON names the file" -- "$LP" model "$T/broken.json"
+expect 2 "exceed max_position_embeddings" "model beyond the context" -- "$LP" model "$CFG/gpt2.json" --prompt 1000 --gen 100
+expect 0 "H200" "model --list-gpus" -- "$LP" model --list-gpus
+expect 0 "6,738,415,616" "model prints Llama-2-7B's count" -- "$LP" model "$CFG/llama-2-7b.json" --gpu H200
+expect 0 "TTFT >=" "model prints the roofline bounds" -- "$LP" model "$CFG/llama-2-7b.json" --gpu "NVIDIA H200"
+"$LP" model "$CFG/deepseek-ocr.json" --gpu H200 --vision gundam --tiles 3x2 --format json -o "$T/ocr.json"
+if python3 - "$T/ocr.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["params"]["total"] == 3336106240 and d["params"]["active"] > 0
+assert d["kv_cache_bytes_per_token"] > 0
+for s in ("vision", "prefill", "decode_step", "request"):
+    assert d["stages"][s]["flops"] > 0 and d["stages"][s]["bytes"] > 0, s
+assert d["workload"]["vision_tokens"] == 272 + 20 * 31 + 1
+assert d["bounds"]["ttft_s_min"] > 0
+PY
+then ok "model --format json has the documented keys"; else bad "model JSON: $(head -c 300 "$T/ocr.json")"; fi
+expect 1 "cannot write" "model -o into a missing directory" -- "$LP" model "$CFG/gpt2.json" -o "$T/missing/out.md"
+[ ! -e "$T/missing" ] && ok "nothing half-written" || bad "a partial output was left"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

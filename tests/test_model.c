@@ -7,6 +7,9 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <jansson.h>
 
 #include "llmprof/model.h"
 
@@ -277,6 +280,205 @@ static void test_roofline(void **state)
     assert_true(mb.tpot_s > 13.4e9 / 4.8e12 && mb.tpot_s < 14.2e9 / 4.8e12);
     assert_true(mb.stage[LP_STAGE_PREFILL].bound_s > 0);
     lp_gpu_table_free(&t);
+
+    /* a user's file: its rows come first, a known name is replaced, bad rows name the line */
+    char file[] = "/tmp/lp_test_hw_XXXXXX";
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("# mine\nH200\tH200\t60\t400\t800\t800\t1600\t1600\t0\t141\t4300\n"
+          "MI300X\tMI300X\t163\t653\t1307\t1307\t2615\t2615\t0\t192\t5300\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), 0);
+    assert_true(lp_gpu_find(&t, "NVIDIA H200")->tflops[LP_DTYPE_BF16] == 800);
+    assert_true(lp_gpu_find(&t, "AMD Instinct MI300X")->mem_bw_gbs == 5300);
+    assert_non_null(lp_gpu_find(&t, "H100 SXM"));
+    lp_gpu_table_free(&t);
+    f = fopen(file, "w");
+    fputs("H200\tH200\t60\tfast\t800\t800\t1600\t1600\t0\t141\t4300\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), -1);
+    assert_non_null(strstr(err, ":1: column 4"));
+    f = fopen(file, "w");
+    fputs("H200\tH200\t60\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), -1);
+    assert_non_null(strstr(err, "expected 11"));
+    unlink(file);
+}
+
+/* A DeepSeek-OCR model directory with its real tensor shapes (2710 tensors) in two shards
+ * and an index, headers only: every group must match the analytic count exactly. */
+static json_t *shard[2];
+static double offset[2];
+
+static void tensor(int s, json_t *index, const char *name, int n, const int64_t *dims)
+{
+    json_t *shape = json_array();
+    double numel = 1;
+    for (int i = 0; i < n; i++) {
+        json_array_append_new(shape, json_integer(dims[i]));
+        numel *= (double)dims[i];
+    }
+    json_t *t = json_pack("{s:s, s:o, s:[I,I]}", "dtype", "BF16", "shape", shape, "data_offsets",
+                          (json_int_t)offset[s], (json_int_t)(offset[s] + 2 * numel));
+    offset[s] += 2 * numel;
+    json_object_set_new(shard[s], name, t);
+    json_object_set_new(json_object_get(index, "weight_map"), name,
+                        json_string(s ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors"));
+}
+
+#define T(s, name, ...)                                                        \
+    do {                                                                       \
+        const int64_t d_[] = {__VA_ARGS__};                                   \
+        tensor(s, index, name, (int)(sizeof d_ / sizeof *d_), d_);            \
+    } while (0)
+
+static void write_shard(const char *dir, const char *file, json_t *h)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *text = json_dumps(h, JSON_COMPACT);
+    uint64_t n = strlen(text);
+    FILE *f = fopen(path, "wb");
+    for (int i = 0; i < 8; i++)
+        fputc((int)(n >> (8 * i) & 0xff), f);
+    fwrite(text, 1, n, f);
+    fclose(f);
+    free(text);
+}
+
+static void test_safetensors_headers(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lp_test_weights_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    json_t *index = json_pack("{s:{}}", "weight_map");
+    shard[0] = json_object();
+    shard[1] = json_object();
+    offset[0] = offset[1] = 0;
+    char n[128];
+    T(0, "model.sam_model.pos_embed", 1, 64, 64, 768);
+    T(0, "model.sam_model.patch_embed.proj.weight", 768, 3, 16, 16);
+    T(0, "model.sam_model.patch_embed.proj.bias", 768);
+    for (int l = 0; l < 12; l++) {
+        int64_t rows = (l == 2 || l == 5 || l == 8 || l == 11) ? 127 : 27;
+        static const char *const leaves[] = {"norm1.weight", "norm1.bias", "attn.qkv.bias",
+                                             "attn.proj.bias", "norm2.weight", "norm2.bias",
+                                             "mlp.lin2.bias"};
+        static const int64_t sizes[] = {768, 768, 2304, 768, 768, 768, 768};
+        for (int k = 0; k < 7; k++) {
+            snprintf(n, sizeof n, "model.sam_model.blocks.%d.%s", l, leaves[k]);
+            T(0, n, sizes[k]);
+        }
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.attn.rel_pos_h", l); T(0, n, rows, 64);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.attn.rel_pos_w", l); T(0, n, rows, 64);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.attn.qkv.weight", l); T(0, n, 2304, 768);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.attn.proj.weight", l); T(0, n, 768, 768);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.mlp.lin1.weight", l); T(0, n, 3072, 768);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.mlp.lin1.bias", l); T(0, n, 3072);
+        snprintf(n, sizeof n, "model.sam_model.blocks.%d.mlp.lin2.weight", l); T(0, n, 768, 3072);
+    }
+    T(0, "model.sam_model.neck.0.weight", 256, 768, 1, 1);
+    T(0, "model.sam_model.neck.1.weight", 256);
+    T(0, "model.sam_model.neck.1.bias", 256);
+    T(0, "model.sam_model.neck.2.weight", 256, 256, 3, 3);
+    T(0, "model.sam_model.neck.3.weight", 256);
+    T(0, "model.sam_model.neck.3.bias", 256);
+    T(0, "model.sam_model.net_2.weight", 512, 256, 3, 3);
+    T(0, "model.sam_model.net_3.weight", 1024, 512, 3, 3);
+    T(0, "model.vision_model.embeddings.class_embedding", 1024);
+    T(0, "model.vision_model.embeddings.patch_embedding.weight", 1024, 3, 14, 14);
+    T(0, "model.vision_model.embeddings.position_embedding.weight", 257, 1024);
+    T(0, "model.vision_model.pre_layrnorm.weight", 1024);
+    T(0, "model.vision_model.pre_layrnorm.bias", 1024);
+    for (int l = 0; l < 24; l++) {
+        static const char *const leaves[] = {"layer_norm1.weight", "layer_norm1.bias",
+                                             "self_attn.qkv_proj.bias", "self_attn.out_proj.bias",
+                                             "layer_norm2.weight", "layer_norm2.bias",
+                                             "mlp.fc1.bias", "mlp.fc2.bias"};
+        static const int64_t sizes[] = {1024, 1024, 3072, 1024, 1024, 1024, 4096, 1024};
+        for (int k = 0; k < 8; k++) {
+            snprintf(n, sizeof n, "model.vision_model.transformer.layers.%d.%s", l, leaves[k]);
+            T(0, n, sizes[k]);
+        }
+        snprintf(n, sizeof n, "model.vision_model.transformer.layers.%d.self_attn.qkv_proj.weight", l); T(0, n, 3072, 1024);
+        snprintf(n, sizeof n, "model.vision_model.transformer.layers.%d.self_attn.out_proj.weight", l); T(0, n, 1024, 1024);
+        snprintf(n, sizeof n, "model.vision_model.transformer.layers.%d.mlp.fc1.weight", l); T(0, n, 4096, 1024);
+        snprintf(n, sizeof n, "model.vision_model.transformer.layers.%d.mlp.fc2.weight", l); T(0, n, 1024, 4096);
+    }
+    T(0, "model.projector.layers.weight", 1280, 2048);
+    T(0, "model.projector.layers.bias", 1280);
+    T(0, "model.image_newline", 1280);
+    T(0, "model.view_seperator", 1280);
+    T(1, "model.embed_tokens.weight", 129280, 1280);
+    for (int l = 0; l < 12; l++) {
+        snprintf(n, sizeof n, "model.layers.%d.input_layernorm.weight", l); T(1, n, 1280);
+        snprintf(n, sizeof n, "model.layers.%d.post_attention_layernorm.weight", l); T(1, n, 1280);
+        static const char *const proj[] = {"q", "k", "v", "o"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(n, sizeof n, "model.layers.%d.self_attn.%s_proj.weight", l, proj[k]);
+            T(1, n, 1280, 1280);
+        }
+        if (l == 0) {
+            T(1, "model.layers.0.mlp.gate_proj.weight", 6848, 1280);
+            T(1, "model.layers.0.mlp.up_proj.weight", 6848, 1280);
+            T(1, "model.layers.0.mlp.down_proj.weight", 1280, 6848);
+            continue;
+        }
+        snprintf(n, sizeof n, "model.layers.%d.mlp.gate.weight", l); T(1, n, 64, 1280);
+        for (int e = 0; e < 64; e++) {
+            snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%d.gate_proj.weight", l, e); T(1, n, 896, 1280);
+            snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%d.up_proj.weight", l, e); T(1, n, 896, 1280);
+            snprintf(n, sizeof n, "model.layers.%d.mlp.experts.%d.down_proj.weight", l, e); T(1, n, 1280, 896);
+        }
+        snprintf(n, sizeof n, "model.layers.%d.mlp.shared_experts.gate_proj.weight", l); T(1, n, 1792, 1280);
+        snprintf(n, sizeof n, "model.layers.%d.mlp.shared_experts.up_proj.weight", l); T(1, n, 1792, 1280);
+        snprintf(n, sizeof n, "model.layers.%d.mlp.shared_experts.down_proj.weight", l); T(1, n, 1280, 1792);
+    }
+    T(1, "model.norm.weight", 1280);
+    T(1, "lm_head.weight", 129280, 1280);
+    write_shard(dir, "model-00001-of-00002.safetensors", shard[0]);
+    write_shard(dir, "model-00002-of-00002.safetensors", shard[1]);
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    json_dump_file(index, path, 0);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char src[512];
+    snprintf(src, sizeof src, "%s/deepseek-ocr.json", configs);
+    json_t *cfg = json_load_file(src, 0, NULL);
+    json_dump_file(cfg, path, 0);
+
+    struct lp_model m;
+    char err[512];
+    assert_int_equal(lp_model_load(dir, &m, err, sizeof err), 0);
+    struct lp_workload w = workload(1, 16, 2);
+    const struct lp_model_result *r = analyze(&m, &w);
+    struct lp_weights wt;
+    assert_int_equal(lp_weights_scan(dir, &m, &wt, err, sizeof err), 0);
+    assert_int_equal(wt.files, 2);
+    assert_int_equal(wt.tensors, 2710); /* as the real checkpoint declares */
+    EXACT(wt.params, 3336106240.0);
+    EXACT(wt.bytes, 6672212480.0);
+    assert_int_equal(wt.n_dtypes, 1);
+    assert_string_equal(wt.by_dtype[0].name, "BF16");
+    for (int g = 0; g < LP_WG_COUNT; g++)
+        if (wt.by_group[g] != lp_weights_analytic(&r->params, (enum lp_weight_group)g))
+            fail_msg("group %s: weights %.0f, analytic %.0f", lp_weight_group_name(g),
+                     wt.by_group[g], lp_weights_analytic(&r->params, (enum lp_weight_group)g));
+    /* a header whose offsets do not fit its shape is refused with its name */
+    const char *bad = "{\"x.weight\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,6]}}";
+    struct lp_weights one = {0};
+    assert_int_equal(lp_safetensors_header_parse(bad, strlen(bad), "bad.safetensors", NULL, &one,
+                                                 err, sizeof err), -1);
+    assert_non_null(strstr(err, "x.weight"));
+    json_decref(shard[0]);
+    json_decref(shard[1]);
+    json_decref(index);
+    json_decref(cfg);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void expect_error(const char *json, const char *needle)
@@ -345,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_ocr_vision),
         cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_safetensors_headers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,6 +161,41 @@ double lp_cost_flops(const struct lp_cost *c);
 double lp_cost_intensity(const struct lp_cost *c);
 const char *lp_vision_mode_name(enum lp_vision_mode v);
 
+/* ---- weights on disk: safetensors headers ---- */
+
+enum lp_weight_group { LP_WG_EMBED, LP_WG_ATTN, LP_WG_MLP, LP_WG_ROUTER, LP_WG_EXPERTS,
+                       LP_WG_SHARED, LP_WG_NORMS, LP_WG_LM_HEAD, LP_WG_VISION, LP_WG_MTP,
+                       LP_WG_OTHER, LP_WG_COUNT };
+const char *lp_weight_group_name(enum lp_weight_group g);
+
+#define LP_MAX_DTYPES 16
+
+struct lp_weights {
+    int files, tensors;
+    double params;              /* elements stored (packed formats count their containers) */
+    double bytes;
+    double by_group[LP_WG_COUNT];
+    struct {
+        char name[16];
+        double params;
+    } by_dtype[LP_MAX_DTYPES];
+    int n_dtypes;
+};
+
+/* The analytic count of weight group G (what the headers are compared with). */
+double lp_weights_analytic(const struct lp_params *p, enum lp_weight_group g);
+
+/* Reads the headers of DIR's safetensors files (through model.safetensors.index.json when
+ * present). M (may be NULL) tells which layers are MTP layers. Returns 1 when DIR holds
+ * none, 0 when read, -1 with ERR. */
+int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights *w, char *err,
+                    size_t errlen);
+/* Adds one header's JSON (the text after the 8-byte length) to W; NAME names it in errors.
+ * The fuzz target's entry. */
+int lp_safetensors_header_parse(const char *json, size_t len, const char *name,
+                                const struct lp_model *m, struct lp_weights *w, char *err,
+                                size_t errlen);
+
 /* ---- hardware and roofline ---- */
 
 struct lp_gpu {

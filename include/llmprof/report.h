@@ -7,10 +7,17 @@
 
 #include "llmprof/model.h"
 
-/* B may be NULL (no GPU chosen). Return 0, or -1 on a write error. */
-int lp_report_model_md(FILE *out, const struct lp_model *m, const struct lp_workload *w,
-                       const struct lp_model_result *r, const struct lp_model_bounds *b);
-int lp_report_model_json(FILE *out, const struct lp_model *m, const struct lp_workload *w,
-                         const struct lp_model_result *r, const struct lp_model_bounds *b);
+/* What `llmprof model` reports. B (no GPU chosen) and WT (no safetensors) may be NULL. */
+struct lp_model_report {
+    const struct lp_model *model;
+    const struct lp_workload *workload;
+    const struct lp_model_result *result;
+    const struct lp_model_bounds *bounds;
+    const struct lp_weights *weights;
+};
+
+/* Return 0, or -1 on a write error. */
+int lp_report_model_md(FILE *out, const struct lp_model_report *rep);
+int lp_report_model_json(FILE *out, const struct lp_model_report *rep);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "llmprof/model.h"
@@ -12,7 +13,9 @@
 static const char help[] =
     "usage: llmprof model CONFIG [options]\n"
     "\n"
-    "Reads a Hugging Face config.json (or a model directory holding one) and prints, for a\n"
+    "Reads a Hugging Face config.json (or a model directory holding one: its safetensors\n"
+    "headers, never the weights, then give exact counts per dtype and tensor group, compared\n"
+    "with the analytic ones) and prints, for a\n"
     "workload, the parameters, matmul and other FLOPs, bytes read and written (weights,\n"
     "activations, KV cache) and arithmetic intensity of every module, per stage (vision\n"
     "encoder, prefill, one decode step, the whole request), the KV cache per token, and on a\n"
@@ -253,22 +256,41 @@ int lp_cmd_model(int argc, char **argv)
     struct lp_model_bounds bounds;
     if (gpu_name)
         lp_model_bounds(r, &w, &gpu, &bounds);
-    out = out_path ? fopen(out_path, "w") : stdout;
+    /* a model directory: compare with the weights' headers */
+    struct lp_weights wt;
+    struct stat st;
+    int have_weights = 0;
+    if (stat(config, &st) == 0 && S_ISDIR(st.st_mode)) {
+        int wrc = lp_weights_scan(config, &m, &wt, err, sizeof err);
+        if (wrc < 0) {
+            lp_cli_error("model", "%s", err);
+            free(r);
+            goto done;
+        }
+        have_weights = wrc == 0;
+    }
+    struct lp_model_report rep = {&m, &w, r, gpu_name ? &bounds : NULL,
+                                  have_weights ? &wt : NULL};
+    char tmp[4096];
+    if (out_path)
+        snprintf(tmp, sizeof tmp, "%s.tmp", out_path); /* renamed when complete */
+    out = out_path ? fopen(tmp, "w") : stdout;
     if (!out) {
-        lp_cli_error("model", "cannot write %s: %s", out_path, strerror(errno));
+        lp_cli_error("model", "cannot write %s: %s", out_path ? tmp : "stdout", strerror(errno));
         free(r);
         goto done;
     }
-    int wrc = !strcmp(format, "json") ? lp_report_model_json(out, &m, &w, r, gpu_name ? &bounds : NULL)
-                                      : lp_report_model_md(out, &m, &w, r, gpu_name ? &bounds : NULL);
+    int wrc = !strcmp(format, "json") ? lp_report_model_json(out, &rep) : lp_report_model_md(out, &rep);
     free(r);
     if (out != stdout && fclose(out) != 0)
         wrc = -1;
     out = NULL;
+    if (wrc == 0 && out_path && rename(tmp, out_path) != 0)
+        wrc = -1;
     if (wrc != 0) {
-        lp_cli_error("model", "writing the output failed");
+        lp_cli_error("model", "writing %s failed", out_path ? out_path : "the output");
         if (out_path)
-            remove(out_path); /* nothing half-written */
+            remove(tmp); /* nothing half-written */
         goto done;
     }
     status = 0;

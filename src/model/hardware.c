@@ -105,7 +105,8 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < t->n; j++) {
             if (!strcasecmp(t->v[j].name, rows[i].name)) {
-                memmove(&t->v[j], &t->v[j + 1], (t->n - j - 1) * sizeof *t->v);
+                if (j + 1 < t->n)
+                    memmove(&t->v[j], &t->v[j + 1], (t->n - j - 1) * sizeof *t->v);
                 t->n--;
                 break;
             }
@@ -117,13 +118,13 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (first) {
-        memcpy(all, rows, n * sizeof *all);
-        memcpy(all + n, t->v, t->n * sizeof *all);
-    } else {
-        memcpy(all, t->v, t->n * sizeof *all);
-        memcpy(all + t->n, rows, n * sizeof *all);
-    }
+    /* the user's rows first, so they win the name matching */
+    struct lp_gpu *front = first ? rows : t->v, *back = first ? t->v : rows;
+    size_t n_front = first ? n : t->n, n_back = first ? t->n : n;
+    if (n_front)
+        memcpy(all, front, n_front * sizeof *all);
+    if (n_back)
+        memcpy(all + n_front, back, n_back * sizeof *all);
     free(t->v);
     free(rows);
     t->v = all;

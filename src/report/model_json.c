@@ -35,9 +35,38 @@ static json_t *bound(const struct lp_bound *b)
     return o;
 }
 
-int lp_report_model_json(FILE *out, const struct lp_model *m, const struct lp_workload *w,
-                         const struct lp_model_result *r, const struct lp_model_bounds *b)
+static json_t *weights(const struct lp_weights *wt, const struct lp_params *p)
 {
+    json_t *o = json_object();
+    json_object_set_new(o, "files", json_integer(wt->files));
+    json_object_set_new(o, "tensors", json_integer(wt->tensors));
+    json_object_set_new(o, "total", count(wt->params));
+    json_object_set_new(o, "bytes", count(wt->bytes));
+    json_object_set_new(o, "analytic_total", count(p->total + p->mtp));
+    json_t *dt = json_object();
+    for (int i = 0; i < wt->n_dtypes; i++)
+        json_object_set_new(dt, wt->by_dtype[i].name, count(wt->by_dtype[i].params));
+    json_object_set_new(o, "by_dtype", dt);
+    json_t *groups = json_object();
+    for (int g = 0; g < LP_WG_COUNT; g++) {
+        double analytic = lp_weights_analytic(p, (enum lp_weight_group)g);
+        if (wt->by_group[g] == 0 && analytic == 0)
+            continue;
+        json_t *e = json_object();
+        json_object_set_new(e, "weights", count(wt->by_group[g]));
+        json_object_set_new(e, "analytic", count(analytic));
+        json_object_set_new(groups, lp_weight_group_name((enum lp_weight_group)g), e);
+    }
+    json_object_set_new(o, "by_group", groups);
+    return o;
+}
+
+int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
+{
+    const struct lp_model *m = rep->model;
+    const struct lp_workload *w = rep->workload;
+    const struct lp_model_result *r = rep->result;
+    const struct lp_model_bounds *b = rep->bounds;
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("llmprof-model/1"));
     json_t *model = json_object();
@@ -76,6 +105,8 @@ int lp_report_model_json(FILE *out, const struct lp_model *m, const struct lp_wo
             json_object_set_new(by, lp_module_name(mod), count(r->params.per_module[mod]));
     json_object_set_new(params, "by_module", by);
     json_object_set_new(root, "params", params);
+    if (rep->weights)
+        json_object_set_new(root, "weights", weights(rep->weights, &r->params));
     json_object_set_new(root, "kv_cache_bytes_per_token", num(r->kv_bytes_per_token));
     json_object_set_new(root, "kv_cache_bytes_end", num(r->kv_bytes_end));
 

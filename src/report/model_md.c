@@ -50,9 +50,32 @@ static void cost_row(FILE *o, const char *name, const struct lp_cost *c)
             si(c->kv_write_bytes, h, sizeof h), lp_cost_intensity(c));
 }
 
-int lp_report_model_md(FILE *o, const struct lp_model *m, const struct lp_workload *w,
-                       const struct lp_model_result *r, const struct lp_model_bounds *b)
+static void weights(FILE *o, const struct lp_weights *wt, const struct lp_params *p)
 {
+    char x[32], y[32];
+    fprintf(o, "## Weights on disk (safetensors headers: %d files, %d tensors, %sB)\n\n",
+            wt->files, wt->tensors, si(wt->bytes, x, sizeof x));
+    fprintf(o, "| group | in the weights | analytic |\n|---|---|---|\n");
+    for (int g = 0; g < LP_WG_COUNT; g++) {
+        double analytic = lp_weights_analytic(p, (enum lp_weight_group)g);
+        if (wt->by_group[g] > 0 || analytic > 0)
+            fprintf(o, "| %s | %s | %s |\n", lp_weight_group_name((enum lp_weight_group)g),
+                    commas(wt->by_group[g], x, sizeof x), commas(analytic, y, sizeof y));
+    }
+    fprintf(o, "| **total** | %s | %s |\n\ndtypes:", commas(wt->params, x, sizeof x),
+            commas(p->total + p->mtp, y, sizeof y));
+    for (int i = 0; i < wt->n_dtypes; i++)
+        fprintf(o, " %s %s%s", wt->by_dtype[i].name, commas(wt->by_dtype[i].params, x, sizeof x),
+                i + 1 < wt->n_dtypes ? "," : "");
+    fprintf(o, " (elements as stored: packed formats count their containers)\n\n");
+}
+
+int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
+{
+    const struct lp_model *m = rep->model;
+    const struct lp_workload *w = rep->workload;
+    const struct lp_model_result *r = rep->result;
+    const struct lp_model_bounds *b = rep->bounds;
     char x[32], y[32];
     fprintf(o, "# %s (%s family): %lld layers, hidden %lld, vocabulary %lld\n\n", m->model_type,
             m->family, (long long)m->layers, (long long)m->hidden, (long long)m->vocab);
@@ -70,7 +93,10 @@ int lp_report_model_md(FILE *o, const struct lp_model *m, const struct lp_worklo
         fprintf(o, "| lm_head | tied to the embedding (counted once) |\n");
     if (r->params.mtp > 0)
         fprintf(o, "| multi-token prediction (apart; not in total) | %s |\n", commas(r->params.mtp, x, sizeof x));
-    fprintf(o, "\nKV cache: %sB per token (all layers, %s), %sB held at the end of the request "
+    fprintf(o, "\n");
+    if (rep->weights)
+        weights(o, rep->weights, &r->params);
+    fprintf(o, "KV cache: %sB per token (all layers, %s), %sB held at the end of the request "
                "(batch %lld).\n\n", si(r->kv_bytes_per_token, x, sizeof x), lp_dtype_name(w->kv),
             si(r->kv_bytes_end, y, sizeof y), (long long)w->batch);
     fprintf(o, "## Workload\n\nbatch %lld, prompt %lld tokens", (long long)w->batch, (long long)w->prompt);
