@@ -201,8 +201,11 @@ static void test_mla_and_deepseek_layers(void **state)
           "\"q_lora_rank\":null,\"qk_nope_head_dim\":4,\"qk_rope_head_dim\":2,\"v_head_dim\":4,"
           "\"vocab_size\":10}", &m);
     r = analyze(&m, &w);
-    /* layers 0 dense (first_k), 1 dense (1 % 2), 2 MoE, 3 dense */
-    assert_int_equal(m.n_groups, 3);
+    /* layers 0 dense (first_k), 1 dense (1 % 2), 2 MoE, 3 dense: two kinds */
+    assert_int_equal(m.n_groups, 2);
+    assert_int_equal(m.groups[0].count, 3);
+    assert_int_equal(m.groups[1].count, 1);
+    assert_int_equal(m.last_group, 0);
     /* attention per layer: q 16*2*6, kv_a 16*(8+2), kv_b 8*2*(4+4), o 2*4*16 */
     EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], 4.0 * (192 + 160 + 128 + 128));
 }

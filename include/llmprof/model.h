@@ -49,7 +49,7 @@ struct lp_mlp_spec {
     int router_bias;                        /* a per-expert correction bias (DeepSeek-V3) */
 };
 
-/* Layers [first, first + count) share one attention and one MLP spec. */
+/* COUNT layers (the first at index FIRST) share one attention and one MLP spec. */
 struct lp_layer_group {
     int64_t first, count;
     struct lp_attn_spec attn;
@@ -83,6 +83,7 @@ struct lp_model {
     int64_t mtp_layers;         /* DeepSeek-V3 multi-token prediction, reported apart */
     struct lp_layer_group groups[LP_MAX_LAYER_GROUPS];
     int n_groups;
+    int last_group;             /* the group of the last layer (MTP layers copy it) */
     struct lp_vision_spec vision;
 };
 

@@ -320,7 +320,7 @@ static void count_params(const struct lp_model *m, struct lp_model_result *r)
      * Reported apart: not in total or active. */
     if (m->mtp_layers > 0 && m->n_groups > 0) {
         double h = (double)m->hidden;
-        double per = layer_params(m, &m->groups[m->n_groups - 1]) + 2 * h * h +
+        double per = layer_params(m, &m->groups[m->last_group]) + 2 * h * h +
                      3 * norm_params(m, h) + 2 * (double)m->vocab * h;
         pp->mtp = (double)m->mtp_layers * per;
     }

@@ -131,16 +131,20 @@ int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t first, int6
 {
     if (count <= 0)
         return 0;
-    struct lp_layer_group *last = m->n_groups ? &m->groups[m->n_groups - 1] : NULL;
-    if (last && last->first + last->count == first && !memcmp(&last->attn, a, sizeof *a) &&
-        !memcmp(&last->mlp, mlp, sizeof *mlp)) {
-        last->count += count;
-        return 0;
+    /* layers of one kind share a group wherever they are (moe_layer_freq 2 alternates) */
+    for (int i = 0; i < m->n_groups; i++) {
+        struct lp_layer_group *g = &m->groups[i];
+        if (!memcmp(&g->attn, a, sizeof *a) && !memcmp(&g->mlp, mlp, sizeof *mlp)) {
+            g->count += count;
+            m->last_group = i;
+            return 0;
+        }
     }
     if (m->n_groups == LP_MAX_LAYER_GROUPS) {
         lp_cfg_fail(c, "more than %d distinct kinds of layer", LP_MAX_LAYER_GROUPS);
         return -1;
     }
+    m->last_group = m->n_groups;
     struct lp_layer_group *g = &m->groups[m->n_groups++];
     memset(g, 0, sizeof *g);
     g->first = first;
