@@ -59,6 +59,20 @@ static void layernorm(struct lp_cost *c, double dim, double t, double wb, double
     c->act_bytes += 2 * t * dim * ab;
 }
 
+/* The layers of one ViT block outside attention's core: LayerNorms, qkv and output
+ * projections, the MLP and its activation (ACT FLOPs per element). */
+static void vit_block(struct lp_cost *c, double width, double mlp, double act, double t,
+                      double wb, double ab)
+{
+    layernorm(c, width, t, wb, ab);
+    lin(c, width, 3 * width, 1, t, wb, ab);
+    lin(c, width, width, 1, t, wb, ab);
+    layernorm(c, width, t, wb, ab);
+    lin(c, width, mlp, 1, t, wb, ab);
+    lin(c, mlp, width, 1, t, wb, ab);
+    c->other_flops += act * t * mlp;
+}
+
 /* One view of SIDE pixels through SAM, CLIP and the projector (SIDE = 0: parameters only,
  * at the configured image size). */
 static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb, double ab,
@@ -82,13 +96,7 @@ static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb,
         double head_dim = w / (double)v->sam_heads;
         sam->params += 2 * (2 * span - 1) * head_dim;
         sam->weight_bytes += 2 * (2 * span - 1) * head_dim * wb;
-        layernorm(sam, w, n, wb, ab);
-        lin(sam, w, 3 * w, 1, n, wb, ab);
-        lin(sam, w, w, 1, n, wb, ab);
-        layernorm(sam, w, n, wb, ab);
-        lin(sam, w, (double)v->sam_mlp, 1, n, wb, ab);
-        lin(sam, (double)v->sam_mlp, w, 1, n, wb, ab);
-        sam->other_flops += 8 * n * (double)v->sam_mlp; /* GELU */
+        vit_block(sam, w, (double)v->sam_mlp, 8 /* GELU */, n, wb, ab);
         double queries = global ? n : padded * padded;
         double keys = global ? n : win * win; /* per query: its window, or everything */
         double rel = global ? g : win;
@@ -110,13 +118,7 @@ static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb,
     clip->weight_bytes += (cw + (cgrid * cgrid + 1) * cw) * wb; /* the conv stem is not used */
     layernorm(clip, cw, t, wb, ab);
     for (int64_t l = 0; l < v->clip_layers; l++) {
-        layernorm(clip, cw, t, wb, ab);
-        lin(clip, cw, 3 * cw, 1, t, wb, ab);
-        lin(clip, cw, cw, 1, t, wb, ab);
-        layernorm(clip, cw, t, wb, ab);
-        lin(clip, cw, (double)v->clip_mlp, 1, t, wb, ab);
-        lin(clip, (double)v->clip_mlp, cw, 1, t, wb, ab);
-        clip->other_flops += 4 * t * (double)v->clip_mlp; /* quick_gelu */
+        vit_block(clip, cw, (double)v->clip_mlp, 4 /* quick_gelu */, t, wb, ab);
         clip->matmul_flops += 4 * cw * t * t;
         clip->other_flops += 5 * (double)v->clip_heads * t * t;
     }
