@@ -61,6 +61,10 @@ static void test_published_counts(void **state)
     EXACT(analyze(&m, &w)->params.total, 6738415616.0); /* Meta's published count */
     load("gpt2.json", &m);
     EXACT(analyze(&m, &w)->params.total, 124439808.0);
+    load("gpt2-xl.json", &m);
+    EXACT(analyze(&m, &w)->params.total, 1557611200.0);
+    load("mistral-7b.json", &m);
+    EXACT(analyze(&m, &w)->params.total, 7241732096.0);
     load("mixtral-8x7b.json", &m);
     EXACT(analyze(&m, &w)->params.total, 46702792704.0);
     load("deepseek-ocr.json", &m);
