@@ -49,9 +49,9 @@ struct lp_mlp_spec {
     int router_bias;                        /* a per-expert correction bias (DeepSeek-V3) */
 };
 
-/* COUNT layers (the first at index FIRST) share one attention and one MLP spec. */
+/* COUNT layers, wherever they are, share one attention and one MLP spec. */
 struct lp_layer_group {
-    int64_t first, count;
+    int64_t count;
     struct lp_attn_spec attn;
     struct lp_mlp_spec mlp;
 };

@@ -186,9 +186,6 @@ struct lp_record {
     } u;
 };
 
-const char *lp_rec_type_name(uint32_t type);
-const char *lp_status_str(int status);
-
 /* ---- writer: single-threaded; callers serialise access ---- */
 
 struct lp_trace_writer;
@@ -216,7 +213,6 @@ int lp_trace_writer_flush(struct lp_trace_writer *w);
 /* Flushes, writes the END chunk with the meta set since, closes, frees. */
 int lp_trace_writer_close(struct lp_trace_writer *w);
 const char *lp_trace_writer_error(const struct lp_trace_writer *w);
-uint64_t lp_trace_writer_bytes(const struct lp_trace_writer *w);
 uint64_t lp_trace_writer_records(const struct lp_trace_writer *w);
 
 /* ---- reader: loads a whole trace into arrays ---- */

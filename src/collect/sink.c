@@ -23,7 +23,6 @@ static size_t n_early;
 
 void lp_sink_lock(void) { pthread_mutex_lock(&lock); }
 void lp_sink_unlock(void) { pthread_mutex_unlock(&lock); }
-const char *lp_sink_path(void) { return path; }
 
 void lp_sink_set_meta(const char *key, const char *value)
 {

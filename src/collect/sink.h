@@ -22,6 +22,5 @@ void lp_sink_add(const struct lp_record *r);
 void lp_sink_loss(uint32_t source, uint64_t count, const char *what);
 void lp_sink_flush(void);
 void lp_sink_close(void);
-const char *lp_sink_path(void);
 
 #endif

@@ -61,7 +61,7 @@ static int decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
         return -1;
     for (int64_t i = 0; i < m->layers; i++) {
         int is_moe = moe.experts > 0 && i >= first_dense && i % freq == 0;
-        if (lp_model_add_group(c, m, i, 1, &a, is_moe ? &moe : &dense) != 0)
+        if (lp_model_add_group(c, m, 1, &a, is_moe ? &moe : &dense) != 0)
             return -1;
     }
     return c->failed ? -1 : 0;

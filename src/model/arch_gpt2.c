@@ -23,5 +23,5 @@ int lp_arch_gpt2(struct lp_cfg *c, json_t *root, struct lp_model *m)
     mlp.intermediate = lp_cfg_int(c, root, "n_inner", 4 * m->hidden, 1);
     if (c->failed)
         return -1;
-    return lp_model_add_group(c, m, 0, m->layers, &a, &mlp);
+    return lp_model_add_group(c, m, m->layers, &a, &mlp);
 }

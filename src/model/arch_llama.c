@@ -65,8 +65,8 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
         windowed_from = m->layers;
     if (c->failed)
         return -1;
-    lp_model_add_group(c, m, 0, windowed_from, &a, &mlp);
+    lp_model_add_group(c, m, windowed_from, &a, &mlp);
     a.sliding_window = window;
-    lp_model_add_group(c, m, windowed_from, m->layers - windowed_from, &a, &mlp);
+    lp_model_add_group(c, m, m->layers - windowed_from, &a, &mlp);
     return c->failed ? -1 : 0;
 }

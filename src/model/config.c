@@ -126,7 +126,7 @@ void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, c
                     b_key, (long long)b);
 }
 
-int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t first, int64_t count,
+int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
                        const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp)
 {
     if (count <= 0)
@@ -147,7 +147,6 @@ int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t first, int6
     m->last_group = m->n_groups;
     struct lp_layer_group *g = &m->groups[m->n_groups++];
     memset(g, 0, sizeof *g);
-    g->first = first;
     g->count = count;
     g->attn = *a;
     g->mlp = *mlp;

@@ -26,8 +26,8 @@ const char *lp_cfg_str(struct lp_cfg *c, json_t *obj, const char *key, const cha
 json_t *lp_cfg_obj(struct lp_cfg *c, json_t *obj, const char *key, int required);
 /* Fails unless A is a multiple of B (the keys name them in the message). */
 void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, const char *b_key);
-/* Adds layers [first, first+count) to the group of their kind (a new one if none). */
-int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t first, int64_t count,
+/* Adds COUNT layers to the group of their kind (a new one if none). */
+int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
                        const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp);
 
 /* One parser per architecture family; each fills M from ROOT or fails through C. */

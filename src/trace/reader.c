@@ -11,30 +11,6 @@
 #include "codec.h"
 #include "llmprof/trace.h"
 
-const char *lp_rec_type_name(uint32_t type)
-{
-    static const char *names[LP_REC_TYPE_COUNT] = {
-        [LP_REC_STRING] = "string",   [LP_REC_KERNEL] = "kernel",   [LP_REC_MEMCPY] = "memcpy",
-        [LP_REC_MEMSET] = "memset",   [LP_REC_MEMORY] = "memory",   [LP_REC_MARKER] = "nvtx-marker",
-        [LP_REC_API] = "api",         [LP_REC_NVML] = "nvml",       [LP_REC_DEVICE] = "device",
-        [LP_REC_OVERHEAD] = "overhead", [LP_REC_LOSS] = "loss",
-    };
-    return type < LP_REC_TYPE_COUNT && names[type] ? names[type] : "unknown";
-}
-
-const char *lp_status_str(int status)
-{
-    switch (status) {
-    case LP_OK: return "ok";
-    case LP_ERR_IO: return "I/O error";
-    case LP_ERR_FORMAT: return "bad format";
-    case LP_ERR_VERSION: return "unsupported version";
-    case LP_ERR_NOMEM: return "out of memory";
-    case LP_ERR_ARG: return "bad argument";
-    default: return "unknown error";
-    }
-}
-
 static void warn(struct lp_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void warn(struct lp_trace *t, const char *fmt, ...)

@@ -34,7 +34,7 @@ struct lp_trace_writer {
     size_t n_slots;
     struct lp_meta_kv *meta;
     size_t n_meta;
-    uint64_t bytes_written, records;
+    uint64_t records;
 };
 
 static int fail(struct lp_trace_writer *w, int status, const char *fmt, ...)
@@ -63,7 +63,6 @@ static int write_all(struct lp_trace_writer *w, const void *data, size_t n)
             return fail(w, LP_ERR_IO, "write failed: %s", k < 0 ? strerror(errno) : "short write");
         p += k;
         n -= (size_t)k;
-        w->bytes_written += (uint64_t)k;
     }
     return LP_OK;
 }
@@ -322,5 +321,4 @@ int lp_trace_writer_close(struct lp_trace_writer *w)
 }
 
 const char *lp_trace_writer_error(const struct lp_trace_writer *w) { return w->err; }
-uint64_t lp_trace_writer_bytes(const struct lp_trace_writer *w) { return w->bytes_written; }
 uint64_t lp_trace_writer_records(const struct lp_trace_writer *w) { return w->records; }
