@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmprof/model.h"
 #include "llmprof/trace.h"
 
 /* ---- NVTX ranges paired from markers ---- */
@@ -65,5 +66,242 @@ struct lp_trace_summary {
 
 int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s);
 void lp_trace_summary_free(struct lp_trace_summary *s);
+
+/* ---- kernel names ---- */
+
+enum lp_kcat {
+    LP_KCAT_GEMM, LP_KCAT_ATTENTION, LP_KCAT_NORM, LP_KCAT_ELEMENTWISE, LP_KCAT_REDUCTION,
+    LP_KCAT_MEMCPY, LP_KCAT_MEMSET, LP_KCAT_COMMUNICATION, LP_KCAT_OTHER, LP_KCAT_COUNT
+};
+const char *lp_kcat_name(enum lp_kcat c);
+/* Category of a (demangled) kernel name from the words libraries put in their names. */
+enum lp_kcat lp_kernel_category(const char *name);
+/* Demangled copy of a C++ kernel name (malloc'd); other names are copied as they are. */
+char *lp_kernel_demangle(const char *mangled);
+/* Short form for tables: no parameter list, no return type, no common namespaces, at most
+ * 90 characters. Writes into BUF and returns it. */
+const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len);
+
+/* ---- the report of one run: everything the report writers print ---- */
+
+/* How a stage's range was recognised. */
+enum lp_stage_kind {
+    LP_STAGE_KIND_PREFILL, LP_STAGE_KIND_DECODE, LP_STAGE_KIND_VISION, LP_STAGE_KIND_OTHER,
+    LP_STAGE_KIND_RUN,      /* no ranges: the whole run is one stage */
+    LP_STAGE_KIND_WARMUP,   /* occurrences named warmup, of any stage */
+    LP_STAGE_KIND_OUTSIDE,  /* kernels launched outside every stage range */
+};
+const char *lp_stage_kind_name(enum lp_stage_kind k);
+
+/* Where a token count came from; the first that applies wins. */
+enum lp_tokens_source {
+    LP_TOKENS_NONE, LP_TOKENS_FLAG, LP_TOKENS_RANGE_NAME, LP_TOKENS_COUNTED
+};
+const char *lp_tokens_source_name(enum lp_tokens_source s);
+
+/* Sample statistics over the occurrences of a stage (values in ns). */
+struct lp_stat {
+    size_t n;
+    double total, mean, std, cv, min, max;
+};
+
+struct lp_kernel_row {
+    size_t group;                 /* index into lp_run.names */
+    uint64_t calls, total_ns, min_ns, max_ns, median_ns;
+    double mean_ns, std_ns;
+    double share;                 /* of the GPU time of its scope (0..1) */
+};
+
+struct lp_kernel_table {
+    struct lp_kernel_row *v;      /* by total time, descending */
+    size_t n;
+    size_t n_groups;              /* distinct names in the scope */
+    uint64_t gpu_ns;              /* sum of all kernel/memcpy/memset durations in scope */
+};
+
+struct lp_substage {
+    char *name;
+    size_t count;
+    uint64_t wall_ns, gpu_ns;     /* wall of its ranges, GPU time of its kernels */
+};
+
+struct lp_stage_report {
+    char *name;
+    enum lp_stage_kind kind;
+    size_t occurrences;           /* measured ones (warmup apart) */
+    struct lp_stat wall, busy;    /* per occurrence: range wall time, GPU busy time */
+    int variable;                 /* wall CV above 10 % */
+    uint64_t busy_ns;             /* union of its GPU work (kernels, copies, sets) */
+    double busy_share;            /* busy_ns / wall (can pass 1: work outlives its ranges) */
+    uint64_t gpu_ns;              /* sum of durations */
+    double kernels_per_occurrence;
+    size_t kernels, graph_kernels;
+    size_t gaps;                  /* idle gaps over the threshold between its GPU work */
+    uint64_t gap_ns;
+    uint64_t host_wait_ns;        /* idle gaps where the next work was launched late */
+    double host_wait_share;       /* of its idle time (wall - busy) */
+    uint64_t launch_delay_p50_ns; /* launch call start -> kernel start, median */
+    int64_t tokens;               /* processed in the measured occurrences (all sequences) */
+    int64_t batch;
+    enum lp_tokens_source tokens_source;
+    double tokens_per_s;          /* tokens / wall */
+    double cat_ns[LP_KCAT_COUNT];
+    uint64_t memcpy_bytes[4];     /* HtoD, DtoH, DtoD, other */
+    uint64_t memset_bytes;
+    uint64_t peak_alloc_bytes;    /* held through cudaMalloc (caching allocators' reserve) */
+    uint64_t peak_nvml_used_bytes; /* whole device, NVML; 0 when no sample fell inside */
+    /* power: NVML samples and the energy counter over the occurrences */
+    size_t nvml_samples;
+    double power_mean_w, power_peak_w, energy_j, j_per_token;
+    int energy_from_counter;      /* energy from the counter, else mean power x time */
+    int power_coarse;             /* its ranges last less than two NVML updates in all: the
+                                     power and energy shown are uncertain */
+    /* utilisation against the analytic model (has_util) */
+    int has_util;
+    double model_flops, model_bytes; /* per occurrence */
+    double achieved_tflops, achieved_gbs, mfu, mbu;
+    struct lp_kernel_table top;
+    struct lp_substage *sub;      /* nested stage ranges: notes, not added twice */
+    size_t n_sub;
+};
+
+enum lp_gap_cause {
+    LP_GAP_HOST,      /* the next work was launched after the GPU went idle */
+    LP_GAP_DEVICE,    /* the next work was queued but started late (dependencies, events) */
+    LP_GAP_UNKNOWN,   /* the next work has no recorded launch */
+    LP_GAP_CAUSE_COUNT
+};
+const char *lp_gap_cause_name(enum lp_gap_cause c);
+
+struct lp_gap {
+    uint64_t start, dur;          /* ns, trace clock */
+    int stage;                    /* index into lp_run.stages, -1 outside */
+    enum lp_gap_cause cause;
+    uint64_t host_api_ns;         /* of the gap, time its launching thread spent in CUDA calls */
+    const char *api;              /* the CUDA call it spent most of it in, or NULL */
+};
+
+struct lp_util_bin {
+    uint64_t start;
+    float busy;                   /* GPU busy fraction in the bin */
+};
+
+struct lp_power_point {
+    uint64_t t;
+    float power_w, sm_mhz, mem_mhz, util, temp_c;
+};
+
+#define LP_THROTTLE_BITS 10
+
+struct lp_finding {
+    int severity;                 /* 2 act on it, 1 worth a look, 0 fyi */
+    char title[128];
+    char evidence[512];           /* the numbers it read */
+    char advice[512];
+};
+
+/* a stage and kernel category that cost the most GPU time */
+struct lp_cost_centre {
+    int stage;
+    enum lp_kcat cat;
+    uint64_t gpu_ns;
+    double share;                 /* of all GPU time in measured stages */
+    size_t top_group;             /* its costliest kernel group, SIZE_MAX if none */
+};
+
+struct lp_llm_metrics {
+    double ttft_s, tpot_s;        /* 0: not measurable */
+    double prefill_tokens_per_s, decode_tokens_per_s;
+    int64_t prefill_tokens, decode_tokens, batch;
+    enum lp_tokens_source prefill_source, decode_source;
+};
+
+struct lp_op_row {
+    char *name;
+    uint64_t calls, cpu_ns, gpu_ns, self_gpu_ns, kernels;
+    size_t top_group[3];          /* kernels under it by GPU time; SIZE_MAX = none */
+    uint64_t top_ns[3];
+};
+
+struct lp_run_options {
+    const char *const *stage_rules; /* "NAME=REGEX" (extended, case-insensitive); NULL: defaults */
+    size_t n_stage_rules;
+    size_t top_k;                 /* rows per kernel table (0: 15) */
+    uint64_t gap_ns;              /* idle gap threshold (0: 100 us) */
+    int keep_warmup;              /* count warmup occurrences as measured */
+    int64_t prefill_tokens, decode_tokens, batch; /* per occurrence; 0: from ranges */
+    /* utilisation: needs MODEL; the GPU from GPU_NAME or the trace's device */
+    const struct lp_model *model;
+    const struct lp_workload *workload; /* dtypes and vision mode; NULL: defaults */
+    const struct lp_gpu_table *gpus;
+    const char *gpu_name;
+    double peak_tflops, mem_bw_gbs; /* overrides when > 0 */
+};
+
+struct lp_run {
+    const struct lp_trace *trace;
+    struct lp_run_options opt;
+    /* kernel groups: distinct names (kernels, then "[CUDA memcpy HtoD]"-style copies) */
+    char **names, **short_names;
+    enum lp_kcat *cats;
+    size_t n_names;
+    uint32_t *kernel_group;             /* group of each of the trace's kernels */
+    uint64_t t0_ns;                     /* earliest timestamp of any record */
+    struct lp_stage_report *stages;
+    size_t n_stages;
+    struct lp_kernel_table kernels;     /* top-K over the run */
+    struct lp_kernel_table all_kernels; /* every group over the run */
+    struct lp_op_row *ops;
+    size_t n_ops;
+    uint64_t op_ranges;
+    struct lp_llm_metrics llm;
+    /* timeline */
+    uint64_t first_ns, last_ns;         /* span of GPU work */
+    uint64_t busy_ns;
+    double busy_share;                  /* of the GPU span */
+    size_t n_gaps;
+    uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
+    struct lp_gap *top_gaps;            /* the longest, by duration */
+    size_t n_top_gaps;
+    struct lp_util_bin *bins;
+    size_t n_bins;
+    uint64_t memcpy_bytes[4], memset_bytes, peak_alloc_bytes;
+    /* attribution */
+    size_t kernels_by_launch, kernels_by_time, kernels_outside;
+    /* power */
+    int nvml_device;                    /* -1 without samples */
+    size_t nvml_samples;
+    int power_averaged;
+    double power_mean_w, power_peak_w, energy_j;
+    uint64_t nvml_update_ns;            /* median time between changes of the readings */
+    double throttle_share[LP_THROTTLE_BITS]; /* share of samples with each reason bit */
+    struct lp_power_point *power;
+    size_t n_power;
+    /* utilisation */
+    int has_util;
+    char util_note[512];                /* why not, or the assumptions */
+    struct lp_gpu gpu;
+    enum lp_dtype dtype;
+    double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;
+    /* what the reader could not make whole, and notes to show */
+    char **notes;
+    size_t n_notes;
+    struct lp_finding *findings;
+    size_t n_findings;
+    struct lp_cost_centre centres[3];
+    size_t n_centres;
+    uint64_t lost_records;              /* sum of the trace's loss counts */
+    struct lp_ranges ranges;
+};
+
+const char *lp_throttle_name(int bit);
+/* Copy direction of a CUpti memcpy kind: 0 HtoD, 1 DtoH, 2 DtoD, 3 other. It is also the
+ * group (lp_run.names index) of copies in that direction; group 4 is memset. */
+int lp_copy_direction(uint32_t copy_kind);
+
+/* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
+int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,
+                   struct lp_run *r, char *err, size_t errlen);
+void lp_run_free(struct lp_run *r);
 
 #endif

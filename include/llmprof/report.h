@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "llmprof/analyze.h"
 #include "llmprof/model.h"
 
 /* What `llmprof model` reports. B (no GPU chosen) and WT (no safetensors) may be NULL. */
@@ -19,5 +20,17 @@ struct lp_model_report {
 /* Return 0, or -1 on a write error. */
 int lp_report_model_md(FILE *out, const struct lp_model_report *rep);
 int lp_report_model_json(FILE *out, const struct lp_model_report *rep);
+
+/* The report of a recorded run (lp_run_analyze). Each returns 0, or -1 on a write error. */
+int lp_report_run_md(FILE *out, const struct lp_run *r);      /* report.md: everything */
+int lp_report_summary_md(FILE *out, const struct lp_run *r);  /* summary.md: one page */
+int lp_report_run_json(FILE *out, const struct lp_run *r);    /* report.json */
+int lp_report_run_html(FILE *out, const struct lp_run *r);    /* report.html, self-contained */
+int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
+int lp_report_operators_csv(FILE *out, const struct lp_run *r);
+int lp_report_stages_csv(FILE *out, const struct lp_run *r);
+/* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
+ * and CUDA calls per thread, NVML counters, launch-to-kernel flows. */
+int lp_report_perfetto(FILE *out, const struct lp_run *r);
 
 #endif

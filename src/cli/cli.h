@@ -5,9 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmprof/model.h"
+
 int lp_cmd_record(int argc, char **argv);
 int lp_cmd_info(int argc, char **argv);
 int lp_cmd_model(int argc, char **argv);
+int lp_cmd_report(int argc, char **argv);
+int lp_cmd_export(int argc, char **argv);
+int lp_cmd_profile(int argc, char **argv);
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -18,5 +23,13 @@ int lp_cli_list_traces(const char *dir, char ***paths);
 void lp_cli_free_list(char **paths, int n);
 void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
+
+/* Option values; on a bad one they print "llmprof CMD: OPT takes ..." and return -1. */
+int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out);
+int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out);
+int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
+/* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
+ * a message when none), -1 with a message when RUN cannot be read. */
+int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 
 #endif

@@ -13,6 +13,9 @@ static const struct {
 } commands[] = {
     {"record", lp_cmd_record, "run a command and record its GPU activity into a run directory"},
     {"info", lp_cmd_info, "a quick look at a recorded run: duration, counts, losses, GPUs, ranges"},
+    {"report", lp_cmd_report, "stages, TTFT/TPOT, kernels, operators, MFU/MBU, power, diagnosis"},
+    {"profile", lp_cmd_profile, "record a command, then report on it"},
+    {"export", lp_cmd_export, "write a trace for ui.perfetto.dev (--perfetto)"},
     {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
 
@@ -25,6 +28,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'llmprof <command> --help' explains a command. Typical use:\n"
                "  llmprof record -o run1 -- python3 infer.py\n"
+               "  llmprof report run1 --model config.json\n"
+               "  llmprof profile -- python3 infer.py      (record, then report)\n"
                "  llmprof info run1\n"
                "  llmprof model config.json --gpu H200\n");
 }

@@ -49,43 +49,6 @@ static const char help[] =
     "example:\n"
     "  llmprof model meta-llama/Llama-2-7b-hf/ --gpu H200 --prompt 2048 --gen 256\n";
 
-static int parse_i64(const char *opt, const char *v, int64_t min, int64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || errno || !*v || *end || x < min) {
-        lp_cli_error("model", "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
-                     v ? v : "(nothing)");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_double(const char *opt, const char *v, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || errno || !*v || *end || !(x > 0)) {
-        lp_cli_error("model", "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int parse_dtype(const char *opt, const char *v, enum lp_dtype *d)
-{
-    if (!v || lp_dtype_parse(v, d) != 0) {
-        lp_cli_error("model", "%s takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '%s'", opt,
-                     v ? v : "(nothing)");
-        return -1;
-    }
-    return 0;
-}
-
 static void list_gpus(const struct lp_gpu_table *t)
 {
     printf("%-16s %8s %8s %8s %8s %8s %8s %10s\n", "name", "fp32", "tf32", "bf16", "fp16", "fp8",
@@ -116,23 +79,23 @@ int lp_cmd_model(int argc, char **argv)
             fputs(help, stdout);
             return 0;
         } else if (!strcmp(a, "--batch")) {
-            rc = parse_i64(a, v, 1, &w.batch);
+            rc = lp_cli_parse_i64("model", a, v, 1, &w.batch);
         } else if (!strcmp(a, "--prompt")) {
-            rc = parse_i64(a, v, 1, &w.prompt);
+            rc = lp_cli_parse_i64("model", a, v, 1, &w.prompt);
         } else if (!strcmp(a, "--gen")) {
-            rc = parse_i64(a, v, 1, &w.generated);
+            rc = lp_cli_parse_i64("model", a, v, 1, &w.generated);
         } else if (!strcmp(a, "--context")) {
-            rc = parse_i64(a, v, 1, &w.decode_context);
+            rc = lp_cli_parse_i64("model", a, v, 1, &w.decode_context);
         } else if (!strcmp(a, "--weights")) {
-            rc = parse_dtype(a, v, &w.weights);
+            rc = lp_cli_parse_dtype("model", a, v, &w.weights);
         } else if (!strcmp(a, "--act")) {
-            rc = parse_dtype(a, v, &w.activations);
+            rc = lp_cli_parse_dtype("model", a, v, &w.activations);
             if (!rc && (w.activations == LP_DTYPE_INT4)) {
                 lp_cli_error("model", "--act int4 is not a compute format; int4 is weight-only");
                 rc = -1;
             }
         } else if (!strcmp(a, "--kv")) {
-            rc = parse_dtype(a, v, &w.kv);
+            rc = lp_cli_parse_dtype("model", a, v, &w.kv);
         } else if (!strcmp(a, "--prefill-logits")) {
             if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
                 w.prefill_logits_all = !strcmp(v, "all");
@@ -164,9 +127,9 @@ int lp_cmd_model(int argc, char **argv)
         } else if (!strcmp(a, "--hw-file")) {
             hw_file = v;
         } else if (!strcmp(a, "--peak-tflops")) {
-            rc = parse_double(a, v, &peak);
+            rc = lp_cli_parse_double("model", a, v, &peak);
         } else if (!strcmp(a, "--mem-bw")) {
-            rc = parse_double(a, v, &bw);
+            rc = lp_cli_parse_double("model", a, v, &bw);
         } else if (!strcmp(a, "--format")) {
             format = v;
             if (!v || (strcmp(v, "md") && strcmp(v, "json"))) {

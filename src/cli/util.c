@@ -1,10 +1,12 @@
 /* Helpers shared by the CLI's subcommands. */
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -94,4 +96,70 @@ void lp_cli_format_ns(uint64_t ns, char *buf, size_t len)
         snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
     else
         snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+}
+
+int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || !*v || *end || x < min) {
+        lp_cli_error(cmd, "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
+                     v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || errno || !*v || *end || !(x > 0)) {
+        lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d)
+{
+    if (!v || lp_dtype_parse(v, d) != 0) {
+        lp_cli_error(cmd, "%s takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '%s'", opt,
+                     v ? v : "(nothing)");
+        return -1;
+    }
+    return 0;
+}
+
+int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
+{
+    *paths = NULL;
+    struct stat st;
+    if (stat(run, &st) != 0) {
+        lp_cli_error(cmd, "%s: %s; give a run directory of 'llmprof record' or a .lpt trace",
+                     run, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        char **v = malloc(sizeof *v);
+        if (!v || !(v[0] = strdup(run))) {
+            free(v);
+            return -1;
+        }
+        *paths = v;
+        return 1;
+    }
+    int n = lp_cli_list_traces(run, paths);
+    if (n < 0)
+        lp_cli_error(cmd, "cannot read the directory %s: %s", run, strerror(errno));
+    else if (n == 0)
+        lp_cli_error(cmd, "%s holds no trace (*.lpt): no process of the command initialised "
+                          "CUDA, or the collector could not write there ('llmprof info %s' "
+                          "says more)",
+                     run, run);
+    return n;
 }

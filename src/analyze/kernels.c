@@ -1,0 +1,334 @@
+/* Kernel groups (one per distinct name; copies and sets by direction) and the kernel tables:
+ * per group calls, total, mean, median, min, max and share, over the run and per stage. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+static const char *const copy_names[4] = {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]",
+                                          "[CUDA memcpy DtoD]", "[CUDA memcpy other]"};
+
+int lp_copy_direction(uint32_t copy_kind)
+{
+    switch (copy_kind) {
+    case 1: return 0;
+    case 2: return 1;
+    case 8: return 2;
+    default: return 3;
+    }
+}
+
+struct name_map {
+    uint64_t *hash;
+    uint32_t *group;
+    lp_str *first_id;             /* a string id holding the group's raw text */
+    size_t cap;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int add_group(struct lp_run *r, const char *raw, enum lp_kcat forced, int force)
+{
+    size_t n = r->n_names;
+    char **names = realloc(r->names, (n + 1) * sizeof *names);
+    if (!names)
+        return LP_ERR_NOMEM;
+    r->names = names;
+    char **shorts = realloc(r->short_names, (n + 1) * sizeof *shorts);
+    if (!shorts)
+        return LP_ERR_NOMEM;
+    r->short_names = shorts;
+    enum lp_kcat *cats = realloc(r->cats, (n + 1) * sizeof *cats);
+    if (!cats)
+        return LP_ERR_NOMEM;
+    r->cats = cats;
+    char *full = lp_kernel_demangle(raw);
+    char buf[128];
+    char *sh = full ? strdup(lp_kernel_short_name(full, buf, sizeof buf)) : NULL;
+    if (!full || !sh) {
+        free(full);
+        free(sh);
+        return LP_ERR_NOMEM;
+    }
+    names[n] = full;
+    shorts[n] = sh;
+    cats[n] = force ? forced : lp_kernel_category(full);
+    r->n_names++;
+    return LP_OK;
+}
+
+/* Group of a kernel name: the same text under two string ids (the writer's table starts
+ * over when full) is one group. */
+static int group_of(struct lp_run *r, struct name_map *m, uint32_t *by_id, size_t n_ids,
+                    const struct lp_trace *t, lp_str id, uint32_t *out)
+{
+    if (id < n_ids && by_id[id] != UINT32_MAX) {
+        *out = by_id[id];
+        return LP_OK;
+    }
+    const char *s = lp_trace_str(t, id);
+    uint64_t h = hash_str(s);
+    size_t i = h & (m->cap - 1);
+    while (m->group[i] != UINT32_MAX &&
+           (m->hash[i] != h || strcmp(lp_trace_str(t, m->first_id[i]), s) != 0))
+        i = (i + 1) & (m->cap - 1);
+    if (m->group[i] == UINT32_MAX) {
+        int rc = add_group(r, s, LP_KCAT_OTHER, 0);
+        if (rc)
+            return rc;
+        m->hash[i] = h;
+        m->first_id[i] = id;
+        m->group[i] = (uint32_t)(r->n_names - 1);
+    }
+    if (id < n_ids)
+        by_id[id] = m->group[i];
+    *out = m->group[i];
+    return LP_OK;
+}
+
+int lp_run_name_groups(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    size_t n = t->n_kernels + t->n_memcpys + t->n_memsets;
+    int rc = LP_ERR_NOMEM;
+    size_t n_ids = t->n_strings + 1;
+    uint32_t *by_id = malloc(n_ids * sizeof *by_id);
+    struct name_map m = {0};
+    m.cap = 64;
+    while (m.cap < 2 * n_ids + 16)
+        m.cap *= 2;
+    m.hash = malloc(m.cap * sizeof *m.hash);
+    m.group = malloc(m.cap * sizeof *m.group);
+    m.first_id = malloc(m.cap * sizeof *m.first_id);
+    struct lp_work *w = malloc((n ? n : 1) * sizeof *w);
+    struct lp_kv *kv = malloc((n ? n : 1) * 2 * sizeof *kv);
+    if (!by_id || !m.hash || !m.group || !m.first_id || !w || !kv)
+        goto out;
+    memset(by_id, 0xff, n_ids * sizeof *by_id);
+    memset(m.group, 0xff, m.cap * sizeof *m.group);
+    /* copies and sets first: fixed group ids 0..4 */
+    for (int d = 0; d < 4; d++)
+        if ((rc = add_group(r, copy_names[d], LP_KCAT_MEMCPY, 1)))
+            goto out;
+    if ((rc = add_group(r, "[CUDA memset]", LP_KCAT_MEMSET, 1)))
+        goto out;
+    r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
+    if (!r->kernel_group)
+        goto out;
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_kernels; i++, k++) {
+        const struct lp_kernel *x = &t->kernels[i];
+        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_KERNEL,
+                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1};
+        if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w[k].group)))
+            goto out;
+        r->kernel_group[i] = w[k].group;
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++, k++) {
+        const struct lp_memcpy *x = &t->memcpys[i];
+        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_MEMCPY,
+                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1,
+                                .group = (uint32_t)lp_copy_direction(x->copy_kind)};
+    }
+    for (size_t i = 0; i < t->n_memsets; i++, k++) {
+        const struct lp_memset *x = &t->memsets[i];
+        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_MEMSET,
+                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1,
+                                .group = 4};
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].end < w[i].start)
+            w[i].end = w[i].start; /* a torn record: zero length rather than negative */
+        kv[i] = (struct lp_kv){w[i].start, i};
+    }
+    lp_sort_kv(kv, kv + n, n);
+    c->work = malloc((n ? n : 1) * sizeof *c->work);
+    if (!c->work)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        c->work[i] = w[kv[i].val];
+    c->n_work = n;
+    rc = LP_OK;
+out:
+    free(by_id);
+    free(m.hash);
+    free(m.group);
+    free(m.first_id);
+    free(w);
+    free(kv);
+    return rc;
+}
+
+#define DUR_BITS 36
+#define GROUP_BITS 20
+
+static int cmp_row_total(const void *a, const void *b)
+{
+    const struct lp_kernel_row *x = a, *y = b;
+    if (x->total_ns != y->total_ns)
+        return x->total_ns < y->total_ns ? 1 : -1;
+    return (x->group > y->group) - (x->group < y->group);
+}
+
+/* Rows from KV sorted by key: one row per run of equal key >> DUR_BITS. Values are the
+ * exact durations (the key's copy is clamped at 68 s, which only orders them). */
+static int rows_of(const struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
+                   struct lp_kernel_table *tab)
+{
+    size_t n_rows = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || (kv[i].key >> DUR_BITS) != (kv[i - 1].key >> DUR_BITS))
+            n_rows++;
+    struct lp_kernel_row *v = calloc(n_rows ? n_rows : 1, sizeof *v);
+    if (!v)
+        return LP_ERR_NOMEM;
+    size_t row = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        double sum = 0, sq = 0;
+        while (j < n && (kv[j].key >> DUR_BITS) == (kv[i].key >> DUR_BITS)) {
+            sum += (double)kv[j].val;
+            j++;
+        }
+        size_t calls = j - i;
+        double mean = sum / (double)calls;
+        for (size_t q = i; q < j; q++)
+            sq += ((double)kv[q].val - mean) * ((double)kv[q].val - mean);
+        struct lp_kernel_row *x = &v[row++];
+        x->group = (size_t)((kv[i].key >> DUR_BITS) & ((1u << GROUP_BITS) - 1));
+        x->calls = calls;
+        x->total_ns = (uint64_t)sum;
+        x->min_ns = kv[i].val;
+        x->max_ns = kv[j - 1].val;
+        x->median_ns = calls % 2 ? kv[i + calls / 2].val
+                                 : (kv[i + calls / 2 - 1].val + kv[i + calls / 2].val) / 2;
+        x->mean_ns = mean;
+        x->std_ns = calls > 1 ? sqrt(sq / (double)(calls - 1)) : 0;
+        x->share = scope_ns ? sum / (double)scope_ns : 0;
+        i = j;
+    }
+    qsort(v, n_rows, sizeof *v, cmp_row_total);
+    tab->n_groups = n_rows;
+    tab->gpu_ns = scope_ns;
+    tab->n = keep && keep < n_rows ? keep : n_rows;
+    tab->v = v;
+    return LP_OK;
+}
+
+static uint64_t dur_key(uint64_t d)
+{
+    const uint64_t cap = (1ull << DUR_BITS) - 1;
+    return d < cap ? d : cap;
+}
+
+/* The three (stage, category) pairs with the most GPU time, warmup and work outside the
+ * stages left out, each with its costliest kernel. */
+static void cost_centres(struct lp_run *r)
+{
+    double all = 0;
+    for (size_t s = 0; s < r->n_stages; s++)
+        if (r->stages[s].kind != LP_STAGE_KIND_WARMUP)
+            all += (double)r->stages[s].gpu_ns;
+    for (size_t k = 0; k < 3; k++) {
+        struct lp_cost_centre best = {.stage = -1};
+        for (size_t s = 0; s < r->n_stages; s++) {
+            const struct lp_stage_report *st = &r->stages[s];
+            if (st->kind == LP_STAGE_KIND_WARMUP)
+                continue;
+            for (int cat = 0; cat < LP_KCAT_COUNT; cat++) {
+                int taken = 0;
+                for (size_t q = 0; q < r->n_centres; q++)
+                    taken |= r->centres[q].stage == (int)s && r->centres[q].cat == (enum lp_kcat)cat;
+                if (!taken && st->cat_ns[cat] > (double)best.gpu_ns)
+                    best = (struct lp_cost_centre){(int)s, (enum lp_kcat)cat,
+                                                   (uint64_t)st->cat_ns[cat], 0, SIZE_MAX};
+            }
+        }
+        if (best.stage < 0 || best.gpu_ns == 0)
+            break;
+        best.share = all > 0 ? (double)best.gpu_ns / all : 0;
+        const struct lp_kernel_table *tab = &r->stages[best.stage].top;
+        for (size_t i = 0; i < tab->n_groups; i++)
+            if (r->cats[tab->v[i].group] == best.cat) {
+                best.top_group = tab->v[i].group;
+                break;
+            }
+        r->centres[r->n_centres++] = best;
+    }
+}
+
+int lp_run_kernels(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    size_t n = c->n_work;
+    if (r->n_names >= (1u << GROUP_BITS) || r->n_stages >= 256) {
+        snprintf(c->err, c->errlen, "more than %u distinct kernel names or 255 stages",
+                 1u << GROUP_BITS);
+        return LP_ERR_ARG;
+    }
+    struct lp_kv *kv = malloc((n ? n : 1) * 2 * sizeof *kv);
+    uint64_t *stage_ns = calloc(r->n_stages + 1, sizeof *stage_ns);
+    int rc = LP_ERR_NOMEM;
+    if (!kv || !stage_ns)
+        goto out;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_work *w = &c->work[i];
+        uint64_t d = w->end - w->start;
+        total += d;
+        kv[i] = (struct lp_kv){((uint64_t)w->group << DUR_BITS) | dur_key(d), d};
+        struct lp_stage_report *s = &r->stages[w->stage];
+        stage_ns[w->stage] += d;
+        s->cat_ns[r->cats[w->group]] += (double)d;
+        if (w->kind == LP_OP_KERNEL) {
+            s->kernels++;
+            if (c->t->kernels[w->index].flags & LP_KERNEL_FLAG_GRAPH)
+                s->graph_kernels++;
+        }
+    }
+    lp_sort_kv(kv, kv + n, n);
+    if ((rc = rows_of(kv, n, total, 0, &r->all_kernels)))
+        goto out;
+    rc = LP_ERR_NOMEM;
+    r->kernels = r->all_kernels;
+    r->kernels.n = r->opt.top_k < r->all_kernels.n ? r->opt.top_k : r->all_kernels.n;
+    r->kernels.v = malloc((r->kernels.n ? r->kernels.n : 1) * sizeof *r->kernels.v);
+    if (!r->kernels.v)
+        goto out;
+    memcpy(r->kernels.v, r->all_kernels.v, r->kernels.n * sizeof *r->kernels.v);
+    /* per stage: stage in the top byte, then group, then duration */
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_work *w = &c->work[i];
+        uint64_t d = w->end - w->start;
+        kv[i] = (struct lp_kv){(uint64_t)w->stage << (DUR_BITS + GROUP_BITS) |
+                                   (uint64_t)w->group << DUR_BITS | dur_key(d),
+                               d};
+    }
+    lp_sort_kv(kv, kv + n, n);
+    for (size_t i = 0, s = 0; s < r->n_stages; s++) {
+        size_t j = i;
+        while (j < n && (kv[j].key >> (DUR_BITS + GROUP_BITS)) == s)
+            j++;
+        struct lp_stage_report *st = &r->stages[s];
+        st->gpu_ns = stage_ns[s];
+        st->kernels_per_occurrence =
+            st->occurrences ? (double)st->kernels / (double)st->occurrences : 0;
+        if ((rc = rows_of(kv + i, j - i, stage_ns[s], r->opt.top_k, &st->top)))
+            goto out;
+        i = j;
+    }
+    cost_centres(r);
+    rc = LP_OK;
+out:
+    free(kv);
+    free(stage_ns);
+    return rc;
+}

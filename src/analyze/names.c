@@ -1,0 +1,146 @@
+/* Kernel names for people: demangled (through the C++ runtime's demangler), shortened for
+ * tables, and sorted into categories by the words library kernels carry in their names. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmprof/analyze.h"
+
+/* The Itanium C++ ABI demangler of libstdc++ (linked statically). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *lp_kernel_demangle(const char *mangled)
+{
+    if (mangled[0] == '_' && mangled[1] == 'Z') {
+        int status = 0;
+        char *d = __cxa_demangle(mangled, NULL, NULL, &status);
+        if (d && status == 0)
+            return d;
+        free(d);
+    }
+    return strdup(mangled);
+}
+
+/* Namespaces that add width and no meaning in a table. */
+static const char *const noise[] = {"(anonymous namespace)::", "at::native::", "at::cuda::",
+                                    "c10::", "cutlass::", "cute::", "flash::", "std::",
+                                    "void ", "at::", "pytorch_flash::"};
+
+const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    /* drop the parameter list: the last '(' at template depth 0 that closes the name */
+    size_t n = strlen(demangled), end = n;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = demangled[i];
+        if (c == '<')
+            depth++;
+        else if (c == '>' && depth > 0)
+            depth--;
+        else if (c == '(' && depth == 0 && i > 0 && strncmp(demangled + i, "(anonymous", 10)) {
+            end = i;
+            break;
+        }
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < end && o + 1 < len;) {
+        size_t skip = 0;
+        for (size_t k = 0; k < sizeof noise / sizeof *noise; k++) {
+            size_t kl = strlen(noise[k]);
+            if (i + kl <= end && !strncmp(demangled + i, noise[k], kl)) {
+                skip = kl;
+                break;
+            }
+        }
+        if (skip) {
+            i += skip;
+            continue;
+        }
+        if (demangled[i] == ' ' && i + 1 < end && demangled[i + 1] == '>') {
+            i++; /* "> >" -> ">>" */
+            continue;
+        }
+        buf[o++] = demangled[i++];
+    }
+    buf[o] = 0;
+    const size_t cap = 90;
+    if (o > cap && len > cap + 4) {
+        memcpy(buf + cap - 3, "...", 4);
+    }
+    return buf;
+}
+
+static const char *const kcat_names[LP_KCAT_COUNT] = {
+    [LP_KCAT_GEMM] = "gemm",           [LP_KCAT_ATTENTION] = "attention",
+    [LP_KCAT_NORM] = "norm",           [LP_KCAT_ELEMENTWISE] = "elementwise",
+    [LP_KCAT_REDUCTION] = "reduction", [LP_KCAT_MEMCPY] = "memcpy",
+    [LP_KCAT_MEMSET] = "memset",       [LP_KCAT_COMMUNICATION] = "communication",
+    [LP_KCAT_OTHER] = "other",
+};
+
+const char *lp_kcat_name(enum lp_kcat c)
+{
+    return c < LP_KCAT_COUNT ? kcat_names[c] : "other";
+}
+
+/* Words in the name, checked in this order: communication first (NCCL kernels mention
+ * reductions), attention before GEMM (fused attention kernels are built from GEMMs),
+ * norms before reductions. */
+static const struct {
+    enum lp_kcat cat;
+    const char *words;
+} rules[] = {
+    {LP_KCAT_COMMUNICATION, "nccl|allreduce|all_reduce|allgather|all_gather|reducescatter|"
+                            "reduce_scatter|alltoall|all_to_all|cross_device_reduce|sendrecv"},
+    {LP_KCAT_ATTENTION, "flash|fmha|attention|attn|sdpa|mha_|_mha|efficient_"},
+    {LP_KCAT_GEMM, "nvjet|gemm|gemv|cublas|cutlass|xmma|matmul|triton_mm|_mm_|wgmma|dot_kernel|"
+                   "splitkreduce|sm90_|sm80_"},
+    {LP_KCAT_NORM, "layer_norm|layernorm|rms_norm|rmsnorm|group_norm|groupnorm|batch_norm|"
+                   "batchnorm|norm_kernel|l2norm|_norm<|_norm_"},
+    {LP_KCAT_REDUCTION, "reduce|reduction|softmax|argmax|argmin|topk|sort|scan|cub::|"
+                        "triton_red|triton_per|sum_kernel|max_kernel"},
+    {LP_KCAT_ELEMENTWISE, "elementwise|triton_poi|copy|fill|cat_|index|gather|scatter|rotary|"
+                          "silu|gelu|relu|mul|add|act_and_mul|embedding|arange|where|cast"},
+};
+
+static int has_word(const char *lower, const char *words)
+{
+    const char *w = words;
+    while (*w) {
+        const char *bar = strchr(w, '|');
+        size_t wl = bar ? (size_t)(bar - w) : strlen(w);
+        char word[48];
+        if (wl < sizeof word) {
+            memcpy(word, w, wl);
+            word[wl] = 0;
+            if (strstr(lower, word))
+                return 1;
+        }
+        w += wl + (bar ? 1 : 0);
+    }
+    return 0;
+}
+
+enum lp_kcat lp_kernel_category(const char *name)
+{
+    /* only the part before the parameter list: argument types mention anything */
+    char lower[512];
+    size_t o = 0;
+    int depth = 0;
+    for (const char *p = name; *p && o + 1 < sizeof lower; p++) {
+        if (*p == '<')
+            depth++;
+        else if (*p == '>' && depth > 0)
+            depth--;
+        else if (*p == '(' && depth == 0 && p != name && strncmp(p, "(anonymous", 10))
+            break;
+        lower[o++] = (char)tolower((unsigned char)*p);
+    }
+    lower[o] = 0;
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+        if (has_word(lower, rules[i].words))
+            return rules[i].cat;
+    return LP_KCAT_OTHER;
+}

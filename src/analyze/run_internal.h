@@ -1,0 +1,85 @@
+/* Internal state of one run's analysis, shared by the files of src/analyze that fill
+ * struct lp_run: one unified array of GPU work with its attribution, and the stage
+ * occurrences. Not installed. */
+#ifndef LP_RUN_INTERNAL_H
+#define LP_RUN_INTERNAL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "llmprof/analyze.h"
+
+/* radix sort of key/value pairs by key (LSD, stable); TMP holds N pairs */
+struct lp_kv {
+    uint64_t key, val;
+};
+void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n);
+
+enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
+
+/* one piece of GPU work: a kernel, a copy or a set */
+struct lp_work {
+    uint64_t start, end;
+    uint64_t launch;              /* start of the launching call, 0 when not recorded */
+    uint32_t group;               /* index into lp_run.names */
+    uint32_t thread;              /* of the launching call */
+    int32_t range;                /* innermost range open at launch on that thread, -1 none */
+    int32_t occ;                  /* stage occurrence, -1 none */
+    int32_t stage;                /* index into lp_run.stages, -1 none */
+    uint8_t kind;                 /* LP_OP_* */
+    uint8_t by_time;              /* attributed by time: no launch call recorded */
+    uint32_t index;               /* into the trace's array of its kind */
+};
+
+struct lp_occ {
+    uint64_t start, end;
+    int stage;                    /* the stage of its rule (before warmup is set apart) */
+    int warmup;
+    int64_t tokens, batch;        /* from the range name, 0 when absent */
+    int32_t range;
+    uint64_t busy, cur_end;       /* GPU busy union of its work */
+    double energy_j;              /* NaN when no samples bracket it */
+    size_t nvml_samples;
+};
+
+struct lp_range_info {
+    int32_t occ;                  /* occurrence the range is in (itself or an ancestor) */
+    int32_t rule;                 /* stage rule it matched, -1 */
+    int32_t sub;                  /* sub-stage (nested stage range) it is in, -1 */
+    int32_t op;                   /* operator group when not a stage range, -1 */
+    uint8_t warmup;
+};
+
+struct lp_run_ctx {
+    const struct lp_trace *t;
+    struct lp_run *r;
+    struct lp_work *work;         /* sorted by start */
+    size_t n_work;
+    struct lp_occ *occ;           /* sorted by start */
+    size_t n_occ;
+    struct lp_range_info *ri;     /* parallel to r->ranges.v */
+    /* stage rules */
+    char **rule_names;
+    size_t n_rules;
+    int *rule_stage;              /* stage index of each rule, -1 until it has occurrences */
+    int warmup_stage, outside_stage;
+    /* sub-stages: (stage, name) pairs */
+    struct { int stage; int rule; } *subs;
+    size_t n_subs;
+    char *err;
+    size_t errlen;
+};
+
+int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
+int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: groups and kernel tables */
+int lp_run_name_groups(struct lp_run_ctx *c);  /* kernels.c: group of every piece of work */
+int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */
+int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
+int lp_run_power(struct lp_run_ctx *c);        /* power.c */
+void lp_run_tokens(struct lp_run_ctx *c);      /* utilisation.c: tokens and LLM metrics */
+void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
+int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
+int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
+
+#endif

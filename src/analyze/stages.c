@@ -1,0 +1,522 @@
+/* Stages: NVTX ranges matched by stage rules (NAME=REGEX), their occurrences, and the stage
+ * of every piece of GPU work. Work belongs to the range open on its launching thread when
+ * its launching call began (launch correlation), not to a range it overlaps in time; only
+ * work without a recorded launch call falls back to time. A stage range nested in another
+ * (sam inside vision) is a sub-stage of the outer one: a note, never counted twice. */
+#include <regex.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "run_internal.h"
+
+static const char *const default_rules[] = {
+    "vision=^(vision|image_encoder|encode_image)", "sam=^sam", "clip=^clip",
+    "projector=^projector", "prefill=^prefill", "decode=^decode",
+};
+
+static enum lp_stage_kind kind_of(const char *name)
+{
+    if (!strncasecmp(name, "prefill", 7))
+        return LP_STAGE_KIND_PREFILL;
+    if (!strncasecmp(name, "decode", 6))
+        return LP_STAGE_KIND_DECODE;
+    static const char *const vision[] = {"vision", "sam", "clip", "projector", "image"};
+    for (size_t i = 0; i < sizeof vision / sizeof *vision; i++)
+        if (!strncasecmp(name, vision[i], strlen(vision[i])))
+            return LP_STAGE_KIND_VISION;
+    return LP_STAGE_KIND_OTHER;
+}
+
+/* "tokens=512" in NAME: the number, or 0 */
+static int64_t word_value(const char *name, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = name; (p = strstr(p, key)); p += kl) {
+        if ((p == name || p[-1] == ' ' || p[-1] == ',') && p[kl] == '=') {
+            char *end;
+            long long v = strtoll(p + kl + 1, &end, 10);
+            if (end != p + kl + 1 && v > 0)
+                return v;
+        }
+    }
+    return 0;
+}
+
+struct rules {
+    regex_t *re;
+    size_t n;
+};
+
+static int compile_rules(struct lp_run_ctx *c, struct rules *rs)
+{
+    const struct lp_run_options *o = &c->r->opt;
+    const char *const *src = o->stage_rules ? o->stage_rules : default_rules;
+    size_t n = o->stage_rules ? o->n_stage_rules : sizeof default_rules / sizeof *default_rules;
+    rs->re = calloc(n ? n : 1, sizeof *rs->re);
+    c->rule_names = calloc(n ? n : 1, sizeof *c->rule_names);
+    c->rule_stage = malloc((n ? n : 1) * sizeof *c->rule_stage);
+    if (!rs->re || !c->rule_names || !c->rule_stage)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(src[i], '=');
+        if (!eq || eq == src[i] || !eq[1]) {
+            snprintf(c->err, c->errlen, "stage rule '%s': expected NAME=REGEX, e.g. "
+                     "prefill='^prefill'", src[i]);
+            return LP_ERR_ARG;
+        }
+        c->rule_names[i] = strndup(src[i], (size_t)(eq - src[i]));
+        if (!c->rule_names[i])
+            return LP_ERR_NOMEM;
+        c->n_rules = i + 1;
+        c->rule_stage[i] = -1;
+        int e = regcomp(&rs->re[i], eq + 1, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+        if (e) {
+            char msg[128];
+            regerror(e, &rs->re[i], msg, sizeof msg);
+            snprintf(c->err, c->errlen, "stage rule '%s': bad regular expression: %s", src[i],
+                     msg);
+            c->n_rules = i; /* this one was not compiled */
+            rs->n = i;
+            return LP_ERR_ARG;
+        }
+        rs->n = i + 1;
+    }
+    return LP_OK;
+}
+
+static void free_rules(struct rules *rs)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        regfree(&rs->re[i]);
+    free(rs->re);
+}
+
+static int add_stage(struct lp_run *r, const char *name, enum lp_stage_kind kind)
+{
+    struct lp_stage_report *s = realloc(r->stages, (r->n_stages + 1) * sizeof *s);
+    if (!s)
+        return -1;
+    r->stages = s;
+    s = &r->stages[r->n_stages];
+    memset(s, 0, sizeof *s);
+    if (!(s->name = strdup(name)))
+        return -1;
+    s->kind = kind;
+    return (int)r->n_stages++;
+}
+
+/* Operator groups: range names up to the first ',' (PyTorch's emit_nvtx appends
+ * "seq = N, op_id = M, sizes = ...") without key=value words. */
+static int op_group(struct lp_run *r, const char *name)
+{
+    char buf[256];
+    size_t l = strcspn(name, ",");
+    if (l >= sizeof buf)
+        l = sizeof buf - 1;
+    char cut[256];
+    memcpy(cut, name, l);
+    cut[l] = 0;
+    lp_range_group_name(cut, buf, sizeof buf);
+    if (!buf[0])
+        snprintf(buf, sizeof buf, "%s", cut[0] ? cut : "(unnamed)");
+    /* few distinct operators: a linear scan from the most recent one is enough */
+    for (size_t i = r->n_ops; i-- > 0;)
+        if (!strcmp(r->ops[i].name, buf))
+            return (int)i;
+    struct lp_op_row *p = realloc(r->ops, (r->n_ops + 1) * sizeof *p);
+    if (!p)
+        return -2;
+    r->ops = p;
+    memset(&p[r->n_ops], 0, sizeof *p);
+    if (!(p[r->n_ops].name = strdup(buf)))
+        return -2;
+    return (int)r->n_ops++;
+}
+
+static int cmp_occ(const void *a, const void *b)
+{
+    const struct lp_occ *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Classifies every range (parents come before their children in r->ranges). */
+static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
+{
+    struct lp_run *r = c->r;
+    const struct lp_trace *t = c->t;
+    size_t n = r->ranges.n;
+    c->ri = calloc(n ? n : 1, sizeof *c->ri);
+    c->occ = calloc(n ? n : 1, sizeof *c->occ);
+    if (!c->ri || !c->occ)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_range *g = &r->ranges.v[i];
+        struct lp_range_info *x = &c->ri[i];
+        const struct lp_range_info *p = g->parent >= 0 ? &c->ri[g->parent] : NULL;
+        const char *name = lp_trace_str(t, g->name);
+        x->occ = p ? p->occ : -1;
+        x->sub = p ? p->sub : -1;
+        x->rule = -1;
+        x->op = -1;
+        x->warmup = (p && p->warmup) || strcasestr(name, "warmup") != NULL;
+        for (size_t k = 0; k < rs->n; k++)
+            if (regexec(&rs->re[k], name, 0, NULL, 0) == 0) {
+                x->rule = (int32_t)k;
+                break;
+            }
+        if (x->rule < 0) {
+            int op = op_group(r, name);
+            if (op < -1)
+                return LP_ERR_NOMEM;
+            x->op = op;
+            r->op_ranges++;
+            r->ops[op].calls++;
+            r->ops[op].cpu_ns += g->end - g->start;
+        } else if (x->occ >= 0) {
+            /* nested stage range: a sub-stage of the occurrence's stage */
+            int outer = c->occ[x->occ].stage; /* still the rule index here */
+            size_t s = 0;
+            while (s < c->n_subs && !(c->subs[s].stage == outer && c->subs[s].rule == x->rule))
+                s++;
+            if (s == c->n_subs) {
+                void *p2 = realloc(c->subs, (c->n_subs + 1) * sizeof *c->subs);
+                if (!p2)
+                    return LP_ERR_NOMEM;
+                c->subs = p2;
+                c->subs[s].stage = outer;
+                c->subs[s].rule = x->rule;
+                c->n_subs++;
+            }
+            x->sub = (int32_t)s;
+        } else {
+            struct lp_occ *o = &c->occ[c->n_occ];
+            *o = (struct lp_occ){.start = g->start, .end = g->end, .stage = x->rule,
+                                 .warmup = x->warmup, .range = (int32_t)i,
+                                 .tokens = word_value(name, "tokens"),
+                                 .batch = word_value(name, "batch")};
+            x->occ = (int32_t)c->n_occ++;
+            x->sub = -1;
+        }
+    }
+    return LP_OK;
+}
+
+/* Stage reports: one per rule with occurrences (rule order), then warmup, then the work
+ * outside every stage; or one stage for the whole run. Occurrences get their stage index. */
+static int make_stages(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        struct lp_occ *o = &c->occ[i];
+        int warm = o->warmup && !r->opt.keep_warmup;
+        if (warm)
+            continue;
+        if (c->rule_stage[o->stage] < 0)
+            c->rule_stage[o->stage] = 0; /* mark: has measured occurrences */
+    }
+    for (size_t k = 0; k < c->n_rules; k++) {
+        int has = c->rule_stage[k] == 0;
+        c->rule_stage[k] = -1;
+        if (has) {
+            int s = add_stage(r, c->rule_names[k], kind_of(c->rule_names[k]));
+            if (s < 0)
+                return LP_ERR_NOMEM;
+            c->rule_stage[k] = s;
+        }
+    }
+    for (size_t i = 0; i < c->n_occ; i++) {
+        struct lp_occ *o = &c->occ[i];
+        if (o->warmup && !r->opt.keep_warmup) {
+            if (c->warmup_stage < 0 &&
+                (c->warmup_stage = add_stage(r, "warmup", LP_STAGE_KIND_WARMUP)) < 0)
+                return LP_ERR_NOMEM;
+            o->stage = c->warmup_stage;
+        } else {
+            o->stage = c->rule_stage[o->stage];
+        }
+    }
+    if (c->n_occ == 0) {
+        /* no stage ranges: the run is one stage and one occurrence */
+        if (add_stage(r, "run", LP_STAGE_KIND_RUN) < 0)
+            return LP_ERR_NOMEM;
+        uint64_t a = c->n_work ? c->work[0].start : 0, b = 0;
+        for (size_t i = 0; i < c->n_work; i++)
+            if (c->work[i].end > b)
+                b = c->work[i].end;
+        c->occ[0] = (struct lp_occ){.start = a, .end = b, .stage = 0, .range = -1};
+        c->n_occ = 1;
+        int rc = lp_run_note(r, r->ranges.n
+                                    ? "no NVTX range matched a stage rule: the whole run is one "
+                                      "stage (name ranges prefill/decode, or pass --stage "
+                                      "NAME=REGEX)"
+                                    : "no NVTX ranges: the whole run is one stage (wrap prefill "
+                                      "and decode in NVTX ranges to see them apart)");
+        if (rc)
+            return rc;
+    }
+    /* sub-stages become notes of their outer stage */
+    for (size_t s = 0; s < c->n_subs; s++) {
+        int outer = c->rule_stage[c->subs[s].stage];
+        if (outer < 0)
+            outer = c->warmup_stage;
+        if (outer < 0)
+            continue;
+        struct lp_stage_report *st = &r->stages[outer];
+        struct lp_substage *p = realloc(st->sub, (st->n_sub + 1) * sizeof *p);
+        if (!p)
+            return LP_ERR_NOMEM;
+        st->sub = p;
+        memset(&p[st->n_sub], 0, sizeof *p);
+        if (!(p[st->n_sub].name = strdup(c->rule_names[c->subs[s].rule])))
+            return LP_ERR_NOMEM;
+        c->subs[s].stage = outer;
+        c->subs[s].rule = (int)st->n_sub++;
+    }
+    return LP_OK;
+}
+
+/* correlation id -> API record, open addressing */
+struct corr_map {
+    uint32_t *key;
+    uint32_t *idx;
+    size_t cap;
+};
+
+static int corr_build(const struct lp_trace *t, struct corr_map *m)
+{
+    m->cap = 64;
+    while (m->cap < 2 * t->n_apis)
+        m->cap *= 2;
+    m->key = malloc(m->cap * sizeof *m->key);
+    m->idx = malloc(m->cap * sizeof *m->idx);
+    if (!m->key || !m->idx)
+        return LP_ERR_NOMEM;
+    memset(m->idx, 0xff, m->cap * sizeof *m->idx);
+    for (size_t i = 0; i < t->n_apis; i++) {
+        uint32_t k = t->apis[i].correlation;
+        size_t s = (k * 2654435761u) & (m->cap - 1);
+        while (m->idx[s] != UINT32_MAX && m->key[s] != k)
+            s = (s + 1) & (m->cap - 1);
+        if (m->idx[s] == UINT32_MAX) {
+            m->key[s] = k;
+            m->idx[s] = (uint32_t)i;
+        }
+    }
+    return LP_OK;
+}
+
+static const struct lp_api *corr_find(const struct lp_trace *t, const struct corr_map *m,
+                                      uint32_t k)
+{
+    if (k == 0 || t->n_apis == 0)
+        return NULL;
+    size_t s = (k * 2654435761u) & (m->cap - 1);
+    while (m->idx[s] != UINT32_MAX) {
+        if (m->key[s] == k)
+            return &t->apis[m->idx[s]];
+        s = (s + 1) & (m->cap - 1);
+    }
+    return NULL;
+}
+
+static uint32_t work_correlation(const struct lp_trace *t, const struct lp_work *w)
+{
+    switch (w->kind) {
+    case LP_OP_KERNEL: return t->kernels[w->index].correlation;
+    case LP_OP_MEMCPY: return t->memcpys[w->index].correlation;
+    default: return t->memsets[w->index].correlation;
+    }
+}
+
+/* The innermost range open on THREAD at time TS, or -1. */
+static int32_t range_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
+{
+    size_t lo = 0, hi = rg->n;
+    /* last range with (thread, start) <= (thread, ts) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct lp_range *x = &rg->v[mid];
+        if (x->thread < thread || (x->thread == thread && x->start <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    int64_t j = (int64_t)lo - 1;
+    if (rg->v[j].thread != thread)
+        return -1;
+    while (j >= 0 && rg->v[j].end < ts)
+        j = rg->v[j].parent;
+    return (int32_t)j;
+}
+
+/* Work without a launch record: the latest occurrence that began before it. */
+static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
+{
+    size_t lo = 0, hi = c->n_occ;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->occ[mid].start <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? (int32_t)(lo - 1) : -1;
+}
+
+static int attribute_work(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    struct corr_map m = {0};
+    int rc = corr_build(t, &m);
+    if (rc)
+        goto out;
+    int run_mode = r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN;
+    for (size_t i = 0; i < c->n_work; i++) {
+        struct lp_work *w = &c->work[i];
+        const struct lp_api *a = corr_find(t, &m, work_correlation(t, w));
+        if (a) {
+            w->launch = a->start;
+            w->thread = a->thread;
+            w->range = range_at(&r->ranges, a->thread, a->start);
+            w->occ = w->range >= 0 ? c->ri[w->range].occ : -1;
+            r->kernels_by_launch++;
+        } else {
+            w->by_time = 1;
+            w->occ = run_mode ? 0 : occ_by_time(c, w->start);
+            r->kernels_by_time++;
+        }
+        if (run_mode)
+            w->occ = 0;
+        if (w->occ >= 0) {
+            w->stage = c->occ[w->occ].stage;
+        } else {
+            if (c->outside_stage < 0) {
+                c->outside_stage = add_stage(r, "(outside stages)", LP_STAGE_KIND_OUTSIDE);
+                if (c->outside_stage < 0) {
+                    rc = LP_ERR_NOMEM;
+                    goto out;
+                }
+            }
+            w->stage = c->outside_stage;
+            r->kernels_outside++;
+        }
+    }
+    if (r->kernels_by_time && !run_mode)
+        rc = lp_run_note(r, "%zu of %zu pieces of GPU work have no recorded launch call "
+                            "(--light, or records lost): they are given to the stage that "
+                            "began last before they ran",
+                         r->kernels_by_time, c->n_work);
+out:
+    free(m.key);
+    free(m.idx);
+    return rc;
+}
+
+/* Per occurrence and per stage: GPU busy (union of work intervals), sub-stage totals and
+ * the stage statistics. */
+static int stage_stats(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    uint64_t *stage_end = calloc(r->n_stages, sizeof *stage_end);
+    double *v = malloc((c->n_occ ? c->n_occ : 1) * sizeof *v);
+    if (!stage_end || !v) {
+        free(stage_end);
+        free(v);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        struct lp_stage_report *s = &r->stages[w->stage];
+        uint64_t *e = &stage_end[w->stage];
+        if (w->start >= *e)
+            s->busy_ns += w->end - w->start;
+        else if (w->end > *e)
+            s->busy_ns += w->end - *e;
+        if (w->end > *e)
+            *e = w->end;
+        if (w->occ >= 0) {
+            struct lp_occ *o = &c->occ[w->occ];
+            if (w->start >= o->cur_end)
+                o->busy += w->end - w->start;
+            else if (w->end > o->cur_end)
+                o->busy += w->end - o->cur_end;
+            if (w->end > o->cur_end)
+                o->cur_end = w->end;
+        }
+        if (w->range >= 0 && c->ri[w->range].sub >= 0 && w->occ >= 0 &&
+            c->subs[c->ri[w->range].sub].stage == c->occ[w->occ].stage) {
+            int sub = c->ri[w->range].sub;
+            r->stages[c->subs[sub].stage].sub[c->subs[sub].rule].gpu_ns += w->end - w->start;
+        }
+    }
+    for (size_t i = 0; i < r->ranges.n; i++) {
+        const struct lp_range_info *x = &c->ri[i];
+        if (x->rule >= 0 && x->sub >= 0 && x->occ >= 0 &&
+            c->subs[x->sub].stage == c->occ[x->occ].stage &&
+            (r->ranges.v[i].parent < 0 || c->ri[r->ranges.v[i].parent].sub != x->sub)) {
+            struct lp_substage *sub = &r->stages[c->subs[x->sub].stage].sub[c->subs[x->sub].rule];
+            sub->count++;
+            sub->wall_ns += r->ranges.v[i].end - r->ranges.v[i].start;
+        }
+    }
+    for (size_t s = 0; s < r->n_stages; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        size_t n = 0;
+        for (size_t i = 0; i < c->n_occ; i++)
+            if (c->occ[i].stage == (int)s)
+                v[n++] = (double)(c->occ[i].end - c->occ[i].start);
+        lp_stat_compute(&st->wall, v, n);
+        st->occurrences = n;
+        st->variable = n > 1 && st->wall.cv > 0.10;
+        n = 0;
+        for (size_t i = 0; i < c->n_occ; i++)
+            if (c->occ[i].stage == (int)s)
+                v[n++] = (double)c->occ[i].busy;
+        lp_stat_compute(&st->busy, v, n);
+        st->busy_share = st->wall.total > 0 ? (double)st->busy_ns / st->wall.total : 0;
+    }
+    free(stage_end);
+    free(v);
+    return LP_OK;
+}
+
+int lp_run_stages(struct lp_run_ctx *c)
+{
+    struct rules rs = {0};
+    int32_t *occ_new = NULL;
+    int rc = compile_rules(c, &rs);
+    if (rc == LP_OK)
+        rc = classify_ranges(c, &rs);
+    if (rc == LP_OK)
+        rc = make_stages(c);
+    if (rc == LP_OK && c->n_occ > 1) {
+        /* occurrences in time order; ranges keep pointing at them */
+        for (size_t i = 0; i < c->n_occ; i++)
+            c->occ[i].cur_end = i; /* old index, reset below */
+        qsort(c->occ, c->n_occ, sizeof *c->occ, cmp_occ);
+    }
+    if (rc == LP_OK) {
+        occ_new = malloc((c->n_occ ? c->n_occ : 1) * sizeof *occ_new);
+        if (!occ_new)
+            rc = LP_ERR_NOMEM;
+    }
+    if (rc == LP_OK) {
+        for (size_t i = 0; i < c->n_occ; i++) {
+            occ_new[c->n_occ > 1 ? c->occ[i].cur_end : 0] = (int32_t)i;
+            c->occ[i].cur_end = 0;
+        }
+        for (size_t i = 0; i < c->r->ranges.n; i++)
+            if (c->ri[i].occ >= 0)
+                c->ri[i].occ = occ_new[c->ri[i].occ];
+        rc = attribute_work(c);
+    }
+    if (rc == LP_OK)
+        rc = stage_stats(c);
+    free(occ_new);
+    free_rules(&rs);
+    return rc;
+}

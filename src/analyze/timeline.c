@@ -1,0 +1,280 @@
+/* The GPU timeline: busy time as the union of all GPU work, idle gaps and why the GPU
+ * waited (the next work launched after the GPU went idle means it waited on the host), what
+ * the launching thread did meanwhile, utilisation over time, copy volume and device memory
+ * held through cudaMalloc. */
+#include <string.h>
+
+#include "run_internal.h"
+
+#define MAX_BINS 400
+#define TOP_GAPS 10
+
+static void add_busy(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a, uint64_t b)
+{
+    if (!bins || b <= a)
+        return;
+    size_t i = (size_t)((a - r->first_ns) / bin_ns);
+    while (a < b && i < r->n_bins) {
+        uint64_t bin_end = r->first_ns + (i + 1) * bin_ns;
+        uint64_t e = b < bin_end ? b : bin_end;
+        bins[i] += (double)(e - a);
+        a = e;
+        i++;
+    }
+}
+
+/* Time THREAD spent in CUDA calls within [a, b), and the call that took most of it. APIS is
+ * sorted by start. */
+static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis, uint32_t thread,
+                              uint64_t a, uint64_t b, const char **top)
+{
+    size_t lo = 0, hi = t->n_apis;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (apis[mid].key < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* calls that began a little before the gap may reach into it (a synchronize) */
+    size_t from = lo > 256 ? lo - 256 : 0;
+    uint64_t sum = 0, best = 0;
+    *top = NULL;
+    for (size_t i = from; i < t->n_apis && apis[i].key < b; i++) {
+        const struct lp_api *x = &t->apis[apis[i].val];
+        if (x->thread != thread || x->end <= a)
+            continue;
+        uint64_t s = x->start > a ? x->start : a, e = x->end < b ? x->end : b;
+        if (e <= s)
+            continue;
+        sum += e - s;
+        if (e - s > best) {
+            best = e - s;
+            *top = lp_trace_str(t, x->name);
+        }
+    }
+    return sum;
+}
+
+static int insert_gap(struct lp_run *r, const struct lp_gap *g)
+{
+    if (r->n_top_gaps == TOP_GAPS && r->top_gaps[TOP_GAPS - 1].dur >= g->dur)
+        return 0;
+    size_t i = r->n_top_gaps < TOP_GAPS ? r->n_top_gaps++ : TOP_GAPS - 1;
+    while (i > 0 && r->top_gaps[i - 1].dur < g->dur) {
+        r->top_gaps[i] = r->top_gaps[i - 1];
+        i--;
+    }
+    r->top_gaps[i] = *g;
+    return 1;
+}
+
+static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
+{
+    struct lp_run *r = c->r;
+    const struct lp_trace *t = c->t;
+    r->top_gaps = calloc(TOP_GAPS, sizeof *r->top_gaps);
+    if (!r->top_gaps)
+        return LP_ERR_NOMEM;
+    if (c->n_work == 0)
+        return LP_OK;
+    r->first_ns = c->work[0].start;
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].end > r->last_ns)
+            r->last_ns = c->work[i].end;
+    uint64_t span = r->last_ns - r->first_ns;
+    r->n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
+    uint64_t bin_ns = r->n_bins ? (span + r->n_bins - 1) / r->n_bins : 1;
+    double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
+    if (r->n_bins && !bins)
+        return LP_ERR_NOMEM;
+    uint64_t end = 0;
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        if (i > 0 && w->start > end) {
+            uint64_t idle = w->start - end;
+            struct lp_stage_report *s = &r->stages[w->stage];
+            enum lp_gap_cause cause = !w->launch             ? LP_GAP_UNKNOWN
+                                      : w->launch >= end     ? LP_GAP_HOST
+                                                             : LP_GAP_DEVICE;
+            if (cause == LP_GAP_HOST)
+                s->host_wait_ns += idle;
+            if (idle >= r->opt.gap_ns) {
+                struct lp_gap g = {.start = end, .dur = idle, .stage = w->stage, .cause = cause};
+                if (cause == LP_GAP_HOST)
+                    g.host_api_ns = host_api_time(t, apis, w->thread, end, w->start, &g.api);
+                r->n_gaps++;
+                r->gap_ns += idle;
+                r->gap_ns_by_cause[cause] += idle;
+                r->gap_host_api_ns += g.host_api_ns;
+                s->gaps++;
+                s->gap_ns += idle;
+                insert_gap(r, &g);
+            }
+        }
+        uint64_t a = w->start > end ? w->start : end;
+        if (w->end > a) {
+            r->busy_ns += w->end - a;
+            add_busy(r, bin_ns, bins, a, w->end);
+        }
+        if (w->end > end)
+            end = w->end;
+    }
+    r->busy_share = span ? (double)r->busy_ns / (double)span : 0;
+    for (size_t i = 0; i < r->n_stages; i++) {
+        struct lp_stage_report *s = &r->stages[i];
+        double idle = s->wall.total - (double)s->busy_ns;
+        s->host_wait_share = idle > 0 ? (double)s->host_wait_ns / idle : 0;
+        if (s->host_wait_share > 1)
+            s->host_wait_share = 1; /* host waits of work that ran past its ranges */
+    }
+    if (bins) {
+        r->bins = malloc(r->n_bins * sizeof *r->bins);
+        if (!r->bins) {
+            free(bins);
+            return LP_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < r->n_bins; i++) {
+            uint64_t b0 = r->first_ns + i * bin_ns;
+            uint64_t b1 = b0 + bin_ns < r->last_ns ? b0 + bin_ns : r->last_ns;
+            r->bins[i].start = b0;
+            r->bins[i].busy = b1 > b0 ? (float)(bins[i] / (double)(b1 - b0)) : 0;
+        }
+        free(bins);
+    }
+    return LP_OK;
+}
+
+/* median launch delay (launch call start -> work start) per stage */
+static int launch_delays(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * 2 * sizeof *kv);
+    if (!kv)
+        return LP_ERR_NOMEM;
+    size_t n = 0;
+    const uint64_t cap = (1ull << 48) - 1;
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        if (!w->launch || w->kind != LP_OP_KERNEL)
+            continue;
+        uint64_t d = w->start > w->launch ? w->start - w->launch : 0;
+        kv[n++] = (struct lp_kv){(uint64_t)w->stage << 48 | (d < cap ? d : cap), d};
+    }
+    lp_sort_kv(kv, kv + n, n);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && kv[j].key >> 48 == kv[i].key >> 48)
+            j++;
+        r->stages[kv[i].key >> 48].launch_delay_p50_ns = kv[i + (j - i) / 2].val;
+        i = j;
+    }
+    free(kv);
+    return LP_OK;
+}
+
+static void copies(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        struct lp_stage_report *s = &r->stages[w->stage];
+        if (w->kind == LP_OP_MEMCPY) {
+            const struct lp_memcpy *m = &c->t->memcpys[w->index];
+            int d = lp_copy_direction(m->copy_kind);
+            s->memcpy_bytes[d] += m->bytes;
+            r->memcpy_bytes[d] += m->bytes;
+        } else if (w->kind == LP_OP_MEMSET) {
+            s->memset_bytes += c->t->memsets[w->index].bytes;
+            r->memset_bytes += c->t->memsets[w->index].bytes;
+        }
+    }
+}
+
+/* Device memory held through cudaMalloc over time; the peak inside each stage's
+ * occurrences. Caching allocators (PyTorch) hold what they reserved, not what tensors use. */
+static int device_memory(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    size_t n = t->n_memory;
+    if (n == 0)
+        return LP_OK;
+    struct lp_kv *kv = malloc(2 * n * sizeof *kv);
+    uint64_t *held = malloc(n * sizeof *held);
+    if (!kv || !held) {
+        free(kv);
+        free(held);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (struct lp_kv){t->memory[i].timestamp, i};
+    lp_sort_kv(kv, kv + n, n);
+    int64_t cur = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_memory *m = &t->memory[kv[i].val];
+        if (m->op == LP_MEMORY_OP_ALLOC)
+            cur += (int64_t)m->bytes;
+        else if (m->op == LP_MEMORY_OP_FREE)
+            cur -= (int64_t)m->bytes;
+        if (cur < 0)
+            cur = 0; /* frees of memory allocated before recording began */
+        held[i] = (uint64_t)cur;
+        if (held[i] > r->peak_alloc_bytes)
+            r->peak_alloc_bytes = held[i];
+    }
+    size_t j = 0;
+    for (size_t o = 0; o < c->n_occ; o++) {
+        const struct lp_occ *x = &c->occ[o];
+        /* occurrences are sorted by start; the held value at the start carries in */
+        while (j < n && kv[j].key < x->start)
+            j++;
+        uint64_t peak = j > 0 ? held[j - 1] : 0;
+        for (size_t q = j; q < n && kv[q].key <= x->end; q++)
+            if (held[q] > peak)
+                peak = held[q];
+        struct lp_stage_report *s = &r->stages[x->stage];
+        if (peak > s->peak_alloc_bytes)
+            s->peak_alloc_bytes = peak;
+    }
+    free(kv);
+    free(held);
+    return LP_OK;
+}
+
+static uint64_t earliest(const struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    uint64_t m = c->n_work ? c->work[0].start : UINT64_MAX;
+#define EARLIEST(arr, n, field)                                                                \
+    for (size_t i = 0; i < (n); i++)                                                           \
+        if ((arr)[i].field && (arr)[i].field < m)                                              \
+            m = (arr)[i].field;
+    EARLIEST(t->markers, t->n_markers, timestamp)
+    EARLIEST(t->apis, t->n_apis, start)
+    EARLIEST(t->nvml, t->n_nvml, timestamp)
+    EARLIEST(t->memory, t->n_memory, timestamp)
+#undef EARLIEST
+    return m == UINT64_MAX ? 0 : m;
+}
+
+int lp_run_timeline(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    c->r->t0_ns = earliest(c);
+    struct lp_kv *apis = malloc((t->n_apis ? t->n_apis : 1) * 2 * sizeof *apis);
+    if (!apis)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < t->n_apis; i++)
+        apis[i] = (struct lp_kv){t->apis[i].start, i};
+    lp_sort_kv(apis, apis + t->n_apis, t->n_apis);
+    int rc = gaps_and_bins(c, apis);
+    free(apis);
+    if (rc == LP_OK)
+        rc = launch_delays(c);
+    if (rc == LP_OK) {
+        copies(c);
+        rc = device_memory(c);
+    }
+    return rc;
+}

@@ -1,0 +1,189 @@
+/* Tokens, LLM metrics (TTFT, TPOT, tokens/s, J/token) and utilisation: the analytic FLOPs
+ * and bytes of `llmprof model` for the measured token counts, over the measured wall time of
+ * the stage ranges, against the peaks of the recorded GPU. Token counts: a flag wins, then
+ * tokens= words in the range names, then (decode only) one step per range times the batch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+static void stage_tokens(struct lp_run_ctx *c, int s, int64_t batch)
+{
+    struct lp_run *r = c->r;
+    struct lp_stage_report *st = &r->stages[s];
+    const struct lp_run_options *o = &r->opt;
+    int64_t flag = st->kind == LP_STAGE_KIND_PREFILL  ? o->prefill_tokens
+                   : st->kind == LP_STAGE_KIND_DECODE ? o->decode_tokens
+                                                       : 0;
+    st->batch = batch;
+    if (flag > 0) {
+        st->tokens = flag * (int64_t)st->occurrences;
+        st->tokens_source = LP_TOKENS_FLAG;
+    } else {
+        int64_t sum = 0;
+        size_t with = 0;
+        for (size_t i = 0; i < c->n_occ; i++)
+            if (c->occ[i].stage == s && c->occ[i].tokens > 0) {
+                sum += c->occ[i].tokens;
+                with++;
+            }
+        if (with && with == st->occurrences) {
+            st->tokens = sum;
+            st->tokens_source = LP_TOKENS_RANGE_NAME;
+        } else if (st->kind == LP_STAGE_KIND_DECODE && with == 0) {
+            st->tokens = batch * (int64_t)st->occurrences;
+            st->tokens_source = LP_TOKENS_COUNTED;
+        } else if (with) {
+            lp_run_note(r, "stage %s: %zu of %zu ranges carry tokens=; its token count is "
+                           "left unknown (pass it as a flag)",
+                        st->name, with, st->occurrences);
+        }
+    }
+    if (st->tokens > 0 && st->wall.total > 0)
+        st->tokens_per_s = (double)st->tokens / (st->wall.total / 1e9);
+    if (st->tokens > 0 && st->energy_j > 0)
+        st->j_per_token = st->energy_j / (double)st->tokens;
+}
+
+static int first_stage(const struct lp_run *r, enum lp_stage_kind k)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (r->stages[i].kind == k && r->stages[i].occurrences > 0)
+            return (int)i;
+    return -1;
+}
+
+void lp_run_tokens(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    int64_t batch = r->opt.batch;
+    for (size_t i = 0; i < c->n_occ && batch <= 0; i++)
+        if (c->occ[i].batch > 0)
+            batch = c->occ[i].batch;
+    if (batch <= 0)
+        batch = 1;
+    for (size_t s = 0; s < r->n_stages; s++)
+        stage_tokens(c, (int)s, batch);
+    struct lp_llm_metrics *m = &r->llm;
+    m->batch = batch;
+    int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
+        v = first_stage(r, LP_STAGE_KIND_VISION);
+    if (p >= 0) {
+        const struct lp_stage_report *st = &r->stages[p];
+        m->ttft_s = st->wall.mean / 1e9 + (v >= 0 ? r->stages[v].wall.mean / 1e9 : 0);
+        m->prefill_tokens = st->tokens;
+        m->prefill_source = st->tokens_source;
+        m->prefill_tokens_per_s = st->tokens_per_s;
+    }
+    if (d >= 0) {
+        const struct lp_stage_report *st = &r->stages[d];
+        m->decode_tokens = st->tokens;
+        m->decode_source = st->tokens_source;
+        m->decode_tokens_per_s = st->tokens_per_s;
+        if (st->tokens > 0)
+            m->tpot_s = st->wall.total / 1e9 / ((double)st->tokens / (double)batch);
+    }
+}
+
+static void set_util(struct lp_stage_report *st, const struct lp_cost *per, double steps,
+                     const struct lp_gpu *g, enum lp_dtype dt)
+{
+    double secs = st->wall.total / 1e9;
+    if (secs <= 0 || steps <= 0)
+        return;
+    st->has_util = 1;
+    st->model_flops = lp_cost_flops(per);
+    st->model_bytes = lp_cost_bytes(per);
+    st->achieved_tflops = st->model_flops * steps / secs / 1e12;
+    st->achieved_gbs = st->model_bytes * steps / secs / 1e9;
+    st->mfu = g->tflops[dt] > 0 ? st->achieved_tflops / g->tflops[dt] : 0;
+    st->mbu = g->mem_bw_gbs > 0 ? st->achieved_gbs / g->mem_bw_gbs : 0;
+}
+
+void lp_run_utilisation(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    const struct lp_run_options *o = &r->opt;
+    if (!o->model) {
+        snprintf(r->util_note, sizeof r->util_note,
+                 "MFU and MBU need the model: pass --model CONFIG.json");
+        return;
+    }
+    const struct lp_gpu *g = NULL;
+    const char *dev = c->t->n_devices ? lp_trace_str(c->t, c->t->devices[0].name) : "";
+    if (o->gpus)
+        g = lp_gpu_find(o->gpus, o->gpu_name ? o->gpu_name : dev);
+    if (g)
+        r->gpu = *g;
+    else
+        snprintf(r->gpu.name, sizeof r->gpu.name, "%s", o->gpu_name ? o->gpu_name : dev);
+    struct lp_workload w;
+    if (o->workload)
+        w = *o->workload;
+    else
+        lp_workload_defaults(&w);
+    r->dtype = w.activations;
+    if (o->peak_tflops > 0)
+        r->gpu.tflops[r->dtype] = o->peak_tflops;
+    if (o->mem_bw_gbs > 0)
+        r->gpu.mem_bw_gbs = o->mem_bw_gbs;
+    if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
+        snprintf(r->util_note, sizeof r->util_note,
+                 "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu NAME, "
+                 "or --peak-tflops and --mem-bw",
+                 r->gpu.name, lp_dtype_name(r->dtype));
+        return;
+    }
+    int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
+        v = first_stage(r, LP_STAGE_KIND_VISION);
+    const struct lp_llm_metrics *m = &r->llm;
+    if (p < 0 || r->stages[p].tokens <= 0) {
+        snprintf(r->util_note, sizeof r->util_note,
+                 "MFU and MBU need a prefill stage with a token count (its prompt sets the "
+                 "decode context): name a range prefill with tokens=N, or pass "
+                 "--prefill-tokens");
+        return;
+    }
+    const struct lp_stage_report *ps = &r->stages[p];
+    w.batch = m->batch;
+    w.prompt = ps->tokens / (int64_t)ps->occurrences / m->batch;
+    if (w.prompt <= 0)
+        w.prompt = 1;
+    /* the prefill yields the first token; each decode step one more */
+    double steps = d >= 0 ? (double)r->stages[d].tokens / (double)m->batch : 0;
+    double steps_per_request = steps / (double)ps->occurrences;
+    w.generated = (int64_t)(steps_per_request + 0.5) + 1;
+    struct lp_model_result res;
+    char err[256];
+    if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != 0) {
+        snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
+                 err);
+        return;
+    }
+    r->has_util = 1;
+    set_util(&r->stages[p], &res.total[LP_STAGE_PREFILL], (double)ps->occurrences, &r->gpu,
+             r->dtype);
+    if (d >= 0 && steps > 0)
+        set_util(&r->stages[d], &res.total[LP_STAGE_DECODE_STEP], steps, &r->gpu, r->dtype);
+    if (v >= 0 && res.vision_tokens > 0)
+        set_util(&r->stages[v], &res.total[LP_STAGE_VISION], (double)r->stages[v].occurrences,
+                 &r->gpu, r->dtype);
+    /* the request: TTFT plus the decode steps at the measured TPOT */
+    r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
+    r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);
+    r->request_bytes = lp_cost_bytes(&res.total[LP_STAGE_REQUEST]);
+    if (r->request_s > 0) {
+        r->request_tflops = r->request_flops / r->request_s / 1e12;
+        r->request_gbs = r->request_bytes / r->request_s / 1e9;
+        r->mfu = r->request_flops / r->request_s / 1e12 / r->gpu.tflops[r->dtype];
+        r->mbu = r->request_bytes / r->request_s / 1e9 / r->gpu.mem_bw_gbs;
+    }
+    snprintf(r->util_note, sizeof r->util_note,
+             "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld, %lld "
+             "generated tokens (decode context %lld at the mean step); bytes are lower bounds "
+             "(weights read once per pass, KV once per step); over the measured wall time of "
+             "the stage ranges; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
+             o->model->model_type, (long long)w.batch, (long long)w.prompt,
+             (long long)w.generated, (long long)res.decode_context, r->gpu.name,
+             r->gpu.tflops[r->dtype], lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+}

@@ -1,0 +1,163 @@
+/* The Chrome trace event format (JSON) that ui.perfetto.dev and chrome://tracing open:
+ * one process for the host with NVTX ranges and CUDA calls per thread, one per GPU with its
+ * kernels, copies and sets per stream, NVML samples as counter tracks, and a flow from each
+ * launching call to its work. Timestamps are microseconds from the first record. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "report_internal.h"
+
+#define GPU_PID_BASE 1000000
+
+static void str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+struct out {
+    FILE *f;
+    uint64_t t0;
+    int first;
+};
+
+static void sep(struct out *o)
+{
+    fputs(o->first ? "\n" : ",\n", o->f);
+    o->first = 0;
+}
+
+static double us(const struct out *o, uint64_t ns)
+{
+    return ns >= o->t0 ? (double)(ns - o->t0) / 1e3 : 0;
+}
+
+static void slice(struct out *o, const char *cat, const char *name, long pid, unsigned tid,
+                  uint64_t start, uint64_t end)
+{
+    sep(o);
+    fprintf(o->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
+    str(o->f, name);
+    fprintf(o->f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f", pid, tid, us(o, start),
+            end > start ? (double)(end - start) / 1e3 : 0.0);
+}
+
+static void flow(struct out *o, char ph, uint32_t id, long pid, unsigned tid, uint64_t ts)
+{
+    sep(o);
+    fprintf(o->f, "{\"ph\":\"%c\",\"cat\":\"ac2g\",\"name\":\"launch\",\"id\":%u,\"pid\":%ld,"
+                  "\"tid\":%u,\"ts\":%.3f%s}",
+            ph, id, pid, tid, us(o, ts), ph == 'f' ? ",\"bp\":\"e\"" : "");
+}
+
+static void counter(struct out *o, long pid, const char *name, const char *unit, uint64_t ts,
+                    double v)
+{
+    if (!isfinite(v))
+        return;
+    sep(o);
+    fprintf(o->f, "{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%ld,\"ts\":%.3f,\"args\":{\"%s\":%.3f}}",
+            name, pid, us(o, ts), unit, v);
+}
+
+static void meta_name(struct out *o, const char *what, long pid, long tid, const char *name)
+{
+    sep(o);
+    fprintf(o->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":",
+            what, pid, tid);
+    str(o->f, name);
+    fputs("}}", o->f);
+}
+
+int lp_report_perfetto(FILE *f, const struct lp_run *r)
+{
+    const struct lp_trace *t = r->trace;
+    const char *pid_s = lp_trace_meta(t, "pid");
+    long host = pid_s ? strtol(pid_s, NULL, 10) : 1;
+    struct out o = {.f = f, .t0 = r->t0_ns, .first = 1};
+    char buf[160];
+    fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+    snprintf(buf, sizeof buf, "host (pid %ld)", host);
+    meta_name(&o, "process_name", host, 0, buf);
+    for (size_t i = 0; i < t->n_devices; i++) {
+        snprintf(buf, sizeof buf, "GPU %u: %s", t->devices[i].id,
+                 lp_trace_str(t, t->devices[i].name));
+        meta_name(&o, "process_name", GPU_PID_BASE + t->devices[i].id, 0, buf);
+    }
+    for (size_t i = 0; i < r->ranges.n; i++) {
+        const struct lp_range *g = &r->ranges.v[i];
+        slice(&o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
+        fputs("}", f);
+    }
+    for (size_t i = 0; i < t->n_apis; i++) {
+        const struct lp_api *a = &t->apis[i];
+        slice(&o, "cuda_api", lp_trace_str(t, a->name), host, a->thread, a->start, a->end);
+        fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, a->status);
+        const char *n = lp_trace_str(t, a->name);
+        if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
+            flow(&o, 's', a->correlation, host, a->thread, a->start);
+    }
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel *k = &t->kernels[i];
+        uint32_t g = r->kernel_group[i];
+        long pid = GPU_PID_BASE + k->device;
+        slice(&o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
+        fputs(",\"args\":{\"name\":", f);
+        str(f, r->names[g]);
+        fprintf(f, ",\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
+                   "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%u,"
+                   "\"graph\":%u}}",
+                lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
+                k->block[0], k->block[1], k->block[2], k->registers,
+                k->static_smem + k->dynamic_smem, k->graph_id);
+        flow(&o, 'f', k->correlation, pid, k->stream, k->start);
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++) {
+        const struct lp_memcpy *m = &t->memcpys[i];
+        long pid = GPU_PID_BASE + m->device;
+        slice(&o, "memcpy", r->names[lp_copy_direction(m->copy_kind)], pid, m->stream, m->start,
+              m->end);
+        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
+                (unsigned long long)m->bytes, m->correlation);
+        flow(&o, 'f', m->correlation, pid, m->stream, m->start);
+    }
+    for (size_t i = 0; i < t->n_memsets; i++) {
+        const struct lp_memset *m = &t->memsets[i];
+        long pid = GPU_PID_BASE + m->device;
+        slice(&o, "memset", "[CUDA memset]", pid, m->stream, m->start, m->end);
+        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
+                (unsigned long long)m->bytes, m->correlation);
+        flow(&o, 'f', m->correlation, pid, m->stream, m->start);
+    }
+    for (size_t i = 0; i < t->n_nvml; i++) {
+        const struct lp_nvml_sample *s = &t->nvml[i];
+        long pid = GPU_PID_BASE + s->device;
+        if (s->valid & LP_NVML_POWER)
+            counter(&o, pid, "power", "W", s->timestamp, s->power_mw / 1000.0);
+        if (s->valid & LP_NVML_SM_CLOCK)
+            counter(&o, pid, "SM clock", "MHz", s->timestamp, s->sm_mhz);
+        if (s->valid & LP_NVML_MEM_CLOCK)
+            counter(&o, pid, "memory clock", "MHz", s->timestamp, s->mem_mhz);
+        if (s->valid & LP_NVML_UTIL)
+            counter(&o, pid, "GPU utilisation (NVML)", "%", s->timestamp, s->util_gpu);
+        if (s->valid & LP_NVML_TEMP)
+            counter(&o, pid, "temperature", "C", s->timestamp, s->temp_c);
+        if (s->valid & LP_NVML_MEM_USED)
+            counter(&o, pid, "memory used", "GiB", s->timestamp,
+                    (double)s->mem_used / 1073741824.0);
+    }
+    fputs("\n]}\n", f);
+    return ferror(f) ? -1 : 0;
+}

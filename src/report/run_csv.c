@@ -1,0 +1,97 @@
+/* kernels.csv, operators.csv, stages.csv: RFC 4180 (quoted where needed), one header row,
+ * times in ns, shares as fractions, for spreadsheets and scripts. */
+#include <stdio.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "report_internal.h"
+
+static void field(FILE *f, const char *s)
+{
+    if (strpbrk(s, ",\"\n\r")) {
+        fputc('"', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+}
+
+static void rows(FILE *f, const struct lp_run *r, const char *scope,
+                 const struct lp_kernel_table *t)
+{
+    for (size_t i = 0; i < t->n_groups; i++) {
+        const struct lp_kernel_row *k = &t->v[i];
+        field(f, scope);
+        fprintf(f, ",%zu,", i + 1);
+        field(f, r->short_names[k->group]);
+        fputc(',', f);
+        field(f, r->names[k->group]);
+        fprintf(f, ",%s,%llu,%llu,%.1f,%llu,%llu,%llu,%.1f,%.6f\n", lp_kcat_name(r->cats[k->group]),
+                (unsigned long long)k->calls, (unsigned long long)k->total_ns, k->mean_ns,
+                (unsigned long long)k->median_ns, (unsigned long long)k->min_ns,
+                (unsigned long long)k->max_ns, k->std_ns, k->share);
+    }
+}
+
+int lp_report_kernels_csv(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "scope,rank,short_name,name,category,calls,total_ns,mean_ns,median_ns,min_ns,"
+               "max_ns,std_ns,share\n");
+    rows(f, r, "all", &r->all_kernels);
+    for (size_t i = 0; i < r->n_stages; i++)
+        rows(f, r, r->stages[i].name, &r->stages[i].top);
+    return ferror(f) ? -1 : 0;
+}
+
+int lp_report_operators_csv(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "operator,calls,cpu_ns,gpu_ns,self_gpu_ns,kernels,top_kernel,top_kernel_gpu_ns\n");
+    for (size_t i = 0; i < r->n_ops; i++) {
+        const struct lp_op_row *o = &r->ops[i];
+        field(f, o->name);
+        fprintf(f, ",%llu,%llu,%llu,%llu,%llu,", (unsigned long long)o->calls,
+                (unsigned long long)o->cpu_ns, (unsigned long long)o->gpu_ns,
+                (unsigned long long)o->self_gpu_ns, (unsigned long long)o->kernels);
+        field(f, o->top_group[0] != SIZE_MAX ? r->names[o->top_group[0]] : "");
+        fprintf(f, ",%llu\n", (unsigned long long)o->top_ns[0]);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int lp_report_stages_csv(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "stage,kind,occurrences,wall_total_ns,wall_mean_ns,wall_std_ns,wall_cv,"
+               "wall_min_ns,wall_max_ns,variable,busy_ns,busy_share,gpu_ns,kernels,"
+               "graph_kernels,gaps,gap_ns,host_wait_ns,host_wait_share,launch_delay_p50_ns,"
+               "tokens,tokens_source,batch,tokens_per_s,mfu,mbu,achieved_tflops,achieved_gbs,"
+               "power_mean_w,power_peak_w,energy_j,j_per_token,htod_bytes,dtoh_bytes,dtod_bytes,"
+               "peak_alloc_bytes\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        field(f, s->name);
+        fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%llu,%.4f,%llu,%zu,%zu,%zu,%llu,"
+                   "%llu,%.4f,%llu,%lld,%s,%lld,%.2f,",
+                lp_stage_kind_name(s->kind), s->occurrences, s->wall.total, s->wall.mean,
+                s->wall.std, s->wall.cv, s->wall.min, s->wall.max, s->variable,
+                (unsigned long long)s->busy_ns, s->busy_share, (unsigned long long)s->gpu_ns,
+                s->kernels, s->graph_kernels, s->gaps, (unsigned long long)s->gap_ns,
+                (unsigned long long)s->host_wait_ns, s->host_wait_share,
+                (unsigned long long)s->launch_delay_p50_ns, (long long)s->tokens,
+                lp_tokens_source_name(s->tokens_source), (long long)s->batch, s->tokens_per_s);
+        if (s->has_util)
+            fprintf(f, "%.5f,%.5f,%.3f,%.1f,", s->mfu, s->mbu, s->achieved_tflops,
+                    s->achieved_gbs);
+        else
+            fprintf(f, ",,,,");
+        fprintf(f, "%.2f,%.2f,%.3f,%.5f,%llu,%llu,%llu,%llu\n", s->power_mean_w, s->power_peak_w,
+                s->energy_j, s->j_per_token, (unsigned long long)s->memcpy_bytes[0],
+                (unsigned long long)s->memcpy_bytes[1], (unsigned long long)s->memcpy_bytes[2],
+                (unsigned long long)s->peak_alloc_bytes);
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,307 @@
+/* report.json: the whole analysis of a run as versioned JSON (schema llmprof-report/1,
+ * docs/report-schema.md). Times are integer nanoseconds on the trace clock unless a key says
+ * otherwise; shares are fractions 0..1. The HTML report embeds this same document. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "llmprof/report.h"
+#include "llmprof/version.h"
+#include "report_internal.h"
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *u64(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+static json_t *stat_json(const struct lp_stat *s)
+{
+    return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)s->n, "total_ns",
+                     num(s->total), "mean_ns", num(s->mean), "std_ns", num(s->std), "cv",
+                     num(s->cv), "min_ns", num(s->min), "max_ns", num(s->max));
+}
+
+static json_t *kernel_table(const struct lp_run *r, const struct lp_kernel_table *t, size_t n)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_kernel_row *k = &t->v[i];
+        json_array_append_new(
+            rows, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "name",
+                            r->names[k->group], "short_name", r->short_names[k->group],
+                            "category", lp_kcat_name(r->cats[k->group]), "calls", u64(k->calls),
+                            "total_ns", u64(k->total_ns), "mean_ns", num(k->mean_ns),
+                            "median_ns", u64(k->median_ns), "min_ns", u64(k->min_ns), "max_ns",
+                            u64(k->max_ns), "std_ns", num(k->std_ns), "share", num(k->share)));
+    }
+    return json_pack("{s:o,s:I,s:o}", "gpu_ns", u64(t->gpu_ns), "groups",
+                     (json_int_t)t->n_groups, "top", rows);
+}
+
+static const char *const copy_dirs[4] = {"HtoD", "DtoH", "DtoD", "other"};
+
+static json_t *copies(const uint64_t *b, uint64_t set)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < 4; i++)
+        json_object_set_new(o, copy_dirs[i], u64(b[i]));
+    json_object_set_new(o, "memset", u64(set));
+    return o;
+}
+
+static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *s)
+{
+    json_t *cats = json_object();
+    for (int c = 0; c < LP_KCAT_COUNT; c++)
+        json_object_set_new(cats, lp_kcat_name((enum lp_kcat)c), num(s->cat_ns[c]));
+    json_t *subs = json_array();
+    for (size_t i = 0; i < s->n_sub; i++)
+        json_array_append_new(subs, json_pack("{s:s,s:I,s:o,s:o}", "name", s->sub[i].name,
+                                              "count", (json_int_t)s->sub[i].count, "wall_ns",
+                                              u64(s->sub[i].wall_ns), "gpu_ns",
+                                              u64(s->sub[i].gpu_ns)));
+    json_t *o = json_pack(
+        "{s:s,s:s,s:I,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:I,s:o,s:I,s:o,s:o,s:o,s:o}", "name", s->name,
+        "kind", lp_stage_kind_name(s->kind), "occurrences", (json_int_t)s->occurrences, "wall",
+        stat_json(&s->wall), "gpu_busy", stat_json(&s->busy), "variable", s->variable,
+        "busy_ns", u64(s->busy_ns), "busy_share", num(s->busy_share), "gpu_ns", u64(s->gpu_ns),
+        "kernels", (json_int_t)s->kernels, "graph_kernels", (json_int_t)s->graph_kernels,
+        "kernels_per_occurrence", num(s->kernels_per_occurrence), "gaps", (json_int_t)s->gaps,
+        "gap_ns", u64(s->gap_ns), "host_wait_ns", u64(s->host_wait_ns), "host_wait_share",
+        num(s->host_wait_share), "launch_delay_p50_ns", u64(s->launch_delay_p50_ns));
+    json_object_set_new(o, "tokens", json_pack("{s:I,s:I,s:s,s:o}", "count",
+                                               (json_int_t)s->tokens, "batch",
+                                               (json_int_t)s->batch, "source",
+                                               lp_tokens_source_name(s->tokens_source),
+                                               "per_s", num(s->tokens_per_s)));
+    json_object_set_new(o, "categories_ns", cats);
+    json_object_set_new(o, "copies_bytes", copies(s->memcpy_bytes, s->memset_bytes));
+    json_object_set_new(o, "memory", json_pack("{s:o,s:o}", "peak_alloc_bytes",
+                                               u64(s->peak_alloc_bytes), "peak_nvml_used_bytes",
+                                               u64(s->peak_nvml_used_bytes)));
+    json_object_set_new(o, "power",
+                        json_pack("{s:I,s:b,s:o,s:o,s:o,s:o,s:s}", "nvml_samples",
+                                  (json_int_t)s->nvml_samples, "coarse", s->power_coarse,
+                                  "mean_w", num(s->power_mean_w),
+                                  "peak_w", num(s->power_peak_w), "energy_j", num(s->energy_j),
+                                  "j_per_token", num(s->j_per_token), "energy_source",
+                                  s->energy_from_counter ? "energy counter" : "power x time"));
+    if (s->has_util)
+        json_object_set_new(o, "utilisation",
+                            json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "model_flops_per_occurrence",
+                                      num(s->model_flops), "model_bytes_per_occurrence",
+                                      num(s->model_bytes), "achieved_tflops",
+                                      num(s->achieved_tflops), "achieved_gbs",
+                                      num(s->achieved_gbs), "mfu", num(s->mfu), "mbu",
+                                      num(s->mbu)));
+    else
+        json_object_set_new(o, "utilisation", json_null());
+    json_object_set_new(o, "substages", subs);
+    json_object_set_new(o, "kernels_top", kernel_table(r, &s->top, s->top.n));
+    return o;
+}
+
+static json_t *timeline(const struct lp_run *r)
+{
+    json_t *by = json_object();
+    for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
+        json_object_set_new(by, lp_gap_cause_name((enum lp_gap_cause)c),
+                            u64(r->gap_ns_by_cause[c]));
+    json_t *gaps = json_array();
+    for (size_t i = 0; i < r->n_top_gaps; i++) {
+        const struct lp_gap *g = &r->top_gaps[i];
+        json_array_append_new(
+            gaps, json_pack("{s:o,s:o,s:s?,s:s,s:o,s:s?}", "start_ns", u64(g->start), "dur_ns",
+                            u64(g->dur), "stage", g->stage >= 0 ? r->stages[g->stage].name : NULL,
+                            "cause", lp_gap_cause_name(g->cause), "host_api_ns",
+                            u64(g->host_api_ns), "host_api", g->api));
+    }
+    json_t *bins = json_array();
+    for (size_t i = 0; i < r->n_bins; i++)
+        json_array_append_new(bins, json_pack("[o,o]", u64(r->bins[i].start),
+                                              num(round(r->bins[i].busy * 1000) / 1000)));
+    json_t *o = json_pack("{s:o,s:o,s:o,s:o}", "first_ns", u64(r->first_ns), "last_ns",
+                          u64(r->last_ns), "busy_ns", u64(r->busy_ns), "busy_share",
+                          num(r->busy_share));
+    json_object_set_new(o, "gaps", json_pack("{s:o,s:I,s:o,s:o,s:o,s:o}", "threshold_ns",
+                                             u64(r->opt.gap_ns), "count", (json_int_t)r->n_gaps,
+                                             "total_ns", u64(r->gap_ns), "by_cause_ns", by,
+                                             "host_api_ns", u64(r->gap_host_api_ns), "longest",
+                                             gaps));
+    json_object_set_new(o, "busy_bins", bins);
+    json_object_set_new(o, "copies_bytes", copies(r->memcpy_bytes, r->memset_bytes));
+    json_object_set_new(o, "peak_alloc_bytes", u64(r->peak_alloc_bytes));
+    return o;
+}
+
+static json_t *power(const struct lp_run *r)
+{
+    json_t *thr = json_object();
+    for (int b = 0; b < LP_THROTTLE_BITS; b++)
+        json_object_set_new(thr, lp_throttle_name(b), num(r->throttle_share[b]));
+    json_t *series = json_array();
+    for (size_t i = 0; i < r->n_power; i++) {
+        const struct lp_power_point *p = &r->power[i];
+        json_array_append_new(series, json_pack("[o,o,o,o,o,o]", u64(p->t), num(p->power_w),
+                                                num(p->sm_mhz), num(p->mem_mhz), num(p->util),
+                                                num(p->temp_c)));
+    }
+    json_t *o = json_pack("{s:i,s:I,s:o,s:b,s:o,s:o,s:o}", "device", r->nvml_device, "samples",
+                          (json_int_t)r->nvml_samples, "update_ns", u64(r->nvml_update_ns),
+                          "power_averaged", r->power_averaged,
+                          "mean_w", num(r->power_mean_w), "peak_w", num(r->power_peak_w),
+                          "energy_j", num(r->energy_j));
+    json_object_set_new(o, "throttle_share", thr);
+    json_object_set_new(o, "series_columns",
+                        json_pack("[s,s,s,s,s,s]", "t_ns", "power_w", "sm_mhz", "mem_mhz",
+                                  "util_gpu_pct", "temp_c"));
+    json_object_set_new(o, "series", series);
+    return o;
+}
+
+static json_t *trace_json(const struct lp_trace *t, const struct lp_run *r)
+{
+    json_t *meta = json_object(), *warn = json_array(), *loss = json_array(),
+           *devs = json_array();
+    for (size_t i = 0; i < t->n_meta; i++)
+        json_object_set_new(meta, t->meta[i].key, json_string(t->meta[i].value));
+    for (size_t i = 0; i < t->n_warnings; i++)
+        json_array_append_new(warn, json_string(t->warnings[i]));
+    for (size_t i = 0; i < t->n_losses; i++)
+        json_array_append_new(loss, json_pack("{s:i,s:o,s:s}", "source", (int)t->losses[i].source,
+                                              "count", u64(t->losses[i].count), "what",
+                                              lp_trace_str(t, t->losses[i].what)));
+    for (size_t i = 0; i < t->n_devices; i++) {
+        const struct lp_device *d = &t->devices[i];
+        char cc[16];
+        snprintf(cc, sizeof cc, "%u.%u", d->cc_major, d->cc_minor);
+        json_array_append_new(
+            devs, json_pack("{s:i,s:s,s:s,s:i,s:o,s:i,s:i}", "id", (int)d->id, "name",
+                            lp_trace_str(t, d->name), "cc", cc, "sms", (int)d->sm_count,
+                            "mem_bytes", u64(d->mem_bytes), "max_sm_mhz", (int)d->max_sm_mhz,
+                            "power_limit_mw", (int)d->power_limit_mw));
+    }
+    json_t *o = json_pack("{s:s,s:i,s:i,s:b,s:o,s:o,s:o,s:o}", "path", t->path ? t->path : "",
+                          "version_major", (int)t->version_major, "version_minor",
+                          (int)t->version_minor, "complete", t->complete, "records",
+                          u64(t->n_records), "file_bytes", u64(t->file_bytes), "dropped_bytes",
+                          u64(t->dropped_bytes), "lost_records", u64(r->lost_records));
+    json_object_set_new(o, "counts",
+                        json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "kernels",
+                                  (json_int_t)t->n_kernels, "memcpy", (json_int_t)t->n_memcpys,
+                                  "memset", (json_int_t)t->n_memsets, "markers",
+                                  (json_int_t)t->n_markers, "api", (json_int_t)t->n_apis, "nvml",
+                                  (json_int_t)t->n_nvml, "ranges", (json_int_t)r->ranges.n));
+    json_object_set_new(o, "meta", meta);
+    json_object_set_new(o, "warnings", warn);
+    json_object_set_new(o, "losses", loss);
+    json_object_set_new(o, "devices", devs);
+    return o;
+}
+
+json_t *lp_report_run_json_value(const struct lp_run *r)
+{
+    const struct lp_run_options *op = &r->opt;
+    json_t *root = json_pack("{s:s,s:s}", "schema", LP_REPORT_SCHEMA, "llmprof_version",
+                             LLMPROF_VERSION);
+    json_object_set_new(root, "trace", trace_json(r->trace, r));
+    json_object_set_new(root, "options",
+                        json_pack("{s:I,s:o,s:b,s:I,s:I,s:I}", "top_k", (json_int_t)op->top_k,
+                                  "gap_threshold_ns", u64(op->gap_ns), "keep_warmup",
+                                  op->keep_warmup, "prefill_tokens",
+                                  (json_int_t)op->prefill_tokens, "decode_tokens",
+                                  (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
+    const struct lp_llm_metrics *m = &r->llm;
+    json_object_set_new(
+        root, "llm",
+        json_pack("{s:o,s:o,s:o,s:o,s:I,s:s,s:I,s:s,s:I}", "ttft_s", m->ttft_s > 0 ? num(m->ttft_s) : json_null(),
+                  "tpot_s", m->tpot_s > 0 ? num(m->tpot_s) : json_null(), "prefill_tokens_per_s",
+                  m->prefill_tokens_per_s > 0 ? num(m->prefill_tokens_per_s) : json_null(),
+                  "decode_tokens_per_s",
+                  m->decode_tokens_per_s > 0 ? num(m->decode_tokens_per_s) : json_null(),
+                  "prefill_tokens", (json_int_t)m->prefill_tokens, "prefill_tokens_source",
+                  lp_tokens_source_name(m->prefill_source), "decode_tokens",
+                  (json_int_t)m->decode_tokens, "decode_tokens_source",
+                  lp_tokens_source_name(m->decode_source), "batch", (json_int_t)m->batch));
+    json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", r->util_note);
+    if (r->has_util) {
+        json_object_set_new(util, "gpu", json_string(r->gpu.name));
+        json_object_set_new(util, "dtype", json_string(lp_dtype_name(r->dtype)));
+        json_object_set_new(util, "peak_tflops", num(r->gpu.tflops[r->dtype]));
+        json_object_set_new(util, "mem_bw_gbs", num(r->gpu.mem_bw_gbs));
+        json_object_set_new(util, "request_flops", num(r->request_flops));
+        json_object_set_new(util, "request_bytes", num(r->request_bytes));
+        json_object_set_new(util, "request_s", num(r->request_s));
+        json_object_set_new(util, "mfu", num(r->mfu));
+        json_object_set_new(util, "mbu", num(r->mbu));
+    }
+    json_object_set_new(root, "utilisation", util);
+    json_t *stages = json_array();
+    for (size_t i = 0; i < r->n_stages; i++)
+        json_array_append_new(stages, stage_json(r, &r->stages[i]));
+    json_object_set_new(root, "stages", stages);
+    json_object_set_new(root, "attribution",
+                        json_pack("{s:I,s:I,s:I}", "by_launch", (json_int_t)r->kernels_by_launch,
+                                  "by_time", (json_int_t)r->kernels_by_time, "outside_stages",
+                                  (json_int_t)r->kernels_outside));
+    json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
+    json_t *ops = json_array();
+    for (size_t i = 0; i < r->n_ops; i++) {
+        const struct lp_op_row *o = &r->ops[i];
+        json_t *top = json_array();
+        for (int k = 0; k < 3; k++)
+            if (o->top_group[k] != SIZE_MAX)
+                json_array_append_new(top, json_pack("{s:s,s:o}", "name",
+                                                     r->names[o->top_group[k]], "gpu_ns",
+                                                     u64(o->top_ns[k])));
+        json_array_append_new(ops, json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", o->name,
+                                             "calls", u64(o->calls), "cpu_ns", u64(o->cpu_ns),
+                                             "gpu_ns", u64(o->gpu_ns), "self_gpu_ns",
+                                             u64(o->self_gpu_ns), "kernels", u64(o->kernels),
+                                             "top_kernels", top));
+    }
+    json_object_set_new(root, "operators", ops);
+    json_object_set_new(root, "timeline", timeline(r));
+    json_object_set_new(root, "power", power(r));
+    json_t *cc = json_array();
+    for (size_t i = 0; i < r->n_centres; i++) {
+        const struct lp_cost_centre *c = &r->centres[i];
+        json_array_append_new(
+            cc, json_pack("{s:s,s:s,s:o,s:o,s:s?}", "stage", r->stages[c->stage].name,
+                          "category", lp_kcat_name(c->cat), "gpu_ns", u64(c->gpu_ns), "share",
+                          num(c->share), "top_kernel",
+                          c->top_group != SIZE_MAX ? r->short_names[c->top_group] : NULL));
+    }
+    json_object_set_new(root, "cost_centres", cc);
+    json_t *fs = json_array();
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const struct lp_finding *f = &r->findings[i];
+        json_array_append_new(fs, json_pack("{s:i,s:s,s:s,s:s}", "severity", f->severity,
+                                            "title", f->title, "evidence", f->evidence, "advice",
+                                            f->advice));
+    }
+    json_object_set_new(root, "findings", fs);
+    json_t *notes = json_array();
+    for (size_t i = 0; i < r->n_notes; i++)
+        json_array_append_new(notes, json_string(r->notes[i]));
+    json_object_set_new(root, "notes", notes);
+    return root;
+}
+
+int lp_report_run_json(FILE *out, const struct lp_run *r)
+{
+    json_t *root = lp_report_run_json_value(r);
+    if (!root)
+        return -1;
+    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    if (rc == 0 && fputc('\n', out) == EOF)
+        rc = -1;
+    return rc ? -1 : 0;
+}

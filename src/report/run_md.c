@@ -1,0 +1,394 @@
+/* report.md (everything, for engineers) and summary.md (one page, plain language, for
+ * stakeholders). Every section says where its numbers come from: measured (CUPTI activity
+ * and NVTX ranges), analytic (llmprof model) or counter (NVML). */
+#include <stdio.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "report_internal.h"
+
+#define NS(v) lp_fmt_ns((double)(v), b1, sizeof b1)
+#define NS2(v) lp_fmt_ns((double)(v), b2, sizeof b2)
+#define PCT(v) lp_fmt_pct((v), b3, sizeof b3)
+#define BYTES(v) lp_fmt_bytes((double)(v), b4, sizeof b4)
+
+static const char *meta(const struct lp_run *r, const char *key)
+{
+    const char *v = lp_trace_meta(r->trace, key);
+    return v ? v : "";
+}
+
+static void header(FILE *f, const struct lp_run *r)
+{
+    const struct lp_trace *t = r->trace;
+    char b1[32], b4[32];
+    fprintf(f, "- trace: `%s` (format %u.%u, %s, %llu records, %s)\n", t->path ? t->path : "",
+            t->version_major, t->version_minor, t->complete ? "complete" : "INCOMPLETE",
+            (unsigned long long)t->n_records, BYTES(t->file_bytes));
+    if (meta(r, "command")[0])
+        fprintf(f, "- command: `%s`\n", meta(r, "command"));
+    for (size_t i = 0; i < t->n_devices; i++)
+        fprintf(f, "- GPU %u: %s, cc %u.%u, %u SMs, %s\n", t->devices[i].id,
+                lp_trace_str(t, t->devices[i].name), t->devices[i].cc_major,
+                t->devices[i].cc_minor, t->devices[i].sm_count, BYTES(t->devices[i].mem_bytes));
+    fprintf(f, "- GPU work from first to last: %s; GPU busy %.1f %% of it (measured)\n",
+            NS(r->last_ns - r->first_ns), 100 * r->busy_share);
+}
+
+static void llm_section(FILE *f, const struct lp_run *r)
+{
+    const struct lp_llm_metrics *m = &r->llm;
+    char b1[32], b2[32];
+    fprintf(f, "\n## LLM metrics\n\nMeasured on the stage ranges' wall time; token counts "
+               "as the source column says (flag > tokens= in range names > counted decode "
+               "ranges x batch).\n\n| metric | value | source |\n|---|---|---|\n");
+    if (m->ttft_s > 0)
+        fprintf(f, "| TTFT | %s | mean prefill (+ vision) range |\n", NS(m->ttft_s * 1e9));
+    else
+        fprintf(f, "| TTFT | - | no prefill stage |\n");
+    if (m->tpot_s > 0)
+        fprintf(f, "| TPOT | %s | decode wall / (decode tokens / batch %lld) |\n",
+                NS2(m->tpot_s * 1e9), (long long)m->batch);
+    else
+        fprintf(f, "| TPOT | - | no decode stage with tokens |\n");
+    fprintf(f, "| prefill tokens | %lld | %s |\n", (long long)m->prefill_tokens,
+            lp_tokens_source_name(m->prefill_source));
+    fprintf(f, "| decode tokens | %lld | %s |\n", (long long)m->decode_tokens,
+            lp_tokens_source_name(m->decode_source));
+    if (m->prefill_tokens_per_s > 0)
+        fprintf(f, "| prefill tokens/s | %.1f | measured |\n", m->prefill_tokens_per_s);
+    if (m->decode_tokens_per_s > 0)
+        fprintf(f, "| decode tokens/s | %.1f | measured |\n", m->decode_tokens_per_s);
+    if (r->has_util)
+        fprintf(f, "| MFU (request) | %.2f %% | analytic FLOPs / measured time |\n"
+                   "| MBU (request) | %.2f %% | analytic bytes / measured time |\n",
+                100 * r->mfu, 100 * r->mbu);
+}
+
+static void findings(FILE *f, const struct lp_run *r)
+{
+    static const char *const sev[] = {"fyi", "look", "act"};
+    fprintf(f, "\n## Diagnosis\n\n");
+    if (r->n_findings == 0)
+        fprintf(f, "No rule fired: no launch-bound stage, low utilisation, throttling, high "
+                   "variance or loss was seen.\n");
+    for (size_t i = 0; i < r->n_findings; i++) {
+        const struct lp_finding *x = &r->findings[i];
+        fprintf(f, "%zu. **[%s] %s.** %s  \n   *Next:* %s\n", i + 1,
+                sev[x->severity < 0 ? 0 : x->severity > 2 ? 2 : x->severity], x->title,
+                x->evidence, x->advice);
+    }
+}
+
+static void stages(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "\n## Stages\n\nMeasured. A stage's kernels are those launched while one of "
+               "its ranges was open on the launching thread. Wall: the range on the CPU; "
+               "GPU busy: the union of its kernels, copies and sets; host wait: idle time "
+               "before work that was launched after the GPU went idle. Stages flagged ~ vary "
+               "by more than 10 %% (CV).\n\n"
+               "| stage | n | wall mean | CV | min | max | GPU busy | host wait | kernels/occ | "
+               "gaps > %s | tokens | tokens/s |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            NS(r->opt.gap_ns));
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        fprintf(f, "| %s%s | %zu | %s | ", s->name, s->variable ? " ~" : "", s->occurrences,
+                s->occurrences ? NS(s->wall.mean) : "-");
+        fprintf(f, "%s | ", s->occurrences > 1 ? PCT(s->wall.cv) : "-");
+        fprintf(f, "%s | ", s->occurrences ? NS(s->wall.min) : "-");
+        fprintf(f, "%s | ", s->occurrences ? NS2(s->wall.max) : "-");
+        fprintf(f, "%s | ", s->occurrences ? PCT(s->busy_share) : NS(s->busy_ns));
+        fprintf(f, "%s | ", s->occurrences ? PCT(s->host_wait_share) : "-");
+        fprintf(f, "%.1f | %zu | ", s->occurrences ? s->kernels_per_occurrence : (double)s->kernels,
+                s->gaps);
+        if (s->tokens > 0)
+            fprintf(f, "%lld (%s) | %.1f |\n", (long long)s->tokens,
+                    lp_tokens_source_name(s->tokens_source), s->tokens_per_s);
+        else
+            fprintf(f, "- | - |\n");
+    }
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        for (size_t j = 0; j < s->n_sub; j++)
+            fprintf(f, "\n- %s contains %s: %zu ranges, %s wall, %s of GPU time (a part of "
+                       "%s, not added again)",
+                    s->name, s->sub[j].name, s->sub[j].count, NS(s->sub[j].wall_ns),
+                    NS2(s->sub[j].gpu_ns), s->name);
+    }
+    fprintf(f, "\n\nKernels: %zu tied to a stage through their launching call, %zu by time "
+               "(no launch recorded), %zu outside every stage.\n",
+            r->kernels_by_launch, r->kernels_by_time, r->kernels_outside);
+}
+
+static void utilisation(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "\n## Utilisation (MFU, MBU)\n\n");
+    if (!r->has_util) {
+        fprintf(f, "Not computed: %s.\n", r->util_note);
+        return;
+    }
+    fprintf(f, "Source: %s.\n\n| stage | model FLOPs/occ | model bytes/occ | achieved "
+               "TFLOP/s | achieved GB/s | MFU | MBU |\n|---|---|---|---|---|---|---|\n",
+            r->util_note);
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (!s->has_util)
+            continue;
+        fprintf(f, "| %s | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n", s->name,
+                s->model_flops, s->model_bytes, s->achieved_tflops, s->achieved_gbs,
+                100 * s->mfu, 100 * s->mbu);
+    }
+    fprintf(f, "| request | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n",
+            r->request_flops, r->request_bytes, r->request_tflops, r->request_gbs, 100 * r->mfu,
+            100 * r->mbu);
+}
+
+static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel_table *t)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "| # | kernel | category | total | calls | mean | median | min | max | %% GPU |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct lp_kernel_row *k = &t->v[i];
+        fprintf(f, "| %zu | `", i + 1);
+        lp_md_cell(f, r->short_names[k->group]);
+        fprintf(f, "` | %s | %s | %llu | ", lp_kcat_name(r->cats[k->group]), NS(k->total_ns),
+                (unsigned long long)k->calls);
+        fprintf(f, "%s | ", NS(k->mean_ns));
+        fprintf(f, "%s | ", NS(k->median_ns));
+        fprintf(f, "%s | %s | %s |\n", NS(k->min_ns), NS2(k->max_ns), PCT(k->share));
+    }
+    if (t->n_groups > t->n)
+        fprintf(f, "\n%zu more kernel names in kernels.csv.\n", t->n_groups - t->n);
+}
+
+static void kernels(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b3[32];
+    fprintf(f, "\n## Top kernels\n\nMeasured (CUPTI kernel, memcpy and memset activity). "
+               "%% GPU: share of the summed GPU time of the scope (%s over the run). Full "
+               "names in report.json and kernels.csv.\n\n",
+            NS(r->all_kernels.gpu_ns));
+    kernel_table(f, r, &r->kernels);
+    fprintf(f, "\n### By category and stage\n\n| stage |");
+    for (int c = 0; c < LP_KCAT_COUNT; c++)
+        fprintf(f, " %s |", lp_kcat_name((enum lp_kcat)c));
+    fprintf(f, "\n|---|");
+    for (int c = 0; c < LP_KCAT_COUNT; c++)
+        fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        fprintf(f, "| %s |", s->name);
+        for (int c = 0; c < LP_KCAT_COUNT; c++)
+            fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_ns[c] / (double)s->gpu_ns) : "-");
+        fprintf(f, "\n");
+    }
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->top.n == 0)
+            continue;
+        fprintf(f, "\n### Stage %s (%s of GPU time)\n\n", s->name, NS(s->gpu_ns));
+        kernel_table(f, r, &s->top);
+    }
+}
+
+static void operators(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32];
+    fprintf(f, "\n## Operators and other ranges\n\n");
+    if (r->n_ops == 0) {
+        fprintf(f, "None: the program emitted no NVTX ranges besides its stages. PyTorch emits "
+                   "one per operator under torch.autograd.profiler.emit_nvtx().\n");
+        return;
+    }
+    fprintf(f, "Measured. CPU: the ranges' wall time; GPU: kernels launched inside (nested "
+               "operators include their children; self: the innermost operator only).\n\n"
+               "| operator | calls | CPU total | GPU total | GPU self | GPU/call | top kernels |\n"
+               "|---|---|---|---|---|---|---|\n");
+    size_t n = r->n_ops < 40 ? r->n_ops : 40;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_op_row *o = &r->ops[i];
+        fprintf(f, "| `");
+        lp_md_cell(f, o->name);
+        fprintf(f, "` | %llu | %s | ", (unsigned long long)o->calls, NS(o->cpu_ns));
+        fprintf(f, "%s | ", NS(o->gpu_ns));
+        fprintf(f, "%s | %s | ", NS(o->self_gpu_ns),
+                NS2(o->calls ? (double)o->gpu_ns / (double)o->calls : 0));
+        for (int k = 0; k < 3 && o->top_group[k] != SIZE_MAX; k++) {
+            fprintf(f, "%s`", k ? ", " : "");
+            lp_md_cell(f, r->short_names[o->top_group[k]]);
+            fprintf(f, "` %s", NS(o->top_ns[k]));
+        }
+        fprintf(f, " |\n");
+    }
+    if (r->n_ops > n)
+        fprintf(f, "\n%zu more in operators.csv.\n", r->n_ops - n);
+}
+
+static void timeline(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    fprintf(f, "\n## Timeline\n\nMeasured. GPU busy %.1f %% of %s of GPU work. %zu idle gaps "
+               "over %s, %s in all:\n\n",
+            100 * r->busy_share, NS(r->last_ns - r->first_ns), r->n_gaps, NS2(r->opt.gap_ns),
+            lp_fmt_ns((double)r->gap_ns, b3, sizeof b3));
+    for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
+        fprintf(f, "- %s: %s\n", lp_gap_cause_name((enum lp_gap_cause)c),
+                NS(r->gap_ns_by_cause[c]));
+    fprintf(f, "- of the time waiting on the host, the launching thread was inside CUDA calls "
+               "for %s (the rest: outside CUDA, e.g. Python or the framework)\n",
+            NS(r->gap_host_api_ns));
+    if (r->n_top_gaps) {
+        fprintf(f, "\n| longest gaps | at (from first GPU work) | stage | cause | host in CUDA "
+                   "calls |\n|---|---|---|---|---|\n");
+        for (size_t i = 0; i < r->n_top_gaps; i++) {
+            const struct lp_gap *g = &r->top_gaps[i];
+            fprintf(f, "| %s | %s | %s | %s | %s%s%s%s |\n", NS(g->dur),
+                    NS2(g->start - r->first_ns),
+                    g->stage >= 0 ? r->stages[g->stage].name : "-", lp_gap_cause_name(g->cause),
+                    lp_fmt_ns((double)g->host_api_ns, b3, sizeof b3), g->api ? " (mostly " : "",
+                    g->api ? g->api : "", g->api ? ")" : "");
+        }
+    }
+    fprintf(f, "\nCopies: %s HtoD, ", BYTES(r->memcpy_bytes[0]));
+    fprintf(f, "%s DtoH, ", BYTES(r->memcpy_bytes[1]));
+    fprintf(f, "%s DtoD, ", BYTES(r->memcpy_bytes[2]));
+    fprintf(f, "%s other; ", BYTES(r->memcpy_bytes[3]));
+    fprintf(f, "%s set. Device memory held through cudaMalloc peaked at ", BYTES(r->memset_bytes));
+    fprintf(f, "%s (caching allocators hold what they reserved).\n\n", BYTES(r->peak_alloc_bytes));
+    fprintf(f, "| stage | HtoD | DtoH | DtoD | peak cudaMalloc | peak used (NVML) | launch to "
+               "start (median) |\n|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        fprintf(f, "| %s | %s | ", s->name, BYTES(s->memcpy_bytes[0]));
+        fprintf(f, "%s | ", BYTES(s->memcpy_bytes[1]));
+        fprintf(f, "%s | ", BYTES(s->memcpy_bytes[2]));
+        fprintf(f, "%s | ", BYTES(s->peak_alloc_bytes));
+        fprintf(f, "%s | %s |\n", s->peak_nvml_used_bytes ? BYTES(s->peak_nvml_used_bytes) : "-",
+                NS(s->launch_delay_p50_ns));
+    }
+}
+
+static void power(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "\n## Power\n\n");
+    if (r->nvml_device < 0) {
+        fprintf(f, "No NVML samples in the trace (NVML missing or turned off).\n");
+        return;
+    }
+    fprintf(f, "Counter (NVML, GPU %d): %zu samples; mean %.1f W, peak %.1f W, %.1f J over the "
+               "sampled span%s. NVML refreshed its readings every %.0f ms. Per stage, energy "
+               "comes from the %s interpolated at each range's edges; J/token divides it by "
+               "the stage's tokens. Stages marked ~ last less than two refreshes in all: "
+               "their power is uncertain.\n\n"
+               "| stage | samples inside | mean W | peak W | energy J | J/token |\n"
+               "|---|---|---|---|---|---|\n",
+            r->nvml_device, r->nvml_samples, r->power_mean_w, r->power_peak_w, r->energy_j,
+            r->power_averaged ? " (power is NVML's 1 s average on this GPU)" : "",
+            r->nvml_update_ns / 1e6,
+            r->n_stages && r->stages[0].energy_from_counter ? "energy counter" : "power samples");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->occurrences == 0)
+            continue;
+        fprintf(f, "| %s%s | %zu | %.1f | %.1f | %.2f | ", s->name, s->power_coarse ? " ~" : "",
+                s->nvml_samples, s->power_mean_w, s->power_peak_w, s->energy_j);
+        if (s->j_per_token > 0)
+            fprintf(f, "%.4f |\n", s->j_per_token);
+        else
+            fprintf(f, "- |\n");
+    }
+    fprintf(f, "\nClock-event (throttle) reasons, share of samples:");
+    int any = 0;
+    for (int b = 0; b < LP_THROTTLE_BITS; b++)
+        if (r->throttle_share[b] > 0) {
+            fprintf(f, "%s %s %.1f %%", any ? "," : "", lp_throttle_name(b),
+                    100 * r->throttle_share[b]);
+            any = 1;
+        }
+    fprintf(f, "%s\n", any ? "." : " none.");
+}
+
+static void notes(FILE *f, const struct lp_run *r)
+{
+    const struct lp_trace *t = r->trace;
+    fprintf(f, "\n## Losses and notes\n\n");
+    fprintf(f, "- records lost: %llu%s\n", (unsigned long long)r->lost_records,
+            t->complete ? "" : "; the trace has no end chunk (the process did not exit cleanly)");
+    for (size_t i = 0; i < t->n_losses; i++)
+        fprintf(f, "- loss: %s (%llu records)\n", lp_trace_str(t, t->losses[i].what),
+                (unsigned long long)t->losses[i].count);
+    for (size_t i = 0; i < t->n_warnings; i++)
+        fprintf(f, "- reader: %s\n", t->warnings[i]);
+    for (size_t i = 0; i < r->n_notes; i++)
+        fprintf(f, "- %s\n", r->notes[i]);
+}
+
+int lp_report_run_md(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "# llmprof report\n\n");
+    header(f, r);
+    llm_section(f, r);
+    findings(f, r);
+    stages(f, r);
+    utilisation(f, r);
+    kernels(f, r);
+    operators(f, r);
+    timeline(f, r);
+    power(f, r);
+    notes(f, r);
+    return ferror(f) ? -1 : 0;
+}
+
+int lp_report_summary_md(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32];
+    const struct lp_llm_metrics *m = &r->llm;
+    const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
+                                          : "the GPU";
+    fprintf(f, "# Summary\n\n`%s` on %s.\n\n", meta(r, "command")[0] ? meta(r, "command") : "the run",
+            gpu);
+    if (m->ttft_s > 0)
+        fprintf(f, "- **First token after %s** (prefill of %lld tokens%s).\n", NS(m->ttft_s * 1e9),
+                (long long)m->prefill_tokens, m->batch > 1 ? " over the batch" : "");
+    if (m->tpot_s > 0)
+        fprintf(f, "- **Each further token takes %s**: %.1f tokens/s over a batch of %lld.\n",
+                NS(m->tpot_s * 1e9), m->decode_tokens_per_s, (long long)m->batch);
+    fprintf(f, "- The GPU was busy %.0f %% of the time it had work.\n", 100 * r->busy_share);
+    if (r->has_util)
+        fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
+                   "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
+                100 * r->mfu, 100 * r->mbu);
+    fprintf(f, "\n## Where the GPU time goes\n\n");
+    for (size_t i = 0; i < r->n_centres; i++) {
+        const struct lp_cost_centre *c = &r->centres[i];
+        fprintf(f, "%zu. **%s kernels in %s**: %s, %.0f %% of GPU time", i + 1,
+                lp_kcat_name(c->cat), r->stages[c->stage].name, NS(c->gpu_ns), 100 * c->share);
+        if (c->top_group != SIZE_MAX) {
+            fprintf(f, "; mostly `");
+            lp_md_cell(f, r->short_names[c->top_group]);
+            fprintf(f, "`");
+        }
+        fprintf(f, ".\n");
+    }
+    if (r->n_centres == 0)
+        fprintf(f, "No GPU work was recorded.\n");
+    fprintf(f, "\n## What to look at\n\n");
+    size_t shown = 0;
+    for (size_t i = 0; i < r->n_findings && shown < 3; i++) {
+        const struct lp_finding *x = &r->findings[i];
+        fprintf(f, "- **%s.** %s\n", x->title, x->advice);
+        shown++;
+    }
+    if (!shown)
+        fprintf(f, "Nothing stood out.\n");
+    fprintf(f, "\nDetails in report.md; the numbers in report.json. %s\n",
+            r->lost_records || !r->trace->complete ? "Some records were lost: figures are lower "
+                                                      "bounds."
+                                                    : "No records were lost.");
+    (void)b2;
+    return ferror(f) ? -1 : 0;
+}

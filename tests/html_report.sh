@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
+# its tables and four charts, and logs nothing on the console. A copy with an injected
+# script error must be caught, so this test can fail.
+# Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
+set -u
+LP=$1 CHROME=$2 FIX=$3 CONF=$4
+T=$(mktemp -d /tmp/lp_html.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0
+render() { # FILE -> $T/dom.html, $T/console.txt
+    timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-background-networking \
+        --disable-component-update --disable-sync --no-first-run --disable-default-apps \
+        --user-data-dir="$T/profile" --enable-logging=stderr --v=0 --virtual-time-budget=5000 \
+        --dump-dom "file://$1" >"$T/dom.html" 2>"$T/chrome.err"
+    grep "CONSOLE" "$T/chrome.err" >"$T/console.txt" || true
+}
+check() { # WHAT CONDITION...
+    local what=$1
+    shift
+    if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
+}
+"$LP" report "$FIX/llama" -o "$T/run" --model "$CONF/llama-bench-1.1b.json" \
+    --prefill-logits all --quiet || { echo "not ok - llmprof report failed"; exit 1; }
+render "$T/run/report.html"
+check "the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "no script errors in the page" bash -c "! grep -q 'data-errors' '$T/dom.html'"
+check "no console messages" test ! -s "$T/console.txt"
+check "four charts" test "$(grep -o '<svg' "$T/dom.html" | wc -l)" -ge 4
+check "stage table rows" grep -q '<td class="t">decode</td>' "$T/dom.html"
+check "kernel table rows" grep -q 'nvjet_sm90' "$T/dom.html"
+check "MFU shown" grep -q 'MFU (request)' "$T/dom.html"
+check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
+# the negative control: the detector must see a broken page
+sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
+    "$T/run/report.html" >"$T/broken.html"
+render "$T/broken.html"
+check "a broken page is caught" bash -c "grep -q Uncaught '$T/console.txt' && ! grep -q 'data-rendered=\"1\"' '$T/dom.html'"
+cat "$T/console.txt"
+exit $fail

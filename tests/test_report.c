@@ -1,0 +1,746 @@
+/* The run analysis and its writers on synthetic traces built for each edge case (launch
+ * correlation against time overlap, ranges across threads, nested and overlapping stages,
+ * unmatched pops, zero tokens, warmup, truncation, gaps, power, MFU) and on the real H200
+ * fixtures. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "llmprof/analyze.h"
+#include "llmprof/report.h"
+
+/* ---- building traces ---- */
+
+struct tb {
+    struct lp_trace_writer *w;
+    char path[64];
+    uint32_t next_id, next_corr;
+};
+
+static void tb_open(struct tb *b)
+{
+    snprintf(b->path, sizeof b->path, "/tmp/lp_test_report.XXXXXX");
+    int fd = mkstemp(b->path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(b->path);
+    char err[256];
+    assert_int_equal(lp_trace_writer_open(&b->w, b->path, NULL, err, sizeof err), LP_OK);
+    lp_trace_writer_set_meta(b->w, "pid", "42");
+    assert_int_equal(lp_trace_writer_write_header(b->w), LP_OK);
+    b->next_id = 1;
+    b->next_corr = 1;
+}
+
+static void add(struct tb *b, struct lp_record *r)
+{
+    assert_int_equal(lp_trace_writer_add(b->w, r), LP_OK);
+}
+
+/* a range from A to B on THREAD */
+static void range(struct tb *b, const char *name, uint32_t thread, uint64_t a, uint64_t e)
+{
+    uint32_t id = b->next_id++;
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_START,
+                                    .name = lp_trace_writer_intern(b->w, name), .thread = thread};
+    add(b, &r);
+    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_END,
+                                    .thread = thread};
+    add(b, &r);
+}
+
+/* a kernel NAME launched on THREAD at LAUNCH (a 1 us call), running from S to E */
+static void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint64_t s,
+                   uint64_t e)
+{
+    uint32_t corr = b->next_corr++;
+    struct lp_record r = {.type = LP_REC_API};
+    if (launch) {
+        r.u.api = (struct lp_api){.start = launch, .end = launch + 1000, .correlation = corr,
+                                  .thread = thread, .domain = LP_API_RUNTIME,
+                                  .name = lp_trace_writer_intern(b->w, "cudaLaunchKernel")};
+        add(b, &r);
+    }
+    r.type = LP_REC_KERNEL;
+    r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = corr, .stream = 7,
+                                    .name = lp_trace_writer_intern(b->w, name)};
+    add(b, &r);
+}
+
+static void device(struct tb *b)
+{
+    struct lp_record r = {.type = LP_REC_DEVICE};
+    r.u.device = (struct lp_device){.id = 0, .name = lp_trace_writer_intern(b->w, "NVIDIA H200"),
+                                    .cc_major = 9, .sm_count = 132};
+    add(b, &r);
+}
+
+static struct lp_trace *tb_read(struct tb *b, int close_it)
+{
+    if (close_it)
+        assert_int_equal(lp_trace_writer_close(b->w), LP_OK);
+    struct lp_trace *t = NULL;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, b->path, err, sizeof err), LP_OK);
+    unlink(b->path);
+    return t;
+}
+
+static const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (!strcmp(r->stages[i].name, name))
+            return &r->stages[i];
+    return NULL;
+}
+
+static void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp_run *r)
+{
+    char err[256];
+    assert_int_equal(lp_run_analyze(t, o, r, err, sizeof err), LP_OK);
+}
+
+/* ---- stages ---- */
+
+/* A kernel launched inside prefill that runs while decode is open belongs to prefill; a
+ * range on another thread does not take the kernel either. */
+static void test_launch_correlation_not_overlap(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill tokens=100", 1, 1000, 2000);
+    range(&b, "decode", 1, 3000, 4000);
+    range(&b, "decode", 2, 1000, 2000); /* another thread, same time as prefill */
+    kernel(&b, "gemm_a", 1, 1500, 3100, 3900);
+    kernel(&b, "gemm_b", 1, 3500, 3950, 3990);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(p->kernels, 1);
+    assert_int_equal(p->gpu_ns, 800);
+    assert_int_equal(d->kernels, 1);
+    assert_int_equal(d->occurrences, 2);
+    assert_int_equal(r.kernels_by_launch, 2);
+    assert_int_equal(r.kernels_outside, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* vision holding sam and clip: one stage with two notes, GPU time counted once */
+static void test_nested_substages(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "vision", 1, 1000, 10000);
+    range(&b, "sam", 1, 1100, 5000);
+    range(&b, "clip", 1, 5100, 9000);
+    range(&b, "prefill tokens=10", 1, 11000, 12000);
+    kernel(&b, "sam_k", 1, 1200, 1300, 2300);   /* 1000 ns in sam */
+    kernel(&b, "clip_k", 1, 5200, 5300, 5800);  /* 500 ns in clip */
+    kernel(&b, "proj_k", 1, 9500, 9600, 9700);  /* 100 ns in vision only */
+    kernel(&b, "attn_flash_fwd", 1, 11100, 11200, 11300);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *v = stage(&r, "vision");
+    assert_non_null(v);
+    assert_null(stage(&r, "sam"));
+    assert_null(stage(&r, "clip"));
+    assert_int_equal(v->gpu_ns, 1600);
+    assert_int_equal(v->n_sub, 2);
+    for (size_t i = 0; i < v->n_sub; i++) {
+        if (!strcmp(v->sub[i].name, "sam")) {
+            assert_int_equal(v->sub[i].gpu_ns, 1000);
+            assert_int_equal(v->sub[i].wall_ns, 3900);
+        } else {
+            assert_string_equal(v->sub[i].name, "clip");
+            assert_int_equal(v->sub[i].gpu_ns, 500);
+        }
+    }
+    /* TTFT adds the vision stage to the prefill */
+    assert_true(fabs(r.llm.ttft_s - (9000 + 1000) / 1e9) < 1e-12);
+    assert_int_equal(r.cats[r.kernel_group[3]], LP_KCAT_ATTENTION);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* unmatched pops, an unclosed range, overlapping stages on two threads, zero tokens */
+static void test_messy_ranges(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = 500, .id = 999, .flags = LP_MARKER_END,
+                                    .thread = 1};
+    add(&b, &r); /* a pop without its push */
+    range(&b, "prefill tokens=0", 1, 1000, 5000);
+    range(&b, "decode", 2, 2000, 3000); /* overlaps prefill, another thread */
+    r.u.marker = (struct lp_marker){.timestamp = 6000, .id = 500, .flags = LP_MARKER_START,
+                                    .name = lp_trace_writer_intern(b.w, "decode"), .thread = 1};
+    add(&b, &r); /* never closed */
+    kernel(&b, "k1", 1, 1500, 1600, 1700);
+    kernel(&b, "k2", 2, 2500, 2600, 2700);
+    kernel(&b, "k3", 1, 6500, 6600, 7000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run run;
+    analyze(t, NULL, &run);
+    assert_int_equal(run.ranges.unmatched_ends, 1);
+    assert_int_equal(run.ranges.unclosed, 1);
+    const struct lp_stage_report *p = stage(&run, "prefill"), *d = stage(&run, "decode");
+    assert_int_equal(p->kernels, 1);
+    assert_int_equal(d->kernels, 2);
+    assert_int_equal(d->occurrences, 2);
+    /* tokens=0 is no count: nothing divided by it */
+    assert_int_equal(p->tokens, 0);
+    assert_true(p->tokens_per_s == 0);
+    assert_int_equal(p->tokens_source, LP_TOKENS_NONE);
+    /* decode counted: one step per range at batch 1 */
+    assert_int_equal(d->tokens, 2);
+    assert_int_equal(d->tokens_source, LP_TOKENS_COUNTED);
+    lp_run_free(&run);
+    lp_trace_free(t);
+}
+
+static void test_no_ranges_is_one_stage(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    kernel(&b, "k", 1, 100, 200, 300);
+    kernel(&b, "k", 1, 400, 500, 900);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_stages, 1);
+    assert_int_equal(r.stages[0].kind, LP_STAGE_KIND_RUN);
+    assert_int_equal(r.stages[0].kernels, 2);
+    assert_int_equal(r.n_notes, 1);
+    assert_non_null(strstr(r.notes[0], "no NVTX ranges"));
+    /* median of 100 and 400 is their mean; min and max exact */
+    assert_int_equal(r.kernels.n, 1);
+    assert_int_equal(r.kernels.v[0].median_ns, 250);
+    assert_int_equal(r.kernels.v[0].min_ns, 100);
+    assert_int_equal(r.kernels.v[0].max_ns, 400);
+    assert_int_equal(r.kernels.v[0].calls, 2);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* warmup apart; flags beat range words; stage statistics and the variance flag */
+static void test_warmup_tokens_and_stats(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill tokens=64 run=warmup0", 1, 0, 100000);
+    range(&b, "prefill tokens=64 batch=2", 1, 200000, 210000);
+    range(&b, "prefill tokens=64 batch=2", 1, 300000, 330000);
+    for (int i = 0; i < 4; i++)
+        range(&b, "decode step", 1, 400000 + (uint64_t)i * 10000, 405000 + (uint64_t)i * 10000);
+    kernel(&b, "k", 1, 1, 10, 20);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *w = stage(&r, "warmup"),
+                                 *d = stage(&r, "decode");
+    assert_non_null(w);
+    assert_int_equal(w->occurrences, 1);
+    assert_int_equal(p->occurrences, 2);
+    assert_true(p->wall.mean == 20000);
+    assert_true(fabs(p->wall.std - sqrt(2) * 10000) < 1e-6);
+    assert_true(p->variable);
+    assert_int_equal(p->tokens, 128);
+    assert_int_equal(p->tokens_source, LP_TOKENS_RANGE_NAME);
+    assert_int_equal(r.llm.batch, 2);
+    assert_int_equal(d->tokens, 8); /* 4 steps x batch 2 */
+    /* TPOT = decode wall / steps */
+    assert_true(fabs(r.llm.tpot_s - 5000e-9) < 1e-15);
+    lp_run_free(&r);
+    struct lp_run_options o = {.prefill_tokens = 100, .decode_tokens = 3, .batch = 1,
+                               .keep_warmup = 1};
+    analyze(t, &o, &r);
+    p = stage(&r, "prefill");
+    assert_null(stage(&r, "warmup"));
+    assert_int_equal(p->occurrences, 3);
+    assert_int_equal(p->tokens, 300);
+    assert_int_equal(p->tokens_source, LP_TOKENS_FLAG);
+    assert_int_equal(stage(&r, "decode")->tokens, 12);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+static void test_bad_stage_rule(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    kernel(&b, "k", 1, 1, 10, 20);
+    struct lp_trace *t = tb_read(&b, 1);
+    const char *bad[] = {"prefill=("};
+    struct lp_run_options o = {.stage_rules = bad, .n_stage_rules = 1};
+    struct lp_run r;
+    char err[256];
+    assert_int_equal(lp_run_analyze(t, &o, &r, err, sizeof err), LP_ERR_ARG);
+    assert_non_null(strstr(err, "prefill=("));
+    const char *noeq[] = {"prefill"};
+    o.stage_rules = noeq;
+    assert_int_equal(lp_run_analyze(t, &o, &r, err, sizeof err), LP_ERR_ARG);
+    assert_non_null(strstr(err, "NAME=REGEX"));
+    const char *custom[] = {"decode=^step"};
+    lp_trace_free(t);
+    tb_open(&b);
+    range(&b, "step 1", 1, 0, 100);
+    kernel(&b, "k", 1, 10, 20, 30);
+    t = tb_read(&b, 1);
+    o.stage_rules = custom;
+    analyze(t, &o, &r);
+    assert_non_null(stage(&r, "decode"));
+    assert_int_equal(stage(&r, "decode")->kind, LP_STAGE_KIND_DECODE);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- operators ---- */
+
+static void test_operators_inclusive_and_self(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 10000);
+    range(&b, "aten::linear, seq = 1, op_id = 1", 1, 100, 5000);
+    range(&b, "aten::addmm, seq = 1, op_id = 2", 1, 200, 4000);
+    range(&b, "aten::linear, seq = 2, op_id = 3", 1, 6000, 7000);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 300, 400, 1400);
+    kernel(&b, "vectorized_elementwise_kernel", 1, 4500, 4600, 4700);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 6100, 6200, 6400);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_ops, 2);
+    const struct lp_op_row *lin = !strcmp(r.ops[0].name, "aten::linear") ? &r.ops[0] : &r.ops[1];
+    const struct lp_op_row *mm = lin == &r.ops[0] ? &r.ops[1] : &r.ops[0];
+    assert_string_equal(mm->name, "aten::addmm");
+    assert_int_equal(lin->calls, 2);
+    assert_int_equal(lin->cpu_ns, 4900 + 1000);
+    assert_int_equal(lin->gpu_ns, 1000 + 100 + 200);
+    assert_int_equal(lin->self_gpu_ns, 100 + 200);
+    assert_int_equal(mm->gpu_ns, 1000);
+    assert_int_equal(mm->self_gpu_ns, 1000);
+    assert_string_equal(r.names[lin->top_group[0]], "nvjet_sm90_tst_64x8");
+    assert_int_equal(lin->top_ns[0], 1200);
+    assert_int_equal(r.cats[lin->top_group[0]], LP_KCAT_GEMM);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- timeline ---- */
+
+static void test_gap_causes(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 100000);
+    kernel(&b, "a", 1, 500, 1000, 2000);
+    kernel(&b, "b", 1, 5000, 6000, 7000);   /* launched after the GPU idled: host */
+    kernel(&b, "c", 1, 6500, 19000, 20000); /* queued before: started late */
+    struct lp_record s = {.type = LP_REC_API};
+    s.u.api = (struct lp_api){.start = 2500, .end = 4000, .correlation = 999, .thread = 1,
+                              .name = lp_trace_writer_intern(b.w, "cudaStreamSynchronize")};
+    add(&b, &s);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run_options o = {.gap_ns = 1000};
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_int_equal(r.n_gaps, 2);
+    assert_int_equal(r.gap_ns_by_cause[LP_GAP_HOST], 4000);
+    assert_int_equal(r.gap_ns_by_cause[LP_GAP_DEVICE], 12000);
+    assert_int_equal(r.top_gaps[0].dur, 12000);
+    assert_int_equal(r.top_gaps[1].cause, LP_GAP_HOST);
+    /* the launching thread spent 1.5 us of the host gap in the sync and 1 us launching */
+    assert_int_equal(r.top_gaps[1].host_api_ns, 1500 + 1000);
+    assert_string_equal(r.top_gaps[1].api, "cudaStreamSynchronize");
+    assert_int_equal(r.busy_ns, 3000);
+    assert_int_equal(stage(&r, "decode")->host_wait_ns, 4000);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- power ---- */
+
+static void test_power_energy_per_token(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode tokens=4", 1, 250000000, 750000000);
+    kernel(&b, "k", 1, 250000001, 260000000, 700000000);
+    for (int i = 0; i <= 10; i++) {
+        struct lp_record r = {.type = LP_REC_NVML};
+        r.u.nvml = (struct lp_nvml_sample){
+            .timestamp = (uint64_t)i * 100000000, .device = 0,
+            .valid = LP_NVML_POWER | LP_NVML_ENERGY | LP_NVML_CLOCK_EVENTS,
+            .power_mw = 200000, .energy_mj = 1000000 + (uint64_t)i * 20000,
+            .clock_events = i < 5 ? 0x4 : 0};
+        add(&b, &r);
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    /* 20 J per 100 ms: 0.5 s holds 100 J, 25 J per token */
+    assert_true(fabs(d->energy_j - 100.0) < 1e-6);
+    assert_true(fabs(d->power_mean_w - 200.0) < 1e-6);
+    assert_true(fabs(d->j_per_token - 25.0) < 1e-6);
+    assert_true(d->energy_from_counter);
+    assert_true(fabs(r.throttle_share[2] - 5.0 / 11) < 1e-9);
+    assert_int_equal(r.nvml_update_ns, 100000000);
+    int throttled = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        throttled |= strstr(r.findings[i].title, "Clocks") != NULL;
+    assert_true(throttled);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- truncation ---- */
+
+static void test_truncated_trace(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 0, 1000);
+    kernel(&b, "k", 1, 10, 20, 30);
+    assert_int_equal(lp_trace_writer_flush(b.w), LP_OK);
+    /* the process dies here: no END chunk */
+    kernel(&b, "k", 1, 40, 50, 60);
+    assert_int_equal(lp_trace_writer_flush(b.w), LP_OK);
+    FILE *f = fopen(b.path, "rb");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    assert_int_equal(truncate(b.path, size - 5), 0);
+    struct lp_trace *t = tb_read(&b, 0);
+    assert_false(t->complete);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(stage(&r, "prefill")->kernels, 1);
+    assert_true(r.n_findings >= 1);
+    assert_non_null(strstr(r.findings[0].title, "not whole"));
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_trace_writer_close(b.w);
+    unlink(b.path);
+}
+
+/* ---- utilisation ---- */
+
+static void test_mfu_from_model(void **state)
+{
+    (void)state;
+    struct lp_model m;
+    char err[256];
+    assert_int_equal(lp_model_load(LP_CONFIGS "/llama-2-7b.json", &m, err, sizeof err), 0);
+    struct lp_gpu_table gpus;
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    range(&b, "prefill tokens=512", 1, 0, 1000000000);
+    for (int i = 0; i < 10; i++)
+        range(&b, "decode", 1, 2000000000 + (uint64_t)i * 10000000,
+              2010000000 + (uint64_t)i * 10000000);
+    kernel(&b, "k", 1, 10, 20, 30);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_workload w;
+    lp_workload_defaults(&w);
+    struct lp_run_options o = {.model = &m, .gpus = &gpus, .workload = &w};
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_true(r.has_util);
+    assert_string_equal(r.gpu.name, "H200");
+    /* the same workload through the model: prompt 512, 11 tokens (prefill + 10 steps) */
+    struct lp_workload w2 = w;
+    w2.prompt = 512;
+    w2.generated = 11;
+    struct lp_model_result res;
+    assert_int_equal(lp_model_analyze(&m, &w2, &res, err, sizeof err), 0);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    double pf = lp_cost_flops(&res.total[LP_STAGE_PREFILL]);
+    assert_true(fabs(p->mfu - pf / 1e12 / r.gpu.tflops[LP_DTYPE_BF16]) < 1e-9);
+    double db = lp_cost_bytes(&res.total[LP_STAGE_DECODE_STEP]);
+    assert_true(fabs(d->mbu - db / 0.01 / 1e9 / r.gpu.mem_bw_gbs) < 1e-9);
+    assert_true(fabs(r.request_s - (1.0 + 10 * 0.01)) < 1e-9);
+    lp_run_free(&r);
+    /* no prefill tokens: said, not guessed */
+    lp_trace_free(t);
+    tb_open(&b);
+    device(&b);
+    range(&b, "decode", 1, 0, 100);
+    kernel(&b, "k", 1, 10, 20, 30);
+    t = tb_read(&b, 1);
+    analyze(t, &o, &r);
+    assert_false(r.has_util);
+    assert_non_null(strstr(r.util_note, "prefill"));
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
+/* ---- kernel names ---- */
+
+static void test_kernel_names(void **state)
+{
+    (void)state;
+    char *d = lp_kernel_demangle("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_");
+    assert_non_null(strstr(d, "at::native::vectorized_elementwise_kernel<4"));
+    char buf[128];
+    lp_kernel_short_name(d, buf, sizeof buf);
+    assert_string_equal(buf, "vectorized_elementwise_kernel<4, FillFunctor<float>, detail::Array<char*, 1>>");
+    assert_int_equal(lp_kernel_category(d), LP_KCAT_ELEMENTWISE);
+    free(d);
+    d = lp_kernel_demangle("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    assert_string_equal(d, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
+    free(d);
+    static const struct {
+        const char *name;
+        enum lp_kcat cat;
+    } cases[] = {
+        {"nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", LP_KCAT_GEMM},
+        {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", LP_KCAT_GEMM},
+        {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>(Flash_fwd_params)", LP_KCAT_ATTENTION},
+        {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", LP_KCAT_ATTENTION},
+        {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int)", LP_KCAT_NORM},
+        {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float> > >(float)", LP_KCAT_REDUCTION},
+        {"void at::native::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::normal_and_transform<float>>(int)", LP_KCAT_ELEMENTWISE},
+        {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", LP_KCAT_COMMUNICATION},
+        {"my_custom_kernel", LP_KCAT_OTHER},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (lp_kernel_category(cases[i].name) != cases[i].cat)
+            fail_msg("%s: %s, wanted %s", cases[i].name, lp_kcat_name(lp_kernel_category(cases[i].name)),
+                     lp_kcat_name(cases[i].cat));
+    }
+}
+
+/* ---- writers ---- */
+
+static char *write_to_string(int (*fn)(FILE *, const struct lp_run *), const struct lp_run *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(fn(f, r), 0);
+    fclose(f);
+    return buf;
+}
+
+static void test_writers(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    range(&b, "prefill tokens=8", 1, 0, 10000);
+    range(&b, "evil \"quoted\" </script> | pipe", 1, 100, 9000);
+    kernel(&b, "k</script><script>alert(1)</script>", 1, 200, 300, 400);
+    kernel(&b, "k,\"two\"", 1, 500, 600, 800);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    char *json = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "schema")), "llmprof-report/1");
+    assert_int_equal(json_array_size(json_object_get(root, "stages")), 1);
+    json_decref(root);
+    free(json);
+    char *html = write_to_string(lp_report_run_html, &r);
+    assert_null(strstr(html, "/*LLMPROF_DATA*/"));
+    assert_null(strstr(html, "<script><script>alert"));
+    /* exactly the template's two closing script tags */
+    int closes = 0;
+    for (const char *p = html; (p = strstr(p, "</script>")); p++)
+        closes++;
+    assert_int_equal(closes, 2);
+    free(html);
+    char *csv = write_to_string(lp_report_kernels_csv, &r);
+    assert_non_null(strstr(csv, "\"k,\"\"two\"\"\""));
+    free(csv);
+    char *ops = write_to_string(lp_report_operators_csv, &r);
+    assert_non_null(strstr(ops, "\"evil \"\"quoted\"\" </script> | pipe\""));
+    free(ops);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "\\| pipe"));
+    free(md);
+    free(write_to_string(lp_report_summary_md, &r));
+    free(write_to_string(lp_report_stages_csv, &r));
+    char *pf = write_to_string(lp_report_perfetto, &r);
+    root = json_loads(pf, 0, &je);
+    if (!root)
+        fail_msg("perfetto JSON: %s at line %d", je.text, je.line);
+    json_t *ev = json_object_get(root, "traceEvents");
+    size_t kernels = 0, flows_s = 0, flows_f = 0, nvtx = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (!strcmp(ph, "X") && cat && !strcmp(cat, "kernel"))
+            kernels++;
+        if (!strcmp(ph, "X") && cat && !strcmp(cat, "nvtx"))
+            nvtx++;
+        flows_s += !strcmp(ph, "s");
+        flows_f += !strcmp(ph, "f");
+    }
+    assert_int_equal(kernels, 2);
+    assert_int_equal(nvtx, 2);
+    assert_int_equal(flows_s, 2);
+    assert_int_equal(flows_f, 2);
+    json_decref(root);
+    free(pf);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- the real fixtures ---- */
+
+static struct lp_trace *fixture(const char *name)
+{
+    char cmd[512], path[512] = "";
+    snprintf(cmd, sizeof cmd, "ls %s/%s/*.lpt", LP_FIXTURES, name);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(path, sizeof path, p));
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    struct lp_trace *t = NULL;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    return t;
+}
+
+/* bench/llama_decode.py --new-tokens 32 --runs 1 --warmup 1 on the H200 */
+static void test_fixture_llama(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("llama");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode"),
+                                 *w = stage(&r, "warmup");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_non_null(w);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(d->occurrences, 32);
+    assert_int_equal(w->occurrences, 33);
+    assert_int_equal(p->tokens, 512);
+    assert_int_equal(d->tokens, 32);
+    assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+    /* every piece of GPU work is in exactly one stage */
+    uint64_t sum = 0;
+    size_t kernels = 0;
+    for (size_t i = 0; i < r.n_stages; i++) {
+        sum += r.stages[i].gpu_ns;
+        kernels += r.stages[i].kernels;
+    }
+    assert_int_equal(sum, r.all_kernels.gpu_ns);
+    assert_int_equal(kernels, t->n_kernels);
+    /* TPOT: the mean decode range, as the benchmark's own timer measures it */
+    assert_true(fabs(r.llm.tpot_s * 1e9 - d->wall.mean) < 1);
+    assert_true(r.llm.ttft_s > 0.005 && r.llm.ttft_s < 0.05);
+    /* decode of a 1.1B model at batch 1 is GEMV-bound: GEMMs lead its table */
+    assert_int_equal(r.cats[d->top.v[0].group], LP_KCAT_GEMM);
+    assert_non_null(strstr(r.names[d->top.v[0].group], "nvjet"));
+    assert_true(d->busy_share > 0 && d->busy_share < 1);
+    assert_true(r.nvml_samples > 10);
+    assert_true(d->power_mean_w > 50 && d->power_mean_w < 700);
+    int launch_bound = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        launch_bound |= !strcmp(r.findings[i].title, "Decode is launch bound");
+    assert_true(launch_bound);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* tests/gpu/torch_nvtx.py: user ranges and emit_nvtx operators, no stages */
+static void test_fixture_torch_operators(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("torch");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_stages, 1);
+    assert_int_equal(r.stages[0].kind, LP_STAGE_KIND_RUN);
+    int matmul = 0, relu = 0;
+    for (size_t i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.ops[i].name, "aten::matmul"))
+            matmul = 1;
+        if (!strcmp(r.ops[i].name, "aten::relu")) {
+            relu = 1;
+            assert_true(r.ops[i].kernels >= 1);
+        }
+    }
+    assert_true(matmul && relu);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* the SIGKILLed run: no end chunk; the report shows what is there */
+static void test_fixture_killed(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("killed");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_false(t->complete);
+    assert_true(r.all_kernels.gpu_ns > 0);
+    int flagged = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        flagged |= strstr(r.findings[i].title, "not whole") != NULL;
+    assert_true(flagged);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_launch_correlation_not_overlap),
+        cmocka_unit_test(test_nested_substages),
+        cmocka_unit_test(test_messy_ranges),
+        cmocka_unit_test(test_no_ranges_is_one_stage),
+        cmocka_unit_test(test_warmup_tokens_and_stats),
+        cmocka_unit_test(test_bad_stage_rule),
+        cmocka_unit_test(test_operators_inclusive_and_self),
+        cmocka_unit_test(test_gap_causes),
+        cmocka_unit_test(test_power_energy_per_token),
+        cmocka_unit_test(test_truncated_trace),
+        cmocka_unit_test(test_mfu_from_model),
+        cmocka_unit_test(test_kernel_names),
+        cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_fixture_llama),
+        cmocka_unit_test(test_fixture_torch_operators),
+        cmocka_unit_test(test_fixture_killed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
