@@ -118,5 +118,53 @@ then ok "model --format json has the documented keys"; else bad "model JSON: $(h
 expect 1 "cannot write" "model -o into a missing directory" -- "$LP" model "$CFG/gpt2.json" -o "$T/missing/out.md"
 [ ! -e "$T/missing" ] && ok "nothing half-written" || bad "a partial output was left"
 
+# llmprof report, export and profile
+expect 0 "usage: llmprof report" "report --help" -- "$LP" report --help
+expect 2 "which run" "report without a run" -- "$LP" report
+expect 1 "No such file" "report on a missing run" -- "$LP" report "$T/missing"
+expect 1 "holds no trace" "report on a directory without traces" -- "$LP" report "$T/ro"
+expect 1 "not an llmprof trace" "report on a file that is not a trace" -- "$LP" report "$T/junk.lpt"
+expect 2 "takes NAME=REGEX" "report --stage without =" -- "$LP" report "$FIX/llama" --stage decode
+expect 2 "whole number >= 1" "report --top 0" -- "$LP" report "$FIX/llama" --top 0
+expect 1 "bad regular expression" "report with a bad stage regex" -- \
+    "$LP" report "$FIX/llama" -o "$T/badre" --stage 'decode=(' --quiet
+[ -z "$(ls -A "$T/badre" 2>/dev/null)" ] && ok "nothing written on an analysis error" || bad "left: $(ls -A "$T/badre")"
+expect 1 "none.json" "report --model on a missing config names it" -- \
+    "$LP" report "$FIX/llama" -o "$T/x" --model "$T/none.json"
+expect 1 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
+expect 0 "Decode is launch bound" "report on the recorded LLM run" -- \
+    "$LP" report "$FIX/llama" -o "$T/rep" --model "$CFG/llama-bench-1.1b.json"
+for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv; do
+    [ -s "$T/rep/$f" ] || bad "report did not write $f"
+done
+[ -z "$(ls -A "$T/rep" | grep tmp)" ] && ok "report wrote its seven files, no temporaries" || bad "temporaries left: $(ls -A "$T/rep")"
+grep -q "^| decode | 32 |" "$T/rep/report.md" && ok "report.md has the decode stage" || bad "report.md: $(grep decode "$T/rep/report.md" | head -3)"
+expect 0 "is not whole" "report on a killed run warns" -- "$LP" report "$FIX/killed" -o "$T/repk" --quiet
+grep -q "not whole" "$T/repk/report.md" && ok "the killed run's report says it is not whole" || bad "no loss finding"
+expect 0 "warning: .* is not whole" "report warns about a truncated trace" -- "$LP" report "$T/cut.lpt" -o "$T/repc" --quiet
+expect 0 "report of" "report on a run of two ranks" -- "$LP" report "$T/ranks" -o "$T/repr"
+[ "$(ls -d "$T"/repr/trace.rank*/ | wc -l)" -eq 2 ] && ok "one report directory per rank" || bad "$(ls "$T/repr")"
+expect 0 "usage: llmprof export" "export --help" -- "$LP" export --help
+expect 2 "usage: llmprof export" "export without --perfetto" -- "$LP" export "$FIX/llama"
+expect 2 "holds 2 traces" "export of a run with two traces" -- "$LP" export "$T/ranks" --perfetto "$T/p.json"
+expect 0 "ui.perfetto.dev" "export --perfetto" -- "$LP" export "$FIX/llama" --perfetto "$T/llama.json"
+if python3 - "$T/llama.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+kinds = {}
+for e in ev:
+    kinds[(e["ph"], e.get("cat"))] = kinds.get((e["ph"], e.get("cat")), 0) + 1
+assert kinds[("X", "kernel")] == 62763, kinds
+assert kinds[("X", "nvtx")] == 66 and kinds[("s", "ac2g")] == kinds[("f", "ac2g")], kinds
+assert any(e["ph"] == "C" and e["name"] == "power" for e in ev)
+PY
+then ok "the Perfetto file has kernels, ranges, flows and counters"; else bad "perfetto JSON"; fi
+expect 0 "usage: llmprof profile" "profile --help" -- "$LP" profile --help
+expect 2 "no command to run" "profile without a command" -- "$LP" profile -o "$T/p0"
+out=$("$LP" profile -o "$T/prof" --top 5 -- "$FAKE" 0 </dev/null 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] && [ -s "$T/prof/report.md" ] && [ -s "$T/prof/meta.json" ] && ok "profile records then reports" || \
+    bad "profile: status $rc, $(ls "$T/prof" 2>&1), $out"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -108,9 +108,9 @@ int lp_run_name_groups(struct lp_run_ctx *c)
     m.hash = malloc(m.cap * sizeof *m.hash);
     m.group = malloc(m.cap * sizeof *m.group);
     m.first_id = malloc(m.cap * sizeof *m.first_id);
-    struct lp_work *w = malloc((n ? n : 1) * sizeof *w);
     struct lp_kv *kv = malloc((n ? n : 1) * 2 * sizeof *kv);
-    if (!by_id || !m.hash || !m.group || !m.first_id || !w || !kv)
+    r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
+    if (!by_id || !m.hash || !m.group || !m.first_id || !kv || !r->kernel_group)
         goto out;
     memset(by_id, 0xff, n_ids * sizeof *by_id);
     memset(m.group, 0xff, m.cap * sizeof *m.group);
@@ -120,41 +120,44 @@ int lp_run_name_groups(struct lp_run_ctx *c)
             goto out;
     if ((rc = add_group(r, "[CUDA memset]", LP_KCAT_MEMSET, 1)))
         goto out;
-    r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
-    if (!r->kernel_group)
-        goto out;
+    rc = LP_ERR_NOMEM;
+    /* sort (kind, index) by start, then build the work array in that order */
     size_t k = 0;
-    for (size_t i = 0; i < t->n_kernels; i++, k++) {
-        const struct lp_kernel *x = &t->kernels[i];
-        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_KERNEL,
-                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1};
-        if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w[k].group)))
-            goto out;
-        r->kernel_group[i] = w[k].group;
-    }
-    for (size_t i = 0; i < t->n_memcpys; i++, k++) {
-        const struct lp_memcpy *x = &t->memcpys[i];
-        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_MEMCPY,
-                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1,
-                                .group = (uint32_t)lp_copy_direction(x->copy_kind)};
-    }
-    for (size_t i = 0; i < t->n_memsets; i++, k++) {
-        const struct lp_memset *x = &t->memsets[i];
-        w[k] = (struct lp_work){.start = x->start, .end = x->end, .kind = LP_OP_MEMSET,
-                                .index = (uint32_t)i, .range = -1, .occ = -1, .stage = -1,
-                                .group = 4};
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (w[i].end < w[i].start)
-            w[i].end = w[i].start; /* a torn record: zero length rather than negative */
-        kv[i] = (struct lp_kv){w[i].start, i};
-    }
+    for (size_t i = 0; i < t->n_kernels; i++)
+        kv[k++] = (struct lp_kv){t->kernels[i].start, (uint64_t)LP_OP_KERNEL << 32 | i};
+    for (size_t i = 0; i < t->n_memcpys; i++)
+        kv[k++] = (struct lp_kv){t->memcpys[i].start, (uint64_t)LP_OP_MEMCPY << 32 | i};
+    for (size_t i = 0; i < t->n_memsets; i++)
+        kv[k++] = (struct lp_kv){t->memsets[i].start, (uint64_t)LP_OP_MEMSET << 32 | i};
     lp_sort_kv(kv, kv + n, n);
     c->work = malloc((n ? n : 1) * sizeof *c->work);
     if (!c->work)
         goto out;
-    for (size_t i = 0; i < n; i++)
-        c->work[i] = w[kv[i].val];
+    for (size_t i = 0; i < n; i++) {
+        uint32_t kind = (uint32_t)(kv[i].val >> 32), idx = (uint32_t)kv[i].val;
+        struct lp_work *w = &c->work[i];
+        *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .range = -1, .occ = -1,
+                              .stage = -1};
+        if (kind == LP_OP_KERNEL) {
+            const struct lp_kernel *x = &t->kernels[idx];
+            w->start = x->start;
+            w->end = x->end;
+            if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w->group)))
+                goto out;
+            r->kernel_group[idx] = w->group;
+        } else if (kind == LP_OP_MEMCPY) {
+            const struct lp_memcpy *x = &t->memcpys[idx];
+            w->start = x->start;
+            w->end = x->end;
+            w->group = (uint32_t)lp_copy_direction(x->copy_kind);
+        } else {
+            w->start = t->memsets[idx].start;
+            w->end = t->memsets[idx].end;
+            w->group = 4;
+        }
+        if (w->end < w->start)
+            w->end = w->start; /* a torn record: zero length rather than negative */
+    }
     c->n_work = n;
     rc = LP_OK;
 out:
@@ -162,7 +165,6 @@ out:
     free(m.hash);
     free(m.group);
     free(m.first_id);
-    free(w);
     free(kv);
     return rc;
 }

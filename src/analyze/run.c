@@ -13,8 +13,13 @@ void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n)
     if (n < 2)
         return;
     uint64_t diff = 0;
-    for (size_t i = 1; i < n; i++)
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++) {
         diff |= v[i].key ^ v[0].key;
+        sorted &= v[i - 1].key <= v[i].key;
+    }
+    if (sorted)
+        return; /* records mostly arrive in time order */
     struct lp_kv *src = v, *dst = tmp;
     for (int shift = 0; shift < 64; shift += 8) {
         if (((diff >> shift) & 0xff) == 0)

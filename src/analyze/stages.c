@@ -276,15 +276,36 @@ static int make_stages(struct lp_run_ctx *c)
     return LP_OK;
 }
 
-/* correlation id -> API record, open addressing */
+/* correlation id -> API record: a direct table when the ids are dense (CUPTI counts them
+ * up), else open addressing */
 struct corr_map {
     uint32_t *key;
     uint32_t *idx;
     size_t cap;
+    uint32_t base;                /* direct table: idx[k - base], key unused */
+    int direct;
 };
 
 static int corr_build(const struct lp_trace *t, struct corr_map *m)
 {
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (size_t i = 0; i < t->n_apis; i++) {
+        uint32_t k = t->apis[i].correlation;
+        lo = k < lo ? k : lo;
+        hi = k > hi ? k : hi;
+    }
+    if (t->n_apis && (uint64_t)hi - lo < 4 * (uint64_t)t->n_apis + 1024) {
+        m->direct = 1;
+        m->base = lo;
+        m->cap = (size_t)(hi - lo) + 1;
+        m->idx = malloc(m->cap * sizeof *m->idx);
+        if (!m->idx)
+            return LP_ERR_NOMEM;
+        memset(m->idx, 0xff, m->cap * sizeof *m->idx);
+        for (size_t i = t->n_apis; i-- > 0;) /* the first record of an id wins */
+            m->idx[t->apis[i].correlation - lo] = (uint32_t)i;
+        return LP_OK;
+    }
     m->cap = 64;
     while (m->cap < 2 * t->n_apis)
         m->cap *= 2;
@@ -311,6 +332,11 @@ static const struct lp_api *corr_find(const struct lp_trace *t, const struct cor
 {
     if (k == 0 || t->n_apis == 0)
         return NULL;
+    if (m->direct) {
+        if (k < m->base || k - m->base >= m->cap || m->idx[k - m->base] == UINT32_MAX)
+            return NULL;
+        return &t->apis[m->idx[k - m->base]];
+    }
     size_t s = (k * 2654435761u) & (m->cap - 1);
     while (m->idx[s] != UINT32_MAX) {
         if (m->key[s] == k)
