@@ -6,6 +6,7 @@ batch 1, prompt 512, 128 new tokens. Prints one JSON line with per-run timings.
 Range names carry key=value words that `llmprof report` reads (tokens, batch, step).
 """
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -25,6 +26,8 @@ p.add_argument("--intermediate", type=int, default=5632)
 p.add_argument("--heads", type=int, default=32)
 p.add_argument("--kv-heads", type=int, default=4)
 p.add_argument("--vocab", type=int, default=32000)
+p.add_argument("--emit-nvtx", action="store_true",
+               help="one NVTX range per PyTorch operator (the report's operator table)")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -62,13 +65,14 @@ def generate(tag):
     return (t1 - t0) * 1e3, (t2 - t1) * 1e3 / args.new_tokens
 
 
-for i in range(args.warmup):
-    generate(f"warmup{i}")
 prefill, decode = [], []
-for i in range(args.runs):
-    pf, dc = generate(str(i))
-    prefill.append(pf)
-    decode.append(dc)
+with torch.autograd.profiler.emit_nvtx() if args.emit_nvtx else contextlib.nullcontext():
+    for i in range(args.warmup):
+        generate(f"warmup{i}")
+    for i in range(args.runs):
+        pf, dc = generate(str(i))
+        prefill.append(pf)
+        decode.append(dc)
 print(json.dumps({"params": params, "prompt": args.prompt, "new_tokens": args.new_tokens,
                   "batch": args.batch, "prefill_ms": prefill, "decode_ms_per_token": decode,
                   "prefill_ms_median": statistics.median(prefill),

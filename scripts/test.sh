@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-lp_deps clang libclang-rt-14-dev
+lp_deps clang libclang-rt-14-dev chromium
 jobs=$(nproc)
 
 echo "== build and test (build/)"

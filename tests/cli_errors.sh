@@ -147,6 +147,7 @@ expect 0 "report of" "report on a run of two ranks" -- "$LP" report "$T/ranks" -
 expect 0 "usage: llmprof export" "export --help" -- "$LP" export --help
 expect 2 "usage: llmprof export" "export without --perfetto" -- "$LP" export "$FIX/llama"
 expect 2 "holds 2 traces" "export of a run with two traces" -- "$LP" export "$T/ranks" --perfetto "$T/p.json"
+expect 2 "FROM_MS:TO_MS" "export with a bad window" -- "$LP" export "$FIX/llama" --perfetto "$T/p.json" --window 5:2
 expect 0 "ui.perfetto.dev" "export --perfetto" -- "$LP" export "$FIX/llama" --perfetto "$T/llama.json"
 if python3 - "$T/llama.json" <<'PY'
 import json, sys

@@ -553,6 +553,11 @@ static char *write_to_string(int (*fn)(FILE *, const struct lp_run *), const str
     return buf;
 }
 
+static int perfetto_all(FILE *f, const struct lp_run *r)
+{
+    return lp_report_perfetto(f, r, 0, 0);
+}
+
 static void test_writers(void **state)
 {
     (void)state;
@@ -594,7 +599,7 @@ static void test_writers(void **state)
     free(md);
     free(write_to_string(lp_report_summary_md, &r));
     free(write_to_string(lp_report_stages_csv, &r));
-    char *pf = write_to_string(lp_report_perfetto, &r);
+    char *pf = write_to_string(perfetto_all, &r);
     root = json_loads(pf, 0, &je);
     if (!root)
         fail_msg("perfetto JSON: %s at line %d", je.text, je.line);
@@ -617,6 +622,15 @@ static void test_writers(void **state)
     assert_int_equal(flows_f, 2);
     json_decref(root);
     free(pf);
+    /* a window keeps what overlaps it: t0 is the first marker at 0 ns, so 1 ms..2 ms holds
+     * nothing, 0..1 ms everything */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_perfetto(f, &r, 1, 2), 0);
+    fclose(f);
+    assert_null(strstr(buf, "\"kernel\""));
+    free(buf);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -705,6 +719,39 @@ static void test_fixture_torch_operators(void **state)
     lp_trace_free(t);
 }
 
+/* bench/llama_decode.py --emit-nvtx --layers 4 --new-tokens 8: aten operator ranges inside
+ * the stage ranges */
+static void test_fixture_llama_operators(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("llama-ops");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 1);
+    assert_int_equal(stage(&r, "decode")->occurrences, 8);
+    assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+    const struct lp_op_row *lin = NULL, *mm = NULL;
+    uint64_t self = 0;
+    for (size_t i = 0; i < r.n_ops; i++) {
+        if (!strcmp(r.ops[i].name, "aten::linear"))
+            lin = &r.ops[i];
+        if (!strcmp(r.ops[i].name, "aten::mm"))
+            mm = &r.ops[i];
+        self += r.ops[i].self_gpu_ns;
+    }
+    assert_non_null(lin);
+    assert_non_null(mm);
+    /* linear runs its GEMMs through mm: all of linear's GPU time is mm's own */
+    assert_int_equal(lin->self_gpu_ns, 0);
+    assert_int_equal(mm->self_gpu_ns, mm->gpu_ns);
+    assert_true(lin->gpu_ns >= mm->gpu_ns && lin->gpu_ns > 0);
+    assert_int_equal(r.cats[mm->top_group[0]], LP_KCAT_GEMM);
+    /* self time adds up to no more than the GPU time of the run */
+    assert_true(self <= r.all_kernels.gpu_ns);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* the SIGKILLed run: no end chunk; the report shows what is there */
 static void test_fixture_killed(void **state)
 {
@@ -740,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_fixture_llama),
         cmocka_unit_test(test_fixture_torch_operators),
+        cmocka_unit_test(test_fixture_llama_operators),
         cmocka_unit_test(test_fixture_killed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -212,7 +212,8 @@ struct lp_cost_centre {
 struct lp_llm_metrics {
     double ttft_s, tpot_s;        /* 0: not measurable */
     double prefill_tokens_per_s, decode_tokens_per_s;
-    int64_t prefill_tokens, decode_tokens, batch;
+    int64_t prefill_tokens, decode_tokens, batch; /* over the measured ranges */
+    int64_t prompt_tokens;        /* of one prefill range (all sequences) */
     enum lp_tokens_source prefill_source, decode_source;
 };
 
@@ -236,6 +237,7 @@ struct lp_run_options {
     const struct lp_gpu_table *gpus;
     const char *gpu_name;
     double peak_tflops, mem_bw_gbs; /* overrides when > 0 */
+    const char *command;          /* the recorded command line, for the reports; may be NULL */
 };
 
 struct lp_run {

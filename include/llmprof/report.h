@@ -30,7 +30,8 @@ int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
 /* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
- * and CUDA calls per thread, NVML counters, launch-to-kernel flows. */
-int lp_report_perfetto(FILE *out, const struct lp_run *r);
+ * and CUDA calls per thread, NVML counters, launch-to-kernel flows. Only events overlapping
+ * [FROM_MS, TO_MS] after the first record are written (TO_MS 0: to the end). */
+int lp_report_perfetto(FILE *out, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms);
 
 #endif

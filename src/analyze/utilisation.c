@@ -72,6 +72,7 @@ void lp_run_tokens(struct lp_run_ctx *c)
         const struct lp_stage_report *st = &r->stages[p];
         m->ttft_s = st->wall.mean / 1e9 + (v >= 0 ? r->stages[v].wall.mean / 1e9 : 0);
         m->prefill_tokens = st->tokens;
+        m->prompt_tokens = st->occurrences ? st->tokens / (int64_t)st->occurrences : 0;
         m->prefill_source = st->tokens_source;
         m->prefill_tokens_per_s = st->tokens_per_s;
     }
@@ -180,10 +181,12 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     }
     snprintf(r->util_note, sizeof r->util_note,
              "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld, %lld "
-             "generated tokens (decode context %lld at the mean step); bytes are lower bounds "
+             "generated tokens (decode context %lld at the mean step), prefill logits for %s; "
+             "bytes are lower bounds "
              "(weights read once per pass, KV once per step); over the measured wall time of "
              "the stage ranges; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
              o->model->model_type, (long long)w.batch, (long long)w.prompt,
-             (long long)w.generated, (long long)res.decode_context, r->gpu.name,
+             (long long)w.generated, (long long)res.decode_context,
+             w.prefill_logits_all ? "every prompt token" : "the last token", r->gpu.name,
              r->gpu.tflops[r->dtype], lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
 }

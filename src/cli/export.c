@@ -9,7 +9,7 @@
 #include "llmprof/report.h"
 
 static const char help[] =
-    "usage: llmprof export RUN --perfetto FILE.json\n"
+    "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS]\n"
     "\n"
     "Writes a recorded trace (RUN: a run directory with one trace, or a .lpt file) in the\n"
     "Chrome trace event format, which ui.perfetto.dev opens offline (Open trace file):\n"
@@ -19,7 +19,9 @@ static const char help[] =
     "  - NVML samples as counter tracks (power, clocks, utilisation, temperature, memory);\n"
     "  - a flow arrow from each launching call to the kernel it launched.\n"
     "Timestamps are microseconds from the first record. With several traces in RUN, give\n"
-    "the .lpt file.\n"
+    "the .lpt file. A kernel takes about 750 bytes of JSON (with its call and flow): for long\n"
+    "runs, --window FROM_MS:TO_MS keeps what overlaps that span (ms from the first record;\n"
+    "report.md's timeline gives the times); full kernel names are in kernels.csv.\n"
     "\n"
     "example:\n"
     "  llmprof export run1 --perfetto run1/trace.json\n";
@@ -27,6 +29,7 @@ static const char help[] =
 int lp_cmd_export(int argc, char **argv)
 {
     const char *run = NULL, *out = NULL;
+    unsigned long long from = 0, to = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(help, stdout);
@@ -37,6 +40,14 @@ int lp_cmd_export(int argc, char **argv)
                 return 2;
             }
             out = argv[++i];
+        } else if (!strcmp(argv[i], "--window")) {
+            char tail = 0;
+            if (i + 1 >= argc || sscanf(argv[i + 1], "%llu:%llu%c", &from, &to, &tail) != 2 ||
+                to <= from) {
+                lp_cli_error("export", "--window takes FROM_MS:TO_MS with FROM < TO, e.g. 2000:2500");
+                return 2;
+            }
+            i++;
         } else if (argv[i][0] == '-' || run) {
             lp_cli_error("export", "unexpected '%s'; see 'llmprof export --help'", argv[i]);
             return 2;
@@ -76,7 +87,7 @@ int lp_cmd_export(int argc, char **argv)
     if (!f) {
         lp_cli_error("export", "cannot write %s", out);
     } else {
-        int w = lp_report_perfetto(f, &r);
+        int w = lp_report_perfetto(f, &r, from, to);
         if (fclose(f) != 0 || w != 0 || rename(tmp, out) != 0) {
             lp_cli_error("export", "writing %s failed (disk full?)", out);
             unlink(tmp);

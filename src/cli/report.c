@@ -2,6 +2,7 @@
  * operators, utilisation, timeline, power, diagnosis) and writes the report files. Every file
  * is written under a temporary name and renamed only when all of them are complete. */
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,9 +230,37 @@ static void stem(const char *path, char *buf, size_t len)
         buf[l - sl] = 0;
 }
 
-static int report_one(const char *path, const char *dir, const struct report_opts *o,
-                      const struct lp_run_options *ro)
+/* The command line from the meta.json beside PATH (record writes it), joined by spaces
+ * into BUF; NULL when there is none. */
+static const char *recorded_command(const char *path, char *buf, size_t len)
 {
+    char meta[PATH_MAX + 16];
+    const char *slash = strrchr(path, '/');
+    snprintf(meta, sizeof meta, "%.*s/meta.json", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
+    json_t *m = json_load_file(meta, 0, NULL);
+    json_t *cmd = m ? json_object_get(m, "command") : NULL;
+    size_t o = 0, i;
+    json_t *arg;
+    buf[0] = 0;
+    json_array_foreach(cmd, i, arg)
+    {
+        if (json_is_string(arg) && o + 2 < len)
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", json_string_value(arg));
+        if (o >= len)
+            o = len - 1;
+    }
+    json_decref(m);
+    return buf[0] ? buf : NULL;
+}
+
+static int report_one(const char *path, const char *dir, const struct report_opts *o,
+                      const struct lp_run_options *ro_in)
+{
+    char cmdline[2048];
+    struct lp_run_options opt = *ro_in;
+    const struct lp_run_options *ro = &opt;
+    opt.command = recorded_command(path, cmdline, sizeof cmdline);
     struct lp_trace *t = NULL;
     char err[512];
     if (lp_trace_read(&t, path, err, sizeof err) != LP_OK) {

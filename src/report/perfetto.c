@@ -29,9 +29,14 @@ static void str(FILE *f, const char *s)
 
 struct out {
     FILE *f;
-    uint64_t t0;
+    uint64_t t0, from, to;        /* events overlapping [from, to] (trace clock) are written */
     int first;
 };
+
+static int in(const struct out *o, uint64_t a, uint64_t b)
+{
+    return b >= o->from && a <= o->to;
+}
 
 static void sep(struct out *o)
 {
@@ -81,12 +86,13 @@ static void meta_name(struct out *o, const char *what, long pid, long tid, const
     fputs("}}", o->f);
 }
 
-int lp_report_perfetto(FILE *f, const struct lp_run *r)
+int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms)
 {
     const struct lp_trace *t = r->trace;
     const char *pid_s = lp_trace_meta(t, "pid");
     long host = pid_s ? strtol(pid_s, NULL, 10) : 1;
-    struct out o = {.f = f, .t0 = r->t0_ns, .first = 1};
+    struct out o = {.f = f, .t0 = r->t0_ns, .first = 1, .from = r->t0_ns + from_ms * 1000000,
+                    .to = to_ms ? r->t0_ns + to_ms * 1000000 : UINT64_MAX};
     char buf[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
     snprintf(buf, sizeof buf, "host (pid %ld)", host);
@@ -98,11 +104,15 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < r->ranges.n; i++) {
         const struct lp_range *g = &r->ranges.v[i];
+        if (!in(&o, g->start, g->end))
+            continue;
         slice(&o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
         fputs("}", f);
     }
     for (size_t i = 0; i < t->n_apis; i++) {
         const struct lp_api *a = &t->apis[i];
+        if (!in(&o, a->start, a->end))
+            continue;
         slice(&o, "cuda_api", lp_trace_str(t, a->name), host, a->thread, a->start, a->end);
         fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, a->status);
         const char *n = lp_trace_str(t, a->name);
@@ -112,11 +122,12 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel *k = &t->kernels[i];
         uint32_t g = r->kernel_group[i];
+        if (!in(&o, k->start, k->end))
+            continue;
         long pid = GPU_PID_BASE + k->device;
         slice(&o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
-        fputs(",\"args\":{\"name\":", f);
-        str(f, r->names[g]);
-        fprintf(f, ",\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
+        /* the full name is in kernels.csv: here it would double the file */
+        fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
                    "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%u,"
                    "\"graph\":%u}}",
                 lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
@@ -126,6 +137,8 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < t->n_memcpys; i++) {
         const struct lp_memcpy *m = &t->memcpys[i];
+        if (!in(&o, m->start, m->end))
+            continue;
         long pid = GPU_PID_BASE + m->device;
         slice(&o, "memcpy", r->names[lp_copy_direction(m->copy_kind)], pid, m->stream, m->start,
               m->end);
@@ -135,6 +148,8 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < t->n_memsets; i++) {
         const struct lp_memset *m = &t->memsets[i];
+        if (!in(&o, m->start, m->end))
+            continue;
         long pid = GPU_PID_BASE + m->device;
         slice(&o, "memset", "[CUDA memset]", pid, m->stream, m->start, m->end);
         fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
@@ -143,6 +158,8 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < t->n_nvml; i++) {
         const struct lp_nvml_sample *s = &t->nvml[i];
+        if (!in(&o, s->timestamp, s->timestamp))
+            continue;
         long pid = GPU_PID_BASE + s->device;
         if (s->valid & LP_NVML_POWER)
             counter(&o, pid, "power", "W", s->timestamp, s->power_mw / 1000.0);

@@ -199,6 +199,8 @@ static json_t *trace_json(const struct lp_trace *t, const struct lp_run *r)
                                   (json_int_t)t->n_markers, "api", (json_int_t)t->n_apis, "nvml",
                                   (json_int_t)t->n_nvml, "ranges", (json_int_t)r->ranges.n));
     json_object_set_new(o, "meta", meta);
+    if (r->opt.command)
+        json_object_set_new(meta, "command", json_string(r->opt.command));
     json_object_set_new(o, "warnings", warn);
     json_object_set_new(o, "losses", loss);
     json_object_set_new(o, "devices", devs);
@@ -220,12 +222,13 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     const struct lp_llm_metrics *m = &r->llm;
     json_object_set_new(
         root, "llm",
-        json_pack("{s:o,s:o,s:o,s:o,s:I,s:s,s:I,s:s,s:I}", "ttft_s", m->ttft_s > 0 ? num(m->ttft_s) : json_null(),
+        json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:I}", "ttft_s", m->ttft_s > 0 ? num(m->ttft_s) : json_null(),
                   "tpot_s", m->tpot_s > 0 ? num(m->tpot_s) : json_null(), "prefill_tokens_per_s",
                   m->prefill_tokens_per_s > 0 ? num(m->prefill_tokens_per_s) : json_null(),
                   "decode_tokens_per_s",
                   m->decode_tokens_per_s > 0 ? num(m->decode_tokens_per_s) : json_null(),
-                  "prefill_tokens", (json_int_t)m->prefill_tokens, "prefill_tokens_source",
+                  "prefill_tokens", (json_int_t)m->prefill_tokens, "prompt_tokens",
+                  (json_int_t)m->prompt_tokens, "prefill_tokens_source",
                   lp_tokens_source_name(m->prefill_source), "decode_tokens",
                   (json_int_t)m->decode_tokens, "decode_tokens_source",
                   lp_tokens_source_name(m->decode_source), "batch", (json_int_t)m->batch));

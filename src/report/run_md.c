@@ -12,9 +12,9 @@
 #define PCT(v) lp_fmt_pct((v), b3, sizeof b3)
 #define BYTES(v) lp_fmt_bytes((double)(v), b4, sizeof b4)
 
-static const char *meta(const struct lp_run *r, const char *key)
+static const char *command(const struct lp_run *r)
 {
-    const char *v = lp_trace_meta(r->trace, key);
+    const char *v = r->opt.command ? r->opt.command : lp_trace_meta(r->trace, "command");
     return v ? v : "";
 }
 
@@ -25,8 +25,8 @@ static void header(FILE *f, const struct lp_run *r)
     fprintf(f, "- trace: `%s` (format %u.%u, %s, %llu records, %s)\n", t->path ? t->path : "",
             t->version_major, t->version_minor, t->complete ? "complete" : "INCOMPLETE",
             (unsigned long long)t->n_records, BYTES(t->file_bytes));
-    if (meta(r, "command")[0])
-        fprintf(f, "- command: `%s`\n", meta(r, "command"));
+    if (command(r)[0])
+        fprintf(f, "- command: `%s`\n", command(r));
     for (size_t i = 0; i < t->n_devices; i++)
         fprintf(f, "- GPU %u: %s, cc %u.%u, %u SMs, %s\n", t->devices[i].id,
                 lp_trace_str(t, t->devices[i].name), t->devices[i].cc_major,
@@ -349,11 +349,10 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     const struct lp_llm_metrics *m = &r->llm;
     const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
                                           : "the GPU";
-    fprintf(f, "# Summary\n\n`%s` on %s.\n\n", meta(r, "command")[0] ? meta(r, "command") : "the run",
-            gpu);
+    fprintf(f, "# Summary\n\n`%s` on %s.\n\n", command(r)[0] ? command(r) : "the run", gpu);
     if (m->ttft_s > 0)
         fprintf(f, "- **First token after %s** (prefill of %lld tokens%s).\n", NS(m->ttft_s * 1e9),
-                (long long)m->prefill_tokens, m->batch > 1 ? " over the batch" : "");
+                (long long)m->prompt_tokens, m->batch > 1 ? " over the batch" : "");
     if (m->tpot_s > 0)
         fprintf(f, "- **Each further token takes %s**: %.1f tokens/s over a batch of %lld.\n",
                 NS(m->tpot_s * 1e9), m->decode_tokens_per_s, (long long)m->batch);

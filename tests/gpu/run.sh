@@ -14,13 +14,18 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 fails=0
 step() { echo; echo "=== $*"; }
 check() { if "$@"; then echo "step ok"; else echo "STEP FAILED: $*"; fails=$((fails + 1)); fi; }
+timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "$@"; else time "$@"; fi; }
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
+
+# LLMPROF_GPU_ONLY=report runs the report steps alone (the collector steps are unchanged)
+only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
 ldd "$B/lib/libllmprof.so" | grep -E "zstd|libz|not found"
 "$PY" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
 
+if [ "$only" != report ]; then
 step "C workload (default mode), checked exactly"
 check "$B/bin/llmprof" record -o "$T/workload" -- "$B/gpu/workload"
 "$B/bin/llmprof" info "$T/workload"
@@ -75,8 +80,35 @@ check "$B/bin/llmprof" record -o "$T/llama" -- "$PY" bench/llama_decode.py --new
 "$B/bin/llmprof" info "$T/llama"
 check "$B/bin/check_trace" llama "$(trace_of "$T/llama")"
 
+fi # collector steps
+
+step "report: per-operator ranges (emit_nvtx) on a 4-layer Llama decoder, 8 new tokens"
+check "$B/bin/llmprof" record -o "$T/llama-ops" -- "$PY" bench/llama_decode.py --emit-nvtx \
+    --layers 4 --new-tokens 8 --runs 1 --warmup 1
+"$B/bin/llmprof" info "$T/llama-ops" | grep -E "records|launches|nvtx"
+check "$B/bin/llmprof" report "$T/llama-ops" --quiet
+grep -A12 "## Operators" "$T/llama-ops/report.md"
+check grep -q "aten::linear" "$T/llama-ops/operators.csv"
+
+step "profile end to end: Llama decode, default shape (prompt 512, 3 runs of 128 tokens)"
+timed "$B/bin/llmprof" profile -o "$T/profile" \
+    --model tests/configs/llama-bench-1.1b.json --prefill-logits all -- \
+    "$PY" bench/llama_decode.py | tee "$T/profile.out"
+check test -s "$T/profile/report.html"
+grep '^{' "$T/profile.out" | tail -1 >"$OUT/llama_timer.json"
+echo "report time on this trace:"
+timed "$B/bin/llmprof" report "$T/profile" --quiet \
+    --model tests/configs/llama-bench-1.1b.json --prefill-logits all
+"$B/bin/llmprof" info "$T/profile" | grep -E "records|file"
+check "$B/bin/llmprof" export "$T/profile" --perfetto "$T/profile/trace.json"
+ls -la "$T/profile"
+mkdir -p "$OUT/profile"
+cp "$T/profile"/report.md "$T/profile"/summary.md "$T/profile"/report.json "$T/profile"/*.csv \
+    "$T/profile"/report.html "$OUT/profile/"
+
 step "pack fixtures"
-for d in workload workload-light torch profiler cupti-first killed llama; do
+[ "$only" = report ] && set -- llama-ops || set -- workload workload-light torch profiler cupti-first killed llama llama-ops
+for d in "$@"; do
     mkdir -p "$T/fixtures/$d"
     cp "$T/$d"/*.lpt "$T/$d/meta.json" "$T/fixtures/$d/" 2>/dev/null
 done
