@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # llmprof's main job on an embedded default. With an NVIDIA GPU: record the bundled sample
 # workload (the Llama-style decoder when PyTorch and transformers are installed, else the
-# CUDA C workload) and summarise it. Without one: summarise the bundled run recorded on an
-# H200. Usage: demo.sh [RUN_DIR]
+# CUDA C workload) and report on it. Without one: report on the bundled run recorded on an
+# H200. Either way it ends in the report (report.md, summary.md, report.html ...).
+# Usage: demo.sh [RUN_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -10,20 +11,23 @@ lp_deps
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)" >/dev/null
 LP=build/bin/llmprof
+MODEL=(--model tests/configs/llama-bench-1.1b.json --prefill-logits all)
+run=${1:-llmprof-demo-$(date +%Y%m%d-%H%M%S)}
 if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "No NVIDIA GPU here: summarising the bundled run recorded on an H200 (tests/fixtures/llama) instead."
-    exec "$LP" info tests/fixtures/llama
+    echo "No NVIDIA GPU here: reporting on the bundled run recorded on an H200 (tests/fixtures/llama) into $run/."
+    "$LP" report tests/fixtures/llama -o "$run" "${MODEL[@]}"
+    echo "open $run/report.html in a browser; $run/report.md has everything"
+    exit 0
 fi
 if [ ! -e build/lib/libllmprof.so ]; then
     echo "demo.sh: the collector was not built (no CUPTI headers under /usr/local/cuda)" >&2
     exit 1
 fi
-run=${1:-llmprof-demo-$(date +%Y%m%d-%H%M%S)}
 PY=$(command -v python3 || true)
 if [ -n "$PY" ] && "$PY" -c 'import torch, transformers' 2>/dev/null; then
-    "$LP" record -o "$run" -- "$PY" bench/llama_decode.py --new-tokens 32 --runs 1
+    "$LP" profile -o "$run" "${MODEL[@]}" -- "$PY" bench/llama_decode.py --new-tokens 32 --runs 1
 else
     bash tests/gpu/build.sh
-    "$LP" record -o "$run" -- build/gpu/workload
+    "$LP" profile -o "$run" -- build/gpu/workload
 fi
-"$LP" info "$run"
+echo "open $run/report.html in a browser; $run/report.md has everything"

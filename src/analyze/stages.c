@@ -76,8 +76,7 @@ static int compile_rules(struct lp_run_ctx *c, struct rules *rs)
             regerror(e, &rs->re[i], msg, sizeof msg);
             snprintf(c->err, c->errlen, "stage rule '%s': bad regular expression: %s", src[i],
                      msg);
-            c->n_rules = i; /* this one was not compiled */
-            rs->n = i;
+            rs->n = i; /* this one was not compiled; its name is freed with the others */
             return LP_ERR_ARG;
         }
         rs->n = i + 1;

@@ -45,6 +45,11 @@ static json_t *kernel_table(const struct lp_run *r, const struct lp_kernel_table
 }
 
 static const char *const copy_dirs[4] = {"HtoD", "DtoH", "DtoD", "other"};
+/* keys for enum lp_gap_cause and the clock-event bits, in their order */
+static const char *const gap_keys[LP_GAP_CAUSE_COUNT] = {"host", "device", "unknown"};
+static const char *const throttle_keys[LP_THROTTLE_BITS] = {
+    "gpu_idle", "application_clocks", "sw_power_cap", "hw_slowdown", "sync_boost",
+    "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks", "other"};
 
 static json_t *copies(const uint64_t *b, uint64_t set)
 {
@@ -111,15 +116,14 @@ static json_t *timeline(const struct lp_run *r)
 {
     json_t *by = json_object();
     for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
-        json_object_set_new(by, lp_gap_cause_name((enum lp_gap_cause)c),
-                            u64(r->gap_ns_by_cause[c]));
+        json_object_set_new(by, gap_keys[c], u64(r->gap_ns_by_cause[c]));
     json_t *gaps = json_array();
     for (size_t i = 0; i < r->n_top_gaps; i++) {
         const struct lp_gap *g = &r->top_gaps[i];
         json_array_append_new(
             gaps, json_pack("{s:o,s:o,s:s?,s:s,s:o,s:s?}", "start_ns", u64(g->start), "dur_ns",
                             u64(g->dur), "stage", g->stage >= 0 ? r->stages[g->stage].name : NULL,
-                            "cause", lp_gap_cause_name(g->cause), "host_api_ns",
+                            "cause", gap_keys[g->cause], "host_api_ns",
                             u64(g->host_api_ns), "host_api", g->api));
     }
     json_t *bins = json_array();
@@ -144,7 +148,7 @@ static json_t *power(const struct lp_run *r)
 {
     json_t *thr = json_object();
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
-        json_object_set_new(thr, lp_throttle_name(b), num(r->throttle_share[b]));
+        json_object_set_new(thr, throttle_keys[b], num(r->throttle_share[b]));
     json_t *series = json_array();
     for (size_t i = 0; i < r->n_power; i++) {
         const struct lp_power_point *p = &r->power[i];
