@@ -345,7 +345,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
 
 int lp_report_summary_md(FILE *f, const struct lp_run *r)
 {
-    char b1[32], b2[32];
+    char b1[32];
     const struct lp_llm_metrics *m = &r->llm;
     const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
                                           : "the GPU";
@@ -356,7 +356,8 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     if (m->tpot_s > 0)
         fprintf(f, "- **Each further token takes %s**: %.1f tokens/s over a batch of %lld.\n",
                 NS(m->tpot_s * 1e9), m->decode_tokens_per_s, (long long)m->batch);
-    fprintf(f, "- The GPU was busy %.0f %% of the time it had work.\n", 100 * r->busy_share);
+    fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
+            100 * r->busy_share);
     if (r->has_util)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
@@ -388,6 +389,5 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
             r->lost_records || !r->trace->complete ? "Some records were lost: figures are lower "
                                                       "bounds."
                                                     : "No records were lost.");
-    (void)b2;
     return ferror(f) ? -1 : 0;
 }

@@ -103,8 +103,7 @@ timed "$B/bin/llmprof" report "$T/profile" --quiet \
 check "$B/bin/llmprof" export "$T/profile" --perfetto "$T/profile/trace.json"
 ls -la "$T/profile"
 mkdir -p "$OUT/profile"
-cp "$T/profile"/report.md "$T/profile"/summary.md "$T/profile"/report.json "$T/profile"/*.csv \
-    "$T/profile"/report.html "$OUT/profile/"
+cp "$T/profile"/report.md "$T/profile"/summary.md "$T/profile"/report.html "$OUT/profile/"
 
 step "pack fixtures"
 [ "$only" = report ] && set -- llama-ops || set -- workload workload-light torch profiler cupti-first killed llama llama-ops
