@@ -254,9 +254,11 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
         json_array_append_new(stages, stage_json(r, &r->stages[i]));
     json_object_set_new(root, "stages", stages);
     json_object_set_new(root, "attribution",
-                        json_pack("{s:I,s:I,s:I}", "by_launch", (json_int_t)r->kernels_by_launch,
-                                  "by_time", (json_int_t)r->kernels_by_time, "outside_stages",
-                                  (json_int_t)r->kernels_outside));
+                        json_pack("{s:I,s:I,s:I,s:o}", "by_launch",
+                                  (json_int_t)r->kernels_by_launch, "by_time",
+                                  (json_int_t)r->kernels_by_time, "outside_stages",
+                                  (json_int_t)r->kernels_outside, "operator_ranges",
+                                  u64(r->op_ranges)));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
     json_t *ops = json_array();
     for (size_t i = 0; i < r->n_ops; i++) {
