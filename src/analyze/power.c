@@ -128,10 +128,9 @@ int lp_run_power(struct lp_run_ctx *c)
     if (!covered)
         goto out;
     for (size_t o = 0; o < c->n_occ; o++) {
-        struct lp_occ *x = &c->occ[o];
+        const struct lp_occ *x = &c->occ[o];
         struct lp_stage_report *st = &r->stages[x->stage];
         double e = energy_at(ts, cum, n, x->end) - energy_at(ts, cum, n, x->start);
-        x->energy_j = e;
         if (!isnan(e)) {
             st->energy_j += e;
             covered[x->stage] += (double)(x->end - x->start) / 1e9;
@@ -147,7 +146,6 @@ int lp_run_power(struct lp_run_ctx *c)
         }
         for (size_t i = lo; i < n && ts[i] <= x->end; i++) {
             st->nvml_samples++;
-            x->nvml_samples++;
             if ((s[i]->valid & LP_NVML_POWER) && s[i]->power_mw / 1000.0 > st->power_peak_w)
                 st->power_peak_w = s[i]->power_mw / 1000.0;
             if ((s[i]->valid & LP_NVML_MEM_USED) && s[i]->mem_used > st->peak_nvml_used_bytes)

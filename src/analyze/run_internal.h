@@ -38,8 +38,6 @@ struct lp_occ {
     int64_t tokens, batch;        /* from the range name, 0 when absent */
     int32_t range;
     uint64_t busy, cur_end;       /* GPU busy union of its work */
-    double energy_j;              /* NaN when no samples bracket it */
-    size_t nvml_samples;
 };
 
 struct lp_range_info {

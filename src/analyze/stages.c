@@ -518,22 +518,18 @@ int lp_run_stages(struct lp_run_ctx *c)
         rc = classify_ranges(c, &rs);
     if (rc == LP_OK)
         rc = make_stages(c);
-    if (rc == LP_OK && c->n_occ > 1) {
-        /* occurrences in time order; ranges keep pointing at them */
-        for (size_t i = 0; i < c->n_occ; i++)
-            c->occ[i].cur_end = i; /* old index, reset below */
-        qsort(c->occ, c->n_occ, sizeof *c->occ, cmp_occ);
-    }
     if (rc == LP_OK) {
+        /* occurrences in time order; each range learns its occurrence's new index through
+         * the range that opened it, which still holds the old one */
+        qsort(c->occ, c->n_occ, sizeof *c->occ, cmp_occ);
         occ_new = malloc((c->n_occ ? c->n_occ : 1) * sizeof *occ_new);
         if (!occ_new)
             rc = LP_ERR_NOMEM;
     }
     if (rc == LP_OK) {
-        for (size_t i = 0; i < c->n_occ; i++) {
-            occ_new[c->n_occ > 1 ? c->occ[i].cur_end : 0] = (int32_t)i;
-            c->occ[i].cur_end = 0;
-        }
+        for (size_t i = 0; i < c->n_occ; i++)
+            if (c->occ[i].range >= 0)
+                occ_new[c->ri[c->occ[i].range].occ] = (int32_t)i;
         for (size_t i = 0; i < c->r->ranges.n; i++)
             if (c->ri[i].occ >= 0)
                 c->ri[i].occ = occ_new[c->ri[i].occ];

@@ -21,6 +21,8 @@ int lp_cli_exe_dir(char *buf, size_t len);
 /* Lists DIR's trace files (sorted); returns the count, -1 if DIR cannot be read. */
 int lp_cli_list_traces(const char *dir, char ***paths);
 void lp_cli_free_list(char **paths, int n);
+/* mkdir -p: 0, or -1 with errno */
+int lp_cli_mkdir_p(const char *dir);
 void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 

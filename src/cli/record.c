@@ -144,21 +144,6 @@ static int find_collector(char *path, size_t len)
     return -1;
 }
 
-static int mkdir_p(const char *dir)
-{
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int dir_is_empty(const char *dir)
 {
     char **list = NULL;
@@ -181,7 +166,7 @@ static int prepare_dir(const char *dir, char abs[PATH_MAX])
             lp_cli_error("record", "output %s already holds a recorded run; choose another -o", dir);
             return -1;
         }
-    } else if (mkdir_p(dir) != 0) {
+    } else if (lp_cli_mkdir_p(dir) != 0) {
         lp_cli_error("record", "cannot create output directory %s: %s", dir, strerror(errno));
         return -1;
     }

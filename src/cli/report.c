@@ -167,27 +167,12 @@ static const struct outfile outputs[] = {
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)
 
-static int mkdirs(const char *dir)
-{
-    char tmp[PATH_MAX + 512];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int write_all(const char *dir, const struct lp_run *r)
 {
     char tmp[N_OUTPUTS][PATH_MAX + 512], final[PATH_MAX + 512];
     size_t done = 0;
     int rc = 0;
-    if (mkdirs(dir) != 0) {
+    if (lp_cli_mkdir_p(dir) != 0) {
         lp_cli_error("report", "cannot create %s: %s", dir, strerror(errno));
         return -1;
     }

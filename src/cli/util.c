@@ -163,3 +163,18 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
                      run, run);
     return n;
 }
+
+int lp_cli_mkdir_p(const char *dir)
+{
+    char tmp[PATH_MAX + 512];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
