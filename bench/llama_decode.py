@@ -28,6 +28,8 @@ p.add_argument("--kv-heads", type=int, default=4)
 p.add_argument("--vocab", type=int, default=32000)
 p.add_argument("--emit-nvtx", action="store_true",
                help="one NVTX range per PyTorch operator (the report's operator table)")
+p.add_argument("--no-nvtx", action="store_true",
+               help="no prefill/decode ranges (the report then infers the stages)")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -41,6 +43,10 @@ with torch.device("cuda"):
 params = sum(t.numel() for t in model.parameters())
 ids = torch.randint(0, args.vocab, (args.batch, args.prompt), device="cuda")
 nvtx = torch.cuda.nvtx
+if args.no_nvtx:
+    class _NoNvtx:
+        range_push = range_pop = staticmethod(lambda *a: None)
+    nvtx = _NoNvtx
 
 
 @torch.inference_mode()

@@ -7,6 +7,7 @@
 #   none            the workload alone
 #   default, light  llmprof record, and llmprof record --light
 #   default-nonvml  llmprof record --nvml-hz 0
+#   default-nogemm  llmprof record --no-gemm (GEMM capture's cost: default against this)
 #   light-noflush   --light with a periodic flush of 100 s (measures the flush's cost)
 #   light-nosub, default-nosub   without holding CUPTI's subscriber slot (LLMPROF_SUBSCRIBE=0)
 set -u
@@ -29,6 +30,7 @@ for ((i = 0; i < rounds; i++)); do
         default) ;;
         light) rec+=(--light) ;;
         default-nonvml) rec+=(--nvml-hz 0) ;;
+        default-nogemm) rec+=(--no-gemm) ;;
         light-noflush) rec=(env LLMPROF_FLUSH_MS=100000 "${rec[@]}" --light) ;;
         light-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}" --light) ;;
         default-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}") ;;

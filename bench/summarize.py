@@ -41,3 +41,12 @@ for mode in modes:
     print(f"| {mode} | {pf:.2f} | {dc:.3f} | {100 * statistics.median(ratios['prefill_ms']):+.1f} % | "
           f"{100 * statistics.median(d):+.1f} % | {100 * min(d):+.1f} … {100 * max(d):+.1f} % | "
           f"{statistics.median(bpk):.1f} |")
+
+
+# GEMM capture alone: default (with it) against default-nogemm, paired per round
+if "default" in modes and "default-nogemm" in modes:
+    for k in ("prefill_ms", "decode_ms_per_token"):
+        d = [metric(runs[(i, "default")], k) / metric(runs[(i, "default-nogemm")], k) - 1
+             for i in rounds if (i, "default") in runs and (i, "default-nogemm") in runs]
+        print(f"GEMM capture, {k}: median {100 * statistics.median(d):+.1f} % "
+              f"(range {100 * min(d):+.1f} … {100 * max(d):+.1f} %, {len(d)} pairs)")

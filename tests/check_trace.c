@@ -8,6 +8,9 @@
  *   check_trace cupti-first TRACE  workload --cupti-first: llmprof stood aside, and said so
  *   check_trace killed TRACE NS    a run SIGKILLed at CLOCK_REALTIME NS: what was lost
  *   check_trace llama TRACE        bench/llama_decode.py: prefill and decode ranges
+ *   check_trace gemm TRACE         tests/gpu/gemm.cu: every cuBLAS call, shape exactly
+ *   check_trace torch-gemm TRACE   tests/gpu/torch_gemm.py: PyTorch's matmuls as cuBLAS saw them
+ *   check_trace gemm-fake TRACE    tests/fake/fake_gemm_app.c against the fake cuBLAS (CI)
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -260,10 +263,141 @@ static void check_llama(const struct lp_trace *t, struct lp_trace_summary *s)
            powered, t->n_nvml);
 }
 
+/* one expected GEMM shape; api NULL: any entry point, trans < 0: either */
+struct gemm_want {
+    const char *api;
+    int ta, tb;
+    uint64_t m, n, k, batch;
+    uint32_t a, b, d, compute, epilogue, status;
+    size_t count;
+};
+
+static int gemm_matches(const struct lp_trace *t, const struct lp_gemm *g,
+                        const struct gemm_want *w)
+{
+    return (!w->api || !strcmp(lp_trace_str(t, g->api), w->api)) &&
+           (w->ta < 0 || g->transa == (uint32_t)w->ta) &&
+           (w->tb < 0 || g->transb == (uint32_t)w->tb) && g->m == w->m && g->n == w->n &&
+           g->k == w->k && g->batch == w->batch && g->a_type == w->a && g->b_type == w->b &&
+           g->d_type == w->d && g->compute_type == w->compute &&
+           (!w->epilogue || g->epilogue == w->epilogue) && g->status == w->status;
+}
+
+/* Every wanted shape recorded COUNT times (exactly, or at least when EXACT is 0), each
+ * successful call tied to at least one kernel, and the failed ones to none. */
+static void check_gemm_list(const struct lp_trace *t, const struct gemm_want *want, size_t n_want,
+                            int exact, int with_kernels)
+{
+    int32_t *kg = NULL;
+    expect(lp_gemm_link(t, &kg) == LP_OK, "GEMM records linked to kernels");
+    size_t *kernels = calloc(t->n_gemms + 1, sizeof *kernels);
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (kg && kg[i] >= 0)
+            kernels[kg[i]]++;
+    size_t algo_known = 0;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm *g = &t->gemms[i];
+        algo_known += g->algo >= 0;
+        printf("  gemm %-28s %c%c m=%-6" PRIu64 " n=%-6" PRIu64 " k=%-6" PRIu64 " batch=%-3" PRIu64
+               " %s/%s->%s %s epi=%u status=%u algo=%d tile=%s kernels=%zu thread=%u %.1f us\n",
+               lp_trace_str(t, g->api), "NTC"[g->transa % 3], "NTC"[g->transb % 3], g->m, g->n,
+               g->k, g->batch, lp_cuda_type_name(g->a_type), lp_cuda_type_name(g->b_type),
+               lp_cuda_type_name(g->d_type), lp_compute_type_name(g->compute_type), g->epilogue,
+               g->status, g->algo, lp_trace_str(t, g->tile), kernels[i], g->thread,
+               (double)(g->end - g->start) / 1e3);
+    }
+    size_t matched = 0;
+    for (size_t w = 0; w < n_want; w++) {
+        size_t seen = 0, linked = 0;
+        for (size_t i = 0; i < t->n_gemms; i++)
+            if (gemm_matches(t, &t->gemms[i], &want[w])) {
+                seen++;
+                linked += want[w].status ? kernels[i] == 0 : kernels[i] > 0;
+            }
+        matched += seen;
+        expect(exact ? seen == want[w].count : seen >= want[w].count,
+               "%s m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 " batch=%" PRIu64 ": %zu calls (want %s%zu)",
+               want[w].api ? want[w].api : "any", want[w].m, want[w].n, want[w].k, want[w].batch,
+               seen, exact ? "" : ">= ", want[w].count);
+        if (with_kernels)
+            expect(linked == seen, "  %zu of %zu tied to %s", linked, seen,
+                   want[w].status ? "no kernel (the call failed)" : "their kernels");
+    }
+    if (exact)
+        expect(matched == t->n_gemms, "no other GEMM records (%zu recorded, %zu expected)",
+               t->n_gemms, matched);
+    printf("  algorithm known for %zu of %zu records\n", algo_known, t->n_gemms);
+    free(kernels);
+    free(kg);
+}
+
+static void check_two_threads(const struct lp_trace *t, const struct gemm_want *w);
+
+static void check_gemm(const struct lp_trace *t)
+{
+    static const struct gemm_want want[] = {
+        {"cublasGemmEx", 0, 0, 4096, 512, 4096, 1, 14, 14, 14, 68, 0, 0, 4},
+        {"cublasGemmEx", 1, 0, 11008, 1, 4096, 1, 2, 2, 2, 68, 0, 0, 3},
+        {"cublasGemmEx", 0, 1, 1000, 333, 777, 1, 0, 0, 0, 77, 0, 0, 2},
+        {"cublasSgemm_v2", 0, 0, 512, 512, 512, 1, 0, 0, 0, 68, 0, 0, 2},
+        {"cublasGemmStridedBatchedEx", 1, 0, 128, 512, 64, 32, 14, 14, 14, 68, 0, 0, 2},
+        {"cublasHgemm", 0, 0, 256, 128, 64, 1, 2, 2, 2, 64, 0, 0, 1},
+        {"cublasGemmEx", 0, 0, 0, 8, 8, 1, 14, 14, 14, 68, 0, 7, 1},
+        {"cublasLtMatmul", 1, 0, 2048, 256, 1024, 1, 14, 14, 14, 68, 4, 0, 2},
+        {"cublasLtMatmul", 1, 0, 4096, 512, 4096, 1, 28, 28, 14, 68, 0, 0, 2},
+    };
+    check_gemm_list(t, want, sizeof want / sizeof *want, 1, 1);
+    check_two_threads(t, &want[0]);
+}
+
+static void check_gemm_fake(const struct lp_trace *t)
+{
+    static const struct gemm_want want[] = {
+        {"cublasGemmEx", 0, 0, 4096, 512, 4096, 1, 14, 14, 14, 68, 0, 0, 4},
+        {"cublasSgemm_v2", 1, 0, 1000, 7, 333, 1, 0, 0, 0, 77, 0, 0, 2},
+        {"cublasGemmStridedBatchedEx", 1, 0, 128, 512, 64, 32, 14, 14, 14, 68, 0, 0, 1},
+        {"cublasGemmEx", 0, 0, 0, 8, 8, 1, 14, 14, 14, 68, 0, 7, 1},
+    };
+    check_gemm_list(t, want, sizeof want / sizeof *want, 1, 0);
+    check_two_threads(t, &want[0]);
+    for (size_t i = 0; i < t->n_gemms; i++)
+        if (t->gemms[i].end < t->gemms[i].start || (i && t->gemms[i].thread == t->gemms[0].thread &&
+                                                     t->gemms[i].start < t->gemms[i - 1].end)) {
+            expect(0, "call %zu: times out of order", i);
+            break;
+        }
+}
+
+/* the 4096 x 512 shape ran on two threads: each call is kept with its own thread */
+static void check_two_threads(const struct lp_trace *t, const struct gemm_want *w)
+{
+    uint32_t th[2] = {0};
+    size_t n_th = 0;
+    for (size_t i = 0; i < t->n_gemms; i++)
+        if (gemm_matches(t, &t->gemms[i], w) && (n_th == 0 || t->gemms[i].thread != th[0]) &&
+            n_th < 2)
+            th[n_th++] = t->gemms[i].thread;
+    expect(n_th == 2, "the 4096x512x4096 GEMM seen on 2 threads");
+    expect(lp_trace_meta(t, "gemm") && !strcmp(lp_trace_meta(t, "gemm"), "on"),
+           "header says GEMM capture was on (%s)", lp_trace_meta(t, "gemm"));
+}
+
+static void check_torch_gemm(const struct lp_trace *t)
+{
+    static const struct gemm_want want[] = {
+        {NULL, -1, -1, 1000, 7, 4096, 1, 14, 14, 14, 68, 0, 0, 3},
+        {NULL, -1, -1, 11008, 512, 4096, 1, 14, 14, 14, 68, 0, 0, 3},
+        {NULL, -1, -1, 256, 128, 64, 32, 14, 14, 14, 68, 0, 0, 3},
+        {NULL, -1, -1, 200, 300, 500, 1, 0, 0, 0, 77, 0, 0, 2},
+    };
+    check_gemm_list(t, want, sizeof want / sizeof *want, 0, 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: check_trace workload|torch|profiler|cupti-first|killed|llama TRACE [KILL_NS]\n");
+        fprintf(stderr, "usage: check_trace workload|torch|profiler|cupti-first|killed|llama|gemm|torch-gemm "
+                        "TRACE [KILL_NS]\n");
         return 2;
     }
     struct lp_trace *t;
@@ -288,6 +422,12 @@ int main(int argc, char **argv)
         check_killed(t, &s, strtoull(argv[3], NULL, 10));
     else if (!strcmp(argv[1], "llama"))
         check_llama(t, &s);
+    else if (!strcmp(argv[1], "gemm"))
+        check_gemm(t);
+    else if (!strcmp(argv[1], "torch-gemm"))
+        check_torch_gemm(t);
+    else if (!strcmp(argv[1], "gemm-fake"))
+        check_gemm_fake(t);
     else {
         fprintf(stderr, "unknown check %s\n", argv[1]);
         return 2;

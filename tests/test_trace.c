@@ -89,6 +89,13 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
         case LP_REC_LOSS:
             r->u.loss = (struct lp_loss){.source = LP_LOSS_CUPTI_DROPPED, .count = 42, .what = name};
             break;
+        case LP_REC_GEMM:
+            r->u.gemm = (struct lp_gemm){.start = ts, .end = ts + rnd() % 9000, .thread = 12345,
+                .api = name, .m = 151936, .n = rnd() % 9000, .k = 1ull << 33, .batch = 32,
+                .transa = 1, .transb = 0, .a_type = 14, .b_type = 28, .c_type = 0, .d_type = 2,
+                .compute_type = 77, .algo = (int32_t)(rnd() % 3) - 1, .tile = name,
+                .splitk = 4, .epilogue = 4, .status = 13, .flags = LP_GEMM_FLAG_ALGO_FIRST};
+            break;
         }
     }
 }
@@ -108,6 +115,7 @@ static const void *decoded(const struct lp_trace *t, uint32_t type, size_t i, si
     CASE(LP_REC_DEVICE, devices, n_devices);
     CASE(LP_REC_OVERHEAD, overheads, n_overheads);
     CASE(LP_REC_LOSS, losses, n_losses);
+    CASE(LP_REC_GEMM, gemms, n_gemms);
     default: return NULL;
     }
 #undef CASE
@@ -157,6 +165,8 @@ static void test_roundtrip_every_type(void **state)
     }
     assert_int_equal(t->n_kernels, seen[LP_REC_KERNEL]);
     assert_int_equal(t->n_losses, seen[LP_REC_LOSS]);
+    assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
+    assert_true(t->n_gemms > 0);
     assert_string_equal(lp_trace_str(t, t->kernels[0].name), lp_trace_str(t, recs[0].u.kernel.name));
     assert_string_equal(lp_trace_str(t, 0), "");
     assert_string_equal(lp_trace_str(t, 999999), "<unknown>");

@@ -82,6 +82,26 @@ char *lp_kernel_demangle(const char *mangled);
  * 90 characters. Writes into BUF and returns it. */
 const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len);
 
+/* ---- GEMM calls (trace format 1.1) ---- */
+
+/* For each of T's kernels, the index of the GEMM record whose call launched it (a launch on
+ * the GEMM's thread within its [start, end]), or -1. *KERNEL_GEMM is malloc'd with
+ * t->n_kernels entries (NULL when there are none). Returns LP_OK or LP_ERR_NOMEM. */
+int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm);
+/* FLOPs of one call: 2 m n k per product (8 for complex types), times the batch. */
+double lp_gemm_flops(const struct lp_gemm *g);
+/* Bytes one call must move at least: A, B and D once each (reading C is not counted:
+ * beta is not recorded). */
+double lp_gemm_min_bytes(const struct lp_gemm *g);
+/* "bf16", "fp8e4m3", "fp32", "c64" ... for a cudaDataType value; "other" for the rest. */
+const char *lp_cuda_type_name(uint32_t cuda_type);
+/* "32F", "32F_FAST_TF32", ... for a cublasComputeType_t value. */
+const char *lp_compute_type_name(uint32_t compute_type);
+/* The dtype whose dense peak bounds a GEMM: its inputs' type, or TF32/BF16/FP16 when the
+ * compute type lets fp32 run on tensor cores. -1 when the table has no such column (fp64,
+ * complex). */
+int lp_gemm_peak_dtype(const struct lp_gemm *g);
+
 /* ---- the report of one run: everything the report writers print ---- */
 
 /* How a stage's range was recognised. */

@@ -9,7 +9,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 0
+#define LP_TRACE_VERSION_MINOR 1
 #define LP_TRACE_SUFFIX ".lpt"
 
 enum lp_status {
@@ -34,6 +34,7 @@ enum lp_rec_type {
     LP_REC_DEVICE = 9,   /* static facts about one GPU */
     LP_REC_OVERHEAD = 10, /* time CUPTI spent on its own work */
     LP_REC_LOSS = 11,    /* records that were not recorded, with the reason */
+    LP_REC_GEMM = 12,    /* one cuBLAS/cuBLASLt matrix multiply call (format 1.1) */
     LP_REC_TYPE_COUNT
 };
 
@@ -162,12 +163,39 @@ enum lp_loss_source {
     LP_LOSS_COLLECTOR = 3,        /* a part of the collector could not start: see what */
     LP_LOSS_WRITE = 4,            /* records that could not be written (disk full ...) */
     LP_LOSS_NVML = 5,             /* NVML unavailable or failing */
+    LP_LOSS_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
 };
 
 struct lp_loss {
     uint32_t source;              /* enum lp_loss_source */
     uint64_t count;               /* records lost, 0 when unknown (a whole source missing) */
     lp_str what;                  /* human-readable reason */
+};
+
+enum lp_gemm_flag {
+    LP_GEMM_FLAG_ALGO_FIRST = 1 << 0, /* algo and tile were read on the first call of this
+                                         shape (cuBLASLt's logger) and copied to later ones */
+};
+
+/* One matrix multiply as cuBLAS sees it (column-major): D (m x n) = op(A) (m x k) x op(B)
+ * (k x n), BATCH times. For PyTorch's linear y = x W^T, m is out_features and n the tokens.
+ * Types are cudaDataType_t values, compute_type a cublasComputeType_t, trans a
+ * cublasOperation_t (0 N, 1 T, 2 C). The kernels it launched are those whose launching call
+ * ran on THREAD within [start, end]. */
+struct lp_gemm {
+    uint64_t start, end;          /* the host call, trace clock */
+    uint32_t thread;              /* same id space as lp_api.thread */
+    lp_str api;                   /* entry point: "cublasGemmEx", "cublasLtMatmul", ... */
+    uint64_t m, n, k, batch;
+    uint32_t transa, transb;
+    uint32_t a_type, b_type, c_type, d_type;
+    uint32_t compute_type;
+    int32_t algo;                 /* cuBLASLt algo id, -1 unknown */
+    lp_str tile;                  /* e.g. "256x128", 0 unknown */
+    uint32_t splitk;              /* split-K factor, 0 unknown */
+    uint32_t epilogue;            /* cublasLtEpilogue_t, 1 (default) for cuBLAS calls */
+    uint32_t status;              /* return value of the call */
+    uint32_t flags;               /* enum lp_gemm_flag */
 };
 
 struct lp_record {
@@ -183,6 +211,7 @@ struct lp_record {
         struct lp_device device;
         struct lp_overhead overhead;
         struct lp_loss loss;
+        struct lp_gemm gemm;
     } u;
 };
 
@@ -239,6 +268,7 @@ struct lp_trace {
     struct lp_device *devices;        size_t n_devices;
     struct lp_overhead *overheads;    size_t n_overheads;
     struct lp_loss *losses;           size_t n_losses;
+    struct lp_gemm *gemms;            size_t n_gemms;
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;

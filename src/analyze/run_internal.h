@@ -68,6 +68,19 @@ struct lp_run_ctx {
     size_t errlen;
 };
 
+/* correlation.c: correlation id -> API record (the launching call) */
+struct lp_corr_map {
+    uint32_t *key;
+    uint32_t *idx;
+    size_t cap;
+    uint32_t base;                /* direct table: idx[k - base], key unused */
+    int direct;
+};
+int lp_corr_build(const struct lp_trace *t, struct lp_corr_map *m);
+const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
+                                  uint32_t correlation);
+void lp_corr_free(struct lp_corr_map *m);
+
 int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
 int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: groups and kernel tables */
 int lp_run_name_groups(struct lp_run_ctx *c);  /* kernels.c: group of every piece of work */

@@ -275,76 +275,6 @@ static int make_stages(struct lp_run_ctx *c)
     return LP_OK;
 }
 
-/* correlation id -> API record: a direct table when the ids are dense (CUPTI counts them
- * up), else open addressing */
-struct corr_map {
-    uint32_t *key;
-    uint32_t *idx;
-    size_t cap;
-    uint32_t base;                /* direct table: idx[k - base], key unused */
-    int direct;
-};
-
-static int corr_build(const struct lp_trace *t, struct corr_map *m)
-{
-    uint32_t lo = UINT32_MAX, hi = 0;
-    for (size_t i = 0; i < t->n_apis; i++) {
-        uint32_t k = t->apis[i].correlation;
-        lo = k < lo ? k : lo;
-        hi = k > hi ? k : hi;
-    }
-    if (t->n_apis && (uint64_t)hi - lo < 4 * (uint64_t)t->n_apis + 1024) {
-        m->direct = 1;
-        m->base = lo;
-        m->cap = (size_t)(hi - lo) + 1;
-        m->idx = malloc(m->cap * sizeof *m->idx);
-        if (!m->idx)
-            return LP_ERR_NOMEM;
-        memset(m->idx, 0xff, m->cap * sizeof *m->idx);
-        for (size_t i = t->n_apis; i-- > 0;) /* the first record of an id wins */
-            m->idx[t->apis[i].correlation - lo] = (uint32_t)i;
-        return LP_OK;
-    }
-    m->cap = 64;
-    while (m->cap < 2 * t->n_apis)
-        m->cap *= 2;
-    m->key = malloc(m->cap * sizeof *m->key);
-    m->idx = malloc(m->cap * sizeof *m->idx);
-    if (!m->key || !m->idx)
-        return LP_ERR_NOMEM;
-    memset(m->idx, 0xff, m->cap * sizeof *m->idx);
-    for (size_t i = 0; i < t->n_apis; i++) {
-        uint32_t k = t->apis[i].correlation;
-        size_t s = (k * 2654435761u) & (m->cap - 1);
-        while (m->idx[s] != UINT32_MAX && m->key[s] != k)
-            s = (s + 1) & (m->cap - 1);
-        if (m->idx[s] == UINT32_MAX) {
-            m->key[s] = k;
-            m->idx[s] = (uint32_t)i;
-        }
-    }
-    return LP_OK;
-}
-
-static const struct lp_api *corr_find(const struct lp_trace *t, const struct corr_map *m,
-                                      uint32_t k)
-{
-    if (k == 0 || t->n_apis == 0)
-        return NULL;
-    if (m->direct) {
-        if (k < m->base || k - m->base >= m->cap || m->idx[k - m->base] == UINT32_MAX)
-            return NULL;
-        return &t->apis[m->idx[k - m->base]];
-    }
-    size_t s = (k * 2654435761u) & (m->cap - 1);
-    while (m->idx[s] != UINT32_MAX) {
-        if (m->key[s] == k)
-            return &t->apis[m->idx[s]];
-        s = (s + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
-
 static uint32_t work_correlation(const struct lp_trace *t, const struct lp_work *w)
 {
     switch (w->kind) {
@@ -395,14 +325,14 @@ static int attribute_work(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
-    struct corr_map m = {0};
-    int rc = corr_build(t, &m);
+    struct lp_corr_map m = {0};
+    int rc = lp_corr_build(t, &m);
     if (rc)
         goto out;
     int run_mode = r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN;
     for (size_t i = 0; i < c->n_work; i++) {
         struct lp_work *w = &c->work[i];
-        const struct lp_api *a = corr_find(t, &m, work_correlation(t, w));
+        const struct lp_api *a = lp_corr_find(t, &m, work_correlation(t, w));
         if (a) {
             w->launch = a->start;
             w->thread = a->thread;
@@ -436,8 +366,7 @@ static int attribute_work(struct lp_run_ctx *c)
                             "began last before they ran",
                          r->kernels_by_time, c->n_work);
 out:
-    free(m.key);
-    free(m.idx);
+    lp_corr_free(&m);
     return rc;
 }
 

@@ -11,9 +11,9 @@ static const char help[] =
     "usage: llmprof profile [record and report options] [--] CMD [ARGS...]\n"
     "\n"
     "Runs 'llmprof record' on CMD, then 'llmprof report' on the run directory. It takes the\n"
-    "options of both (see their --help): -o DIR, --nvml-hz N, --light and --quiet go to\n"
-    "record (--quiet to report too); --model, --stage, --gpu and the rest to report. Exits\n"
-    "with CMD's status, or 1 when CMD succeeded and the report failed.\n"
+    "options of both (see their --help): -o DIR, --nvml-hz N, --light, --gemm, --no-gemm\n"
+    "and --quiet go to record (--quiet to report too); --model, --stage, --gpu and the rest\n"
+    "to report. Exits with CMD's status, or 1 when CMD succeeded and the report failed.\n"
     "\n"
     "example:\n"
     "  llmprof profile -o run1 --model config.json -- python3 infer.py\n";
@@ -66,7 +66,7 @@ int lp_cmd_profile(int argc, char **argv)
             rec[nrec++] = argv[i];
             if (i + 1 < argc)
                 rec[nrec++] = argv[++i];
-        } else if (!strcmp(a, "--light")) {
+        } else if (!strcmp(a, "--light") || !strcmp(a, "--gemm") || !strcmp(a, "--no-gemm")) {
             rec[nrec++] = argv[i];
         } else if (!strcmp(a, "--quiet")) {
             rec[nrec++] = argv[i];

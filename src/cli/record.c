@@ -19,7 +19,8 @@
 extern char **environ;
 
 static const char help[] =
-    "usage: llmprof record [-o DIR] [--nvml-hz N] [--light] [--quiet] [--] CMD [ARGS...]\n"
+    "usage: llmprof record [-o DIR] [--nvml-hz N] [--light] [--no-gemm] [--quiet] [--] CMD\n"
+    "                      [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -30,12 +31,18 @@ static const char help[] =
     "Recorded: kernels (grid, block, registers, shared memory, stream, graph), memcpy and\n"
     "memset, device memory allocations, NVTX ranges (C and PyTorch), the launch, copy and\n"
     "synchronise calls that tie each kernel to its thread, NVML samples (power, energy,\n"
-    "clocks, utilisation, temperature, clock-event reasons, memory) and every loss.\n"
+    "clocks, utilisation, temperature, clock-event reasons, memory), every cuBLAS and\n"
+    "cuBLASLt GEMM call (M, N, K, batch, transposes, types, compute type; algorithm and tile\n"
+    "from its shape's first call) and every loss. GEMM calls are seen by preloading the\n"
+    "collector (LD_PRELOAD), so they are missed in programs that link cuBLAS statically.\n"
     "\n"
     "options:\n"
     "  -o, --output DIR   run directory (default: llmprof-YYYYmmdd-HHMMSS); must be new or empty\n"
     "  --nvml-hz N        NVML samples per second per GPU (default 20; 0 turns NVML off)\n"
-    "  --light            kernels and NVTX only: lowest overhead\n"
+    "  --light            kernels and NVTX only: lowest overhead (implies --no-gemm)\n"
+    "  --no-gemm          do not preload the collector to see cuBLAS GEMM calls\n"
+    "  --gemm             see GEMM calls even with --light (their kernels are then tied by\n"
+    "                     time only if launch records are missing: see docs/collector.md)\n"
     "  --quiet            no collector warnings on stderr (they stay in the trace)\n"
     "  -h, --help         this text\n"
     "\n"
@@ -48,12 +55,14 @@ struct options {
     const char *out;
     double nvml_hz;
     int light, quiet;
+    int gemm;                     /* -1: the default (on unless --light) */
     char **cmd;
 };
 
 static int parse(int argc, char **argv, struct options *o)
 {
     o->nvml_hz = 20;
+    o->gemm = -1;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -88,6 +97,10 @@ static int parse(int argc, char **argv, struct options *o)
             o->light = 1;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+        } else if (!strcmp(a, "--gemm")) {
+            o->gemm = 1;
+        } else if (!strcmp(a, "--no-gemm")) {
+            o->gemm = 0;
         } else {
             lp_cli_error("record", "unknown option '%s'; see 'llmprof record --help'", a);
             return -1;
@@ -98,6 +111,8 @@ static int parse(int argc, char **argv, struct options *o)
         return -1;
     }
     o->cmd = argv + i;
+    if (o->gemm < 0)
+        o->gemm = !o->light;
     return 0;
 }
 
@@ -142,6 +157,19 @@ static int find_collector(char *path, size_t len)
             return 0;
     }
     return -1;
+}
+
+/* The collector goes first in LD_PRELOAD, so the program's cuBLAS calls reach its GEMM
+ * wrappers; CUDA later finds the same loaded copy through CUDA_INJECTION64_PATH. */
+static int preload(const char *lib)
+{
+    const char *prev = getenv("LD_PRELOAD");
+    char buf[8192];
+    int n = prev && *prev ? snprintf(buf, sizeof buf, "%s:%s", lib, prev)
+                          : snprintf(buf, sizeof buf, "%s", lib);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        return -1;
+    return setenv("LD_PRELOAD", buf, 1);
 }
 
 static int dir_is_empty(const char *dir)
@@ -242,6 +270,7 @@ static json_t *meta_json(const struct options *o, const char *resolved, const ch
     json_t *opts = json_object();
     json_object_set_new(opts, "nvml_hz", json_real(o->light ? 0 : o->nvml_hz));
     json_object_set_new(opts, "light", json_boolean(o->light));
+    json_object_set_new(opts, "gemm", json_boolean(o->gemm));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -348,6 +377,11 @@ int lp_cmd_record(int argc, char **argv)
     setenv("LLMPROF_LIGHT", o.light ? "1" : "0", 1);
     if (o.quiet)
         setenv("LLMPROF_QUIET", "1", 1);
+    setenv("LLMPROF_GEMM", o.gemm ? "1" : "0", 1);
+    if (o.gemm && preload(lib) != 0) {
+        lp_cli_error("record", "LD_PRELOAD would be too long with %s added", lib);
+        return 2;
+    }
     /* torch.profiler (Kineto) finalises CUPTI when it stops unless told not to, which would
      * end llmprof's recording mid-run; a user's own setting is kept */
     setenv("TEARDOWN_CUPTI", "0", 0);

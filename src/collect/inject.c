@@ -18,6 +18,7 @@
 #include "activity.h"
 #include "clock.h"
 #include "cupti_api.h"
+#include "gemm.h"
 #include "log.h"
 #include "nvml.h"
 #include "procinfo.h"
@@ -93,6 +94,7 @@ static void *flush_loop(void *arg)
             lp_activity_flush(0);
         seen = lp_activity_completions();
         lp_activity_drain();
+        lp_gemm_drain();
         if (mono_ms() - last_write >= flush_ms) {
             lp_sink_flush();
             last_write = mono_ms();
@@ -119,6 +121,7 @@ static void shutdown_collector(void)
     lp_activity_flush(1);
     lp_activity_drain();
     lp_activity_finish();
+    lp_gemm_stop();
     lp_sink_set_meta_u64("end_trace_ns", lp_clock_ns());
     lp_procinfo_set_end_meta();
     lp_sink_close();
@@ -129,6 +132,7 @@ static void in_child_after_fork(void)
     /* Threads do not survive fork; the child must not write the parent's file. */
     started = 0;
     flusher_running = 0;
+    lp_gemm_forget();
 }
 
 /* Makes NVTX deliver to CUPTI when the program starts using NVTX after CUDA. */
@@ -195,6 +199,7 @@ static void init(void)
                             "this): kernels are not recorded; the program runs on");
         point_nvtx_here();
     }
+    lp_gemm_start(wake_flusher);
     double hz = env_double("LLMPROF_NVML_HZ", 20);
     if (!light && hz > 0)
         lp_nvml_start(hz);

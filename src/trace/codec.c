@@ -94,6 +94,17 @@ static const struct field loss_fields[] = {
     FLD(lp_loss, source, F_U32), FLD(lp_loss, count, F_U64), FLD(lp_loss, what, F_U32),
 };
 
+static const struct field gemm_fields[] = {
+    FLD(lp_gemm, start, F_TS), FLD(lp_gemm, end, F_END), FLD(lp_gemm, thread, F_U32),
+    FLD(lp_gemm, api, F_U32), FLD(lp_gemm, m, F_U64), FLD(lp_gemm, n, F_U64),
+    FLD(lp_gemm, k, F_U64), FLD(lp_gemm, batch, F_U64), FLD(lp_gemm, transa, F_U32),
+    FLD(lp_gemm, transb, F_U32), FLD(lp_gemm, a_type, F_U32), FLD(lp_gemm, b_type, F_U32),
+    FLD(lp_gemm, c_type, F_U32), FLD(lp_gemm, d_type, F_U32),
+    FLD(lp_gemm, compute_type, F_U32), FLD(lp_gemm, algo, F_I32), FLD(lp_gemm, tile, F_U32),
+    FLD(lp_gemm, splitk, F_U32), FLD(lp_gemm, epilogue, F_U32), FLD(lp_gemm, status, F_U32),
+    FLD(lp_gemm, flags, F_U32),
+};
+
 #define TABLE(t) {t, sizeof t / sizeof t[0]}
 static const struct {
     const struct field *fields;
@@ -104,6 +115,7 @@ static const struct {
     [LP_REC_MARKER] = TABLE(marker_fields),     [LP_REC_API] = TABLE(api_fields),
     [LP_REC_NVML] = TABLE(nvml_fields),         [LP_REC_DEVICE] = TABLE(device_fields),
     [LP_REC_OVERHEAD] = TABLE(overhead_fields), [LP_REC_LOSS] = TABLE(loss_fields),
+    [LP_REC_GEMM] = TABLE(gemm_fields),
 };
 
 int lp_record_type_known(uint32_t type)

@@ -134,6 +134,7 @@ static int store(struct lp_trace *t, struct caps *caps, const struct lp_record *
     case LP_REC_DEVICE: return APPEND(devices, n_devices, device);
     case LP_REC_OVERHEAD: return APPEND(overheads, n_overheads, overhead);
     case LP_REC_LOSS: return APPEND(losses, n_losses, loss);
+    case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
     default: return 0;
     }
 #undef APPEND
@@ -385,6 +386,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->devices);
     free(t->overheads);
     free(t->losses);
+    free(t->gemms);
     free(t->path);
     free(t);
 }

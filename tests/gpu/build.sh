@@ -7,3 +7,6 @@ mkdir -p build/gpu
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/workload tests/gpu/workload.cu \
     -I"$CUDA/include" -L"$CUDA/lib64" -lcublas -lcupti -ldl -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/workload"
+"$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/gemm tests/gpu/gemm.cu \
+    -I"$CUDA/include" -L"$CUDA/lib64" -lcublasLt -lcublas -lpthread -Xlinker -rpath="$CUDA/lib64"
+echo "built build/gpu/gemm"

@@ -17,7 +17,7 @@ check() { if "$@"; then echo "step ok"; else echo "STEP FAILED: $*"; fails=$((fa
 timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "$@"; else time "$@"; fi; }
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
 
-# LLMPROF_GPU_ONLY=report runs the report steps alone (the collector steps are unchanged)
+# LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone
 only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 ldd "$B/lib/libllmprof.so" | grep -E "zstd|libz|not found"
 "$PY" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
 
-if [ "$only" != report ]; then
+if [ -z "$only" ]; then
 step "C workload (default mode), checked exactly"
 check "$B/bin/llmprof" record -o "$T/workload" -- "$B/gpu/workload"
 "$B/bin/llmprof" info "$T/workload"
@@ -82,6 +82,39 @@ check "$B/bin/check_trace" llama "$(trace_of "$T/llama")"
 
 fi # collector steps
 
+if [ -z "$only" ] || [ "$only" = gemm ]; then
+step "GEMM capture: C program, every cuBLAS entry point, checked exactly"
+"$B/gpu/gemm" >"$T/gemm.plain.out"; echo "without llmprof: exit $?"
+check "$B/bin/llmprof" record -o "$T/gemm" -- "$B/gpu/gemm" >"$T/gemm.out"
+check cmp "$T/gemm.plain.out" "$T/gemm.out"   # the logger must not print into the program
+"$B/bin/llmprof" info "$T/gemm"
+check "$B/bin/check_trace" gemm "$(trace_of "$T/gemm")"
+
+step "GEMM capture: the user's own CUBLASLT_LOG_LEVEL is left alone"
+check env CUBLASLT_LOG_LEVEL=2 CUBLASLT_LOG_FILE="$T/lt.log" "$B/bin/llmprof" record \
+    -o "$T/gemm-userlog" -- "$B/gpu/gemm"
+check grep -q "cublasLtTSTMatmul" "$T/lt.log"
+"$B/bin/llmprof" info "$T/gemm-userlog" | grep -i gemm
+
+step "GEMM capture: PyTorch matmuls of known shapes"
+check "$B/bin/llmprof" record -o "$T/torch-gemm" -- "$PY" tests/gpu/torch_gemm.py
+check "$B/bin/check_trace" torch-gemm "$(trace_of "$T/torch-gemm")"
+
+step "GEMM capture: Llama decoder, prompt 512, 16 new tokens (with and without NVTX)"
+check "$B/bin/llmprof" record -o "$T/llama-gemm" -- "$PY" bench/llama_decode.py \
+    --new-tokens 16 --runs 1 --warmup 1
+"$B/bin/llmprof" info "$T/llama-gemm"
+check "$B/bin/llmprof" record -o "$T/llama-nonvtx" -- "$PY" bench/llama_decode.py \
+    --new-tokens 16 --runs 1 --warmup 1 --no-nvtx
+"$B/bin/llmprof" info "$T/llama-nonvtx" | grep -E "records|nvtx|gemm"
+for d in llama-gemm llama-nonvtx; do
+    check "$B/bin/llmprof" report "$T/$d" --quiet --model tests/configs/llama-bench-1.1b.json \
+        --prefill-logits all
+    sed -n '/## GEMM/,/^## [^G]/p' "$T/$d/report.md" | head -40
+done
+fi # GEMM steps
+
+if [ "$only" != gemm ]; then
 step "report: per-operator ranges (emit_nvtx) on a 4-layer Llama decoder, 8 new tokens"
 check "$B/bin/llmprof" record -o "$T/llama-ops" -- "$PY" bench/llama_decode.py --emit-nvtx \
     --layers 4 --new-tokens 8 --runs 1 --warmup 1
@@ -104,9 +137,15 @@ check "$B/bin/llmprof" export "$T/profile" --perfetto "$T/profile/trace.json"
 ls -la "$T/profile"
 mkdir -p "$OUT/profile"
 cp "$T/profile"/report.md "$T/profile"/summary.md "$T/profile"/report.html "$OUT/profile/"
+fi # report steps
 
 step "pack fixtures"
-[ "$only" = report ] && set -- llama-ops || set -- workload workload-light torch profiler cupti-first killed llama llama-ops
+case $only in
+report) set -- llama-ops ;;
+gemm) set -- gemm torch-gemm llama-gemm llama-nonvtx ;;
+*) set -- workload workload-light torch profiler cupti-first killed llama llama-ops gemm torch-gemm \
+    llama-gemm llama-nonvtx ;;
+esac
 for d in "$@"; do
     mkdir -p "$T/fixtures/$d"
     cp "$T/$d"/*.lpt "$T/$d/meta.json" "$T/fixtures/$d/" 2>/dev/null
@@ -115,8 +154,10 @@ tar -C "$T/fixtures" -czf "$OUT/fixtures.tar.gz" .
 echo "failed steps so far: $fails"
 
 if [ "${LLMPROF_BENCH_PAIRS:-0}" -gt 0 ]; then
-    step "benchmark: CPU time added per kernel launch"
-    bash bench/launch_overhead.sh 5 200000 "$OUT/launch.jsonl" "$T/launch"
+    if [ "$only" != gemm ]; then
+        step "benchmark: CPU time added per kernel launch"
+        bash bench/launch_overhead.sh 5 200000 "$OUT/launch.jsonl" "$T/launch"
+    fi
     step "benchmark: overhead and bytes per kernel"
     bash bench/overhead.sh "$LLMPROF_BENCH_PAIRS" "$OUT/bench.jsonl" "$T/bench"
     python3 bench/summarize.py "$OUT/bench.jsonl"

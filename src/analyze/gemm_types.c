@@ -1,0 +1,147 @@
+/* GEMM records read on their own: which kernels each call launched, its FLOPs and least
+ * bytes, and the names of cuBLAS's type codes (cudaDataType, cublasComputeType_t: ABI
+ * values, so this file needs no CUDA header). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+static const struct {
+    uint32_t code;
+    const char *name;
+    double bytes;
+    int complex;
+} types[] = {
+    {0, "fp32", 4, 0},    {1, "fp64", 8, 0},     {2, "fp16", 2, 0},   {3, "int8", 1, 0},
+    {4, "c64", 8, 1},     {5, "c128", 16, 1},    {6, "c32", 4, 1},    {8, "uint8", 1, 0},
+    {10, "int32", 4, 0},  {14, "bf16", 2, 0},    {15, "cbf16", 4, 1}, {16, "int4", 0.5, 0},
+    {28, "fp8e4m3", 1, 0}, {29, "fp8e5m2", 1, 0}, {31, "fp6e2m3", 0.75, 0},
+    {32, "fp6e3m2", 0.75, 0}, {33, "fp4e2m1", 0.5, 0},
+};
+
+static int type_index(uint32_t code)
+{
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (types[i].code == code)
+            return (int)i;
+    return -1;
+}
+
+const char *lp_cuda_type_name(uint32_t cuda_type)
+{
+    int i = type_index(cuda_type);
+    return i >= 0 ? types[i].name : "other";
+}
+
+const char *lp_compute_type_name(uint32_t compute_type)
+{
+    switch (compute_type) {
+    case 64: return "16F";
+    case 65: return "16F_PEDANTIC";
+    case 68: return "32F";
+    case 69: return "32F_PEDANTIC";
+    case 70: return "64F";
+    case 71: return "64F_PEDANTIC";
+    case 72: return "32I";
+    case 73: return "32I_PEDANTIC";
+    case 74: return "32F_FAST_16F";
+    case 75: return "32F_FAST_16BF";
+    case 77: return "32F_FAST_TF32";
+    case 78: return "32F_EMULATED_16BFX9";
+    case 79: return "64F_EMULATED_FIXEDPOINT";
+    default: return "other";
+    }
+}
+
+double lp_gemm_flops(const struct lp_gemm *g)
+{
+    int i = type_index(g->a_type);
+    double per = i >= 0 && types[i].complex ? 8 : 2;
+    return per * (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
+}
+
+static double type_bytes(uint32_t code)
+{
+    int i = type_index(code);
+    return i >= 0 ? types[i].bytes : 0;
+}
+
+double lp_gemm_min_bytes(const struct lp_gemm *g)
+{
+    double m = (double)g->m, n = (double)g->n, k = (double)g->k;
+    return (m * k * type_bytes(g->a_type) + k * n * type_bytes(g->b_type) +
+            m * n * type_bytes(g->d_type)) * (double)g->batch;
+}
+
+int lp_gemm_peak_dtype(const struct lp_gemm *g)
+{
+    switch (g->compute_type) {
+    case 77: return LP_DTYPE_TF32;
+    case 75: return LP_DTYPE_BF16;
+    case 74: return LP_DTYPE_FP16;
+    default: break;
+    }
+    switch (g->a_type) {
+    case 0: return LP_DTYPE_FP32;
+    case 2: return LP_DTYPE_FP16;
+    case 14: return LP_DTYPE_BF16;
+    case 28: case 29: return LP_DTYPE_FP8;
+    case 3: return LP_DTYPE_INT8;
+    case 16: return LP_DTYPE_INT4;
+    default: return -1;
+    }
+}
+
+/* GEMM indices sorted by (thread, start) */
+static int cmp_thread_start(const void *a, const void *b, void *arg)
+{
+    const struct lp_gemm *v = arg;
+    const struct lp_gemm *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
+{
+    *kernel_gemm = NULL;
+    if (t->n_kernels == 0)
+        return LP_OK;
+    int32_t *out = malloc(t->n_kernels * sizeof *out);
+    uint32_t *order = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *order);
+    struct lp_corr_map m = {0};
+    int rc = out && order ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
+    if (rc) {
+        free(out);
+        free(order);
+        return rc;
+    }
+    for (size_t i = 0; i < t->n_gemms; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        out[i] = -1;
+        const struct lp_api *a = t->n_gemms ? lp_corr_find(t, &m, t->kernels[i].correlation) : NULL;
+        if (!a)
+            continue;
+        /* the last GEMM on the launching thread that began before the launch */
+        size_t lo = 0, hi = t->n_gemms;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct lp_gemm *g = &t->gemms[order[mid]];
+            if (g->thread < a->thread || (g->thread == a->thread && g->start <= a->start))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0)
+            continue;
+        const struct lp_gemm *g = &t->gemms[order[lo - 1]];
+        if (g->thread == a->thread && a->start <= g->end)
+            out[i] = (int32_t)order[lo - 1];
+    }
+    lp_corr_free(&m);
+    free(order);
+    *kernel_gemm = out;
+    return LP_OK;
+}
