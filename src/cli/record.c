@@ -378,6 +378,11 @@ int lp_cmd_record(int argc, char **argv)
     if (o.quiet)
         setenv("LLMPROF_QUIET", "1", 1);
     setenv("LLMPROF_GEMM", o.gemm ? "1" : "0", 1);
+    /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
+     * to stdout unless given a file; a user who logs keeps their own settings */
+    if (o.gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
+        !getenv("CUBLASLT_LOG_FILE"))
+        setenv("CUBLASLT_LOG_FILE", "/dev/null", 1);
     if (o.gemm && preload(lib) != 0) {
         lp_cli_error("record", "LD_PRELOAD would be too long with %s added", lib);
         return 2;

@@ -211,9 +211,18 @@ static void logger_cb(int level, const char *fn, const char *msg)
 static void logger_init(void)
 {
     const char *lvl = getenv("CUBLASLT_LOG_LEVEL"), *mask = getenv("CUBLASLT_LOG_MASK");
+    const char *file = getenv("CUBLASLT_LOG_FILE");
     if ((lvl && *lvl && strcmp(lvl, "0")) || (mask && *mask && strcmp(mask, "0"))) {
         lp_sink_set_meta("gemm_algo", "off: CUBLASLT_LOG_LEVEL/MASK is set by the user, whose "
                                       "logging llmprof leaves alone");
+        return;
+    }
+    /* cuBLASLt reads CUBLASLT_LOG_FILE when it loads and would print to stdout without it:
+     * `llmprof record` sets it to /dev/null; without that, stay off the program's output */
+    if (!file || strcmp(file, "/dev/null")) {
+        lp_sink_set_meta("gemm_algo", file ? "off: CUBLASLT_LOG_FILE is set by the user"
+                                           : "off: CUBLASLT_LOG_FILE is not /dev/null (not "
+                                             "started by llmprof record)");
         return;
     }
     cublasStatus_t (*set_cb)(cublasLtLoggerCallback_t) =
@@ -222,7 +231,6 @@ static void logger_init(void)
     cublasStatus_t (*set_file)(FILE *) =
         (cublasStatus_t (*)(FILE *))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetFile", NULL);
     lt_set_level = (cublasStatus_t (*)(int))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetLevel", NULL);
-    /* without a file of its own the logger would print to the program's stdout */
     FILE *null = fopen("/dev/null", "w");
     if (!set_cb || !set_file || !lt_set_level || !null ||
         set_file(null) != CUBLAS_STATUS_SUCCESS || set_cb(logger_cb) != CUBLAS_STATUS_SUCCESS) {

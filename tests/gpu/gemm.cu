@@ -3,7 +3,11 @@
  * transposed operands, cublasLtMatmul (bf16 with a bias epilogue, fp8 e4m3), one call on a
  * second thread, and one call that fails (m = -1). tests/check_trace.c (mode "gemm") holds
  * the same list; keep the two in step. Exits non-zero if any call but the failing one
- * fails. */
+ * fails.
+ *
+ *   gemm --calls N   instead: N small bf16 GEMMs (64x64x64) in groups of 256 that never fill
+ *                    the launch queue, and print the host time per call: what GEMM capture
+ *                    adds to each call (bench/gemm_overhead.sh) */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -12,6 +16,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #define CHECK(x)                                                                           \
     do {                                                                                   \
@@ -77,7 +83,34 @@ static void lt_matmul(cublasLtHandle_t lt, cudaDataType ab, cudaDataType cd, int
     cublasLtMatmulDescDestroy(desc);
 }
 
-int main(void)
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int call_cost(long n)
+{
+    cublasHandle_t h;
+    CHECK_BLAS(cublasCreate(&h));
+    double in_calls = 0;
+    long done = 0;
+    while (done < n) {
+        double t0 = now_ns();
+        for (int i = 0; i < 256 && done < n; i++, done++)
+            CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, A, CUDA_R_16BF,
+                                    64, B, CUDA_R_16BF, 64, &zero, C, CUDA_R_16BF, 64,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        in_calls += now_ns() - t0;
+        CHECK(cudaDeviceSynchronize());
+    }
+    printf("{\"calls\": %ld, \"ns_per_call\": %.1f}\n", n, in_calls / (double)n);
+    cublasDestroy(h);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     CHECK(cudaMalloc(&A, BUF));
     CHECK(cudaMalloc(&B, BUF));
@@ -87,6 +120,8 @@ int main(void)
     CHECK(cudaMemset(A, 0, BUF));
     CHECK(cudaMemset(B, 0, BUF));
     CHECK(cudaMemset(bias, 0, 1 << 20));
+    if (argc == 3 && !strcmp(argv[1], "--calls"))
+        return call_cost(atol(argv[2]));
     cublasHandle_t h;
     CHECK_BLAS(cublasCreate(&h));
     const __half hone = __float2half(1.f), hzero = __float2half(0.f);

@@ -87,6 +87,7 @@ step "GEMM capture: C program, every cuBLAS entry point, checked exactly"
 "$B/gpu/gemm" >"$T/gemm.plain.out"; echo "without llmprof: exit $?"
 check "$B/bin/llmprof" record -o "$T/gemm" -- "$B/gpu/gemm" >"$T/gemm.out"
 check cmp "$T/gemm.plain.out" "$T/gemm.out"   # the logger must not print into the program
+diff "$T/gemm.plain.out" "$T/gemm.out" | head -5
 "$B/bin/llmprof" info "$T/gemm"
 check "$B/bin/check_trace" gemm "$(trace_of "$T/gemm")"
 
@@ -99,6 +100,9 @@ check grep -q "cublasLtTSTMatmul" "$T/lt.log"
 step "GEMM capture: PyTorch matmuls of known shapes"
 check "$B/bin/llmprof" record -o "$T/torch-gemm" -- "$PY" tests/gpu/torch_gemm.py
 check "$B/bin/check_trace" torch-gemm "$(trace_of "$T/torch-gemm")"
+
+step "GEMM capture: host time added per cuBLAS call"
+bash bench/gemm_overhead.sh 8 20000 "$T/gemm-bench" | tail -1
 
 step "GEMM capture: Llama decoder, prompt 512, 16 new tokens (with and without NVTX)"
 check "$B/bin/llmprof" record -o "$T/llama-gemm" -- "$PY" bench/llama_decode.py \
