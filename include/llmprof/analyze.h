@@ -115,7 +115,8 @@ const char *lp_stage_kind_name(enum lp_stage_kind k);
 
 /* Where a token count came from; the first that applies wins. */
 enum lp_tokens_source {
-    LP_TOKENS_NONE, LP_TOKENS_FLAG, LP_TOKENS_RANGE_NAME, LP_TOKENS_COUNTED
+    LP_TOKENS_NONE, LP_TOKENS_FLAG, LP_TOKENS_RANGE_NAME, LP_TOKENS_COUNTED,
+    LP_TOKENS_INFERRED,     /* stages inferred from GEMM shapes: their tokens in flight */
 };
 const char *lp_tokens_source_name(enum lp_tokens_source s);
 
@@ -180,6 +181,15 @@ struct lp_stage_report {
     int has_util;
     double model_flops, model_bytes; /* per occurrence */
     double achieved_tflops, achieved_gbs, mfu, mbu;
+    double model_matmul_flops;    /* analytic matmul FLOPs per occurrence (has_util) */
+    double model_linear_flops;    /* the same without attention scores (QK^T, PV) */
+    /* GEMMs measured through cuBLAS (trace format 1.1), over the measured occurrences */
+    uint64_t gemm_calls, gemm_ns; /* calls tied to kernels of this stage, their GPU time */
+    double gemm_flops;            /* 2 m n k batch of those calls */
+    double gemm_tflops;           /* gemm_flops / gemm_ns */
+    double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
+    double gemm_vs_model;         /* measured GEMM FLOPs / analytic matmul FLOPs; 0 n/a */
+    double gemm_vs_linear;        /* ... / analytic matmul FLOPs without attention scores */
     struct lp_kernel_table top;
     struct lp_substage *sub;      /* nested stage ranges: notes, not added twice */
     size_t n_sub;
@@ -242,6 +252,24 @@ struct lp_op_row {
     uint64_t calls, cpu_ns, gpu_ns, self_gpu_ns, kernels;
     size_t top_group[3];          /* kernels under it by GPU time; SIZE_MAX = none */
     uint64_t top_ns[3];
+};
+
+/* One GEMM shape and dtype in one stage: a row of the report's GEMM table. */
+struct lp_gemm_row {
+    struct lp_gemm call;          /* its first call: shape, types, entry point, algo, tile */
+    int stage;                    /* index into lp_run.stages; -1: no kernel of it ran */
+    uint64_t calls, linked;       /* calls, and those tied to kernels */
+    uint64_t kernels, gpu_ns;     /* its kernels and their summed duration */
+    double flops_per_call;
+    double mean_ns;               /* GPU time per linked call */
+    double tflops;                /* FLOPs of the linked calls / their GPU time */
+    int peak_dtype;               /* enum lp_dtype of the peak it is held to, -1 none */
+    double peak_share;            /* of that dense peak, -1 unknown */
+    double intensity;             /* FLOPs per least byte moved */
+    int memory_bound;             /* intensity below the GPU's ridge (peak / bandwidth) */
+    double gbs;                   /* least bytes / GPU time */
+    size_t top_group;             /* its costliest kernel (lp_run.names), SIZE_MAX none */
+    char hint[320];               /* tile fit, GEMV-like shapes, alignment; "" none */
 };
 
 struct lp_run_options {
@@ -310,6 +338,13 @@ struct lp_run {
     size_t n_notes;
     struct lp_finding *findings;
     size_t n_findings;
+    /* GEMMs (trace format 1.1): by total GPU time */
+    struct lp_gemm_row *gemms;
+    size_t n_gemms;
+    uint64_t gemm_calls, gemm_linked, gemm_failed, gemm_ns;
+    double gemm_flops;
+    char gemm_state[160];               /* the trace's "gemm" header: on, or off and why */
+    int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     struct lp_cost_centre centres[3];
     size_t n_centres;
     uint64_t lost_records;              /* sum of the trace's loss counts */

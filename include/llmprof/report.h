@@ -29,6 +29,7 @@ int lp_report_run_html(FILE *out, const struct lp_run *r);    /* report.html, se
 int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
+int lp_report_gemms_csv(FILE *out, const struct lp_run *r);   /* one row per GEMM shape */
 /* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
  * and CUDA calls per thread, NVML counters, launch-to-kernel flows. Only events overlapping
  * [FROM_MS, TO_MS] after the first record are written (TO_MS 0: to the end). */

@@ -100,6 +100,7 @@ const char *lp_tokens_source_name(enum lp_tokens_source s)
     case LP_TOKENS_FLAG: return "flag";
     case LP_TOKENS_RANGE_NAME: return "range name";
     case LP_TOKENS_COUNTED: return "counted ranges";
+    case LP_TOKENS_INFERRED: return "GEMM shapes";
     default: return "unknown";
     }
 }
@@ -162,6 +163,7 @@ void lp_run_free(struct lp_run *r)
         free(r->notes[i]);
     free(r->notes);
     free(r->findings);
+    free(r->gemms);
     lp_ranges_free(&r->ranges);
     memset(r, 0, sizeof *r);
 }
@@ -210,6 +212,9 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, s
     if (rc == LP_OK) {
         lp_run_tokens(&c);
         lp_run_utilisation(&c);
+        rc = lp_run_gemms(&c);
+    }
+    if (rc == LP_OK) {
         rc = lp_run_diagnose(&c);
     }
     if (rc == LP_ERR_NOMEM && errlen && !err[0])

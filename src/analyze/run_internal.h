@@ -54,7 +54,7 @@ struct lp_run_ctx {
     struct lp_work *work;         /* sorted by start */
     size_t n_work;
     struct lp_occ *occ;           /* sorted by start */
-    size_t n_occ;
+    size_t n_occ, occ_cap;
     struct lp_range_info *ri;     /* parallel to r->ranges.v */
     /* stage rules */
     char **rule_names;
@@ -90,6 +90,11 @@ int lp_run_power(struct lp_run_ctx *c);        /* power.c */
 void lp_run_tokens(struct lp_run_ctx *c);      /* utilisation.c: tokens and LLM metrics */
 void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
+int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
+/* gemm.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
+ * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the
+ * number made (c->n_occ), or -1 out of memory. */
+int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage);
 int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 

@@ -147,6 +147,7 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
     size_t n = r->ranges.n;
     c->ri = calloc(n ? n : 1, sizeof *c->ri);
     c->occ = calloc(n ? n : 1, sizeof *c->occ);
+    c->occ_cap = n ? n : 1;
     if (!c->ri || !c->occ)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -201,6 +202,33 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
     return LP_OK;
 }
 
+/* No stage ranges but GEMM records: prefill and decode occurrences from the tokens in
+ * flight, stated as inferred. Only stages that got occurrences are made. */
+static int infer_stages(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    int made = lp_run_infer_stages(c, 0, 1);
+    if (made < 0)
+        return LP_ERR_NOMEM;
+    int has[2] = {0, 0}, index[2] = {-1, -1};
+    for (size_t i = 0; i < c->n_occ; i++)
+        has[c->occ[i].stage] = 1;
+    for (int k = 0; k < 2; k++)
+        if (has[k] && (index[k] = add_stage(r, k ? "decode" : "prefill",
+                                            k ? LP_STAGE_KIND_DECODE : LP_STAGE_KIND_PREFILL)) < 0)
+            return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_occ; i++)
+        c->occ[i].stage = index[c->occ[i].stage];
+    if (made == 0)
+        return LP_OK;
+    r->stages_inferred = 1;
+    return lp_run_note(r, "no NVTX stage ranges: prefill and decode are inferred from the "
+                          "tokens in flight of the cuBLAS GEMMs (many tokens: prefill; a few: "
+                          "one decode step, ending at its rarest GEMM shape, the lm_head). "
+                          "Warmup passes are counted as measured; wrap stages in NVTX ranges "
+                          "for exact bounds");
+}
+
 /* Stage reports: one per rule with occurrences (rule order), then warmup, then the work
  * outside every stage; or one stage for the whole run. Occurrences get their stage index. */
 static int make_stages(struct lp_run_ctx *c)
@@ -234,6 +262,11 @@ static int make_stages(struct lp_run_ctx *c)
         } else {
             o->stage = c->rule_stage[o->stage];
         }
+    }
+    if (c->n_occ == 0 && c->t->n_gemms) {
+        int rc = infer_stages(c);
+        if (rc)
+            return rc;
     }
     if (c->n_occ == 0) {
         /* no stage ranges: the run is one stage and one occurrence */
@@ -333,7 +366,15 @@ static int attribute_work(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++) {
         struct lp_work *w = &c->work[i];
         const struct lp_api *a = lp_corr_find(t, &m, work_correlation(t, w));
-        if (a) {
+        if (a && r->stages_inferred) {
+            w->launch = a->start;
+            w->thread = a->thread;
+            w->range = range_at(&r->ranges, a->thread, a->start);
+            w->occ = occ_by_time(c, a->start);
+            if (w->occ >= 0 && a->start > c->occ[w->occ].end)
+                w->occ = -1;
+            r->kernels_by_launch++;
+        } else if (a) {
             w->launch = a->start;
             w->thread = a->thread;
             w->range = range_at(&r->ranges, a->thread, a->start);

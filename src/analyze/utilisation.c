@@ -29,7 +29,7 @@ static void stage_tokens(struct lp_run_ctx *c, int s, int64_t batch)
             }
         if (with && with == st->occurrences) {
             st->tokens = sum;
-            st->tokens_source = LP_TOKENS_RANGE_NAME;
+            st->tokens_source = r->stages_inferred ? LP_TOKENS_INFERRED : LP_TOKENS_RANGE_NAME;
         } else if (st->kind == LP_STAGE_KIND_DECODE && with == 0) {
             st->tokens = batch * (int64_t)st->occurrences;
             st->tokens_source = LP_TOKENS_COUNTED;
@@ -86,13 +86,16 @@ void lp_run_tokens(struct lp_run_ctx *c)
     }
 }
 
-static void set_util(struct lp_stage_report *st, const struct lp_cost *per, double steps,
-                     const struct lp_gpu *g, enum lp_dtype dt)
+static void set_util(struct lp_stage_report *st, const struct lp_cost *per,
+                     const struct lp_cost *modules, double steps, const struct lp_gpu *g,
+                     enum lp_dtype dt)
 {
     double secs = st->wall.total / 1e9;
     if (secs <= 0 || steps <= 0)
         return;
     st->has_util = 1;
+    st->model_matmul_flops = per->matmul_flops;
+    st->model_linear_flops = per->matmul_flops - modules[LP_MOD_ATTN_CORE].matmul_flops;
     st->model_flops = lp_cost_flops(per);
     st->model_bytes = lp_cost_bytes(per);
     st->achieved_tflops = st->model_flops * steps / secs / 1e12;
@@ -101,15 +104,12 @@ static void set_util(struct lp_stage_report *st, const struct lp_cost *per, doub
     st->mbu = g->mem_bw_gbs > 0 ? st->achieved_gbs / g->mem_bw_gbs : 0;
 }
 
-void lp_run_utilisation(struct lp_run_ctx *c)
+/* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's
+ * dtype is the workload's activation dtype. */
+static void find_gpu(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *o = &r->opt;
-    if (!o->model) {
-        snprintf(r->util_note, sizeof r->util_note,
-                 "MFU and MBU need the model: pass --model CONFIG.json");
-        return;
-    }
     const struct lp_gpu *g = NULL;
     const char *dev = c->t->n_devices ? lp_trace_str(c->t, c->t->devices[0].name) : "";
     if (o->gpus)
@@ -128,6 +128,23 @@ void lp_run_utilisation(struct lp_run_ctx *c)
         r->gpu.tflops[r->dtype] = o->peak_tflops;
     if (o->mem_bw_gbs > 0)
         r->gpu.mem_bw_gbs = o->mem_bw_gbs;
+}
+
+void lp_run_utilisation(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    const struct lp_run_options *o = &r->opt;
+    find_gpu(c);
+    if (!o->model) {
+        snprintf(r->util_note, sizeof r->util_note,
+                 "MFU and MBU need the model: pass --model CONFIG.json");
+        return;
+    }
+    struct lp_workload w;
+    if (o->workload)
+        w = *o->workload;
+    else
+        lp_workload_defaults(&w);
     if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
         snprintf(r->util_note, sizeof r->util_note,
                  "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu NAME, "
@@ -162,13 +179,14 @@ void lp_run_utilisation(struct lp_run_ctx *c)
         return;
     }
     r->has_util = 1;
-    set_util(&r->stages[p], &res.total[LP_STAGE_PREFILL], (double)ps->occurrences, &r->gpu,
-             r->dtype);
+    set_util(&r->stages[p], &res.total[LP_STAGE_PREFILL], res.stage[LP_STAGE_PREFILL],
+             (double)ps->occurrences, &r->gpu, r->dtype);
     if (d >= 0 && steps > 0)
-        set_util(&r->stages[d], &res.total[LP_STAGE_DECODE_STEP], steps, &r->gpu, r->dtype);
+        set_util(&r->stages[d], &res.total[LP_STAGE_DECODE_STEP], res.stage[LP_STAGE_DECODE_STEP],
+                 steps, &r->gpu, r->dtype);
     if (v >= 0 && res.vision_tokens > 0)
-        set_util(&r->stages[v], &res.total[LP_STAGE_VISION], (double)r->stages[v].occurrences,
-                 &r->gpu, r->dtype);
+        set_util(&r->stages[v], &res.total[LP_STAGE_VISION], res.stage[LP_STAGE_VISION],
+                 (double)r->stages[v].occurrences, &r->gpu, r->dtype);
     /* the request: TTFT plus the decode steps at the measured TPOT */
     r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
     r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);

@@ -19,7 +19,7 @@ static const char help[] =
     "\n"
     "Analyses a recorded run (a directory of 'llmprof record', or one .lpt trace) and writes\n"
     "report.md (everything), summary.md (one page), report.json (schema: docs/report-schema.md),\n"
-    "kernels.csv, operators.csv, stages.csv and report.html (self-contained, opens offline) into\n"
+    "kernels.csv, operators.csv, stages.csv, gemms.csv and report.html (self-contained, opens offline) into\n"
     "the run directory, then prints summary.md. With several traces (ranks) each gets its own\n"
     "subdirectory named after the trace.\n"
     "\n"
@@ -163,6 +163,7 @@ static const struct outfile outputs[] = {
     {"report.md", lp_report_run_md},         {"summary.md", lp_report_summary_md},
     {"report.json", lp_report_run_json},     {"kernels.csv", lp_report_kernels_csv},
     {"operators.csv", lp_report_operators_csv}, {"stages.csv", lp_report_stages_csv},
+    {"gemms.csv", lp_report_gemms_csv},
     {"report.html", lp_report_run_html},
 };
 #define N_OUTPUTS (sizeof outputs / sizeof *outputs)

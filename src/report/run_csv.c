@@ -1,4 +1,4 @@
-/* kernels.csv, operators.csv, stages.csv: RFC 4180 (quoted where needed), one header row,
+/* kernels.csv, operators.csv, stages.csv, gemms.csv: RFC 4180 (quoted where needed), one header row,
  * times in ns, shares as fractions, for spreadsheets and scripts. */
 #include <stdio.h>
 #include <string.h>
@@ -92,6 +92,38 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                 s->energy_j, s->j_per_token, (unsigned long long)s->memcpy_bytes[0],
                 (unsigned long long)s->memcpy_bytes[1], (unsigned long long)s->memcpy_bytes[2],
                 (unsigned long long)s->peak_alloc_bytes);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "stage,api,m,n,k,batch,transa,transb,a_type,b_type,d_type,compute_type,epilogue,"
+               "algo,tile,calls,linked,kernels,gpu_ns,mean_ns,flops_per_call,tflops,peak_dtype,"
+               "peak_share,intensity,memory_bound,gbs,top_kernel,hint\n");
+    for (size_t i = 0; i < r->n_gemms; i++) {
+        const struct lp_gemm_row *g = &r->gemms[i];
+        const struct lp_gemm *c = &g->call;
+        field(f, g->stage >= 0 ? r->stages[g->stage].name : "");
+        fputc(',', f);
+        field(f, lp_trace_str(r->trace, c->api));
+        fprintf(f, ",%llu,%llu,%llu,%llu,%c,%c,%s,%s,%s,%s,%u,%d,", (unsigned long long)c->m,
+                (unsigned long long)c->n, (unsigned long long)c->k, (unsigned long long)c->batch,
+                "NTC"[c->transa % 3], "NTC"[c->transb % 3], lp_cuda_type_name(c->a_type),
+                lp_cuda_type_name(c->b_type), lp_cuda_type_name(c->d_type),
+                lp_compute_type_name(c->compute_type), c->epilogue, c->algo);
+        field(f, lp_trace_str(r->trace, c->tile));
+        fprintf(f, ",%llu,%llu,%llu,%llu,%.1f,%.6g,%.3f,%s,", (unsigned long long)g->calls,
+                (unsigned long long)g->linked, (unsigned long long)g->kernels,
+                (unsigned long long)g->gpu_ns, g->mean_ns, g->flops_per_call, g->tflops,
+                g->peak_dtype >= 0 ? lp_dtype_name(g->peak_dtype) : "");
+        if (g->peak_share >= 0)
+            fprintf(f, "%.5f", g->peak_share);
+        fprintf(f, ",%.2f,%d,%.1f,", g->intensity, g->memory_bound, g->gbs);
+        field(f, g->top_group != SIZE_MAX ? r->names[g->top_group] : "");
+        fputc(',', f);
+        field(f, g->hint);
+        fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
 }

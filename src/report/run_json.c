@@ -108,8 +108,60 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
     else
         json_object_set_new(o, "utilisation", json_null());
     json_object_set_new(o, "substages", subs);
+    json_object_set_new(o, "gemm",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
+                                  u64(s->gemm_calls), "gpu_ns", u64(s->gemm_ns), "flops",
+                                  num(s->gemm_flops), "tflops", num(s->gemm_tflops),
+                                  "measured_mfu", s->gemm_mfu > 0 ? num(s->gemm_mfu) : json_null(),
+                                  "model_matmul_flops_per_occurrence",
+                                  s->has_util ? num(s->model_matmul_flops) : json_null(),
+                                  "model_linear_flops_per_occurrence",
+                                  s->has_util ? num(s->model_linear_flops) : json_null(),
+                                  "measured_over_model_matmul",
+                                  s->gemm_vs_model > 0 ? num(s->gemm_vs_model) : json_null(),
+                                  "measured_over_model_linear",
+                                  s->gemm_vs_linear > 0 ? num(s->gemm_vs_linear) : json_null()));
     json_object_set_new(o, "kernels_top", kernel_table(r, &s->top, s->top.n));
     return o;
+}
+
+static json_t *gemms_json(const struct lp_run *r)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < r->n_gemms; i++) {
+        const struct lp_gemm_row *g = &r->gemms[i];
+        const struct lp_gemm *c = &g->call;
+        json_t *o = json_pack(
+            "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:o}",
+            "stage", g->stage >= 0 ? r->stages[g->stage].name : "", "api",
+            lp_trace_str(r->trace, c->api), "m", u64(c->m), "n", u64(c->n), "k", u64(c->k),
+            "batch", u64(c->batch), "transa", c->transa == 0 ? "N" : c->transa == 1 ? "T" : "C",
+            "transb", c->transb == 0 ? "N" : c->transb == 1 ? "T" : "C", "a_type",
+            lp_cuda_type_name(c->a_type), "b_type", lp_cuda_type_name(c->b_type), "d_type",
+            lp_cuda_type_name(c->d_type), "compute_type", lp_compute_type_name(c->compute_type),
+            "tile", lp_trace_str(r->trace, c->tile), "algo", c->algo, "hint", g->hint,
+            "epilogue", (json_int_t)c->epilogue, "calls", u64(g->calls), "linked", u64(g->linked),
+            "kernels", u64(g->kernels));
+        json_object_set_new(o, "gpu_ns", u64(g->gpu_ns));
+        json_object_set_new(o, "mean_ns", num(g->mean_ns));
+        json_object_set_new(o, "flops_per_call", num(g->flops_per_call));
+        json_object_set_new(o, "tflops", num(g->tflops));
+        json_object_set_new(o, "peak_dtype",
+                            g->peak_dtype >= 0 ? json_string(lp_dtype_name(g->peak_dtype))
+                                               : json_null());
+        json_object_set_new(o, "peak_share", g->peak_share >= 0 ? num(g->peak_share) : json_null());
+        json_object_set_new(o, "intensity", num(g->intensity));
+        json_object_set_new(o, "memory_bound", json_boolean(g->memory_bound));
+        json_object_set_new(o, "gbs", num(g->gbs));
+        json_object_set_new(o, "top_kernel",
+                            g->top_group != SIZE_MAX ? json_string(r->names[g->top_group])
+                                                     : json_null());
+        json_array_append_new(rows, o);
+    }
+    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o}", "capture", r->gemm_state, "calls",
+                     u64(r->gemm_calls), "linked", u64(r->gemm_linked), "failed",
+                     u64(r->gemm_failed), "gpu_ns", u64(r->gemm_ns), "flops", num(r->gemm_flops),
+                     "stages_inferred", r->stages_inferred, "shapes", rows);
 }
 
 static json_t *timeline(const struct lp_run *r)
@@ -259,6 +311,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)r->kernels_by_time, "outside_stages",
                                   (json_int_t)r->kernels_outside, "operator_ranges",
                                   u64(r->op_ranges)));
+    json_object_set_new(root, "gemms", gemms_json(r));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
     json_t *ops = json_array();
     for (size_t i = 0; i < r->n_ops; i++) {

@@ -145,6 +145,85 @@ static void utilisation(FILE *f, const struct lp_run *r)
             100 * r->mbu);
 }
 
+static const char *const trans_names = "NTC";
+
+static void gemm_stages(FILE *f, const struct lp_run *r)
+{
+    char b1[32];
+    fprintf(f, "| stage | GEMM calls | GEMM GPU time | GEMM TFLOP/s | measured MFU (GEMMs) | "
+               "analytic MFU | measured / analytic matmul FLOPs | measured / analytic linear "
+               "FLOPs |\n|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (!s->gemm_calls)
+            continue;
+        fprintf(f, "| %s | %llu | %s | %.1f | ", s->name, (unsigned long long)s->gemm_calls,
+                NS(s->gemm_ns), s->gemm_tflops);
+        if (s->gemm_mfu > 0)
+            fprintf(f, "%.2f %% | ", 100 * s->gemm_mfu);
+        else
+            fprintf(f, "- | ");
+        if (s->has_util)
+            fprintf(f, "%.2f %% | %.3f | %.3f |\n", 100 * s->mfu, s->gemm_vs_model,
+                    s->gemm_vs_linear);
+        else
+            fprintf(f, "- | - | - |\n");
+    }
+}
+
+static void gemms(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32];
+    fprintf(f, "\n## GEMMs\n\n");
+    if (!r->gemm_calls) {
+        fprintf(f, "No cuBLAS GEMM call was recorded (capture: %s).\n", r->gemm_state);
+        return;
+    }
+    fprintf(f, "Measured: every cuBLAS and cuBLASLt GEMM call (capture: %s), %llu calls, %llu "
+               "tied to the kernels they launched, %llu failed. Shapes are as cuBLAS sees "
+               "them (column-major, D[m x n] = op(A)[m x k] op(B)[k x n]): for PyTorch's "
+               "y = x W^T, m is out_features and n the tokens. FLOPs are 2 m n k batch of the "
+               "recorded shape; time is the GPU time of the call's kernels; the peak is the "
+               "dense peak of the inputs' dtype (TF32 when fp32 runs on tensor cores) on %s. "
+               "Measured MFU (GEMMs) is GEMM FLOPs over the stage's wall time at the %s peak, "
+               "beside the analytic MFU; linear FLOPs leave out attention scores (QK^T, PV), "
+               "which attention kernels compute outside cuBLAS.\n\n",
+            r->gemm_state, (unsigned long long)r->gemm_calls,
+            (unsigned long long)r->gemm_linked, (unsigned long long)r->gemm_failed,
+            r->gpu.name[0] ? r->gpu.name : "the recorded GPU", lp_dtype_name(r->dtype));
+    gemm_stages(f, r);
+    size_t top = r->n_gemms < r->opt.top_k ? r->n_gemms : r->opt.top_k;
+    fprintf(f, "\n| # | stage | m x n x k | batch | op | A/B -> D (compute) | calls | total | "
+               "mean | TFLOP/s | %% of peak | algo / tile | kernel | hints |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < top; i++) {
+        const struct lp_gemm_row *g = &r->gemms[i];
+        const struct lp_gemm *c = &g->call;
+        fprintf(f, "| %zu | %s | %llu x %llu x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
+                   "| %s | %.1f | ",
+                i + 1, g->stage >= 0 ? r->stages[g->stage].name : "-",
+                (unsigned long long)c->m, (unsigned long long)c->n, (unsigned long long)c->k,
+                (unsigned long long)c->batch, trans_names[c->transa % 3], trans_names[c->transb % 3],
+                lp_cuda_type_name(c->a_type), lp_cuda_type_name(c->b_type),
+                lp_cuda_type_name(c->d_type), lp_compute_type_name(c->compute_type),
+                (unsigned long long)g->calls, NS(g->gpu_ns), NS2(g->mean_ns), g->tflops);
+        if (g->peak_share >= 0)
+            fprintf(f, "%.1f %% | ", 100 * g->peak_share);
+        else
+            fprintf(f, "- | ");
+        if (c->algo >= 0)
+            fprintf(f, "%d / %s | `", c->algo, lp_trace_str(r->trace, c->tile));
+        else
+            fprintf(f, "- | `");
+        lp_md_cell(f, g->top_group != SIZE_MAX ? r->short_names[g->top_group] : "-");
+        fprintf(f, "` | ");
+        lp_md_cell(f, g->hint);
+        fprintf(f, " |\n");
+    }
+    if (r->n_gemms > top)
+        fprintf(f, "\n%zu more shapes in gemms.csv.\n", r->n_gemms - top);
+}
+
 static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel_table *t)
 {
     char b1[32], b2[32], b3[32];
@@ -335,6 +414,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     findings(f, r);
     stages(f, r);
     utilisation(f, r);
+    gemms(f, r);
     kernels(f, r);
     operators(f, r);
     timeline(f, r);

@@ -1,0 +1,413 @@
+/* GEMMs in a run: the table by shape, dtype and stage (calls, GPU time, TFLOP/s, share of
+ * the dtype's dense peak, hints on tile fit and GEMV-like shapes), measured GEMM FLOPs and
+ * "measured MFU (GEMMs)" per stage beside the analytic ones, and, for a run without stage
+ * ranges, prefill and decode inferred from the tokens in flight (the GEMMs' n). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+/* ---- the table ---- */
+
+static int same_shape(const struct lp_gemm *a, const struct lp_gemm *b)
+{
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch &&
+           a->transa == b->transa && a->transb == b->transb && a->a_type == b->a_type &&
+           a->b_type == b->b_type && a->d_type == b->d_type &&
+           a->compute_type == b->compute_type && a->epilogue == b->epilogue;
+}
+
+static uint64_t shape_hash(const struct lp_gemm *g, int stage)
+{
+    const uint64_t v[] = {g->m, g->n, g->k, g->batch, (uint64_t)g->transa << 8 | g->transb,
+                          (uint64_t)g->a_type << 32 | g->b_type,
+                          (uint64_t)g->d_type << 32 | g->compute_type, g->epilogue,
+                          (uint64_t)(int64_t)stage};
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        h = (h ^ v[i]) * 1099511628211ull;
+    return h;
+}
+
+/* "MATMUL_TILE_256x128" style tile: rows x cols of D per CTA; 0 when unknown */
+static int tile_dims(const char *tile, uint64_t *tm, uint64_t *tn)
+{
+    unsigned long a, b;
+    if (!tile || sscanf(tile, "%lux%lu", &a, &b) != 2 || !a || !b)
+        return 0;
+    *tm = a;
+    *tn = b;
+    return 1;
+}
+
+static void append(char *buf, size_t len, const char *text)
+{
+    size_t l = strlen(buf);
+    if (l + 3 >= len)
+        return;
+    snprintf(buf + l, len - l, "%s%s", l ? "; " : "", text);
+}
+
+/* Hints an engineer acts on: GEMV-like calls, tiles the shape fills badly, too few tiles for
+ * the SMs, dimensions tensor cores cannot take aligned. */
+static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
+{
+    const struct lp_gemm *g = &row->call;
+    char s[200];
+    uint64_t small = g->m < g->n ? g->m : g->n;
+    int gemv = small <= 16 && g->k >= 256;
+    if (gemv)
+        snprintf(s, sizeof s, "%s=%" PRIu64 ": GEMV-like, memory bound (reads the %s operand); "
+                 "%.0f GB/s is %.0f %% of the bandwidth", g->m < g->n ? "m" : "n", small,
+                 g->m < g->n ? "B" : "A", row->gbs, 100 * row->gbs / r->gpu.mem_bw_gbs);
+    else if (row->memory_bound)
+        snprintf(s, sizeof s, "memory bound: %.0f FLOP/B is below the ridge of %.0f; %.0f GB/s "
+                 "is %.0f %% of the bandwidth", row->intensity,
+                 r->gpu.tflops[row->peak_dtype] * 1e3 / r->gpu.mem_bw_gbs, row->gbs,
+                 100 * row->gbs / r->gpu.mem_bw_gbs);
+    if ((gemv || row->memory_bound) && row->gpu_ns)
+        append(row->hint, sizeof row->hint, s);
+    uint64_t tm, tn;
+    if (!gemv && tile_dims(lp_trace_str(r->trace, g->tile), &tm, &tn) && g->m && g->n) {
+        uint64_t bm = (g->m + tm - 1) / tm, bn = (g->n + tn - 1) / tn;
+        double used = (double)g->m * (double)g->n / ((double)(bm * tm) * (double)(bn * tn));
+        if (used < 0.85) {
+            snprintf(s, sizeof s, "%" PRIu64 "x%" PRIu64 " tiles only %.0f %% filled by m x n",
+                     tm, tn, 100 * used);
+            append(row->hint, sizeof row->hint, s);
+        }
+        /* the last wave of tiles over the SMs: how full the SMs are on average */
+        uint64_t ctas = bm * bn * g->batch, waves = sms ? (ctas + sms - 1) / sms : 0;
+        double fill = waves ? (double)ctas / (double)(waves * sms) : 1;
+        if (fill < 0.75) {
+            snprintf(s, sizeof s, "%" PRIu64 " tiles on %u SMs: %" PRIu64 " wave%s, %.0f %% of "
+                     "SM slots busy", ctas, sms, waves, waves == 1 ? "" : "s", 100 * fill);
+            append(row->hint, sizeof row->hint, s);
+        }
+    }
+    /* 16-byte alignment of leading dimensions: k (and m) multiples of 8 halves / 16 bytes */
+    if (small > 16 && g->a_type != 0 && (g->k % 8 || g->m % 8 || g->n % 8)) {
+        snprintf(s, sizeof s, "a dimension is not a multiple of 8: tensor-core loads lose "
+                 "16-byte alignment");
+        append(row->hint, sizeof row->hint, s);
+    }
+}
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const struct lp_gemm_row *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns < y->gpu_ns ? 1 : -1;
+    return (x->calls < y->calls) - (x->calls > y->calls);
+}
+
+/* per GEMM record: its stage, its kernels, their time and the costliest one */
+struct call_info {
+    int32_t stage;
+    uint32_t kernels;
+    uint64_t ns, top_ns;
+    uint32_t top_group;
+};
+
+static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    size_t cap = 64, n_slots = 1;
+    while (n_slots < 2 * t->n_gemms)
+        n_slots *= 2;
+    int32_t *slot = malloc(n_slots * sizeof *slot);
+    uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
+    r->gemms = calloc(cap, sizeof *r->gemms);
+    if (!slot || !slot_hash || !r->gemms) {
+        free(slot);
+        free(slot_hash);
+        return LP_ERR_NOMEM;
+    }
+    memset(slot, 0xff, n_slots * sizeof *slot);
+    uint32_t sms = t->n_devices ? t->devices[0].sm_count : 0;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm *g = &t->gemms[i];
+        int stage = ci[i].stage;
+        uint64_t h = shape_hash(g, stage);
+        size_t s = h & (n_slots - 1);
+        while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemms[slot[s]].stage == stage &&
+                                 same_shape(&r->gemms[slot[s]].call, g)))
+            s = (s + 1) & (n_slots - 1);
+        if (slot[s] < 0) {
+            if (r->n_gemms == cap) {
+                struct lp_gemm_row *p = realloc(r->gemms, 2 * cap * sizeof *p);
+                if (!p) {
+                    free(slot);
+                    free(slot_hash);
+                    return LP_ERR_NOMEM;
+                }
+                r->gemms = p;
+                cap *= 2;
+            }
+            struct lp_gemm_row *row = &r->gemms[r->n_gemms];
+            memset(row, 0, sizeof *row);
+            row->call = *g;
+            row->stage = stage;
+            row->top_group = SIZE_MAX;
+            row->flops_per_call = lp_gemm_flops(g);
+            slot[s] = (int32_t)r->n_gemms++;
+            slot_hash[s] = h;
+        }
+        struct lp_gemm_row *row = &r->gemms[slot[s]];
+        row->calls++;
+        if (row->call.algo < 0 && g->algo >= 0) /* the first call that knew its algorithm */
+            row->call = *g;
+        if (ci[i].kernels) {
+            row->linked++;
+            row->kernels += ci[i].kernels;
+            row->gpu_ns += ci[i].ns;
+            if (row->top_group == SIZE_MAX || ci[i].top_ns > 0)
+                row->top_group = ci[i].top_group;
+        }
+    }
+    free(slot);
+    free(slot_hash);
+    for (size_t i = 0; i < r->n_gemms; i++) {
+        struct lp_gemm_row *row = &r->gemms[i];
+        double bytes = lp_gemm_min_bytes(&row->call);
+        row->intensity = bytes > 0 ? row->flops_per_call / bytes : 0;
+        row->peak_dtype = lp_gemm_peak_dtype(&row->call);
+        row->peak_share = -1;
+        if (row->gpu_ns) {
+            row->mean_ns = (double)row->gpu_ns / (double)row->linked;
+            row->tflops = row->flops_per_call * (double)row->linked / (double)row->gpu_ns / 1e3;
+            row->gbs = bytes * (double)row->linked / (double)row->gpu_ns;
+        }
+        double peak = row->peak_dtype >= 0 ? r->gpu.tflops[row->peak_dtype] : 0;
+        if (peak > 0 && row->gpu_ns)
+            row->peak_share = row->tflops / peak;
+        if (peak > 0 && r->gpu.mem_bw_gbs > 0)
+            row->memory_bound = row->intensity < peak * 1e3 / r->gpu.mem_bw_gbs;
+        if (peak > 0 && r->gpu.mem_bw_gbs > 0)
+            hint(r, row, sms);
+    }
+    qsort(r->gemms, r->n_gemms, sizeof *r->gemms, cmp_rows);
+    return LP_OK;
+}
+
+/* Measured GEMM FLOPs per stage against the analytic matmul FLOPs of the same stage. */
+static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
+{
+    struct lp_run *r = c->r;
+    const struct lp_trace *t = c->t;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        if (ci[i].stage < 0)
+            continue;
+        struct lp_stage_report *st = &r->stages[ci[i].stage];
+        st->gemm_calls++;
+        st->gemm_ns += ci[i].ns;
+        st->gemm_flops += lp_gemm_flops(&t->gemms[i]);
+    }
+    double peak = r->gpu.tflops[r->dtype];
+    for (size_t s = 0; s < r->n_stages; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        if (!st->gemm_calls)
+            continue;
+        if (st->gemm_ns)
+            st->gemm_tflops = st->gemm_flops / (double)st->gemm_ns / 1e3;
+        if (peak > 0 && st->wall.total > 0)
+            st->gemm_mfu = st->gemm_flops / (st->wall.total / 1e9) / 1e12 / peak;
+        /* analytic FLOPs are per occurrence (per decode step); measured ones are summed */
+        double units = st->kind == LP_STAGE_KIND_DECODE && st->batch > 0
+                           ? (double)st->tokens / (double)st->batch
+                           : (double)st->occurrences;
+        if (st->has_util && units > 0 && st->model_matmul_flops > 0)
+            st->gemm_vs_model = st->gemm_flops / units / st->model_matmul_flops;
+        if (st->has_util && units > 0 && st->model_linear_flops > 0)
+            st->gemm_vs_linear = st->gemm_flops / units / st->model_linear_flops;
+    }
+}
+
+int lp_run_gemms(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    const char *state = lp_trace_meta(t, "gemm");
+    snprintf(r->gemm_state, sizeof r->gemm_state, "%s",
+             state ? state : "not recorded (a trace of format 1.0, or llmprof record --light)");
+    if (t->n_gemms == 0)
+        return LP_OK;
+    int32_t *kg = NULL;
+    struct call_info *ci = calloc(t->n_gemms, sizeof *ci);
+    int32_t *kernel_work = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *kernel_work);
+    int rc = ci && kernel_work ? lp_gemm_link(t, &kg) : LP_ERR_NOMEM;
+    if (rc)
+        goto out;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        kernel_work[i] = -1;
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].kind == LP_OP_KERNEL)
+            kernel_work[c->work[i].index] = (int32_t)i;
+    for (size_t i = 0; i < t->n_gemms; i++)
+        ci[i].stage = -1;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        if (!kg || kg[i] < 0)
+            continue;
+        struct call_info *x = &ci[kg[i]];
+        const struct lp_kernel *k = &t->kernels[i];
+        uint64_t ns = k->end - k->start;
+        x->kernels++;
+        x->ns += ns;
+        if (ns >= x->top_ns) {
+            x->top_ns = ns;
+            x->top_group = r->kernel_group[i];
+        }
+        if (x->stage < 0 && kernel_work[i] >= 0)
+            x->stage = c->work[kernel_work[i]].stage;
+    }
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        r->gemm_calls++;
+        r->gemm_failed += t->gemms[i].status != 0;
+        if (ci[i].kernels) {
+            r->gemm_linked++;
+            r->gemm_ns += ci[i].ns;
+            r->gemm_flops += lp_gemm_flops(&t->gemms[i]);
+        }
+        /* warmup is not measured: its GEMMs stay in the table under its stage */
+    }
+    rc = build_rows(c, ci);
+    if (rc == LP_OK)
+        stage_gemms(c, ci);
+    if (rc == LP_OK && r->gemm_calls - r->gemm_failed > r->gemm_linked)
+        rc = lp_run_note(r, "%" PRIu64 " of %" PRIu64 " successful GEMM calls launched no "
+                            "recorded kernel (captured into a CUDA graph, launch records "
+                            "missing, or --light): their FLOPs are left out of the GEMM "
+                            "figures",
+                         r->gemm_calls - r->gemm_failed - r->gemm_linked,
+                         r->gemm_calls - r->gemm_failed);
+out:
+    free(kg);
+    free(ci);
+    free(kernel_work);
+    return rc;
+}
+
+/* ---- stages inferred from the tokens in flight ---- */
+
+static int cmp_start(const void *a, const void *b, void *arg)
+{
+    const struct lp_gemm *v = arg;
+    uint64_t x = v[*(const uint32_t *)a].start, y = v[*(const uint32_t *)b].start;
+    return (x > y) - (x < y);
+}
+
+/* PyTorch's y = x W^T reaches cuBLAS with the tokens as n; min(m, n) also holds for
+ * programs that put them in m. Batched calls (attention) say nothing about tokens. */
+static uint64_t tokens_of(const struct lp_gemm *g)
+{
+    return g->m < g->n ? g->m : g->n;
+}
+
+static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
+                   int64_t tokens)
+{
+    if (*made >= c->occ_cap) {
+        size_t cap = c->occ_cap ? 2 * c->occ_cap : 64;
+        struct lp_occ *p = realloc(c->occ, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->occ = p;
+        c->occ_cap = cap;
+    }
+    c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .stage = stage, .range = -1,
+                                        .tokens = tokens};
+    return 0;
+}
+
+int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage)
+{
+    const struct lp_trace *t = c->t;
+    uint32_t *ord = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *ord);
+    uint8_t *cls = malloc(t->n_gemms ? t->n_gemms : 1);
+    if (!ord || !cls) {
+        free(ord);
+        free(cls);
+        return -1;
+    }
+    size_t n = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm *g = &t->gemms[i];
+        if (g->status || g->batch != 1 || !g->m || !g->n)
+            continue;
+        ord[n++] = (uint32_t)i;
+        uint64_t tk = tokens_of(g);
+        lo = tk < lo ? tk : lo;
+        hi = tk > hi ? tk : hi;
+    }
+    qsort_r(ord, n, sizeof *ord, cmp_start, t->gemms);
+    /* two populations far apart: prompt-sized and batch-sized; the cut is their geometric
+     * middle. One population: decode when it is a few tokens, else prefill. */
+    double cut = hi >= 8 * lo ? sqrt((double)lo * (double)hi) : (hi <= 64 ? (double)hi + 1 : 0);
+    for (size_t i = 0; i < n; i++)
+        cls[i] = (double)tokens_of(&t->gemms[ord[i]]) < cut; /* 1 decode */
+    /* a short run of the other class (the last-token lm_head of a prefill) joins its
+     * neighbours */
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && cls[j] == cls[i]; j++)
+            ;
+        if (i > 0 && j - i < 3)
+            for (size_t k = i; k < j; k++)
+                cls[k] = cls[i - 1];
+    }
+    size_t made = 0;
+    uint64_t prev_end = n ? t->gemms[ord[0]].start : 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && cls[j] == cls[i]; j++)
+            ;
+        int decode = cls[i];
+        uint64_t tokens = 0;
+        for (size_t a = i; a < j; a++)
+            if (tokens_of(&t->gemms[ord[a]]) > tokens)
+                tokens = tokens_of(&t->gemms[ord[a]]);
+        if (!decode) {
+            if (add_occ(c, &made, prev_end, t->gemms[ord[j - 1]].end, prefill_stage, tokens))
+                goto nomem;
+            prev_end = t->gemms[ord[j - 1]].end;
+            continue;
+        }
+        /* decode: one step ends after each call of the segment's rarest shape, the largest
+         * of them on a tie (the lm_head: once per forward pass, and last); calls after the
+         * last one join the last step */
+        size_t rare = i, rare_count = SIZE_MAX;
+        for (size_t a = i; a < j; a++) {
+            size_t cnt = 0;
+            for (size_t b = i; b < j && cnt <= rare_count; b++)
+                cnt += same_shape(&t->gemms[ord[a]], &t->gemms[ord[b]]);
+            if (cnt < rare_count || (cnt == rare_count && lp_gemm_flops(&t->gemms[ord[a]]) >
+                                                              lp_gemm_flops(&t->gemms[ord[rare]]))) {
+                rare_count = cnt;
+                rare = a;
+            }
+        }
+        const struct lp_gemm *rg = &t->gemms[ord[rare]];
+        for (size_t a = i; a < j; a++) {
+            const struct lp_gemm *g = &t->gemms[ord[a]];
+            if (!same_shape(g, rg))
+                continue;
+            if (add_occ(c, &made, prev_end, g->end, decode_stage, (int64_t)tokens_of(rg)))
+                goto nomem;
+            prev_end = g->end;
+        }
+        if (t->gemms[ord[j - 1]].end > prev_end) {
+            prev_end = t->gemms[ord[j - 1]].end;
+            c->occ[made - 1].end = prev_end;
+        }
+    }
+    c->n_occ = made;
+    free(ord);
+    free(cls);
+    return (int)made;
+nomem:
+    free(ord);
+    free(cls);
+    return -1;
+}
