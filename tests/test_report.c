@@ -76,6 +76,21 @@ static void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t lau
     add(b, &r);
 }
 
+/* a bf16 GEMM call M x N x K on THREAD from A to E (host times) */
+static void gemm(struct tb *b, uint32_t thread, uint64_t a, uint64_t e, uint64_t m, uint64_t n,
+                 uint64_t k, const char *tile)
+{
+    struct lp_record r = {.type = LP_REC_GEMM};
+    r.u.gemm = (struct lp_gemm){.start = a, .end = e, .thread = thread,
+                                .api = lp_trace_writer_intern(b->w, "cublasGemmEx"), .m = m,
+                                .n = n, .k = k, .batch = 1, .transa = 1, .a_type = 14,
+                                .b_type = 14, .c_type = 14, .d_type = 14, .compute_type = 68,
+                                .algo = tile ? 66 : -1,
+                                .tile = tile ? lp_trace_writer_intern(b->w, tile) : 0,
+                                .epilogue = 1};
+    add(b, &r);
+}
+
 static void device(struct tb *b)
 {
     struct lp_record r = {.type = LP_REC_DEVICE};
@@ -504,6 +519,236 @@ static void test_mfu_from_model(void **state)
     lp_gpu_table_free(&gpus);
 }
 
+static struct lp_trace *fixture(const char *name);
+
+/* ---- GEMMs ---- */
+
+/* Kernels belong to the GEMM call that launched them: same thread, launch inside the call;
+ * rows group calls by shape and stage; FLOPs, TFLOP/s and hints follow from the shape. */
+static void test_gemm_linking_and_rows(void **state)
+{
+    (void)state;
+    struct lp_gpu_table gpus;
+    char err[256];
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    range(&b, "prefill tokens=512", 1, 0, 1000000);
+    range(&b, "decode", 1, 2000000, 3000000);
+    /* prefill: 4096 x 512 x 4096 twice, 10 us of GPU each (2 kernels: main + split-K) */
+    for (int i = 0; i < 2; i++) {
+        uint64_t t0 = 10000 + (uint64_t)i * 100000;
+        gemm(&b, 1, t0, t0 + 5000, 4096, 512, 4096, "256x128");
+        kernel(&b, "nvjet_sm90_tst_256x128", 1, t0 + 1000, t0 + 2000, t0 + 10000);
+        kernel(&b, "cublasLt::splitKreduce_kernel", 1, t0 + 3000, t0 + 10000, t0 + 12000);
+    }
+    /* another thread launching inside the call's window is not the call's */
+    kernel(&b, "elementwise", 2, 12000, 20000, 21000);
+    /* a launch on the same thread after the call ended is not the call's either */
+    kernel(&b, "elementwise", 1, 16000, 22000, 23000);
+    /* decode: 1000 x 1 x 4096 (GEMV-like) with an odd tile fit; one call launched nothing */
+    gemm(&b, 1, 2100000, 2105000, 1000, 1, 4096, "64x8");
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 2101000, 2110000, 2114000);
+    gemm(&b, 1, 2200000, 2201000, 1000, 1, 4096, "64x8");
+    struct lp_trace *t = tb_read(&b, 1);
+    int32_t *kg = NULL;
+    assert_int_equal(lp_gemm_link(t, &kg), LP_OK);
+    assert_int_equal(kg[0], 0);
+    assert_int_equal(kg[1], 0);
+    assert_int_equal(kg[2], 1);
+    assert_int_equal(kg[3], 1);
+    assert_int_equal(kg[4], -1);
+    assert_int_equal(kg[5], -1);
+    assert_int_equal(kg[6], 2);
+    free(kg);
+    struct lp_run_options o = {.gpus = &gpus};
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_int_equal(r.gemm_calls, 4);
+    assert_int_equal(r.gemm_linked, 3);
+    assert_int_equal(r.n_gemms, 2);
+    const struct lp_gemm_row *pf = &r.gemms[0], *dc = &r.gemms[1];
+    assert_int_equal(pf->call.m, 4096);
+    assert_string_equal(r.stages[pf->stage].name, "prefill");
+    assert_int_equal(pf->calls, 2);
+    assert_int_equal(pf->kernels, 4);
+    assert_int_equal(pf->gpu_ns, 2 * (8000 + 2000));
+    double flops = 2.0 * 4096 * 512 * 4096;
+    assert_true(fabs(pf->flops_per_call - flops) < 1);
+    assert_true(fabs(pf->tflops - flops / 10000 / 1e3) < 1e-6);
+    assert_int_equal(pf->peak_dtype, LP_DTYPE_BF16);
+    assert_true(fabs(pf->peak_share - pf->tflops / 989) < 1e-9);
+    assert_false(pf->memory_bound);
+    /* 4096 x 512 fills 256 x 128 tiles exactly: 64 tiles on 132 SMs, a half-empty wave */
+    assert_null(strstr(pf->hint, "filled"));
+    assert_non_null(strstr(pf->hint, "64 tiles on 132 SMs"));
+    assert_string_equal(r.stages[dc->stage].name, "decode");
+    assert_int_equal(dc->calls, 2);
+    assert_int_equal(dc->linked, 1);
+    assert_true(dc->memory_bound);
+    assert_non_null(strstr(dc->hint, "GEMV-like"));
+    const struct lp_stage_report *p = stage(&r, "prefill");
+    assert_int_equal(p->gemm_calls, 2);
+    assert_true(fabs(p->gemm_flops - 2 * flops) < 1);
+    /* measured MFU (GEMMs): FLOPs over the stage's wall time at the bf16 peak */
+    assert_true(fabs(p->gemm_mfu - 2 * flops / 1e-3 / 1e12 / 989) < 1e-9);
+    assert_non_null(strstr(r.notes[r.n_notes - 1], "1 of 4 successful GEMM calls"));
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
+/* No NVTX ranges: prefill and decode steps from the tokens in flight of the GEMMs */
+static void test_inferred_stages(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    uint64_t t0 = 1000000;
+    /* a prefill of 512 tokens: projection, MLP, lm_head */
+    for (int i = 0; i < 4; i++, t0 += 10000) {
+        gemm(&b, 1, t0, t0 + 5000, 2048, 512, 2048, NULL);
+        kernel(&b, "nvjet", 1, t0 + 1000, t0 + 2000, t0 + 4000);
+    }
+    gemm(&b, 1, t0, t0 + 5000, 32000, 512, 2048, NULL);
+    t0 += 100000;
+    /* three decode steps of one token: 4 projections and the lm_head each */
+    for (int s = 0; s < 3; s++) {
+        for (int i = 0; i < 4; i++, t0 += 10000) {
+            gemm(&b, 1, t0, t0 + 5000, 2048, 1, 2048, NULL);
+            kernel(&b, "nvjet", 1, t0 + 1000, t0 + 2000, t0 + 4000);
+        }
+        gemm(&b, 1, t0, t0 + 5000, 32000, 1, 2048, NULL);
+        t0 += 50000;
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_true(r.stages_inferred);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(d->occurrences, 3);
+    assert_int_equal(p->tokens, 512);
+    assert_int_equal(p->tokens_source, LP_TOKENS_INFERRED);
+    assert_int_equal(d->tokens, 3);
+    /* a step ends with its lm_head's call: 4 x 10 us + 50 us between steps; the first also
+     * holds the 100 us after the prefill */
+    assert_true(fabs(d->wall.min - 90000) < 1);
+    assert_true(fabs(d->wall.max - 140000) < 1);
+    assert_true(r.llm.tpot_s > 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* bench/llama_decode.py --new-tokens 16 --runs 1 --warmup 1, GEMMs recorded, on the H200:
+ * the measured GEMM FLOPs of a prefill against llmprof model's */
+static void test_fixture_llama_gemms(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("llama-gemm");
+    struct lp_model m;
+    char err[256];
+    assert_int_equal(lp_model_load(LP_CONFIGS "/llama-bench-1.1b.json", &m, err, sizeof err), 0);
+    struct lp_gpu_table gpus;
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_workload w;
+    lp_workload_defaults(&w);
+    w.prefill_logits_all = 1; /* HF computes logits for every prompt token */
+    struct lp_run_options o = {.model = &m, .gpus = &gpus, .workload = &w};
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_int_equal(r.gemm_calls, t->n_gemms);
+    assert_int_equal(r.gemm_linked, r.gemm_calls);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    /* 22 layers x 7 linears + lm_head, and the rotary embedding's outer product */
+    assert_int_equal(p->gemm_calls, 22 * 7 + 1 + 1);
+    /* the linear layers exactly; the analytic count also holds attention scores, which
+     * SDPA computes outside cuBLAS: 2.2 % of the prefill's matmul FLOPs here */
+    assert_true(fabs(p->gemm_vs_linear - 1) < 0.001);
+    assert_true(p->gemm_vs_model > 0.97 && p->gemm_vs_model < 0.99);
+    assert_true(fabs(d->gemm_vs_linear - 1) < 0.001);
+    assert_true(p->gemm_mfu > 0 &&
+                fabs(p->gemm_mfu / p->mfu - p->gemm_flops / (double)p->occurrences / p->model_flops) < 1e-6);
+    int gemv = 0, big = 0;
+    for (size_t i = 0; i < r.n_gemms; i++) {
+        const struct lp_gemm_row *g = &r.gemms[i];
+        assert_true(g->call.algo >= 0);
+        if (g->stage >= 0 && r.stages[g->stage].kind == LP_STAGE_KIND_DECODE && g->call.n == 1 &&
+            g->call.k >= 2048)
+            gemv += strstr(g->hint, "GEMV-like") != NULL;
+        if (g->call.m == 5632 && g->call.n == 512 && r.stages[g->stage].kind == LP_STAGE_KIND_PREFILL) {
+            big = 1;
+            assert_int_equal(g->calls, 44); /* gate and up projections of 22 layers */
+            assert_true(g->peak_share > 0.3 && g->peak_share < 1);
+        }
+    }
+    assert_true(gemv >= 4);
+    assert_true(big);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
+/* the same program without NVTX ranges: stages inferred, close to the ranged run */
+static void test_fixture_inferred_stages(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("llama-nonvtx");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_true(r.stages_inferred);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_int_equal(p->occurrences, 2); /* warmup and measured run: no range tells them apart */
+    assert_int_equal(d->occurrences, 32);
+    assert_int_equal(p->tokens, 2 * 512);
+    assert_int_equal(d->tokens, 32);
+    /* the measured run's decode steps took 13.7..16.4 ms with ranges */
+    assert_true(d->wall.min > 13e6 && d->wall.min < 16e6);
+    assert_true(p->wall.min > 14e6 && p->wall.min < 16e6);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* tests/gpu/gemm.cu: every entry point, fp8 and TF32 peaks, a failed call */
+static void test_fixture_gemm_shapes(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("gemm");
+    struct lp_gpu_table gpus;
+    char err[256];
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_run_options o = {.gpus = &gpus};
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_int_equal(r.gemm_calls, 19);
+    assert_int_equal(r.gemm_failed, 1);
+    assert_int_equal(r.gemm_linked, 18);
+    int fp8 = 0, tf32 = 0, odd = 0;
+    for (size_t i = 0; i < r.n_gemms; i++) {
+        const struct lp_gemm_row *g = &r.gemms[i];
+        if (g->call.a_type == 28) {
+            fp8 = 1;
+            assert_int_equal(g->peak_dtype, LP_DTYPE_FP8);
+        }
+        if (g->call.m == 1000) {
+            tf32 = odd = 1;
+            assert_int_equal(g->peak_dtype, LP_DTYPE_TF32);
+            assert_non_null(strstr(g->hint, "multiple of 4 (16 bytes of fp32)"));
+            assert_non_null(strstr(g->hint, "filled"));
+        }
+        if (g->call.m == 0)
+            assert_int_equal(g->linked, 0);
+    }
+    assert_true(fp8 && tf32 && odd);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
 /* ---- kernel names ---- */
 
 static void test_kernel_names(void **state)
@@ -784,6 +1029,11 @@ int main(void)
         cmocka_unit_test(test_truncated_trace),
         cmocka_unit_test(test_mfu_from_model),
         cmocka_unit_test(test_kernel_names),
+        cmocka_unit_test(test_gemm_linking_and_rows),
+        cmocka_unit_test(test_inferred_stages),
+        cmocka_unit_test(test_fixture_llama_gemms),
+        cmocka_unit_test(test_fixture_inferred_stages),
+        cmocka_unit_test(test_fixture_gemm_shapes),
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_fixture_llama),
         cmocka_unit_test(test_fixture_torch_operators),

@@ -95,6 +95,8 @@ double lp_gemm_flops(const struct lp_gemm *g);
 double lp_gemm_min_bytes(const struct lp_gemm *g);
 /* "bf16", "fp8e4m3", "fp32", "c64" ... for a cudaDataType value; "other" for the rest. */
 const char *lp_cuda_type_name(uint32_t cuda_type);
+/* Bytes per element of a cudaDataType (0.5 for 4-bit types, 0 unknown). */
+double lp_cuda_type_bytes(uint32_t cuda_type);
 /* "32F", "32F_FAST_TF32", ... for a cublasComputeType_t value. */
 const char *lp_compute_type_name(uint32_t compute_type);
 /* The dtype whose dense peak bounds a GEMM: its inputs' type, or TF32/BF16/FP16 when the

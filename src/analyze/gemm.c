@@ -87,10 +87,12 @@ static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
             append(row->hint, sizeof row->hint, s);
         }
     }
-    /* 16-byte alignment of leading dimensions: k (and m) multiples of 8 halves / 16 bytes */
-    if (small > 16 && g->a_type != 0 && (g->k % 8 || g->m % 8 || g->n % 8)) {
-        snprintf(s, sizeof s, "a dimension is not a multiple of 8: tensor-core loads lose "
-                 "16-byte alignment");
+    /* tensor-core loads want 16-byte aligned rows: dimensions in multiples of 16 bytes */
+    double eb = lp_cuda_type_bytes(g->a_type);
+    uint64_t mult = eb >= 0.5 && eb <= 16 ? (uint64_t)(16 / eb) : 0;
+    if (small > 16 && mult > 1 && (g->k % mult || g->m % mult || g->n % mult)) {
+        snprintf(s, sizeof s, "m, n or k is not a multiple of %" PRIu64 " (16 bytes of %s): "
+                 "unaligned tensor-core loads", mult, lp_cuda_type_name(g->a_type));
         append(row->hint, sizeof row->hint, s);
     }
 }
@@ -248,6 +250,9 @@ int lp_run_gemms(struct lp_run_ctx *c)
             kernel_work[c->work[i].index] = (int32_t)i;
     for (size_t i = 0; i < t->n_gemms; i++)
         ci[i].stage = -1;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (kg && kg[i] >= 0 && ci[kg[i]].stage < 0 && kernel_work[i] >= 0)
+            ci[kg[i]].stage = c->work[kernel_work[i]].stage;
     for (size_t i = 0; i < t->n_kernels; i++) {
         if (!kg || kg[i] < 0)
             continue;
@@ -260,9 +265,12 @@ int lp_run_gemms(struct lp_run_ctx *c)
             x->top_ns = ns;
             x->top_group = r->kernel_group[i];
         }
-        if (x->stage < 0 && kernel_work[i] >= 0)
-            x->stage = c->work[kernel_work[i]].stage;
     }
+    /* a call that launched nothing (failed, or captured into a graph): the stage open on its
+     * thread when it was made */
+    for (size_t i = 0; i < t->n_gemms; i++)
+        if (ci[i].stage < 0)
+            ci[i].stage = lp_run_stage_at(c, t->gemms[i].thread, t->gemms[i].start);
     for (size_t i = 0; i < t->n_gemms; i++) {
         r->gemm_calls++;
         r->gemm_failed += t->gemms[i].status != 0;

@@ -60,7 +60,7 @@ double lp_gemm_flops(const struct lp_gemm *g)
     return per * (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
 }
 
-static double type_bytes(uint32_t code)
+double lp_cuda_type_bytes(uint32_t code)
 {
     int i = type_index(code);
     return i >= 0 ? types[i].bytes : 0;
@@ -69,8 +69,8 @@ static double type_bytes(uint32_t code)
 double lp_gemm_min_bytes(const struct lp_gemm *g)
 {
     double m = (double)g->m, n = (double)g->n, k = (double)g->k;
-    return (m * k * type_bytes(g->a_type) + k * n * type_bytes(g->b_type) +
-            m * n * type_bytes(g->d_type)) * (double)g->batch;
+    return (m * k * lp_cuda_type_bytes(g->a_type) + k * n * lp_cuda_type_bytes(g->b_type) +
+            m * n * lp_cuda_type_bytes(g->d_type)) * (double)g->batch;
 }
 
 int lp_gemm_peak_dtype(const struct lp_gemm *g)

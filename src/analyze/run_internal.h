@@ -81,7 +81,9 @@ const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr
                                   uint32_t correlation);
 void lp_corr_free(struct lp_corr_map *m);
 
-int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
+int lp_run_stages(struct lp_run_ctx *c);
+/* stages.c: the stage of host work on THREAD at TS (as a launch there would get), -1 none */
+int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);       /* stages.c: ranges, occurrences, attribution */
 int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: groups and kernel tables */
 int lp_run_name_groups(struct lp_run_ctx *c);  /* kernels.c: group of every piece of work */
 int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */

@@ -354,6 +354,23 @@ static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
     return lo ? (int32_t)(lo - 1) : -1;
 }
 
+int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
+{
+    const struct lp_run *r = c->r;
+    int32_t occ;
+    if (r->stages_inferred) {
+        occ = occ_by_time(c, ts);
+        if (occ >= 0 && ts > c->occ[occ].end)
+            occ = -1;
+    } else if (r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN) {
+        occ = 0;
+    } else {
+        int32_t range = range_at(&r->ranges, thread, ts);
+        occ = range >= 0 ? c->ri[range].occ : -1;
+    }
+    return occ >= 0 ? c->occ[occ].stage : -1;
+}
+
 static int attribute_work(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
