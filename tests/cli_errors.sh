@@ -134,10 +134,10 @@ expect 1 "none.json" "report --model on a missing config names it" -- \
 expect 1 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
 expect 0 "Decode is launch bound" "report on the recorded LLM run" -- \
     "$LP" report "$FIX/llama" -o "$T/rep" --model "$CFG/llama-bench-1.1b.json"
-for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv; do
+for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv gemms.csv; do
     [ -s "$T/rep/$f" ] || bad "report did not write $f"
 done
-[ -z "$(ls -A "$T/rep" | grep tmp)" ] && ok "report wrote its seven files, no temporaries" || bad "temporaries left: $(ls -A "$T/rep")"
+[ -z "$(ls -A "$T/rep" | grep tmp)" ] && ok "report wrote its eight files, no temporaries" || bad "temporaries left: $(ls -A "$T/rep")"
 grep -q "^| decode | 32 |" "$T/rep/report.md" && ok "report.md has the decode stage" || bad "report.md: $(grep decode "$T/rep/report.md" | head -3)"
 expect 0 "is not whole" "report on a killed run warns" -- "$LP" report "$FIX/killed" -o "$T/repk" --quiet
 grep -q "not whole" "$T/repk/report.md" && ok "the killed run's report says it is not whole" || bad "no loss finding"

@@ -442,6 +442,17 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
                 100 * r->mfu, 100 * r->mbu);
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->kind == LP_STAGE_KIND_PREFILL && s->gemm_calls && s->gemm_mfu > 0)
+            fprintf(f, "- The prefill's matrix multiplies ran at %.0f TFLOP/s while busy; over "
+                       "its whole time they used %.1f %% of the GPU's compute peak (measured "
+                       "GEMM shapes).\n",
+                    s->gemm_tflops, 100 * s->gemm_mfu);
+    }
+    if (r->stages_inferred)
+        fprintf(f, "- The program marks no stages: prefill and decode were inferred from the "
+                   "sizes of its matrix multiplies.\n");
     fprintf(f, "\n## Where the GPU time goes\n\n");
     for (size_t i = 0; i < r->n_centres; i++) {
         const struct lp_cost_centre *c = &r->centres[i];
