@@ -198,8 +198,11 @@ static void logger_cb(int level, const char *fn, const char *msg)
     c->heard = 1;
     c->learnt.algo = atoi(a);
     const char *t = after(a, "tile=MATMUL_TILE_");
-    if (t)
+    if (t) {
+        pthread_mutex_lock(&shapes_mu); /* the flusher reads the tile names under it */
         c->learnt.tile = tile_index(t, strcspn(t, " ]"));
+        pthread_mutex_unlock(&shapes_mu);
+    }
     const char *s = after(a, "splitK=");
     if (s)
         c->learnt.splitk = (uint32_t)atoi(s);
