@@ -288,6 +288,8 @@ static int gemm_matches(const struct lp_trace *t, const struct lp_gemm *g,
 static void check_gemm_list(const struct lp_trace *t, const struct gemm_want *want, size_t n_want,
                             int exact, int with_kernels)
 {
+    expect(lp_trace_meta(t, "gemm") && !strcmp(lp_trace_meta(t, "gemm"), "on"),
+           "header says GEMM capture was on (%s)", lp_trace_meta(t, "gemm"));
     int32_t *kg = NULL;
     expect(lp_gemm_link(t, &kg) == LP_OK, "GEMM records linked to kernels");
     size_t *kernels = calloc(t->n_gemms + 1, sizeof *kernels);
@@ -378,8 +380,6 @@ static void check_two_threads(const struct lp_trace *t, const struct gemm_want *
             n_th < 2)
             th[n_th++] = t->gemms[i].thread;
     expect(n_th == 2, "the 4096x512x4096 GEMM seen on 2 threads");
-    expect(lp_trace_meta(t, "gemm") && !strcmp(lp_trace_meta(t, "gemm"), "on"),
-           "header says GEMM capture was on (%s)", lp_trace_meta(t, "gemm"));
 }
 
 static void check_torch_gemm(const struct lp_trace *t)

@@ -55,6 +55,9 @@ struct lp_trace_summary {
     uint64_t lost_records;         /* sum of loss counts */
     size_t n_loss_notes;           /* loss records without a count (a source missing) */
     size_t n_launch_matched;       /* kernels whose launching API call was recorded */
+    size_t n_gemm_tied;            /* GEMM calls tied to at least one kernel */
+    size_t n_gemm_kernels;         /* kernels launched by GEMM calls */
+    size_t n_gemm_algo;            /* GEMM calls whose algorithm is known */
     /* NVML samples: how long the queries took (the alignment uncertainty of a sample is
      * half of it) and the mean interval between samples of one device */
     uint64_t nvml_query_p50_ns, nvml_query_p99_ns, nvml_interval_ns;

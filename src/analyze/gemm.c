@@ -166,7 +166,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             row->linked++;
             row->kernels += ci[i].kernels;
             row->gpu_ns += ci[i].ns;
-            if (row->top_group == SIZE_MAX || ci[i].top_ns > 0)
+            if (row->top_group == SIZE_MAX) /* calls of one shape launch the same kernels */
                 row->top_group = ci[i].top_group;
         }
     }
@@ -279,7 +279,6 @@ int lp_run_gemms(struct lp_run_ctx *c)
             r->gemm_ns += ci[i].ns;
             r->gemm_flops += lp_gemm_flops(&t->gemms[i]);
         }
-        /* warmup is not measured: its GEMMs stay in the table under its stage */
     }
     rc = build_rows(c, ci);
     if (rc == LP_OK)

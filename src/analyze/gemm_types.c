@@ -108,7 +108,13 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
     if (t->n_kernels == 0)
         return LP_OK;
     int32_t *out = malloc(t->n_kernels * sizeof *out);
-    uint32_t *order = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *order);
+    if (out && t->n_gemms == 0) {
+        for (size_t i = 0; i < t->n_kernels; i++)
+            out[i] = -1;
+        *kernel_gemm = out;
+        return LP_OK;
+    }
+    uint32_t *order = malloc(t->n_gemms * sizeof *order);
     struct lp_corr_map m = {0};
     int rc = out && order ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
     if (rc) {
@@ -121,7 +127,7 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
     qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
     for (size_t i = 0; i < t->n_kernels; i++) {
         out[i] = -1;
-        const struct lp_api *a = t->n_gemms ? lp_corr_find(t, &m, t->kernels[i].correlation) : NULL;
+        const struct lp_api *a = lp_corr_find(t, &m, t->kernels[i].correlation);
         if (!a)
             continue;
         /* the last GEMM on the launching thread that began before the launch */

@@ -354,20 +354,22 @@ static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
     return lo ? (int32_t)(lo - 1) : -1;
 }
 
+/* The occurrence host work at TS belongs to, given RANGE, the innermost range open on its
+ * thread: the range's, or with inferred stages the one whose span holds TS. */
+static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
+{
+    if (!c->r->stages_inferred)
+        return range >= 0 ? c->ri[range].occ : -1;
+    int32_t occ = occ_by_time(c, ts);
+    return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
+}
+
 int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
 {
     const struct lp_run *r = c->r;
-    int32_t occ;
-    if (r->stages_inferred) {
-        occ = occ_by_time(c, ts);
-        if (occ >= 0 && ts > c->occ[occ].end)
-            occ = -1;
-    } else if (r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN) {
-        occ = 0;
-    } else {
-        int32_t range = range_at(&r->ranges, thread, ts);
-        occ = range >= 0 ? c->ri[range].occ : -1;
-    }
+    int32_t occ = r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN
+                      ? 0
+                      : occ_at(c, range_at(&r->ranges, thread, ts), ts);
     return occ >= 0 ? c->occ[occ].stage : -1;
 }
 
@@ -383,19 +385,11 @@ static int attribute_work(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++) {
         struct lp_work *w = &c->work[i];
         const struct lp_api *a = lp_corr_find(t, &m, work_correlation(t, w));
-        if (a && r->stages_inferred) {
+        if (a) {
             w->launch = a->start;
             w->thread = a->thread;
             w->range = range_at(&r->ranges, a->thread, a->start);
-            w->occ = occ_by_time(c, a->start);
-            if (w->occ >= 0 && a->start > c->occ[w->occ].end)
-                w->occ = -1;
-            r->kernels_by_launch++;
-        } else if (a) {
-            w->launch = a->start;
-            w->thread = a->thread;
-            w->range = range_at(&r->ranges, a->thread, a->start);
-            w->occ = w->range >= 0 ? c->ri[w->range].occ : -1;
+            w->occ = occ_at(c, w->range, a->start);
             r->kernels_by_launch++;
         } else {
             w->by_time = 1;

@@ -25,6 +25,28 @@ static int cmp_group(const void *a, const void *b)
     return (x->total_ns < y->total_ns) - (x->total_ns > y->total_ns);
 }
 
+/* GEMM calls tied to kernels, those kernels, and calls with a known algorithm */
+static int count_gemms(const struct lp_trace *t, struct lp_trace_summary *s)
+{
+    if (t->n_gemms == 0)
+        return LP_OK;
+    int32_t *kg = NULL;
+    char *tied = calloc(t->n_gemms, 1);
+    int rc = tied ? lp_gemm_link(t, &kg) : LP_ERR_NOMEM;
+    for (size_t i = 0; rc == LP_OK && kg && i < t->n_kernels; i++)
+        if (kg[i] >= 0) {
+            s->n_gemm_kernels++;
+            tied[kg[i]] = 1;
+        }
+    for (size_t i = 0; rc == LP_OK && i < t->n_gemms; i++) {
+        s->n_gemm_tied += tied[i];
+        s->n_gemm_algo += t->gemms[i].algo >= 0;
+    }
+    free(kg);
+    free(tied);
+    return rc;
+}
+
 static size_t count_matched(const struct lp_trace *t)
 {
     if (t->n_apis == 0)
@@ -158,6 +180,8 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
             s->n_loss_notes++;
     }
     s->n_launch_matched = count_matched(t);
+    if (count_gemms(t, s) != LP_OK)
+        return LP_ERR_NOMEM;
     int rc = summarize_nvml(t, s);
     if (rc == LP_OK)
         rc = lp_ranges_build(t, &s->ranges);

@@ -105,8 +105,8 @@ static void set_util(struct lp_stage_report *st, const struct lp_cost *per,
 }
 
 /* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's
- * dtype is the workload's activation dtype. */
-static void find_gpu(struct lp_run_ctx *c)
+ * dtype is W's activation dtype. */
+static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *o = &r->opt;
@@ -118,12 +118,7 @@ static void find_gpu(struct lp_run_ctx *c)
         r->gpu = *g;
     else
         snprintf(r->gpu.name, sizeof r->gpu.name, "%s", o->gpu_name ? o->gpu_name : dev);
-    struct lp_workload w;
-    if (o->workload)
-        w = *o->workload;
-    else
-        lp_workload_defaults(&w);
-    r->dtype = w.activations;
+    r->dtype = w->activations;
     if (o->peak_tflops > 0)
         r->gpu.tflops[r->dtype] = o->peak_tflops;
     if (o->mem_bw_gbs > 0)
@@ -134,17 +129,17 @@ void lp_run_utilisation(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *o = &r->opt;
-    find_gpu(c);
-    if (!o->model) {
-        snprintf(r->util_note, sizeof r->util_note,
-                 "MFU and MBU need the model: pass --model CONFIG.json");
-        return;
-    }
     struct lp_workload w;
     if (o->workload)
         w = *o->workload;
     else
         lp_workload_defaults(&w);
+    find_gpu(c, &w);
+    if (!o->model) {
+        snprintf(r->util_note, sizeof r->util_note,
+                 "MFU and MBU need the model: pass --model CONFIG.json");
+        return;
+    }
     if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
         snprintf(r->util_note, sizeof r->util_note,
                  "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu NAME, "

@@ -74,33 +74,15 @@ static void print_ranges(const struct lp_trace_summary *s)
 }
 
 /* GEMM calls: how many, how many tied to their kernels, how many with a known algorithm */
-static void print_gemms(const struct lp_trace *t)
+static void print_gemms(const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *state = lp_trace_meta(t, "gemm");
-    if (t->n_gemms == 0) {
-        if (state)
-            printf("  gemm     %s\n", strncmp(state, "on", 2) ? state
-                                                               : "on; the program made no cuBLAS GEMM call");
-        return;
-    }
-    int32_t *kg = NULL;
-    size_t tied = 0, kernels = 0, algo = 0;
-    char *has = calloc(t->n_gemms, 1);
-    if (has && lp_gemm_link(t, &kg) == LP_OK) {
-        for (size_t i = 0; i < t->n_kernels; i++)
-            if (kg && kg[i] >= 0) {
-                kernels++;
-                has[kg[i]] = 1;
-            }
-    }
-    for (size_t i = 0; i < t->n_gemms; i++) {
-        tied += has && has[i];
-        algo += t->gemms[i].algo >= 0;
-    }
-    printf("  gemm     %zu calls (cuBLAS/cuBLASLt), %zu tied to their %zu kernels; algorithm "
-           "known for %zu\n", t->n_gemms, tied, kernels, algo);
-    free(kg);
-    free(has);
+    if (t->n_gemms)
+        printf("  gemm     %zu calls (cuBLAS/cuBLASLt), %zu tied to their %zu kernels; algorithm "
+               "known for %zu\n", t->n_gemms, s->n_gemm_tied, s->n_gemm_kernels, s->n_gemm_algo);
+    else if (state)
+        printf("  gemm     %s\n", strncmp(state, "on", 2) ? state
+                                                       : "on; the program made no cuBLAS GEMM call");
 }
 
 static int info_trace(const char *path)
@@ -150,7 +132,7 @@ static int info_trace(const char *path)
     if (t->n_kernels && t->n_apis)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
-    print_gemms(t);
+    print_gemms(t, &s);
     printf("  lost     %" PRIu64 " records%s\n", s.lost_records,
            t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
     for (size_t i = 0; i < t->n_losses; i++)

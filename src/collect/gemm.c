@@ -136,7 +136,8 @@ static cublasStatus_t (*lt_set_level)(int);
 struct call {
     struct lp_gemm g;
     struct shape learnt;            /* filled by the logger callback */
-    int learning, heard;
+    struct shape *learning;         /* the slot being learnt (the table never moves) */
+    int heard;
 };
 static __thread int depth;          /* > 0 inside a wrapper: nested calls are not recorded */
 static __thread struct call *listening;
@@ -325,7 +326,7 @@ static void call_ready(struct call *c)
     pthread_mutex_unlock(&shapes_mu);
     /* one thread at a time switches the logger on; others try again on a later call */
     if (learn && pthread_mutex_trylock(&logger_mu) == 0) {
-        c->learning = 1;
+        c->learning = s;
         c->learnt.algo = -1;
         listening = c;
         lt_set_level(2);
@@ -361,8 +362,8 @@ static cublasStatus_t call_end(struct call *c, int recording, cublasStatus_t st)
         listening = NULL;
         pthread_mutex_unlock(&logger_mu);
         pthread_mutex_lock(&shapes_mu);
-        struct shape *s = shape_slot(shape_hash(&c->g));
-        if (s && s->state == 0) {
+        struct shape *s = c->learning;
+        if (s->state == 0) {
             s->state = c->heard ? 1 : 2;
             s->algo = c->learnt.algo;
             s->tile = c->learnt.tile;

@@ -19,22 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(x)                                                                           \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CHECK_BLAS(x)                                                                      \
-    do {                                                                                   \
-        cublasStatus_t s_ = (x);                                                           \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-            fprintf(stderr, "%s:%d: cublas status %d\n", __FILE__, __LINE__, (int)s_);     \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "check.h"
 
 static const size_t BUF = 256u << 20;
 static void *A, *B, *C, *bias, *workspace;
