@@ -17,7 +17,8 @@ check() { if "$@"; then echo "step ok"; else echo "STEP FAILED: $*"; fails=$((fa
 timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "$@"; else time "$@"; fi; }
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
 
-# LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone
+# LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone,
+# =harness the scripts written the common way
 only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
@@ -118,7 +119,50 @@ for d in llama-gemm llama-nonvtx; do
 done
 fi # GEMM steps
 
-if [ "$only" != gemm ]; then
+if [ -z "$only" ] || [ "$only" = harness ]; then
+# Scripts written the way people write them: one range per prompt and per decode loop, no
+# token counts, an unnamed warm-up first; the script's own timer and the model's config.json
+# are kept beside each trace (fixtures hf-*, graph-decode).
+harness() { # NAME SCRIPT [ARGS...]: record, keep the timer and config, report
+    local name=$1; shift
+    # LLMPROF_HARNESS=NAME,NAME runs those alone
+    case ",${LLMPROF_HARNESS:-$name}," in *",$name,"*) ;; *) return 0 ;; esac
+    mkdir -p "$T/$name.side"
+    check "$B/bin/llmprof" record -o "$T/$name" "${rec_flags[@]}" -- "$PY" "$@" \
+        --timer "$T/$name.side/timer.json" \
+        --config-out "$T/$name.side/config.json"
+    cp "$T/$name.side"/*.json "$T/$name/" 2>/dev/null
+    "$B/bin/llmprof" info "$T/$name" | grep -E "records|kernels|gemm|nvtx"
+    local model=()
+    [ -f "$T/$name/config.json" ] && model=(--model "$T/$name/config.json")
+    check "$B/bin/llmprof" report "$T/$name" --quiet "${model[@]}"
+    sed -n '1,/^## Stages/p' "$T/$name/report.md" | head -60
+    cat "$T/$name/summary.md"
+}
+rec_flags=()
+step "harness: HF Llama, prefill and decode ranges around each request, warm-up first"
+harness hf-llama tests/gpu/hf_loop.py --arch llama --new-tokens 32
+step "harness: HF Llama, batch 4"
+harness hf-llama-b4 tests/gpu/hf_loop.py --arch llama --batch 4 --new-tokens 16 --requests 2
+step "harness: HF DeepSeek-V2-Lite (MoE, grouped GEMM experts)"
+harness hf-moe tests/gpu/hf_loop.py --arch deepseek-v2-lite --new-tokens 16
+step "harness: HF generate() in one unnamed-stage range, streamer timer"
+harness hf-generate tests/gpu/hf_generate.py --new-tokens 32
+step "harness: HF Llama without GEMM records (--no-gemm)"
+rec_flags=(--no-gemm)
+harness hf-llama-nogemm tests/gpu/hf_loop.py --arch llama --new-tokens 16 --requests 2
+rec_flags=()
+step "harness: CUDA-graph decode (static KV cache, one replay per token)"
+harness graph-decode tests/gpu/graph_decode.py
+for d in hf-llama hf-llama-b4 hf-moe hf-generate hf-llama-nogemm graph-decode; do
+    mkdir -p "$T/fixtures/$d"
+    cp "$T/$d"/*.lpt "$T/$d"/*.json "$T/fixtures/$d/" 2>/dev/null
+    rm -f "$T/fixtures/$d/report.json"
+    cp "$T/$d/report.md" "$T/fixtures/$d/report.old.md" 2>/dev/null
+done
+fi # harness steps
+
+if [ "$only" != gemm ] && [ "$only" != harness ]; then
 step "report: per-operator ranges (emit_nvtx) on a 4-layer Llama decoder, 8 new tokens"
 check "$B/bin/llmprof" record -o "$T/llama-ops" -- "$PY" bench/llama_decode.py --emit-nvtx \
     --layers 4 --new-tokens 8 --runs 1 --warmup 1
@@ -146,6 +190,7 @@ fi # report steps
 step "pack fixtures"
 case $only in
 report) set -- llama-ops ;;
+harness) set -- ;;
 gemm) set -- gemm torch-gemm llama-gemm llama-nonvtx ;;
 *) set -- workload workload-light torch profiler cupti-first killed llama llama-ops gemm torch-gemm \
     llama-gemm llama-nonvtx ;;

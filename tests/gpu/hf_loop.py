@@ -1,0 +1,102 @@
+"""An HF transformers decoder (random weights, bf16) run the way inference scripts are
+commonly written: one NVTX range around each prompt ("prefill") and one around each whole
+decode loop ("decode"), no token counts in the names, an unnamed warm-up request first, and
+the script's own timer. The report has to find steps, tokens and warm-up from the trace.
+
+--arch llama: TinyLlama-1.1B's shape (22 layers, hidden 2048, GQA 32/4, SwiGLU 5632).
+--arch deepseek-v2-lite: DeepSeek-V2-Lite's real config (27 layers, MLA, 64 routed experts of
+which 6 per token, 2 shared): the routed experts run as grouped GEMMs outside cuBLAS.
+
+Writes the model's config.json to --config-out and one JSON object with per-request timings
+to --timer (and stdout)."""
+import argparse
+import json
+import time
+
+import torch
+import transformers
+
+p = argparse.ArgumentParser()
+p.add_argument("--arch", choices=["llama", "deepseek-v2-lite"], default="llama")
+p.add_argument("--prompt", type=int, default=512)
+p.add_argument("--new-tokens", type=int, default=32)
+p.add_argument("--batch", type=int, default=1)
+p.add_argument("--requests", type=int, default=3, help="timed requests after the warm-up")
+p.add_argument("--timer", help="write the timings here (JSON)")
+p.add_argument("--config-out", help="write the model's config.json here")
+args = p.parse_args()
+
+DEEPSEEK_V2_LITE = {
+    "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+    "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16,
+    "num_key_value_heads": 16, "n_shared_experts": 2, "n_routed_experts": 64,
+    "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+    "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "n_group": 1, "topk_group": 1, "topk_method": "greedy",
+    "norm_topk_prob": False, "routed_scaling_factor": 1.0, "scoring_func": "softmax",
+    "vocab_size": 102400, "max_position_embeddings": 163840, "rms_norm_eps": 1e-6,
+    "rope_theta": 10000, "hidden_act": "silu", "tie_word_embeddings": False,
+    "rope_scaling": {"type": "yarn", "factor": 40, "beta_fast": 32, "beta_slow": 1,
+                     "mscale": 0.707, "mscale_all_dim": 0.707,
+                     "original_max_position_embeddings": 4096},
+}
+
+torch.manual_seed(0)
+torch.set_default_dtype(torch.bfloat16)
+if args.arch == "llama":
+    cfg = transformers.LlamaConfig(hidden_size=2048, intermediate_size=5632,
+                                   num_hidden_layers=22, num_attention_heads=32,
+                                   num_key_value_heads=4, vocab_size=32000,
+                                   max_position_embeddings=4096)
+else:
+    d = dict(DEEPSEEK_V2_LITE)
+    d.pop("model_type")
+    try:
+        cfg = transformers.DeepseekV2Config(**d)
+    except Exception as e:  # an older rope_scaling spelling: keep the rest of the config
+        print("rope_scaling not taken:", e)
+        d.pop("rope_scaling")
+        cfg = transformers.DeepseekV2Config(**d)
+t_build = time.perf_counter()
+with torch.device("cuda"):
+    model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+print(f"built {type(model).__name__} in {time.perf_counter() - t_build:.1f} s, "
+      f"{sum(t.numel() for t in model.parameters())} parameters", flush=True)
+if args.config_out:
+    model.config.to_json_file(args.config_out)
+ids = torch.randint(0, cfg.vocab_size, (args.batch, args.prompt), device="cuda")
+
+
+@torch.inference_mode()
+def request():
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda.nvtx.range_push("prefill")
+    out = model(input_ids=ids, use_cache=True)
+    past = out.past_key_values
+    nxt = out.logits[:, -1:].argmax(-1)
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    torch.cuda.nvtx.range_push("decode")
+    for _ in range(args.new_tokens - 1):
+        out = model(input_ids=nxt, past_key_values=past, use_cache=True)
+        past = out.past_key_values
+        nxt = out.logits[:, -1:].argmax(-1)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+    t2 = time.perf_counter()
+    steps = args.new_tokens - 1
+    return {"prefill_ms": (t1 - t0) * 1e3, "decode_ms": (t2 - t1) * 1e3, "decode_steps": steps,
+            "tpot_ms": (t2 - t1) * 1e3 / steps}
+
+
+runs = [dict(request(), warmup=True)]  # the warm-up: no name, like most scripts
+runs += [dict(request(), warmup=False) for _ in range(args.requests)]
+res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
+       "batch": args.batch, "new_tokens": args.new_tokens, "requests": runs,
+       "torch": torch.__version__, "transformers": transformers.__version__}
+print(json.dumps(res))
+if args.timer:
+    with open(args.timer, "w") as f:
+        json.dump(res, f, indent=1)
