@@ -186,8 +186,8 @@ static void test_nested_substages(void **state)
             assert_int_equal(v->sub[i].gpu_ns, 500);
         }
     }
-    /* TTFT adds the vision stage to the prefill */
-    assert_true(fabs(r.llm.ttft_s - (9000 + 1000) / 1e9) < 1e-12);
+    /* TTFT runs from the request's start (its vision) to the end of its prefill */
+    assert_true(fabs(r.llm.ttft_s - (12000 - 1000) / 1e9) < 1e-12);
     assert_int_equal(r.cats[r.kernel_group[3]], LP_KCAT_ATTENTION);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -224,9 +224,10 @@ static void test_messy_ranges(void **state)
     assert_int_equal(p->tokens, 0);
     assert_true(p->tokens_per_s == 0);
     assert_int_equal(p->tokens_source, LP_TOKENS_NONE);
-    /* decode counted: one step per range at batch 1 */
+    /* decode counted: one step per range (nothing repeats in them) at batch 1 */
     assert_int_equal(d->tokens, 2);
-    assert_int_equal(d->tokens_source, LP_TOKENS_COUNTED);
+    assert_int_equal(d->tokens_source, LP_TOKENS_STEPS);
+    assert_int_equal(d->steps_source, LP_STEPS_RANGES);
     lp_run_free(&run);
     lp_trace_free(t);
 }
@@ -633,7 +634,7 @@ static void test_inferred_stages(void **state)
     assert_int_equal(p->occurrences, 1);
     assert_int_equal(d->occurrences, 3);
     assert_int_equal(p->tokens, 512);
-    assert_int_equal(p->tokens_source, LP_TOKENS_INFERRED);
+    assert_int_equal(p->tokens_source, LP_TOKENS_SHAPES);
     assert_int_equal(d->tokens, 3);
     /* a step ends with its lm_head's call: 4 x 10 us + 50 us between steps; the first also
      * holds the 100 us after the prefill */
@@ -702,10 +703,15 @@ static void test_fixture_inferred_stages(void **state)
     analyze(t, NULL, &r);
     assert_true(r.stages_inferred);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
-    assert_int_equal(p->occurrences, 2); /* warmup and measured run: no range tells them apart */
-    assert_int_equal(d->occurrences, 32);
-    assert_int_equal(p->tokens, 2 * 512);
-    assert_int_equal(d->tokens, 32);
+    /* no range tells the warm-up run apart: its prefill's TTFT does (the outlier rule) */
+    assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
+    assert_int_equal(r.warmup.occurrences, 17);
+    assert_true(r.warmup.value_ns > 10 * r.warmup.median_ns);
+    assert_int_equal(stage(&r, "warmup")->occurrences, 17);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(d->occurrences, 16);
+    assert_int_equal(p->tokens, 512);
+    assert_int_equal(d->tokens, 16);
     /* the measured run's decode steps took 13.7..16.4 ms with ranges */
     assert_true(d->wall.min > 13e6 && d->wall.min < 16e6);
     assert_true(p->wall.min > 14e6 && p->wall.min < 16e6);

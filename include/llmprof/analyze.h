@@ -118,17 +118,39 @@ enum lp_stage_kind {
 };
 const char *lp_stage_kind_name(enum lp_stage_kind k);
 
-/* Where a token count came from; the first that applies wins. */
+/* Where a token count (or the batch) came from; the first that applies wins. */
 enum lp_tokens_source {
-    LP_TOKENS_NONE, LP_TOKENS_FLAG, LP_TOKENS_RANGE_NAME, LP_TOKENS_COUNTED,
-    LP_TOKENS_INFERRED,     /* stages inferred from GEMM shapes: their tokens in flight */
+    LP_TOKENS_NONE,         /* unknown (a batch of 1 is then assumed) */
+    LP_TOKENS_FLAG,         /* --prefill-tokens, --decode-tokens, --batch */
+    LP_TOKENS_RANGE_NAME,   /* tokens= and batch= words in range names */
+    LP_TOKENS_SHAPES,       /* the token dimension of the GEMM calls (prefill n = batch x
+                               prompt, decode n = batch) */
+    LP_TOKENS_STEPS,        /* decode: the steps found (enum lp_steps_source) x batch */
 };
 const char *lp_tokens_source_name(enum lp_tokens_source s);
+
+/* How the decode steps inside a stage's ranges were counted. */
+enum lp_steps_source {
+    LP_STEPS_NONE,          /* not found: no TPOT */
+    LP_STEPS_TOKENS,        /* a token count (flag or range name) / batch */
+    LP_STEPS_RANGES,        /* one per range: nothing in them repeats */
+    LP_STEPS_LM_HEAD,       /* calls of the largest GEMM (the lm_head), once per forward */
+    LP_STEPS_GRAPHS,        /* launches of the CUDA graph each step replays */
+    LP_STEPS_SEQUENCE,      /* the kernel sequence that repeats once per step */
+};
+const char *lp_steps_source_name(enum lp_steps_source s);
 
 /* Sample statistics over the occurrences of a stage (values in ns). */
 struct lp_stat {
     size_t n;
     double total, mean, std, cv, min, max;
+};
+
+/* A distribution over requests or steps (values in ns): percentiles by linear
+ * interpolation between the closest ranks. */
+struct lp_dist {
+    size_t n;
+    double mean, min, p50, p90, p99, max;
 };
 
 struct lp_kernel_row {
@@ -170,6 +192,9 @@ struct lp_stage_report {
     int64_t tokens;               /* processed in the measured occurrences (all sequences) */
     int64_t batch;
     enum lp_tokens_source tokens_source;
+    int64_t steps;                /* decode: steps in the measured occurrences */
+    enum lp_steps_source steps_source;
+    struct lp_dist step;          /* decode: duration of each step whose bounds were found */
     double tokens_per_s;          /* tokens / wall */
     double cat_ns[LP_KCAT_COUNT];
     uint64_t memcpy_bytes[4];     /* HtoD, DtoH, DtoD, other */
@@ -190,6 +215,9 @@ struct lp_stage_report {
     double model_linear_flops;    /* the same without attention scores (QK^T, PV) */
     /* GEMMs measured through cuBLAS (trace format 1.1), over the measured occurrences */
     uint64_t gemm_calls, gemm_ns; /* calls tied to kernels of this stage, their GPU time */
+    uint64_t gemm_unshaped_ns;    /* GPU time of GEMM kernels (by name) no recorded call
+                                     launched: CUTLASS, grouped, Triton, graph replays */
+    double gemm_coverage;         /* gemm_ns / (gemm_ns + gemm_unshaped_ns); -1 no GEMMs */
     double gemm_flops;            /* 2 m n k batch of those calls */
     double gemm_tflops;           /* gemm_flops / gemm_ns */
     double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
@@ -208,6 +236,7 @@ enum lp_gap_cause {
 };
 const char *lp_gap_cause_name(enum lp_gap_cause c);
 
+/* An idle gap. The longest are kept (warmup's left out, as its stage is not measured). */
 struct lp_gap {
     uint64_t start, dur;          /* ns, trace clock */
     int stage;                    /* index into lp_run.stages, -1 outside */
@@ -240,16 +269,53 @@ struct lp_cost_centre {
     int stage;
     enum lp_kcat cat;
     uint64_t gpu_ns;
-    double share;                 /* of all GPU time in measured stages */
+    double share;                 /* of lp_run.measured_gpu_ns */
     size_t top_group;             /* its costliest kernel group, SIZE_MAX if none */
 };
 
+/* Requests are a prefill (with the vision before it) and the decode after it. TTFT: from
+ * a request's start to the end of its prefill's GPU work; TPOT: a request's decode time over
+ * its steps; ITL: each decode step whose bounds were found. Headline values are medians. */
 struct lp_llm_metrics {
-    double ttft_s, tpot_s;        /* 0: not measurable */
+    int found;                    /* a prefill or decode stage, from ranges or inferred */
+    size_t requests;              /* measured ones */
+    double ttft_s, tpot_s;        /* medians; 0: not measurable */
+    struct lp_dist ttft, tpot, itl;
     double prefill_tokens_per_s, decode_tokens_per_s;
     int64_t prefill_tokens, decode_tokens, batch; /* over the measured ranges */
     int64_t prompt_tokens;        /* of one prefill range (all sequences) */
-    enum lp_tokens_source prefill_source, decode_source;
+    int64_t decode_steps;
+    enum lp_tokens_source prefill_source, decode_source, batch_source;
+    enum lp_steps_source steps_source;
+    int prefill_logits;           /* lm_head in prefill: 0 unknown, 1 last token, 2 every token */
+};
+
+/* Why an occurrence was set apart as warmup without being named so (enum values are the
+ * figure that gave it away). */
+enum lp_warmup_cause {
+    LP_WARMUP_NONE, LP_WARMUP_TTFT, LP_WARMUP_TPOT, LP_WARMUP_STAGE_TIME,
+};
+
+struct lp_warmup_found {
+    enum lp_warmup_cause cause;
+    int stage;                    /* the stage whose figure gave it away (before it moved) */
+    double value_ns, median_ns;   /* the outlier and the median of the others */
+    size_t others;                /* how many others */
+    size_t occurrences;           /* occurrences set apart with it (its whole request) */
+};
+
+/* Consecutive occurrences of one stage, for timelines. */
+struct lp_span {
+    uint64_t start, end;
+    int stage;
+};
+
+/* GEMM kernels (by name) that no recorded cuBLAS call launched, per stage. */
+struct lp_unshaped_gemm {
+    int stage;
+    size_t group;                 /* index into lp_run.names */
+    uint64_t calls, gpu_ns;
+    double stage_share;           /* of the stage's GEMM-kernel time, shaped or not */
 };
 
 struct lp_op_row {
@@ -282,11 +348,13 @@ struct lp_run_options {
     size_t n_stage_rules;
     size_t top_k;                 /* rows per kernel table (0: 15) */
     uint64_t gap_ns;              /* idle gap threshold (0: 100 us) */
-    int keep_warmup;              /* count warmup occurrences as measured */
+    int keep_warmup;              /* count warmup occurrences as measured, named or found */
     int64_t prefill_tokens, decode_tokens, batch; /* per occurrence; 0: from ranges */
     /* utilisation: needs MODEL; the GPU from GPU_NAME or the trace's device */
     const struct lp_model *model;
     const struct lp_workload *workload; /* dtypes and vision mode; NULL: defaults */
+    int prefill_logits_set;       /* the workload's prefill_logits_all was chosen by the user;
+                                     else it follows the prefill's lm_head shape */
     const struct lp_gpu_table *gpus;
     const char *gpu_name;
     double peak_tflops, mem_bw_gbs; /* overrides when > 0 */
@@ -350,8 +418,17 @@ struct lp_run {
     double gemm_flops;
     char gemm_state[160];               /* the trace's "gemm" header: on, or off and why */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
+    uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
+    struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
+    size_t n_unshaped;
+    uint64_t gemm_warmup_calls;         /* calls in warmup: counted, not in the table */
+    struct lp_warmup_found warmup;      /* cause NONE: nothing set apart by the rule */
+    struct lp_span *spans;              /* stage spans in time order */
+    size_t n_spans;
     struct lp_cost_centre centres[3];
     size_t n_centres;
+    uint64_t measured_gpu_ns;           /* GPU time of the measured stages (warmup and work
+                                           outside the stages left out): the centres' base */
     uint64_t lost_records;              /* sum of the trace's loss counts */
     struct lp_ranges ranges;
 };

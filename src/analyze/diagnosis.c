@@ -48,6 +48,8 @@ static int losses(struct lp_run *r)
                t->n_warnings, (unsigned long long)t->dropped_bytes);
 }
 
+/* The GPU idles waiting for launches: what a CUDA graph could save, per decode step (per
+ * token) or per prefill (of the TTFT). */
 static int launch_bound(struct lp_run *r, const struct lp_stage_report *s)
 {
     double busy = s->busy_share;
@@ -56,24 +58,38 @@ static int launch_bound(struct lp_run *r, const struct lp_stage_report *s)
     char mbu[64] = "";
     if (s->has_util)
         snprintf(mbu, sizeof mbu, "; MBU %.1f %%", 100 * s->mbu);
-    double per = (double)s->kernels / (double)s->occurrences;
-    char title[96];
+    int decode = s->kind == LP_STAGE_KIND_DECODE && s->steps > 0;
+    double units = decode ? (double)s->steps : (double)s->occurrences;
+    double per = s->wall.total / units, per_busy = (double)s->busy_ns / units;
+    double idle = per > per_busy ? per - per_busy : 0;
+    const char *unit = decode ? "step" : s->kind == LP_STAGE_KIND_PREFILL ? "prefill" : "occurrence";
+    char title[96], advice[512];
     snprintf(title, sizeof title, "%c%s is launch bound", s->name[0] >= 'a' && s->name[0] <= 'z'
                                                               ? s->name[0] - 'a' + 'A'
                                                               : s->name[0],
              s->name + 1);
-    return add(r, 2, title,
-               s->graph_kernels
-                   ? "Part of the work already runs in CUDA graphs: capture the rest of the "
-                     "step too, fuse small kernels, or raise the batch so each launch does more."
-                   : "Capture the step in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
-                     "torch.cuda.CUDAGraph, or the engine's graph option), fuse small kernels, or "
-                     "raise the batch so each launch does more.",
-               "%s: GPU busy %.1f %% of %.3f ms per occurrence; %.1f %% of its idle time the "
-               "GPU waited for the host to launch the next kernel; %.0f kernels per occurrence, "
-               "median launch-to-start %.1f us%s",
-               s->name, 100 * busy, s->wall.mean / 1e6, 100 * s->host_wait_share, per,
-               s->launch_delay_p50_ns / 1e3, mbu);
+    const char *how = s->graph_kernels
+                          ? "Part of the work already runs in CUDA graphs: capture the rest"
+                          : "Capture it in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
+                            "torch.cuda.CUDAGraph, or the engine's graph option)";
+    if (decode)
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: with the GPU idle %.1f ms of "
+                 "each %.1f ms step, that could save up to ~%.1f ms per token. A larger batch "
+                 "gives each launch more work.", how, idle / 1e6, per / 1e6, idle / 1e6);
+    else if (s->kind == LP_STAGE_KIND_PREFILL)
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.1f ms of each "
+                 "%.1f ms prefill waiting for launches, up to ~%.1f ms of the TTFT. A longer "
+                 "prompt or a batch gives each launch more work.", how, idle / 1e6, per / 1e6,
+                 idle / 1e6);
+    else
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.1f ms of each "
+                 "%.1f ms occurrence.", how, idle / 1e6, per / 1e6);
+    return add(r, 2, title, advice,
+               "%s: GPU busy %.1f ms of a %.1f ms %s (%.1f %%); %.1f %% of its idle time the GPU "
+               "waited for the host to launch the next kernel; %.0f kernels per %s, median "
+               "launch-to-start %.1f us%s",
+               s->name, per_busy / 1e6, per / 1e6, unit, 100 * busy, 100 * s->host_wait_share,
+               (double)s->kernels / units, unit, s->launch_delay_p50_ns / 1e3, mbu);
 }
 
 static int utilisation(struct lp_run *r, const struct lp_stage_report *s)
@@ -196,7 +212,10 @@ int lp_run_diagnose(struct lp_run_ctx *c)
     if (rc == LP_OK && r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN)
         rc = add(r, 0, "No stages", "Wrap prefill and decode in NVTX ranges named prefill and "
                                     "decode (torch.cuda.nvtx.range_push) to see them apart.",
-                 "%zu NVTX ranges, none matched a stage rule", r->ranges.n);
+                 "%zu NVTX ranges, none matched a stage rule; %s", r->ranges.n,
+                 r->trace->n_gemms ? "the GEMM shapes do not look like an LLM's (decode steps "
+                                     "running the prefill's weights)"
+                                   : "no GEMM shapes to infer stages from");
     /* most severe first, stable */
     for (size_t i = 1; i < r->n_findings; i++) {
         struct lp_finding x = r->findings[i];

@@ -1,7 +1,7 @@
 /* GEMMs in a run: the table by shape, dtype and stage (calls, GPU time, TFLOP/s, share of
  * the dtype's dense peak, hints on tile fit and GEMV-like shapes), measured GEMM FLOPs and
- * "measured MFU (GEMMs)" per stage beside the analytic ones, and, for a run without stage
- * ranges, prefill and decode inferred from the tokens in flight (the GEMMs' n). */
+ * "measured MFU (GEMMs)" per stage beside the analytic ones, and the GEMM kernels no recorded
+ * call launched (CUTLASS, grouped GEMMs, Triton, graph replays) as time without shapes. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,14 +10,6 @@
 #include "run_internal.h"
 
 /* ---- the table ---- */
-
-static int same_shape(const struct lp_gemm *a, const struct lp_gemm *b)
-{
-    return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch &&
-           a->transa == b->transa && a->transb == b->transb && a->a_type == b->a_type &&
-           a->b_type == b->b_type && a->d_type == b->d_type &&
-           a->compute_type == b->compute_type && a->epilogue == b->epilogue;
-}
 
 static uint64_t shape_hash(const struct lp_gemm *g, int stage)
 {
@@ -133,10 +125,14 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     for (size_t i = 0; i < t->n_gemms; i++) {
         const struct lp_gemm *g = &t->gemms[i];
         int stage = ci[i].stage;
+        if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
+            r->gemm_warmup_calls++; /* counted, kept out of the table */
+            continue;
+        }
         uint64_t h = shape_hash(g, stage);
         size_t s = h & (n_slots - 1);
         while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemms[slot[s]].stage == stage &&
-                                 same_shape(&r->gemms[slot[s]].call, g)))
+                                 lp_gemm_same_shape(&r->gemms[slot[s]].call, g)))
             s = (s + 1) & (n_slots - 1);
         if (slot[s] < 0) {
             if (r->n_gemms == cap) {
@@ -218,14 +214,71 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
         if (peak > 0 && st->wall.total > 0)
             st->gemm_mfu = st->gemm_flops / (st->wall.total / 1e9) / 1e12 / peak;
         /* analytic FLOPs are per occurrence (per decode step); measured ones are summed */
-        double units = st->kind == LP_STAGE_KIND_DECODE && st->batch > 0
-                           ? (double)st->tokens / (double)st->batch
-                           : (double)st->occurrences;
+        double units = st->kind == LP_STAGE_KIND_DECODE ? (double)st->steps
+                                                        : (double)st->occurrences;
         if (st->has_util && units > 0 && st->model_matmul_flops > 0)
             st->gemm_vs_model = st->gemm_flops / units / st->model_matmul_flops;
         if (st->has_util && units > 0 && st->model_linear_flops > 0)
             st->gemm_vs_linear = st->gemm_flops / units / st->model_linear_flops;
     }
+}
+
+/* GEMM kernels (by name) no recorded call launched: per stage, and the costliest rows */
+static int unshaped(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * 2 * sizeof *kv);
+    if (!kv)
+        return LP_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM ||
+            (c->kernel_gemm && c->kernel_gemm[w->index] >= 0))
+            continue;
+        struct lp_stage_report *st = &r->stages[w->stage];
+        st->gemm_unshaped_ns += w->end - w->start;
+        if (st->kind == LP_STAGE_KIND_WARMUP)
+            continue;
+        r->gemm_unshaped_ns += w->end - w->start;
+        kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
+    }
+    lp_sort_kv(kv, kv + n, n);
+    size_t rows = 0;
+    for (size_t i = 0; i < n; i++)
+        rows += i == 0 || kv[i].key != kv[i - 1].key;
+    r->unshaped = calloc(rows ? rows : 1, sizeof *r->unshaped);
+    if (!r->unshaped) {
+        free(kv);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || kv[i].key != kv[i - 1].key)
+            r->unshaped[r->n_unshaped++] = (struct lp_unshaped_gemm){
+                .stage = (int)(kv[i].key >> 32), .group = (size_t)(uint32_t)kv[i].key};
+        r->unshaped[r->n_unshaped - 1].calls++;
+        r->unshaped[r->n_unshaped - 1].gpu_ns += kv[i].val;
+    }
+    free(kv);
+    /* by GPU time, descending (insertion: few rows) */
+    for (size_t i = 1; i < r->n_unshaped; i++) {
+        struct lp_unshaped_gemm x = r->unshaped[i];
+        size_t j = i;
+        for (; j > 0 && r->unshaped[j - 1].gpu_ns < x.gpu_ns; j--)
+            r->unshaped[j] = r->unshaped[j - 1];
+        r->unshaped[j] = x;
+    }
+    for (size_t s = 0; s < r->n_stages; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;
+        st->gemm_coverage = all ? (double)st->gemm_ns / (double)all : -1;
+    }
+    for (size_t i = 0; i < r->n_unshaped; i++) {
+        const struct lp_stage_report *st = &r->stages[r->unshaped[i].stage];
+        r->unshaped[i].stage_share =
+            (double)r->unshaped[i].gpu_ns / (double)(st->gemm_ns + st->gemm_unshaped_ns);
+    }
+    return LP_OK;
 }
 
 int lp_run_gemms(struct lp_run_ctx *c)
@@ -236,29 +289,21 @@ int lp_run_gemms(struct lp_run_ctx *c)
     snprintf(r->gemm_state, sizeof r->gemm_state, "%s",
              state ? state : "not recorded (a trace of format 1.0, or llmprof record --light)");
     if (t->n_gemms == 0)
-        return LP_OK;
-    int32_t *kg = NULL;
+        return unshaped(c);
+    const int32_t *kg = c->kernel_gemm;
     struct call_info *ci = calloc(t->n_gemms, sizeof *ci);
-    int32_t *kernel_work = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *kernel_work);
-    int rc = ci && kernel_work ? lp_gemm_link(t, &kg) : LP_ERR_NOMEM;
-    if (rc)
-        goto out;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        kernel_work[i] = -1;
-    for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].kind == LP_OP_KERNEL)
-            kernel_work[c->work[i].index] = (int32_t)i;
+    if (!ci)
+        return LP_ERR_NOMEM;
     for (size_t i = 0; i < t->n_gemms; i++)
         ci[i].stage = -1;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        if (kg && kg[i] >= 0 && ci[kg[i]].stage < 0 && kernel_work[i] >= 0)
-            ci[kg[i]].stage = c->work[kernel_work[i]].stage;
     for (size_t i = 0; i < t->n_kernels; i++) {
         if (!kg || kg[i] < 0)
             continue;
         struct call_info *x = &ci[kg[i]];
         const struct lp_kernel *k = &t->kernels[i];
         uint64_t ns = k->end - k->start;
+        if (!x->kernels && c->kernel_work[i] >= 0) /* the stage of its first kernel */
+            x->stage = c->work[c->kernel_work[i]].stage;
         x->kernels++;
         x->ns += ns;
         if (ns >= x->top_ns) {
@@ -266,11 +311,10 @@ int lp_run_gemms(struct lp_run_ctx *c)
             x->top_group = r->kernel_group[i];
         }
     }
-    /* a call that launched nothing (failed, or captured into a graph): the stage open on its
-     * thread when it was made */
+    /* a call that launched nothing (failed, or captured into a graph): where it was made */
     for (size_t i = 0; i < t->n_gemms; i++)
-        if (ci[i].stage < 0)
-            ci[i].stage = lp_run_stage_at(c, t->gemms[i].thread, t->gemms[i].start);
+        if (!ci[i].kernels && c->gemm_occ[i] >= 0)
+            ci[i].stage = c->occ[c->gemm_occ[i]].stage;
     for (size_t i = 0; i < t->n_gemms; i++) {
         r->gemm_calls++;
         r->gemm_failed += t->gemms[i].status != 0;
@@ -280,9 +324,11 @@ int lp_run_gemms(struct lp_run_ctx *c)
             r->gemm_flops += lp_gemm_flops(&t->gemms[i]);
         }
     }
-    rc = build_rows(c, ci);
-    if (rc == LP_OK)
+    int rc = build_rows(c, ci);
+    if (rc == LP_OK) {
         stage_gemms(c, ci);
+        rc = unshaped(c);
+    }
     if (rc == LP_OK && r->gemm_calls - r->gemm_failed > r->gemm_linked)
         rc = lp_run_note(r, "%" PRIu64 " of %" PRIu64 " successful GEMM calls launched no "
                             "recorded kernel (captured into a CUDA graph, launch records "
@@ -290,131 +336,6 @@ int lp_run_gemms(struct lp_run_ctx *c)
                             "figures",
                          r->gemm_calls - r->gemm_failed - r->gemm_linked,
                          r->gemm_calls - r->gemm_failed);
-out:
-    free(kg);
     free(ci);
-    free(kernel_work);
     return rc;
-}
-
-/* ---- stages inferred from the tokens in flight ---- */
-
-static int cmp_start(const void *a, const void *b, void *arg)
-{
-    const struct lp_gemm *v = arg;
-    uint64_t x = v[*(const uint32_t *)a].start, y = v[*(const uint32_t *)b].start;
-    return (x > y) - (x < y);
-}
-
-/* PyTorch's y = x W^T reaches cuBLAS with the tokens as n; min(m, n) also holds for
- * programs that put them in m. Batched calls (attention) say nothing about tokens. */
-static uint64_t tokens_of(const struct lp_gemm *g)
-{
-    return g->m < g->n ? g->m : g->n;
-}
-
-static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
-                   int64_t tokens)
-{
-    if (*made >= c->occ_cap) {
-        size_t cap = c->occ_cap ? 2 * c->occ_cap : 64;
-        struct lp_occ *p = realloc(c->occ, cap * sizeof *p);
-        if (!p)
-            return -1;
-        c->occ = p;
-        c->occ_cap = cap;
-    }
-    c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .stage = stage, .range = -1,
-                                        .tokens = tokens};
-    return 0;
-}
-
-int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage)
-{
-    const struct lp_trace *t = c->t;
-    uint32_t *ord = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *ord);
-    uint8_t *cls = malloc(t->n_gemms ? t->n_gemms : 1);
-    if (!ord || !cls) {
-        free(ord);
-        free(cls);
-        return -1;
-    }
-    size_t n = 0;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < t->n_gemms; i++) {
-        const struct lp_gemm *g = &t->gemms[i];
-        if (g->status || g->batch != 1 || !g->m || !g->n)
-            continue;
-        ord[n++] = (uint32_t)i;
-        uint64_t tk = tokens_of(g);
-        lo = tk < lo ? tk : lo;
-        hi = tk > hi ? tk : hi;
-    }
-    qsort_r(ord, n, sizeof *ord, cmp_start, t->gemms);
-    /* two populations far apart: prompt-sized and batch-sized; the cut is their geometric
-     * middle. One population: decode when it is a few tokens, else prefill. */
-    double cut = hi >= 8 * lo ? sqrt((double)lo * (double)hi) : (hi <= 64 ? (double)hi + 1 : 0);
-    for (size_t i = 0; i < n; i++)
-        cls[i] = (double)tokens_of(&t->gemms[ord[i]]) < cut; /* 1 decode */
-    /* a short run of the other class (the last-token lm_head of a prefill) joins its
-     * neighbours */
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && cls[j] == cls[i]; j++)
-            ;
-        if (i > 0 && j - i < 3)
-            for (size_t k = i; k < j; k++)
-                cls[k] = cls[i - 1];
-    }
-    size_t made = 0;
-    uint64_t prev_end = n ? t->gemms[ord[0]].start : 0;
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && cls[j] == cls[i]; j++)
-            ;
-        int decode = cls[i];
-        uint64_t tokens = 0;
-        for (size_t a = i; a < j; a++)
-            if (tokens_of(&t->gemms[ord[a]]) > tokens)
-                tokens = tokens_of(&t->gemms[ord[a]]);
-        if (!decode) {
-            if (add_occ(c, &made, prev_end, t->gemms[ord[j - 1]].end, prefill_stage, tokens))
-                goto nomem;
-            prev_end = t->gemms[ord[j - 1]].end;
-            continue;
-        }
-        /* decode: one step ends after each call of the segment's rarest shape, the largest
-         * of them on a tie (the lm_head: once per forward pass, and last); calls after the
-         * last one join the last step */
-        size_t rare = i, rare_count = SIZE_MAX;
-        for (size_t a = i; a < j; a++) {
-            size_t cnt = 0;
-            for (size_t b = i; b < j && cnt <= rare_count; b++)
-                cnt += same_shape(&t->gemms[ord[a]], &t->gemms[ord[b]]);
-            if (cnt < rare_count || (cnt == rare_count && lp_gemm_flops(&t->gemms[ord[a]]) >
-                                                              lp_gemm_flops(&t->gemms[ord[rare]]))) {
-                rare_count = cnt;
-                rare = a;
-            }
-        }
-        const struct lp_gemm *rg = &t->gemms[ord[rare]];
-        for (size_t a = i; a < j; a++) {
-            const struct lp_gemm *g = &t->gemms[ord[a]];
-            if (!same_shape(g, rg))
-                continue;
-            if (add_occ(c, &made, prev_end, g->end, decode_stage, (int64_t)tokens_of(rg)))
-                goto nomem;
-            prev_end = g->end;
-        }
-        if (t->gemms[ord[j - 1]].end > prev_end) {
-            prev_end = t->gemms[ord[j - 1]].end;
-            c->occ[made - 1].end = prev_end;
-        }
-    }
-    c->n_occ = made;
-    free(ord);
-    free(cls);
-    return (int)made;
-nomem:
-    free(ord);
-    free(cls);
-    return -1;
 }

@@ -151,3 +151,16 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
     *kernel_gemm = out;
     return LP_OK;
 }
+
+int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b)
+{
+    return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch &&
+           a->transa == b->transa && a->transb == b->transb && a->a_type == b->a_type &&
+           a->b_type == b->b_type && a->d_type == b->d_type &&
+           a->compute_type == b->compute_type && a->epilogue == b->epilogue;
+}
+
+uint64_t lp_gemm_tokens(const struct lp_gemm *g)
+{
+    return g->m < g->n ? g->m : g->n;
+}

@@ -1,22 +1,81 @@
-/* Kernel names for people: demangled (through the C++ runtime's demangler), shortened for
- * tables, and sorted into categories by the words library kernels carry in their names. */
+/* Kernel names for people: demangled (through libiberty's demangler, the one c++filt and
+ * libstdc++ use), shortened for tables, and sorted into categories by the words library
+ * kernels carry in their names. */
 #include <ctype.h>
+#include <libiberty/demangle.h>
+#include <pthread.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "llmprof/analyze.h"
 
-/* The Itanium C++ ABI demangler of libstdc++ (linked statically). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+/* Names up to this length demangle on the caller's stack with the demangler's own limits.
+ * Past it libiberty refuses (its arrays live on the stack: CUTLASS kernels reach 1-10 KiB),
+ * so longer names are demangled without that limit on a thread whose stack is sized for
+ * them. Names longer than MAX_IN stay mangled; output past MAX_OUT abandons the attempt. */
+#define SHORT_IN 1024
+#define MAX_IN (64 * 1024)
+#define MAX_OUT (1 << 20)
+
+struct demangling {
+    const char *in;
+    int options;
+    char *out;
+    size_t len, cap;
+    int ok;
+    jmp_buf abandon;
+};
+
+/* The demangler's output callback. libiberty's callback interface keeps all its state on
+ * the stack and allocates nothing, so leaving it through longjmp leaks nothing. */
+static void put(const char *s, size_t n, void *opaque)
+{
+    struct demangling *d = opaque;
+    if (d->len + n + 1 > d->cap) {
+        size_t cap = d->cap ? d->cap : 256;
+        while (cap < d->len + n + 1)
+            cap *= 2;
+        char *p = cap <= MAX_OUT ? realloc(d->out, cap) : NULL;
+        if (!p)
+            longjmp(d->abandon, 1);
+        d->out = p;
+        d->cap = cap;
+    }
+    memcpy(d->out + d->len, s, n);
+    d->len += n;
+    d->out[d->len] = 0;
+}
+
+static void *demangle_run(void *arg)
+{
+    struct demangling *d = arg;
+    if (setjmp(d->abandon) == 0)
+        d->ok = cplus_demangle_v3_callback(d->in, d->options, put, d) && d->len > 0;
+    return NULL;
+}
 
 char *lp_kernel_demangle(const char *mangled)
 {
-    if (mangled[0] == '_' && mangled[1] == 'Z') {
-        int status = 0;
-        char *d = __cxa_demangle(mangled, NULL, NULL, &status);
-        if (d && status == 0)
-            return d;
-        free(d);
+    size_t n = strlen(mangled);
+    if (mangled[0] == '_' && mangled[1] == 'Z' && n <= MAX_IN) {
+        struct demangling d = {.in = mangled, .options = DMGL_PARAMS | DMGL_TYPES};
+        if (n <= SHORT_IN) {
+            demangle_run(&d);
+        } else {
+            d.options |= DMGL_NO_RECURSE_LIMIT;
+            pthread_attr_t attr;
+            pthread_t th;
+            if (pthread_attr_init(&attr) == 0) {
+                if (pthread_attr_setstacksize(&attr, (16u << 20) + 256 * n) == 0 &&
+                    pthread_create(&th, &attr, demangle_run, &d) == 0)
+                    pthread_join(th, NULL);
+                pthread_attr_destroy(&attr);
+            }
+        }
+        if (d.ok)
+            return d.out;
+        free(d.out);
     }
     return strdup(mangled);
 }

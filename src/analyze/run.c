@@ -64,6 +64,37 @@ void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
     s->cv = s->mean > 0 ? s->std / s->mean : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double rank(const double *v, size_t n, double q)
+{
+    double x = q * (double)(n - 1);
+    size_t i = (size_t)x;
+    return i + 1 < n ? v[i] + (x - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    if (n == 0)
+        return;
+    qsort(v, n, sizeof *v, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    d->mean = sum / (double)n;
+    d->min = v[0];
+    d->max = v[n - 1];
+    d->p50 = rank(v, n, 0.50);
+    d->p90 = rank(v, n, 0.90);
+    d->p99 = rank(v, n, 0.99);
+}
+
 int lp_run_note(struct lp_run *r, const char *fmt, ...)
 {
     char buf[1024];
@@ -99,9 +130,21 @@ const char *lp_tokens_source_name(enum lp_tokens_source s)
     switch (s) {
     case LP_TOKENS_FLAG: return "flag";
     case LP_TOKENS_RANGE_NAME: return "range name";
-    case LP_TOKENS_COUNTED: return "counted ranges";
-    case LP_TOKENS_INFERRED: return "GEMM shapes";
+    case LP_TOKENS_SHAPES: return "GEMM shapes";
+    case LP_TOKENS_STEPS: return "steps x batch";
     default: return "unknown";
+    }
+}
+
+const char *lp_steps_source_name(enum lp_steps_source s)
+{
+    switch (s) {
+    case LP_STEPS_TOKENS: return "token count / batch";
+    case LP_STEPS_RANGES: return "one per range";
+    case LP_STEPS_LM_HEAD: return "lm_head GEMMs";
+    case LP_STEPS_GRAPHS: return "CUDA graph launches";
+    case LP_STEPS_SEQUENCE: return "repeating kernel sequence";
+    default: return "not found";
     }
 }
 
@@ -164,6 +207,8 @@ void lp_run_free(struct lp_run *r)
     free(r->notes);
     free(r->findings);
     free(r->gemms);
+    free(r->unshaped);
+    free(r->spans);
     lp_ranges_free(&r->ranges);
     memset(r, 0, sizeof *r);
 }
@@ -178,6 +223,11 @@ static void ctx_free(struct lp_run_ctx *c)
     free(c->rule_names);
     free(c->rule_stage);
     free(c->subs);
+    free(c->kernel_gemm);
+    free(c->kernel_work);
+    free(c->gemm_occ);
+    free(c->gemm_end);
+    free(c->step_ns);
 }
 
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, struct lp_run *r,
@@ -209,8 +259,11 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, s
         rc = lp_run_timeline(&c);
     if (rc == LP_OK)
         rc = lp_run_power(&c);
+    if (rc == LP_OK)
+        rc = lp_run_tokens(&c);
+    if (rc == LP_OK)
+        rc = lp_run_llm_metrics(&c);
     if (rc == LP_OK) {
-        lp_run_tokens(&c);
         lp_run_utilisation(&c);
         rc = lp_run_gemms(&c);
     }

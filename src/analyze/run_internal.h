@@ -31,13 +31,26 @@ struct lp_work {
     uint32_t index;               /* into the trace's array of its kind */
 };
 
+/* One occurrence of a stage: a top-level stage range, or one inferred from GEMM shapes. */
 struct lp_occ {
-    uint64_t start, end;
+    uint64_t start, end;          /* the range; after steps.c, its effective span: from the
+                                     later of its start and the end of the previous one's GPU
+                                     work, to the later of its end and its own GPU work's */
     int stage;                    /* the stage of its rule (before warmup is set apart) */
-    int warmup;
+    int warmup;                   /* named warmup (1) or found to be one (2) */
     int64_t tokens, batch;        /* from the range name, 0 when absent */
     int32_t range;
+    int32_t request;              /* the request it belongs to (requests.c), -1 none */
     uint64_t busy, cur_end;       /* GPU busy union of its work */
+    uint64_t range_end;           /* the range's own end */
+    uint64_t gpu_end;             /* end of its last GPU work, 0 none */
+    int64_t shape_tokens;         /* token dimension of its GEMM calls (their mode), 0 none */
+    int64_t lm_head_tokens;       /* tokens of its largest-weight GEMM (the lm_head), 0 none */
+    /* resolved by steps.c: tokens (all sequences) and decode steps, with their sources */
+    int64_t n_tokens, steps;
+    uint8_t tokens_source;        /* enum lp_tokens_source */
+    uint8_t steps_source;         /* enum lp_steps_source */
+    uint32_t first_step, n_step_ns; /* its step durations in ctx step_ns, when found */
 };
 
 struct lp_range_info {
@@ -64,6 +77,13 @@ struct lp_run_ctx {
     /* sub-stages: (stage, name) pairs */
     struct { int stage; int rule; } *subs;
     size_t n_subs;
+    /* steps.c: GEMM calls tied to kernels and occurrences, and the step durations found */
+    int32_t *kernel_gemm;         /* GEMM record that launched each kernel, -1 (NULL: none) */
+    int32_t *kernel_work;         /* index into work of each kernel */
+    int32_t *gemm_occ;            /* occurrence of each GEMM record, -1 */
+    uint64_t *gemm_end;           /* end of each GEMM record's last kernel, 0 none */
+    double *step_ns;
+    size_t n_step_ns;
     char *err;
     size_t errlen;
 };
@@ -81,15 +101,27 @@ const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr
                                   uint32_t correlation);
 void lp_corr_free(struct lp_corr_map *m);
 
-int lp_run_stages(struct lp_run_ctx *c);
-/* stages.c: the stage of host work on THREAD at TS (as a launch there would get), -1 none */
-int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);       /* stages.c: ranges, occurrences, attribution */
+int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
+/* stages.c: the occurrence (stage) of host work on THREAD at TS, as a launch there would
+ * get, -1 none */
+int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
+int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
+/* steps.c: GEMM links, effective spans, tokens from GEMM shapes, decode steps; run by
+ * lp_run_stages once work is attributed */
+int lp_run_steps(struct lp_run_ctx *c);
+/* requests.c: occurrences grouped into requests; a first request (or occurrence) that is an
+ * outlier is set apart as warmup (moved with its work to the warmup stage) */
+int lp_run_warmup(struct lp_run_ctx *c);
+/* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */
+int lp_run_llm_metrics(struct lp_run_ctx *c);
+/* stages.c: the warmup stage's index, made when missing; -1 out of memory */
+int lp_run_warmup_stage(struct lp_run_ctx *c);
 int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: groups and kernel tables */
 int lp_run_name_groups(struct lp_run_ctx *c);  /* kernels.c: group of every piece of work */
 int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */
 int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
 int lp_run_power(struct lp_run_ctx *c);        /* power.c */
-void lp_run_tokens(struct lp_run_ctx *c);      /* utilisation.c: tokens and LLM metrics */
+int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
 void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
@@ -99,5 +131,11 @@ int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage 
 int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage);
 int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
+/* percentiles of V (sorted in place) */
+void lp_dist_compute(struct lp_dist *d, double *v, size_t n);
+/* PyTorch's y = x W^T reaches cuBLAS with the tokens as n; min(m, n) also holds for
+ * programs that put them in m */
+uint64_t lp_gemm_tokens(const struct lp_gemm *g);
+int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);
 
 #endif

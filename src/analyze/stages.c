@@ -191,9 +191,9 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             x->sub = (int32_t)s;
         } else {
             struct lp_occ *o = &c->occ[c->n_occ];
-            *o = (struct lp_occ){.start = g->start, .end = g->end, .stage = x->rule,
-                                 .warmup = x->warmup, .range = (int32_t)i,
-                                 .tokens = word_value(name, "tokens"),
+            *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
+                                 .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
+                                 .request = -1, .tokens = word_value(name, "tokens"),
                                  .batch = word_value(name, "batch")};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
@@ -224,9 +224,15 @@ static int infer_stages(struct lp_run_ctx *c)
     r->stages_inferred = 1;
     return lp_run_note(r, "no NVTX stage ranges: prefill and decode are inferred from the "
                           "tokens in flight of the cuBLAS GEMMs (many tokens: prefill; a few: "
-                          "one decode step, ending at its rarest GEMM shape, the lm_head). "
-                          "Warmup passes are counted as measured; wrap stages in NVTX ranges "
-                          "for exact bounds");
+                          "one decode step, ending at its largest GEMM, the lm_head; both run "
+                          "the same weights). Wrap stages in NVTX ranges for exact bounds");
+}
+
+int lp_run_warmup_stage(struct lp_run_ctx *c)
+{
+    if (c->warmup_stage < 0)
+        c->warmup_stage = add_stage(c->r, "warmup", LP_STAGE_KIND_WARMUP);
+    return c->warmup_stage;
 }
 
 /* Stage reports: one per rule with occurrences (rule order), then warmup, then the work
@@ -255,10 +261,8 @@ static int make_stages(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_occ; i++) {
         struct lp_occ *o = &c->occ[i];
         if (o->warmup && !r->opt.keep_warmup) {
-            if (c->warmup_stage < 0 &&
-                (c->warmup_stage = add_stage(r, "warmup", LP_STAGE_KIND_WARMUP)) < 0)
+            if ((o->stage = lp_run_warmup_stage(c)) < 0)
                 return LP_ERR_NOMEM;
-            o->stage = c->warmup_stage;
         } else {
             o->stage = c->rule_stage[o->stage];
         }
@@ -276,7 +280,8 @@ static int make_stages(struct lp_run_ctx *c)
         for (size_t i = 0; i < c->n_work; i++)
             if (c->work[i].end > b)
                 b = c->work[i].end;
-        c->occ[0] = (struct lp_occ){.start = a, .end = b, .stage = 0, .range = -1};
+        c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0,
+                                    .range = -1, .request = -1};
         c->n_occ = 1;
         int rc = lp_run_note(r, r->ranges.n
                                     ? "no NVTX range matched a stage rule: the whole run is one "
@@ -364,12 +369,17 @@ static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
     return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
 }
 
-int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
+int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
 {
     const struct lp_run *r = c->r;
-    int32_t occ = r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN
-                      ? 0
-                      : occ_at(c, range_at(&r->ranges, thread, ts), ts);
+    return r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN
+               ? 0
+               : occ_at(c, range_at(&r->ranges, thread, ts), ts);
+}
+
+int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
+{
+    int32_t occ = lp_run_occ_at(c, thread, ts);
     return occ >= 0 ? c->occ[occ].stage : -1;
 }
 
@@ -490,6 +500,25 @@ static int stage_stats(struct lp_run_ctx *c)
     return LP_OK;
 }
 
+/* Stage spans for timelines: consecutive occurrences of one stage merged. */
+static int stage_spans(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    r->spans = malloc((c->n_occ ? c->n_occ : 1) * sizeof *r->spans);
+    if (!r->spans)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        const struct lp_occ *o = &c->occ[i];
+        struct lp_span *last = r->n_spans ? &r->spans[r->n_spans - 1] : NULL;
+        if (last && last->stage == o->stage && o->start <= last->end + (o->end - o->start)) {
+            last->end = o->end > last->end ? o->end : last->end;
+            continue;
+        }
+        r->spans[r->n_spans++] = (struct lp_span){o->start, o->end, o->stage};
+    }
+    return LP_OK;
+}
+
 int lp_run_stages(struct lp_run_ctx *c)
 {
     struct rules rs = {0};
@@ -517,7 +546,13 @@ int lp_run_stages(struct lp_run_ctx *c)
         rc = attribute_work(c);
     }
     if (rc == LP_OK)
+        rc = lp_run_steps(c);
+    if (rc == LP_OK)
+        rc = lp_run_warmup(c);
+    if (rc == LP_OK)
         rc = stage_stats(c);
+    if (rc == LP_OK)
+        rc = stage_spans(c);
     free(occ_new);
     free_rules(&rs);
     return rc;

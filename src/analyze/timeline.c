@@ -109,7 +109,8 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
                 r->gap_host_api_ns += g.host_api_ns;
                 s->gaps++;
                 s->gap_ns += idle;
-                insert_gap(r, &g);
+                if (s->kind != LP_STAGE_KIND_WARMUP)
+                    insert_gap(r, &g);
             }
         }
         uint64_t a = w->start > end ? w->start : end;

@@ -1,48 +1,59 @@
-/* Tokens, LLM metrics (TTFT, TPOT, tokens/s, J/token) and utilisation: the analytic FLOPs
- * and bytes of `llmprof model` for the measured token counts, over the measured wall time of
- * the stage ranges, against the peaks of the recorded GPU. Token counts: a flag wins, then
- * tokens= words in the range names, then (decode only) one step per range times the batch. */
+/* Tokens per stage and utilisation: the analytic FLOPs and bytes of `llmprof model` for the
+ * measured token counts, over the measured time of the stage occurrences, against the peaks
+ * of the recorded GPU. Token counts per occurrence come from steps.c (a flag wins, then
+ * tokens= words in the range names, then GEMM shapes and the steps found). */
 #include <stdio.h>
 #include <string.h>
 
 #include "run_internal.h"
 
-static void stage_tokens(struct lp_run_ctx *c, int s, int64_t batch)
+static int stage_tokens(struct lp_run_ctx *c, int s, double *v)
 {
     struct lp_run *r = c->r;
     struct lp_stage_report *st = &r->stages[s];
-    const struct lp_run_options *o = &r->opt;
-    int64_t flag = st->kind == LP_STAGE_KIND_PREFILL  ? o->prefill_tokens
-                   : st->kind == LP_STAGE_KIND_DECODE ? o->decode_tokens
-                                                       : 0;
-    st->batch = batch;
-    if (flag > 0) {
-        st->tokens = flag * (int64_t)st->occurrences;
-        st->tokens_source = LP_TOKENS_FLAG;
-    } else {
-        int64_t sum = 0;
-        size_t with = 0;
-        for (size_t i = 0; i < c->n_occ; i++)
-            if (c->occ[i].stage == s && c->occ[i].tokens > 0) {
-                sum += c->occ[i].tokens;
-                with++;
-            }
-        if (with && with == st->occurrences) {
-            st->tokens = sum;
-            st->tokens_source = r->stages_inferred ? LP_TOKENS_INFERRED : LP_TOKENS_RANGE_NAME;
-        } else if (st->kind == LP_STAGE_KIND_DECODE && with == 0) {
-            st->tokens = batch * (int64_t)st->occurrences;
-            st->tokens_source = LP_TOKENS_COUNTED;
-        } else if (with) {
-            lp_run_note(r, "stage %s: %zu of %zu ranges carry tokens=; its token count is "
-                           "left unknown (pass it as a flag)",
-                        st->name, with, st->occurrences);
+    int64_t sum = 0, steps = 0;
+    size_t with = 0, counted = 0, n_v = 0;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        const struct lp_occ *o = &c->occ[i];
+        if (o->stage != s)
+            continue;
+        if (o->n_tokens > 0) {
+            if (!with)
+                st->tokens_source = o->tokens_source;
+            sum += o->n_tokens;
+            with++;
         }
+        if (o->steps > 0) {
+            if (!counted)
+                st->steps_source = o->steps_source;
+            steps += o->steps;
+            counted++;
+        }
+        for (uint32_t j = 0; j < o->n_step_ns; j++)
+            v[n_v++] = c->step_ns[o->first_step + j];
+    }
+    st->batch = r->llm.batch;
+    if (with && with == st->occurrences) {
+        st->tokens = sum;
+    } else {
+        st->tokens_source = LP_TOKENS_NONE;
+        if (with && lp_run_note(r, "stage %s: %zu of %zu occurrences have a token count; its "
+                                   "token count is left unknown (pass it as a flag)",
+                                st->name, with, st->occurrences))
+            return LP_ERR_NOMEM;
+    }
+    if (st->kind == LP_STAGE_KIND_DECODE) {
+        if (counted && counted == st->occurrences)
+            st->steps = steps;
+        else
+            st->steps_source = LP_STEPS_NONE;
+        lp_dist_compute(&st->step, v, n_v);
     }
     if (st->tokens > 0 && st->wall.total > 0)
         st->tokens_per_s = (double)st->tokens / (st->wall.total / 1e9);
     if (st->tokens > 0 && st->energy_j > 0)
         st->j_per_token = st->energy_j / (double)st->tokens;
+    return LP_OK;
 }
 
 static int first_stage(const struct lp_run *r, enum lp_stage_kind k)
@@ -53,26 +64,22 @@ static int first_stage(const struct lp_run *r, enum lp_stage_kind k)
     return -1;
 }
 
-void lp_run_tokens(struct lp_run_ctx *c)
+int lp_run_tokens(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    int64_t batch = r->opt.batch;
-    for (size_t i = 0; i < c->n_occ && batch <= 0; i++)
-        if (c->occ[i].batch > 0)
-            batch = c->occ[i].batch;
-    if (batch <= 0)
-        batch = 1;
-    for (size_t s = 0; s < r->n_stages; s++)
-        stage_tokens(c, (int)s, batch);
+    double *v = malloc((c->n_step_ns ? c->n_step_ns : 1) * sizeof *v);
+    if (!v)
+        return LP_ERR_NOMEM;
+    int rc = LP_OK;
+    for (size_t s = 0; s < r->n_stages && rc == LP_OK; s++)
+        rc = stage_tokens(c, (int)s, v);
+    free(v);
     struct lp_llm_metrics *m = &r->llm;
-    m->batch = batch;
-    int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
-        v = first_stage(r, LP_STAGE_KIND_VISION);
+    int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE);
     if (p >= 0) {
         const struct lp_stage_report *st = &r->stages[p];
-        m->ttft_s = st->wall.mean / 1e9 + (v >= 0 ? r->stages[v].wall.mean / 1e9 : 0);
         m->prefill_tokens = st->tokens;
-        m->prompt_tokens = st->occurrences ? st->tokens / (int64_t)st->occurrences : 0;
+        m->prompt_tokens = st->tokens / (int64_t)st->occurrences;
         m->prefill_source = st->tokens_source;
         m->prefill_tokens_per_s = st->tokens_per_s;
     }
@@ -81,9 +88,10 @@ void lp_run_tokens(struct lp_run_ctx *c)
         m->decode_tokens = st->tokens;
         m->decode_source = st->tokens_source;
         m->decode_tokens_per_s = st->tokens_per_s;
-        if (st->tokens > 0)
-            m->tpot_s = st->wall.total / 1e9 / ((double)st->tokens / (double)batch);
+        m->decode_steps = st->steps;
+        m->steps_source = st->steps_source;
     }
+    return rc;
 }
 
 static void set_util(struct lp_stage_report *st, const struct lp_cost *per,
@@ -153,8 +161,9 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     if (p < 0 || r->stages[p].tokens <= 0) {
         snprintf(r->util_note, sizeof r->util_note,
                  "MFU and MBU need a prefill stage with a token count (its prompt sets the "
-                 "decode context): name a range prefill with tokens=N, or pass "
-                 "--prefill-tokens");
+                 "decode context), and none was found: no prefill range, or no GEMM shapes "
+                 "in it (recorded with --no-gemm or --light); name a range prefill with "
+                 "tokens=N, or pass --prefill-tokens");
         return;
     }
     const struct lp_stage_report *ps = &r->stages[p];
@@ -162,8 +171,10 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     w.prompt = ps->tokens / (int64_t)ps->occurrences / m->batch;
     if (w.prompt <= 0)
         w.prompt = 1;
+    if (!o->prefill_logits_set && m->prefill_logits)
+        w.prefill_logits_all = m->prefill_logits == 2;
     /* the prefill yields the first token; each decode step one more */
-    double steps = d >= 0 ? (double)r->stages[d].tokens / (double)m->batch : 0;
+    double steps = d >= 0 ? (double)r->stages[d].steps : 0;
     double steps_per_request = steps / (double)ps->occurrences;
     w.generated = (int64_t)(steps_per_request + 0.5) + 1;
     struct lp_model_result res;
@@ -182,7 +193,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     if (v >= 0 && res.vision_tokens > 0)
         set_util(&r->stages[v], &res.total[LP_STAGE_VISION], res.stage[LP_STAGE_VISION],
                  (double)r->stages[v].occurrences, &r->gpu, r->dtype);
-    /* the request: TTFT plus the decode steps at the measured TPOT */
+    /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
     r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
     r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);
     r->request_bytes = lp_cost_bytes(&res.total[LP_STAGE_REQUEST]);
@@ -194,12 +205,16 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     }
     snprintf(r->util_note, sizeof r->util_note,
              "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld, %lld "
-             "generated tokens (decode context %lld at the mean step), prefill logits for %s; "
-             "bytes are lower bounds "
-             "(weights read once per pass, KV once per step); over the measured wall time of "
-             "the stage ranges; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
+             "generated tokens (decode context %lld at the mean step), prefill logits for %s "
+             "(%s); bytes are lower bounds "
+             "(weights read once per pass, KV once per step); over the measured time of "
+             "the stage occurrences; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
              o->model->model_type, (long long)w.batch, (long long)w.prompt,
              (long long)w.generated, (long long)res.decode_context,
-             w.prefill_logits_all ? "every prompt token" : "the last token", r->gpu.name,
+             w.prefill_logits_all ? "every prompt token" : "the last token",
+             o->prefill_logits_set ? "as given"
+             : m->prefill_logits   ? "the prefill's lm_head GEMM shape"
+                                   : "assumed",
+             r->gpu.name,
              r->gpu.tflops[r->dtype], lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
 }

@@ -40,8 +40,8 @@ static const char help[] =
     "utilisation (MFU, MBU) from the analytic model:\n"
     "  --model CONFIG       config.json (or its directory) of the model that ran\n"
     "  --weights DT, --act DT, --kv DT   dtypes as in 'llmprof model' (default bf16)\n"
-    "  --prefill-logits all|last   logits for every prompt token (HF default) or the last\n"
-    "                       (default last)\n"
+    "  --prefill-logits all|last   logits for every prompt token or the last (default:\n"
+    "                       what the prefill's lm_head GEMM shows, else last)\n"
     "  --gpu NAME           hardware table row (default: the recorded GPU)\n"
     "  --hw-file FILE       extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks\n"
     "output:\n"
@@ -121,10 +121,12 @@ static int parse(int argc, char **argv, struct report_opts *o)
         } else if (!strcmp(a, "--kv")) {
             rc = lp_cli_parse_dtype("report", a, v, &o->workload.kv);
         } else if (!strcmp(a, "--prefill-logits")) {
-            if (v && (!strcmp(v, "all") || !strcmp(v, "last")))
+            if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
                 o->workload.prefill_logits_all = !strcmp(v, "all");
-            else
+                o->run_opt.prefill_logits_set = 1;
+            } else {
                 rc = -1, lp_cli_error("report", "--prefill-logits takes all or last");
+            }
         } else if (!strcmp(a, "--keep-warmup")) {
             o->run_opt.keep_warmup = 1;
             takes = 0;

@@ -68,7 +68,8 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
     fprintf(f, "stage,kind,occurrences,wall_total_ns,wall_mean_ns,wall_std_ns,wall_cv,"
                "wall_min_ns,wall_max_ns,variable,busy_ns,busy_share,gpu_ns,kernels,"
                "graph_kernels,gaps,gap_ns,host_wait_ns,host_wait_share,launch_delay_p50_ns,"
-               "tokens,tokens_source,batch,tokens_per_s,mfu,mbu,achieved_tflops,achieved_gbs,"
+               "tokens,tokens_source,batch,tokens_per_s,steps,steps_source,step_p50_ns,"
+               "step_p90_ns,step_p99_ns,mfu,mbu,achieved_tflops,achieved_gbs,"
                "power_mean_w,power_peak_w,energy_j,j_per_token,htod_bytes,dtoh_bytes,dtod_bytes,"
                "peak_alloc_bytes\n");
     for (size_t i = 0; i < r->n_stages; i++) {
@@ -83,6 +84,14 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                 (unsigned long long)s->host_wait_ns, s->host_wait_share,
                 (unsigned long long)s->launch_delay_p50_ns, (long long)s->tokens,
                 lp_tokens_source_name(s->tokens_source), (long long)s->batch, s->tokens_per_s);
+        if (s->kind == LP_STAGE_KIND_DECODE)
+            fprintf(f, "%lld,%s,", (long long)s->steps, lp_steps_source_name(s->steps_source));
+        else
+            fprintf(f, ",,");
+        if (s->step.n)
+            fprintf(f, "%.0f,%.0f,%.0f,", s->step.p50, s->step.p90, s->step.p99);
+        else
+            fprintf(f, ",,,");
         if (s->has_util)
             fprintf(f, "%.5f,%.5f,%.3f,%.1f,", s->mfu, s->mbu, s->achieved_tflops,
                     s->achieved_gbs);

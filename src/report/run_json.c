@@ -27,6 +27,15 @@ static json_t *stat_json(const struct lp_stat *s)
                      num(s->cv), "min_ns", num(s->min), "max_ns", num(s->max));
 }
 
+static json_t *dist_json(const struct lp_dist *d)
+{
+    if (!d->n)
+        return json_null();
+    return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)d->n, "mean_ns",
+                     num(d->mean), "min_ns", num(d->min), "p50_ns", num(d->p50), "p90_ns",
+                     num(d->p90), "p99_ns", num(d->p99), "max_ns", num(d->max));
+}
+
 static json_t *kernel_table(const struct lp_run *r, const struct lp_kernel_table *t, size_t n)
 {
     json_t *rows = json_array();
@@ -85,6 +94,12 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
                                                (json_int_t)s->batch, "source",
                                                lp_tokens_source_name(s->tokens_source),
                                                "per_s", num(s->tokens_per_s)));
+    if (s->kind == LP_STAGE_KIND_DECODE)
+        json_object_set_new(o, "steps", json_pack("{s:I,s:s,s:o}", "count", (json_int_t)s->steps,
+                                                  "source", lp_steps_source_name(s->steps_source),
+                                                  "duration", dist_json(&s->step)));
+    else
+        json_object_set_new(o, "steps", json_null());
     json_object_set_new(o, "categories_ns", cats);
     json_object_set_new(o, "copies_bytes", copies(s->memcpy_bytes, s->memset_bytes));
     json_object_set_new(o, "memory", json_pack("{s:o,s:o}", "peak_alloc_bytes",
@@ -109,8 +124,11 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         json_object_set_new(o, "utilisation", json_null());
     json_object_set_new(o, "substages", subs);
     json_object_set_new(o, "gemm",
-                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
-                                  u64(s->gemm_calls), "gpu_ns", u64(s->gemm_ns), "flops",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
+                                  u64(s->gemm_calls), "gpu_ns", u64(s->gemm_ns), "unshaped_ns",
+                                  u64(s->gemm_unshaped_ns), "coverage",
+                                  s->gemm_coverage >= 0 ? num(s->gemm_coverage) : json_null(),
+                                  "flops",
                                   num(s->gemm_flops), "tflops", num(s->gemm_tflops),
                                   "measured_mfu", s->gemm_mfu > 0 ? num(s->gemm_mfu) : json_null(),
                                   "model_matmul_flops_per_occurrence",
@@ -158,10 +176,24 @@ static json_t *gemms_json(const struct lp_run *r)
                                                      : json_null());
         json_array_append_new(rows, o);
     }
-    return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o}", "capture", r->gemm_state, "calls",
-                     u64(r->gemm_calls), "linked", u64(r->gemm_linked), "failed",
-                     u64(r->gemm_failed), "gpu_ns", u64(r->gemm_ns), "flops", num(r->gemm_flops),
-                     "stages_inferred", r->stages_inferred, "shapes", rows);
+    json_t *un = json_array();
+    for (size_t i = 0; i < r->n_unshaped; i++) {
+        const struct lp_unshaped_gemm *u = &r->unshaped[i];
+        json_array_append_new(un, json_pack("{s:s,s:s,s:s,s:o,s:o,s:o}", "stage",
+                                            r->stages[u->stage].name, "kernel",
+                                            r->names[u->group], "short_name",
+                                            r->short_names[u->group], "calls", u64(u->calls),
+                                            "gpu_ns", u64(u->gpu_ns), "stage_share",
+                                            num(u->stage_share)));
+    }
+    json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "capture", r->gemm_state,
+                          "calls", u64(r->gemm_calls), "linked", u64(r->gemm_linked), "failed",
+                          u64(r->gemm_failed), "gpu_ns", u64(r->gemm_ns), "flops",
+                          num(r->gemm_flops), "stages_inferred", r->stages_inferred,
+                          "warmup_calls", u64(r->gemm_warmup_calls), "shapes", rows);
+    json_object_set_new(o, "unshaped_ns", u64(r->gemm_unshaped_ns));
+    json_object_set_new(o, "unshaped", un);
+    return o;
 }
 
 static json_t *timeline(const struct lp_run *r)
@@ -276,18 +308,37 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)op->prefill_tokens, "decode_tokens",
                                   (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
     const struct lp_llm_metrics *m = &r->llm;
-    json_object_set_new(
-        root, "llm",
-        json_pack("{s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:I}", "ttft_s", m->ttft_s > 0 ? num(m->ttft_s) : json_null(),
-                  "tpot_s", m->tpot_s > 0 ? num(m->tpot_s) : json_null(), "prefill_tokens_per_s",
-                  m->prefill_tokens_per_s > 0 ? num(m->prefill_tokens_per_s) : json_null(),
-                  "decode_tokens_per_s",
-                  m->decode_tokens_per_s > 0 ? num(m->decode_tokens_per_s) : json_null(),
-                  "prefill_tokens", (json_int_t)m->prefill_tokens, "prompt_tokens",
-                  (json_int_t)m->prompt_tokens, "prefill_tokens_source",
-                  lp_tokens_source_name(m->prefill_source), "decode_tokens",
-                  (json_int_t)m->decode_tokens, "decode_tokens_source",
-                  lp_tokens_source_name(m->decode_source), "batch", (json_int_t)m->batch));
+    static const char *const logits[] = {NULL, "last", "every"};
+    json_t *llm = json_pack(
+        "{s:b,s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:s,s:I,s:s,s:I,s:s}", "found", m->found, "requests",
+        (json_int_t)m->requests, "ttft_s", m->ttft_s > 0 ? num(m->ttft_s) : json_null(),
+        "tpot_s", m->tpot_s > 0 ? num(m->tpot_s) : json_null(), "prefill_tokens_per_s",
+        m->prefill_tokens_per_s > 0 ? num(m->prefill_tokens_per_s) : json_null(),
+        "decode_tokens_per_s", m->decode_tokens_per_s > 0 ? num(m->decode_tokens_per_s) : json_null(),
+        "prefill_tokens", (json_int_t)m->prefill_tokens, "prompt_tokens",
+        (json_int_t)m->prompt_tokens, "prefill_tokens_source",
+        lp_tokens_source_name(m->prefill_source), "decode_tokens", (json_int_t)m->decode_tokens,
+        "decode_tokens_source", lp_tokens_source_name(m->decode_source), "batch",
+        (json_int_t)m->batch, "batch_source", lp_tokens_source_name(m->batch_source));
+    json_object_set_new(llm, "decode_steps", json_integer((json_int_t)m->decode_steps));
+    json_object_set_new(llm, "steps_source", json_string(lp_steps_source_name(m->steps_source)));
+    json_object_set_new(llm, "ttft", dist_json(&m->ttft));
+    json_object_set_new(llm, "tpot", dist_json(&m->tpot));
+    json_object_set_new(llm, "itl", dist_json(&m->itl));
+    json_object_set_new(llm, "prefill_logits", m->prefill_logits > 0 && m->prefill_logits < 3
+                                                   ? json_string(logits[m->prefill_logits])
+                                                   : json_null());
+    json_object_set_new(root, "llm", llm);
+    static const char *const causes[] = {NULL, "ttft", "tpot", "stage_time"};
+    const struct lp_warmup_found *w = &r->warmup;
+    json_object_set_new(root, "warmup_found",
+                        w->cause == LP_WARMUP_NONE
+                            ? json_null()
+                            : json_pack("{s:s,s:s?,s:o,s:o,s:I,s:I}", "cause", causes[w->cause],
+                                        "stage", w->stage >= 0 ? r->stages[w->stage].name : NULL,
+                                        "value_ns", num(w->value_ns), "median_ns",
+                                        num(w->median_ns), "others", (json_int_t)w->others,
+                                        "occurrences", (json_int_t)w->occurrences));
     json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", r->util_note);
     if (r->has_util) {
         json_object_set_new(util, "gpu", json_string(r->gpu.name));
@@ -341,6 +392,13 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                           c->top_group != SIZE_MAX ? r->short_names[c->top_group] : NULL));
     }
     json_object_set_new(root, "cost_centres", cc);
+    json_object_set_new(root, "cost_centres_base_ns", u64(r->measured_gpu_ns));
+    json_t *spans = json_array();
+    for (size_t i = 0; i < r->n_spans; i++)
+        json_array_append_new(spans, json_pack("[o,o,s]", u64(r->spans[i].start),
+                                               u64(r->spans[i].end),
+                                               r->stages[r->spans[i].stage].name));
+    json_object_set_new(root, "stage_spans", spans);
     json_t *fs = json_array();
     for (size_t i = 0; i < r->n_findings; i++) {
         const struct lp_finding *f = &r->findings[i];

@@ -35,24 +35,72 @@ static void header(FILE *f, const struct lp_run *r)
             NS(r->last_ns - r->first_ns), 100 * r->busy_share);
 }
 
+/* "| TTFT | 16.1 ms | 17.0 ms | 18.2 ms | 16.4 ms | 3 requests | source |" */
+static void dist_row(FILE *f, const char *what, const struct lp_dist *d, const char *unit,
+                     const char *source)
+{
+    char b1[32], b2[32];
+    if (d->n == 0) {
+        fprintf(f, "| %s | - | - | - | - | 0 | %s |\n", what, source);
+        return;
+    }
+    fprintf(f, "| %s | %s | ", what, NS(d->p50));
+    fprintf(f, "%s | ", NS(d->p90));
+    fprintf(f, "%s | ", NS(d->p99));
+    fprintf(f, "%s | %zu %s | %s |\n", NS2(d->mean), d->n, unit, source);
+}
+
+static void warmup_line(FILE *f, const struct lp_run *r)
+{
+    const struct lp_warmup_found *w = &r->warmup;
+    char b1[32], b2[32];
+    static const char *const what[] = {"", "TTFT", "time per decode step", "time"};
+    if (w->cause == LP_WARMUP_NONE)
+        return;
+    fprintf(f, "\nSet apart as warm-up (not named so): the first %s (%zu stage occurrence%s); its "
+               "%s of %s is %.1fx the median of the %zu others (%s). Rule: docs/report.md; "
+               "--keep-warmup keeps it.\n",
+            w->cause == LP_WARMUP_STAGE_TIME ? "occurrence of its stage" : "request",
+            w->occurrences, w->occurrences == 1 ? "" : "s", what[w->cause], NS(w->value_ns),
+            w->median_ns > 0 ? w->value_ns / w->median_ns : 0, w->others, NS2(w->median_ns));
+}
+
 static void llm_section(FILE *f, const struct lp_run *r)
 {
     const struct lp_llm_metrics *m = &r->llm;
-    char b1[32], b2[32];
-    fprintf(f, "\n## LLM metrics\n\nMeasured on the stage ranges' wall time; token counts "
-               "as the source column says (flag > tokens= in range names > counted decode "
-               "ranges x batch).\n\n| metric | value | source |\n|---|---|---|\n");
-    if (m->ttft_s > 0)
-        fprintf(f, "| TTFT | %s | mean prefill (+ vision) range |\n", NS(m->ttft_s * 1e9));
-    else
-        fprintf(f, "| TTFT | - | no prefill stage |\n");
-    if (m->tpot_s > 0)
-        fprintf(f, "| TPOT | %s | decode wall / (decode tokens / batch %lld) |\n",
-                NS2(m->tpot_s * 1e9), (long long)m->batch);
-    else
-        fprintf(f, "| TPOT | - | no decode stage with tokens |\n");
-    fprintf(f, "| prefill tokens | %lld | %s |\n", (long long)m->prefill_tokens,
+    char src[160];
+    fprintf(f, "\n## LLM metrics\n\n");
+    if (!m->found) {
+        fprintf(f, "No prefill or decode was found: no NVTX range is named like a stage, and %s. "
+                   "TTFT and TPOT are not given; the tables below cover the whole run.\n",
+                r->trace->n_gemms ? "the GEMM shapes do not look like an LLM's (decode steps "
+                                    "running the prefill's weights)"
+                                  : "no GEMM shapes were recorded to infer stages from");
+        return;
+    }
+    fprintf(f, "Measured over %zu request%s (a request: a prefill with the vision before it and "
+               "the decode after it). TTFT runs from a request's first stage range to the end "
+               "of its prefill's GPU work; TPOT is a request's decode time over its steps; ITL is "
+               "each decode step whose bounds were found. Headline figures are medians.\n",
+            m->requests, m->requests == 1 ? "" : "s");
+    warmup_line(f, r);
+    fprintf(f, "\n| metric | median | p90 | p99 | mean | n | source |\n"
+               "|---|---|---|---|---|---|---|\n");
+    dist_row(f, "TTFT", &m->ttft, "requests",
+             m->ttft.n ? "prefill (+ vision) of each request" : "no prefill stage");
+    snprintf(src, sizeof src, "decode time / steps (steps: %s)",
+             lp_steps_source_name(m->steps_source));
+    dist_row(f, "TPOT", &m->tpot, "requests", m->tpot.n ? src : "decode steps not found");
+    snprintf(src, sizeof src, "step bounds: %s", lp_steps_source_name(m->steps_source));
+    dist_row(f, "ITL", &m->itl, "steps", m->itl.n ? src : "step bounds not found");
+    fprintf(f, "\n| count | value | source |\n|---|---|---|\n");
+    fprintf(f, "| batch | %lld | %s |\n", (long long)m->batch,
+            m->batch_source == LP_TOKENS_NONE ? "assumed (no flag, name or decode GEMM shape)"
+                                              : lp_tokens_source_name(m->batch_source));
+    fprintf(f, "| prompt tokens per request | %lld | %s |\n", (long long)m->prompt_tokens,
             lp_tokens_source_name(m->prefill_source));
+    fprintf(f, "| decode steps | %lld | %s |\n", (long long)m->decode_steps,
+            lp_steps_source_name(m->steps_source));
     fprintf(f, "| decode tokens | %lld | %s |\n", (long long)m->decode_tokens,
             lp_tokens_source_name(m->decode_source));
     if (m->prefill_tokens_per_s > 0)
@@ -84,13 +132,14 @@ static void stages(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32], b3[32];
     fprintf(f, "\n## Stages\n\nMeasured. A stage's kernels are those launched while one of "
-               "its ranges was open on the launching thread. Wall: the range on the CPU; "
-               "GPU busy: the union of its kernels, copies and sets; host wait: idle time "
-               "before work that was launched after the GPU went idle. Stages flagged ~ vary "
-               "by more than 10 %% (CV).\n\n"
-               "| stage | n | wall mean | CV | min | max | GPU busy | host wait | kernels/occ | "
-               "gaps > %s | tokens | tokens/s |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+               "its ranges was open on the launching thread. Time: from the range's start (or "
+               "the end of the previous range's GPU work, if later) to its end (or the end of "
+               "its own GPU work, if later); GPU busy: the union of its kernels, copies and "
+               "sets; host wait: idle time before work that was launched after the GPU went "
+               "idle. Stages flagged ~ vary by more than 10 %% (CV).\n\n"
+               "| stage | n | time mean | CV | min | max | GPU busy | host wait | kernels/occ | "
+               "gaps > %s | tokens | tokens/s | steps |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             NS(r->opt.gap_ns));
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
@@ -104,10 +153,14 @@ static void stages(FILE *f, const struct lp_run *r)
         fprintf(f, "%.1f | %zu | ", s->occurrences ? s->kernels_per_occurrence : (double)s->kernels,
                 s->gaps);
         if (s->tokens > 0)
-            fprintf(f, "%lld (%s) | %.1f |\n", (long long)s->tokens,
+            fprintf(f, "%lld (%s) | %.1f | ", (long long)s->tokens,
                     lp_tokens_source_name(s->tokens_source), s->tokens_per_s);
         else
-            fprintf(f, "- | - |\n");
+            fprintf(f, "- | - | ");
+        if (s->steps > 0)
+            fprintf(f, "%lld (%s) |\n", (long long)s->steps, lp_steps_source_name(s->steps_source));
+        else
+            fprintf(f, "%s |\n", s->kind == LP_STAGE_KIND_DECODE ? "not found" : "-");
     }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
@@ -149,26 +202,57 @@ static const char *const trans_names = "NTC";
 
 static void gemm_stages(FILE *f, const struct lp_run *r)
 {
-    char b1[32];
-    fprintf(f, "| stage | GEMM calls | GEMM GPU time | GEMM TFLOP/s | measured MFU (GEMMs) | "
-               "analytic MFU | measured / analytic matmul FLOPs | measured / analytic linear "
-               "FLOPs |\n|---|---|---|---|---|---|---|---|\n");
+    char b1[32], b2[32];
+    fprintf(f, "| stage | GEMM calls | GEMM GPU time | without shapes | with shapes | GEMM "
+               "TFLOP/s | measured MFU (GEMMs) | analytic MFU | measured / analytic matmul "
+               "FLOPs | measured / analytic linear FLOPs |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        if (!s->gemm_calls)
+        if (!s->gemm_calls && !s->gemm_unshaped_ns)
             continue;
-        fprintf(f, "| %s | %llu | %s | %.1f | ", s->name, (unsigned long long)s->gemm_calls,
-                NS(s->gemm_ns), s->gemm_tflops);
+        fprintf(f, "| %s | %llu | %s | ", s->name, (unsigned long long)s->gemm_calls,
+                NS(s->gemm_ns));
+        fprintf(f, "%s | %s | %.1f | ", NS2(s->gemm_unshaped_ns),
+                s->gemm_coverage >= 0 ? lp_fmt_pct(s->gemm_coverage, b1, sizeof b1) : "-",
+                s->gemm_tflops);
         if (s->gemm_mfu > 0)
-            fprintf(f, "%.2f %% | ", 100 * s->gemm_mfu);
+            fprintf(f, "%.2f %%%s | ", 100 * s->gemm_mfu,
+                    s->gemm_coverage >= 0 && s->gemm_coverage < 0.95 ? " (part)" : "");
         else
             fprintf(f, "- | ");
-        if (s->has_util)
+        if (s->has_util && s->gemm_calls)
             fprintf(f, "%.2f %% | %.3f | %.3f |\n", 100 * s->mfu, s->gemm_vs_model,
                     s->gemm_vs_linear);
+        else if (s->has_util)
+            fprintf(f, "%.2f %% | - | - |\n", 100 * s->mfu);
         else
             fprintf(f, "- | - | - |\n");
     }
+}
+
+static void unshaped(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b3[32];
+    if (!r->n_unshaped)
+        return;
+    fprintf(f, "\nGEMM kernels without a recorded shape (by name: CUTLASS and grouped GEMMs, "
+               "Triton, FlashInfer, DeepGEMM, or cuBLAS kernels replayed from a CUDA graph), "
+               "%s in all outside warm-up; their FLOPs are not in the measured figures. %% "
+               "stage GEMM: of the stage's GEMM-kernel time.\n\n"
+               "| stage | kernel | calls | GPU time | %% stage GEMM |\n|---|---|---|---|---|\n",
+            NS(r->gemm_unshaped_ns));
+    size_t n = r->n_unshaped < 10 ? r->n_unshaped : 10;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_unshaped_gemm *u = &r->unshaped[i];
+        const struct lp_stage_report *s = &r->stages[u->stage];
+        fprintf(f, "| %s | `", s->name);
+        lp_md_cell(f, r->short_names[u->group]);
+        fprintf(f, "` | %llu | %s | %s |\n", (unsigned long long)u->calls, NS(u->gpu_ns),
+                PCT(u->stage_share));
+    }
+    if (r->n_unshaped > n)
+        fprintf(f, "\n%zu more in report.json.\n", r->n_unshaped - n);
 }
 
 static void gemms(FILE *f, const struct lp_run *r)
@@ -177,6 +261,11 @@ static void gemms(FILE *f, const struct lp_run *r)
     fprintf(f, "\n## GEMMs\n\n");
     if (!r->gemm_calls) {
         fprintf(f, "No cuBLAS GEMM call was recorded (capture: %s).\n", r->gemm_state);
+        if (r->gemm_unshaped_ns) {
+            fprintf(f, "\n");
+            gemm_stages(f, r);
+            unshaped(f, r);
+        }
         return;
     }
     fprintf(f, "Measured: every cuBLAS and cuBLASLt GEMM call (capture: %s), %llu calls, %llu "
@@ -185,13 +274,17 @@ static void gemms(FILE *f, const struct lp_run *r)
                "y = x W^T, m is out_features and n the tokens. FLOPs are 2 m n k batch of the "
                "recorded shape; time is the GPU time of the call's kernels; the peak is the "
                "dense peak of the inputs' dtype (TF32 when fp32 runs on tensor cores) on %s. "
-               "Measured MFU (GEMMs) is GEMM FLOPs over the stage's wall time at the %s peak, "
-               "beside the analytic MFU; linear FLOPs leave out attention scores (QK^T, PV), "
-               "which attention kernels compute outside cuBLAS.\n\n",
+               "With shapes: the share of the stage's GEMM-kernel time whose calls were "
+               "recorded; the rest (without shapes) has no FLOPs, so measured MFU (GEMMs) "
+               "marked (part) covers only that share. Measured MFU (GEMMs) is GEMM FLOPs over "
+               "the stage's time at the %s peak, beside the analytic MFU; linear FLOPs leave "
+               "out attention scores (QK^T, PV), which attention kernels compute outside "
+               "cuBLAS.\n\n",
             r->gemm_state, (unsigned long long)r->gemm_calls,
             (unsigned long long)r->gemm_linked, (unsigned long long)r->gemm_failed,
             r->gpu.name[0] ? r->gpu.name : "the recorded GPU", lp_dtype_name(r->dtype));
     gemm_stages(f, r);
+    unshaped(f, r);
     size_t top = r->n_gemms < r->opt.top_k ? r->n_gemms : r->opt.top_k;
     fprintf(f, "\n| # | stage | m x n x k | batch | op | A/B -> D (compute) | calls | total | "
                "mean | TFLOP/s | %% of peak | algo / tile | kernel | hints |\n"
@@ -222,6 +315,9 @@ static void gemms(FILE *f, const struct lp_run *r)
     }
     if (r->n_gemms > top)
         fprintf(f, "\n%zu more shapes in gemms.csv.\n", r->n_gemms - top);
+    if (r->gemm_warmup_calls)
+        fprintf(f, "\n%llu calls ran in warm-up: counted above, not in this table.\n",
+                (unsigned long long)r->gemm_warmup_calls);
 }
 
 static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel_table *t)
@@ -247,11 +343,12 @@ static void kernels(FILE *f, const struct lp_run *r)
 {
     char b1[32], b3[32];
     fprintf(f, "\n## Top kernels\n\nMeasured (CUPTI kernel, memcpy and memset activity). "
-               "%% GPU: share of the summed GPU time of the scope (%s over the run). Full "
+               "%% GPU: share of all GPU time of the run (%s, warm-up and work outside the "
+               "stages included); in the per-stage tables, of that stage's GPU time. Full "
                "names in report.json and kernels.csv.\n\n",
             NS(r->all_kernels.gpu_ns));
     kernel_table(f, r, &r->kernels);
-    fprintf(f, "\n### By category and stage\n\n| stage |");
+    fprintf(f, "\n### By category and stage\n\nShare of each stage's GPU time.\n\n| stage |");
     for (int c = 0; c < LP_KCAT_COUNT; c++)
         fprintf(f, " %s |", lp_kcat_name((enum lp_kcat)c));
     fprintf(f, "\n|---|");
@@ -425,17 +522,41 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
 
 int lp_report_summary_md(FILE *f, const struct lp_run *r)
 {
-    char b1[32];
+    char b1[32], b2[32];
     const struct lp_llm_metrics *m = &r->llm;
     const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
                                           : "the GPU";
     fprintf(f, "# Summary\n\n`%s` on %s.\n\n", command(r)[0] ? command(r) : "the run", gpu);
-    if (m->ttft_s > 0)
-        fprintf(f, "- **First token after %s** (prefill of %lld tokens%s).\n", NS(m->ttft_s * 1e9),
-                (long long)m->prompt_tokens, m->batch > 1 ? " over the batch" : "");
-    if (m->tpot_s > 0)
-        fprintf(f, "- **Each further token takes %s**: %.1f tokens/s over a batch of %lld.\n",
-                NS(m->tpot_s * 1e9), m->decode_tokens_per_s, (long long)m->batch);
+    if (!m->found)
+        fprintf(f, "- **No LLM prefill or decode was found** in this program (no NVTX range named "
+                   "like a stage, and %s), so there is no TTFT or TPOT: the figures below are "
+                   "for the whole run.\n",
+                r->trace->n_gemms ? "its matrix multiplies do not look like an LLM's"
+                                  : "no matrix multiply shapes were recorded");
+    if (m->ttft.n)
+        fprintf(f, "- **First token after %s** (median of %zu request%s, p90 %s; prompt of %lld "
+                   "tokens%s).\n",
+                NS(m->ttft.p50), m->ttft.n, m->ttft.n == 1 ? "" : "s", NS2(m->ttft.p90),
+                (long long)(m->prompt_tokens / (m->batch > 0 ? m->batch : 1)),
+                m->batch > 1 ? " per sequence" : "");
+    if (m->tpot.n)
+        fprintf(f, "- **Each further token takes %s** (median of %zu request%s; %.1f tokens/s "
+                   "over a batch of %lld).\n",
+                NS(m->tpot.p50), m->tpot.n, m->tpot.n == 1 ? "" : "s", m->decode_tokens_per_s,
+                (long long)m->batch);
+    for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
+        if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
+            !r->stages[i].steps)
+            fprintf(f, "- The time per token of %s is not given: its steps could not be counted "
+                       "(name each step's range, put tokens=N in the name, or pass "
+                       "--decode-tokens).\n",
+                    r->stages[i].name);
+    if (r->warmup.cause != LP_WARMUP_NONE)
+        fprintf(f, "- The first %s was slow (%s, %.0fx the others' median) and is reported "
+                   "apart as warm-up.\n",
+                r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
+                NS(r->warmup.value_ns),
+                r->warmup.median_ns > 0 ? r->warmup.value_ns / r->warmup.median_ns : 0);
     fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
             100 * r->busy_share);
     if (r->has_util)
@@ -445,19 +566,30 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         if (s->kind == LP_STAGE_KIND_PREFILL && s->gemm_calls && s->gemm_mfu > 0)
+        {
             fprintf(f, "- The prefill's matrix multiplies ran at %.0f TFLOP/s while busy; over "
                        "its whole time they used %.1f %% of the GPU's compute peak (measured "
-                       "GEMM shapes).\n",
+                       "GEMM shapes",
                     s->gemm_tflops, 100 * s->gemm_mfu);
+            if (s->gemm_coverage >= 0 && s->gemm_coverage < 0.95)
+                fprintf(f, ", which cover only %s of its GEMM time: the rest ran in kernels "
+                           "no cuBLAS call launched",
+                        lp_fmt_pct(s->gemm_coverage, b2, sizeof b2));
+            fprintf(f, ").\n");
+        }
     }
     if (r->stages_inferred)
         fprintf(f, "- The program marks no stages: prefill and decode were inferred from the "
                    "sizes of its matrix multiplies.\n");
     fprintf(f, "\n## Where the GPU time goes\n\n");
+    if (r->n_centres)
+        fprintf(f, "Shares of the GPU time in the measured stages (%s; warm-up and work outside "
+                   "the stages left out).\n\n",
+                NS(r->measured_gpu_ns));
     for (size_t i = 0; i < r->n_centres; i++) {
         const struct lp_cost_centre *c = &r->centres[i];
-        fprintf(f, "%zu. **%s kernels in %s**: %s, %.0f %% of GPU time", i + 1,
-                lp_kcat_name(c->cat), r->stages[c->stage].name, NS(c->gpu_ns), 100 * c->share);
+        fprintf(f, "%zu. **%s kernels in %s**: %s, %.0f %%", i + 1, lp_kcat_name(c->cat),
+                r->stages[c->stage].name, NS(c->gpu_ns), 100 * c->share);
         if (c->top_group != SIZE_MAX) {
             fprintf(f, "; mostly `");
             lp_md_cell(f, r->short_names[c->top_group]);
@@ -466,8 +598,16 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, ".\n");
     }
     if (r->n_centres == 0)
-        fprintf(f, "No GPU work was recorded.\n");
-    fprintf(f, "\n## What to look at\n\n");
+        fprintf(f, "No GPU work was recorded in a measured stage.\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if ((s->kind == LP_STAGE_KIND_OUTSIDE || s->kind == LP_STAGE_KIND_WARMUP) && s->gpu_ns)
+            fprintf(f, "\n%s: %s more GPU time, not ranked above.", s->kind == LP_STAGE_KIND_WARMUP
+                                                                     ? "Warm-up"
+                                                                     : "Outside every stage",
+                    NS(s->gpu_ns));
+    }
+    fprintf(f, "\n\n## What to look at\n\n");
     size_t shown = 0;
     for (size_t i = 0; i < r->n_findings && shown < 3; i++) {
         const struct lp_finding *x = &r->findings[i];

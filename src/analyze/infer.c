@@ -1,0 +1,189 @@
+/* Stages inferred from GEMM shapes, for a run without stage ranges: the tokens in flight of
+ * each cuBLAS call (min(m, n)) split prefill (many) from decode (a few); a decode step ends
+ * at its largest GEMM, the lm_head. Only a program that looks like an LLM gets stages: decode
+ * steps that repeat, running the same weights as the prefill. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+static int cmp_start(const void *a, const void *b, void *arg)
+{
+    const struct lp_gemm *v = arg;
+    uint64_t x = v[*(const uint32_t *)a].start, y = v[*(const uint32_t *)b].start;
+    return (x > y) - (x < y);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
+                   int64_t tokens)
+{
+    if (*made >= c->occ_cap) {
+        size_t cap = c->occ_cap ? 2 * c->occ_cap : 64;
+        struct lp_occ *p = realloc(c->occ, cap * sizeof *p);
+        if (!p)
+            return -1;
+        c->occ = p;
+        c->occ_cap = cap;
+    }
+    c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .range_end = end,
+                                        .stage = stage, .range = -1, .request = -1,
+                                        .shape_tokens = tokens};
+    return 0;
+}
+
+/* A weight's dimensions: (rows or columns, k) packed in one key. */
+static uint64_t weight_key(uint64_t dim, uint64_t k)
+{
+    return dim * 0x9e3779b97f4a7c15ull ^ k;
+}
+
+/* Whether the classified calls look like an LLM: at least two decode steps (calls of the
+ * largest decode shape), and most decode calls running a weight the prefill runs too (with
+ * no prefill: at least three steps of the same number of calls). */
+static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const uint8_t *cls,
+                          size_t n)
+{
+    size_t n_pre = 0, n_dec = 0;
+    for (size_t i = 0; i < n; i++)
+        n_dec += cls[i];
+    n_pre = n - n_dec;
+    if (n_dec == 0)
+        return 0;
+    uint64_t *pre = malloc((2 * n_pre + 1) * sizeof *pre);
+    if (!pre)
+        return 0;
+    size_t np = 0, shared = 0, steps = 0, best = 0;
+    const struct lp_gemm *lm = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_gemm *g = &t->gemms[ord[i]];
+        if (!cls[i]) {
+            pre[np++] = weight_key(g->m, g->k);
+            pre[np++] = weight_key(g->n, g->k);
+        } else if (!lm || (g->m > g->n ? g->m : g->n) * g->k > best) {
+            best = (g->m > g->n ? g->m : g->n) * g->k;
+            lm = g;
+        }
+    }
+    qsort(pre, np, sizeof *pre, cmp_u64);
+    /* steps: calls of the largest decode shape; calls between them should not vary */
+    size_t since = 0, prev_len = 0, same_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_gemm *g = &t->gemms[ord[i]];
+        if (!cls[i])
+            continue;
+        uint64_t key = weight_key(g->m > g->n ? g->m : g->n, g->k);
+        shared += np && bsearch(&key, pre, np, sizeof *pre, cmp_u64) != NULL;
+        since++;
+        if (lp_gemm_same_shape(g, lm)) {
+            steps++;
+            same_len += since == prev_len;
+            prev_len = since;
+            since = 0;
+        }
+    }
+    free(pre);
+    if (steps < 2)
+        return 0;
+    if (n_pre)
+        return 2 * shared >= n_dec;
+    return steps >= 3 && 5 * (same_len + 1) >= 4 * steps;
+}
+
+int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage)
+{
+    const struct lp_trace *t = c->t;
+    uint32_t *ord = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *ord);
+    uint8_t *cls = malloc(t->n_gemms ? t->n_gemms : 1);
+    if (!ord || !cls) {
+        free(ord);
+        free(cls);
+        return -1;
+    }
+    size_t n = 0;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm *g = &t->gemms[i];
+        if (g->status || g->batch != 1 || !g->m || !g->n)
+            continue;
+        ord[n++] = (uint32_t)i;
+        uint64_t tk = lp_gemm_tokens(g);
+        lo = tk < lo ? tk : lo;
+        hi = tk > hi ? tk : hi;
+    }
+    qsort_r(ord, n, sizeof *ord, cmp_start, t->gemms);
+    /* two populations far apart: prompt-sized and batch-sized; the cut is their geometric
+     * middle. One population: decode when it is a few tokens, else prefill. */
+    double cut = hi >= 8 * lo ? sqrt((double)lo * (double)hi) : (hi <= 64 ? (double)hi + 1 : 0);
+    for (size_t i = 0; i < n; i++)
+        cls[i] = (double)lp_gemm_tokens(&t->gemms[ord[i]]) < cut; /* 1 decode */
+    /* a short run of the other class (the last-token lm_head of a prefill) joins its
+     * neighbours */
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && cls[j] == cls[i]; j++)
+            ;
+        if (i > 0 && j - i < 3)
+            for (size_t k = i; k < j; k++)
+                cls[k] = cls[i - 1];
+    }
+    size_t made = 0;
+    if (!looks_like_llm(t, ord, cls, n))
+        n = 0;
+    uint64_t prev_end = n ? t->gemms[ord[0]].start : 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && cls[j] == cls[i]; j++)
+            ;
+        int decode = cls[i];
+        uint64_t tokens = 0;
+        for (size_t a = i; a < j; a++)
+            if (lp_gemm_tokens(&t->gemms[ord[a]]) > tokens)
+                tokens = lp_gemm_tokens(&t->gemms[ord[a]]);
+        if (!decode) {
+            if (add_occ(c, &made, prev_end, t->gemms[ord[j - 1]].end, prefill_stage,
+                        (int64_t)tokens))
+                goto nomem;
+            prev_end = t->gemms[ord[j - 1]].end;
+            continue;
+        }
+        /* decode: one step ends after each call of the segment's largest GEMM (the lm_head,
+         * once per forward pass and last); calls after the last one join the last step */
+        size_t lm = i;
+        for (size_t a = i; a < j; a++) {
+            const struct lp_gemm *g = &t->gemms[ord[a]], *b = &t->gemms[ord[lm]];
+            if ((g->m > g->n ? g->m : g->n) * g->k > (b->m > b->n ? b->m : b->n) * b->k)
+                lm = a;
+        }
+        const struct lp_gemm *rg = &t->gemms[ord[lm]];
+        for (size_t a = i; a < j; a++) {
+            const struct lp_gemm *g = &t->gemms[ord[a]];
+            if (!lp_gemm_same_shape(g, rg))
+                continue;
+            if (a == i && made && c->occ[made - 1].stage == prefill_stage) {
+                /* the prefill's own lm_head on its last token: the prefill ends there */
+                c->occ[made - 1].end = c->occ[made - 1].range_end = g->end;
+            } else if (add_occ(c, &made, prev_end, g->end, decode_stage,
+                               (int64_t)lp_gemm_tokens(rg))) {
+                goto nomem;
+            }
+            prev_end = g->end;
+        }
+        if (made && t->gemms[ord[j - 1]].end > prev_end) {
+            prev_end = t->gemms[ord[j - 1]].end;
+            c->occ[made - 1].end = c->occ[made - 1].range_end = prev_end;
+        }
+    }
+    c->n_occ = made;
+    free(ord);
+    free(cls);
+    return (int)made;
+nomem:
+    free(ord);
+    free(cls);
+    return -1;
+}

@@ -1,0 +1,527 @@
+/* Steps and tokens found in the trace, for programs that do not name them. Once work is
+ * attributed to stage occurrences: each GEMM call's occurrence; each occurrence's effective
+ * span (a range that closes before its GPU work ends lasts until that work ends); the token
+ * dimension of its GEMM calls (prefill n = batch x prompt, decode n = batch); and, for
+ * decode, the steps inside each range and where each one ends. Steps are found, in order,
+ * from CUDA graph launches (one replay per step), from the lm_head (the largest GEMM, once
+ * per forward pass), or from the kernel sequence that repeats once per step. Then the token
+ * counts: a flag wins, then tokens= in range names, then shapes and steps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+#define GRAPH_LABEL (1ull << 63)
+#define MAX_CANDIDATES 3 /* step markers tried per occurrence, walking back from its end */
+#define WALK_BACK 64
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- GEMM calls: their occurrence and the end of their kernels ---- */
+
+static int link_gemms(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    c->kernel_work = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *c->kernel_work);
+    if (!c->kernel_work)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        c->kernel_work[i] = -1;
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].kind == LP_OP_KERNEL)
+            c->kernel_work[c->work[i].index] = (int32_t)i;
+    if (t->n_gemms == 0)
+        return LP_OK;
+    c->gemm_occ = malloc(t->n_gemms * sizeof *c->gemm_occ);
+    c->gemm_end = calloc(t->n_gemms, sizeof *c->gemm_end);
+    int rc = c->gemm_occ && c->gemm_end ? lp_gemm_link(t, &c->kernel_gemm) : LP_ERR_NOMEM;
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < t->n_gemms; i++)
+        c->gemm_occ[i] = -1;
+    for (size_t i = 0; c->kernel_gemm && i < t->n_kernels; i++) {
+        int32_t g = c->kernel_gemm[i], w = c->kernel_work[i];
+        if (g < 0 || w < 0)
+            continue;
+        if (!c->gemm_end[g])
+            c->gemm_occ[g] = c->work[w].occ;
+        if (c->work[w].end > c->gemm_end[g])
+            c->gemm_end[g] = c->work[w].end;
+    }
+    /* a call that launched nothing (failed, or captured into a graph): where it was made */
+    for (size_t i = 0; i < t->n_gemms; i++)
+        if (!c->gemm_end[i])
+            c->gemm_occ[i] = lp_run_occ_at(c, t->gemms[i].thread, t->gemms[i].start);
+    return LP_OK;
+}
+
+/* ---- effective spans ---- */
+
+static void effective_spans(struct lp_run_ctx *c)
+{
+    for (size_t i = 0; i < c->n_work; i++) {
+        const struct lp_work *w = &c->work[i];
+        if (w->occ >= 0 && w->end > c->occ[w->occ].gpu_end)
+            c->occ[w->occ].gpu_end = w->end;
+    }
+    /* occurrences are sorted by start; one that opens after every earlier range closed
+     * starts when the earlier ones' GPU work is done (the host ran ahead) */
+    uint64_t ranges_end = 0, done = 0;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        struct lp_occ *o = &c->occ[i];
+        if (o->gpu_end > o->end)
+            o->end = o->gpu_end;
+        if (i > 0 && ranges_end <= o->start && done > o->start)
+            o->start = done < o->end ? done : o->end;
+        ranges_end = o->range_end > ranges_end ? o->range_end : ranges_end;
+        done = o->end > done ? o->end : done;
+    }
+}
+
+/* ---- the kernel sequence of an occurrence ---- */
+
+/* Items of one occurrence in GPU order: a kernel, copy or set is labelled by its name
+ * group; the kernels of one graph launch are one item labelled by the graph. */
+struct items {
+    uint64_t *label, *end, *sorted;
+    size_t n, cap;
+};
+
+static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct items *it)
+{
+    if (n > it->cap) {
+        size_t cap = n;
+        uint64_t *a = realloc(it->label, cap * sizeof *a);
+        if (a)
+            it->label = a;
+        uint64_t *b = realloc(it->end, cap * sizeof *b);
+        if (b)
+            it->end = b;
+        uint64_t *s = realloc(it->sorted, cap * sizeof *s);
+        if (s)
+            it->sorted = s;
+        if (!a || !b || !s)
+            return LP_ERR_NOMEM;
+        it->cap = cap;
+    }
+    it->n = 0;
+    uint32_t graph_corr = 0;
+    int in_graph = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_work *w = &c->work[work[i]];
+        const struct lp_kernel *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        if (k && (k->flags & LP_KERNEL_FLAG_GRAPH)) {
+            if (in_graph && k->correlation == graph_corr) {
+                if (w->end > it->end[it->n - 1])
+                    it->end[it->n - 1] = w->end;
+                continue;
+            }
+            in_graph = 1;
+            graph_corr = k->correlation;
+            it->label[it->n] = GRAPH_LABEL | k->graph_id;
+        } else {
+            it->label[it->n] = w->group;
+        }
+        it->end[it->n++] = w->end;
+    }
+    return LP_OK;
+}
+
+static size_t count_of(const struct items *it, uint64_t label)
+{
+    const uint64_t *lo = it->sorted, *hi = it->sorted + it->n;
+    while (lo < hi) { /* first >= label */
+        const uint64_t *mid = lo + (hi - lo) / 2;
+        if (*mid < label)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t k = 0;
+    while (lo + k < it->sorted + it->n && lo[k] == label)
+        k++;
+    return k;
+}
+
+/* Whether LABEL ends steps that repeat regularly: gaps between its items within 10 % of
+ * their median D, a first step of 0.5-1.5 D, at most half a step after the last one, and
+ * consecutive steps mostly the same kernels. POS receives its C positions. */
+static int regular(const struct items *it, uint64_t label, size_t c, size_t *pos, double *gap,
+                   size_t *period)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < it->n && k < c; i++)
+        if (it->label[i] == label)
+            pos[k++] = i;
+    for (size_t j = 1; j < c; j++)
+        gap[j - 1] = (double)(pos[j] - pos[j - 1]);
+    qsort(gap, c - 1, sizeof *gap, cmp_double);
+    double d = gap[(c - 1) / 2];
+    for (size_t j = 1; j < c; j++) {
+        double g = (double)(pos[j] - pos[j - 1]);
+        if (g < 0.9 * d - 1 || g > 1.1 * d + 1)
+            return 0;
+    }
+    double head = (double)pos[0] + 1, tail = (double)(it->n - 1 - pos[c - 1]);
+    if (head < 0.5 * d || head > 1.5 * d + 1 || tail > 0.5 * d)
+        return 0;
+    size_t alike = 0;
+    for (size_t j = 0; j < c; j++) {
+        size_t a = pos[j], b = j ? pos[j - 1] : 0; /* compare with the step before, from the end */
+        size_t len = j ? pos[j] - pos[j - 1] : pos[0] + 1;
+        size_t prev_len = j ? (j > 1 ? pos[j - 1] - pos[j - 2] : pos[0] + 1) : len;
+        size_t m = len < prev_len ? len : prev_len, same = 0;
+        for (size_t q = 0; j && q < m; q++)
+            same += it->label[a - q] == it->label[b - q];
+        alike += !j || 5 * same >= 4 * m;
+    }
+    *period = (size_t)d;
+    return 10 * alike >= 9 * c;
+}
+
+/* Steps in an occurrence's sequence: the step ends with the label the sequence ends with,
+ * or, walking back over labels that occur once (work after the loop), the last one that
+ * repeats. PREFILL_ITEMS, when known, bounds a step of eager kernels (a decode step runs
+ * about the kernels of a prefill). Returns the step count, 0 when none repeats regularly;
+ * POS receives each step's last item. *GRAPH is set when steps are graph launches. */
+static size_t find_steps(const struct items *it, double prefill_items, size_t *pos, double *gap,
+                         int *graph)
+{
+    memcpy(it->sorted, it->label, it->n * sizeof *it->sorted);
+    qsort(it->sorted, it->n, sizeof *it->sorted, cmp_u64);
+    uint64_t tried[MAX_CANDIDATES];
+    size_t n_tried = 0;
+    for (size_t k = it->n; k-- > 0 && it->n - k <= WALK_BACK && n_tried < MAX_CANDIDATES;) {
+        uint64_t label = it->label[k];
+        size_t c = count_of(it, label);
+        int seen = 0;
+        for (size_t q = 0; q < n_tried; q++)
+            seen |= tried[q] == label;
+        if (c < 2 || seen)
+            continue;
+        tried[n_tried++] = label;
+        size_t period = 0;
+        if (!regular(it, label, c, pos, gap, &period))
+            continue;
+        *graph = (label & GRAPH_LABEL) != 0;
+        if (!*graph && prefill_items > 0 &&
+            ((double)period < 0.6 * prefill_items || (double)period > 1.6 * prefill_items))
+            continue;
+        return c;
+    }
+    return 0;
+}
+
+/* ---- per occurrence ---- */
+
+/* GEMM calls of one occurrence: the token dimension (the value most calls share in m or
+ * n) and the largest-weight call, the lm_head. */
+static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *calls, size_t n,
+                        uint64_t *vals, const struct lp_gemm **lm)
+{
+    const struct lp_gemm *g0 = c->t->gemms;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        vals[k++] = g0[calls[i]].m;
+        if (g0[calls[i]].n != g0[calls[i]].m)
+            vals[k++] = g0[calls[i]].n;
+    }
+    qsort(vals, k, sizeof *vals, cmp_u64);
+    uint64_t mode = 0;
+    size_t best = 0;
+    for (size_t i = 0, j; i < k; i = j) {
+        for (j = i; j < k && vals[j] == vals[i]; j++)
+            ;
+        if (j - i > best) {
+            best = j - i;
+            mode = vals[i];
+        }
+    }
+    if (2 * best >= n)
+        o->shape_tokens = (int64_t)mode;
+    *lm = NULL;
+    uint64_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_gemm *g = &g0[calls[i]];
+        uint64_t dim = g->m == mode ? g->n : g->n == mode ? g->m : (g->m > g->n ? g->m : g->n);
+        if (!*lm || dim * g->k > top) {
+            top = dim * g->k;
+            *lm = g;
+        }
+    }
+    if (*lm)
+        o->lm_head_tokens = (int64_t)lp_gemm_tokens(*lm);
+}
+
+static int push_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint64_t *ends, size_t n)
+{
+    double *p = realloc(c->step_ns, (c->n_step_ns + n) * sizeof *p);
+    if (!p)
+        return LP_ERR_NOMEM;
+    c->step_ns = p;
+    o->first_step = (uint32_t)c->n_step_ns;
+    o->n_step_ns = (uint32_t)n;
+    uint64_t prev = o->start;
+    for (size_t j = 0; j < n; j++) {
+        uint64_t e = j + 1 == n ? o->end : ends[j];
+        p[c->n_step_ns++] = e > prev ? (double)(e - prev) : 0;
+        prev = e > prev ? e : prev;
+    }
+    return LP_OK;
+}
+
+/* work and GEMM calls grouped by occurrence, in time order within each */
+struct by_occ {
+    uint32_t *work, *gemm;
+    size_t *work_at, *gemm_at; /* n_occ + 1 offsets */
+};
+
+static int group_by_occ(struct lp_run_ctx *c, struct by_occ *b)
+{
+    const struct lp_trace *t = c->t;
+    size_t n = c->n_occ;
+    b->work_at = calloc(n + 2, sizeof *b->work_at);
+    b->gemm_at = calloc(n + 2, sizeof *b->gemm_at);
+    b->work = malloc((c->n_work ? c->n_work : 1) * sizeof *b->work);
+    b->gemm = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *b->gemm);
+    if (!b->work_at || !b->gemm_at || !b->work || !b->gemm)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].occ >= 0)
+            b->work_at[c->work[i].occ + 2]++;
+    for (size_t i = 0; c->gemm_occ && i < t->n_gemms; i++)
+        if (c->gemm_occ[i] >= 0 && !t->gemms[i].status && t->gemms[i].batch == 1 &&
+            t->gemms[i].m && t->gemms[i].n)
+            b->gemm_at[c->gemm_occ[i] + 2]++;
+    for (size_t i = 2; i < n + 2; i++) {
+        b->work_at[i] += b->work_at[i - 1];
+        b->gemm_at[i] += b->gemm_at[i - 1];
+    }
+    /* work is sorted by start; GEMM records by call per thread, which is enough here */
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].occ >= 0)
+            b->work[b->work_at[c->work[i].occ + 1]++] = (uint32_t)i;
+    for (size_t i = 0; c->gemm_occ && i < t->n_gemms; i++)
+        if (c->gemm_occ[i] >= 0 && !t->gemms[i].status && t->gemms[i].batch == 1 &&
+            t->gemms[i].m && t->gemms[i].n)
+            b->gemm[b->gemm_at[c->gemm_occ[i] + 1]++] = (uint32_t)i;
+    return LP_OK;
+}
+
+static enum lp_stage_kind kind_of_occ(const struct lp_run_ctx *c, const struct lp_occ *o)
+{
+    return c->r->stages[o->stage].kind;
+}
+
+/* Decode steps of occurrence O: graph launches when graphs ran most of it, else the
+ * lm_head's calls, else the repeating kernel sequence; one step when nothing repeats and it
+ * is no longer than about a prefill. */
+static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *work, size_t n_work,
+                        const uint32_t *calls, size_t n_calls, const struct lp_gemm *lm,
+                        double prefill_items, struct items *it, size_t *pos, double *gap,
+                        uint64_t *ends)
+{
+    const struct lp_trace *t = c->t;
+    size_t graph = 0, kernels = 0;
+    for (size_t i = 0; i < n_work; i++) {
+        const struct lp_work *w = &c->work[work[i]];
+        if (w->kind == LP_OP_KERNEL) {
+            kernels++;
+            graph += (t->kernels[w->index].flags & LP_KERNEL_FLAG_GRAPH) != 0;
+        }
+    }
+    int rc = items_of(c, work, n_work, it);
+    if (rc)
+        return rc;
+    size_t s = 0, launches = 0;
+    int is_graph = 0, graphs = graph && 2 * graph >= kernels;
+    if (graphs) {
+        for (size_t i = 0; i < it->n; i++)
+            launches += (it->label[i] & GRAPH_LABEL) != 0;
+        s = find_steps(it, 0, pos, gap, &is_graph);
+    } else if (lm) {
+        size_t unlinked = 0;
+        for (size_t i = 0; i < n_calls; i++)
+            if (lp_gemm_same_shape(&t->gemms[calls[i]], lm)) {
+                unlinked += !c->gemm_end[calls[i]];
+                ends[s++] = c->gemm_end[calls[i]];
+            }
+        qsort(ends, s, sizeof *ends, cmp_u64);
+        o->steps = (int64_t)s;
+        o->steps_source = LP_STEPS_LM_HEAD;
+        return unlinked ? LP_OK : push_steps(c, o, ends, s);
+    } else {
+        s = find_steps(it, prefill_items, pos, gap, &is_graph);
+    }
+    if (s) {
+        uint64_t e = 0;
+        for (size_t j = 0, i = 0; j < s; j++) {
+            for (; i <= pos[j]; i++)
+                e = it->end[i] > e ? it->end[i] : e;
+            ends[j] = e;
+        }
+        o->steps = (int64_t)s;
+        o->steps_source = is_graph ? LP_STEPS_GRAPHS : LP_STEPS_SEQUENCE;
+        return push_steps(c, o, ends, s);
+    }
+    if (graphs ? launches <= 1 : prefill_items <= 0 || (double)it->n <= 1.6 * prefill_items) {
+        o->steps = 1;
+        o->steps_source = LP_STEPS_RANGES;
+        return push_steps(c, o, ends, 1);
+    }
+    return LP_OK; /* longer than a step, and no step found in it: unknown */
+}
+
+static int64_t mode_batch(const struct lp_run_ctx *c)
+{
+    int64_t *v = malloc((c->n_occ ? c->n_occ : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; v && i < c->n_occ; i++)
+        if (kind_of_occ(c, &c->occ[i]) == LP_STAGE_KIND_DECODE && c->occ[i].shape_tokens > 0)
+            v[n++] = c->occ[i].shape_tokens;
+    int64_t best = 0;
+    size_t best_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        for (size_t j = 0; j < n && k <= n / 2; j++)
+            k += v[j] == v[i];
+        if (k > best_n) {
+            best_n = k;
+            best = v[i];
+        }
+        if (best_n > n / 2)
+            break;
+    }
+    free(v);
+    return best;
+}
+
+/* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. */
+static void resolve_tokens(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    const struct lp_run_options *opt = &r->opt;
+    struct lp_llm_metrics *m = &r->llm;
+    m->batch = opt->batch;
+    m->batch_source = LP_TOKENS_FLAG;
+    for (size_t i = 0; i < c->n_occ && m->batch <= 0; i++)
+        if (c->occ[i].batch > 0) {
+            m->batch = c->occ[i].batch;
+            m->batch_source = LP_TOKENS_RANGE_NAME;
+        }
+    if (m->batch <= 0 && (m->batch = mode_batch(c)) > 0)
+        m->batch_source = LP_TOKENS_SHAPES;
+    if (m->batch <= 0) {
+        m->batch = 1;
+        m->batch_source = LP_TOKENS_NONE;
+    }
+    for (size_t i = 0; i < c->n_occ; i++) {
+        struct lp_occ *o = &c->occ[i];
+        enum lp_stage_kind k = kind_of_occ(c, o);
+        int64_t flag = k == LP_STAGE_KIND_PREFILL  ? opt->prefill_tokens
+                       : k == LP_STAGE_KIND_DECODE ? opt->decode_tokens
+                                                   : 0;
+        if (flag > 0) {
+            o->n_tokens = flag;
+            o->tokens_source = LP_TOKENS_FLAG;
+        } else if (o->tokens > 0) {
+            o->n_tokens = o->tokens;
+            o->tokens_source = LP_TOKENS_RANGE_NAME;
+        } else if (k == LP_STAGE_KIND_PREFILL && o->shape_tokens > 0) {
+            o->n_tokens = o->shape_tokens;
+            o->tokens_source = LP_TOKENS_SHAPES;
+        } else if (k == LP_STAGE_KIND_DECODE && o->steps > 0) {
+            o->n_tokens = o->steps * m->batch;
+            o->tokens_source = LP_TOKENS_STEPS;
+        }
+        if (k == LP_STAGE_KIND_DECODE && o->tokens_source != LP_TOKENS_STEPS &&
+            o->n_tokens > 0) {
+            int64_t steps = o->n_tokens / m->batch > 0 ? o->n_tokens / m->batch : 1;
+            if (steps != o->steps)
+                o->n_step_ns = 0; /* the bounds found disagree with the count given */
+            o->steps = steps;
+            o->steps_source = LP_STEPS_TOKENS;
+        }
+        if (k == LP_STAGE_KIND_PREFILL && o->lm_head_tokens > 0 && o->shape_tokens > m->batch &&
+            !m->prefill_logits)
+            m->prefill_logits = o->lm_head_tokens == o->shape_tokens ? 2
+                                : o->lm_head_tokens == m->batch    ? 1
+                                                                   : 0;
+    }
+}
+
+int lp_run_steps(struct lp_run_ctx *c)
+{
+    int rc = link_gemms(c);
+    if (rc)
+        return rc;
+    effective_spans(c);
+    struct by_occ b = {0};
+    struct items it = {0};
+    size_t max_work = 0, max_calls = 0;
+    size_t *pos = NULL;
+    double *gap = NULL;
+    uint64_t *ends = NULL, *vals = NULL;
+    double *pre = malloc((c->n_occ ? c->n_occ : 1) * sizeof *pre);
+    if (!pre || (rc = group_by_occ(c, &b)))
+        goto out;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        size_t w = b.work_at[i + 1] - b.work_at[i], g = b.gemm_at[i + 1] - b.gemm_at[i];
+        max_work = w > max_work ? w : max_work;
+        max_calls = g > max_calls ? g : max_calls;
+    }
+    rc = LP_ERR_NOMEM;
+    size_t cap = (max_work > max_calls ? max_work : max_calls) + 1;
+    pos = malloc(cap * sizeof *pos);
+    gap = malloc(cap * sizeof *gap);
+    ends = malloc(cap * sizeof *ends);
+    vals = malloc(2 * cap * sizeof *vals);
+    if (!pos || !gap || !ends || !vals)
+        goto out;
+    /* prefill size in items: what one eager forward pass launches */
+    size_t n_pre = 0;
+    for (size_t i = 0; i < c->n_occ; i++)
+        if (kind_of_occ(c, &c->occ[i]) == LP_STAGE_KIND_PREFILL)
+            pre[n_pre++] = (double)(b.work_at[i + 1] - b.work_at[i]);
+    qsort(pre, n_pre, sizeof *pre, cmp_double);
+    double prefill_items = n_pre ? pre[n_pre / 2] : 0;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        struct lp_occ *o = &c->occ[i];
+        const uint32_t *calls = b.gemm + b.gemm_at[i];
+        size_t n_calls = b.gemm_at[i + 1] - b.gemm_at[i];
+        const struct lp_gemm *lm = NULL;
+        if (n_calls)
+            gemm_shapes(c, o, calls, n_calls, vals, &lm);
+        if (kind_of_occ(c, o) != LP_STAGE_KIND_DECODE)
+            continue;
+        if ((rc = decode_steps(c, o, b.work + b.work_at[i], b.work_at[i + 1] - b.work_at[i],
+                               calls, n_calls, lm, prefill_items, &it, pos, gap, ends)))
+            goto out;
+    }
+    resolve_tokens(c);
+    rc = LP_OK;
+out:
+    free(pre);
+    free(b.work);
+    free(b.gemm);
+    free(b.work_at);
+    free(b.gemm_at);
+    free(it.label);
+    free(it.end);
+    free(it.sorted);
+    free(pos);
+    free(gap);
+    free(ends);
+    free(vals);
+    return rc;
+}
