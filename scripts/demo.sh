@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # llmprof's main job on an embedded default. With an NVIDIA GPU: record the bundled sample
 # workload (the Llama-style decoder when PyTorch and transformers are installed, else the
-# CUDA C workload) and report on it. Without one: report on the bundled run recorded on an
-# H200. Either way it ends in the report (report.md, summary.md, report.html ...).
+# CUDA C workload) and report on it. Without one: report on the bundled MoE run recorded on
+# an H200. Either way it ends in the report (report.md, summary.md, report.html ...).
 # Usage: demo.sh [RUN_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +14,11 @@ LP=build/bin/llmprof
 MODEL=(--model tests/configs/llama-bench-1.1b.json --prefill-logits all)
 run=${1:-llmprof-demo-$(date +%Y%m%d-%H%M%S)}
 if ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "No NVIDIA GPU here: reporting on the bundled run recorded on an H200 (tests/fixtures/llama) into $run/."
-    "$LP" report tests/fixtures/llama -o "$run" "${MODEL[@]}"
+    # HF DeepSeek-V2-Lite (random weights) run the common way: one range per prompt and per
+    # decode loop, no token counts, an unnamed warm-up request first
+    fix=tests/fixtures/hf-moe
+    echo "No NVIDIA GPU here: reporting on the bundled run recorded on an H200 ($fix) into $run/."
+    "$LP" report "$fix" -o "$run" --model "$fix/config.json"
     echo "open $run/report.html in a browser; $run/report.md has everything"
     exit 0
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
-# its tables and four charts, and logs nothing on the console. A copy with an injected
+# its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels) and
+# charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
 set -u
@@ -20,8 +21,9 @@ check() { # WHAT CONDITION...
     shift
     if "$@"; then echo "ok - $what"; else echo "not ok - $what"; fail=1; fi
 }
-"$LP" report "$FIX/llama" -o "$T/run" --model "$CONF/llama-bench-1.1b.json" \
-    --prefill-logits all --quiet || { echo "not ok - llmprof report failed"; exit 1; }
+# the MoE fixture: warm-up found, GEMMs with and without shapes, steps inside decode ranges
+"$LP" report "$FIX/hf-moe" -o "$T/run" --model "$FIX/hf-moe/config.json" --quiet ||
+    { echo "not ok - llmprof report failed"; exit 1; }
 render "$T/run/report.html"
 check "the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
 check "no script errors in the page" bash -c "! grep -q 'data-errors' '$T/dom.html'"
@@ -30,6 +32,13 @@ check "four charts" test "$(grep -o '<svg' "$T/dom.html" | wc -l)" -ge 4
 check "stage table rows" grep -q '<td class="t">decode</td>' "$T/dom.html"
 check "kernel table rows" grep -q 'nvjet_sm90' "$T/dom.html"
 check "MFU shown" grep -q 'MFU (request)' "$T/dom.html"
+check "TTFT/TPOT/ITL table" grep -q '<td class="t">ITL</td>' "$T/dom.html"
+check "warm-up said" grep -q 'Set apart as warm-up' "$T/dom.html"
+check "GEMM shape table" grep -q '102400 x 1 x 2048' "$T/dom.html"
+check "GEMMs without shapes" grep -q 'GemmUniversal' "$T/dom.html"
+check "utilisation per stage" grep -q 'measured MFU (GEMMs)' "$T/dom.html"
+check "stage shading on the time axis" grep -q 'fill="#cfe9dc"' "$T/dom.html"
+check "time ticks" grep -q '>500 ms<' "$T/dom.html"
 check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \

@@ -123,12 +123,12 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
     double cut = hi >= 8 * lo ? sqrt((double)lo * (double)hi) : (hi <= 64 ? (double)hi + 1 : 0);
     for (size_t i = 0; i < n; i++)
         cls[i] = (double)lp_gemm_tokens(&t->gemms[ord[i]]) < cut; /* 1 decode */
-    /* a short run of the other class (the last-token lm_head of a prefill) joins its
-     * neighbours */
+    /* a short run of decode-sized calls inside prefill-sized ones joins them; never the
+     * other way: a call of many tokens is no decode step */
     for (size_t i = 0, j; i < n; i = j) {
         for (j = i; j < n && cls[j] == cls[i]; j++)
             ;
-        if (i > 0 && j - i < 3)
+        if (i > 0 && j - i < 3 && cls[i])
             for (size_t k = i; k < j; k++)
                 cls[k] = cls[i - 1];
     }

@@ -5,6 +5,7 @@
 #include <libiberty/demangle.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,7 +84,27 @@ char *lp_kernel_demangle(const char *mangled)
 /* Namespaces that add width and no meaning in a table. */
 static const char *const noise[] = {"(anonymous namespace)::", "at::native::", "at::cuda::",
                                     "c10::", "cutlass::", "cute::", "flash::", "std::",
-                                    "void ", "at::", "pytorch_flash::"};
+                                    "void ", "at::", "pytorch_flash::", "detail::",
+                                    "gemm::kernel::", "gemm::collective::", "gemm::",
+                                    "epilogue::collective::", "epilogue::"};
+
+/* Templates that only wrap the kernel that matters (CUTLASS's device_kernel<Operator>):
+ * peeled from the start of a short name. */
+static const char *const wrappers[] = {"device_kernel<", "enable_sm90_or_later<",
+                                       "enable_sm80_to_sm89<"};
+
+static size_t wrapper_len(const char *s)
+{
+    for (size_t k = 0; k < sizeof wrappers / sizeof *wrappers; k++)
+        if (!strncmp(s, wrappers[k], strlen(wrappers[k])))
+            return strlen(wrappers[k]);
+    /* PyTorch's enable_3x_kernel_for_sm9x<, enable_3x_kernel_for_sm10_or_later< ... */
+    const char *lt = strchr(s, '<');
+    if (!strncmp(s, "enable_", 7) && lt && strstr(s, "kernel_for_sm") &&
+        strstr(s, "kernel_for_sm") < lt)
+        return (size_t)(lt - s) + 1;
+    return 0;
+}
 
 const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
 {
@@ -103,8 +124,10 @@ const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
             break;
         }
     }
+    /* into a working copy long enough to peel wrappers, then cut to the table's width */
+    char tmp[512];
     size_t o = 0;
-    for (size_t i = 0; i < end && o + 1 < len;) {
+    for (size_t i = 0; i < end && o + 1 < sizeof tmp;) {
         size_t skip = 0;
         for (size_t k = 0; k < sizeof noise / sizeof *noise; k++) {
             size_t kl = strlen(noise[k]);
@@ -121,13 +144,16 @@ const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
             i++; /* "> >" -> ">>" */
             continue;
         }
-        buf[o++] = demangled[i++];
+        tmp[o++] = demangled[i++];
     }
-    buf[o] = 0;
+    tmp[o] = 0;
+    size_t peel = 0, p;
+    while ((p = wrapper_len(tmp + peel)) > 0)
+        peel += p;
     const size_t cap = 90;
-    if (o > cap && len > cap + 4) {
+    snprintf(buf, len, "%s", tmp + peel);
+    if (o - peel > cap && len > cap + 4)
         memcpy(buf + cap - 3, "...", 4);
-    }
     return buf;
 }
 

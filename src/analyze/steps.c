@@ -249,13 +249,18 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     }
     if (2 * best >= n)
         o->shape_tokens = (int64_t)mode;
+    /* of equal weights, the call at the occurrence's token dimension: a decode range that
+     * also holds its prefill still counts the decode's lm_head */
     *lm = NULL;
     uint64_t top = 0;
+    int top_at_mode = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_gemm *g = &g0[calls[i]];
+        int at_mode = g->m == mode || g->n == mode;
         uint64_t dim = g->m == mode ? g->n : g->n == mode ? g->m : (g->m > g->n ? g->m : g->n);
-        if (!*lm || dim * g->k > top) {
+        if (!*lm || dim * g->k > top || (dim * g->k == top && at_mode && !top_at_mode)) {
             top = dim * g->k;
+            top_at_mode = at_mode;
             *lm = g;
         }
     }
@@ -371,7 +376,7 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
             ends[j] = e;
         }
         o->steps = (int64_t)s;
-        o->steps_source = is_graph ? LP_STEPS_GRAPHS : LP_STEPS_SEQUENCE;
+        o->steps_source = is_graph || graphs ? LP_STEPS_GRAPHS : LP_STEPS_SEQUENCE;
         return push_steps(c, o, ends, s);
     }
     if (graphs ? launches <= 1 : prefill_items <= 0 || (double)it->n <= 1.6 * prefill_items) {

@@ -9,7 +9,7 @@
 
 #include "llmprof/analyze.h"
 
-#define LP_REPORT_SCHEMA "llmprof-report/1"
+#define LP_REPORT_SCHEMA "llmprof-report/2"
 
 json_t *lp_report_run_json_value(const struct lp_run *r);
 

@@ -1,4 +1,4 @@
-/* report.json: the whole analysis of a run as versioned JSON (schema llmprof-report/1,
+/* report.json: the whole analysis of a run as versioned JSON (schema llmprof-report/2,
  * docs/report-schema.md). Times are integer nanoseconds on the trace clock unless a key says
  * otherwise; shares are fractions 0..1. The HTML report embeds this same document. */
 #include <jansson.h>

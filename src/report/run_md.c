@@ -533,17 +533,22 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                    "for the whole run.\n",
                 r->trace->n_gemms ? "its matrix multiplies do not look like an LLM's"
                                   : "no matrix multiply shapes were recorded");
-    if (m->ttft.n)
-        fprintf(f, "- **First token after %s** (median of %zu request%s, p90 %s; prompt of %lld "
+    if (m->ttft.n > 1)
+        fprintf(f, "- **First token after %s** (median of %zu requests, p90 %s; prompt of %lld "
                    "tokens%s).\n",
-                NS(m->ttft.p50), m->ttft.n, m->ttft.n == 1 ? "" : "s", NS2(m->ttft.p90),
+                NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90),
                 (long long)(m->prompt_tokens / (m->batch > 0 ? m->batch : 1)),
                 m->batch > 1 ? " per sequence" : "");
+    else if (m->ttft.n)
+        fprintf(f, "- **First token after %s** (one request; prompt of %lld tokens%s).\n",
+                NS(m->ttft.p50), (long long)(m->prompt_tokens / (m->batch > 0 ? m->batch : 1)),
+                m->batch > 1 ? " per sequence" : "");
     if (m->tpot.n)
-        fprintf(f, "- **Each further token takes %s** (median of %zu request%s; %.1f tokens/s "
-                   "over a batch of %lld).\n",
-                NS(m->tpot.p50), m->tpot.n, m->tpot.n == 1 ? "" : "s", m->decode_tokens_per_s,
-                (long long)m->batch);
+        fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
+                   "%s; %.1f tokens/s over a batch of %lld).\n",
+                NS(m->tpot.p50), m->tpot.n > 1 ? "median" : "mean", m->tpot.n,
+                m->tpot.n == 1 ? "" : "s", m->itl.n, m->itl.n ? NS2(m->itl.p90) : "-",
+                m->decode_tokens_per_s, (long long)m->batch);
     for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
         if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
             !r->stages[i].steps)

@@ -29,10 +29,12 @@ static void run_file(const char *path)
     }
     fclose(f);
     LLVMFuzzerTestOneInput(data, len);
-    /* mutations a fuzzer would try first: cuts and flipped bytes */
-    for (size_t cut = 0; cut < len; cut += len / 64 + 1)
+    /* mutations a fuzzer would try first: cuts and flipped bytes (fewer of a large file,
+     * whose every copy is analysed whole) */
+    size_t step = len / (len > (256u << 10) ? 16 : 64) + 1;
+    for (size_t cut = 0; cut < len; cut += step)
         LLVMFuzzerTestOneInput(data, cut);
-    for (size_t i = 16; i < len; i += len / 64 + 1) {
+    for (size_t i = 16; i < len; i += step) {
         data[i] ^= 0xff;
         LLVMFuzzerTestOneInput(data, len);
         data[i] ^= 0xff;

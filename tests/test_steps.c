@@ -1,0 +1,799 @@
+/* Steps, tokens, requests and warm-up found in traces that do not name them
+ * (src/analyze/steps.c, requests.c, infer.c), on synthetic traces: decode steps from the
+ * lm_head GEMM, from CUDA graph replays and from the repeating kernel sequence; the batch and
+ * token counts from GEMM shapes against flags and range names; effective spans; a first
+ * request set apart as warm-up; programs that are no LLM; GEMM kernels without shapes. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "llmprof/analyze.h"
+
+/* ---- building traces (as in test_report.c) ---- */
+
+struct tb {
+    struct lp_trace_writer *w;
+    char path[64];
+    uint32_t next_id, next_corr;
+};
+
+static void tb_open(struct tb *b)
+{
+    snprintf(b->path, sizeof b->path, "/tmp/lp_test_steps.XXXXXX");
+    int fd = mkstemp(b->path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(b->path);
+    char err[256];
+    assert_int_equal(lp_trace_writer_open(&b->w, b->path, NULL, err, sizeof err), LP_OK);
+    lp_trace_writer_set_meta(b->w, "pid", "42");
+    assert_int_equal(lp_trace_writer_write_header(b->w), LP_OK);
+    b->next_id = 1;
+    b->next_corr = 1;
+}
+
+static void add(struct tb *b, struct lp_record *r)
+{
+    assert_int_equal(lp_trace_writer_add(b->w, r), LP_OK);
+}
+
+/* a range from A to E on THREAD */
+static void range(struct tb *b, const char *name, uint32_t thread, uint64_t a, uint64_t e)
+{
+    uint32_t id = b->next_id++;
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_START,
+                                    .name = lp_trace_writer_intern(b->w, name), .thread = thread};
+    add(b, &r);
+    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_END,
+                                    .thread = thread};
+    add(b, &r);
+}
+
+/* a 1 us launch call NAME at LAUNCH on THREAD with correlation CORR */
+static void api(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint32_t corr)
+{
+    struct lp_record r = {.type = LP_REC_API};
+    r.u.api = (struct lp_api){.start = launch, .end = launch + 1000, .correlation = corr,
+                              .thread = thread, .domain = LP_API_RUNTIME,
+                              .name = lp_trace_writer_intern(b->w, name)};
+    add(b, &r);
+}
+
+/* a kernel NAME launched on THREAD at LAUNCH (a 1 us call), running from S to E */
+static void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint64_t s,
+                   uint64_t e)
+{
+    uint32_t corr = b->next_corr++;
+    api(b, "cudaLaunchKernel", thread, launch, corr);
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = corr, .stream = 7,
+                                    .name = lp_trace_writer_intern(b->w, name)};
+    add(b, &r);
+}
+
+/* one replay of CUDA graph G: a cudaGraphLaunch call at LAUNCH on thread 1 and N kernels of
+ * 1 us back to back from S, all with the launch's correlation; returns the last one's end */
+static uint64_t graph_replay(struct tb *b, uint64_t launch, uint32_t g, int n, uint64_t s)
+{
+    uint32_t corr = b->next_corr++;
+    api(b, "cudaGraphLaunch", 1, launch, corr);
+    static const char *const names[] = {"graph_gemm", "graph_attn", "graph_norm"};
+    for (int i = 0; i < n; i++, s += 1000) {
+        struct lp_record r = {.type = LP_REC_KERNEL};
+        r.u.kernel = (struct lp_kernel){.start = s, .end = s + 1000, .correlation = corr,
+                                        .stream = 7, .graph_id = g,
+                                        .graph_node_id = (uint64_t)i + 1,
+                                        .flags = LP_KERNEL_FLAG_GRAPH,
+                                        .name = lp_trace_writer_intern(b->w, names[i % 3])};
+        add(b, &r);
+    }
+    return s;
+}
+
+/* a GEMM call M x N x K of cudaDataType TYPE (14 bf16, 0 fp32) on THREAD from A to E */
+static void gemm_call(struct tb *b, uint32_t thread, uint64_t a, uint64_t e, uint64_t m,
+                      uint64_t n, uint64_t k, uint32_t type)
+{
+    struct lp_record r = {.type = LP_REC_GEMM};
+    r.u.gemm = (struct lp_gemm){.start = a, .end = e, .thread = thread,
+                                .api = lp_trace_writer_intern(b->w, "cublasGemmEx"), .m = m,
+                                .n = n, .k = k, .batch = 1, .transa = 1, .a_type = type,
+                                .b_type = type, .c_type = type, .d_type = type,
+                                .compute_type = 68, .algo = -1, .epilogue = 1};
+    add(b, &r);
+}
+
+/* a bf16 GEMM call M x N x K on thread 1 at T (5 us) whose one kernel is launched inside it
+ * (T + 1 us) and runs DUR ns from T + 2 us; returns the kernel's end */
+static uint64_t gemm_k(struct tb *b, uint64_t t, uint64_t m, uint64_t n, uint64_t k,
+                       uint64_t dur)
+{
+    gemm_call(b, 1, t, t + 5000, m, n, k, 14);
+    kernel(b, "nvjet_sm90_tst_128x64", 1, t + 1000, t + 2000, t + 2000 + dur);
+    return t + 2000 + dur;
+}
+
+/* One request from T on thread 1: a range PNAME of PRE ns holding 4 projections 2048 x PN x
+ * 2048 and the lm_head 32000 x PN x 2048 (8 us kernels, the last ending at T + 71 us); then
+ * 50 us after it a range "decode" of STEPS steps 100 us apart, each with 4 projections
+ * 2048 x DN x 2048 (4 us kernels), the lm_head 32000 x DN x 2048 (its kernel ends 53 us into
+ * the step) and an argmax (56-58 us into the step). The decode range closes 57 us into its
+ * last step, 1 us before that step's argmax ends. Returns the end of the decode's GPU work. */
+static uint64_t request(struct tb *b, uint64_t t, const char *pname, uint64_t pre, uint64_t pn,
+                        uint64_t dn, int steps)
+{
+    range(b, pname, 1, t, t + pre);
+    for (int i = 0; i < 5; i++)
+        gemm_k(b, t + 1000 + (uint64_t)i * 15000, i < 4 ? 2048 : 32000, pn, 2048, 8000);
+    uint64_t d = t + pre + 50000, last = d + (uint64_t)(steps - 1) * 100000;
+    range(b, "decode", 1, d, last + 57000);
+    for (int s = 0; s < steps; s++) {
+        uint64_t base = d + (uint64_t)s * 100000;
+        for (int i = 0; i < 4; i++)
+            gemm_k(b, base + 5000 + (uint64_t)i * 10000, 2048, dn, 2048, 4000);
+        gemm_k(b, base + 45000, 32000, dn, 2048, 6000);
+        kernel(b, "argmax_kernel", 1, base + 55000, base + 56000, base + 58000);
+    }
+    return last + 58000;
+}
+
+static struct lp_trace *tb_read(struct tb *b)
+{
+    assert_int_equal(lp_trace_writer_close(b->w), LP_OK);
+    struct lp_trace *t = NULL;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, b->path, err, sizeof err), LP_OK);
+    unlink(b->path);
+    return t;
+}
+
+static const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (!strcmp(r->stages[i].name, name))
+            return &r->stages[i];
+    return NULL;
+}
+
+static void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp_run *r)
+{
+    char err[256];
+    assert_int_equal(lp_run_analyze(t, o, r, err, sizeof err), LP_OK);
+}
+
+/* A equals B up to rounding */
+static int near(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fabs(b) + 1e-18;
+}
+
+/* ---- steps ---- */
+
+/* One decode range of 5 steps: steps from the lm_head's calls, TPOT over the decode's
+ * effective span, one ITL per step, prefill tokens and batch from the GEMM shapes. */
+static void test_steps_from_lm_head(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t end = request(&b, 1000, "prefill", 100000, 512, 1, 5);
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(d->occurrences, 1);
+    assert_int_equal(d->steps, 5);
+    assert_int_equal(d->steps_source, LP_STEPS_LM_HEAD);
+    assert_int_equal(d->tokens, 5);
+    assert_int_equal(d->tokens_source, LP_TOKENS_STEPS);
+    assert_int_equal(r.llm.batch, 1);
+    assert_int_equal(r.llm.batch_source, LP_TOKENS_SHAPES);
+    assert_int_equal(r.llm.decode_steps, 5);
+    assert_int_equal(r.llm.steps_source, LP_STEPS_LM_HEAD);
+    /* decode: from its range's start to its last argmax's end, 1 us past the range */
+    uint64_t dstart = 1000 + 100000 + 50000;
+    assert_int_equal(end, dstart + 4 * 100000 + 58000);
+    assert_true(near(r.llm.tpot_s, (double)(end - dstart) / 5 / 1e9));
+    assert_true(near(r.llm.tpot_s, 91600e-9));
+    assert_true(near(d->wall.total, 458000));
+    /* steps end at their lm_head's kernel end (53 us into a step), the last at the decode's
+     * end: 53, 100, 100, 100 and 105 us */
+    assert_int_equal(r.llm.itl.n, 5);
+    assert_true(near(r.llm.itl.min, 53000));
+    assert_true(near(r.llm.itl.p50, 100000));
+    assert_true(near(r.llm.itl.max, 105000));
+    assert_true(near(r.llm.itl.mean, 458000.0 / 5));
+    assert_int_equal(d->step.n, 5);
+    /* prefill: tokens from the shapes (n = 512), TTFT its range (its GPU work ended inside) */
+    assert_int_equal(p->tokens, 512);
+    assert_int_equal(p->tokens_source, LP_TOKENS_SHAPES);
+    assert_int_equal(r.llm.prompt_tokens, 512);
+    assert_int_equal(r.llm.prefill_logits, 2); /* lm_head 32000 x 512: every token */
+    assert_int_equal(r.llm.ttft.n, 1);
+    assert_true(near(r.llm.ttft_s, 100000e-9));
+    assert_int_equal(r.llm.requests, 1);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* One "decode" range around a whole generate call, its prefill inside: the decode's lm_head
+ * (at the range's token dimension, 1) counts the steps, not the prefill's of equal weight. */
+static void test_decode_range_holding_prefill(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 1000, 1000000);
+    for (int i = 0; i < 5; i++)
+        gemm_k(&b, 2000 + (uint64_t)i * 15000, i < 4 ? 2048 : 32000, 512, 2048, 8000);
+    for (int s = 0; s < 6; s++) {
+        uint64_t base = 100000 + (uint64_t)s * 100000;
+        for (int i = 0; i < 4; i++)
+            gemm_k(&b, base + 5000 + (uint64_t)i * 10000, 2048, 1, 2048, 4000);
+        gemm_k(&b, base + 45000, 32000, 1, 2048, 6000);
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->steps, 6);
+    assert_int_equal(d->steps_source, LP_STEPS_LM_HEAD);
+    assert_int_equal(r.llm.batch, 1);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Batch 4: prefill n = 4 x 512, decode n = 4: the batch from the decode shapes, decode
+ * tokens = steps x 4, the prompt of one prefill range 2048 (all sequences). */
+static void test_batch_from_shapes(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    request(&b, 1000, "prefill", 100000, 4 * 512, 4, 5);
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_int_equal(r.llm.batch, 4);
+    assert_int_equal(r.llm.batch_source, LP_TOKENS_SHAPES);
+    assert_int_equal(d->steps, 5);
+    assert_int_equal(d->steps_source, LP_STEPS_LM_HEAD);
+    assert_int_equal(d->batch, 4);
+    assert_int_equal(d->tokens, 5 * 4);
+    assert_int_equal(r.llm.decode_tokens, 20);
+    assert_int_equal(p->tokens, 2048);
+    assert_int_equal(p->tokens_source, LP_TOKENS_SHAPES);
+    assert_int_equal(r.llm.prompt_tokens, 2048);
+    /* TPOT is one step of the batch, not one token of it */
+    assert_true(near(r.llm.tpot_s, 91600e-9));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* One decode range of 6 steps, each an eager copy then one replay of graph 7 (3 kernels):
+ * steps from the graph launches, each ending at its replay's last kernel. */
+static void test_steps_from_graphs(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 1000, 270000);
+    uint64_t last_end = 0;
+    for (int s = 0; s < 6; s++) {
+        uint64_t base = 10000 + (uint64_t)s * 50000;
+        kernel(&b, "copy_kernel", 1, base, base + 1000, base + 2000);
+        last_end = graph_replay(&b, base + 3000, 7, 3, base + 4000);
+        assert_int_equal(last_end, base + 7000);
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->kernels, 24);
+    assert_int_equal(d->graph_kernels, 18);
+    assert_int_equal(d->steps, 6);
+    assert_int_equal(d->steps_source, LP_STEPS_GRAPHS);
+    assert_int_equal(d->tokens, 6);
+    /* steps end at 17, 67, ..., 217 us, the last at the range's end (270 us) */
+    assert_int_equal(r.llm.itl.n, 6);
+    assert_true(near(r.llm.itl.min, 16000));
+    assert_true(near(r.llm.itl.p50, 50000));
+    assert_true(near(r.llm.itl.max, 53000));
+    assert_true(near(r.llm.tpot_s, 269000e-9 / 6));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* No GEMM records: a prefill of 6 kernels a..f, a decode of 4 steps of about the same
+ * kernels, each ending with an argmax (one step has an extra fill first): steps from the
+ * repeating sequence. */
+static void test_steps_from_sequence(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"a", "b", "c", "d", "e", "f"};
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 100000);
+    for (int i = 0; i < 6; i++) {
+        uint64_t l = 2000 + (uint64_t)i * 10000;
+        kernel(&b, names[i], 1, l, l + 1000, l + 5000);
+    }
+    range(&b, "decode", 1, 200000, 396000);
+    for (int s = 0; s < 4; s++) {
+        uint64_t base = 201000 + (uint64_t)s * 50000;
+        if (s == 2)
+            kernel(&b, "fill_kernel", 1, base - 3000, base - 2000, base - 1500);
+        for (int i = 0; i < 5; i++) {
+            uint64_t l = base + (uint64_t)i * 8000;
+            kernel(&b, names[i], 1, l, l + 1000, l + 4000);
+        }
+        kernel(&b, "argmax", 1, base + 40000, base + 41000, base + 43000);
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(t->n_gemms, 0);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->kernels, 25);
+    assert_int_equal(d->steps, 4);
+    assert_int_equal(d->steps_source, LP_STEPS_SEQUENCE);
+    assert_int_equal(d->tokens, 4);
+    /* steps end at each argmax's end (244, 294, 344 us), the last at the range's end */
+    assert_int_equal(r.llm.itl.n, 4);
+    assert_true(near(r.llm.itl.min, 44000));
+    assert_true(near(r.llm.itl.max, 52000));
+    assert_true(near(r.llm.tpot_s, 196000e-9 / 4));
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* the same with a third step twice as long (6 more kernels): the argmax no longer ends
+     * regular steps, and a range of 30 kernels is longer than one step: steps unknown */
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 100000);
+    for (int i = 0; i < 6; i++) {
+        uint64_t l = 2000 + (uint64_t)i * 10000;
+        kernel(&b, names[i], 1, l, l + 1000, l + 5000);
+    }
+    range(&b, "decode", 1, 200000, 450000);
+    for (int s = 0, extra = 0; s < 4; s++) {
+        uint64_t base = 201000 + (uint64_t)s * 50000 + (uint64_t)extra;
+        if (s == 2)
+            for (int i = 0; i < 6; i++, extra += 8000)
+                kernel(&b, "x", 1, base + (uint64_t)extra, base + (uint64_t)extra + 1000,
+                       base + (uint64_t)extra + 4000);
+        base += s == 2 ? (uint64_t)extra : 0;
+        for (int i = 0; i < 5; i++) {
+            uint64_t l = base + (uint64_t)i * 8000;
+            kernel(&b, names[i], 1, l, l + 1000, l + 4000);
+        }
+        kernel(&b, "argmax", 1, base + 40000, base + 41000, base + 43000);
+    }
+    t = tb_read(&b);
+    analyze(t, NULL, &r);
+    d = stage(&r, "decode");
+    assert_int_equal(d->kernels, 30);
+    assert_int_equal(d->steps, 0);
+    assert_int_equal(d->steps_source, LP_STEPS_NONE);
+    assert_int_equal(d->tokens, 0);
+    assert_true(r.llm.tpot_s == 0);
+    assert_int_equal(r.llm.itl.n, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* A decode range about as long as a prefill in which nothing repeats at the step level is
+ * one step: its layer loop (norm, attn, mlp x 3) repeats, but with a period far below the
+ * prefill's 10 kernels. */
+static void test_one_step_per_range(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"rms_norm_kernel", "flash_fwd_kernel", "mlp_kernel"};
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 100000);
+    for (int i = 0; i < 10; i++) {
+        uint64_t l = 2000 + (uint64_t)i * 8000;
+        kernel(&b, i < 9 ? names[i % 3] : "logits", 1, l, l + 1000, l + 5000);
+    }
+    range(&b, "decode", 1, 200000, 290000);
+    for (int i = 0; i < 10; i++) {
+        uint64_t l = 201000 + (uint64_t)i * 8000;
+        kernel(&b, i < 9 ? names[i % 3] : "argmax", 1, l, l + 1000, l + 4000);
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->kernels, 10);
+    assert_int_equal(d->steps, 1);
+    assert_int_equal(d->steps_source, LP_STEPS_RANGES);
+    assert_int_equal(d->tokens, 1);
+    assert_int_equal(r.llm.itl.n, 1);
+    assert_true(near(r.llm.tpot_s, 90000e-9));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- warm-up ---- */
+
+/* Four requests whose first prefill is 20 times slower: that request is set apart as warmup
+ * (TTFT outlier), both of its occurrences; TTFT is the median of the other three; with
+ * keep_warmup nothing is set apart. */
+static void test_warmup_outlier(void **state)
+{
+    (void)state;
+    const uint64_t pre[4] = {2000000, 100000, 102000, 104000};
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000;
+    for (int q = 0; q < 4; q++)
+        t0 = request(&b, t0, "prefill", pre[q], 512, 1, 5) + 100000;
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
+    assert_true(near(r.warmup.value_ns, 2000000));
+    assert_true(near(r.warmup.median_ns, 102000));
+    assert_int_equal(r.warmup.others, 3);
+    assert_int_equal(r.warmup.occurrences, 2);
+    assert_string_equal(r.stages[r.warmup.stage].name, "prefill");
+    const struct lp_stage_report *w = stage(&r, "warmup"), *p = stage(&r, "prefill"),
+                                 *d = stage(&r, "decode");
+    assert_non_null(w);
+    assert_int_equal(w->kind, LP_STAGE_KIND_WARMUP);
+    assert_int_equal(w->occurrences, 2);
+    assert_int_equal(w->kernels, 5 + 5 * 6); /* the first request's prefill and decode */
+    assert_int_equal(p->occurrences, 3);
+    assert_int_equal(d->occurrences, 3);
+    assert_int_equal(p->tokens, 3 * 512);
+    assert_int_equal(d->steps, 15);
+    assert_int_equal(r.gemm_warmup_calls, 5 + 5 * 5);
+    assert_int_equal(r.llm.requests, 3);
+    assert_int_equal(r.llm.ttft.n, 3);
+    assert_true(near(r.llm.ttft_s, 102000e-9));
+    assert_true(near(r.llm.ttft.max, 104000));
+    assert_int_equal(r.llm.itl.n, 15);
+    lp_run_free(&r);
+    /* kept: every request measured */
+    struct lp_run_options o = {.keep_warmup = 1};
+    analyze(t, &o, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+    assert_null(stage(&r, "warmup"));
+    assert_int_equal(stage(&r, "prefill")->occurrences, 4);
+    assert_int_equal(r.llm.ttft.n, 4);
+    assert_true(near(r.llm.ttft_s, 103000e-9));
+    assert_true(near(r.llm.ttft.max, 2000000));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Four requests whose first decode steps take 1 ms against 100 us: set apart by TPOT. */
+static void test_warmup_tpot_outlier(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000;
+    for (int q = 0; q < 4; q++) {
+        range(&b, "prefill", 1, t0, t0 + 100000);
+        for (int i = 0; i < 5; i++)
+            gemm_k(&b, t0 + 1000 + (uint64_t)i * 15000, i < 4 ? 2048 : 32000, 512, 2048, 8000);
+        uint64_t d = t0 + 150000, step = q ? 100000 : 1000000;
+        range(&b, "decode", 1, d, d + 5 * step);
+        for (int s = 0; s < 5; s++) {
+            uint64_t base = d + (uint64_t)s * step;
+            for (int i = 0; i < 4; i++)
+                gemm_k(&b, base + 5000 + (uint64_t)i * 10000, 2048, 1, 2048, 4000);
+            gemm_k(&b, base + 45000, 32000, 1, 2048, 6000);
+        }
+        t0 = d + 5 * step + 100000;
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_TPOT);
+    assert_true(near(r.warmup.value_ns, 1000000));
+    assert_true(near(r.warmup.median_ns, 100000));
+    assert_string_equal(r.stages[r.warmup.stage].name, "decode");
+    assert_int_equal(r.warmup.occurrences, 2);
+    assert_int_equal(stage(&r, "warmup")->occurrences, 2);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 3);
+    assert_int_equal(stage(&r, "decode")->steps, 15);
+    assert_true(near(r.llm.tpot_s, 100000e-9));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* A first request within 10 % of the others (which do not vary) is no warm-up. */
+static void test_no_warmup_when_close(void **state)
+{
+    (void)state;
+    const uint64_t pre[4] = {109000, 100000, 100000, 100000};
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000;
+    for (int q = 0; q < 4; q++)
+        t0 = request(&b, t0, "prefill", pre[q], 512, 1, 5) + 100000;
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+    assert_int_equal(r.warmup.occurrences, 0);
+    assert_null(stage(&r, "warmup"));
+    assert_int_equal(stage(&r, "prefill")->occurrences, 4);
+    assert_int_equal(stage(&r, "decode")->occurrences, 4);
+    assert_int_equal(r.llm.ttft.n, 4);
+    assert_true(near(r.llm.ttft_s, 100000e-9));
+    assert_true(near(r.llm.ttft.max, 109000));
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* nor is one 2 times their median when they vary that much (6 robust sigmas: 1.09 ms) */
+    const uint64_t spread[4] = {400000, 100000, 200000, 300000};
+    tb_open(&b);
+    t0 = 1000;
+    for (int q = 0; q < 4; q++)
+        t0 = request(&b, t0, "prefill", spread[q], 512, 1, 5) + 100000;
+    t = tb_read(&b);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 4);
+    assert_true(near(r.llm.ttft_s, 250000e-9));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- effective spans ---- */
+
+/* A prefill range that closes before its kernel ends lasts until the kernel ends: TTFT =
+ * kernel end - range start; a decode range opened meanwhile starts when that work is done. */
+static void test_effective_span(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 50000);
+    kernel(&b, "a", 1, 10000, 20000, 80000);
+    range(&b, "decode", 1, 60000, 100000);
+    kernel(&b, "a", 1, 70000, 85000, 90000);
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(stage(&r, "prefill")->kernels, 1);
+    assert_int_equal(r.llm.ttft.n, 1);
+    assert_true(near(r.llm.ttft_s, (80000 - 1000) / 1e9));
+    /* the decode: one step (nothing repeats), from 80 us (the prefill's work done) to 100 */
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_int_equal(d->steps, 1);
+    assert_int_equal(d->steps_source, LP_STEPS_RANGES);
+    assert_true(near(r.llm.tpot_s, 20000e-9));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- programs without stage ranges ---- */
+
+/* GEMMs of unrelated shapes and no ranges: no LLM, one stage "run", nothing inferred; GEMMs
+ * shaped like one model's prefill and decode steps get inferred stages. */
+static void test_no_llm(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000;
+    for (int i = 0; i < 5; i++, t0 += 20000) {
+        gemm_call(&b, 1, t0, t0 + 5000, 4096, 7, 1000, 14);
+        kernel(&b, "nvjet_sm90_tst_64x8", 1, t0 + 1000, t0 + 2000, t0 + 6000);
+    }
+    for (int i = 0; i < 5; i++, t0 += 20000) {
+        gemm_call(&b, 1, t0, t0 + 5000, 100, 3000, 50, 14);
+        kernel(&b, "nvjet_sm90_tst_128x64", 1, t0 + 1000, t0 + 2000, t0 + 6000);
+    }
+    for (int i = 0; i < 3; i++, t0 += 20000) {
+        gemm_call(&b, 1, t0, t0 + 5000, 1000, 1000, 1000, 0);
+        kernel(&b, "sgemm_128x128", 1, t0 + 1000, t0 + 2000, t0 + 9000);
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.llm.found, 0);
+    assert_true(r.llm.ttft_s == 0);
+    assert_true(r.llm.tpot_s == 0);
+    assert_int_equal(r.llm.ttft.n, 0);
+    assert_int_equal(r.llm.itl.n, 0);
+    assert_int_equal(r.n_stages, 1);
+    assert_int_equal(r.stages[0].kind, LP_STAGE_KIND_RUN);
+    assert_int_equal(r.stages[0].kernels, 13);
+    assert_int_equal(r.stages_inferred, 0);
+    assert_int_equal(r.gemm_linked, 13);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* one model's prefill (512 tokens) and 3 decode steps, no ranges */
+    tb_open(&b);
+    t0 = 1000000;
+    for (int i = 0; i < 5; i++, t0 += 10000)
+        gemm_k(&b, t0, i < 4 ? 2048 : 32000, 512, 2048, 3000);
+    t0 += 100000;
+    for (int s = 0; s < 3; s++, t0 += 50000)
+        for (int i = 0; i < 5; i++, t0 += 10000)
+            gemm_k(&b, t0, i < 4 ? 2048 : 32000, 1, 2048, 2000);
+    t = tb_read(&b);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.stages_inferred, 1);
+    assert_int_equal(r.llm.found, 1);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(p->tokens, 512);
+    assert_int_equal(d->occurrences, 3);
+    assert_int_equal(d->tokens, 3);
+    assert_true(r.llm.ttft_s > 0);
+    assert_true(r.llm.tpot_s > 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* The same unrelated GEMMs called in a loop (A, B, C, A, B, C, ...) are no LLM either: the
+ * short runs of 100- and 1000-token calls between the 7-token ones stay prefill-sized (a
+ * call of many tokens never joins decode), and no decode call runs a prefill weight. */
+static void test_no_llm_interleaved(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000;
+    for (int i = 0; i < 5; i++) {
+        gemm_k(&b, t0, 4096, 7, 1000, 3000);
+        gemm_k(&b, t0 + 10000, 100, 3000, 50, 3000);
+        gemm_call(&b, 1, t0 + 20000, t0 + 25000, 1000, 1000, 1000, 0);
+        kernel(&b, "sgemm_128x128", 1, t0 + 21000, t0 + 22000, t0 + 29000);
+        t0 += 30000;
+    }
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    /* read, then freed before asserting: a failure leaks nothing */
+    int inferred = r.stages_inferred, found = r.llm.found;
+    double tpot = r.llm.tpot_s;
+    size_t n_stages = r.n_stages;
+    enum lp_stage_kind kind = r.stages[0].kind;
+    lp_run_free(&r);
+    lp_trace_free(t);
+    assert_int_equal(inferred, 0);
+    assert_int_equal(found, 0);
+    assert_true(tpot == 0);
+    assert_int_equal(n_stages, 1);
+    assert_int_equal(kind, LP_STAGE_KIND_RUN);
+}
+
+/* ---- flags and names against shapes ---- */
+
+/* --prefill-tokens and tokens= in a range name beat the GEMM shapes; --batch and batch= beat
+ * the decode shapes; a decode token count that disagrees with the steps found drops their
+ * bounds (no ITL). */
+static void test_flags_and_names_win(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    request(&b, 1000, "prefill", 100000, 512, 1, 5);
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    struct lp_run_options o = {.prefill_tokens = 100};
+    analyze(t, &o, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill");
+    assert_int_equal(p->tokens, 100);
+    assert_int_equal(p->tokens_source, LP_TOKENS_FLAG);
+    assert_int_equal(r.llm.prefill_source, LP_TOKENS_FLAG);
+    assert_int_equal(r.llm.prompt_tokens, 100);
+    lp_run_free(&r);
+    /* --batch 2: decode tokens are the 5 steps found x 2 */
+    o = (struct lp_run_options){.batch = 2};
+    analyze(t, &o, &r);
+    assert_int_equal(r.llm.batch, 2);
+    assert_int_equal(r.llm.batch_source, LP_TOKENS_FLAG);
+    assert_int_equal(stage(&r, "decode")->steps, 5);
+    assert_int_equal(stage(&r, "decode")->tokens, 10);
+    lp_run_free(&r);
+    /* --decode-tokens 5 agrees with the 5 steps found: their bounds are kept */
+    o = (struct lp_run_options){.decode_tokens = 5};
+    analyze(t, &o, &r);
+    assert_int_equal(stage(&r, "decode")->steps, 5);
+    assert_int_equal(stage(&r, "decode")->steps_source, LP_STEPS_TOKENS);
+    assert_int_equal(stage(&r, "decode")->tokens_source, LP_TOKENS_FLAG);
+    assert_int_equal(r.llm.itl.n, 5);
+    lp_run_free(&r);
+    /* --decode-tokens 10: 10 steps, TPOT over 10, the 5 bounds found dropped */
+    o = (struct lp_run_options){.decode_tokens = 10};
+    analyze(t, &o, &r);
+    assert_int_equal(stage(&r, "decode")->steps, 10);
+    assert_int_equal(r.llm.itl.n, 0);
+    assert_true(near(r.llm.tpot_s, 458000e-9 / 10));
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    tb_open(&b);
+    request(&b, 1000, "prefill tokens=64 batch=2", 100000, 512, 1, 5);
+    t = tb_read(&b);
+    analyze(t, NULL, &r);
+    p = stage(&r, "prefill");
+    assert_int_equal(p->tokens, 64);
+    assert_int_equal(p->tokens_source, LP_TOKENS_RANGE_NAME);
+    assert_int_equal(r.llm.batch, 2);
+    assert_int_equal(r.llm.batch_source, LP_TOKENS_RANGE_NAME);
+    assert_int_equal(stage(&r, "decode")->tokens, 10);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* ---- GEMM time without shapes ---- */
+
+/* A CUTLASS GEMM kernel no recorded call launched, beside a recorded call's kernel: its time
+ * is the stage's GEMM time without shapes, and the coverage is shaped / (shaped + unshaped). */
+static void test_unshaped_gemm(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 100000);
+    gemm_k(&b, 10000, 2048, 512, 2048, 8000); /* kernel 12-20 us */
+    kernel(&b, "cutlass::device_kernel<GemmUniversal>", 1, 30000, 31000, 34000);
+    kernel(&b, "vectorized_elementwise_kernel", 1, 40000, 41000, 42000);
+    struct lp_trace *t = tb_read(&b);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *p = stage(&r, "prefill");
+    assert_int_equal(p->gemm_calls, 1);
+    assert_int_equal(p->gemm_ns, 8000);
+    assert_int_equal(p->gemm_unshaped_ns, 3000);
+    assert_true(near(p->gemm_coverage, 8000.0 / (8000 + 3000)));
+    assert_int_equal(r.gemm_unshaped_ns, 3000);
+    assert_int_equal(r.n_unshaped, 1);
+    assert_string_equal(r.names[r.unshaped[0].group], "cutlass::device_kernel<GemmUniversal>");
+    assert_int_equal(r.cats[r.unshaped[0].group], LP_KCAT_GEMM);
+    assert_int_equal(r.unshaped[0].calls, 1);
+    assert_int_equal(r.unshaped[0].gpu_ns, 3000);
+    assert_string_equal(r.stages[r.unshaped[0].stage].name, "prefill");
+    assert_true(near(r.unshaped[0].stage_share, 3000.0 / 11000));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_steps_from_lm_head),
+        cmocka_unit_test(test_decode_range_holding_prefill),
+        cmocka_unit_test(test_batch_from_shapes),
+        cmocka_unit_test(test_steps_from_graphs),
+        cmocka_unit_test(test_steps_from_sequence),
+        cmocka_unit_test(test_one_step_per_range),
+        cmocka_unit_test(test_warmup_outlier),
+        cmocka_unit_test(test_warmup_tpot_outlier),
+        cmocka_unit_test(test_no_warmup_when_close),
+        cmocka_unit_test(test_effective_span),
+        cmocka_unit_test(test_no_llm),
+        cmocka_unit_test(test_no_llm_interleaved),
+        cmocka_unit_test(test_flags_and_names_win),
+        cmocka_unit_test(test_unshaped_gemm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
