@@ -1241,6 +1241,47 @@ static void test_harness_nogemm(void **state)
     lp_trace_free(t);
 }
 
+/* two more ways to write it, recorded in a later process and not used to tune the rules:
+ * a loop reading every token back (.item()) whose decode range also holds a .tolist() and
+ * whose warm-up request is shorter; and generate() sampling a batch of 4 left-padded prompts
+ * without any NVTX range (its timer: each request's total) */
+static void test_harness_styles(void **state)
+{
+    (void)state;
+    struct lp_run r;
+    struct lp_trace *t;
+    struct timed x;
+    harness("style-sync-loop", &r, &t, &x);
+    assert_int_equal(r.llm.steps_source, LP_STEPS_LM_HEAD);
+    assert_int_equal(r.llm.prompt_tokens, x.prompt);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    struct lp_model m;
+    struct lp_gpu_table gpus;
+    char err[256];
+    assert_int_equal(lp_model_load(LP_FIXTURES "/style-sample/config.json", &m, err,
+                                   sizeof err), 0);
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    t = fixture("style-sample");
+    struct lp_run_options o = {.model = &m, .gpus = &gpus};
+    analyze(t, &o, &r);
+    assert_true(r.stages_inferred);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
+    assert_int_equal(r.llm.requests, 3);
+    assert_int_equal(r.llm.batch, 4);
+    assert_int_equal(r.llm.batch_source, LP_TOKENS_SHAPES);
+    assert_int_equal(r.llm.prompt_tokens, 4 * 512); /* padded to the longest prompt */
+    assert_int_equal(r.llm.decode_steps, 3 * 31);
+    assert_true(r.has_util);
+    /* a request: TTFT + 31 steps; the timer's totals were 823.3, 758.1 and 814.5 ms */
+    double total = (r.llm.ttft_s + 31 * r.llm.tpot_s) * 1e3;
+    print_message("style-sample: TTFT + 31 TPOT = %.1f ms (timer median 814.5 ms)\n", total);
+    assert_true(fabs(total - 814.466) / 814.466 < 0.03);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
 /* tests/gpu/gemm.cu is no LLM: no stages inferred, no TTFT or TPOT */
 static void test_fixture_not_llm(void **state)
 {
@@ -1295,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_harness_generate),
         cmocka_unit_test(test_harness_graph),
         cmocka_unit_test(test_harness_nogemm),
+        cmocka_unit_test(test_harness_styles),
         cmocka_unit_test(test_fixture_not_llm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -197,6 +197,8 @@ static int regular(const struct items *it, uint64_t label, size_t c, size_t *pos
 static size_t find_steps(const struct items *it, double prefill_items, size_t *pos, double *gap,
                          int *graph)
 {
+    if (it->n < 2)
+        return 0;
     memcpy(it->sorted, it->label, it->n * sizeof *it->sorted);
     qsort(it->sorted, it->n, sizeof *it->sorted, cmp_u64);
     uint64_t tried[MAX_CANDIDATES];

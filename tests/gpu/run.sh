@@ -128,7 +128,8 @@ harness() { # NAME SCRIPT [ARGS...]: record, keep the timer and config, report
     # LLMPROF_HARNESS=NAME,NAME runs those alone
     case ",${LLMPROF_HARNESS:-$name}," in *",$name,"*) ;; *) return 0 ;; esac
     mkdir -p "$T/$name.side"
-    check "$B/bin/llmprof" record -o "$T/$name" "${rec_flags[@]}" -- "$PY" "$@" \
+    check timeout "${LLMPROF_HARNESS_TIMEOUT:-400}" "$B/bin/llmprof" record -o "$T/$name" \
+        "${rec_flags[@]}" -- "$PY" "$@" \
         --timer "$T/$name.side/timer.json" \
         --config-out "$T/$name.side/config.json"
     cp "$T/$name.side"/*.json "$T/$name/" 2>/dev/null
@@ -138,6 +139,7 @@ harness() { # NAME SCRIPT [ARGS...]: record, keep the timer and config, report
     check "$B/bin/llmprof" report "$T/$name" --quiet "${model[@]}"
     sed -n '1,/^## Stages/p' "$T/$name/report.md" | head -60
     cat "$T/$name/summary.md"
+    "$PY" tests/gpu/compare_timer.py "$T/$name/report.json" "$T/$name/timer.json"
 }
 rec_flags=()
 step "harness: HF Llama, prefill and decode ranges around each request, warm-up first"
@@ -154,7 +156,12 @@ harness hf-llama-nogemm tests/gpu/hf_loop.py --arch llama --new-tokens 16 --requ
 rec_flags=()
 step "harness: CUDA-graph decode (static KV cache, one replay per token)"
 harness graph-decode tests/gpu/graph_decode.py
-for d in hf-llama hf-llama-b4 hf-moe hf-generate hf-llama-nogemm graph-decode; do
+for style in sync-loop per-step sample compile; do
+    step "harness: another way to write it: $style"
+    harness "style-$style" tests/gpu/hf_styles.py --style "$style"
+done
+for d in hf-llama hf-llama-b4 hf-moe hf-generate hf-llama-nogemm graph-decode \
+    style-sync-loop style-per-step style-sample style-compile; do
     mkdir -p "$T/fixtures/$d"
     cp "$T/$d"/*.lpt "$T/$d"/*.json "$T/fixtures/$d/" 2>/dev/null
     rm -f "$T/fixtures/$d/report.json"
