@@ -16,65 +16,9 @@
 
 #include "llmprof/analyze.h"
 #include "llmprof/report.h"
+#include "tracebuild.h"
 
 /* ---- building traces ---- */
-
-struct tb {
-    struct lp_trace_writer *w;
-    char path[64];
-    uint32_t next_id, next_corr;
-};
-
-static void tb_open(struct tb *b)
-{
-    snprintf(b->path, sizeof b->path, "/tmp/lp_test_report.XXXXXX");
-    int fd = mkstemp(b->path);
-    assert_true(fd >= 0);
-    close(fd);
-    unlink(b->path);
-    char err[256];
-    assert_int_equal(lp_trace_writer_open(&b->w, b->path, NULL, err, sizeof err), LP_OK);
-    lp_trace_writer_set_meta(b->w, "pid", "42");
-    assert_int_equal(lp_trace_writer_write_header(b->w), LP_OK);
-    b->next_id = 1;
-    b->next_corr = 1;
-}
-
-static void add(struct tb *b, struct lp_record *r)
-{
-    assert_int_equal(lp_trace_writer_add(b->w, r), LP_OK);
-}
-
-/* a range from A to B on THREAD */
-static void range(struct tb *b, const char *name, uint32_t thread, uint64_t a, uint64_t e)
-{
-    uint32_t id = b->next_id++;
-    struct lp_record r = {.type = LP_REC_MARKER};
-    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_START,
-                                    .name = lp_trace_writer_intern(b->w, name), .thread = thread};
-    add(b, &r);
-    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_END,
-                                    .thread = thread};
-    add(b, &r);
-}
-
-/* a kernel NAME launched on THREAD at LAUNCH (a 1 us call), running from S to E */
-static void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint64_t s,
-                   uint64_t e)
-{
-    uint32_t corr = b->next_corr++;
-    struct lp_record r = {.type = LP_REC_API};
-    if (launch) {
-        r.u.api = (struct lp_api){.start = launch, .end = launch + 1000, .correlation = corr,
-                                  .thread = thread, .domain = LP_API_RUNTIME,
-                                  .name = lp_trace_writer_intern(b->w, "cudaLaunchKernel")};
-        add(b, &r);
-    }
-    r.type = LP_REC_KERNEL;
-    r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = corr, .stream = 7,
-                                    .name = lp_trace_writer_intern(b->w, name)};
-    add(b, &r);
-}
 
 /* a bf16 GEMM call M x N x K on THREAD from A to E (host times) */
 static void gemm(struct tb *b, uint32_t thread, uint64_t a, uint64_t e, uint64_t m, uint64_t n,
@@ -97,31 +41,6 @@ static void device(struct tb *b)
     r.u.device = (struct lp_device){.id = 0, .name = lp_trace_writer_intern(b->w, "NVIDIA H200"),
                                     .cc_major = 9, .sm_count = 132};
     add(b, &r);
-}
-
-static struct lp_trace *tb_read(struct tb *b, int close_it)
-{
-    if (close_it)
-        assert_int_equal(lp_trace_writer_close(b->w), LP_OK);
-    struct lp_trace *t = NULL;
-    char err[256];
-    assert_int_equal(lp_trace_read(&t, b->path, err, sizeof err), LP_OK);
-    unlink(b->path);
-    return t;
-}
-
-static const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
-{
-    for (size_t i = 0; i < r->n_stages; i++)
-        if (!strcmp(r->stages[i].name, name))
-            return &r->stages[i];
-    return NULL;
-}
-
-static void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp_run *r)
-{
-    char err[256];
-    assert_int_equal(lp_run_analyze(t, o, r, err, sizeof err), LP_OK);
 }
 
 /* ---- stages ---- */

@@ -15,69 +15,9 @@
 #include <cmocka.h>
 
 #include "llmprof/analyze.h"
+#include "tracebuild.h"
 
-/* ---- building traces (as in test_report.c) ---- */
-
-struct tb {
-    struct lp_trace_writer *w;
-    char path[64];
-    uint32_t next_id, next_corr;
-};
-
-static void tb_open(struct tb *b)
-{
-    snprintf(b->path, sizeof b->path, "/tmp/lp_test_steps.XXXXXX");
-    int fd = mkstemp(b->path);
-    assert_true(fd >= 0);
-    close(fd);
-    unlink(b->path);
-    char err[256];
-    assert_int_equal(lp_trace_writer_open(&b->w, b->path, NULL, err, sizeof err), LP_OK);
-    lp_trace_writer_set_meta(b->w, "pid", "42");
-    assert_int_equal(lp_trace_writer_write_header(b->w), LP_OK);
-    b->next_id = 1;
-    b->next_corr = 1;
-}
-
-static void add(struct tb *b, struct lp_record *r)
-{
-    assert_int_equal(lp_trace_writer_add(b->w, r), LP_OK);
-}
-
-/* a range from A to E on THREAD */
-static void range(struct tb *b, const char *name, uint32_t thread, uint64_t a, uint64_t e)
-{
-    uint32_t id = b->next_id++;
-    struct lp_record r = {.type = LP_REC_MARKER};
-    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_START,
-                                    .name = lp_trace_writer_intern(b->w, name), .thread = thread};
-    add(b, &r);
-    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_END,
-                                    .thread = thread};
-    add(b, &r);
-}
-
-/* a 1 us launch call NAME at LAUNCH on THREAD with correlation CORR */
-static void api(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint32_t corr)
-{
-    struct lp_record r = {.type = LP_REC_API};
-    r.u.api = (struct lp_api){.start = launch, .end = launch + 1000, .correlation = corr,
-                              .thread = thread, .domain = LP_API_RUNTIME,
-                              .name = lp_trace_writer_intern(b->w, name)};
-    add(b, &r);
-}
-
-/* a kernel NAME launched on THREAD at LAUNCH (a 1 us call), running from S to E */
-static void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint64_t s,
-                   uint64_t e)
-{
-    uint32_t corr = b->next_corr++;
-    api(b, "cudaLaunchKernel", thread, launch, corr);
-    struct lp_record r = {.type = LP_REC_KERNEL};
-    r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = corr, .stream = 7,
-                                    .name = lp_trace_writer_intern(b->w, name)};
-    add(b, &r);
-}
+/* ---- building traces (tracebuild.h has the common records) ---- */
 
 /* one replay of CUDA graph G: a cudaGraphLaunch call at LAUNCH on thread 1 and N kernels of
  * 1 us back to back from S, all with the launch's correlation; returns the last one's end */
@@ -145,30 +85,6 @@ static uint64_t request(struct tb *b, uint64_t t, const char *pname, uint64_t pr
     return last + 58000;
 }
 
-static struct lp_trace *tb_read(struct tb *b)
-{
-    assert_int_equal(lp_trace_writer_close(b->w), LP_OK);
-    struct lp_trace *t = NULL;
-    char err[256];
-    assert_int_equal(lp_trace_read(&t, b->path, err, sizeof err), LP_OK);
-    unlink(b->path);
-    return t;
-}
-
-static const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
-{
-    for (size_t i = 0; i < r->n_stages; i++)
-        if (!strcmp(r->stages[i].name, name))
-            return &r->stages[i];
-    return NULL;
-}
-
-static void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp_run *r)
-{
-    char err[256];
-    assert_int_equal(lp_run_analyze(t, o, r, err, sizeof err), LP_OK);
-}
-
 /* A equals B up to rounding */
 static int near(double a, double b)
 {
@@ -185,7 +101,7 @@ static void test_steps_from_lm_head(void **state)
     struct tb b;
     tb_open(&b);
     uint64_t end = request(&b, 1000, "prefill", 100000, 512, 1, 5);
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
@@ -243,7 +159,7 @@ static void test_decode_range_holding_prefill(void **state)
             gemm_k(&b, base + 5000 + (uint64_t)i * 10000, 2048, 1, 2048, 4000);
         gemm_k(&b, base + 45000, 32000, 1, 2048, 6000);
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *d = stage(&r, "decode");
@@ -263,7 +179,7 @@ static void test_batch_from_shapes(void **state)
     struct tb b;
     tb_open(&b);
     request(&b, 1000, "prefill", 100000, 4 * 512, 4, 5);
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
@@ -298,7 +214,7 @@ static void test_steps_from_graphs(void **state)
         last_end = graph_replay(&b, base + 3000, 7, 3, base + 4000);
         assert_int_equal(last_end, base + 7000);
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *d = stage(&r, "decode");
@@ -343,7 +259,7 @@ static void test_steps_from_sequence(void **state)
         }
         kernel(&b, "argmax", 1, base + 40000, base + 41000, base + 43000);
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(t->n_gemms, 0);
@@ -383,7 +299,7 @@ static void test_steps_from_sequence(void **state)
         }
         kernel(&b, "argmax", 1, base + 40000, base + 41000, base + 43000);
     }
-    t = tb_read(&b);
+    t = tb_read(&b, 1);
     analyze(t, NULL, &r);
     d = stage(&r, "decode");
     assert_int_equal(d->kernels, 30);
@@ -415,7 +331,7 @@ static void test_one_step_per_range(void **state)
         uint64_t l = 201000 + (uint64_t)i * 8000;
         kernel(&b, i < 9 ? names[i % 3] : "argmax", 1, l, l + 1000, l + 4000);
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *d = stage(&r, "decode");
@@ -444,7 +360,7 @@ static void test_warmup_outlier(void **state)
     uint64_t t0 = 1000;
     for (int q = 0; q < 4; q++)
         t0 = request(&b, t0, "prefill", pre[q], 512, 1, 5) + 100000;
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
@@ -504,7 +420,7 @@ static void test_warmup_tpot_outlier(void **state)
         }
         t0 = d + 5 * step + 100000;
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(r.warmup.cause, LP_WARMUP_TPOT);
@@ -530,7 +446,7 @@ static void test_no_warmup_when_close(void **state)
     uint64_t t0 = 1000;
     for (int q = 0; q < 4; q++)
         t0 = request(&b, t0, "prefill", pre[q], 512, 1, 5) + 100000;
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
@@ -550,7 +466,7 @@ static void test_no_warmup_when_close(void **state)
     t0 = 1000;
     for (int q = 0; q < 4; q++)
         t0 = request(&b, t0, "prefill", spread[q], 512, 1, 5) + 100000;
-    t = tb_read(&b);
+    t = tb_read(&b, 1);
     analyze(t, NULL, &r);
     assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
     assert_int_equal(stage(&r, "prefill")->occurrences, 4);
@@ -572,7 +488,7 @@ static void test_effective_span(void **state)
     kernel(&b, "a", 1, 10000, 20000, 80000);
     range(&b, "decode", 1, 60000, 100000);
     kernel(&b, "a", 1, 70000, 85000, 90000);
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(stage(&r, "prefill")->kernels, 1);
@@ -609,7 +525,7 @@ static void test_no_llm(void **state)
         gemm_call(&b, 1, t0, t0 + 5000, 1000, 1000, 1000, 0);
         kernel(&b, "sgemm_128x128", 1, t0 + 1000, t0 + 2000, t0 + 9000);
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(r.llm.found, 0);
@@ -634,7 +550,7 @@ static void test_no_llm(void **state)
     for (int s = 0; s < 3; s++, t0 += 50000)
         for (int i = 0; i < 5; i++, t0 += 10000)
             gemm_k(&b, t0, i < 4 ? 2048 : 32000, 1, 2048, 2000);
-    t = tb_read(&b);
+    t = tb_read(&b, 1);
     analyze(t, NULL, &r);
     assert_int_equal(r.stages_inferred, 1);
     assert_int_equal(r.llm.found, 1);
@@ -667,7 +583,7 @@ static void test_no_llm_interleaved(void **state)
         kernel(&b, "sgemm_128x128", 1, t0 + 21000, t0 + 22000, t0 + 29000);
         t0 += 30000;
     }
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     /* read, then freed before asserting: a failure leaks nothing */
@@ -695,7 +611,7 @@ static void test_flags_and_names_win(void **state)
     struct tb b;
     tb_open(&b);
     request(&b, 1000, "prefill", 100000, 512, 1, 5);
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     struct lp_run_options o = {.prefill_tokens = 100};
     analyze(t, &o, &r);
@@ -732,7 +648,7 @@ static void test_flags_and_names_win(void **state)
 
     tb_open(&b);
     request(&b, 1000, "prefill tokens=64 batch=2", 100000, 512, 1, 5);
-    t = tb_read(&b);
+    t = tb_read(&b, 1);
     analyze(t, NULL, &r);
     p = stage(&r, "prefill");
     assert_int_equal(p->tokens, 64);
@@ -757,7 +673,7 @@ static void test_unshaped_gemm(void **state)
     gemm_k(&b, 10000, 2048, 512, 2048, 8000); /* kernel 12-20 us */
     kernel(&b, "cutlass::device_kernel<GemmUniversal>", 1, 30000, 31000, 34000);
     kernel(&b, "vectorized_elementwise_kernel", 1, 40000, 41000, 42000);
-    struct lp_trace *t = tb_read(&b);
+    struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
     const struct lp_stage_report *p = stage(&r, "prefill");
