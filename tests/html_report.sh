@@ -38,7 +38,7 @@ check "GEMM shape table" grep -q '102400 x 1 x 2048' "$T/dom.html"
 check "GEMMs without shapes" grep -q 'GemmUniversal' "$T/dom.html"
 check "utilisation per stage" grep -q 'measured MFU (GEMMs)' "$T/dom.html"
 check "stage shading on the time axis" grep -q 'fill="#cfe9dc"' "$T/dom.html"
-check "time ticks" grep -q '>500 ms<' "$T/dom.html"
+check "time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
 check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \

@@ -386,8 +386,9 @@ struct lp_run {
     uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
     struct lp_gap *top_gaps;            /* the longest, by duration */
     size_t n_top_gaps;
-    struct lp_util_bin *bins;
+    struct lp_util_bin *bins;           /* busy over time from bins_from_ns to last_ns */
     size_t n_bins;
+    uint64_t bins_from_ns;              /* first_ns, or the end of a leading warm-up */
     uint64_t memcpy_bytes[4], memset_bytes, peak_alloc_bytes;
     /* attribution */
     size_t kernels_by_launch, kernels_by_time, kernels_outside;

@@ -11,11 +11,13 @@
 
 static void add_busy(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a, uint64_t b)
 {
+    if (a < r->bins_from_ns)
+        a = r->bins_from_ns;
     if (!bins || b <= a)
         return;
-    size_t i = (size_t)((a - r->first_ns) / bin_ns);
+    size_t i = (size_t)((a - r->bins_from_ns) / bin_ns);
     while (a < b && i < r->n_bins) {
-        uint64_t bin_end = r->first_ns + (i + 1) * bin_ns;
+        uint64_t bin_end = r->bins_from_ns + (i + 1) * bin_ns;
         uint64_t e = b < bin_end ? b : bin_end;
         bins[i] += (double)(e - a);
         a = e;
@@ -82,7 +84,16 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     for (size_t i = 0; i < c->n_work; i++)
         if (c->work[i].end > r->last_ns)
             r->last_ns = c->work[i].end;
-    uint64_t span = r->last_ns - r->first_ns;
+    /* the bins (the charts over time) start after a leading warm-up */
+    r->bins_from_ns = r->first_ns;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        if (r->stages[c->occ[i].stage].kind != LP_STAGE_KIND_WARMUP) {
+            if (i > 0 && c->occ[i].start > r->bins_from_ns && c->occ[i].start < r->last_ns)
+                r->bins_from_ns = c->occ[i].start;
+            break;
+        }
+    }
+    uint64_t span = r->last_ns - r->bins_from_ns;
     r->n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
     uint64_t bin_ns = r->n_bins ? (span + r->n_bins - 1) / r->n_bins : 1;
     double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
@@ -136,7 +147,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
             return LP_ERR_NOMEM;
         }
         for (size_t i = 0; i < r->n_bins; i++) {
-            uint64_t b0 = r->first_ns + i * bin_ns;
+            uint64_t b0 = r->bins_from_ns + i * bin_ns;
             uint64_t b1 = b0 + bin_ns < r->last_ns ? b0 + bin_ns : r->last_ns;
             r->bins[i].start = b0;
             r->bins[i].busy = b1 > b0 ? (float)(bins[i] / (double)(b1 - b0)) : 0;

@@ -223,6 +223,7 @@ static json_t *timeline(const struct lp_run *r)
                                              "host_api_ns", u64(r->gap_host_api_ns), "longest",
                                              gaps));
     json_object_set_new(o, "busy_bins", bins);
+    json_object_set_new(o, "busy_bins_from_ns", u64(r->bins_from_ns));
     json_object_set_new(o, "copies_bytes", copies(r->memcpy_bytes, r->memset_bytes));
     json_object_set_new(o, "peak_alloc_bytes", u64(r->peak_alloc_bytes));
     return o;
