@@ -186,7 +186,8 @@ static void test_warmup_tokens_and_stats(void **state)
     range(&b, "prefill tokens=64 batch=2", 1, 200000, 210000);
     range(&b, "prefill tokens=64 batch=2", 1, 300000, 330000);
     for (int i = 0; i < 4; i++)
-        range(&b, "decode step", 1, 400000 + (uint64_t)i * 10000, 405000 + (uint64_t)i * 10000);
+        range(&b, "decode step tokens=2", 1, 400000 + (uint64_t)i * 10000,
+              405000 + (uint64_t)i * 10000);
     kernel(&b, "k", 1, 1, 10, 20);
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;

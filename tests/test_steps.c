@@ -505,6 +505,180 @@ static void test_effective_span(void **state)
 
 /* ---- programs without stage ranges ---- */
 
+/* ---- what cannot be known stays unsaid ---- */
+
+/* one eager forward pass of LAYERS layers from T on thread 1, 1 us per kernel, 2 us apart,
+ * ending with an argmax; returns the time after it */
+static uint64_t forward_pass(struct tb *b, uint64_t t, int layers)
+{
+    static const char *const layer[] = {"rms_norm", "gemm_qkv", "flash_attn", "gemm_o",
+                                        "rms_norm", "gemm_up", "silu_mul", "gemm_down"};
+    kernel(b, "embedding", 1, t, t + 500, t + 1500);
+    t += 2000;
+    for (int l = 0; l < layers; l++)
+        for (size_t k = 0; k < sizeof layer / sizeof *layer; k++, t += 2000)
+            kernel(b, layer[k], 1, t, t + 500, t + 1500);
+    kernel(b, "lm_head_gemm", 1, t, t + 500, t + 1500);
+    kernel(b, "argmax", 1, t + 2000, t + 2500, t + 3500);
+    return t + 4000;
+}
+
+/* Per-step decode ranges without a prefill range and without GEMM records: nothing tells a
+ * layer (which repeats 22 times in each range) from a step, so no steps and no TPOT rather
+ * than 22 "steps" per token. */
+static void test_no_steps_without_reference(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t = 1000;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = t;
+        t = forward_pass(&b, t, 22);
+        range(&b, "decode", 1, a, t);
+        t += 10000;
+    }
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_int_equal(d->occurrences, 5);
+    assert_int_equal(d->steps, 0);
+    assert_int_equal(d->steps_source, LP_STEPS_NONE);
+    assert_true(r.llm.tpot_s == 0);
+    lp_run_free(&r);
+    /* with a prefill range as the reference, each range is one step */
+    tb_open(&b);
+    t = forward_pass(&b, 1000, 22);
+    range(&b, "prefill", 1, 1000, t);
+    t += 10000;
+    for (int i = 0; i < 5; i++) {
+        uint64_t a = t;
+        t = forward_pass(&b, t, 22);
+        range(&b, "decode", 1, a, t);
+        t += 10000;
+    }
+    lp_trace_free(tr);
+    tr = tb_read(&b, 1);
+    analyze(tr, NULL, &r);
+    d = stage(&r, "decode");
+    assert_int_equal(d->steps, 5);
+    assert_int_equal(d->steps_source, LP_STEPS_RANGES);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
+/* One decode range of 100 steps whose kernel count varies (routed experts), no prefill, no
+ * GEMM records: no TPOT rather than the whole loop as one step. */
+static void test_no_steps_in_irregular_loop(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t = 1000;
+    for (int s = 0; s < 100; s++) {
+        kernel(&b, "embedding", 1, t, t + 500, t + 1500);
+        t += 2000;
+        for (int e = 0; e < 3 + (s * 7) % 6; e++, t += 2000)
+            kernel(&b, "expert_gemm", 1, t, t + 500, t + 1500);
+        kernel(&b, "argmax", 1, t, t + 500, t + 1500);
+        t += 2000;
+    }
+    range(&b, "decode", 1, 1000, t);
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    assert_int_equal(stage(&r, "decode")->steps, 0);
+    assert_true(r.llm.tpot_s == 0);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
+/* Piecewise CUDA graphs (three graphs with eager attention between them) in per-step ranges:
+ * each range is one step, not one per eager kernel. */
+static void test_piecewise_graphs_per_step(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t = forward_pass(&b, 1000, 4);
+    range(&b, "prefill", 1, 1000, t);
+    for (int s = 0; s < 4; s++) {
+        uint64_t a = t += 10000;
+        for (uint32_t g = 1; g <= 3; g++) {
+            t = graph_replay(&b, t, g, 3, t + 500) + 500;
+            if (g < 3) {
+                kernel(&b, "flash_attn_decode", 1, t, t + 500, t + 1500);
+                t += 2000;
+            }
+        }
+        range(&b, "decode", 1, a, t);
+    }
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_int_equal(d->occurrences, 4);
+    assert_int_equal(d->steps, 4);
+    assert_int_equal(d->steps_source, LP_STEPS_RANGES);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
+/* Work with no launch record (--light) is given to the occurrence that began last before it;
+ * a long kernel after the last range must not stretch that occurrence's time. */
+static void test_by_time_work_does_not_stretch(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill tokens=16", 1, 1000, 11000);
+    kernel(&b, "k", 1, 0, 2000, 10000);
+    for (int s = 0; s < 3; s++) {
+        uint64_t a = 20000 + (uint64_t)s * 10000;
+        range(&b, "decode tokens=1", 1, a, a + 8000);
+        kernel(&b, "k", 1, 0, a + 1000, a + 7000);
+    }
+    kernel(&b, "long_tail", 1, 0, 60000, 100060000); /* 100 ms, after every range */
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    assert_int_equal(r.kernels_by_time, 5);
+    assert_true(fabs(r.llm.tpot_s - 8000e-9) < 1e-15);
+    assert_true(stage(&r, "decode")->step.max < 10001);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
+/* A first request with a longer prompt (as the GEMM shapes say) is no warm-up for taking
+ * longer: TTFT is compared between requests of the same prompt length. */
+static void test_longer_prompt_is_no_warmup(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    uint64_t t = 1000;
+    const uint64_t prompt[] = {2048, 256, 256, 256};
+    for (int q = 0; q < 4; q++) {
+        range(&b, "prefill", 1, t, t + prompt[q] * 100);
+        for (int i = 0; i < 5; i++)
+            gemm_k(&b, t + 1000 + (uint64_t)i * 10000, i < 4 ? 2048 : 32000, prompt[q], 2048,
+                   4000);
+        t += prompt[q] * 100 + 1000;
+        range(&b, "decode", 1, t, t + 60000);
+        for (int i = 0; i < 5; i++)
+            gemm_k(&b, t + 1000 + (uint64_t)i * 10000, i < 4 ? 2048 : 32000, 1, 2048, 4000);
+        t += 70000;
+    }
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 4);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
 /* GEMMs of unrelated shapes and no ranges: no LLM, one stage "run", nothing inferred; GEMMs
  * shaped like one model's prefill and decode steps get inferred stages. */
 static void test_no_llm(void **state)
@@ -706,6 +880,11 @@ int main(void)
         cmocka_unit_test(test_warmup_tpot_outlier),
         cmocka_unit_test(test_no_warmup_when_close),
         cmocka_unit_test(test_effective_span),
+        cmocka_unit_test(test_no_steps_without_reference),
+        cmocka_unit_test(test_no_steps_in_irregular_loop),
+        cmocka_unit_test(test_piecewise_graphs_per_step),
+        cmocka_unit_test(test_by_time_work_does_not_stretch),
+        cmocka_unit_test(test_longer_prompt_is_no_warmup),
         cmocka_unit_test(test_no_llm),
         cmocka_unit_test(test_no_llm_interleaved),
         cmocka_unit_test(test_flags_and_names_win),

@@ -218,6 +218,7 @@ struct lp_stage_report {
     uint64_t gemm_unshaped_ns;    /* GPU time of GEMM kernels (by name) no recorded call
                                      launched: CUTLASS, grouped, Triton, graph replays */
     double gemm_coverage;         /* gemm_ns / (gemm_ns + gemm_unshaped_ns); -1 no GEMMs */
+    int gemm_partial;             /* coverage under 95 %: measured GEMM figures cover part */
     double gemm_flops;            /* 2 m n k batch of those calls */
     double gemm_tflops;           /* gemm_flops / gemm_ns */
     double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
@@ -276,14 +277,25 @@ struct lp_cost_centre {
 /* Requests are a prefill (with the vision before it) and the decode after it. TTFT: from
  * a request's start to the end of its prefill's GPU work; TPOT: a request's decode time over
  * its steps; ITL: each decode step whose bounds were found. Headline values are medians. */
+/* Why no prefill or decode was found. */
+enum lp_llm_why_not {
+    LP_LLM_FOUND,
+    LP_LLM_NO_SHAPES,             /* no stage ranges, and no GEMM shapes to infer them from */
+    LP_LLM_NOT_LLM_SHAPES,        /* no stage ranges, and the GEMM shapes are no LLM's */
+    LP_LLM_NO_STAGE_KIND,         /* stage ranges, none of them prefill or decode */
+};
+
 struct lp_llm_metrics {
     int found;                    /* a prefill or decode stage, from ranges or inferred */
+    enum lp_llm_why_not why_not;
     size_t requests;              /* measured ones */
+    size_t decode_requests;       /* of them, those with a decode */
     double ttft_s, tpot_s;        /* medians; 0: not measurable */
     struct lp_dist ttft, tpot, itl;
     double prefill_tokens_per_s, decode_tokens_per_s;
     int64_t prefill_tokens, decode_tokens, batch; /* over the measured ranges */
-    int64_t prompt_tokens;        /* of one prefill range (all sequences) */
+    int64_t prompt_tokens;        /* of one prefill range (all sequences), 0 unknown */
+    int64_t prompt_per_sequence;  /* prompt_tokens / batch, 0 unknown */
     int64_t decode_steps;
     enum lp_tokens_source prefill_source, decode_source, batch_source;
     enum lp_steps_source steps_source;
@@ -300,6 +312,7 @@ struct lp_warmup_found {
     enum lp_warmup_cause cause;
     int stage;                    /* the stage whose figure gave it away (before it moved) */
     double value_ns, median_ns;   /* the outlier and the median of the others */
+    double ratio;                 /* value / median */
     size_t others;                /* how many others */
     size_t occurrences;           /* occurrences set apart with it (its whole request) */
 };

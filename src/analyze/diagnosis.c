@@ -73,19 +73,19 @@ static int launch_bound(struct lp_run *r, const struct lp_stage_report *s)
                           : "Capture it in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
                             "torch.cuda.CUDAGraph, or the engine's graph option)";
     if (decode)
-        snprintf(advice, sizeof advice, "%s, or fuse small kernels: with the GPU idle %.1f ms of "
-                 "each %.1f ms step, that could save up to ~%.1f ms per token. A larger batch "
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: with the GPU idle %.3g ms of "
+                 "each %.3g ms step, that could save up to ~%.3g ms per token. A larger batch "
                  "gives each launch more work.", how, idle / 1e6, per / 1e6, idle / 1e6);
     else if (s->kind == LP_STAGE_KIND_PREFILL)
-        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.1f ms of each "
-                 "%.1f ms prefill waiting for launches, up to ~%.1f ms of the TTFT. A longer "
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each "
+                 "%.3g ms prefill waiting for launches, up to ~%.3g ms of the TTFT. A longer "
                  "prompt or a batch gives each launch more work.", how, idle / 1e6, per / 1e6,
                  idle / 1e6);
     else
-        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.1f ms of each "
-                 "%.1f ms occurrence.", how, idle / 1e6, per / 1e6);
+        snprintf(advice, sizeof advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each "
+                 "%.3g ms occurrence.", how, idle / 1e6, per / 1e6);
     return add(r, 2, title, advice,
-               "%s: GPU busy %.1f ms of a %.1f ms %s (%.1f %%); %.1f %% of its idle time the GPU "
+               "%s: GPU busy %.3g ms of a %.3g ms %s (%.1f %%); %.1f %% of its idle time the GPU "
                "waited for the host to launch the next kernel; %.0f kernels per %s, median "
                "launch-to-start %.1f us%s",
                s->name, per_busy / 1e6, per / 1e6, unit, 100 * busy, 100 * s->host_wait_share,

@@ -272,11 +272,12 @@ static int unshaped(struct lp_run_ctx *c)
         struct lp_stage_report *st = &r->stages[s];
         uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;
         st->gemm_coverage = all ? (double)st->gemm_ns / (double)all : -1;
+        st->gemm_partial = all && st->gemm_coverage < 0.95;
     }
     for (size_t i = 0; i < r->n_unshaped; i++) {
         const struct lp_stage_report *st = &r->stages[r->unshaped[i].stage];
-        r->unshaped[i].stage_share =
-            (double)r->unshaped[i].gpu_ns / (double)(st->gemm_ns + st->gemm_unshaped_ns);
+        uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;
+        r->unshaped[i].stage_share = all ? (double)r->unshaped[i].gpu_ns / (double)all : 0;
     }
     return LP_OK;
 }

@@ -164,3 +164,12 @@ uint64_t lp_gemm_tokens(const struct lp_gemm *g)
 {
     return g->m < g->n ? g->m : g->n;
 }
+
+uint64_t lp_gemm_weight(const struct lp_gemm *g, uint64_t tokens)
+{
+    uint64_t dim = tokens && g->m == tokens   ? g->n
+                   : tokens && g->n == tokens ? g->m
+                   : g->m > g->n              ? g->m
+                                              : g->n;
+    return dim * g->k;
+}

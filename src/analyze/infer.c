@@ -15,12 +15,6 @@ static int cmp_start(const void *a, const void *b, void *arg)
     return (x > y) - (x < y);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
                    int64_t tokens)
 {
@@ -66,12 +60,12 @@ static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const u
         if (!cls[i]) {
             pre[np++] = weight_key(g->m, g->k);
             pre[np++] = weight_key(g->n, g->k);
-        } else if (!lm || (g->m > g->n ? g->m : g->n) * g->k > best) {
-            best = (g->m > g->n ? g->m : g->n) * g->k;
+        } else if (!lm || lp_gemm_weight(g, 0) > best) {
+            best = lp_gemm_weight(g, 0);
             lm = g;
         }
     }
-    qsort(pre, np, sizeof *pre, cmp_u64);
+    qsort(pre, np, sizeof *pre, lp_cmp_u64);
     /* steps: calls of the largest decode shape; calls between them should not vary */
     size_t since = 0, prev_len = 0, same_len = 0;
     for (size_t i = 0; i < n; i++) {
@@ -79,7 +73,7 @@ static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const u
         if (!cls[i])
             continue;
         uint64_t key = weight_key(g->m > g->n ? g->m : g->n, g->k);
-        shared += np && bsearch(&key, pre, np, sizeof *pre, cmp_u64) != NULL;
+        shared += np && bsearch(&key, pre, np, sizeof *pre, lp_cmp_u64) != NULL;
         since++;
         if (lp_gemm_same_shape(g, lm)) {
             steps++;
@@ -154,11 +148,9 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
         /* decode: one step ends after each call of the segment's largest GEMM (the lm_head,
          * once per forward pass and last); calls after the last one join the last step */
         size_t lm = i;
-        for (size_t a = i; a < j; a++) {
-            const struct lp_gemm *g = &t->gemms[ord[a]], *b = &t->gemms[ord[lm]];
-            if ((g->m > g->n ? g->m : g->n) * g->k > (b->m > b->n ? b->m : b->n) * b->k)
+        for (size_t a = i; a < j; a++)
+            if (lp_gemm_weight(&t->gemms[ord[a]], 0) > lp_gemm_weight(&t->gemms[ord[lm]], 0))
                 lm = a;
-        }
         const struct lp_gemm *rg = &t->gemms[ord[lm]];
         for (size_t a = i; a < j; a++) {
             const struct lp_gemm *g = &t->gemms[ord[a]];

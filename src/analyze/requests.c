@@ -15,15 +15,9 @@
 #define OUTLIER_RATIO 1.5
 #define OUTLIER_SIGMAS 6.0
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, lp_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -39,14 +33,9 @@ static int outlier(double first, double *others, size_t n, double *med)
            first > *med + OUTLIER_SIGMAS * 1.4826 * mad;
 }
 
-static enum lp_stage_kind kind(const struct lp_run_ctx *c, const struct lp_occ *o)
-{
-    return c->r->stages[o->stage].kind;
-}
-
 static int measured(const struct lp_run_ctx *c, const struct lp_occ *o)
 {
-    enum lp_stage_kind k = kind(c, o);
+    enum lp_stage_kind k = lp_occ_kind(c, o);
     return k != LP_STAGE_KIND_WARMUP && k != LP_STAGE_KIND_RUN;
 }
 
@@ -54,9 +43,10 @@ static int measured(const struct lp_run_ctx *c, const struct lp_occ *o)
  * decode time and steps. TTFT is 0 without a prefill, steps 0 when any decode is uncounted. */
 struct request {
     uint64_t start, prefill_end; /* start valid when measured */
+    int64_t prefill_tokens;       /* of its first prefill, 0 unknown */
     double decode_ns;
     int64_t steps;
-    int uncounted, measured;
+    int uncounted, measured, decode;
 };
 
 static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_out)
@@ -64,7 +54,7 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
     int32_t cur = -1, open = 0; /* open: the current request has a prefill or decode */
     for (size_t i = 0; i < c->n_occ; i++) {
         struct lp_occ *o = &c->occ[i];
-        enum lp_stage_kind k = kind(c, o);
+        enum lp_stage_kind k = lp_occ_kind(c, o);
         o->request = -1;
         if (k == LP_STAGE_KIND_WARMUP || k == LP_STAGE_KIND_RUN)
             continue;
@@ -89,13 +79,15 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
         if (!x->measured || o->start < x->start)
             x->start = o->start;
         x->measured = 1;
-        enum lp_stage_kind k = kind(c, o);
-        if (k == LP_STAGE_KIND_PREFILL && !x->prefill_end)
+        enum lp_stage_kind k = lp_occ_kind(c, o);
+        if (k == LP_STAGE_KIND_PREFILL && !x->prefill_end) {
             x->prefill_end = o->end;
+            x->prefill_tokens = o->n_tokens;
+        }
         if (k == LP_STAGE_KIND_DECODE) {
             x->decode_ns += (double)(o->end - o->start);
-            x->steps += o->steps;
-            x->uncounted |= o->steps <= 0;
+            x->uncounted |= o->steps <= 0 || __builtin_add_overflow(x->steps, o->steps, &x->steps);
+            x->decode = 1;
         }
     }
     *out = q;
@@ -163,7 +155,7 @@ static int first_occurrences(struct lp_run_ctx *c, double *v)
         if (first >= 0 && outlier(first_v, v, n, &med)) {
             r->warmup = (struct lp_warmup_found){.cause = LP_WARMUP_STAGE_TIME, .stage = (int)s,
                                                  .value_ns = first_v, .median_ns = med,
-                                                 .others = n};
+                                                 .ratio = first_v / med, .others = n};
             return move_to_warmup(c, -1, first);
         }
     }
@@ -189,24 +181,27 @@ int lp_run_warmup(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++)
         prefill |= q[i].prefill_end != 0;
     if (prefill && n >= 2) {
-        /* the first request against the others, by TTFT, then by TPOT */
+        /* the first request against the others, by TTFT (against those of the same prompt
+         * length when the lengths are known), then by TPOT */
         for (int what = 0; what < 2; what++) {
             double (*f)(const struct request *) = what ? tpot_of : ttft_of;
             size_t k = 0;
             for (size_t i = 1; i < n; i++)
-                if (f(&q[i]) > 0)
+                if (f(&q[i]) > 0 && (what || !q[0].prefill_tokens || !q[i].prefill_tokens ||
+                                     q[i].prefill_tokens == q[0].prefill_tokens))
                     v[k++] = f(&q[i]);
             double med = 0;
             if (outlier(f(&q[0]), v, k, &med)) {
                 int stage = -1;
                 for (size_t i = 0; i < c->n_occ && stage < 0; i++)
                     if (c->occ[i].request == 0 &&
-                        kind(c, &c->occ[i]) == (what ? LP_STAGE_KIND_DECODE
+                        lp_occ_kind(c, &c->occ[i]) == (what ? LP_STAGE_KIND_DECODE
                                                      : LP_STAGE_KIND_PREFILL))
                         stage = c->occ[i].stage;
                 r->warmup = (struct lp_warmup_found){
                     .cause = what ? LP_WARMUP_TPOT : LP_WARMUP_TTFT, .stage = stage,
-                    .value_ns = f(&q[0]), .median_ns = med, .others = k};
+                    .value_ns = f(&q[0]), .median_ns = med, .ratio = f(&q[0]) / med,
+                    .others = k};
                 rc = move_to_warmup(c, 0, -1);
                 break;
             }
@@ -225,10 +220,22 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     struct lp_llm_metrics *m = &r->llm;
-    for (size_t s = 0; s < r->n_stages; s++)
+    int ranged = 0;
+    for (size_t s = 0; s < r->n_stages; s++) {
         m->found |= r->stages[s].occurrences > 0 &&
                     (r->stages[s].kind == LP_STAGE_KIND_PREFILL ||
                      r->stages[s].kind == LP_STAGE_KIND_DECODE);
+        ranged |= r->stages[s].kind != LP_STAGE_KIND_RUN;
+    }
+    m->why_not = m->found   ? LP_LLM_FOUND
+                 : ranged   ? LP_LLM_NO_STAGE_KIND
+                 : c->t->n_gemms ? LP_LLM_NOT_LLM_SHAPES
+                                 : LP_LLM_NO_SHAPES;
+    /* the steps' source of the measured decode (the first counted occurrence's) */
+    for (size_t i = 0; i < c->n_occ && m->steps_source == LP_STEPS_NONE; i++)
+        if (measured(c, &c->occ[i]) && lp_occ_kind(c, &c->occ[i]) == LP_STAGE_KIND_DECODE &&
+            c->occ[i].steps > 0)
+            m->steps_source = c->occ[i].steps_source;
     struct request *q = NULL;
     size_t n = 0;
     int rc = make_requests(c, &q, &n);
@@ -245,6 +252,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     k = 0;
     for (size_t i = 0; i < n; i++) {
         m->requests += q[i].measured;
+        m->decode_requests += q[i].decode;
         if (tpot_of(&q[i]) > 0)
             v[k++] = tpot_of(&q[i]);
     }
@@ -252,7 +260,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     k = 0;
     for (size_t i = 0; i < c->n_occ; i++) {
         const struct lp_occ *o = &c->occ[i];
-        if (measured(c, o) && kind(c, o) == LP_STAGE_KIND_DECODE)
+        if (measured(c, o) && lp_occ_kind(c, o) == LP_STAGE_KIND_DECODE)
             for (uint32_t j = 0; j < o->n_step_ns; j++)
                 v[k++] = c->step_ns[o->first_step + j];
     }

@@ -64,10 +64,21 @@ void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
     s->cv = s->mean > 0 ? s->std / s->mean : 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+int lp_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+int lp_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o)
+{
+    return c->r->stages[o->stage].kind;
 }
 
 static double rank(const double *v, size_t n, double q)
@@ -83,7 +94,7 @@ void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
     d->n = n;
     if (n == 0)
         return;
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, lp_cmp_double);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += v[i];

@@ -83,7 +83,7 @@ struct lp_run_ctx {
     int32_t *gemm_occ;            /* occurrence of each GEMM record, -1 */
     uint64_t *gemm_end;           /* end of each GEMM record's last kernel, 0 none */
     double *step_ns;
-    size_t n_step_ns;
+    size_t n_step_ns, step_cap;
     char *err;
     size_t errlen;
 };
@@ -102,10 +102,8 @@ const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr
 void lp_corr_free(struct lp_corr_map *m);
 
 int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
-/* stages.c: the occurrence (stage) of host work on THREAD at TS, as a launch there would
- * get, -1 none */
+/* stages.c: the occurrence of host work on THREAD at TS, as a launch there would get, -1 */
 int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
-int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
 /* steps.c: GEMM links, effective spans, tokens from GEMM shapes, decode steps; run by
  * lp_run_stages once work is attributed */
 int lp_run_steps(struct lp_run_ctx *c);
@@ -125,7 +123,7 @@ int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stag
 void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
-/* gemm.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
+/* infer.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
  * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the
  * number made (c->n_occ), or -1 out of memory. */
 int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage);
@@ -133,6 +131,14 @@ int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(pr
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* percentiles of V (sorted in place) */
 void lp_dist_compute(struct lp_dist *d, double *v, size_t n);
+/* qsort comparators */
+int lp_cmp_double(const void *a, const void *b);
+int lp_cmp_u64(const void *a, const void *b);
+/* the kind of the stage occurrence O is in now */
+enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
+/* weight elements of a GEMM call whose token dimension is TOKENS (0: unknown, then the larger
+ * of m and n is the weight's): what sets the lm_head apart, vocabulary x hidden */
+uint64_t lp_gemm_weight(const struct lp_gemm *g, uint64_t tokens);
 /* PyTorch's y = x W^T reaches cuBLAS with the tokens as n; min(m, n) also holds for
  * programs that put them in m */
 uint64_t lp_gemm_tokens(const struct lp_gemm *g);

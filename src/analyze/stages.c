@@ -235,8 +235,9 @@ int lp_run_warmup_stage(struct lp_run_ctx *c)
     return c->warmup_stage;
 }
 
-/* Stage reports: one per rule with occurrences (rule order), then warmup, then the work
- * outside every stage; or one stage for the whole run. Occurrences get their stage index. */
+/* Stage reports: one per rule with occurrences (rule order), then warmup when named; the work
+ * outside every stage and a warmup found later (requests.c) are appended when they appear;
+ * or one stage for the whole run. Occurrences get their stage index. */
 static int make_stages(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
@@ -377,11 +378,6 @@ int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
                : occ_at(c, range_at(&r->ranges, thread, ts), ts);
 }
 
-int lp_run_stage_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
-{
-    int32_t occ = lp_run_occ_at(c, thread, ts);
-    return occ >= 0 ? c->occ[occ].stage : -1;
-}
 
 static int attribute_work(struct lp_run_ctx *c)
 {

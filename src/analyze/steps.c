@@ -12,20 +12,9 @@
 #include "run_internal.h"
 
 #define GRAPH_LABEL (1ull << 63)
+#define MAX_TOKENS (1ll << 31) /* a token dimension past this is no token count */
 #define MAX_CANDIDATES 3 /* step markers tried per occurrence, walking back from its end */
 #define WALK_BACK 64
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* ---- GEMM calls: their occurrence and the end of their kernels ---- */
 
@@ -69,9 +58,10 @@ static int link_gemms(struct lp_run_ctx *c)
 
 static void effective_spans(struct lp_run_ctx *c)
 {
+    /* work given to an occurrence by time (no launch recorded) may not be its own */
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        if (w->occ >= 0 && w->end > c->occ[w->occ].gpu_end)
+        if (w->occ >= 0 && !w->by_time && w->end > c->occ[w->occ].gpu_end)
             c->occ[w->occ].gpu_end = w->end;
     }
     /* occurrences are sorted by start; one that opens after every earlier range closed
@@ -116,19 +106,20 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
     }
     it->n = 0;
     uint32_t graph_corr = 0;
-    int in_graph = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[work[i]];
         const struct lp_kernel *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
         if (k && (k->flags & LP_KERNEL_FLAG_GRAPH)) {
-            if (in_graph && k->correlation == graph_corr) {
+            uint64_t label = GRAPH_LABEL | k->graph_id;
+            /* the kernels of one launch share its correlation id (0: unknown, then one
+             * launch is what runs back to back) */
+            if (it->n && it->label[it->n - 1] == label && k->correlation == graph_corr) {
                 if (w->end > it->end[it->n - 1])
                     it->end[it->n - 1] = w->end;
                 continue;
             }
-            in_graph = 1;
             graph_corr = k->correlation;
-            it->label[it->n] = GRAPH_LABEL | k->graph_id;
+            it->label[it->n] = label;
         } else {
             it->label[it->n] = w->group;
         }
@@ -165,7 +156,7 @@ static int regular(const struct items *it, uint64_t label, size_t c, size_t *pos
             pos[k++] = i;
     for (size_t j = 1; j < c; j++)
         gap[j - 1] = (double)(pos[j] - pos[j - 1]);
-    qsort(gap, c - 1, sizeof *gap, cmp_double);
+    qsort(gap, c - 1, sizeof *gap, lp_cmp_double);
     double d = gap[(c - 1) / 2];
     for (size_t j = 1; j < c; j++) {
         double g = (double)(pos[j] - pos[j - 1]);
@@ -191,20 +182,25 @@ static int regular(const struct items *it, uint64_t label, size_t c, size_t *pos
 
 /* Steps in an occurrence's sequence: the step ends with the label the sequence ends with,
  * or, walking back over labels that occur once (work after the loop), the last one that
- * repeats. PREFILL_ITEMS, when known, bounds a step of eager kernels (a decode step runs
- * about the kernels of a prefill). Returns the step count, 0 when none repeats regularly;
- * POS receives each step's last item. *GRAPH is set when steps are graph launches. */
-static size_t find_steps(const struct items *it, double prefill_items, size_t *pos, double *gap,
-                         int *graph)
+ * repeats. GRAPHS: only graph launches can end a step. Eager kernels: PREFILL_ITEMS, the
+ * items of a prefill, bounds a step (a decode step runs about what a prefill does); without
+ * it nothing tells a layer from a step, so only the sequence's own last label may end one.
+ * Returns the step count, 0 when none repeats regularly; POS receives each step's last
+ * item. */
+static size_t find_steps(const struct items *it, int graphs, double prefill_items, size_t *pos,
+                         double *gap)
 {
     if (it->n < 2)
         return 0;
+    size_t walk = graphs || prefill_items > 0 ? WALK_BACK : 1;
     memcpy(it->sorted, it->label, it->n * sizeof *it->sorted);
-    qsort(it->sorted, it->n, sizeof *it->sorted, cmp_u64);
+    qsort(it->sorted, it->n, sizeof *it->sorted, lp_cmp_u64);
     uint64_t tried[MAX_CANDIDATES];
     size_t n_tried = 0;
-    for (size_t k = it->n; k-- > 0 && it->n - k <= WALK_BACK && n_tried < MAX_CANDIDATES;) {
+    for (size_t k = it->n; k-- > 0 && it->n - k <= walk && n_tried < MAX_CANDIDATES;) {
         uint64_t label = it->label[k];
+        if (graphs && !(label & GRAPH_LABEL))
+            continue;
         size_t c = count_of(it, label);
         int seen = 0;
         for (size_t q = 0; q < n_tried; q++)
@@ -215,8 +211,7 @@ static size_t find_steps(const struct items *it, double prefill_items, size_t *p
         size_t period = 0;
         if (!regular(it, label, c, pos, gap, &period))
             continue;
-        *graph = (label & GRAPH_LABEL) != 0;
-        if (!*graph && prefill_items > 0 &&
+        if (!graphs && prefill_items > 0 &&
             ((double)period < 0.6 * prefill_items || (double)period > 1.6 * prefill_items))
             continue;
         return c;
@@ -238,7 +233,7 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
         if (g0[calls[i]].n != g0[calls[i]].m)
             vals[k++] = g0[calls[i]].n;
     }
-    qsort(vals, k, sizeof *vals, cmp_u64);
+    qsort(vals, k, sizeof *vals, lp_cmp_u64);
     uint64_t mode = 0;
     size_t best = 0;
     for (size_t i = 0, j; i < k; i = j) {
@@ -249,7 +244,7 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
             mode = vals[i];
         }
     }
-    if (2 * best >= n)
+    if (2 * best >= n && mode < (uint64_t)MAX_TOKENS)
         o->shape_tokens = (int64_t)mode;
     /* of equal weights, the call at the occurrence's token dimension: a decode range that
      * also holds its prefill still counts the decode's lm_head */
@@ -259,23 +254,28 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     for (size_t i = 0; i < n; i++) {
         const struct lp_gemm *g = &g0[calls[i]];
         int at_mode = g->m == mode || g->n == mode;
-        uint64_t dim = g->m == mode ? g->n : g->n == mode ? g->m : (g->m > g->n ? g->m : g->n);
-        if (!*lm || dim * g->k > top || (dim * g->k == top && at_mode && !top_at_mode)) {
-            top = dim * g->k;
+        uint64_t w = lp_gemm_weight(g, mode);
+        if (!*lm || w > top || (w == top && at_mode && !top_at_mode)) {
+            top = w;
             top_at_mode = at_mode;
             *lm = g;
         }
     }
-    if (*lm)
+    if (*lm && lp_gemm_tokens(*lm) < (uint64_t)MAX_TOKENS)
         o->lm_head_tokens = (int64_t)lp_gemm_tokens(*lm);
 }
 
 static int push_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint64_t *ends, size_t n)
 {
-    double *p = realloc(c->step_ns, (c->n_step_ns + n) * sizeof *p);
-    if (!p)
-        return LP_ERR_NOMEM;
-    c->step_ns = p;
+    if (c->n_step_ns + n > c->step_cap) {
+        size_t cap = 2 * c->step_cap > c->n_step_ns + n ? 2 * c->step_cap : c->n_step_ns + n;
+        double *p = realloc(c->step_ns, cap * sizeof *p);
+        if (!p)
+            return LP_ERR_NOMEM;
+        c->step_ns = p;
+        c->step_cap = cap;
+    }
+    double *p = c->step_ns;
     o->first_step = (uint32_t)c->n_step_ns;
     o->n_step_ns = (uint32_t)n;
     uint64_t prev = o->start;
@@ -325,11 +325,6 @@ static int group_by_occ(struct lp_run_ctx *c, struct by_occ *b)
     return LP_OK;
 }
 
-static enum lp_stage_kind kind_of_occ(const struct lp_run_ctx *c, const struct lp_occ *o)
-{
-    return c->r->stages[o->stage].kind;
-}
-
 /* Decode steps of occurrence O: graph launches when graphs ran most of it, else the
  * lm_head's calls, else the repeating kernel sequence; one step when nothing repeats and it
  * is no longer than about a prefill. */
@@ -350,12 +345,10 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     int rc = items_of(c, work, n_work, it);
     if (rc)
         return rc;
-    size_t s = 0, launches = 0;
-    int is_graph = 0, graphs = graph && 2 * graph >= kernels;
+    size_t s = 0;
+    int graphs = graph && 2 * graph >= kernels;
     if (graphs) {
-        for (size_t i = 0; i < it->n; i++)
-            launches += (it->label[i] & GRAPH_LABEL) != 0;
-        s = find_steps(it, 0, pos, gap, &is_graph);
+        s = find_steps(it, 1, 0, pos, gap);
     } else if (lm) {
         size_t unlinked = 0;
         for (size_t i = 0; i < n_calls; i++)
@@ -363,12 +356,12 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
                 unlinked += !c->gemm_end[calls[i]];
                 ends[s++] = c->gemm_end[calls[i]];
             }
-        qsort(ends, s, sizeof *ends, cmp_u64);
+        qsort(ends, s, sizeof *ends, lp_cmp_u64);
         o->steps = (int64_t)s;
         o->steps_source = LP_STEPS_LM_HEAD;
         return unlinked ? LP_OK : push_steps(c, o, ends, s);
     } else {
-        s = find_steps(it, prefill_items, pos, gap, &is_graph);
+        s = find_steps(it, 0, prefill_items, pos, gap);
     }
     if (s) {
         uint64_t e = 0;
@@ -378,39 +371,46 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
             ends[j] = e;
         }
         o->steps = (int64_t)s;
-        o->steps_source = is_graph || graphs ? LP_STEPS_GRAPHS : LP_STEPS_SEQUENCE;
+        o->steps_source = graphs ? LP_STEPS_GRAPHS : LP_STEPS_SEQUENCE;
         return push_steps(c, o, ends, s);
     }
-    if (graphs ? launches <= 1 : prefill_items <= 0 || (double)it->n <= 1.6 * prefill_items) {
+    /* one step: graphs each launched once (one pass of piecewise graphs), or eager work no
+     * longer than about a prefill; else unknown (without a prefill nothing tells) */
+    int once = 1;
+    for (size_t i = 0; graphs && it->n >= 2 && i < it->n && once; i++)
+        if (it->label[i] & GRAPH_LABEL)
+            once = count_of(it, it->label[i]) == 1;
+    if (graphs ? once : prefill_items > 0 && (double)it->n <= 1.6 * prefill_items) {
         o->steps = 1;
         o->steps_source = LP_STEPS_RANGES;
         return push_steps(c, o, ends, 1);
     }
-    return LP_OK; /* longer than a step, and no step found in it: unknown */
+    return LP_OK;
 }
 
+/* the decode occurrences' most common token dimension (one batch for the run) */
 static int64_t mode_batch(const struct lp_run_ctx *c)
 {
-    int64_t *v = malloc((c->n_occ ? c->n_occ : 1) * sizeof *v);
+    uint64_t *v = malloc((c->n_occ ? c->n_occ : 1) * sizeof *v);
+    if (!v)
+        return 0;
     size_t n = 0;
-    for (size_t i = 0; v && i < c->n_occ; i++)
-        if (kind_of_occ(c, &c->occ[i]) == LP_STAGE_KIND_DECODE && c->occ[i].shape_tokens > 0)
-            v[n++] = c->occ[i].shape_tokens;
-    int64_t best = 0;
+    for (size_t i = 0; i < c->n_occ; i++)
+        if (lp_occ_kind(c, &c->occ[i]) == LP_STAGE_KIND_DECODE && c->occ[i].shape_tokens > 0)
+            v[n++] = (uint64_t)c->occ[i].shape_tokens;
+    qsort(v, n, sizeof *v, lp_cmp_u64);
+    uint64_t best = 0;
     size_t best_n = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 0;
-        for (size_t j = 0; j < n && k <= n / 2; j++)
-            k += v[j] == v[i];
-        if (k > best_n) {
-            best_n = k;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && v[j] == v[i]; j++)
+            ;
+        if (j - i > best_n) {
+            best_n = j - i;
             best = v[i];
         }
-        if (best_n > n / 2)
-            break;
     }
     free(v);
-    return best;
+    return (int64_t)best;
 }
 
 /* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. */
@@ -434,7 +434,7 @@ static void resolve_tokens(struct lp_run_ctx *c)
     }
     for (size_t i = 0; i < c->n_occ; i++) {
         struct lp_occ *o = &c->occ[i];
-        enum lp_stage_kind k = kind_of_occ(c, o);
+        enum lp_stage_kind k = lp_occ_kind(c, o);
         int64_t flag = k == LP_STAGE_KIND_PREFILL  ? opt->prefill_tokens
                        : k == LP_STAGE_KIND_DECODE ? opt->decode_tokens
                                                    : 0;
@@ -448,8 +448,14 @@ static void resolve_tokens(struct lp_run_ctx *c)
             o->n_tokens = o->shape_tokens;
             o->tokens_source = LP_TOKENS_SHAPES;
         } else if (k == LP_STAGE_KIND_DECODE && o->steps > 0) {
-            o->n_tokens = o->steps * m->batch;
-            o->tokens_source = LP_TOKENS_STEPS;
+            /* its own batch when the shapes tell it, else the run's */
+            int64_t per = m->batch_source == LP_TOKENS_SHAPES && o->shape_tokens > 0
+                              ? o->shape_tokens
+                              : m->batch;
+            if (!__builtin_mul_overflow(o->steps, per, &o->n_tokens))
+                o->tokens_source = LP_TOKENS_STEPS;
+            else
+                o->n_tokens = 0;
         }
         if (k == LP_STAGE_KIND_DECODE && o->tokens_source != LP_TOKENS_STEPS &&
             o->n_tokens > 0) {
@@ -498,9 +504,9 @@ int lp_run_steps(struct lp_run_ctx *c)
     /* prefill size in items: what one eager forward pass launches */
     size_t n_pre = 0;
     for (size_t i = 0; i < c->n_occ; i++)
-        if (kind_of_occ(c, &c->occ[i]) == LP_STAGE_KIND_PREFILL)
+        if (lp_occ_kind(c, &c->occ[i]) == LP_STAGE_KIND_PREFILL)
             pre[n_pre++] = (double)(b.work_at[i + 1] - b.work_at[i]);
-    qsort(pre, n_pre, sizeof *pre, cmp_double);
+    qsort(pre, n_pre, sizeof *pre, lp_cmp_double);
     double prefill_items = n_pre ? pre[n_pre / 2] : 0;
     for (size_t i = 0; i < c->n_occ; i++) {
         struct lp_occ *o = &c->occ[i];
@@ -509,7 +515,7 @@ int lp_run_steps(struct lp_run_ctx *c)
         const struct lp_gemm *lm = NULL;
         if (n_calls)
             gemm_shapes(c, o, calls, n_calls, vals, &lm);
-        if (kind_of_occ(c, o) != LP_STAGE_KIND_DECODE)
+        if (lp_occ_kind(c, o) != LP_STAGE_KIND_DECODE)
             continue;
         if ((rc = decode_steps(c, o, b.work + b.work_at[i], b.work_at[i + 1] - b.work_at[i],
                                calls, n_calls, lm, prefill_items, &it, pos, gap, ends)))

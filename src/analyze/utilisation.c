@@ -17,16 +17,15 @@ static int stage_tokens(struct lp_run_ctx *c, int s, double *v)
         const struct lp_occ *o = &c->occ[i];
         if (o->stage != s)
             continue;
-        if (o->n_tokens > 0) {
+        /* a sum past int64 (counts from a crafted trace) is no count */
+        if (o->n_tokens > 0 && !__builtin_add_overflow(sum, o->n_tokens, &sum)) {
             if (!with)
                 st->tokens_source = o->tokens_source;
-            sum += o->n_tokens;
             with++;
         }
-        if (o->steps > 0) {
+        if (o->steps > 0 && !__builtin_add_overflow(steps, o->steps, &steps)) {
             if (!counted)
                 st->steps_source = o->steps_source;
-            steps += o->steps;
             counted++;
         }
         for (uint32_t j = 0; j < o->n_step_ns; j++)
@@ -80,6 +79,7 @@ int lp_run_tokens(struct lp_run_ctx *c)
         const struct lp_stage_report *st = &r->stages[p];
         m->prefill_tokens = st->tokens;
         m->prompt_tokens = st->tokens / (int64_t)st->occurrences;
+        m->prompt_per_sequence = m->prompt_tokens / m->batch;
         m->prefill_source = st->tokens_source;
         m->prefill_tokens_per_s = st->tokens_per_s;
     }

@@ -124,10 +124,11 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         json_object_set_new(o, "utilisation", json_null());
     json_object_set_new(o, "substages", subs);
     json_object_set_new(o, "gemm",
-                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
                                   u64(s->gemm_calls), "gpu_ns", u64(s->gemm_ns), "unshaped_ns",
                                   u64(s->gemm_unshaped_ns), "coverage",
                                   s->gemm_coverage >= 0 ? num(s->gemm_coverage) : json_null(),
+                                  "partial", json_boolean(s->gemm_partial),
                                   "flops",
                                   num(s->gemm_flops), "tflops", num(s->gemm_tflops),
                                   "measured_mfu", s->gemm_mfu > 0 ? num(s->gemm_mfu) : json_null(),
@@ -321,6 +322,14 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
         lp_tokens_source_name(m->prefill_source), "decode_tokens", (json_int_t)m->decode_tokens,
         "decode_tokens_source", lp_tokens_source_name(m->decode_source), "batch",
         (json_int_t)m->batch, "batch_source", lp_tokens_source_name(m->batch_source));
+    static const char *const why[] = {NULL, "no_shapes", "not_llm_shapes", "no_stage_kind"};
+    json_object_set_new(llm, "why_not", m->why_not ? json_string(why[m->why_not]) : json_null());
+    json_object_set_new(llm, "decode_requests", json_integer((json_int_t)m->decode_requests));
+    json_object_set_new(llm, "prompt_per_sequence", m->prompt_per_sequence
+                                                        ? json_integer(m->prompt_per_sequence)
+                                                        : json_null());
+    if (!m->prompt_tokens)
+        json_object_set_new(llm, "prompt_tokens", json_null());
     json_object_set_new(llm, "decode_steps", json_integer((json_int_t)m->decode_steps));
     json_object_set_new(llm, "steps_source", json_string(lp_steps_source_name(m->steps_source)));
     json_object_set_new(llm, "ttft", dist_json(&m->ttft));
@@ -335,10 +344,12 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     json_object_set_new(root, "warmup_found",
                         w->cause == LP_WARMUP_NONE
                             ? json_null()
-                            : json_pack("{s:s,s:s?,s:o,s:o,s:I,s:I}", "cause", causes[w->cause],
-                                        "stage", w->stage >= 0 ? r->stages[w->stage].name : NULL,
+                            : json_pack("{s:s,s:s?,s:o,s:o,s:o,s:I,s:I}", "cause",
+                                        causes[w->cause], "stage",
+                                        w->stage >= 0 ? r->stages[w->stage].name : NULL,
                                         "value_ns", num(w->value_ns), "median_ns",
-                                        num(w->median_ns), "others", (json_int_t)w->others,
+                                        num(w->median_ns), "ratio", num(w->ratio), "others",
+                                        (json_int_t)w->others,
                                         "occurrences", (json_int_t)w->occurrences));
     json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", r->util_note);
     if (r->has_util) {

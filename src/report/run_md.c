@@ -62,7 +62,22 @@ static void warmup_line(FILE *f, const struct lp_run *r)
                "--keep-warmup keeps it.\n",
             w->cause == LP_WARMUP_STAGE_TIME ? "occurrence of its stage" : "request",
             w->occurrences, w->occurrences == 1 ? "" : "s", what[w->cause], NS(w->value_ns),
-            w->median_ns > 0 ? w->value_ns / w->median_ns : 0, w->others, NS2(w->median_ns));
+            w->ratio, w->others, NS2(w->median_ns));
+}
+
+/* why no prefill or decode was found (enum lp_llm_why_not) */
+static const char *why_not(const struct lp_run *r)
+{
+    switch (r->llm.why_not) {
+    case LP_LLM_NO_SHAPES:
+        return "no NVTX range is named like a stage, and no GEMM shapes were recorded to infer "
+               "stages from";
+    case LP_LLM_NOT_LLM_SHAPES:
+        return "no NVTX range is named like a stage, and the GEMM shapes do not look like an "
+               "LLM's (decode steps running the prefill's weights)";
+    default:
+        return "no stage range is a prefill or a decode";
+    }
 }
 
 static void llm_section(FILE *f, const struct lp_run *r)
@@ -71,11 +86,9 @@ static void llm_section(FILE *f, const struct lp_run *r)
     char src[160];
     fprintf(f, "\n## LLM metrics\n\n");
     if (!m->found) {
-        fprintf(f, "No prefill or decode was found: no NVTX range is named like a stage, and %s. "
-                   "TTFT and TPOT are not given; the tables below cover the whole run.\n",
-                r->trace->n_gemms ? "the GEMM shapes do not look like an LLM's (decode steps "
-                                    "running the prefill's weights)"
-                                  : "no GEMM shapes were recorded to infer stages from");
+        fprintf(f, "No prefill or decode was found: %s. TTFT and TPOT are not given; the tables "
+                   "below cover the whole run.\n",
+                why_not(r));
         return;
     }
     fprintf(f, "Measured over %zu request%s (a request: a prefill with the vision before it and "
@@ -88,8 +101,13 @@ static void llm_section(FILE *f, const struct lp_run *r)
                "|---|---|---|---|---|---|---|\n");
     dist_row(f, "TTFT", &m->ttft, "requests",
              m->ttft.n ? "prefill (+ vision) of each request" : "no prefill stage");
-    snprintf(src, sizeof src, "decode time / steps (steps: %s)",
-             lp_steps_source_name(m->steps_source));
+    if (m->tpot.n < m->decode_requests)
+        snprintf(src, sizeof src, "decode time / steps (steps: %s); %zu of %zu requests: the "
+                 "others' steps were not found", lp_steps_source_name(m->steps_source),
+                 m->tpot.n, m->decode_requests);
+    else
+        snprintf(src, sizeof src, "decode time / steps (steps: %s)",
+                 lp_steps_source_name(m->steps_source));
     dist_row(f, "TPOT", &m->tpot, "requests", m->tpot.n ? src : "decode steps not found");
     snprintf(src, sizeof src, "step bounds: %s", lp_steps_source_name(m->steps_source));
     dist_row(f, "ITL", &m->itl, "steps", m->itl.n ? src : "step bounds not found");
@@ -97,8 +115,12 @@ static void llm_section(FILE *f, const struct lp_run *r)
     fprintf(f, "| batch | %lld | %s |\n", (long long)m->batch,
             m->batch_source == LP_TOKENS_NONE ? "assumed (no flag, name or decode GEMM shape)"
                                               : lp_tokens_source_name(m->batch_source));
-    fprintf(f, "| prompt tokens per request | %lld | %s |\n", (long long)m->prompt_tokens,
-            lp_tokens_source_name(m->prefill_source));
+    if (m->prompt_tokens)
+        fprintf(f, "| prompt tokens per request | %lld | %s |\n", (long long)m->prompt_tokens,
+                lp_tokens_source_name(m->prefill_source));
+    else
+        fprintf(f, "| prompt tokens per request | unknown | no flag, tokens= word or GEMM "
+                   "shape |\n");
     fprintf(f, "| decode steps | %lld | %s |\n", (long long)m->decode_steps,
             lp_steps_source_name(m->steps_source));
     fprintf(f, "| decode tokens | %lld | %s |\n", (long long)m->decode_tokens,
@@ -217,8 +239,7 @@ static void gemm_stages(FILE *f, const struct lp_run *r)
                 s->gemm_coverage >= 0 ? lp_fmt_pct(s->gemm_coverage, b1, sizeof b1) : "-",
                 s->gemm_tflops);
         if (s->gemm_mfu > 0)
-            fprintf(f, "%.2f %%%s | ", 100 * s->gemm_mfu,
-                    s->gemm_coverage >= 0 && s->gemm_coverage < 0.95 ? " (part)" : "");
+            fprintf(f, "%.2f %%%s | ", 100 * s->gemm_mfu, s->gemm_partial ? " (part)" : "");
         else
             fprintf(f, "- | ");
         if (s->has_util && s->gemm_calls)
@@ -528,21 +549,18 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                                           : "the GPU";
     fprintf(f, "# Summary\n\n`%s` on %s.\n\n", command(r)[0] ? command(r) : "the run", gpu);
     if (!m->found)
-        fprintf(f, "- **No LLM prefill or decode was found** in this program (no NVTX range named "
-                   "like a stage, and %s), so there is no TTFT or TPOT: the figures below are "
-                   "for the whole run.\n",
-                r->trace->n_gemms ? "its matrix multiplies do not look like an LLM's"
-                                  : "no matrix multiply shapes were recorded");
+        fprintf(f, "- **No LLM prefill or decode was found** in this program (%s), so there is "
+                   "no TTFT or TPOT: the figures below are for the whole run.\n",
+                why_not(r));
+    char prompt[96] = "prompt length unknown";
+    if (m->prompt_per_sequence)
+        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s",
+                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "");
     if (m->ttft.n > 1)
-        fprintf(f, "- **First token after %s** (median of %zu requests, p90 %s; prompt of %lld "
-                   "tokens%s).\n",
-                NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90),
-                (long long)(m->prompt_tokens / (m->batch > 0 ? m->batch : 1)),
-                m->batch > 1 ? " per sequence" : "");
+        fprintf(f, "- **First token after %s** (median of %zu requests, p90 %s; %s).\n",
+                NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90), prompt);
     else if (m->ttft.n)
-        fprintf(f, "- **First token after %s** (one request; prompt of %lld tokens%s).\n",
-                NS(m->ttft.p50), (long long)(m->prompt_tokens / (m->batch > 0 ? m->batch : 1)),
-                m->batch > 1 ? " per sequence" : "");
+        fprintf(f, "- **First token after %s** (one request; %s).\n", NS(m->ttft.p50), prompt);
     if (m->tpot.n)
         fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
                    "%s; %.1f tokens/s over a batch of %lld).\n",
@@ -560,8 +578,7 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, "- The first %s was slow (%s, %.0fx the others' median) and is reported "
                    "apart as warm-up.\n",
                 r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
-                NS(r->warmup.value_ns),
-                r->warmup.median_ns > 0 ? r->warmup.value_ns / r->warmup.median_ns : 0);
+                NS(r->warmup.value_ns), r->warmup.ratio);
     fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
             100 * r->busy_share);
     if (r->has_util)
@@ -576,7 +593,7 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                        "its whole time they used %.1f %% of the GPU's compute peak (measured "
                        "GEMM shapes",
                     s->gemm_tflops, 100 * s->gemm_mfu);
-            if (s->gemm_coverage >= 0 && s->gemm_coverage < 0.95)
+            if (s->gemm_partial)
                 fprintf(f, ", which cover only %s of its GEMM time: the rest ran in kernels "
                            "no cuBLAS call launched",
                         lp_fmt_pct(s->gemm_coverage, b2, sizeof b2));
