@@ -563,10 +563,11 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, "- **First token after %s** (one request; %s).\n", NS(m->ttft.p50), prompt);
     if (m->tpot.n)
         fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
-                   "%s; %.1f tokens/s over a batch of %lld).\n",
+                   "%s; %.1f tokens/s over a batch of %lld%s).\n",
                 NS(m->tpot.p50), m->tpot.n > 1 ? "median" : "mean", m->tpot.n,
                 m->tpot.n == 1 ? "" : "s", m->itl.n, m->itl.n ? NS2(m->itl.p90) : "-",
-                m->decode_tokens_per_s, (long long)m->batch);
+                m->decode_tokens_per_s, (long long)m->batch,
+                m->batch_source == LP_TOKENS_NONE ? ", assumed" : "");
     for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
         if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
             !r->stages[i].steps)
