@@ -221,6 +221,23 @@ static size_t find_steps(const struct items *it, int graphs, double prefill_item
 
 /* ---- per occurrence ---- */
 
+/* The most common of V's N values (sorting V) and in *COUNT how often it occurs; 0 when N is 0. */
+static uint64_t most_common(uint64_t *v, size_t n, size_t *count)
+{
+    qsort(v, n, sizeof *v, lp_cmp_u64);
+    uint64_t best = 0;
+    *count = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && v[j] == v[i]; j++)
+            ;
+        if (j - i > *count) {
+            *count = j - i;
+            best = v[i];
+        }
+    }
+    return best;
+}
+
 /* GEMM calls of one occurrence: the token dimension (the value most calls share in m or
  * n) and the largest-weight call, the lm_head. */
 static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *calls, size_t n,
@@ -233,17 +250,8 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
         if (g0[calls[i]].n != g0[calls[i]].m)
             vals[k++] = g0[calls[i]].n;
     }
-    qsort(vals, k, sizeof *vals, lp_cmp_u64);
-    uint64_t mode = 0;
     size_t best = 0;
-    for (size_t i = 0, j; i < k; i = j) {
-        for (j = i; j < k && vals[j] == vals[i]; j++)
-            ;
-        if (j - i > best) {
-            best = j - i;
-            mode = vals[i];
-        }
-    }
+    uint64_t mode = most_common(vals, k, &best);
     if (2 * best >= n && mode < (uint64_t)MAX_TOKENS)
         o->shape_tokens = (int64_t)mode;
     /* of equal weights, the call at the occurrence's token dimension: a decode range that
@@ -398,17 +406,8 @@ static int64_t mode_batch(const struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_occ; i++)
         if (lp_occ_kind(c, &c->occ[i]) == LP_STAGE_KIND_DECODE && c->occ[i].shape_tokens > 0)
             v[n++] = (uint64_t)c->occ[i].shape_tokens;
-    qsort(v, n, sizeof *v, lp_cmp_u64);
-    uint64_t best = 0;
-    size_t best_n = 0;
-    for (size_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && v[j] == v[i]; j++)
-            ;
-        if (j - i > best_n) {
-            best_n = j - i;
-            best = v[i];
-        }
-    }
+    size_t count;
+    uint64_t best = most_common(v, n, &count);
     free(v);
     return (int64_t)best;
 }
