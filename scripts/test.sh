@@ -20,17 +20,28 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 secs=${LLMPROF_FUZZ_SECONDS:-30}
 if [ "$secs" -gt 0 ]; then
+    # every library instrumented (coverage, ASan, UBSan); a crash, leak, hang (-timeout) or
+    # huge allocation (-rss_limit_mb, which also bounds one malloc) fails the script
+    targets=(fuzz_trace_reader fuzz_trace_records fuzz_trace_parse fuzz_model_config
+        fuzz_safetensors_header)
     echo "== fuzz the parsers of user files, ${secs} s in all (build-fuzz/)"
     CC=clang cmake -S . -B build-fuzz -DLLMPROF_FUZZ=ON -DLLMPROF_COLLECTOR=OFF \
         -DLLMPROF_STATIC_DEPS=OFF >/dev/null
-    cmake --build build-fuzz -j "$jobs" --target fuzz_trace_reader fuzz_model_config \
-        fuzz_safetensors_header
-    each=$((secs / 3 > 1 ? secs / 3 : 1))
-    for target in fuzz_trace_reader:corpus fuzz_model_config:corpus_config \
-        fuzz_safetensors_header:corpus_safetensors; do
-        work=$(mktemp -d)
-        cp "tests/fuzz/${target#*:}"/* "$work/"
-        build-fuzz/bin/"${target%%:*}" -max_total_time="$each" -max_len=65536 "$work" 2>&1 | tail -1
+    cmake --build build-fuzz -j "$jobs" --target "${targets[@]}"
+    each=$((secs / ${#targets[@]} > 1 ? secs / ${#targets[@]} : 1))
+    for target in "${targets[@]}"; do
+        work=$(mktemp -d /tmp/lp_fuzz.XXXXXX)
+        mkdir "$work/new"
+        # new inputs go to the first directory: the committed corpus is only read
+        if ! build-fuzz/bin/"$target" -max_total_time="$each" -max_len=65536 -timeout=10 \
+            -rss_limit_mb=2048 -artifact_prefix="$work/" "$work/new" \
+            "tests/fuzz/corpus/$(bench/fuzz.sh corpus "$target")" >"$work/log" 2>&1; then
+            tail -n 40 "$work/log"
+            echo "$target failed; the input that did it: $(ls "$work"/crash-* "$work"/leak-* \
+                "$work"/timeout-* "$work"/oom-* 2>/dev/null | head -1)" >&2
+            exit 1
+        fi
+        echo "$target: $(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/log" | tail -1)"
         rm -rf "$work"
     done
 fi

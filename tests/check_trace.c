@@ -229,6 +229,10 @@ static void check_killed(const struct lp_trace *t, struct lp_trace_summary *s, u
     expect(!t->complete, "trace has no END chunk (process was killed)");
     expect(t->n_kernels > 100, "%zu kernels recovered", t->n_kernels);
     uint64_t last = s->last_ns;
+    /* both on CLOCK_REALTIME: a record after the kill means the clocks or the time are wrong */
+    expect(kill_ns > 0 && last <= kill_ns + 100000000ull,
+           "last record (%llu ns) no later than the kill (%llu ns)", (unsigned long long)last,
+           (unsigned long long)kill_ns);
     double lost_s = kill_ns > last ? (double)(kill_ns - last) / 1e9 : 0;
     printf("info: last record %.3f s before the kill\n", lost_s);
     expect(lost_s <= 1.5, "at most about the last second lost (%.3f s)", lost_s);

@@ -7,9 +7,26 @@ set -u
 LP=$1 FAKE=$2 FIX=$3
 T=$(mktemp -d /tmp/lp_cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
+pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); echo "ok - $1"; }
 bad() { fail=$((fail + 1)); echo "not ok - $1"; }
+# a check this machine cannot run: said, never counted as passed
+skip() { skipped=$((skipped + 1)); echo "skip - $1"; }
+# Permission checks mean nothing to root: as root, they run as nobody (65534) through
+# setpriv or runuser. Never skipped: without a way to drop root the script fails.
+if [ "$(id -u)" -eq 0 ]; then
+    if command -v setpriv >/dev/null; then USER_RUN=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    elif command -v runuser >/dev/null; then USER_RUN=(runuser -u nobody --)
+    else echo "not ok - running as root without setpriv or runuser: the permission checks cannot run"; exit 1; fi
+    chmod 755 "$T"
+    if ! "${USER_RUN[@]}" test -x "$LP" -a -r "$FIX/llama/meta.json"; then
+        echo "not ok - as root, nobody (65534) must reach $LP and $FIX for the permission checks"; exit 1
+    fi
+    UNPRIV=65534
+else
+    USER_RUN=()
+    UNPRIV=$(id -u)
+fi
 # expect STATUS PATTERN DESCRIPTION -- COMMAND...: exit status and a stderr/stdout pattern
 expect() {
     local want=$1 pattern=$2 what=$3
@@ -30,6 +47,8 @@ expect 2 "no command to run" "record without a command" -- "$LP" record -o "$T/r
 expect 2 "no command to run" "record with only --" -- "$LP" record -o "$T/r0" --
 expect 2 "unknown option '--bogus'" "record with an unknown option" -- "$LP" record --bogus -- true
 expect 2 "needs a directory" "-o without a value" -- "$LP" record -o
+expect 2 "needs a directory" "record -o with an empty value" -- "$LP" record -o "" -- true
+expect 2 "needs a directory" "profile -o with an empty value" -- "$LP" profile -o "" -- true
 expect 2 "from 0 to 1000" "--nvml-hz not a number" -- "$LP" record --nvml-hz fast -- true
 expect 2 "from 0 to 1000" "--nvml-hz negative" -- "$LP" record --nvml-hz -5 -- true
 expect 127 "command not found or not executable: no-such-cmd" "command not found" -- \
@@ -39,10 +58,10 @@ echo "plain text" >"$T/notexec" && chmod 644 "$T/notexec"
 expect 127 "not executable" "command not executable" -- "$LP" record -o "$T/r2" -- "$T/notexec"
 touch "$T/afile"
 expect 2 "is not a directory" "output is a file" -- "$LP" record -o "$T/afile" -- true
-mkdir -p "$T/ro" && chmod 500 "$T/ro"
-if [ "$(id -u)" -ne 0 ]; then
-    expect 2 "not writable" "unwritable output" -- "$LP" record -o "$T/ro/run" -- true
-fi
+mkdir -p "$T/ro" && chmod 555 "$T/ro"
+expect 2 "not writable" "unwritable output (as an unprivileged user)" -- "${USER_RUN[@]}" "$LP" record -o "$T/ro" -- true
+expect 2 "cannot create output directory .*Permission denied" "output under an unwritable directory (as an unprivileged user)" -- \
+    "${USER_RUN[@]}" "$LP" record -o "$T/ro/run" -- true
 expect 2 "cannot create output directory" "output under a file" -- "$LP" record -o "$T/afile/run" -- true
 
 # end to end with the stand-in CUDA program
@@ -92,7 +111,9 @@ expect 0 "usage: llmprof model" "model --help" -- "$LP" model --help
 expect 2 "no config given" "model without a config" -- "$LP" model
 expect 2 "unknown option '--bogus'" "model with an unknown option" -- "$LP" model "$CFG/gpt2.json" --bogus
 expect 2 "takes fp32, tf32, bf16" "model with a bad dtype" -- "$LP" model "$CFG/gpt2.json" --weights fp64
-expect 2 "whole number >= 1" "model with a zero batch" -- "$LP" model "$CFG/gpt2.json" --batch 0
+expect 2 "whole number from 1 to 1048576" "model with a zero batch" -- "$LP" model "$CFG/gpt2.json" --batch 0
+expect 2 "too large (at most 1073741824)" "model with a prompt past the bound" -- "$LP" model "$CFG/gpt2.json" --prompt 1073741825
+expect 2 "from 1 to 9 each" "model with a Gundam tile side past 9" -- "$LP" model "$CFG/deepseek-ocr.json" --vision gundam --tiles 10x1
 expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
 expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
 expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100
@@ -115,7 +136,7 @@ assert d["workload"]["vision_tokens"] == 272 + 20 * 31 + 1
 assert d["bounds"]["ttft_s_min"] > 0
 PY
 then ok "model --format json has the documented keys"; else bad "model JSON: $(head -c 300 "$T/ocr.json")"; fi
-expect 1 "cannot write" "model -o into a missing directory" -- "$LP" model "$CFG/gpt2.json" -o "$T/missing/out.md"
+expect 2 "cannot write" "model -o into a missing directory" -- "$LP" model "$CFG/gpt2.json" -o "$T/missing/out.md"
 [ ! -e "$T/missing" ] && ok "nothing half-written" || bad "a partial output was left"
 
 # llmprof report, export and profile
@@ -126,12 +147,12 @@ expect 1 "holds no trace" "report on a directory without traces" -- "$LP" report
 expect 1 "not an llmprof trace" "report on a file that is not a trace" -- "$LP" report "$T/junk.lpt"
 expect 2 "takes NAME=REGEX" "report --stage without =" -- "$LP" report "$FIX/llama" --stage decode
 expect 2 "whole number >= 1" "report --top 0" -- "$LP" report "$FIX/llama" --top 0
-expect 1 "bad regular expression" "report with a bad stage regex" -- \
+expect 2 "bad regular expression" "report with a bad stage regex" -- \
     "$LP" report "$FIX/llama" -o "$T/badre" --stage 'decode=(' --quiet
 [ -z "$(ls -A "$T/badre" 2>/dev/null)" ] && ok "nothing written on an analysis error" || bad "left: $(ls -A "$T/badre")"
-expect 1 "none.json" "report --model on a missing config names it" -- \
+expect 2 "none.json" "report --model on a missing config names it" -- \
     "$LP" report "$FIX/llama" -o "$T/x" --model "$T/none.json"
-expect 1 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
+expect 2 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
 expect 0 "Decode is launch bound" "report on the recorded LLM run" -- \
     "$LP" report "$FIX/llama" -o "$T/rep" --model "$CFG/llama-bench-1.1b.json"
 for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv gemms.csv; do
@@ -167,5 +188,187 @@ rc=$?
 [ "$rc" -eq 0 ] && [ -s "$T/prof/report.md" ] && [ -s "$T/prof/meta.json" ] && ok "profile records then reports" || \
     bad "profile: status $rc, $(ls "$T/prof" 2>&1), $out"
 
-echo "$pass passed, $fail failed"
+# ---- outputs never destroy data (issue 11) ----
+OLD=(report.md summary.md report.json kernels.csv operators.csv stages.csv gemms.csv report.html)
+# leftovers: temporaries (.NAME.tmp.PID.N) or kept old files (.NAME.old.PID.N) in DIR
+leftovers() { find "$1" -maxdepth 1 \( -name '.*.tmp.*' -o -name '.*.old.*' \) 2>/dev/null; }
+cp -r "$FIX/llama" "$T/lr"
+LT=$(ls "$T"/lr/trace.*.lpt)
+cp "$LT" "$T/lt.orig"
+expect 2 "is one of the inputs (.*lpt): choose another path" "export refuses to write over its trace" -- \
+    "$LP" export "$T/lr" --perfetto "$LT"
+# (a failed check puts the file back, so that the checks after it still test something)
+cmp -s "$LT" "$T/lt.orig" && ok "the trace is untouched" || { bad "export replaced the trace"; cp "$T/lt.orig" "$LT"; }
+cp "$T/lr/meta.json" "$T/meta.orig"
+expect 2 "is one of the inputs" "export refuses to write over its run's meta.json" -- "$LP" export "$T/lr" --perfetto "$T/lr/meta.json"
+cmp -s "$T/lr/meta.json" "$T/meta.orig" && ok "meta.json is untouched" || { bad "export replaced meta.json"; cp "$T/meta.orig" "$T/lr/meta.json"; }
+ln -s "$LT" "$T/lt.link" && ln "$LT" "$T/lt.hard"
+expect 2 "is one of the inputs" "export refuses a symlink to its trace" -- "$LP" export "$T/lr" --perfetto "$T/lt.link"
+expect 2 "is one of the inputs" "export refuses a hard link to its trace" -- "$LP" export "$T/lr" --perfetto "$T/lt.hard"
+cmp -s "$LT" "$T/lt.orig" && [ -L "$T/lt.link" ] && ok "trace and links untouched" || { bad "trace or link changed"; rm -f "$T/lt.link"; cp "$T/lt.orig" "$LT"; }
+mkdir "$T/asrep" && cp "$LT" "$T/asrep/report.json"
+expect 2 "is one of the inputs" "report refuses to write over its trace (named report.json)" -- \
+    "$LP" report "$T/asrep/report.json" --quiet
+cmp -s "$T/asrep/report.json" "$T/lt.orig" && [ ! -e "$T/asrep/report.md" ] && ok "report wrote nothing" || bad "report wrote: $(ls "$T/asrep")"
+cp "$CFG/gpt2.json" "$T/gpt2.json"
+expect 2 "is one of the inputs" "model -o refuses its config" -- "$LP" model "$T/gpt2.json" -o "$T/gpt2.json"
+cmp -s "$T/gpt2.json" "$CFG/gpt2.json" && ok "the config is untouched" || bad "model replaced its config"
+expect 2 "is a directory" "export to a directory is refused" -- "$LP" export "$T/lr" --perfetto "$T"
+ln -s "$T/nowhere/x.json" "$T/dangling.json"
+expect 2 "symbolic link to a missing file" "export to a dangling link is refused" -- "$LP" export "$T/lr" --perfetto "$T/dangling.json"
+# devices and FIFOs are written in place, never replaced; as root, a full device of our own,
+# used only if writing it really gives ENOSPC (on a nodev mount opening it is refused), else
+# /dev/full if it is the character device it should be
+gives_enospc() { [ -c "$1" ] && (printf x >>"$1") 2>&1 | grep -q "No space left"; }
+FULL=
+[ "$(id -u)" -eq 0 ] && mknod -m 666 "$T/full" c 1 7 2>/dev/null && gives_enospc "$T/full" && FULL=$T/full
+[ -z "$FULL" ] && gives_enospc /dev/full && FULL=/dev/full
+if [ -n "$FULL" ]; then
+    expect 1 "writing $FULL failed: No space left on device" "export to a full device reports the error" -- \
+        "$LP" export "$T/lr" --perfetto "$FULL"
+    expect 1 "No space left on device" "model -o on a full device reports the error" -- "$LP" model "$CFG/gpt2.json" -o "$FULL"
+    expect 1 "writing - failed: No space left on device" "model to a full standard output reports the error" -- \
+        sh -c '"$1" model "$2" >"$3"' sh "$LP" "$CFG/gpt2.json" "$FULL"
+    [ -c "$FULL" ] && ok "the full device is still a device" || bad "$FULL was replaced"
+else
+    skip "no full device to test write errors with (no private one, /dev/full not one)"
+fi
+mkfifo "$T/fifo"
+timeout 60 cat "$T/fifo" >"$T/fifo.out" &
+reader=$!
+expect 0 "wrote" "export into a FIFO" -- timeout 60 "$LP" export "$T/lr" --perfetto "$T/fifo"
+wait "$reader"
+[ -p "$T/fifo" ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/fifo.out" && \
+    ok "the FIFO stays a FIFO and its reader got the JSON" || bad "FIFO: $(ls -l "$T/fifo"*)"
+"$LP" export "$T/lr" --perfetto - >"$T/stdout.json" 2>"$T/stdout.err"
+rc=$?
+[ "$rc" -eq 0 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/stdout.json" && \
+    ok "export --perfetto - writes the JSON alone to standard output" || bad "status $rc: $(head -c 200 "$T/stdout.json") $(cat "$T/stdout.err")"
+echo "old" >"$T/real.json" && chmod 640 "$T/real.json" && ln -s real.json "$T/link.json"
+expect 0 "wrote" "export through a symbolic link" -- "$LP" export "$T/lr" --perfetto "$T/link.json"
+[ -L "$T/link.json" ] && [ "$(stat -c %a "$T/real.json")" = 640 ] && grep -q traceEvents "$T/real.json" && \
+    [ -z "$(leftovers "$T")" ] && ok "the link stays, its target gets the export, with its mode" || \
+    bad "link: $(ls -lA "$T"/*.json)"
+
+# report: all files or none
+mkdir "$T/aon"
+for f in "${OLD[@]}"; do echo old >"$T/aon/$f"; done
+rm "$T/aon/report.html" && mkdir "$T/aon/report.html"
+expect 2 "report.html is a directory" "report refuses a directory where a file goes" -- \
+    "$LP" report "$T/lr" -o "$T/aon" --quiet
+[ "$(cat "$T/aon/report.md")" = old ] && [ -z "$(leftovers "$T/aon")" ] && ok "no file replaced, nothing left" || \
+    bad "aon: $(ls -A "$T/aon"), report.md: $(head -c 50 "$T/aon/report.md")"
+# a rename that fails half-way: in a sticky directory, the unprivileged user may replace
+# its own files but not root's report.html; what was replaced is put back
+if [ "$(id -u)" -eq 0 ]; then
+    mkdir "$T/sticky" && chmod 1777 "$T/sticky"
+    for f in "${OLD[@]}"; do echo old >"$T/sticky/$f"; chown "$UNPRIV" "$T/sticky/$f"; done
+    chown 0 "$T/sticky/report.html"
+    # 644: the user may not link root's file (fs.protected_hardlinks=1); 666: it may, on
+    # every machine, as with protected_hardlinks=0, but still not replace or remove it
+    for mode in 644 666; do
+        chmod "$mode" "$T/sticky/report.html"
+        expect 1 "cannot \(replace\|move\) .*report.html.*nothing was replaced" \
+            "report whose last file cannot be replaced (root's, mode $mode, in a sticky dir)" -- \
+            "${USER_RUN[@]}" "$LP" report "$T/lr" -o "$T/sticky" --quiet
+        n=0
+        for f in "${OLD[@]}"; do [ "$(cat "$T/sticky/$f")" = old ] && n=$((n + 1)); done
+        [ "$n" -eq 8 ] && [ -z "$(leftovers "$T/sticky")" ] && ok "every old file put back, nothing left (mode $mode)" || \
+            bad "mode $mode: $n of 8 old files, $(ls -A "$T/sticky")"
+    done
+else
+    skip "a failing rename needs a file of another user (run as root to test it)"
+fi
+# empty and '-' output paths are refused before any work, and nothing is created
+mkdir "$T/cwd"
+expect 2 "-o needs a directory, not ''" "report -o ''" -- "$LP" report "$T/lr" -o "" --quiet
+expect 2 "report writes several files" "report -o - (not one stream)" -- \
+    sh -c 'cd "$1" && "$2" report "$3" -o - --quiet' sh "$T/cwd" "$LP" "$T/lr"
+expect 2 "--perfetto needs an output file .*not an empty path" "export --perfetto ''" -- \
+    sh -c 'cd "$1" && "$2" export "$3" --perfetto ""' sh "$T/cwd" "$LP" "$T/lr"
+expect 2 "-o needs a file .*not an empty path" "model -o ''" -- \
+    sh -c 'cd "$1" && "$2" model "$3" -o ""' sh "$T/cwd" "$LP" "$T/gpt2.json"
+[ -z "$(ls -A "$T/cwd")" ] && ok "nothing created for an empty or '-' output" || bad "created: $(ls -A "$T/cwd")"
+# several traces: one that cannot be read leaves no report of the others, and the
+# directories the command made are removed
+mkdir "$T/rk" && cp "$LT" "$T/rk/trace.rank0.h.1.lpt" && echo junk >"$T/rk/trace.rank1.h.2.lpt"
+expect 1 "not an llmprof trace" "report of two ranks, one unreadable" -- "$LP" report "$T/rk" -o "$T/made/sub" --quiet
+[ ! -e "$T/made" ] && ok "the directories it made are removed" || bad "left: $(find "$T/made")"
+# an unwritable rank directory (as an unprivileged user): nothing of the other rank either
+mkdir -p "$T/rw/trace.rank1.h.2" && cp "$LT" "$T/rk/trace.rank1.h.2.lpt"
+chown -R "$UNPRIV" "$T/rw" && chmod 555 "$T/rw/trace.rank1.h.2"
+expect 1 "cannot write" "report into an unwritable rank directory (as an unprivileged user)" -- \
+    "${USER_RUN[@]}" "$LP" report "$T/rk" -o "$T/rw" --quiet
+[ ! -e "$T/rw/trace.rank0.h.1" ] && [ -z "$(ls -A "$T/rw/trace.rank1.h.2")" ] && ok "no rank's report written" || \
+    bad "rw: $(find "$T/rw")"
+mkdir "$T/lnk" && echo old >"$T/elsewhere.md" && ln -s ../elsewhere.md "$T/lnk/report.md"
+expect 0 "" "report into a directory with a linked report.md" -- "$LP" report "$T/lr" -o "$T/lnk" --quiet
+[ -L "$T/lnk/report.md" ] && grep -q "^# " "$T/elsewhere.md" && ok "the link stays, its target gets report.md" || \
+    bad "lnk: $(ls -l "$T/lnk/report.md"; head -c 40 "$T/elsewhere.md")"
+
+# export: the reader's warnings, windows, progress, size
+expect 0 "warning: .*cut.lpt is not whole (no end chunk, 1 recovery warnings); the export shows" \
+    "export warns about a truncated trace" -- "$LP" export "$T/cut.lpt" --perfetto "$T/cut.json"
+expect 0 "    - reader: torn chunk" "export lists the reader's warnings" -- "$LP" export "$T/cut.lpt" --perfetto "$T/cut.json"
+expect 0 "warning: .* is not whole" "export warns about a killed run" -- "$LP" export "$FIX/killed" --perfetto "$T/k.json"
+expect 0 "nothing of .* overlaps --window 999999:1000000; the trace spans 0 to 3240.9 ms" \
+    "export --window outside the trace warns with its span" -- \
+    "$LP" export "$T/lr" --perfetto "$T/w.json" --window 999999:1000000
+expect 2 "FROM_MS:TO_MS" "export --window with a negative bound" -- "$LP" export "$T/lr" --perfetto "$T/w.json" --window 0:-1
+expect 2 "FROM_MS:TO_MS" "export --window past the bound" -- "$LP" export "$T/lr" --perfetto "$T/w.json" --window 1:99999999999999999999
+out=$(LLMPROF_EXPORT_WARN_MIB=10 "$LP" export "$T/lr" --perfetto "$T/big.json" 2>&1)
+est=$(sed -n 's/.*export will be about \([0-9.]*\) MiB (62763 kernels.*--window.*/\1/p' <<<"$out")
+real=$(stat -c %s "$T/big.json")
+if [ -n "$est" ] && python3 -c 'import sys; e, r = float(sys.argv[1]) * 2**20, int(sys.argv[2]); sys.exit(not 0.8 < e / r < 1.25)' "$est" "$real"; then
+    ok "a large export is announced, its size within 25 % ($est MiB, $real bytes)"; else bad "estimate '$est' for $real bytes: $out"; fi
+if LLMPROF_EXPORT_WARN_MIB=100 "$LP" export "$T/lr" --perfetto "$T/big.json" 2>&1 | grep -q "will be about"; then
+    bad "export announced below the bound"; else ok "no announcement below the bound"; fi
+out=$("$LP" report "$T/lr" -o "$T/piped" --quiet 2>&1; "$LP" export "$T/lr" --perfetto "$T/piped.json" 2>&1)
+grep -q "reading\|analysing" <<<"$out" && bad "progress in a pipe: $out" || ok "no progress when stderr is not a terminal"
+if command -v script >/dev/null; then
+    out=$(script -qec "'$LP' report '$T/lr' -o '$T/tty' --quiet; '$LP' export '$T/lr' --perfetto '$T/tty.json'" /dev/null)
+    grep -q "report: reading .*lpt" <<<"$out" && grep -q "report: analysing 62763 kernels" <<<"$out" && \
+        grep -q "export: writing .*tty.json" <<<"$out" && ok "progress on a terminal" || bad "tty: $(tr '\r\033' '|^' <<<"$out")"
+else
+    bad "no 'script' (util-linux) to run the progress check on a terminal"
+fi
+
+# info: meta.json of the wrong types, directories without traces
+mkdir "$T/empty"
+expect 1 "neither a trace (\*.lpt) nor the meta.json" "info on an empty directory fails" -- "$LP" info "$T/empty"
+mkdir "$T/notes" && echo '{"mine": 1}' >"$T/notes/meta.json"
+expect 1 "not a run directory" "info on a directory with a meta.json llmprof did not write" -- "$LP" info "$T/notes"
+mkdir "$T/meta1" && echo '{"format": "llmprof-run", "command": 5, "status": 3, "exit_code": "x", "duration_s": "y"}' >"$T/meta1/meta.json"
+out=$("$LP" info "$T/meta1" 2>&1)
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "'command' is not a list" <<<"$out" && grep -q "status   ? (malformed" <<<"$out" && \
+    ! grep -q "(null)\|exit 0" <<<"$out" && grep -q "holds no trace" <<<"$out" && \
+    ok "info: fields of the wrong type said malformed; no trace, status 1" || bad "status $rc: $out"
+echo '{"format": "llmprof-run", "command": ["python3", 7, "x.py"], "status": "exited", "exit_code": 0}' >"$T/meta1/meta.json"
+expect 1 "python3 ? x.py (malformed" "info: a command word that is not a string" -- "$LP" info "$T/meta1"
+cp "$LT" "$T/meta1/trace.h.1.lpt" && echo '[1, 2]' >"$T/meta1/meta.json"
+expect 0 "not a JSON object" "info: a run whose meta.json is not an object" -- "$LP" info "$T/meta1"
+
+# numbers out of range
+expect 2 "--top 99999999999999999999 is too large" "report --top out of range" -- "$LP" report "$T/lr" --top 99999999999999999999
+expect 2 "--gap-us 99999999999999999 is too large" "report --gap-us that overflows ns" -- "$LP" report "$T/lr" --gap-us 99999999999999999
+expect 2 "--batch 99999999999999999999 is too large" "model --batch out of range" -- "$LP" model "$CFG/gpt2.json" --batch 99999999999999999999
+expect 2 "--peak-tflops 1e999 is too large" "report --peak-tflops out of range" -- "$LP" report "$T/lr" --peak-tflops 1e999
+
+# profile checks every report option before the program runs
+for bad_opt in "--top 0" "--bogus" "--model $T/none.json" "--stage decode=(" "--gpu TPU" \
+    "--top 99999999999999999999" "--prefill-logits some"; do
+    # shellcheck disable=SC2086 # the option and its value are two words
+    out=$("$LP" profile -o "$T/pm" $bad_opt -- sh -c "touch '$T/marker'" 2>&1)
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ ! -e "$T/marker" ] && [ ! -e "$T/pm" ] && grep -q "llmprof profile: " <<<"$out"; then
+        ok "profile $bad_opt: refused before the program ran"; else bad "profile $bad_opt: status $rc, marker: $([ -e "$T/marker" ] && echo yes || echo no), $out"; fi
+    rm -rf "$T/marker" "$T/pm"
+done
+expect 0 "removed the previous run" "profile passes --force to record" -- \
+    sh -c '"$@" </dev/null' sh "$LP" profile -o "$T/prof" --force --quiet -- "$FAKE" 0
+expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names itself in the message" -- \
+    "$LP" profile -o "$T/pm" --bogus -- true
+
+echo "$pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

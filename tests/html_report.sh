@@ -6,6 +6,12 @@
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
 set -u
 LP=$1 CHROME=$2 FIX=$3 CONF=$4
+# a missing browser is a failure, not a skip: the set-up installs it
+if ! command -v "$CHROME" >/dev/null; then
+    echo "not ok - chromium not found ('$CHROME'): install it with scripts/deps.sh" \
+        "(as root: source scripts/deps.sh; lp_deps chromium) or run scripts/test.sh, which does"
+    exit 1
+fi
 T=$(mktemp -d /tmp/lp_html.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 fail=0

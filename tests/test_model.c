@@ -1,5 +1,6 @@
 /* The analytic model against published counts and hand-computed values for small configs of
- * every architecture family, the FLOP and byte conventions, and bad configs. */
+ * every architecture family, the FLOP and byte conventions, bad configs, the bounds on every
+ * size (configs and workloads), layer grouping, and safetensors headers checked exactly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <math.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <jansson.h>
 
@@ -341,16 +345,20 @@ static void tensor(int s, json_t *index, const char *name, int n, const int64_t 
         tensor(s, index, name, (int)(sizeof d_ / sizeof *d_), d_);            \
     } while (0)
 
-static void write_shard(const char *dir, const char *file, json_t *h)
+/* A safetensors file of header H and DATA bytes of data (a hole: sparse, nothing written). */
+static void write_shard(const char *dir, const char *file, json_t *h, double data)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, file);
     char *text = json_dumps(h, JSON_COMPACT);
     uint64_t n = strlen(text);
     FILE *f = fopen(path, "wb");
+    assert_non_null(f);
     for (int i = 0; i < 8; i++)
         fputc((int)(n >> (8 * i) & 0xff), f);
     fwrite(text, 1, n, f);
+    fflush(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)(8 + n + (uint64_t)data)), 0);
     fclose(f);
     free(text);
 }
@@ -445,8 +453,8 @@ static void test_safetensors_headers(void **state)
     }
     T(1, "model.norm.weight", 1280);
     T(1, "lm_head.weight", 129280, 1280);
-    write_shard(dir, "model-00001-of-00002.safetensors", shard[0]);
-    write_shard(dir, "model-00002-of-00002.safetensors", shard[1]);
+    write_shard(dir, "model-00001-of-00002.safetensors", shard[0], offset[0]);
+    write_shard(dir, "model-00002-of-00002.safetensors", shard[1], offset[1]);
     char path[512];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     json_dump_file(index, path, 0);
@@ -542,6 +550,660 @@ static void test_bad_configs(void **state)
     assert_non_null(strstr(err, "max_position_embeddings"));
 }
 
+/* ---- bounds: every size has a limit; past it a clear error, at it finite numbers, fast ---- */
+
+/* CPU seconds since START (clock()). */
+static double cpu_since(clock_t start) { return (double)(clock() - start) / CLOCKS_PER_SEC; }
+
+/* BASE (JSON) with each "a.b.c": value pair of SETS set (objects made as needed), dumped. */
+static char *config_with(const char *base, int n, const char *const *keys, const json_int_t *vals)
+{
+    json_t *root = json_loads(base, 0, NULL);
+    assert_non_null(root);
+    for (int i = 0; i < n; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s", keys[i]);
+        json_t *obj = root;
+        char *save = NULL, *part = strtok_r(path, ".", &save), *next;
+        while ((next = strtok_r(NULL, ".", &save))) {
+            json_t *child = json_object_get(obj, part);
+            if (!child) {
+                child = json_object();
+                json_object_set_new(obj, part, child);
+            }
+            obj = child;
+            part = next;
+        }
+        json_object_set_new(obj, part, json_integer(vals[i]));
+    }
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return text;
+}
+
+static const char *base_llama = "{\"model_type\":\"llama\",\"hidden_size\":8,\"intermediate_size\":16,"
+                                "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                "\"num_key_value_heads\":1,\"head_dim\":4,\"vocab_size\":10}";
+static const char *base_mistral = "{\"model_type\":\"mistral\",\"hidden_size\":8,\"intermediate_size\":16,"
+                                  "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                                  "\"vocab_size\":10,\"sliding_window\":4}";
+static const char *base_qwen = "{\"model_type\":\"qwen2\",\"hidden_size\":8,\"intermediate_size\":16,"
+                               "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                               "\"vocab_size\":10,\"sliding_window\":4,\"use_sliding_window\":true,"
+                               "\"max_window_layers\":1}";
+static const char *base_mixtral = "{\"model_type\":\"mixtral\",\"hidden_size\":8,\"intermediate_size\":4,"
+                                  "\"num_hidden_layers\":1,\"num_attention_heads\":2,"
+                                  "\"vocab_size\":10,\"num_local_experts\":4,\"num_experts_per_tok\":2}";
+static const char *base_gpt2 = "{\"model_type\":\"gpt2\",\"n_embd\":8,\"n_layer\":1,\"n_head\":2,"
+                               "\"n_positions\":16,\"vocab_size\":10}";
+static const char *base_v3 = "{\"model_type\":\"deepseek_v3\",\"hidden_size\":16,\"intermediate_size\":32,"
+                             "\"moe_intermediate_size\":4,\"num_hidden_layers\":4,"
+                             "\"num_attention_heads\":2,\"n_routed_experts\":4,\"n_shared_experts\":1,"
+                             "\"num_experts_per_tok\":2,\"first_k_dense_replace\":1,"
+                             "\"moe_layer_freq\":1,\"kv_lora_rank\":8,\"q_lora_rank\":8,"
+                             "\"qk_nope_head_dim\":4,\"qk_rope_head_dim\":2,\"v_head_dim\":4,"
+                             "\"num_nextn_predict_layers\":1,\"vocab_size\":10,"
+                             "\"topk_method\":\"noaux_tc\"}";
+static const char *base_ocr; /* tests/configs/deepseek-ocr.json, compact */
+static char *base_ocr_text;
+
+#define SAM "vision_config.width.sam_vit_b."
+#define CLIP "vision_config.width.clip-l-14-224."
+
+static const struct bound_case {
+    const char **base;
+    const char *key;
+    json_int_t limit;
+    const char *also_key; /* set to ALSO when testing the limit itself (divisibility); for
+                             DeepSeek-OCR the SAM compressor follows CLIP's width */
+    json_int_t also;
+} bound_cases[] = {
+    {&base_llama, "hidden_size", 1 << 20, NULL, 0},
+    {&base_llama, "num_hidden_layers", 16384, NULL, 0},
+    {&base_llama, "intermediate_size", 1 << 22, NULL, 0},
+    {&base_llama, "vocab_size", 1 << 24, NULL, 0},
+    {&base_llama, "num_attention_heads", 1 << 16, NULL, 0},
+    {&base_llama, "num_key_value_heads", 1 << 16, "num_attention_heads", 1 << 16},
+    {&base_llama, "head_dim", 1 << 16, NULL, 0},
+    {&base_llama, "max_position_embeddings", 1 << 30, NULL, 0},
+    {&base_mistral, "sliding_window", 1 << 30, NULL, 0},
+    {&base_qwen, "max_window_layers", 16384, NULL, 0},
+    {&base_mixtral, "num_local_experts", 1 << 16, NULL, 0},
+    {&base_mixtral, "num_experts_per_tok", 1 << 16, "num_local_experts", 1 << 16},
+    {&base_gpt2, "n_embd", 1 << 20, NULL, 0},
+    {&base_gpt2, "n_layer", 16384, NULL, 0},
+    {&base_gpt2, "n_head", 1 << 16, "n_embd", 1 << 20},
+    {&base_gpt2, "n_positions", 1 << 30, NULL, 0},
+    {&base_gpt2, "n_inner", 1 << 22, NULL, 0},
+    {&base_gpt2, "vocab_size", 1 << 24, NULL, 0},
+    {&base_v3, "hidden_size", 1 << 20, NULL, 0},
+    {&base_v3, "num_hidden_layers", 16384, NULL, 0},
+    {&base_v3, "num_attention_heads", 1 << 16, NULL, 0},
+    {&base_v3, "q_lora_rank", 1 << 20, NULL, 0},
+    {&base_v3, "kv_lora_rank", 1 << 20, NULL, 0},
+    {&base_v3, "qk_nope_head_dim", 1 << 16, NULL, 0},
+    {&base_v3, "qk_rope_head_dim", 1 << 16, NULL, 0},
+    {&base_v3, "v_head_dim", 1 << 16, NULL, 0},
+    {&base_v3, "intermediate_size", 1 << 22, NULL, 0},
+    {&base_v3, "moe_intermediate_size", 1 << 22, NULL, 0},
+    {&base_v3, "n_routed_experts", 1 << 16, NULL, 0},
+    {&base_v3, "num_experts_per_tok", 1 << 16, "n_routed_experts", 1 << 16},
+    {&base_v3, "n_shared_experts", 1024, NULL, 0},
+    {&base_v3, "first_k_dense_replace", 16384, NULL, 0},
+    {&base_v3, "moe_layer_freq", 16384, NULL, 0},
+    {&base_v3, "num_nextn_predict_layers", 16384, NULL, 0},
+    {&base_v3, "max_position_embeddings", 1 << 30, NULL, 0},
+    {&base_ocr, "language_config.num_hidden_layers", 16384, NULL, 0},
+    {&base_ocr, "vision_config.image_size", 1 << 16, NULL, 0},
+    {&base_ocr, SAM "width", 1 << 20, SAM "heads", 16},
+    {&base_ocr, SAM "layers", 16384, NULL, 0},
+    {&base_ocr, SAM "heads", 1 << 16, SAM "width", 1 << 16},
+    {&base_ocr, CLIP "width", 1 << 20, NULL, 0},
+    {&base_ocr, CLIP "layers", 16384, NULL, 0},
+    {&base_ocr, CLIP "heads", 1 << 16, CLIP "width", 1 << 16},
+    {&base_ocr, CLIP "image_size", 1 << 16, NULL, 0},
+    {&base_ocr, CLIP "patch_size", 1 << 16, CLIP "image_size", 1 << 16},
+    {&base_ocr, "projector_config.input_dim", 1 << 20, NULL, 0},
+};
+
+/* Every cost and count of R is finite and none negative. */
+static void assert_finite(const struct lp_model_result *r)
+{
+    const double *p = (const double *)&r->params;
+    for (size_t i = 0; i < sizeof r->params / sizeof(double); i++)
+        assert_true(isfinite(p[i]) && p[i] >= 0);
+    for (int s = 0; s < LP_STAGE_COUNT; s++) {
+        const double *c = (const double *)&r->total[s];
+        for (size_t i = 0; i < sizeof r->total[s] / sizeof(double); i++)
+            if (!isfinite(c[i]) || c[i] < 0)
+                fail_msg("stage %s: field %zu is %g", lp_stage_name(s), i, c[i]);
+    }
+    assert_true(isfinite(r->kv_bytes_per_token) && isfinite(r->kv_bytes_end));
+}
+
+static void test_bounded_fields(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof bound_cases / sizeof *bound_cases; i++) {
+        const struct bound_case *bc = &bound_cases[i];
+        /* one past the limit: an error naming the file, the key, the value and the limit */
+        char *text = config_with(*bc->base, 1, &bc->key, (json_int_t[]){bc->limit + 1});
+        struct lp_model m;
+        char err[512] = "", needle[256];
+        if (lp_model_parse(text, strlen(text), "cfg.json", &m, err, sizeof err) == 0)
+            fail_msg("%s = %lld accepted", bc->key, (long long)bc->limit + 1);
+        const char *leaf = strrchr(bc->key, '.') ? strrchr(bc->key, '.') + 1 : bc->key;
+        snprintf(needle, sizeof needle, "%s\" is %lld, past llmprof's limit of %lld", leaf,
+                 (long long)bc->limit + 1, (long long)bc->limit);
+        if (!strstr(err, needle) || strncmp(err, "cfg.json: ", 10) != 0)
+            fail_msg("%s: error '%s' lacks '%s'", bc->key, err, needle);
+        free(text);
+        /* at the limit: accepted, analysed quickly, finite */
+        const char *keys[2] = {bc->key, bc->also_key};
+        json_int_t vals[2] = {bc->limit, bc->also};
+        text = config_with(*bc->base, bc->also_key ? 2 : 1, keys, vals);
+        if (*bc->base == base_ocr) {
+            /* the compressor's output must be CLIP's width, whatever the case sets it to */
+            json_t *root = json_loads(text, 0, NULL);
+            json_t *width = json_object_get(json_object_get(root, "vision_config"), "width");
+            json_t *clip_width = json_object_get(json_object_get(width, "clip-l-14-224"), "width");
+            json_object_set_new(json_object_get(width, "sam_vit_b"), "downsample_channels",
+                                json_pack("[I,O]", (json_int_t)512, clip_width));
+            free(text);
+            text = json_dumps(root, JSON_COMPACT);
+            json_decref(root);
+        }
+        if (lp_model_parse(text, strlen(text), "cfg.json", &m, err, sizeof err) != 0)
+            fail_msg("%s = %lld refused: %s", bc->key, (long long)bc->limit, err);
+        free(text);
+        struct lp_workload w = workload(1, 8, 4);
+        clock_t t0 = clock();
+        assert_finite(analyze(&m, &w));
+        assert_true(cpu_since(t0) < 0.5);
+    }
+}
+
+/* Every size at its limit at once describes ~3e20 parameters: refused as a whole (counts
+ * past 2^53 are neither exact in a double nor JSON integers). The largest workload on models
+ * just under that bound: finite numbers, fast. */
+static void test_all_at_limits(void **state)
+{
+    (void)state;
+    static const char *const llama_keys[] = {"hidden_size", "num_hidden_layers",
+                                             "intermediate_size", "vocab_size",
+                                             "num_attention_heads", "num_key_value_heads",
+                                             "head_dim"};
+    const json_int_t at_limits[] = {1 << 20, 16384, 1 << 22, 1 << 24, 1 << 16, 1 << 16, 1 << 16};
+    char *text = config_with(base_llama, 7, llama_keys, at_limits);
+    expect_error(text, "parameters, past llmprof's limit of 2^53 (9007199254740992)");
+    free(text);
+    /* 16384 layers of H = 2^16 (2^50 parameters); 16384 MoE layers of 2^16 experts of all
+     * routed (3 x 2^50), head_dim and MLA dims at their limits */
+    const json_int_t llama_big[] = {1 << 16, 16384, 1 << 18, 1 << 24, 1 << 10, 1 << 10, 1 << 6};
+    static const char *const v3_keys[] = {"hidden_size", "num_hidden_layers", "intermediate_size",
+                                          "moe_intermediate_size", "vocab_size",
+                                          "num_attention_heads", "q_lora_rank", "kv_lora_rank",
+                                          "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                                          "n_routed_experts", "num_experts_per_tok",
+                                          "n_shared_experts", "num_nextn_predict_layers"};
+    const json_int_t v3_big[] = {1 << 14, 16384, 1 << 16, 1 << 6, 1 << 24, 1, 1 << 10, 1 << 10,
+                                 1 << 16, 1 << 16, 1 << 16, 1 << 16, 1 << 16, 1, 1};
+    struct {
+        const char *base;
+        int n;
+        const char *const *keys;
+        const json_int_t *vals;
+    } cfgs[] = {{base_llama, 7, llama_keys, llama_big}, {base_v3, 15, v3_keys, v3_big}};
+    for (int k = 0; k < 2; k++) {
+        text = config_with(cfgs[k].base, cfgs[k].n, cfgs[k].keys, cfgs[k].vals);
+        struct lp_model m;
+        parse(text, &m);
+        free(text);
+        struct lp_workload w = workload(LP_MODEL_MAX_BATCH, LP_MODEL_MAX_TOKENS,
+                                        LP_MODEL_MAX_TOKENS);
+        w.decode_context = LP_MODEL_MAX_TOKENS;
+        clock_t t0 = clock();
+        const struct lp_model_result *r = analyze(&m, &w);
+        assert_true(cpu_since(t0) < 0.5);
+        assert_finite(r);
+        assert_true(r->params.total > 0x1p49 && r->params.total + r->params.mtp <= 0x1p53);
+        assert_true(r->total[LP_STAGE_REQUEST].matmul_flops > 1e30);
+        EXACT(r->prefill_tokens, LP_MODEL_MAX_TOKENS);
+    }
+    /* DeepSeek-V3's shape at the bounds (tests/configs/edge-deepseek-v3-at-bounds.json):
+     * 16384 layers of 2^16 experts, all routed, 2^16-wide heads, the largest vocabulary */
+    struct lp_model e;
+    load("edge-deepseek-v3-at-bounds.json", &e);
+    struct lp_workload big = workload(LP_MODEL_MAX_BATCH, LP_MODEL_MAX_TOKENS / 2,
+                                      LP_MODEL_MAX_TOKENS / 2);
+    clock_t t1 = clock();
+    const struct lp_model_result *re = analyze(&e, &big);
+    assert_true(cpu_since(t1) < 0.5);
+    assert_finite(re);
+    EXACT(re->params.total, 3435414978117632.0);
+    /* the vision encoder with 16384 blocks each, Gundam with 9 tiles, the largest batch */
+    json_t *root = json_loads(base_ocr, 0, NULL);
+    json_t *width = json_object_get(json_object_get(root, "vision_config"), "width");
+    json_t *sam = json_object_get(width, "sam_vit_b"), *clip = json_object_get(width, "clip-l-14-224");
+    json_object_set_new(json_object_get(root, "vision_config"), "image_size", json_integer(1 << 16));
+    json_object_set_new(sam, "width", json_integer(1 << 14));
+    json_object_set_new(sam, "heads", json_integer(1 << 14));
+    json_object_set_new(sam, "layers", json_integer(16384));
+    json_object_set_new(sam, "downsample_channels", json_pack("[i,i]", 1 << 14, 1 << 14));
+    json_object_set_new(clip, "width", json_integer(1 << 14));
+    json_object_set_new(clip, "heads", json_integer(1 << 14));
+    json_object_set_new(clip, "layers", json_integer(16384));
+    json_object_set_new(clip, "image_size", json_integer(1 << 16));
+    json_object_set_new(clip, "patch_size", json_integer(16));
+    text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    struct lp_model m;
+    parse(text, &m);
+    free(text);
+    struct lp_workload w = workload(LP_MODEL_MAX_BATCH, 100, 100);
+    w.vision_mode = LP_VISION_MODE_GUNDAM;
+    w.tiles_w = 3;
+    w.tiles_h = 3;
+    clock_t t0 = clock();
+    const struct lp_model_result *r = analyze(&m, &w);
+    assert_true(cpu_since(t0) < 0.5);
+    assert_finite(r);
+    assert_true(r->params.vision > 0x1p45);
+}
+
+/* The issue's inputs: 2^40 decoder layers (the DeepSeek parser looped per layer) and 2^31
+ * vision layers (82 s, then 27 P parameters): clear errors, at once. */
+static void test_huge_layer_counts(void **state)
+{
+    (void)state;
+    alarm(60); /* a loop over 2^40 layers must fail the test, not hang it */
+    static const char *const bases[] = {"llama", "deepseek"};
+    for (int i = 0; i < 2; i++) {
+        const char *key = "num_hidden_layers";
+        char *text = config_with(i ? base_v3 : base_llama, 1, &key,
+                                 (json_int_t[]){(json_int_t)1 << 40});
+        clock_t t0 = clock();
+        expect_error(text, "\"num_hidden_layers\" is 1099511627776, past llmprof's limit of 16384");
+        if (cpu_since(t0) > 0.5)
+            fail_msg("%s: %.1f s to refuse 2^40 layers", bases[i], cpu_since(t0));
+        free(text);
+    }
+    const char *key = SAM "layers";
+    char *text = config_with(base_ocr, 1, &key, (json_int_t[]){(json_int_t)1 << 31});
+    expect_error(text, "\"vision_config.width.sam_vit_b.layers\" is 2147483648, past llmprof's "
+                       "limit of 16384");
+    free(text);
+    /* the same as files (tests/configs/bad-*.json), through lp_model_load */
+    static const struct {
+        const char *file, *needle;
+    } files[] = {{"bad-deepseek-v3-layers-2p40.json",
+                  "bad-deepseek-v3-layers-2p40.json: key \"num_hidden_layers\" is 1099511627776"},
+                 {"bad-deepseek-ocr-sam-layers-2p31.json",
+                  "bad-deepseek-ocr-sam-layers-2p31.json: key "
+                  "\"vision_config.width.sam_vit_b.layers\" is 2147483648"}};
+    for (int i = 0; i < 2; i++) {
+        char path[512], err[512] = "";
+        struct lp_model m;
+        snprintf(path, sizeof path, "%s/%s", configs, files[i].file);
+        assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+        if (!strstr(err, files[i].needle))
+            fail_msg("%s: error '%s'", files[i].file, err);
+    }
+    key = CLIP "layers";
+    text = config_with(base_ocr, 1, &key, (json_int_t[]){(json_int_t)1 << 31});
+    expect_error(text, "\"vision_config.width.clip-l-14-224.layers\" is 2147483648");
+    free(text);
+    alarm(0);
+}
+
+/* Identical layers are costed once: DeepSeek's dense and MoE layers counted in closed form
+ * equal a per-layer walk, and the analysis takes no longer for 2^40 layers than for 4. */
+static void test_grouped_layers(void **state)
+{
+    (void)state;
+    for (int layers = 1; layers <= 13; layers++) {
+        for (int first = 0; first <= 6; first++) {
+            for (int freq = 1; freq <= 5; freq++) {
+                static const char *const keys[] = {"num_hidden_layers", "first_k_dense_replace",
+                                                   "moe_layer_freq"};
+                char *text = config_with(base_v3, 3, keys, (json_int_t[]){layers, first, freq});
+                struct lp_model m;
+                parse(text, &m);
+                free(text);
+                int64_t moe = 0, first_moe = -1, last_moe = 0;
+                for (int l = 0; l < layers; l++) {
+                    int is_moe = l >= first && l % freq == 0;
+                    moe += is_moe;
+                    if (first_moe < 0)
+                        first_moe = is_moe;
+                    last_moe = is_moe;
+                }
+                int64_t counts[2] = {layers - moe, moe}; /* dense, MoE */
+                int g = 0;
+                for (int k = 0; k < 2; k++) {
+                    int kind_moe = k == 0 ? (int)first_moe : !first_moe;
+                    if (counts[kind_moe] == 0)
+                        continue;
+                    assert_true(g < m.n_groups);
+                    assert_int_equal(m.groups[g].mlp.kind == LP_MLP_MOE, kind_moe);
+                    assert_int_equal(m.groups[g].count, counts[kind_moe]);
+                    g++;
+                }
+                assert_int_equal(m.n_groups, g);
+                assert_int_equal(m.groups[m.last_group].mlp.kind == LP_MLP_MOE, last_moe);
+            }
+        }
+    }
+    /* a model built by hand past the bounds: the analysis still costs each group once (a
+     * loop over 2^31 vision blocks took 82 s: fail, not hang) */
+    alarm(60);
+    struct lp_model m;
+    load("deepseek-ocr.json", &m);
+    struct lp_workload w = workload(1, 16, 4);
+    double clip4 = analyze(&m, &w)->params.per_module[LP_MOD_VISION_CLIP];
+    double dec = analyze(&m, &w)->params.per_module[LP_MOD_ATTN_PROJ];
+    for (int g = 0; g < m.n_groups; g++)
+        m.groups[g].count <<= 40;
+    m.vision.sam_layers = (int64_t)1 << 31;
+    m.vision.clip_layers = (int64_t)24 << 31;
+    clock_t t0 = clock();
+    const struct lp_model_result *r = analyze(&m, &w);
+    assert_true(cpu_since(t0) < 0.5);
+    assert_finite(r);
+    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], dec * 0x1p40);
+    /* CLIP: the stem and positions once, then 2^31 times the 24 layers' blocks */
+    double stem = 1024 + 3 * 14 * 14 * 1024 + 257 * 1024 + 2 * 1024;
+    assert_true(fabs(r->params.per_module[LP_MOD_VISION_CLIP] - (stem + (clip4 - stem) * 0x1p31)) <
+                1e-9 * r->params.per_module[LP_MOD_VISION_CLIP]);
+    alarm(0);
+}
+
+/* The workload too: no loop over tokens, a clear error past each bound. */
+static void test_workload_bounds(void **state)
+{
+    (void)state;
+    struct lp_model m;
+    parse(tiny_llama, &m);
+    struct {
+        int64_t batch, prompt, gen, context;
+        const char *needle;
+    } cases[] = {
+        {(int64_t)1 << 40, 16, 4, 0, "batch (sequences) is 1099511627776; it must be 1 to 1048576"},
+        {1, (int64_t)1 << 40, 4, 0, "prompt (tokens) is 1099511627776; it must be 1 to 1073741824"},
+        {1, 16, (int64_t)1 << 40, 0, "generated tokens is 1099511627776; it must be 1 to"},
+        {1, 16, INT64_MAX, 0, "generated tokens is 9223372036854775807"},
+        {1, 16, 4, (int64_t)1 << 40, "decode context (tokens) is 1099511627776"},
+        {1, 16, 4, -1, "decode context (tokens) is -1; it must be 0 to 1073741824 (0: the default)"},
+        {0, 16, 4, 0, "batch (sequences) is 0"},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct lp_workload w = workload(cases[i].batch, cases[i].prompt, cases[i].gen);
+        w.decode_context = cases[i].context;
+        err[0] = 0;
+        clock_t t0 = clock();
+        int rc = lp_model_analyze(&m, &w, &result, err, sizeof err);
+        assert_true(cpu_since(t0) < 0.5);
+        if (rc != -1 || !strstr(err, cases[i].needle))
+            fail_msg("case %zu: rc %d, error '%s', expected '%s'", i, rc, err, cases[i].needle);
+    }
+    struct lp_workload w = workload(1, 16, 4);
+    w.kv = (enum lp_dtype)99;
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown dtype"));
+    /* at the bounds: accepted, finite */
+    w = workload(LP_MODEL_MAX_BATCH, LP_MODEL_MAX_TOKENS, LP_MODEL_MAX_TOKENS);
+    w.decode_context = LP_MODEL_MAX_TOKENS;
+    assert_finite(analyze(&m, &w));
+    /* Gundam tiles whose product overflows to 2 (3 x (2^64 + 2) / 3) */
+    load("deepseek-ocr.json", &m);
+    w = workload(1, 16, 4);
+    w.vision_mode = LP_VISION_MODE_GUNDAM;
+    w.tiles_w = 3;
+    w.tiles_h = 6148914691236517206LL;
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_non_null(strstr(err, "2 to 9 tiles"));
+    w.tiles_w = 10;
+    w.tiles_h = 0;
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+}
+
+/* Vision fields the parser used to take unchecked: compressor channels, global blocks. */
+static void test_vision_fields(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json; /* a value for the sam object's key */
+        const char *key;
+        const char *needle;
+    } cases[] = {
+        {"[-512, 1024]", "downsample_channels", "downsample_channels\"[0] must be an integer from 1 to 1048576"},
+        {"[512, 2000000]", "downsample_channels", "downsample_channels\"[1] must be an integer from 1"},
+        {"\"512\"", "downsample_channels", "must be an array of at most 2 integers"},
+        {"[512]", "downsample_channels", "must hold two channel counts"},
+        {"[2, 5, 12]", "global_attn_indexes", "global_attn_indexes\"[2] must be an integer from 0 to 11"},
+        {"[-1]", "global_attn_indexes", "global_attn_indexes\"[0] must be an integer from 0 to 11"},
+        {"[0,1,2,3,4,5,6,7,8,9,10,11,0,1,2,3,4]", "global_attn_indexes", "at most 16 integers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *root = json_loads(base_ocr, 0, NULL);
+        json_t *sam = json_object_get(json_object_get(json_object_get(root, "vision_config"),
+                                                      "width"), "sam_vit_b");
+        json_object_set_new(sam, cases[i].key, json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+        char *text = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        expect_error(text, cases[i].needle);
+        free(text);
+    }
+    /* repeated global blocks count once: the same parameters as the published config */
+    struct lp_model m;
+    load("deepseek-ocr.json", &m);
+    struct lp_workload w = workload(1, 16, 4);
+    double sam_params = analyze(&m, &w)->params.per_module[LP_MOD_VISION_SAM];
+    json_t *root = json_loads(base_ocr, 0, NULL);
+    json_t *sam = json_object_get(json_object_get(json_object_get(root, "vision_config"), "width"),
+                                  "sam_vit_b");
+    json_object_set_new(sam, "global_attn_indexes", json_pack("[i,i,i,i,i,i]", 2, 5, 8, 11, 5, 2));
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    parse(text, &m);
+    free(text);
+    assert_int_equal(m.vision.n_sam_global, 4);
+    EXACT(analyze(&m, &w)->params.per_module[LP_MOD_VISION_SAM], sam_params);
+    /* a CLIP patch larger than its image */
+    const char *keys[] = {CLIP "patch_size"};
+    text = config_with(base_ocr, 1, keys, (json_int_t[]){300});
+    expect_error(text, "\"vision_config.width.clip-l-14-224.patch_size\" (300) is larger than its "
+                       "\"image_size\" (224)");
+    free(text);
+}
+
+/* A --hw-file is read whole or refused: no FIFO wait, no silent cut at 1 MiB, no NUL. */
+static void test_hw_file_bounds(void **state)
+{
+    (void)state;
+    alarm(60);
+    char dir[] = "/tmp/lp_test_hw_XXXXXX", path[256], err[512];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/hw.tsv", dir);
+    struct lp_gpu_table t;
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+    unlink(path);
+    /* over 1 MiB: its rows past the first MiB were dropped without a word */
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < (1 << 20) / 16 + 1; i++)
+        fputs("# padding......\n", f);
+    fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "larger than 1048576: not a hardware table"));
+    f = fopen(path, "w");
+    fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
+    fputc(0, f);
+    fputs("MORE\tMORE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "NUL byte"));
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+    alarm(0);
+}
+
+/* ---- safetensors headers: offsets and shapes checked exactly ---- */
+
+static void expect_header_error(const char *json, const char *needle)
+{
+    struct lp_weights w = {0};
+    char err[512] = "";
+    int rc = lp_safetensors_header_parse(json, strlen(json), "bad.safetensors", NULL, &w, err,
+                                         sizeof err);
+    if (rc != -1 || !strstr(err, needle) || !strstr(err, "bad.safetensors"))
+        fail_msg("header %s: rc %d, error '%s', expected '%s'", json, rc, err, needle);
+    assert_int_equal(w.tensors, 0);
+}
+
+static void test_safetensors_offsets(void **state)
+{
+    (void)state;
+    /* negative offsets with the right difference were accepted */
+    expect_header_error("{\"t.neg\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[-4,4]}}",
+                        "tensor \"t.neg\": data_offsets must be two whole numbers >= 0");
+    expect_header_error("{\"t.neg\":{\"dtype\":\"F4\",\"shape\":[2,2],\"data_offsets\":[-1,5]}}",
+                        "tensor \"t.neg\": data_offsets must be two whole numbers >= 0");
+    /* end - begin overflowed int64 (UBSan: signed overflow) */
+    expect_header_error("{\"t.big\":{\"dtype\":\"BF16\",\"shape\":[2,2],"
+                        "\"data_offsets\":[-9223372036854775808,9223372036854775807]}}",
+                        "tensor \"t.big\": data_offsets must be two whole numbers >= 0");
+    expect_header_error("{\"t.inv\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[8,0]}}",
+                        "tensor \"t.inv\": data_offsets begin at 8, after their end 0");
+    /* element counts exact in 64 bits: 2^53 + 1 elements are 2^54 + 2 bytes, not 2^54 */
+    expect_header_error("{\"t.exact\":{\"dtype\":\"BF16\",\"shape\":[9007199254740993],"
+                        "\"data_offsets\":[0,18014398509481984]}}",
+                        "tensor \"t.exact\": data_offsets [0, 18014398509481984] hold "
+                        "18014398509481984 bytes, but 9007199254740993 elements of BF16 need "
+                        "18014398509481986");
+    /* a shape whose product overflows 64 bits (2^63 x 2 would wrap to 0 elements) */
+    expect_header_error("{\"t.wrap\":{\"dtype\":\"BF16\",\"shape\":[9223372036854775807,2,2],"
+                        "\"data_offsets\":[0,0]}}",
+                        "tensor \"t.wrap\": its shape's element count overflows 64 bits");
+    expect_header_error("{\"t.bytes\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904],"
+                        "\"data_offsets\":[0,0]}}", "need more than 4611686018427387904");
+    /* a dtype the table does not know: at most 8 elements a byte */
+    expect_header_error("{\"t.f4\":{\"dtype\":\"F4\",\"shape\":[1024,1024],\"data_offsets\":[0,8]}}",
+                        "tensor \"t.f4\": 1048576 elements of F4 in 8 bytes");
+    expect_header_error("{\"t.dim\":{\"dtype\":\"BF16\",\"shape\":[2,-2],\"data_offsets\":[0,8]}}",
+                        "tensor \"t.dim\": shape[1] is not a whole number >= 0");
+    expect_header_error("{\"t.dup\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]},"
+                        "\"t.dup\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[2,4]}}",
+                        "duplicate");
+    /* a zero dimension: 0 elements whatever the others are, no overflow */
+    const char *ok = "{\"__metadata__\":{\"format\":\"pt\"},\"t.zero\":{\"dtype\":\"BF16\","
+                     "\"shape\":[9223372036854775807,0,9223372036854775807],\"data_offsets\":[6,6]},"
+                     "\"t.one\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,6]}}";
+    struct lp_weights w = {0};
+    char err[512];
+    assert_int_equal(lp_safetensors_header_parse(ok, strlen(ok), "ok", NULL, &w, err, sizeof err), 0);
+    assert_int_equal(w.tensors, 2);
+    EXACT(w.params, 3);
+    /* a header of more JSON values than any real one is refused before jansson allocates */
+    size_t n = (size_t)9 << 20;
+    char *big = malloc(2 * n + 64);
+    size_t len = (size_t)sprintf(big, "{\"__metadata__\":{\"a\":[0");
+    for (size_t i = 1; i < n; i++) {
+        big[len++] = ',';
+        big[len++] = '0';
+    }
+    len += (size_t)sprintf(big + len, "]}}");
+    memset(&w, 0, sizeof w);
+    assert_int_equal(lp_safetensors_header_parse(big, len, "big", NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "JSON values"));
+    free(big);
+}
+
+/* Writes a safetensors file: length LEN8 (0: the header's own), HEADER, DATA zero bytes. */
+static void write_raw(const char *path, const char *header, uint64_t len8, size_t data)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint64_t n = len8 ? len8 : strlen(header);
+    for (int i = 0; i < 8; i++)
+        fputc((int)(n >> (8 * i) & 0xff), f);
+    fputs(header, f);
+    for (size_t i = 0; i < data; i++)
+        fputc(0, f);
+    fclose(f);
+}
+
+static void test_safetensors_files(void **state)
+{
+    (void)state;
+    alarm(60); /* opening a FIFO used to block for ever */
+    char dir[] = "/tmp/lp_test_st_XXXXXX", path[256], err[512];
+    assert_non_null(mkdtemp(dir));
+    struct lp_weights w;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    /* offsets past the data the file holds */
+    write_raw(path, "{\"t.cut\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 0, 4);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    if (!strstr(err, "tensor \"t.cut\": data_offsets end at 8, past the 4 bytes of data"))
+        fail_msg("%s", err);
+    write_raw(path, "{\"t.cut\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 0, 8);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), 0);
+    assert_int_equal(w.tensors, 4 / 4);
+    /* a header length past the end of the file: refused before any allocation */
+    write_raw(path, "{}", 50000000, 0);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "header length 50000000 is past the end of the 10-byte file"));
+    write_raw(path, "{}", 100000001, 0);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "header length 100000001 is not plausible"));
+    unlink(path);
+    /* a FIFO named like a shard, then like the index: an error, not a wait */
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not a regular file"));
+    unlink(path);
+    /* an index that is not JSON is an error, not a silent fallback to listing the directory */
+    FILE *f = fopen(path, "w");
+    fputs("{\"weight_map\": ", f);
+    fclose(f);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not valid JSON"));
+    unlink(path);
+    /* a config.json FIFO, and a config over 16 MiB or with too many values */
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    struct lp_model m;
+    assert_int_equal(lp_model_load(dir, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "config.json: not a regular file"));
+    unlink(path);
+    f = fopen(path, "w");
+    fprintf(f, "%s", tiny_llama);
+    for (int i = 0; i < (17 << 20) / 64; i++)
+        fputs("                                                               \n", f);
+    fclose(f);
+    assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "larger than 16777216: not a Hugging Face config.json"));
+    f = fopen(path, "w");
+    fputs("{\"model_type\":\"llama\",\"x\":[0", f);
+    for (int i = 0; i < (1 << 20); i++)
+        fputs(",0", f);
+    fputs("]}", f);
+    fclose(f);
+    assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "JSON values"));
+    unlink(path);
+    assert_int_equal(rmdir(dir), 0);
+    alarm(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +1217,26 @@ int main(void)
         cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_safetensors_headers),
+        cmocka_unit_test(test_bounded_fields),
+        cmocka_unit_test(test_all_at_limits),
+        cmocka_unit_test(test_huge_layer_counts),
+        cmocka_unit_test(test_grouped_layers),
+        cmocka_unit_test(test_workload_bounds),
+        cmocka_unit_test(test_vision_fields),
+        cmocka_unit_test(test_safetensors_offsets),
+        cmocka_unit_test(test_safetensors_files),
+        cmocka_unit_test(test_hw_file_bounds),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    char path[512];
+    snprintf(path, sizeof path, "%s/deepseek-ocr.json", configs);
+    json_t *ocr = json_load_file(path, 0, NULL);
+    if (!ocr) {
+        fprintf(stderr, "%s: cannot read\n", path);
+        return 1;
+    }
+    base_ocr = base_ocr_text = json_dumps(ocr, JSON_COMPACT);
+    json_decref(ocr);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    free(base_ocr_text);
+    return rc;
 }

@@ -386,6 +386,31 @@ static void test_truncated_trace(void **state)
     unlink(b.path);
 }
 
+/* a kernel lasting 2^61 ns (valid CRCs) is left out of the totals and said, never 100 % */
+static void test_implausible_kernel(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 0, 100000);
+    for (uint64_t i = 0; i < 8; i++)
+        kernel(&b, "k", 1, 10 + i * 1000, 100 + i * 1000, 600 + i * 1000);
+    kernel(&b, "forever", 1, 9000, 9100, 9100 + (UINT64_C(1) << 61));
+    struct lp_trace *t = tb_read(&b, 1);
+    assert_int_equal(t->implausible, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.all_kernels.gpu_ns, 8 * 500);
+    int said = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        said |= strstr(r.findings[i].title, "not whole") &&
+                strstr(r.findings[i].evidence, "1 implausible records left out");
+    assert_true(said);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    unlink(b.path);
+}
+
 /* ---- utilisation ---- */
 
 static void test_mfu_from_model(void **state)
@@ -1251,6 +1276,7 @@ int main(void)
         cmocka_unit_test(test_fixture_torch_operators),
         cmocka_unit_test(test_fixture_llama_operators),
         cmocka_unit_test(test_fixture_killed),
+        cmocka_unit_test(test_implausible_kernel),
         cmocka_unit_test(test_harness_llama),
         cmocka_unit_test(test_harness_moe),
         cmocka_unit_test(test_harness_generate),

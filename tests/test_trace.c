@@ -1,4 +1,5 @@
-/* Trace format v1: writer/reader round trips, torn and corrupt files, version checks. */
+/* Trace format v1: writer/reader round trips, torn and corrupt files, version checks, the
+ * reader's work bounded by the file, and implausible records left out. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +11,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <zstd.h>
+
 #include "llmprof/trace.h"
+#include "trace/codec.h"
 
 static char tmpdir[] = "/tmp/lp_test_trace_XXXXXX";
+
+/* Writes one chunk (header and payload, both checksummed) at OUT whose header says the
+ * payload decodes to RAW_SIZE bytes; returns its size. */
+static size_t put_chunk_sized(uint8_t *out, uint32_t type, uint32_t codec, const void *payload,
+                              size_t len, size_t raw_size, uint32_t n_records)
+{
+    struct lp_chunk_header h = {.type = type, .codec = codec, .payload_size = (uint32_t)len,
+                                .raw_size = (uint32_t)raw_size, .n_records = n_records,
+                                .payload_crc = lp_crc32(payload, len)};
+    lp_chunk_header_pack(&h, out);
+    if (len)
+        memcpy(out + LP_CHUNK_HEADER_SIZE, payload, len);
+    return LP_CHUNK_HEADER_SIZE + len;
+}
+
+static size_t put_chunk(uint8_t *out, uint32_t type, uint32_t codec, const void *payload,
+                        size_t len, uint32_t n_records)
+{
+    return put_chunk_sized(out, type, codec, payload, len, len, n_records);
+}
+
+/* A file image: the file header, then chunks put at IMG + *LEN. */
+static size_t put_file_header(uint8_t *img)
+{
+    memset(img, 0, 16);
+    memcpy(img, LP_TRACE_MAGIC, 8);
+    img[8] = LP_TRACE_VERSION_MAJOR;
+    img[10] = LP_TRACE_VERSION_MINOR;
+    return 16;
+}
 
 static void tmp_path(char *buf, size_t len, const char *name)
 {
@@ -209,6 +246,10 @@ static void test_torn_at_every_length(void **state)
     for (long len = 16; len <= size; len += 7) {
         struct lp_trace *t;
         char err[256];
+        if (len == 16) { /* the file header alone: an error that says so */
+            assert_int_equal(lp_trace_read_mem(&t, data, 16, "cut", err, sizeof err), LP_ERR_FORMAT);
+            continue;
+        }
         assert_int_equal(lp_trace_read_mem(&t, data, (size_t)len, "cut", err, sizeof err), LP_OK);
         assert_true(t->n_records >= prev); /* more bytes never lose records */
         prev = t->n_records;
@@ -274,11 +315,15 @@ static void test_bad_magic_and_newer_version(void **state)
     assert_int_equal(lp_trace_read_mem(&t, hdr, sizeof hdr, "future", err, sizeof err), LP_ERR_VERSION);
     assert_non_null(strstr(err, "newer"));
     assert_non_null(strstr(err, "upgrade"));
-    hdr[8] = LP_TRACE_VERSION_MAJOR;
-    hdr[10] = 99; /* a newer minor version is read */
-    assert_int_equal(lp_trace_read_mem(&t, hdr, sizeof hdr, "minor", err, sizeof err), LP_OK);
+    uint8_t minor[16 + 32] = {0}; /* a newer minor version is read */
+    memcpy(minor, LP_TRACE_MAGIC, 8);
+    minor[8] = LP_TRACE_VERSION_MAJOR;
+    minor[10] = 99;
+    put_chunk(minor + 16, LP_CHUNK_META, LP_CODEC_RAW, NULL, 0, 0);
+    assert_int_equal(lp_trace_read_mem(&t, minor, sizeof minor, "minor", err, sizeof err), LP_OK);
     assert_int_equal(t->version_minor, 99);
     assert_int_equal(t->n_records, 0);
+    assert_int_equal(t->n_warnings, 0);
     lp_trace_free(t);
     assert_int_equal(lp_trace_read(&t, "/nonexistent/x.lpt", err, sizeof err), LP_ERR_IO);
     assert_non_null(strstr(err, "/nonexistent/x.lpt"));
@@ -387,6 +432,503 @@ static void test_intern_table_is_bounded(void **state)
     lp_trace_free(t);
 }
 
+/* ---- work bounded by the file (issue 11) ---- */
+
+/* The 57-byte trace of issue 11: one string of id 2^28. The reader used to size its string
+ * table by the largest id (4 GiB, cleared); it is read in a child whose peak memory is
+ * measured. */
+static void test_sparse_string_id_is_cheap(void **state)
+{
+    (void)state;
+    uint8_t img[64];
+    size_t len = put_file_header(img);
+    const uint8_t rec[] = {LP_REC_STRING, 7, 0x80, 0x80, 0x80, 0x80, 0x01, 1, 'x'};
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, rec, sizeof rec, 1);
+    assert_int_equal(len, 57);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(60); /* a hang fails too */
+        struct rusage before, after;
+        getrusage(RUSAGE_SELF, &before);
+        struct lp_trace *t;
+        char err[256];
+        if (lp_trace_read_mem(&t, img, len, "sparse", err, sizeof err) != LP_OK)
+            _exit(2);
+        getrusage(RUSAGE_SELF, &after);
+        int ok = t->n_strings <= 2 && after.ru_maxrss - before.ru_maxrss < 32 * 1024; /* KiB */
+        lp_trace_free(t);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Sparse ids are renumbered densely; records keep their strings. */
+static void test_string_ids_renumbered(void **state)
+{
+    (void)state;
+    struct lp_buf b = {0}, def = {0};
+    struct lp_delta_state d = {0};
+    lp_buf_put_uvar(&def, 1u << 28);
+    lp_buf_put_uvar(&def, 5);
+    lp_buf_put(&def, "flash", 5);
+    lp_buf_put_uvar(&b, LP_REC_STRING);
+    lp_buf_put_uvar(&b, def.len);
+    lp_buf_put(&b, def.data, def.len);
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    lp_str names[] = {1u << 28, 77 /* never defined */, 0, UINT32_MAX};
+    for (size_t i = 0; i < 4; i++) {
+        r.u.kernel = (struct lp_kernel){.start = 1000 * i, .end = 1000 * i + 10, .name = names[i]};
+        lp_record_encode(&b, &d, &r);
+    }
+    uint8_t *img = malloc(16 + 32 + b.len);
+    size_t len = put_file_header(img);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b.data, b.len, 5);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "ids", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, 4);
+    assert_true(t->n_strings <= 3);
+    assert_string_equal(lp_trace_str(t, t->kernels[0].name), "flash");
+    assert_true(t->kernels[0].name < t->n_strings);
+    assert_string_equal(lp_trace_str(t, t->kernels[1].name), "<unknown>");
+    assert_string_equal(lp_trace_str(t, t->kernels[2].name), "");
+    assert_string_equal(lp_trace_str(t, t->kernels[3].name), "<unknown>");
+    assert_int_equal(t->n_warnings, 0);
+    lp_trace_free(t);
+    lp_buf_free(&b);
+    lp_buf_free(&def);
+    free(img);
+}
+
+/* A record shorter than its type's fields is malformed: two bytes can no longer become a
+ * 100-byte record of zeros. */
+static void test_short_record_is_malformed(void **state)
+{
+    (void)state;
+    uint8_t img[128];
+    size_t len = put_file_header(img);
+    const uint8_t rec[] = {LP_REC_GEMM, 0, LP_REC_GEMM, 0};
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, rec, sizeof rec, 2);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "short", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_gemms, 0);
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "malformed record"));
+    lp_trace_free(t);
+}
+
+/* Chunks decode to at most 16 MiB + 128 bytes per byte of the file: zstd frames of zeros
+ * past that are dropped with one warning, before they are decompressed. */
+static void test_decoded_bytes_bounded(void **state)
+{
+    (void)state;
+    size_t raw_len = 12u << 20;
+    uint8_t *zeros = calloc(raw_len, 1); /* 6 Mi records of an unknown type 0, empty */
+    size_t bound = ZSTD_compressBound(raw_len);
+    uint8_t *z = malloc(bound);
+    size_t zn = ZSTD_compress(z, bound, zeros, raw_len, 3);
+    assert_false(ZSTD_isError(zn));
+    uint8_t *img = malloc(16 + 3 * (32 + zn));
+    size_t len = put_file_header(img);
+    for (int i = 0; i < 3; i++)
+        len += put_chunk_sized(img + len, LP_CHUNK_RECORDS, LP_CODEC_ZSTD, z, zn, raw_len,
+                               (uint32_t)(raw_len / 2));
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "bomb", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_records, raw_len / 2); /* the first chunk only */
+    assert_int_equal(t->dropped_bytes, 2 * (32 + zn));
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "2 chunks"));
+    assert_non_null(strstr(t->warnings[0], "exhaust memory"));
+    lp_trace_free(t);
+    /* a frame that holds another size than its header gives is dropped unread */
+    len = put_file_header(img);
+    len += put_chunk_sized(img + len, LP_CHUNK_RECORDS, LP_CODEC_ZSTD, z, zn, 8u << 20, 1);
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "frame", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_records, 0);
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "not one zstd frame"));
+    lp_trace_free(t);
+    free(img);
+    free(z);
+    free(zeros);
+}
+
+/* A file of many damaged chunks gives a few warning lines, then one that counts the rest. */
+static void test_warnings_bounded(void **state)
+{
+    (void)state;
+    enum { N = 100 };
+    uint8_t *img = malloc(16 + N * 36);
+    size_t len = put_file_header(img);
+    for (int i = 0; i < N; i++) {
+        struct lp_chunk_header h = {.type = LP_CHUNK_RECORDS, .codec = LP_CODEC_RAW,
+                                    .payload_size = 4, .raw_size = 4, .payload_crc = 1};
+        lp_chunk_header_pack(&h, img + len);
+        memset(img + len + 32, 0, 4);
+        len += 36;
+    }
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "damaged", err, sizeof err), LP_OK);
+    assert_true(t->n_warnings <= 40);
+    assert_non_null(strstr(t->warnings[t->n_warnings - 1], "more damaged chunks"));
+    assert_int_equal(t->dropped_bytes, N * 36);
+    lp_trace_free(t);
+    free(img);
+}
+
+/* Device ids and header keys: a file cannot make the reader keep (or scan) millions. */
+static void test_devices_and_meta_bounded(void **state)
+{
+    (void)state;
+    struct lp_buf b = {0}, m = {0};
+    struct lp_delta_state d = {0};
+    for (uint32_t i = 0; i < 20000; i++) {
+        struct lp_record r = {.type = LP_REC_DEVICE};
+        r.u.device.id = i * 7919u;
+        lp_record_encode(&b, &d, &r);
+    }
+    for (int i = 0; i < 5000; i++) {
+        char k[32];
+        int kl = snprintf(k, sizeof k, "key%d", i);
+        lp_buf_put_uvar(&m, (uint64_t)kl);
+        lp_buf_put(&m, k, (size_t)kl);
+        lp_buf_put_uvar(&m, 1);
+        lp_buf_put(&m, "v", 1);
+    }
+    uint8_t *img = malloc(16 + 64 + b.len + m.len);
+    size_t len = put_file_header(img);
+    len += put_chunk(img + len, LP_CHUNK_META, LP_CODEC_RAW, m.data, m.len, 5000);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b.data, b.len, 20000);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "many", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_devices, 1024);
+    assert_int_equal(t->n_meta, 1024);
+    assert_string_equal(lp_trace_meta(t, "key0"), "v");
+    int dev = 0, meta = 0;
+    for (size_t i = 0; i < t->n_warnings; i++) {
+        dev += strstr(t->warnings[i], "device records dropped") != NULL;
+        meta += strstr(t->warnings[i], "header key/value pairs dropped") != NULL;
+    }
+    assert_int_equal(dev, 1);
+    assert_int_equal(meta, 1);
+    lp_trace_free(t);
+    lp_buf_free(&b);
+    lp_buf_free(&m);
+    free(img);
+}
+
+/* The header's record count is checked against the records: one warning for the trace,
+ * records kept. */
+static void test_record_count_mismatch(void **state)
+{
+    (void)state;
+    uint8_t img[256];
+    size_t len = put_file_header(img);
+    const uint8_t a[] = {LP_REC_STRING, 3, 1, 1, 'a'}, b[] = {LP_REC_STRING, 3, 2, 1, 'b'};
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, a, sizeof a, 5);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b, sizeof b, 0);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, a, sizeof a, 1);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "counts", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_records, 3);
+    assert_string_equal(lp_trace_str(t, 2), "b");
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "2 chunks declared a record count"));
+    assert_non_null(strstr(t->warnings[0], "5 declared, 2 decoded"));
+    assert_non_null(strstr(t->warnings[0], "kept"));
+    lp_trace_free(t);
+}
+
+/* record onto a full disk leaves 0 bytes, or the header alone: say so, not "bad magic". */
+static void test_empty_and_header_only(void **state)
+{
+    (void)state;
+    char path[256], err[512];
+    struct lp_trace *t = NULL;
+    tmp_path(path, sizeof path, "empty.lpt");
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(err, "empty trace: nothing was written (disk full?)"));
+    assert_non_null(strstr(err, path));
+    uint8_t hdr[16];
+    put_file_header(hdr);
+    assert_int_equal(lp_trace_read_mem(&t, hdr, 16, "hdr", err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(
+        strstr(err, "no records: the process wrote the trace's header and nothing else"));
+    assert_int_equal(lp_trace_read_mem(&t, hdr, 11, "cut", err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(strstr(err, "only 11 of the 16 header bytes"));
+    /* an endless non-trace is not read to its end; a directory is no trace */
+    assert_int_equal(lp_trace_read(&t, "/dev/zero", err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(strstr(err, "bad magic"));
+    assert_int_equal(lp_trace_read(&t, tmpdir, err, sizeof err), LP_ERR_IO);
+    assert_non_null(strstr(err, "directory"));
+}
+
+/* The writer keeps every chunk within what a reader takes. */
+static void test_writer_limits(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    tmp_path(path, sizeof path, "long.lpt");
+    struct lp_trace_writer *w;
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    size_t n = 2u << 20;
+    char *big = malloc(n + 1);
+    memset(big, 'k', n);
+    big[n] = '\0';
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_INSTANT,
+                                    .name = lp_trace_writer_intern(w, big)};
+    assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_markers, 1);
+    assert_int_equal(strlen(lp_trace_str(t, t->markers[0].name)), 1u << 20);
+    lp_trace_free(t);
+    free(big);
+    /* a header larger than a chunk may be is an error, not a chunk readers drop */
+    tmp_path(path, sizeof path, "bighdr.lpt");
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    n = 65u << 20;
+    big = malloc(n + 1);
+    memset(big, 'v', n);
+    big[n] = '\0';
+    assert_int_equal(lp_trace_writer_set_meta(w, "argv", big), LP_OK);
+    assert_int_not_equal(lp_trace_writer_write_header(w), LP_OK);
+    assert_non_null(strstr(lp_trace_writer_error(w), "more than a reader takes"));
+    lp_trace_writer_close(w);
+    free(big);
+    /* strings interned with no record in between end chunks at chunk_bytes too */
+    tmp_path(path, sizeof path, "names.lpt");
+    struct lp_trace_writer_options opt = {.chunk_bytes = 4096};
+    assert_int_equal(lp_trace_writer_open(&w, path, &opt, err, sizeof err), LP_OK);
+    char name[1001];
+    for (int i = 0; i < 100; i++) {
+        memset(name, 'a' + i % 26, 1000);
+        snprintf(name, 8, "%07d", i);
+        name[7] = '_';
+        name[1000] = '\0';
+        assert_int_not_equal(lp_trace_writer_intern(w, name), 0);
+    }
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_true(t->n_chunks > 10);
+    assert_int_equal(t->n_strings, 101);
+    lp_trace_free(t);
+}
+
+/* ---- implausible values (issue 11) ---- */
+
+#define T0 1700000000000000000ull
+#define MS 1000000ull
+#define SEC 1000000000ull
+
+/* A 12.3 s recording from T0: 100 kernels of 1 ms, 100 ms apart, from T0 + 1 s; then
+ * EXTRA. *BEFORE_END is the file's size before its END chunk: that prefix reads as the
+ * trace of a killed process. */
+static void write_recording(const char *path, const char *start, const struct lp_record *extra,
+                            size_t n_extra, long *before_end)
+{
+    struct lp_trace_writer *w;
+    char err[256], end[32];
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    lp_trace_writer_set_meta(w, "start_trace_ns", start);
+    assert_int_equal(lp_trace_writer_write_header(w), LP_OK);
+    for (uint64_t i = 0; i < 100; i++) {
+        struct lp_record r = {.type = LP_REC_KERNEL};
+        r.u.kernel = (struct lp_kernel){.start = T0 + SEC + i * 100 * MS,
+                                        .end = T0 + SEC + i * 100 * MS + MS,
+                                        .name = lp_trace_writer_intern(w, "gemm")};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        assert_int_equal(lp_trace_writer_add(w, &extra[i]), LP_OK);
+    assert_int_equal(lp_trace_writer_flush(w), LP_OK);
+    *before_end = file_size(path);
+    uint64_t s = strtoull(start, NULL, 10);
+    snprintf(end, sizeof end, "%llu", (unsigned long long)(s + 12300 * MS));
+    lp_trace_writer_set_meta(w, "end_trace_ns", end);
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+}
+
+static uint64_t kernel_ns(const struct lp_trace *t)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        sum += t->kernels[i].end - t->kernels[i].start;
+    return sum;
+}
+
+static const char *warning_with(const struct lp_trace *t, const char *text)
+{
+    for (size_t i = 0; i < t->n_warnings; i++)
+        if (strstr(t->warnings[i], text))
+            return t->warnings[i];
+    return NULL;
+}
+
+/* Issue 11: a kernel of 2^61 ns (73 years) was reported as 100 % of GPU time. It is left
+ * out, with one warning, whether the trace has an END chunk or not. */
+static void test_implausible_duration(void **state)
+{
+    (void)state;
+    char path[256], start[32];
+    tmp_path(path, sizeof path, "long-kernel.lpt");
+    snprintf(start, sizeof start, "%llu", (unsigned long long)T0);
+    struct lp_record x = {.type = LP_REC_KERNEL};
+    x.u.kernel = (struct lp_kernel){.start = T0 + 5 * SEC, .end = T0 + 5 * SEC + (1ull << 61)};
+    long before_end = 0, size = 0;
+    write_recording(path, start, &x, 1, &before_end);
+    uint8_t *data = slurp(path, &size);
+    for (int killed = 0; killed < 2; killed++) {
+        struct lp_trace *t;
+        char err[256];
+        size_t len = (size_t)(killed ? before_end : size);
+        assert_int_equal(lp_trace_read_mem(&t, data, len, "long", err, sizeof err), LP_OK);
+        assert_int_equal(t->complete, !killed);
+        assert_int_equal(t->n_kernels, 100);
+        assert_int_equal(kernel_ns(t), 100 * MS);
+        assert_int_equal(t->implausible, 1);
+        assert_int_equal(t->n_warnings, 1);
+        const char *wl = warning_with(t, "1 record with an implausible duration");
+        assert_non_null(wl);
+        assert_non_null(strstr(wl, "(1 kernel)"));
+        assert_non_null(strstr(wl, "2305843009213693952 ns (73.1 years)"));
+        if (!killed)
+            assert_non_null(strstr(wl, "longer than the 12.300 s recording"));
+        lp_trace_free(t);
+    }
+    free(data);
+}
+
+/* Ends before starts and times far outside the recording are left out; times a little
+ * outside it (a range begun before the collector started) are kept. */
+static void test_implausible_times(void **state)
+{
+    (void)state;
+    char path[256], start[32];
+    tmp_path(path, sizeof path, "odd-times.lpt");
+    snprintf(start, sizeof start, "%llu", (unsigned long long)T0);
+    struct lp_record x[6];
+    memset(x, 0, sizeof x);
+    x[0].type = LP_REC_MEMCPY; /* ends 5 us before it starts */
+    x[0].u.memcpy = (struct lp_memcpy){.start = T0 + 2 * SEC, .end = T0 + 2 * SEC - 5000};
+    x[1].type = LP_REC_MARKER; /* at 5 ns after 1970 */
+    x[1].u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_INSTANT};
+    x[2].type = LP_REC_API; /* 400 days on */
+    x[2].u.api = (struct lp_api){.start = T0 + 400 * 86400 * SEC,
+                                 .end = T0 + 400 * 86400 * SEC + 900};
+    x[3].type = LP_REC_MARKER; /* a range started 30 s before the collector: kept */
+    x[3].u.marker = (struct lp_marker){.timestamp = T0 - 30 * SEC, .flags = LP_MARKER_START,
+                                       .id = 1};
+    x[4].type = LP_REC_MARKER;
+    x[4].u.marker = (struct lp_marker){.timestamp = T0 + 2 * SEC, .flags = LP_MARKER_END, .id = 1};
+    x[5].type = LP_REC_NVML; /* 20 s after the end: kept */
+    x[5].u.nvml = (struct lp_nvml_sample){.timestamp = T0 + 32300 * MS};
+    long before_end = 0, size = 0;
+    write_recording(path, start, x, 6, &before_end);
+    uint8_t *data = slurp(path, &size);
+    for (int killed = 0; killed < 2; killed++) {
+        struct lp_trace *t;
+        char err[256];
+        size_t len = (size_t)(killed ? before_end : size);
+        assert_int_equal(lp_trace_read_mem(&t, data, len, "odd", err, sizeof err), LP_OK);
+        assert_int_equal(t->n_kernels, 100);
+        assert_int_equal(t->n_memcpys, 0);
+        assert_int_equal(t->n_apis, 0);
+        assert_int_equal(t->n_markers, 2);
+        assert_int_equal(t->markers[0].timestamp, T0 - 30 * SEC);
+        assert_int_equal(t->n_nvml, 1);
+        assert_int_equal(t->implausible, 3);
+        assert_int_equal(t->n_warnings, 2);
+        const char *back = warning_with(t, "1 record that ends before it starts");
+        assert_non_null(back);
+        assert_non_null(strstr(back, "(1 memcpy)"));
+        assert_non_null(strstr(back, "5000 ns (5.0 us) before its start"));
+        const char *far = warning_with(t, "2 records far outside the");
+        assert_non_null(far);
+        assert_non_null(strstr(far, "(1 marker, 1 api)"));
+        assert_non_null(strstr(far, "before it began"));
+        lp_trace_free(t);
+    }
+    free(data);
+}
+
+/* A header window that most records disagree with (a clock that jumped) gives way to the
+ * records' own: nothing is left out, and a warning says why. */
+static void test_header_window_disagrees(void **state)
+{
+    (void)state;
+    char path[256], start[32];
+    tmp_path(path, sizeof path, "jumped.lpt");
+    snprintf(start, sizeof start, "%llu", (unsigned long long)(T0 + 400 * 86400 * SEC));
+    long before_end = 0;
+    write_recording(path, start, NULL, 0, &before_end);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, 100);
+    assert_int_equal(t->implausible, 0);
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "the window was taken from the records"));
+    lp_trace_free(t);
+}
+
+/* Every real trace under tests/fixtures (the killed one without an END chunk too) reads
+ * without a record left out and without a warning but for a torn tail. */
+static void test_fixtures_lose_nothing(void **state)
+{
+    (void)state;
+    char root[512];
+    snprintf(root, sizeof root, "%s", __FILE__);
+    char *slash = strrchr(root, '/');
+    assert_non_null(slash);
+    snprintf(slash, sizeof root - (size_t)(slash - root), "/fixtures");
+    DIR *dir = opendir(root);
+    assert_non_null(dir);
+    int traces = 0;
+    for (struct dirent *e; (e = readdir(dir));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[1024];
+        snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
+        DIR *d = opendir(sub);
+        if (!d)
+            continue;
+        for (struct dirent *f; (f = readdir(d));) {
+            size_t n = strlen(f->d_name);
+            if (n < 4 || strcmp(f->d_name + n - 4, LP_TRACE_SUFFIX) != 0)
+                continue;
+            char path[1536], err[512];
+            snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+            struct lp_trace *t;
+            assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+            if (t->implausible || (t->n_warnings && !strstr(t->warnings[0], "torn")))
+                fail_msg("%s: %llu records left out; %s", path,
+                         (unsigned long long)t->implausible,
+                         t->n_warnings ? t->warnings[0] : "");
+            lp_trace_free(t);
+            traces++;
+        }
+        closedir(d);
+    }
+    closedir(dir);
+    assert_true(traces >= 10);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -412,6 +954,19 @@ int main(void)
         cmocka_unit_test(test_unknown_record_type_is_skipped),
         cmocka_unit_test(test_device_records_merge),
         cmocka_unit_test(test_intern_table_is_bounded),
+        cmocka_unit_test(test_sparse_string_id_is_cheap),
+        cmocka_unit_test(test_string_ids_renumbered),
+        cmocka_unit_test(test_short_record_is_malformed),
+        cmocka_unit_test(test_decoded_bytes_bounded),
+        cmocka_unit_test(test_warnings_bounded),
+        cmocka_unit_test(test_devices_and_meta_bounded),
+        cmocka_unit_test(test_record_count_mismatch),
+        cmocka_unit_test(test_empty_and_header_only),
+        cmocka_unit_test(test_writer_limits),
+        cmocka_unit_test(test_implausible_duration),
+        cmocka_unit_test(test_implausible_times),
+        cmocka_unit_test(test_header_window_disagrees),
+        cmocka_unit_test(test_fixtures_lose_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

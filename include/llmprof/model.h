@@ -25,6 +25,30 @@ double lp_dtype_bytes(enum lp_dtype d);
 /* 0, or -1 for a name that is none of fp32, tf32, bf16, fp16, fp8, int8, int4. */
 int lp_dtype_parse(const char *name, enum lp_dtype *d);
 
+/* ---- bounds ----
+ * The largest size llmprof models, each far above any published model (docs/model.md,
+ * "Bounds", gives the largest real value beside each). A config or workload past one is an
+ * error naming the field, so every accepted input gives finite numbers, quickly. */
+#define LP_MODEL_MAX_LAYERS INT64_C(16384)      /* decoder and vision layers, MTP layers,
+                                                   first_k_dense_replace, moe_layer_freq,
+                                                   max_window_layers */
+#define LP_MODEL_MAX_WIDTH INT64_C(1048576)     /* hidden sizes, LoRA ranks, vision widths
+                                                   and channels, projector dims */
+#define LP_MODEL_MAX_FFN INT64_C(4194304)       /* intermediate sizes (dense, expert) */
+#define LP_MODEL_MAX_HEADS INT64_C(65536)       /* attention and KV heads */
+#define LP_MODEL_MAX_HEAD_DIM INT64_C(65536)    /* head_dim and MLA's per-head parts */
+#define LP_MODEL_MAX_VOCAB INT64_C(16777216)
+#define LP_MODEL_MAX_EXPERTS INT64_C(65536)     /* routed experts (top-k: at most these) */
+#define LP_MODEL_MAX_SHARED_EXPERTS INT64_C(1024)
+#define LP_MODEL_MAX_TOKENS INT64_C(1073741824) /* positions, sliding windows, and a
+                                                   workload's prompt, generated tokens and
+                                                   decode context */
+#define LP_MODEL_MAX_IMAGE INT64_C(65536)       /* image and patch sides, in pixels */
+#define LP_MODEL_MAX_BATCH INT64_C(1048576)     /* sequences in a workload's batch */
+/* the whole model (total + MTP): 2^53, so that counts stay exact integers in a double and in
+ * a JSON integer; fields each within bounds can still multiply past it */
+#define LP_MODEL_MAX_PARAMS 9007199254740992.0
+
 /* ---- the architecture, as read from config.json ---- */
 
 enum lp_attn_kind { LP_ATTN_MHA, LP_ATTN_MLA };
@@ -49,7 +73,8 @@ struct lp_mlp_spec {
     int router_bias;                        /* a per-expert correction bias (DeepSeek-V3) */
 };
 
-/* COUNT layers, wherever they are, share one attention and one MLP spec. */
+/* COUNT layers, wherever they are, share one attention and one MLP spec: the analysis costs
+ * one layer of each group and multiplies, so its time does not depend on the layer count. */
 struct lp_layer_group {
     int64_t count;
     struct lp_attn_spec attn;
@@ -62,7 +87,7 @@ struct lp_vision_spec {
     enum lp_vision_kind kind;
     /* SAM-ViT image encoder */
     int64_t sam_width, sam_layers, sam_heads, sam_mlp, sam_patch, sam_window, sam_image;
-    int64_t sam_global[16];
+    int64_t sam_global[16];     /* blocks with global attention: distinct, below sam_layers */
     int n_sam_global;
     int64_t neck_channels, down1, down2;
     /* CLIP-L on SAM features */
@@ -152,7 +177,9 @@ struct lp_model_result {
     struct lp_cost total[LP_STAGE_COUNT];
 };
 
-/* Fills R for workload W. Returns 0, or -1 with ERR for a workload the model cannot run. */
+/* Fills R for workload W (M as lp_model_parse fills it). Returns 0, or -1 with ERR for a
+ * workload the model cannot run or one past the bounds above (batch, prompt, generated,
+ * decode_context, dtypes, vision mode, tiles). Its time depends on no size or count. */
 int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
                      struct lp_model_result *r, char *err, size_t errlen);
 

@@ -221,7 +221,8 @@ struct lp_trace_writer;
 
 struct lp_trace_writer_options {
     int zstd_level;       /* 0 = default (3) */
-    size_t chunk_bytes;   /* raw bytes that trigger a chunk, 0 = default (1 MiB) */
+    size_t chunk_bytes;   /* raw bytes that trigger a chunk, 0 = default (1 MiB), at most
+                             16 MiB (larger is taken as 16 MiB) */
     size_t max_strings;   /* strings held for interning, 0 = default (262144); past it the
                              table starts over and repeated strings are written again */
 };
@@ -234,6 +235,7 @@ int lp_trace_writer_open(struct lp_trace_writer **w, const char *path,
 int lp_trace_writer_set_meta(struct lp_trace_writer *w, const char *key, const char *value);
 /* Writes the META chunk now; records added before this are written after it. */
 int lp_trace_writer_write_header(struct lp_trace_writer *w);
+/* Strings longer than 1 MiB are written cut to 1 MiB. */
 lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s);
 /* Encodes one record; writes a chunk when the pending bytes exceed chunk_bytes. */
 int lp_trace_writer_add(struct lp_trace_writer *w, const struct lp_record *r);
@@ -256,6 +258,9 @@ struct lp_trace {
     struct lp_meta_kv *meta;
     size_t n_meta;
     int complete;                 /* the END chunk was read: the process exited cleanly */
+    /* The string table. The reader numbers strings densely: ids in the arrays below index
+     * STRINGS (equal to the file's ids whenever those were 1, 2, 3 ..., as the writer
+     * makes them); an id that was used but never defined has a NULL entry. */
     char **strings;
     size_t n_strings;
     struct lp_kernel *kernels;        size_t n_kernels;
@@ -272,12 +277,19 @@ struct lp_trace {
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;
-    /* recovery: what the reader skipped, one line each */
+    /* recovery: what the reader skipped, one line each (at most about 40 lines: past
+     * that, one line counts the rest) */
     char **warnings;
     size_t n_warnings;
     uint64_t dropped_bytes;       /* bytes of torn or corrupt chunks skipped */
+    /* records decoded but left out of the arrays above because their times cannot be
+     * true (docs/trace-format.md, "Implausible records"); the warnings say which */
+    uint64_t implausible;
 };
 
+/* Loads PATH. Memory and time are bounded by the file: see docs/trace-format.md, "Reading".
+ * An empty file, or one with nothing after the file header, is an error (LP_ERR_FORMAT)
+ * that says so. */
 int lp_trace_read(struct lp_trace **t, const char *path, char *err, size_t errlen);
 void lp_trace_free(struct lp_trace *t);
 const char *lp_trace_meta(const struct lp_trace *t, const char *key);

@@ -42,10 +42,12 @@ static int losses(struct lp_run *r)
                "See the losses section; a trace cut short (killed process) keeps what was "
                "flushed. Rerun with a larger buffer (LLMPROF_MAX_BUFFERS) if CUPTI dropped "
                "records.",
-               "%llu records lost, %zu loss notes, %s, %zu reader warnings, %llu bytes skipped",
+               "%llu records lost, %zu loss notes, %s, %zu reader warnings, %llu bytes skipped, "
+               "%llu implausible records left out",
                (unsigned long long)lost, t->n_losses,
                t->complete ? "clean exit" : "no end chunk (the process did not exit cleanly)",
-               t->n_warnings, (unsigned long long)t->dropped_bytes);
+               t->n_warnings, (unsigned long long)t->dropped_bytes,
+               (unsigned long long)t->implausible);
 }
 
 /* The GPU idles waiting for launches: what a CUDA graph could save, per decode step (per

@@ -176,7 +176,10 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     /* the prefill yields the first token; each decode step one more */
     double steps = d >= 0 ? (double)r->stages[d].steps : 0;
     double steps_per_request = steps / (double)ps->occurrences;
-    w.generated = (int64_t)(steps_per_request + 0.5) + 1;
+    /* past the model's bound the analysis refuses it; the cast would be undefined */
+    w.generated = steps_per_request < (double)LP_MODEL_MAX_TOKENS
+                      ? (int64_t)(steps_per_request + 0.5) + 1
+                      : LP_MODEL_MAX_TOKENS + 1;
     struct lp_model_result res;
     char err[256];
     if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != 0) {

@@ -3,8 +3,10 @@
 #define LP_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
+#include "llmprof/analyze.h"
 #include "llmprof/model.h"
 
 int lp_cmd_record(int argc, char **argv);
@@ -21,17 +23,113 @@ int lp_cli_exe_dir(char *buf, size_t len);
 /* Lists DIR's trace files (sorted); returns the count, -1 if DIR cannot be read. */
 int lp_cli_list_traces(const char *dir, char ***paths);
 void lp_cli_free_list(char **paths, int n);
-/* mkdir -p: 0, or -1 with errno */
+/* mkdir -p: 0, or -1 with errno (ENOTDIR when DIR is something else, ENOENT when empty) */
 int lp_cli_mkdir_p(const char *dir);
+/* lp_cli_mkdir_p that appends each level it created (top down, malloc'd) to *MADE, *N_MADE
+ * (both start NULL, 0), also when it fails, so that a failed command removes them. */
+int lp_cli_mkdir_made(const char *dir, char ***made, size_t *n_made);
+/* rmdir of each of MADE when REMOVE, deepest first (one that holds files stays); frees MADE. */
+void lp_cli_unmake_dirs(char **made, size_t n_made, int remove);
+/* 1 when DIR holds a recorded run (an llmprof meta.json or trace*.lpt files), 0 when not, -1 with errno when DIR cannot be read. */
+int lp_cli_dir_holds_run(const char *dir);
+/* DIR/meta.json as record writes it (a regular file, not a link, holding a JSON object whose
+ * "format" is "llmprof-run"): 1 when it is one, 0 when there is none, -1 when there is
+ * another (a user's file, a link, a directory) or it cannot be read. */
+int lp_cli_run_meta(const char *dir);
+/* The run's meta.json of PATH: PATH/meta.json for a directory, else the one beside the trace
+ * PATH (record writes it there). 0, or -1 with ENAMETOOLONG when it does not fit LEN. */
+int lp_cli_meta_path(const char *path, char *buf, size_t len);
 void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 
-/* Option values; on a bad one they print "llmprof CMD: OPT takes ..." and return -1. */
+/* Option values; on a bad one they print "llmprof CMD: OPT takes ..." (or "OPT V is too
+ * large" past the range) and return -1. */
 int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out);
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out);
 int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
+
+/* ---- report's files and output helpers (output.c) ---- */
+
+/* The files 'llmprof report' writes into its directory, NULL-terminated (report.c). */
+extern const char *const lp_cli_report_files[];
+
+/* The outputs of one command, all or none: each regular file is written under a temporary
+ * name beside it and moved in by lp_cli_outs_commit only when all are complete; '-' is
+ * standard output, a device or FIFO is written in place (never replaced), a symbolic link
+ * is followed. lp_cli_outs_free removes temporaries and, unless committed, the directories
+ * lp_cli_outs_mkdir made. Zero-initialise with .cmd set. */
+struct lp_cli_out;
+struct lp_cli_outs {
+    const char *cmd;
+    struct lp_cli_out **v;
+    size_t n, cap;
+    char **made_dirs;
+    size_t n_made;
+    int failed, committed;
+};
+/* 1 with "OUT is one of the inputs (IN): choose another path" when OUT is the same file as
+ * one of INPUTS (NULL entries skipped), or with a message when OUT is empty; else 0. */
+int lp_cli_out_is_input(const char *cmd, const char *out, const char *const *inputs,
+                        size_t n_inputs);
+/* 0 when PATH can be written as an output (missing, a regular file, a link to one, or with
+ * ALLOW_IN_PLACE '-', a device or a FIFO), else -1 with the reason. Writes nothing. */
+int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place);
+/* mkdir -p, remembering the levels it made: 0, or -1 with errno. */
+int lp_cli_outs_mkdir(struct lp_cli_outs *s, const char *dir);
+/* A stream for PATH (see above); NULL with a message. */
+FILE *lp_cli_outs_open(struct lp_cli_outs *s, const char *path, int allow_in_place);
+/* Closes F; WRITE_STATUS is the writer's return. 0, or -1 with "writing PATH failed: why". */
+int lp_cli_outs_close(struct lp_cli_outs *s, FILE *f, int write_status);
+/* Moves every file in; if one cannot be, puts back what was there. 0, or -1 with a message. */
+int lp_cli_outs_commit(struct lp_cli_outs *s);
+void lp_cli_outs_free(struct lp_cli_outs *s);
+
+/* ---- report's options, shared with profile (report.c) ---- */
+
+struct lp_cli_report {
+    const char *cmd;              /* "report" or "profile": names the messages */
+    const char *out, *model_path, *gpu, *hw_file;
+    const char **stages;
+    size_t n_stages;
+    int quiet;
+    struct lp_run_options run_opt;
+    struct lp_workload workload;
+    struct lp_model model;        /* loaded by lp_cli_report_prepare */
+    struct lp_gpu_table gpus;
+};
+void lp_cli_report_init(struct lp_cli_report *r, const char *cmd);
+/* ARGV[*I] as one of report's options (RUN and -h are the caller's): 1 taken, with *I moved
+ * past its value; 0 not one of them; -1 a bad value, with a message. */
+int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i);
+/* Loads and checks what the options name (hardware table, --gpu, --model, --stage rules)
+ * before any work: 0, or -1 with a message. */
+int lp_cli_report_prepare(struct lp_cli_report *r);
+/* Reports on RUN into r->out (default the run's directory): the exit status, 0, 1 (a trace
+ * or a write failed: nothing written) or 2 (an output refused before any work). */
+int lp_cli_report_run(struct lp_cli_report *r, const char *run);
+void lp_cli_report_free(struct lp_cli_report *r);
+
+/* ---- progress and trace warnings (util.c) ---- */
+
+/* "llmprof CMD: ..." on one line of stderr, replaced by the next, when stderr is a terminal
+ * (never in pipes and logs); lp_cli_error clears it first. */
+void lp_cli_progress(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lp_cli_progress_end(void);
+/* Says on stderr that T (read from PATH) is not whole and what the reader skipped; WHAT
+ * ("report", "export") is what shows what is there. */
+void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
+                           const char *what);
+/* A whole number from MIN to MAX, as lp_cli_parse_i64. */
+int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
+                       int64_t max, int64_t *out);
+
+/* ---- record, shared with profile (record.c) ---- */
+
+/* 'llmprof record' on ARGV (ARGV[0] is "record"): its exit status; *RAN is 1 once the command
+ * was started, 0 when record refused or failed first (then the run directory is as it was). */
+int lp_cli_record(int argc, char **argv, int *ran);
 
 #endif

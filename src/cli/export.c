@@ -1,8 +1,12 @@
 /* llmprof export: converts a trace for other viewers. --perfetto writes the Chrome trace
  * event JSON that ui.perfetto.dev and chrome://tracing open. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "llmprof/analyze.h"
@@ -19,34 +23,125 @@ static const char help[] =
     "  - NVML samples as counter tracks (power, clocks, utilisation, temperature, memory);\n"
     "  - a flow arrow from each launching call to the kernel it launched.\n"
     "Timestamps are microseconds from the first record. With several traces in RUN, give\n"
-    "the .lpt file. A kernel takes about 750 bytes of JSON (with its call and flow): for long\n"
+    "the .lpt file. A kernel takes about 650 bytes of JSON (with its call and flow): for long\n"
     "runs, --window FROM_MS:TO_MS keeps what overlaps that span (ms from the first record;\n"
-    "report.md's timeline gives the times); full kernel names are in kernels.csv.\n"
+    "report.md's timeline gives the times); full kernel names are in kernels.csv. An export\n"
+    "estimated above 1 GiB is announced first (LLMPROF_EXPORT_WARN_MIB sets the bound).\n"
+    "\n"
+    "FILE.json is written under a temporary name and moved in when complete; '-' is standard\n"
+    "output; a device or FIFO is written in place; a symbolic link is followed (its target\n"
+    "gets the export). The trace itself is refused as FILE.json (status 2).\n"
     "\n"
     "example:\n"
     "  llmprof export run1 --perfetto run1/trace.json\n";
+
+/* a window bound in ms: digits only, so that ns from the trace's start cannot overflow */
+#define MAX_WINDOW_MS 1000000000000ull
+
+static int parse_ms(const char *s, const char *end, unsigned long long *out)
+{
+    unsigned long long v = 0;
+    if (s == end)
+        return -1;
+    for (; s < end; s++) {
+        if (!isdigit((unsigned char)*s))
+            return -1;
+        v = v * 10 + (unsigned)(*s - '0');
+        if (v > MAX_WINDOW_MS)
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_window(const char *v, unsigned long long *from, unsigned long long *to)
+{
+    const char *colon = v ? strchr(v, ':') : NULL;
+    if (!colon || parse_ms(v, colon, from) != 0 ||
+        parse_ms(colon + 1, colon + strlen(colon), to) != 0 || *to <= *from) {
+        lp_cli_error("export", "--window takes FROM_MS:TO_MS with FROM < TO (at most %llu), "
+                               "e.g. 2000:2500", MAX_WINDOW_MS);
+        return -1;
+    }
+    return 0;
+}
+
+/* What the export will hold: events overlapping [from, to] (the writer's test) and their
+ * JSON size, from the writer's record layouts (measured: within a few percent). */
+struct estimate {
+    uint64_t bytes, events, kernels, last_ns;
+};
+
+static void count(struct estimate *e, uint64_t a, uint64_t b, uint64_t from, uint64_t to,
+                  uint64_t bytes)
+{
+    if (b > e->last_ns)
+        e->last_ns = b;
+    if (b >= from && a <= to) {
+        e->events++;
+        e->bytes += bytes;
+    }
+}
+
+static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, struct estimate *e)
+{
+    const struct lp_trace *t = r->trace;
+    memset(e, 0, sizeof *e);
+    e->last_ns = r->t0_ns;
+    for (size_t i = 0; i < r->ranges.n; i++)
+        count(e, r->ranges.v[i].start, r->ranges.v[i].end, from, to,
+              96 + strlen(lp_trace_str(t, r->ranges.v[i].name)));
+    for (size_t i = 0; i < t->n_apis; i++) {
+        const char *n = lp_trace_str(t, t->apis[i].name);
+        int flow = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");
+        count(e, t->apis[i].start, t->apis[i].end, from, to, 135 + strlen(n) + (flow ? 95 : 0));
+    }
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        uint64_t before = e->events;
+        count(e, t->kernels[i].start, t->kernels[i].end, from, to,
+              330 + strlen(r->short_names[r->kernel_group[i]]));
+        e->kernels += e->events - before;
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++)
+        count(e, t->memcpys[i].start, t->memcpys[i].end, from, to, 250);
+    for (size_t i = 0; i < t->n_memsets; i++)
+        count(e, t->memsets[i].start, t->memsets[i].end, from, to, 250);
+    for (size_t i = 0; i < t->n_nvml; i++)
+        count(e, t->nvml[i].timestamp, t->nvml[i].timestamp, from, to,
+              85 * (size_t)__builtin_popcount(t->nvml[i].valid & 0xbd));
+}
+
+/* the size from which an export is announced before it is written */
+static uint64_t warn_bytes(void)
+{
+    const char *v = getenv("LLMPROF_EXPORT_WARN_MIB");
+    char *end;
+    unsigned long long mib = v && *v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || mib == 0 || mib > (1ull << 40))
+        mib = 1024;
+    return (uint64_t)mib << 20;
+}
 
 int lp_cmd_export(int argc, char **argv)
 {
     const char *run = NULL, *out = NULL;
     unsigned long long from = 0, to = 0;
+    int window = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             fputs(help, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--perfetto")) {
-            if (i + 1 >= argc) {
-                lp_cli_error("export", "--perfetto needs an output file");
+            if (i + 1 >= argc || !*argv[i + 1]) {
+                lp_cli_error("export", "--perfetto needs an output file ('-': standard output)%s",
+                             i + 1 < argc ? ", not an empty path" : "");
                 return 2;
             }
             out = argv[++i];
         } else if (!strcmp(argv[i], "--window")) {
-            char tail = 0;
-            if (i + 1 >= argc || sscanf(argv[i + 1], "%llu:%llu%c", &from, &to, &tail) != 2 ||
-                to <= from) {
-                lp_cli_error("export", "--window takes FROM_MS:TO_MS with FROM < TO, e.g. 2000:2500");
+            if (parse_window(i + 1 < argc ? argv[i + 1] : NULL, &from, &to) != 0)
                 return 2;
-            }
+            window = 1;
             i++;
         } else if (argv[i][0] == '-' || run) {
             lp_cli_error("export", "unexpected '%s'; see 'llmprof export --help'", argv[i]);
@@ -63,41 +158,68 @@ int lp_cmd_export(int argc, char **argv)
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)
         return 1;
+    int rc = 2;
+    struct lp_trace *t = NULL;
+    struct lp_run r;
+    int analysed = 0;
+    struct lp_cli_outs outs = {.cmd = "export"};
+    char err[512], a[32], b[32];
     if (n > 1) {
         lp_cli_error("export", "%s holds %d traces; give one of them:", run, n);
         for (int i = 0; i < n; i++)
             fprintf(stderr, "  %s\n", traces[i]);
-        lp_cli_free_list(traces, n);
-        return 2;
+        goto out;
     }
-    int rc = 1;
-    struct lp_trace *t = NULL;
-    struct lp_run r;
-    char err[512], tmp[4200];
+    /* the output is checked before the trace is read: never the trace, nor the meta.json
+     * of its run */
+    char meta[PATH_MAX + 16];
+    const char *inputs[] = {traces[0],
+                            lp_cli_meta_path(traces[0], meta, sizeof meta) == 0 ? meta : NULL};
+    if (lp_cli_out_is_input("export", out, inputs, 2) ||
+        lp_cli_out_check("export", out, 1) != 0)
+        goto out;
+    rc = 1;
+    struct stat st;
+    lp_cli_format_bytes(stat(traces[0], &st) == 0 ? (uint64_t)st.st_size : 0, a, sizeof a);
+    lp_cli_progress("export", "reading %s (%s)", traces[0], a);
     if (lp_trace_read(&t, traces[0], err, sizeof err) != LP_OK) {
         lp_cli_error("export", "%s", err);
         goto out;
     }
+    lp_cli_trace_warnings("export", traces[0], t, "export");
+    lp_cli_progress("export", "analysing %zu kernels of %s", t->n_kernels, traces[0]);
     if (lp_run_analyze(t, NULL, &r, err, sizeof err) != LP_OK) {
         lp_cli_error("export", "%s: %s", traces[0], err);
         goto out;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        lp_cli_error("export", "cannot write %s", out);
-    } else {
-        int w = lp_report_perfetto(f, &r, from, to);
-        if (fclose(f) != 0 || w != 0 || rename(tmp, out) != 0) {
-            lp_cli_error("export", "writing %s failed (disk full?)", out);
-            unlink(tmp);
-        } else {
-            rc = 0;
-            printf("wrote %s: open it in ui.perfetto.dev\n", out);
-        }
+    analysed = 1;
+    struct estimate e;
+    estimate(&r, r.t0_ns + from * 1000000, window ? r.t0_ns + to * 1000000 : UINT64_MAX, &e);
+    double span_ms = (double)(e.last_ns - r.t0_ns) / 1e6;
+    if (window && e.events == 0)
+        lp_cli_error("export", "warning: nothing of %s overlaps --window %llu:%llu; the trace "
+                               "spans 0 to %.1f ms", traces[0], from, to, span_ms);
+    lp_cli_format_bytes(e.bytes, a, sizeof a);
+    if (e.bytes >= warn_bytes()) {
+        lp_cli_format_bytes(warn_bytes(), b, sizeof b);
+        lp_cli_error("export", "warning: the export will be about %s (%llu kernels, over %s); "
+                               "--window FROM_MS:TO_MS keeps a part (the trace spans 0 to %.1f "
+                               "ms)", a, (unsigned long long)e.kernels, b, span_ms);
     }
-    lp_run_free(&r);
+    lp_cli_progress("export", "writing %s (about %s)", out, a);
+    FILE *f = lp_cli_outs_open(&outs, out, 1);
+    if (!f || lp_cli_outs_close(&outs, f, lp_report_perfetto(f, &r, from, to)) != 0 ||
+        lp_cli_outs_commit(&outs) != 0)
+        goto out;
+    lp_cli_progress_end();
+    rc = 0;
+    if (strcmp(out, "-"))
+        printf("wrote %s: open it in ui.perfetto.dev\n", out);
 out:
+    lp_cli_progress_end();
+    lp_cli_outs_free(&outs);
+    if (analysed)
+        lp_run_free(&r);
     lp_trace_free(t);
     lp_cli_free_list(traces, n);
     return rc;

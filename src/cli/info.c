@@ -1,5 +1,6 @@
 /* llmprof info: a quick look at a run directory or a single trace: duration, record
  * counts, losses, GPUs and the top-level NVTX ranges. */
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "llmprof/analyze.h"
@@ -20,32 +22,68 @@ static const char help[] =
     "that could not start, the fraction of kernels tied to their launching call, the GPUs,\n"
     "the file size per kernel, and the top-level NVTX ranges grouped by name (key=value words\n"
     "such as tokens=512 are left out of the grouping). A trace cut short (killed process)\n"
-    "is read up to its last whole chunk and the loss is stated.\n";
+    "is read up to its last whole chunk and the loss is stated. Exits with 1 when the\n"
+    "directory holds no trace (the run recorded nothing) or a trace cannot be read.\n";
 
+/* meta.json's command: its words, or why they cannot be shown */
+static void print_command(const json_t *cmd)
+{
+    size_t i;
+    const json_t *arg;
+    if (!cmd) {
+        printf("? (not in meta.json)");
+        return;
+    }
+    if (!json_is_array(cmd)) {
+        printf("? (malformed in meta.json: 'command' is not a list of strings)");
+        return;
+    }
+    int bad = 0;
+    json_array_foreach(cmd, i, arg)
+    {
+        if (json_is_string(arg))
+            printf("%s%s", i ? " " : "", json_string_value(arg));
+        else
+            printf("%s?", i ? " " : ""), bad = 1;
+    }
+    if (bad)
+        printf(" (malformed in meta.json: a word of 'command' is not a string)");
+}
+
+/* The run's meta.json (record writes it). Fields of the wrong type are said to be
+ * malformed, never printed as what they are not. */
 static void print_run_meta(const char *dir)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
+    struct stat st;
+    if (lp_cli_meta_path(dir, path, sizeof path) != 0 || stat(path, &st) != 0) {
+        printf("run %s (no meta.json)\n", dir);
+        return;
+    }
     json_error_t jerr;
     json_t *m = json_load_file(path, 0, &jerr);
-    if (!m) {
-        printf("run %s (no readable meta.json: %s)\n", dir, jerr.text);
+    if (!m || !json_is_object(m)) {
+        printf("run %s (meta.json unreadable: %s)\n", dir, m ? "not a JSON object" : jerr.text);
+        json_decref(m);
         return;
     }
     printf("run %s\n  command  ", dir);
-    json_t *cmd = json_object_get(m, "command");
-    for (size_t i = 0; i < json_array_size(cmd); i++)
-        printf("%s%s", i ? " " : "", json_string_value(json_array_get(cmd, i)));
-    const char *status = json_string_value(json_object_get(m, "status"));
-    printf("\n  status   %s", status ? status : "?");
+    print_command(json_object_get(m, "command"));
+    json_t *status = json_object_get(m, "status");
+    printf("\n  status   %s", json_is_string(status) ? json_string_value(status)
+                             : status ? "? (malformed in meta.json: not a string)" : "?");
     json_t *code = json_object_get(m, "exit_code");
-    if (code)
+    if (json_is_integer(code))
         printf(" (exit %" JSON_INTEGER_FORMAT ")", json_integer_value(code));
+    else if (code && !json_is_null(code))
+        printf(" (exit code malformed in meta.json)");
     json_t *dur = json_object_get(m, "duration_s");
-    if (dur)
-        printf(", %.2f s wall", json_real_value(dur));
-    const char *start = json_string_value(json_object_get(m, "start_time"));
-    printf("%s%s\n", start ? ", started " : "", start ? start : "");
+    if (json_is_number(dur))
+        printf(", %.2f s wall", json_number_value(dur));
+    json_t *start = json_object_get(m, "start_time");
+    if (json_is_string(start))
+        printf(", started %s", json_string_value(start));
+    printf("\n");
     json_decref(m);
 }
 
@@ -133,8 +171,10 @@ static int info_trace(const char *path)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
     print_gemms(t, &s);
-    printf("  lost     %" PRIu64 " records%s\n", s.lost_records,
-           t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
+    printf("  lost     %" PRIu64 " records", s.lost_records);
+    if (t->implausible)
+        printf("; %" PRIu64 " implausible records left out (see below)", t->implausible);
+    printf("%s\n", t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
     for (size_t i = 0; i < t->n_losses; i++)
         printf("    - %s%s\n", lp_trace_str(t, t->losses[i].what),
                t->losses[i].count ? "" : " (no count)");
@@ -181,12 +221,30 @@ int lp_cmd_info(int argc, char **argv)
         return info_trace(argv[1]);
     char **traces = NULL;
     int n = lp_cli_list_traces(argv[1], &traces);
+    if (n < 0) {
+        lp_cli_error("info", "cannot read the directory %s: %s", argv[1], strerror(errno));
+        return 1;
+    }
+    /* any *.lpt is shown (a trace copied under another name); without one, only a run */
+    int run = n ? 1 : lp_cli_dir_holds_run(argv[1]);
+    if (run <= 0) {
+        if (run < 0)
+            lp_cli_error("info", "cannot read the directory %s: %s", argv[1], strerror(errno));
+        else
+            lp_cli_error("info", "%s holds neither a trace (*.lpt) nor the meta.json of "
+                                 "'llmprof record': not a run directory", argv[1]);
+        lp_cli_free_list(traces, 0);
+        return 1;
+    }
     print_run_meta(argv[1]);
-    if (n <= 0) {
+    if (n == 0) {
+        /* the run recorded nothing: say so, and fail, so that scripts notice */
         printf("  no traces: no process of the command initialised CUDA, or the collector could "
                "not write here\n");
+        fflush(stdout);
+        lp_cli_error("info", "%s holds no trace (*.lpt)", argv[1]);
         lp_cli_free_list(traces, 0);
-        return n < 0 ? 1 : 0;
+        return 1;
     }
     int rc = 0;
     for (int i = 0; i < n; i++)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "build_info.h"
 #include "cli.h"
 #include "llmprof/version.h"
 
@@ -18,20 +19,67 @@ static const struct {
     {"export", lp_cmd_export, "write a trace for ui.perfetto.dev (--perfetto)"},
     {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
+#define N_COMMANDS (sizeof commands / sizeof *commands)
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: llmprof <command> [options]\n\n"
                "Where does the time of my prefill and decode go?\n\n"
                "commands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'llmprof <command> --help' explains a command. Typical use:\n"
+    fprintf(f, "\n'llmprof <command> --help' explains a command; 'llmprof --version' says which\n"
+               "build this is. Typical use:\n"
                "  llmprof record -o run1 -- python3 infer.py\n"
                "  llmprof report run1 --model config.json\n"
                "  llmprof profile -- python3 infer.py      (record, then report)\n"
                "  llmprof info run1\n"
                "  llmprof model config.json --gpu H200\n");
+}
+
+/* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
+static size_t edit_distance(const char *a, const char *b, size_t limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    enum { MAX_LEN = 32 };
+    if (la > MAX_LEN || lb > MAX_LEN || (la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
+    size_t row[MAX_LEN + 1];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The command (or top-level option) within two edits of WORD, NULL when none is. */
+static const char *did_you_mean(const char *word)
+{
+    static const char *const options[] = {"--help", "--version"};
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; i < N_COMMANDS + 2; i++) {
+        const char *name = i < N_COMMANDS ? commands[i].name : options[i - N_COMMANDS];
+        size_t d = edit_distance(word, name, 2);
+        /* a word of one or two letters is within two edits of too much */
+        if (d < best_d && d < strlen(word)) {
+            best = name;
+            best_d = d;
+        }
+    }
+    return best;
 }
 
 int main(int argc, char **argv)
@@ -45,12 +93,17 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("llmprof %s\n", LLMPROF_VERSION);
+        printf("llmprof %s (commit %s, built against CUDA %s, CUPTI API %s)\n", LLMPROF_VERSION,
+               LP_BUILD_COMMIT, LP_BUILD_CUDA, LP_BUILD_CUPTI);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "llmprof: '%s' is not a command; see 'llmprof --help'\n", argv[1]);
+    const char *near = did_you_mean(argv[1]);
+    if (near)
+        fprintf(stderr, "llmprof: '%s' is not a command; did you mean '%s'?\n", argv[1], near);
+    else
+        fprintf(stderr, "llmprof: '%s' is not a command; see 'llmprof --help'\n", argv[1]);
     return 2;
 }

@@ -1,5 +1,6 @@
 /* llmprof model: analytic parameters, FLOPs, bytes and roofline of an LLM from its
  * config.json, with no GPU. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +45,29 @@ static const char help[] =
     "  --list-gpus          print the hardware table and exit\n"
     "output:\n"
     "  --format md|json     (default md; the JSON schema is in docs/model.md)\n"
-    "  -o FILE              write there instead of standard output\n"
+    "  -o FILE              write there instead of standard output ('-'); written under a\n"
+    "                       temporary name and moved in when complete, a device or FIFO\n"
+    "                       in place, a symbolic link followed; never one of the inputs\n"
     "\n"
     "example:\n"
     "  llmprof model meta-llama/Llama-2-7b-hf/ --gpu H200 --prompt 2048 --gen 256\n";
+
+/* one more input path: DIR/NAME, or NAME when DIR is NULL */
+static int add_input(char ***in, size_t *n, size_t *cap, const char *dir, const char *name)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 8;
+        char **v = realloc(*in, c * sizeof *v);
+        if (!v)
+            return -1;
+        *in = v;
+        *cap = c;
+    }
+    if (dir ? asprintf(&(*in)[*n], "%s/%s", dir, name) < 0 : !((*in)[*n] = strdup(name)))
+        return -1;
+    (*n)++;
+    return 0;
+}
 
 static void list_gpus(const struct lp_gpu_table *t)
 {
@@ -61,6 +81,38 @@ static void list_gpus(const struct lp_gpu_table *t)
                g->mem_bw_gbs);
     }
     printf("dense TFLOP/s (TOP/s for int8) from vendor datasheets; sparse peaks are 2x\n");
+}
+
+/* OUT against what the model command reads: CONFIG (or its config.json, safetensors index
+ * and shards when it is a directory) and the hardware file. */
+static int output_is_input(const char *out, const char *config, const char *hw_file)
+{
+    char **in = NULL;
+    size_t n = 0, cap = 0;
+    int hit = 0;
+    DIR *d = opendir(config);
+    const char *fixed[] = {"config.json", "model.safetensors.index.json"};
+    struct dirent *e;
+    for (size_t i = 0; d && i < 2; i++)
+        if (add_input(&in, &n, &cap, config, fixed[i]) != 0)
+            goto done;
+    while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name), sl = strlen(".safetensors");
+        if (l > sl && !strcmp(e->d_name + l - sl, ".safetensors") &&
+            add_input(&in, &n, &cap, config, e->d_name) != 0)
+            goto done;
+    }
+    if (add_input(&in, &n, &cap, NULL, config) != 0 ||
+        (hw_file && add_input(&in, &n, &cap, NULL, hw_file) != 0))
+        goto done;
+    hit = lp_cli_out_is_input("model", out, (const char *const *)in, n);
+done:
+    if (d)
+        closedir(d);
+    for (size_t i = 0; i < n; i++)
+        free(in[i]);
+    free(in);
+    return hit;
 }
 
 int lp_cmd_model(int argc, char **argv)
@@ -79,13 +131,13 @@ int lp_cmd_model(int argc, char **argv)
             fputs(help, stdout);
             return 0;
         } else if (!strcmp(a, "--batch")) {
-            rc = lp_cli_parse_i64("model", a, v, 1, &w.batch);
+            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_BATCH, &w.batch);
         } else if (!strcmp(a, "--prompt")) {
-            rc = lp_cli_parse_i64("model", a, v, 1, &w.prompt);
+            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.prompt);
         } else if (!strcmp(a, "--gen")) {
-            rc = lp_cli_parse_i64("model", a, v, 1, &w.generated);
+            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.generated);
         } else if (!strcmp(a, "--context")) {
-            rc = lp_cli_parse_i64("model", a, v, 1, &w.decode_context);
+            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.decode_context);
         } else if (!strcmp(a, "--weights")) {
             rc = lp_cli_parse_dtype("model", a, v, &w.weights);
         } else if (!strcmp(a, "--act")) {
@@ -116,8 +168,9 @@ int lp_cmd_model(int argc, char **argv)
         } else if (!strcmp(a, "--tiles")) {
             long long tw = 0, th = 0;
             char extra;
-            if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1) {
-                lp_cli_error("model", "--tiles takes WxH, such as 3x2");
+            if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1 ||
+                tw > 9 || th > 9) {
+                lp_cli_error("model", "--tiles takes WxH from 1 to 9 each, such as 3x2");
                 rc = -1;
             }
             w.tiles_w = tw;
@@ -138,6 +191,10 @@ int lp_cmd_model(int argc, char **argv)
             }
         } else if (!strcmp(a, "-o")) {
             out_path = v;
+            if (v && !*v) {
+                lp_cli_error("model", "-o needs a file ('-': standard output), not an empty path");
+                rc = -1;
+            }
         } else if (!strcmp(a, "--list-gpus")) {
             list = 1;
             takes = 0;
@@ -166,7 +223,8 @@ int lp_cmd_model(int argc, char **argv)
         return 1;
     }
     int status = 1;
-    FILE *out = NULL;
+    struct lp_model_result *r = NULL;
+    struct lp_cli_outs outs = {.cmd = "model"};
     if (list) {
         list_gpus(&table);
         status = 0;
@@ -202,6 +260,12 @@ int lp_cmd_model(int argc, char **argv)
         status = 2;
         goto done;
     }
+    /* the output is checked before any work: never one of the inputs */
+    if (out_path && (output_is_input(out_path, config, hw_file) ||
+                     lp_cli_out_check("model", out_path, 1) != 0)) {
+        status = 2;
+        goto done;
+    }
     struct lp_model m;
     if (lp_model_load(config, &m, err, sizeof err) != 0) {
         lp_cli_error("model", "%s", err);
@@ -209,10 +273,8 @@ int lp_cmd_model(int argc, char **argv)
     }
     if (m.vision.kind == LP_VISION_NONE)
         w.vision_mode = LP_VISION_MODE_NONE;
-    struct lp_model_result *r = malloc(sizeof *r);
-    if (!r || lp_model_analyze(&m, &w, r, err, sizeof err) != 0) {
+    if (!(r = malloc(sizeof *r)) || lp_model_analyze(&m, &w, r, err, sizeof err) != 0) {
         lp_cli_error("model", "%s", r ? err : "out of memory");
-        free(r);
         status = 2;
         goto done;
     }
@@ -227,37 +289,23 @@ int lp_cmd_model(int argc, char **argv)
         int wrc = lp_weights_scan(config, &m, &wt, err, sizeof err);
         if (wrc < 0) {
             lp_cli_error("model", "%s", err);
-            free(r);
             goto done;
         }
         have_weights = wrc == 0;
     }
     struct lp_model_report rep = {&m, &w, r, gpu_name ? &bounds : NULL,
                                   have_weights ? &wt : NULL};
-    char tmp[4096];
-    if (out_path)
-        snprintf(tmp, sizeof tmp, "%s.tmp", out_path); /* renamed when complete */
-    out = out_path ? fopen(tmp, "w") : stdout;
-    if (!out) {
-        lp_cli_error("model", "cannot write %s: %s", out_path ? tmp : "stdout", strerror(errno));
-        free(r);
+    /* standard output too goes through the helpers, so that a write error is reported */
+    FILE *out = lp_cli_outs_open(&outs, out_path ? out_path : "-", 1);
+    if (!out)
         goto done;
-    }
     int wrc = !strcmp(format, "json") ? lp_report_model_json(out, &rep) : lp_report_model_md(out, &rep);
-    free(r);
-    if (out != stdout && fclose(out) != 0)
-        wrc = -1;
-    out = NULL;
-    if (wrc == 0 && out_path && rename(tmp, out_path) != 0)
-        wrc = -1;
-    if (wrc != 0) {
-        lp_cli_error("model", "writing %s failed", out_path ? out_path : "the output");
-        if (out_path)
-            remove(tmp); /* nothing half-written */
+    if (lp_cli_outs_close(&outs, out, wrc) != 0 || lp_cli_outs_commit(&outs) != 0)
         goto done;
-    }
     status = 0;
 done:
+    free(r);
+    lp_cli_outs_free(&outs);
     lp_gpu_table_free(&table);
     return status;
 }

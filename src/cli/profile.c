@@ -11,40 +11,33 @@ static const char help[] =
     "usage: llmprof profile [record and report options] [--] CMD [ARGS...]\n"
     "\n"
     "Runs 'llmprof record' on CMD, then 'llmprof report' on the run directory. It takes the\n"
-    "options of both (see their --help): -o DIR, --nvml-hz N, --light, --gemm, --no-gemm\n"
-    "and --quiet go to record (--quiet to report too); --model, --stage, --gpu and the rest\n"
-    "to report. Exits with CMD's status, or 1 when CMD succeeded and the report failed.\n"
+    "options of both (see their --help): -o DIR, --nvml-hz N, --light, --gemm, --no-gemm,\n"
+    "--force and --quiet go to record (--quiet to report too); --model, --stage, --gpu and the rest\n"
+    "to report. Every option is checked before CMD starts (status 2 on a mistake, CMD not\n"
+    "run). Exits with CMD's status, or 1 when CMD succeeded and the report failed; when\n"
+    "record does not start CMD (an output that holds a run, a command not found), nothing\n"
+    "is reported and record's status is returned.\n"
     "\n"
     "example:\n"
     "  llmprof profile -o run1 --model config.json -- python3 infer.py\n";
 
-/* report options that take a value */
-static const char *const report_valued[] = {
-    "--model", "--gpu", "--hw-file", "--stage", "--prefill-tokens", "--decode-tokens",
-    "--batch", "--top", "--gap-us", "--peak-tflops", "--mem-bw", "--weights", "--act", "--kv",
-    "--prefill-logits"};
-
-static int valued(const char *a)
-{
-    for (size_t i = 0; i < sizeof report_valued / sizeof *report_valued; i++)
-        if (!strcmp(a, report_valued[i]))
-            return 1;
-    return 0;
-}
-
 int lp_cmd_profile(int argc, char **argv)
 {
-    char **rec = calloc((size_t)argc + 4, sizeof *rec), **rep = calloc((size_t)argc + 4, sizeof *rep);
-    int nrec = 0, nrep = 0, rc = 2;
+    char **rec = calloc((size_t)argc + 4, sizeof *rec);
+    int nrec = 0, rc = 2;
     const char *out = NULL;
     char dir[64];
-    if (!rec || !rep)
+    struct lp_cli_report rep;
+    lp_cli_report_init(&rep, "profile");
+    if (!rec) {
+        lp_cli_error("profile", "out of memory");
         goto done;
+    }
     rec[nrec++] = "record";
-    rep[nrep++] = "report";
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
+        int took;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
             rc = 0;
@@ -57,7 +50,7 @@ int lp_cmd_profile(int argc, char **argv)
         if (a[0] != '-')
             break;
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (i + 1 >= argc) {
+            if (i + 1 >= argc || !*argv[i + 1]) {
                 lp_cli_error("profile", "%s needs a directory", a);
                 goto done;
             }
@@ -66,21 +59,26 @@ int lp_cmd_profile(int argc, char **argv)
             rec[nrec++] = argv[i];
             if (i + 1 < argc)
                 rec[nrec++] = argv[++i];
-        } else if (!strcmp(a, "--light") || !strcmp(a, "--gemm") || !strcmp(a, "--no-gemm")) {
+        } else if (!strcmp(a, "--light") || !strcmp(a, "--gemm") || !strcmp(a, "--no-gemm") ||
+                   !strcmp(a, "--force")) {
             rec[nrec++] = argv[i];
         } else if (!strcmp(a, "--quiet")) {
             rec[nrec++] = argv[i];
-            rep[nrep++] = argv[i];
-        } else {
-            rep[nrep++] = argv[i];
-            if (valued(a) && i + 1 < argc)
-                rep[nrep++] = argv[++i];
+            rep.quiet = 1;
+        } else if ((took = lp_cli_report_option(&rep, argc, argv, &i)) < 0) {
+            goto done;
+        } else if (!took) {
+            lp_cli_error("profile", "unknown option '%s'; see 'llmprof profile --help'", a);
+            goto done;
         }
     }
     if (i >= argc) {
         lp_cli_error("profile", "no command to run; usage: llmprof profile [options] -- CMD");
         goto done;
     }
+    /* everything the report needs is checked now: a mistake must not cost a whole run */
+    if (lp_cli_report_prepare(&rep) != 0)
+        goto done;
     if (!out) {
         time_t now = time(NULL);
         struct tm tm;
@@ -93,21 +91,24 @@ int lp_cmd_profile(int argc, char **argv)
     rec[nrec++] = "--";
     for (; i < argc; i++)
         rec[nrec++] = argv[i];
-    rep[nrep++] = (char *)out;
-    rc = lp_cmd_record(nrec, rec);
+    int ran = 0;
+    rc = lp_cli_record(nrec, rec, &ran);
     fflush(stdout);
+    /* a run record refused (one already there, a command not found) is not reported on */
+    if (!ran)
+        goto done;
     char **traces = NULL;
     int n = lp_cli_run_traces("profile", out, &traces);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     if (n > 0) {
-        int r = lp_cmd_report(nrep, rep);
+        int r = lp_cli_report_run(&rep, out);
         if (rc == 0 && r != 0)
             rc = 1;
     } else if (rc == 0) {
         rc = 1;
     }
 done:
+    lp_cli_report_free(&rep);
     free(rec);
-    free(rep);
     return rc;
 }

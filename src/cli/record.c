@@ -1,7 +1,10 @@
 /* llmprof record: runs a command with the collector injected and leaves a run directory
  * (one trace per CUDA process + meta.json). Everything that can be wrong with the
- * invocation is checked before the command starts. */
+ * invocation is checked before the command starts; what could not be written is checked
+ * after it ends. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
@@ -13,20 +16,26 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build_info.h"
 #include "cli.h"
+#include "llmprof/trace.h"
 #include "llmprof/version.h"
 
 extern char **environ;
 
 static const char help[] =
-    "usage: llmprof record [-o DIR] [--nvml-hz N] [--light] [--no-gemm] [--quiet] [--] CMD\n"
-    "                      [ARGS...]\n"
+    "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
+    "                      [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
     "named trace[.rank<R>].<host>.<pid>.lpt) and meta.json (command, directory, relevant\n"
-    "environment, versions, times, exit status). Standard input and output pass through and\n"
-    "llmprof exits with CMD's exit status (128+N when a signal N ended it).\n"
+    "environment, versions, times, exit status). Standard input and output pass through;\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to llmprof are passed on to CMD.\n"
+    "\n"
+    "Exit status: CMD's (128+N when a signal N ended it). When CMD exited 0 but its run could\n"
+    "not be written (meta.json could not be written, or a trace is empty: nothing was written,\n"
+    "as on a full disk), llmprof says why and exits 1. CMD itself is never affected.\n"
     "\n"
     "Recorded: kernels (grid, block, registers, shared memory, stream, graph), memcpy and\n"
     "memset, device memory allocations, NVTX ranges (C and PyTorch), the launch, copy and\n"
@@ -37,7 +46,12 @@ static const char help[] =
     "collector (LD_PRELOAD), so they are missed in programs that link cuBLAS statically.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR   run directory (default: llmprof-YYYYmmdd-HHMMSS); must be new or empty\n"
+    "  -o, --output DIR   run directory (default: llmprof-YYYYmmdd-HHMMSS); must be new or\n"
+    "                     hold no run\n"
+    "  --force            replace the run already in DIR: removes the files llmprof wrote there\n"
+    "                     (trace*.lpt, its meta.json, report files), no others, and only once\n"
+    "                     the new run has started (until then they are kept aside); refuses a\n"
+    "                     meta.json or *.lpt file that llmprof did not write\n"
     "  --nvml-hz N        NVML samples per second per GPU (default 20; 0 turns NVML off)\n"
     "  --light            kernels and NVTX only: lowest overhead (implies --no-gemm)\n"
     "  --no-gemm          do not preload the collector to see cuBLAS GEMM calls\n"
@@ -54,7 +68,7 @@ static const char help[] =
 struct options {
     const char *out;
     double nvml_hz;
-    int light, quiet;
+    int light, quiet, force;
     int gemm;                     /* -1: the default (on unless --light) */
     char **cmd;
 };
@@ -76,7 +90,7 @@ static int parse(int argc, char **argv, struct options *o)
             fputs(help, stdout);
             return 1;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (++i >= argc) {
+            if (++i >= argc || !*argv[i]) {
                 lp_cli_error("record", "%s needs a directory", a);
                 return -1;
             }
@@ -93,6 +107,8 @@ static int parse(int argc, char **argv, struct options *o)
                 lp_cli_error("record", "--nvml-hz takes a number from 0 to 1000, not '%s'", argv[i]);
                 return -1;
             }
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
         } else if (!strcmp(a, "--light")) {
             o->light = 1;
         } else if (!strcmp(a, "--quiet")) {
@@ -172,17 +188,199 @@ static int preload(const char *lib)
     return setenv("LD_PRELOAD", buf, 1);
 }
 
-static int dir_is_empty(const char *dir)
+/* --force: the previous run's files, moved aside (".NAME.old.PID.N" beside each) until the
+ * new run has started, then removed; put back if it cannot start. */
+struct old_file {
+    char *path, *side;
+    int kind;                     /* 0 meta.json, 1 a trace, 2 a report file */
+};
+struct old_run {
+    struct old_file *v;
+    size_t n, cap;
+    char **dirs;                  /* report directories per trace, removed when left empty */
+    size_t n_dirs;
+    size_t moved;                 /* v[0..moved) are aside */
+};
+
+static int old_add(struct old_run *r, const char *dir, const char *name, int kind)
 {
-    char **list = NULL;
-    int n = lp_cli_list_traces(dir, &list);
-    lp_cli_free_list(list, n > 0 ? n : 0);
-    char meta[PATH_MAX + 16];
-    snprintf(meta, sizeof meta, "%s/meta.json", dir);
-    return n == 0 && access(meta, F_OK) != 0;
+    char path[PATH_MAX + 256];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0; /* llmprof writes regular files only */
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        struct old_file *v = realloc(r->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        r->v = v;
+        r->cap = cap;
+    }
+    if (!(r->v[r->n].path = strdup(path)))
+        return -1;
+    r->v[r->n].side = NULL;
+    r->v[r->n++].kind = kind;
+    return 0;
 }
 
-static int prepare_dir(const char *dir, char abs[PATH_MAX])
+static int old_add_reports(struct old_run *r, const char *dir)
+{
+    for (const char *const *f = lp_cli_report_files; *f; f++)
+        if (old_add(r, dir, *f, 2) != 0)
+            return -1;
+    return 0;
+}
+
+/* Lists what --force replaces in DIR, which holds a run: its traces (trace*.lpt),
+ * meta.json, report's files, and report's directory per trace (named after it). Refuses
+ * (-1 with a message) a trace llmprof did not name; nothing is moved yet. */
+static int old_collect(const char *dir, struct old_run *r)
+{
+    char **traces = NULL;
+    int n = lp_cli_list_traces(dir, &traces), rc = 0;
+    size_t sl = strlen(LP_TRACE_SUFFIX);
+    if (n < 0) {
+        lp_cli_error("record", "--force: cannot read %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        const char *base = strrchr(traces[i], '/') + 1;
+        struct stat st;
+        if (strncmp(base, "trace", 5) != 0 || lstat(traces[i], &st) != 0 || !S_ISREG(st.st_mode)) {
+            lp_cli_error("record", "output %s holds %s, which llmprof did not write and --force "
+                                   "leaves; choose another -o", dir, base);
+            rc = -1;
+        }
+    }
+    for (int i = 0; i < n && !rc; i++) {
+        char sub[PATH_MAX + 256];
+        struct stat st;
+        snprintf(sub, sizeof sub, "%.*s", (int)(strlen(traces[i]) - sl), traces[i]);
+        if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+            char **v = realloc(r->dirs, (r->n_dirs + 1) * sizeof *v);
+            if (!v || !(v[r->n_dirs] = strdup(sub)) || old_add_reports(r, sub) != 0)
+                rc = -2;
+            if (v)
+                r->dirs = v;
+            if (v && v[r->n_dirs])
+                r->n_dirs++;
+        }
+        if (!rc && old_add(r, dir, strrchr(traces[i], '/') + 1, 1) != 0)
+            rc = -2;
+    }
+    lp_cli_free_list(traces, n);
+    if (!rc && (old_add(r, dir, "meta.json", 0) != 0 || old_add_reports(r, dir) != 0))
+        rc = -2;
+    if (rc == -2)
+        lp_cli_error("record", "out of memory");
+    return rc ? -1 : 0;
+}
+
+/* A free name for PATH's file aside: ".NAME.old.PID.N" in its directory. */
+static int move_aside(struct old_file *f)
+{
+    const char *slash = strrchr(f->path, '/');
+    int dl = (int)(slash - f->path);
+    for (unsigned k = 0; k < 1000; k++) {
+        char *p = NULL;
+        if (asprintf(&p, "%.*s/.%.200s.old.%ld.%u", dl, f->path, slash + 1, (long)getpid(), k) < 0)
+            return -1;
+        /* never over a file that is there: RENAME_NOREPLACE, or a look first where the file
+         * system lacks it */
+        int rc = renameat2(AT_FDCWD, f->path, AT_FDCWD, p, RENAME_NOREPLACE);
+        if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+            struct stat st;
+            rc = lstat(p, &st) == 0 ? (errno = EEXIST, -1) : rename(f->path, p);
+        }
+        if (rc == 0) {
+            f->side = p;
+            return 0;
+        }
+        int e = errno;
+        free(p);
+        if (e != EEXIST) {
+            errno = e;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int old_move_aside(struct old_run *r)
+{
+    for (; r->moved < r->n; r->moved++)
+        if (move_aside(&r->v[r->moved]) != 0) {
+            lp_cli_error("record", "--force: cannot move %s aside: %s; nothing was replaced",
+                         r->v[r->moved].path, strerror(errno));
+            return -1;
+        }
+    return 0;
+}
+
+/* The new run did not start: the old one comes back as it was. */
+static void old_put_back(struct old_run *r)
+{
+    while (r->moved > 0) {
+        struct old_file *f = &r->v[--r->moved];
+        if (rename(f->side, f->path) != 0)
+            lp_cli_error("record", "--force: could not put back %s (%s): it is in %s", f->path,
+                         strerror(errno), f->side);
+    }
+}
+
+/* The new run started: the old one's files go, and says what went. */
+static void old_remove(struct old_run *r, const char *dir)
+{
+    size_t count[3] = {0}, dirs = 0;
+    for (size_t i = 0; i < r->moved; i++) {
+        if (unlink(r->v[i].side) == 0)
+            count[r->v[i].kind]++;
+        else
+            lp_cli_error("record", "--force: could not remove %s: %s", r->v[i].side,
+                         strerror(errno));
+    }
+    for (size_t i = 0; i < r->n_dirs; i++)
+        dirs += rmdir(r->dirs[i]) == 0; /* one holding anything else stays */
+    if (!r->moved && !dirs)
+        return;
+    const char *sep = " ";
+    fprintf(stderr, "llmprof record: --force: removed the previous run's files from %s:", dir);
+    if (count[0]) {
+        fprintf(stderr, "%smeta.json", sep);
+        sep = ", ";
+    }
+    if (count[1]) {
+        fprintf(stderr, "%s%zu trace%s", sep, count[1], count[1] == 1 ? "" : "s");
+        sep = ", ";
+    }
+    if (count[2]) {
+        fprintf(stderr, "%s%zu report file%s", sep, count[2], count[2] == 1 ? "" : "s");
+        sep = ", ";
+    }
+    if (dirs)
+        fprintf(stderr, "%s%zu report director%s", sep, dirs, dirs == 1 ? "y" : "ies");
+    fputc('\n', stderr);
+}
+
+static void old_free(struct old_run *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].path);
+        free(r->v[i].side);
+    }
+    for (size_t i = 0; i < r->n_dirs; i++)
+        free(r->dirs[i]);
+    free(r->v);
+    free(r->dirs);
+    memset(r, 0, sizeof *r);
+}
+
+/* Checks (or makes) the run directory DIR and lists what --force would replace; changes
+ * nothing in a directory that exists. The levels it made are in *MADE. */
+static int prepare_dir(const char *dir, int force, char abs[PATH_MAX], struct old_run *old,
+                       char ***made, size_t *n_made)
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -190,22 +388,41 @@ static int prepare_dir(const char *dir, char abs[PATH_MAX])
             lp_cli_error("record", "output %s exists and is not a directory", dir);
             return -1;
         }
-        if (!dir_is_empty(dir)) {
-            lp_cli_error("record", "output %s already holds a recorded run; choose another -o", dir);
+        char **traces = NULL;
+        int n = lp_cli_list_traces(dir, &traces);
+        lp_cli_free_list(traces, n > 0 ? n : 0);
+        int holds = n < 0 ? -1 : lp_cli_dir_holds_run(dir);
+        if (holds < 0) {
+            lp_cli_error("record", "cannot read output %s: %s", dir, strerror(errno));
             return -1;
         }
-    } else if (lp_cli_mkdir_p(dir) != 0) {
+        /* record writes meta.json: one that is not llmprof's is the user's, even with --force */
+        if (lp_cli_run_meta(dir) < 0) {
+            lp_cli_error("record", "output %s holds a meta.json that llmprof did not write; "
+                                   "choose another -o (--force leaves it)", dir);
+            return -1;
+        }
+        if (!force && (holds || n > 0)) {
+            lp_cli_error("record", "output %s already holds a recorded run; choose another -o, "
+                                   "or add --force to replace it", dir);
+            return -1;
+        }
+        /* report's files are the run's only where there is a run */
+        if (force && (holds || n > 0) && old_collect(dir, old) != 0)
+            return -1;
+    } else if (lp_cli_mkdir_made(dir, made, n_made) != 0) {
         lp_cli_error("record", "cannot create output directory %s: %s", dir, strerror(errno));
         return -1;
     }
+    /* a name nothing holds (O_EXCL: a link planted there is not followed) */
     char probe[PATH_MAX + 32];
-    snprintf(probe, sizeof probe, "%s/.llmprof-write-test", dir);
-    FILE *f = fopen(probe, "w");
-    if (!f) {
+    snprintf(probe, sizeof probe, "%s/.llmprof-write-test.XXXXXX", dir);
+    int fd = mkostemp(probe, O_CLOEXEC);
+    if (fd < 0) {
         lp_cli_error("record", "output directory %s is not writable: %s", dir, strerror(errno));
         return -1;
     }
-    fclose(f);
+    close(fd);
     unlink(probe);
     if (!realpath(dir, abs)) {
         lp_cli_error("record", "cannot resolve %s: %s", dir, strerror(errno));
@@ -259,6 +476,7 @@ static json_t *meta_json(const struct options *o, const char *resolved, const ch
     gethostname(host, sizeof host - 1);
     json_object_set_new(m, "format", json_string("llmprof-run"));
     json_object_set_new(m, "llmprof_version", json_string(LLMPROF_VERSION));
+    json_object_set_new(m, "llmprof_commit", json_string(LP_BUILD_COMMIT));
     json_t *cmd = json_array();
     for (char **a = o->cmd; *a; a++)
         json_array_append_new(cmd, json_string(*a));
@@ -290,26 +508,45 @@ static json_t *meta_json(const struct options *o, const char *resolved, const ch
     return m;
 }
 
-/* Writes DIR/meta.json through a temporary file, so it is never half-written. */
-static int write_meta(const char *dir, json_t *m)
+/* Writes DIR/meta.json through the CLI's output helpers (a new file under a free name
+ * beside it, moved in when whole), so it is never half-written and no link is followed to
+ * a temporary. WHEN says what an old meta.json still says if this one cannot be written. */
+static int write_meta(const char *dir, json_t *m, const char *when)
 {
-    char tmp[PATH_MAX + 32], final[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s/.meta.json.tmp", dir);
-    snprintf(final, sizeof final, "%s/meta.json", dir);
-    if (json_dump_file(m, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) != 0 || rename(tmp, final) != 0) {
-        lp_cli_error("record", "cannot write %s: %s", final, strerror(errno));
-        unlink(tmp);
-        return -1;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    struct lp_cli_outs s = {.cmd = "record"};
+    FILE *f = lp_cli_outs_open(&s, path, 0);
+    int rc = -1;
+    if (f) {
+        int w = json_dumpf(m, f, JSON_INDENT(2) | JSON_SORT_KEYS);
+        if (lp_cli_outs_close(&s, f, w) == 0 && lp_cli_outs_commit(&s) == 0)
+            rc = 0;
     }
-    return 0;
+    lp_cli_outs_free(&s);
+    if (rc != 0 && *when)
+        lp_cli_error("record", "%s was not updated%s", path, when);
+    return rc;
 }
+
+/* The signals a shell wrapper passes on. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define N_FORWARDED (sizeof forwarded / sizeof *forwarded)
 
 static volatile sig_atomic_t child_pid;
 
-static void forward_signal(int sig)
+/* Passes a signal some process sent to llmprof on to CMD. One the kernel sent (the terminal's
+ * Ctrl-C, Ctrl-\ or hang-up) went to the whole foreground process group, CMD included, so
+ * passing it on would deliver it twice; one from CMD itself is not sent back. One that came
+ * before CMD started never gets here: it is found pending before the fork. */
+static void forward_signal(int sig, siginfo_t *si, void *ctx)
 {
-    if (child_pid > 0)
-        kill((pid_t)child_pid, sig);
+    (void)ctx;
+    int e = errno;
+    pid_t child = (pid_t)child_pid;
+    if (child > 0 && !(si && (si->si_code > 0 || si->si_pid == child)))
+        kill(child, sig);
+    errno = e;
 }
 
 static void finish_meta(json_t *m, const char *dir, int status, uint64_t start_ns)
@@ -339,13 +576,66 @@ static void finish_meta(json_t *m, const char *dir, int status, uint64_t start_n
     lp_cli_free_list(traces, n > 0 ? n : 0);
 }
 
+/* A trace no longer than its 16-byte file header (docs/trace-format.md) holds nothing: its
+ * process could not write (a full disk, a file size limit). Each one is said on stderr and
+ * kept in meta.json's "record_errors"; returns how many there are and sets *N_OK to the
+ * others. */
+static size_t check_traces(const char *out, const char *dir, json_t *m, size_t *n_ok)
+{
+    enum { FILE_HEADER_BYTES = 16 };
+    json_t *traces = json_object_get(m, "traces"), *t;
+    json_t *errors = json_array();
+    size_t i, empty = 0;
+    *n_ok = 0;
+    json_array_foreach(traces, i, t)
+    {
+        char path[PATH_MAX + 256], msg[PATH_MAX + 320];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, json_string_value(t));
+        if (stat(path, &st) != 0 || st.st_size > FILE_HEADER_BYTES) {
+            ++*n_ok;
+            continue;
+        }
+        snprintf(msg, sizeof msg, "empty trace %s/%s: nothing was written (disk full?)", out,
+                 json_string_value(t));
+        lp_cli_error("record", "%s", msg);
+        json_array_append_new(errors, json_string(msg));
+        empty++;
+    }
+    if (empty)
+        json_object_set_new(m, "record_errors", errors);
+    else
+        json_decref(errors);
+    return empty;
+}
+
+/* A forwarded signal that came while they were blocked and that llmprof would act on
+ * (not blocked by whoever started it): 0 when none. */
+static int pending_signal(const sigset_t *old_mask)
+{
+    sigset_t pend;
+    if (sigpending(&pend) != 0)
+        return 0;
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        if (sigismember(&pend, forwarded[i]) && !sigismember(old_mask, forwarded[i]))
+            return forwarded[i];
+    return 0;
+}
+
 int lp_cmd_record(int argc, char **argv)
 {
+    int ran;
+    return lp_cli_record(argc, argv, &ran);
+}
+
+int lp_cli_record(int argc, char **argv, int *ran)
+{
     struct options o = {0};
+    *ran = 0;
     int rc = parse(argc, argv, &o);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX], default_dir[64];
+    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "", default_dir[64];
     if (resolve(o.cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o.cmd[0]);
         return 127;
@@ -363,8 +653,31 @@ int lp_cmd_record(int argc, char **argv)
         strftime(default_dir, sizeof default_dir, "llmprof-%Y%m%d-%H%M%S", &tm);
         o.out = default_dir;
     }
-    if (prepare_dir(o.out, abs_dir) != 0)
-        return 2;
+    /* Signals wait (blocked) from here until CMD runs: one that comes before is found pending
+     * and CMD does not start (the previous run put back); later ones are passed on, and none
+     * ends llmprof before meta.json says how CMD ended. SIGXFSZ is ignored, so that a file
+     * size limit fails a write (and is said) instead of killing llmprof. */
+    sigset_t fwd_set, old_mask;
+    sigemptyset(&fwd_set);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&fwd_set, forwarded[i]);
+    sigprocmask(SIG_BLOCK, &fwd_set, &old_mask);
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    struct sigaction old_act[N_FORWARDED], ign = {.sa_handler = SIG_IGN}, old_xfsz;
+    sigemptyset(&fwd.sa_mask);
+    sigemptyset(&ign.sa_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &fwd, &old_act[i]);
+    sigaction(SIGXFSZ, &ign, &old_xfsz);
+    struct old_run old = {0};
+    char **made = NULL;
+    size_t n_made = 0;
+    json_t *meta = NULL;
+    pid_t pid = -1;
+    int status = 0, meta_written = 0, sig;
+    rc = 2;
+    if (prepare_dir(o.out, o.force, abs_dir, &old, &made, &n_made) != 0)
+        goto restore;
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, lib) != 0)
         fprintf(stderr, "llmprof record: note: replacing CUDA_INJECTION64_PATH=%s\n", prev);
@@ -385,56 +698,85 @@ int lp_cmd_record(int argc, char **argv)
         setenv("CUBLASLT_LOG_FILE", "/dev/null", 1);
     if (o.gemm && preload(lib) != 0) {
         lp_cli_error("record", "LD_PRELOAD would be too long with %s added", lib);
-        return 2;
+        goto restore;
     }
     /* torch.profiler (Kineto) finalises CUPTI when it stops unless told not to, which would
      * end llmprof's recording mid-run; a user's own setting is kept */
     setenv("TEARDOWN_CUPTI", "0", 0);
-    json_t *meta = meta_json(&o, resolved, lib, start_ns);
-    if (write_meta(abs_dir, meta) != 0) {
-        json_decref(meta);
-        return 2;
+    /* every check passed: the previous run goes aside, and away once CMD has started */
+    if (old_move_aside(&old) != 0)
+        goto restore;
+    meta = meta_json(&o, resolved, lib, start_ns);
+    if (write_meta(abs_dir, meta, "") != 0)
+        goto restore;
+    meta_written = 1;
+    if ((sig = pending_signal(&old_mask)) != 0) {
+        lp_cli_error("record", "%s came before %s started: it was not run and nothing was "
+                               "recorded", strsignal(sig), o.cmd[0]);
+        rc = 128 + sig;
+        goto restore;
     }
-    struct sigaction ign = {.sa_handler = SIG_IGN}, fwd = {.sa_handler = forward_signal};
-    struct sigaction old_int, old_quit, old_term, old_hup;
-    sigaction(SIGINT, &ign, &old_int); /* the terminal sends these to the child too */
-    sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGTERM, &fwd, &old_term);
-    sigaction(SIGHUP, &fwd, &old_hup);
-    pid_t pid = fork();
+    pid = fork();
     if (pid < 0) {
         lp_cli_error("record", "fork failed: %s", strerror(errno));
-        json_decref(meta);
-        return 2;
+        goto restore;
     }
     if (pid == 0) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGQUIT, &old_quit, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
+        /* CMD starts with llmprof's own dispositions and mask (an ignored SIGINT stays so) */
+        for (size_t i = 0; i < N_FORWARDED; i++)
+            sigaction(forwarded[i], &old_act[i], NULL);
+        sigaction(SIGXFSZ, &old_xfsz, NULL);
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         execv(resolved, o.cmd);
         fprintf(stderr, "llmprof record: cannot execute %s: %s\n", resolved, strerror(errno));
         _exit(127);
     }
+    *ran = 1;
     child_pid = pid;
-    int status = 0;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    old_remove(&old, o.out);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     child_pid = 0;
     finish_meta(meta, abs_dir, status, start_ns);
-    write_meta(abs_dir, meta);
-    json_t *traces = json_object_get(meta, "traces");
-    if (json_array_size(traces) == 0)
+    size_t n_ok = 0, n_empty = check_traces(o.out, abs_dir, meta, &n_ok);
+    int meta_ok = write_meta(abs_dir, meta, "; it still says the command is running") == 0;
+    if (n_ok + n_empty == 0)
         fprintf(stderr, "llmprof: no trace in %s: no process of the command initialised CUDA "
-                        "with the collector (a program that never used the GPU, or a tool "
-                        "that replaced CUDA_INJECTION64_PATH)\n", o.out);
-    else
-        fprintf(stderr, "llmprof: %zu trace%s in %s; look with: llmprof info %s\n",
-                json_array_size(traces), json_array_size(traces) == 1 ? "" : "s", o.out, o.out);
-    json_decref(meta);
+                        "with the collector (a program that never used the GPU, a tool that "
+                        "replaced CUDA_INJECTION64_PATH, or a trace that could not be created: "
+                        "see the collector's warnings above)\n", o.out);
+    else if (n_ok)
+        fprintf(stderr, "llmprof: %zu trace%s in %s; look with: llmprof info %s\n", n_ok,
+                n_ok == 1 ? "" : "s", o.out, o.out);
     if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return 1;
+        rc = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status))
+        rc = 128 + WTERMSIG(status);
+    else
+        rc = 1;
+    /* CMD's own failure wins; its success does not hide a run that was not written */
+    if (rc == 0 && (!meta_ok || n_empty)) {
+        lp_cli_error("record", "%s exited 0 but its run in %s was not written whole (see "
+                               "above); exit status 1", o.cmd[0], o.out);
+        rc = 1;
+    }
+restore:
+    if (!*ran) {
+        /* CMD did not start: the directory is left as it was found */
+        if (meta_written) {
+            char path[PATH_MAX + 16];
+            snprintf(path, sizeof path, "%s/meta.json", abs_dir);
+            unlink(path);
+        }
+        old_put_back(&old);
+    }
+    old_free(&old);
+    lp_cli_unmake_dirs(made, n_made, !*ran);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &old_act[i], NULL);
+    sigaction(SIGXFSZ, &old_xfsz, NULL);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    json_decref(meta);
+    return rc;
 }

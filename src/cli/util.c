@@ -1,7 +1,9 @@
 /* Helpers shared by the CLI's subcommands. */
 #include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +14,33 @@
 #include "cli.h"
 #include "llmprof/trace.h"
 
+/* a progress line is on the terminal: the next message replaces it */
+static int progress_shown;
+
+void lp_cli_progress(const char *cmd, const char *fmt, ...)
+{
+    if (!isatty(STDERR_FILENO))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "\r\033[Kllmprof %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+    progress_shown = 1;
+}
+
+void lp_cli_progress_end(void)
+{
+    if (progress_shown)
+        fputs("\r\033[K", stderr);
+    progress_shown = 0;
+}
+
 void lp_cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
+    lp_cli_progress_end();
     va_start(ap, fmt);
     fprintf(stderr, "llmprof %s: ", cmd);
     vfprintf(stderr, fmt, ap);
@@ -98,18 +124,33 @@ void lp_cli_format_ns(uint64_t ns, char *buf, size_t len)
         snprintf(buf, len, "%.1f us", (double)ns / 1e3);
 }
 
-int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out)
+int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
+                       int64_t max, int64_t *out)
 {
     char *end = NULL;
     errno = 0;
     long long x = v ? strtoll(v, &end, 10) : 0;
-    if (!v || errno || !*v || *end || x < min) {
-        lp_cli_error(cmd, "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
-                     v ? v : "(nothing)");
+    int range = errno == ERANGE;
+    if (v && *v && !*end && ((range && x > 0) || (!range && x > max))) {
+        lp_cli_error(cmd, "%s %s is too large (at most %lld)", opt, v, (long long)max);
+        return -1;
+    }
+    if (!v || !*v || *end || range || x < min) {
+        if (max < INT64_MAX)
+            lp_cli_error(cmd, "%s takes a whole number from %lld to %lld, not '%s'", opt,
+                         (long long)min, (long long)max, v ? v : "(nothing)");
+        else
+            lp_cli_error(cmd, "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
+                         v ? v : "(nothing)");
         return -1;
     }
     *out = x;
     return 0;
+}
+
+int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out)
+{
+    return lp_cli_parse_range(cmd, opt, v, min, INT64_MAX, out);
 }
 
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out)
@@ -117,7 +158,16 @@ int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double 
     char *end = NULL;
     errno = 0;
     double x = v ? strtod(v, &end) : 0;
-    if (!v || errno || !*v || *end || !(x > 0)) {
+    int whole = v && *v && !*end;
+    if (whole && x > 0 && (isinf(x) || (errno == ERANGE && x > 1))) {
+        lp_cli_error(cmd, "%s %s is too large", opt, v);
+        return -1;
+    }
+    if (whole && errno == ERANGE && !signbit(x) && x <= 1) {
+        lp_cli_error(cmd, "%s %s is too small to be told from 0", opt, v);
+        return -1;
+    }
+    if (!whole || !(x > 0)) {
         lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
         return -1;
     }
@@ -133,6 +183,23 @@ int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_
         return -1;
     }
     return 0;
+}
+
+void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
+                           const char *what)
+{
+    if (t->complete && !t->n_warnings)
+        return;
+    lp_cli_error(cmd, "warning: %s is not whole (%s, %zu recovery warnings); the %s shows what "
+                      "is there", path, t->complete ? "ended cleanly" : "no end chunk",
+                 t->n_warnings, what);
+    /* the first few: a corrupt file can have one per chunk, and info lists them all */
+    size_t shown = t->n_warnings < 5 ? t->n_warnings : 5;
+    for (size_t i = 0; i < shown; i++)
+        fprintf(stderr, "    - reader: %s\n", t->warnings[i]);
+    if (t->n_warnings > shown)
+        fprintf(stderr, "    ... and %zu more ('llmprof info %s' lists them all)\n",
+                t->n_warnings - shown, path);
 }
 
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
@@ -164,17 +231,117 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
     return n;
 }
 
+int lp_cli_mkdir_made(const char *dir, char ***made, size_t *n_made)
+{
+    char *tmp = *dir ? strdup(dir) : NULL;
+    int rc = -1;
+    if (!tmp) {
+        errno = *dir ? ENOMEM : ENOENT;
+        goto done;
+    }
+    /* each missing level, top down, listed so that a command that fails removes them */
+    for (char *p = tmp + 1;; p++) {
+        if (*p && *p != '/')
+            continue;
+        char c = *p;
+        *p = 0;
+        if (mkdir(tmp, 0755) == 0) {
+            char **v = made ? realloc(*made, (*n_made + 1) * sizeof *v) : NULL;
+            if (made && (!v || !(v[*n_made] = strdup(tmp)))) {
+                if (v)
+                    *made = v;
+                rmdir(tmp);
+                errno = ENOMEM;
+                goto done;
+            }
+            if (made) {
+                *made = v;
+                (*n_made)++;
+            }
+        } else if (errno != EEXIST) {
+            goto done;
+        }
+        *p = c;
+        if (!c)
+            break;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        goto done;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        goto done;
+    }
+    rc = 0;
+done:
+    free(tmp);
+    return rc;
+}
+
+void lp_cli_unmake_dirs(char **made, size_t n_made, int remove)
+{
+    for (size_t i = n_made; i-- > 0;) {
+        if (remove)
+            rmdir(made[i]); /* one that holds files stays */
+        free(made[i]);
+    }
+    free(made);
+}
+
 int lp_cli_mkdir_p(const char *dir)
 {
-    char tmp[PATH_MAX + 512];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
+    return lp_cli_mkdir_made(dir, NULL, NULL);
+}
+
+int lp_cli_meta_path(const char *path, char *buf, size_t len)
+{
+    struct stat st;
+    const char *slash = strrchr(path, '/');
+    int n;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        n = snprintf(buf, len, "%s/meta.json", path);
+    else
+        n = snprintf(buf, len, "%.*s/meta.json", slash ? (int)(slash - path) : 1,
+                     slash ? path : ".");
+    if (n < 0 || (size_t)n >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
     }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    return 0;
+}
+
+int lp_cli_run_meta(const char *dir)
+{
+    char path[PATH_MAX + 16];
+    struct stat st;
+    if (lp_cli_meta_path(dir, path, sizeof path) != 0)
+        return -1;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISREG(st.st_mode) || st.st_size > (64 << 20))
+        return -1;
+    json_t *m = json_load_file(path, 0, NULL);
+    const char *f = json_string_value(json_object_get(m, "format"));
+    int ours = f && !strcmp(f, "llmprof-run");
+    json_decref(m);
+    return ours ? 1 : -1;
+}
+
+int lp_cli_dir_holds_run(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    size_t sl = strlen(LP_TRACE_SUFFIX);
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        found = l > 5 + sl && !strncmp(e->d_name, "trace", 5) &&
+                !strcmp(e->d_name + l - sl, LP_TRACE_SUFFIX);
+    }
+    closedir(d);
+    if (found)
+        return 1;
+    return lp_cli_run_meta(dir) == 1;
 }

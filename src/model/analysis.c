@@ -287,15 +287,14 @@ static double layer_params(const struct lp_model *m, const struct lp_layer_group
     return sum;
 }
 
-/* Parameters by module, independent of the workload (active: per token). */
-static void count_params(const struct lp_model *m, struct lp_model_result *r)
+void lp_model_count_params(const struct lp_model *m, struct lp_params *pp)
 {
     struct pass one = {.batch = 1, .prompt = 1, .logits_per_seq = 1};
     struct dtypes d = {1, 1, 1};
     struct lp_cost mods[LP_MOD_COUNT];
     memset(mods, 0, sizeof mods);
     decoder_pass(m, &one, &d, mods);
-    struct lp_params *pp = &r->params;
+    memset(pp, 0, sizeof *pp);
     double routed_inactive = 0;
     for (int g = 0; g < m->n_groups; g++) {
         const struct lp_mlp_spec *s = &m->groups[g].mlp;
@@ -330,11 +329,27 @@ int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
                      struct lp_model_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
-    if (w->batch < 1 || w->prompt < 1 || w->generated < 1) {
-        snprintf(err, errlen, "batch, prompt and generated tokens must be at least 1");
+    /* bounded sizes keep every sum and product below, int64 and double, far from overflow */
+    static const char *const what[] = {"batch (sequences)", "prompt (tokens)",
+                                       "generated tokens", "decode context (tokens)"};
+    const int64_t val[] = {w->batch, w->prompt, w->generated, w->decode_context};
+    const int64_t lo[] = {1, 1, 1, 0};
+    const int64_t hi[] = {LP_MODEL_MAX_BATCH, LP_MODEL_MAX_TOKENS, LP_MODEL_MAX_TOKENS,
+                          LP_MODEL_MAX_TOKENS};
+    for (int i = 0; i < 4; i++) {
+        if (val[i] < lo[i] || val[i] > hi[i]) {
+            snprintf(err, errlen, "the workload's %s is %lld; it must be %lld to %lld%s", what[i],
+                     (long long)val[i], (long long)lo[i], (long long)hi[i],
+                     i == 3 ? " (0: the default)" : "");
+            return -1;
+        }
+    }
+    if ((unsigned)w->weights >= LP_DTYPE_COUNT || (unsigned)w->activations >= LP_DTYPE_COUNT ||
+        (unsigned)w->kv >= LP_DTYPE_COUNT || (unsigned)w->vision_mode > LP_VISION_MODE_GUNDAM) {
+        snprintf(err, errlen, "the workload names an unknown dtype or vision mode");
         return -1;
     }
-    count_params(m, r);
+    lp_model_count_params(m, &r->params);
     struct dtypes d = {lp_dtype_bytes(w->weights), lp_dtype_bytes(w->activations),
                        lp_dtype_bytes(w->kv)};
     double b = (double)w->batch;

@@ -12,16 +12,19 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     int qwen2 = !strcmp(type, "qwen2"), qwen3 = !strcmp(type, "qwen3");
     int mixtral = !strcmp(type, "mixtral");
     snprintf(m->family, sizeof m->family, "%s", mixtral ? "mixtral" : "llama");
-    m->hidden = lp_cfg_int(c, root, "hidden_size", LP_CFG_REQUIRED, 1);
-    m->layers = lp_cfg_int(c, root, "num_hidden_layers", LP_CFG_REQUIRED, 1);
-    m->vocab = lp_cfg_int(c, root, "vocab_size", LP_CFG_REQUIRED, 1);
-    m->max_positions = lp_cfg_int(c, root, "max_position_embeddings", 0, 0);
+    m->hidden = lp_cfg_int(c, root, "hidden_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
+    m->layers = lp_cfg_int(c, root, "num_hidden_layers", LP_CFG_REQUIRED, 1,
+                           LP_MODEL_MAX_LAYERS);
+    m->vocab = lp_cfg_int(c, root, "vocab_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_VOCAB);
+    m->max_positions = lp_cfg_int(c, root, "max_position_embeddings", 0, 0,
+                                   LP_MODEL_MAX_TOKENS);
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", 0);
     m->norm = LP_NORM_RMS;
     struct lp_attn_spec a = {.kind = LP_ATTN_MHA};
-    a.heads = lp_cfg_int(c, root, "num_attention_heads", LP_CFG_REQUIRED, 1);
-    a.kv_heads = lp_cfg_int(c, root, "num_key_value_heads", a.heads, 1);
-    a.head_dim = lp_cfg_int(c, root, "head_dim", 0, 1);
+    a.heads = lp_cfg_int(c, root, "num_attention_heads", LP_CFG_REQUIRED, 1,
+                         LP_MODEL_MAX_HEADS);
+    a.kv_heads = lp_cfg_int(c, root, "num_key_value_heads", a.heads, 1, LP_MODEL_MAX_HEADS);
+    a.head_dim = lp_cfg_int(c, root, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM);
     if (c->failed)
         return -1;
     if (a.head_dim == 0) {
@@ -36,12 +39,15 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     a.qk_norm = qwen3;
 
     struct lp_mlp_spec mlp = {.kind = LP_MLP_GATED};
-    mlp.intermediate = lp_cfg_int(c, root, "intermediate_size", LP_CFG_REQUIRED, 1);
+    mlp.intermediate = lp_cfg_int(c, root, "intermediate_size", LP_CFG_REQUIRED, 1,
+                                  LP_MODEL_MAX_FFN);
     mlp.bias = lp_cfg_bool(c, root, "mlp_bias", 0);
     if (mixtral) {
         mlp.kind = LP_MLP_MOE;
-        mlp.experts = lp_cfg_int(c, root, "num_local_experts", LP_CFG_REQUIRED, 1);
-        mlp.top_k = lp_cfg_int(c, root, "num_experts_per_tok", LP_CFG_REQUIRED, 1);
+        mlp.experts = lp_cfg_int(c, root, "num_local_experts", LP_CFG_REQUIRED, 1,
+                                 LP_MODEL_MAX_EXPERTS);
+        mlp.top_k = lp_cfg_int(c, root, "num_experts_per_tok", LP_CFG_REQUIRED, 1,
+                               LP_MODEL_MAX_EXPERTS);
         if (!c->failed && mlp.top_k > mlp.experts)
             lp_cfg_fail(c, "\"num_experts_per_tok\" (%lld) is larger than \"num_local_experts\" "
                            "(%lld)", (long long)mlp.top_k, (long long)mlp.experts);
@@ -51,11 +57,11 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
 
     /* Sliding windows: Mistral and Mixtral on every layer when set; Qwen on the layers from
      * max_window_layers on, when use_sliding_window is true. */
-    int64_t window = lp_cfg_int(c, root, "sliding_window", 0, 0);
+    int64_t window = lp_cfg_int(c, root, "sliding_window", 0, 0, LP_MODEL_MAX_TOKENS);
     int64_t windowed_from = m->layers;
     if (qwen2 || qwen3) {
         if (lp_cfg_bool(c, root, "use_sliding_window", 0))
-            windowed_from = lp_cfg_int(c, root, "max_window_layers", 0, 0);
+            windowed_from = lp_cfg_int(c, root, "max_window_layers", 0, 0, LP_MODEL_MAX_LAYERS);
     } else if (window > 0) {
         windowed_from = 0;
     }

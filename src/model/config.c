@@ -1,12 +1,15 @@
-/* Reading a Hugging Face config.json into an lp_model: JSON access with errors that name
- * the file, the key and what is expected, and the dispatch on model_type to one parser per
- * architecture family (arch_*.c). */
+/* Reading a Hugging Face config.json into an lp_model: bounded reading of the file and its
+ * JSON, access to keys with errors that name the file, the key and what is expected (every
+ * integer within one of the LP_MODEL_MAX_* bounds), and the dispatch on model_type to one
+ * parser per architecture family (arch_*.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "model_internal.h"
 
@@ -46,7 +49,8 @@ static const char *json_kind(const json_t *v)
     }
 }
 
-int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, int64_t min)
+int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, int64_t min,
+                   int64_t max)
 {
     char path[128];
     key_path(c, key, path, sizeof path);
@@ -66,9 +70,10 @@ int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, 
                     (long long)min);
         return min;
     }
-    if (x > LP_CFG_MAX_DIM) {
-        lp_cfg_fail(c, "key \"%s\" is %lld, larger than any model (limit %lld)", path,
-                    (long long)x, (long long)LP_CFG_MAX_DIM);
+    if (x > max) {
+        lp_cfg_fail(c, "key \"%s\" is %lld, past llmprof's limit of %lld (far above any "
+                       "published model; docs/model.md lists the bounds)", path, (long long)x,
+                    (long long)max);
         return min;
     }
     return x;
@@ -164,17 +169,107 @@ static const struct {
     {"deepseek_vl_v2", lp_arch_deepseek_ocr},
 };
 
+int lp_model_file_read(const char *path, size_t max, const char *what, char **text, size_t *len,
+                       char *err, size_t errlen)
+{
+    *text = NULL;
+    *len = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked next */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+    }
+    int rc = -1;
+    char *buf = NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file; %s", path, what);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > max) {
+        snprintf(err, errlen, "%s: %lld bytes, larger than %zu: not %s", path,
+                 (long long)st.st_size, max, what);
+        goto out;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    buf = malloc(size + 1);
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) { /* an error, or a file that shrank while read */
+            snprintf(err, errlen, "%s: %s", path, n < 0 ? strerror(errno) : "cut short while read");
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    buf[size] = 0;
+    *text = buf;
+    *len = size;
+    buf = NULL;
+    rc = 0;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* An upper bound of the values (and members) a JSON text makes: one plus its commas, colons
+ * and opening brackets outside strings. */
+static size_t json_values_bound(const char *t, size_t len)
+{
+    size_t n = 1;
+    int in_string = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = t[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = 0;
+        } else if (ch == '"') {
+            in_string = 1;
+        } else if (ch == ',' || ch == ':' || ch == '[' || ch == '{') {
+            n++;
+        }
+    }
+    return n;
+}
+
+json_t *lp_model_json_parse(const char *text, size_t len, size_t max_values, size_t flags,
+                            const char *name, char *err, size_t errlen)
+{
+    size_t values = json_values_bound(text, len);
+    if (values > max_values) {
+        snprintf(err, errlen, "%s: about %zu JSON values, more than the %zu llmprof reads in one "
+                              "file: not a model's file", name, values, max_values);
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, flags, &jerr);
+    if (!root)
+        snprintf(err, errlen, "%s: not valid JSON (line %d, column %d: %s)", name, jerr.line,
+                 jerr.column, jerr.text);
+    return root;
+}
+
 int lp_model_parse(const char *text, size_t len, const char *name, struct lp_model *m, char *err,
                    size_t errlen)
 {
     memset(m, 0, sizeof *m);
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        snprintf(err, errlen, "%s: not valid JSON (line %d, column %d: %s)", name, jerr.line,
-                 jerr.column, jerr.text);
+    json_t *root = lp_model_json_parse(text, len, LP_CONFIG_MAX_VALUES, JSON_REJECT_DUPLICATES,
+                                       name, err, errlen);
+    if (!root)
         return -1;
-    }
     struct lp_cfg c = {.name = name, .err = err, .errlen = errlen, .model_type = "?"};
     int rc = -1;
     if (!json_is_object(root)) {
@@ -196,6 +291,18 @@ int lp_model_parse(const char *text, size_t len, const char *name, struct lp_mod
         rc = families[i].parse(&c, root, m) == 0 && !c.failed ? 0 : -1;
         if (rc != 0 && !c.failed)
             lp_cfg_fail(&c, "cannot model this config");
+        if (rc == 0) {
+            /* sizes each within bounds can still multiply into an absurd model */
+            struct lp_params p;
+            lp_model_count_params(m, &p);
+            if (!(p.total + p.mtp <= LP_MODEL_MAX_PARAMS)) {
+                lp_cfg_fail(&c, "its sizes (hidden_size, intermediate sizes, layers, experts, "
+                                "vocab_size, ...) make %.3g parameters, past llmprof's limit of "
+                                "2^53 (%.0f), far above any published model",
+                            p.total + p.mtp, LP_MODEL_MAX_PARAMS);
+                rc = -1;
+            }
+        }
         goto out;
     }
     lp_cfg_fail(&c, "model_type \"%.60s\" is not supported; supported: llama, mistral, qwen2, "
@@ -214,42 +321,23 @@ int lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    if (S_ISDIR(st.st_mode))
-        snprintf(file, sizeof file, "%s/config.json", path);
-    else
-        snprintf(file, sizeof file, "%s", path);
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s%s", file, strerror(errno),
-                 S_ISDIR(st.st_mode) ? " (a model directory must hold config.json)" : "");
+    int dir = S_ISDIR(st.st_mode);
+    if (snprintf(file, sizeof file, dir ? "%s/config.json" : "%s", path) >= (int)sizeof file) {
+        snprintf(err, errlen, "%.200s...: the path is too long", path);
         return -1;
     }
     char *text = NULL;
-    size_t len = 0, cap = 0, n;
-    char buf[65536];
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        if (len + n > (64u << 20)) {
-            fclose(f);
-            free(text);
-            snprintf(err, errlen, "%s: larger than 64 MiB: not a config.json", file);
-            return -1;
+    size_t len = 0;
+    int rc = lp_model_file_read(file, LP_CONFIG_MAX_BYTES, "a Hugging Face config.json", &text,
+                                &len, err, errlen);
+    if (rc != 0) {
+        if (rc > 0 && dir) {
+            size_t n = strlen(err);
+            snprintf(err + n, errlen > n ? errlen - n : 0, " (a model directory must hold config.json)");
         }
-        if (len + n > cap) {
-            cap = (len + n) * 2;
-            char *p = realloc(text, cap);
-            if (!p) {
-                fclose(f);
-                free(text);
-                snprintf(err, errlen, "%s: out of memory", file);
-                return -1;
-            }
-            text = p;
-        }
-        memcpy(text + len, buf, n);
-        len += n;
+        return -1;
     }
-    fclose(f);
-    int rc = lp_model_parse(text ? text : "", len, file, m, err, errlen);
+    rc = lp_model_parse(text, len, file, m, err, errlen);
     free(text);
     return rc;
 }

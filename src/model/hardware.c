@@ -9,7 +9,9 @@
 #include <strings.h>
 
 #include "hardware_tsv.h" /* generated: lp_hardware_tsv[] */
-#include "llmprof/model.h"
+#include "model_internal.h"
+
+#define LP_HW_FILE_MAX_BYTES ((size_t)1 << 20)
 
 static const char *const dtype_names[LP_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16",
                                                         "fp8",  "int8", "int4"};
@@ -37,7 +39,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
                       char *err, size_t errlen)
 {
     struct lp_gpu *rows = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     int line_no = 0;
     const char *p = text;
     while (*p) {
@@ -92,13 +94,16 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
             free(rows);
             return -1;
         }
-        struct lp_gpu *r = realloc(rows, (n + 1) * sizeof *r);
-        if (!r) {
-            free(rows);
-            snprintf(err, errlen, "out of memory");
-            return -1;
+        if (n == cap) { /* geometric growth: linear in the rows */
+            cap = cap ? 2 * cap : 16;
+            struct lp_gpu *r = realloc(rows, cap * sizeof *r);
+            if (!r) {
+                free(rows);
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
+            rows = r;
         }
-        rows = r;
         rows[n++] = g;
     }
     /* a user's row with a known name replaces that row; the others go first */
@@ -139,20 +144,23 @@ int lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err, size_
         return -1;
     if (!file)
         return 0;
-    FILE *f = fopen(file, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", file, strerror(errno));
-        lp_gpu_table_free(t);
-        return -1;
+    /* whole or not at all: a longer file was cut at 1 MiB, and a FIFO blocked the open */
+    char *text = NULL;
+    size_t len = 0;
+    int rc = lp_model_file_read(file, LP_HW_FILE_MAX_BYTES, "a hardware table (--hw-file, "
+                                "tab-separated rows as in data/hardware.tsv)", &text, &len, err,
+                                errlen);
+    if (rc == 0 && strlen(text) != len) {
+        snprintf(err, errlen, "%s: holds a NUL byte: not a hardware table", file);
+        rc = -1;
     }
-    char *text = calloc(1, 1 << 20);
-    size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    int rc = text ? parse_rows(t, text, file, 1, err, errlen) : -1;
+    if (rc == 0)
+        rc = parse_rows(t, text, file, 1, err, errlen);
     free(text);
-    if (rc != 0)
+    if (rc != 0) {
         lp_gpu_table_free(t);
-    (void)len;
+        rc = -1;
+    }
     return rc;
 }
 

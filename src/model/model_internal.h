@@ -7,7 +7,12 @@
 #include "llmprof/model.h"
 
 #define LP_CFG_REQUIRED INT64_MIN
-#define LP_CFG_MAX_DIM ((int64_t)1 << 40)
+
+/* Input size bounds: bytes of a config.json, and JSON values (what jansson allocates, about
+ * 40 bytes each) in any JSON text the model reads. */
+#define LP_CONFIG_MAX_BYTES ((size_t)16 << 20)
+#define LP_CONFIG_MAX_VALUES ((size_t)1 << 20)
+#define LP_WEIGHTS_MAX_VALUES ((size_t)8 << 20)
 
 struct lp_cfg {
     const char *name;       /* the file, for messages */
@@ -19,8 +24,10 @@ struct lp_cfg {
 };
 
 void lp_cfg_fail(struct lp_cfg *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* An integer at KEY: DEF when absent (LP_CFG_REQUIRED: an error), at least MIN. */
-int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, int64_t min);
+/* An integer at KEY: DEF when absent (LP_CFG_REQUIRED: an error), MIN to MAX (one of the
+ * LP_MODEL_MAX_* bounds; past it the message names the key, the value and the bound). */
+int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, int64_t min,
+                   int64_t max);
 int lp_cfg_bool(struct lp_cfg *c, json_t *obj, const char *key, int def);
 const char *lp_cfg_str(struct lp_cfg *c, json_t *obj, const char *key, const char *def);
 json_t *lp_cfg_obj(struct lp_cfg *c, json_t *obj, const char *key, int required);
@@ -29,6 +36,21 @@ void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, c
 /* Adds COUNT layers to the group of their kind (a new one if none). */
 int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
                        const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp);
+
+/* Reads the regular file PATH whole into *TEXT (NUL-terminated; free it) and *LEN, refusing
+ * anything else (a FIFO would block) and files over MAX bytes (WHAT says what it should be).
+ * Returns 0, -1 with ERR, or 1 (ERR set too) when PATH does not exist (ENOENT, ENOTDIR). */
+int lp_model_file_read(const char *path, size_t max, const char *what, char **text, size_t *len,
+                       char *err, size_t errlen);
+/* Parses TEXT as JSON (jansson FLAGS), first refusing a text of more than MAX_VALUES values, so
+ * that no input makes jansson allocate more than about 40 bytes x MAX_VALUES. NULL with ERR
+ * (NAME names the text). */
+json_t *lp_model_json_parse(const char *text, size_t len, size_t max_values, size_t flags,
+                            const char *name, char *err, size_t errlen);
+
+/* Parameters by module (the workload does not matter; active: per token), for the analysis
+ * and for the parser's bound on the whole model. */
+void lp_model_count_params(const struct lp_model *m, struct lp_params *p);
 
 /* One parser per architecture family; each fills M from ROOT or fails through C. */
 int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m);

@@ -3,12 +3,19 @@
  * tensor group of a model directory, without reading any weight. */
 #include <dirent.h>
 #include <errno.h>
-#include <jansson.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "llmprof/model.h"
+#include "model_internal.h"
+
+/* The format's own header limit (the reference reader's HeaderTooLarge), and the index's. */
+#define LP_SAFETENSORS_MAX_HEADER UINT64_C(100000000)
+#define LP_SAFETENSORS_MAX_INDEX ((size_t)64 << 20)
 
 const char *lp_weight_group_name(enum lp_weight_group g)
 {
@@ -33,11 +40,13 @@ double lp_weights_analytic(const struct lp_params *p, enum lp_weight_group g)
     return (unsigned)g < LP_WG_COUNT && module_of[g] >= 0 ? p->per_module[module_of[g]] : 0;
 }
 
-static double dtype_size(const char *d)
+/* Bytes per element of a safetensors dtype; 0 for one this table does not know (packed
+ * formats), whose data size is then not checked. */
+static uint64_t dtype_size(const char *d)
 {
     static const struct {
         const char *name;
-        double size;
+        uint64_t size;
     } sizes[] = {{"F64", 8}, {"I64", 8}, {"U64", 8}, {"F32", 4}, {"I32", 4}, {"U32", 4},
                  {"F16", 2}, {"BF16", 2}, {"I16", 2}, {"U16", 2}, {"I8", 1}, {"U8", 1},
                  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1}};
@@ -86,15 +95,120 @@ static enum lp_weight_group classify(const char *n, const struct lp_model *m)
     return LP_WG_OTHER;
 }
 
-int lp_safetensors_header_parse(const char *text, size_t len, const char *name,
-                                const struct lp_model *m, struct lp_weights *w, char *err,
-                                size_t errlen)
+/* A whole number >= 0 at V into *X; 0 when V is not one. */
+static int get_u64(const json_t *v, uint64_t *x)
 {
-    json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return 0;
+    *x = (uint64_t)json_integer_value(v);
+    return 1;
+}
+
+/* Checks one tensor entry T named KEY and adds it to W. DATA_SIZE: the bytes after the
+ * header, UINT64_MAX when unknown. Every size is a uint64 whose products are checked: no
+ * input overflows or is taken at a wrong size. */
+static int add_tensor(const char *name, const char *key, json_t *t, uint64_t data_size,
+                      const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+{
+    json_t *dtype = json_object_get(t, "dtype"), *shape = json_object_get(t, "shape");
+    json_t *off = json_object_get(t, "data_offsets");
+    if (!json_is_object(t) || !json_is_string(dtype) || !json_is_array(shape) ||
+        !json_is_array(off) || json_array_size(off) != 2) {
+        snprintf(err, errlen, "%s: tensor \"%.80s\" lacks dtype, shape or data_offsets (a pair)",
+                 name, key);
+        return -1;
+    }
+    const char *dn = json_string_value(dtype);
+    /* the element count: a zero dimension makes it 0 whatever the others are */
+    uint64_t numel = 1, dim;
+    int zero = 0;
+    size_t i;
+    json_t *d;
+    json_array_foreach(shape, i, d) {
+        if (!get_u64(d, &dim)) {
+            snprintf(err, errlen, "%s: tensor \"%.80s\": shape[%zu] is not a whole number >= 0",
+                     name, key, i);
+            return -1;
+        }
+        zero |= dim == 0;
+    }
+    json_array_foreach(shape, i, d) {
+        if (!zero && __builtin_mul_overflow(numel, (uint64_t)json_integer_value(d), &numel)) {
+            snprintf(err, errlen, "%s: tensor \"%.80s\": its shape's element count overflows 64 "
+                                  "bits: the header is corrupt", name, key);
+            return -1;
+        }
+    }
+    if (zero)
+        numel = 0;
+    uint64_t begin, end;
+    if (!get_u64(json_array_get(off, 0), &begin) || !get_u64(json_array_get(off, 1), &end)) {
+        snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets must be two whole numbers >= 0 "
+                              "(begin, end): the header is corrupt", name, key);
+        return -1;
+    }
+    if (begin > end) {
+        snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets begin at %llu, after their end "
+                              "%llu: the header is corrupt", name, key, (unsigned long long)begin,
+                 (unsigned long long)end);
+        return -1;
+    }
+    uint64_t size = dtype_size(dn), bytes = 0;
+    if (size > 0 && (__builtin_mul_overflow(numel, size, &bytes) || end - begin != bytes)) {
+        snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets [%llu, %llu] hold %llu bytes, "
+                              "but %llu elements of %s need %s%llu: the header is corrupt",
+                 name, key, (unsigned long long)begin, (unsigned long long)end,
+                 (unsigned long long)(end - begin), (unsigned long long)numel, dn,
+                 bytes < numel ? "more than " : "", (unsigned long long)(bytes < numel ? numel : bytes));
+        return -1;
+    }
+    if (size == 0 && numel / 8 > end - begin) {
+        /* a dtype not in the table: no format packs more than 8 elements in a byte */
+        snprintf(err, errlen, "%s: tensor \"%.80s\": %llu elements of %s in %llu bytes: the "
+                              "header is corrupt", name, key, (unsigned long long)numel, dn,
+                 (unsigned long long)(end - begin));
+        return -1;
+    }
+    if (end > data_size) {
+        snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets end at %llu, past the %llu bytes "
+                              "of data after the header: the file is cut short or corrupt",
+                 name, key, (unsigned long long)end, (unsigned long long)data_size);
+        return -1;
+    }
+    if (w->tensors == INT_MAX) {
+        snprintf(err, errlen, "%s: more than %d tensors in all", name, INT_MAX);
+        return -1;
+    }
+    w->tensors++;
+    w->params += (double)numel;
+    w->bytes += (double)(end - begin);
+    w->by_group[classify(key, m)] += (double)numel;
+    int k = 0;
+    while (k < w->n_dtypes && strcmp(w->by_dtype[k].name, dn))
+        k++;
+    if (k == w->n_dtypes && k < LP_MAX_DTYPES) {
+        snprintf(w->by_dtype[k].name, sizeof w->by_dtype[k].name, "%s", dn);
+        w->n_dtypes++;
+    }
+    if (k < w->n_dtypes)
+        w->by_dtype[k].params += (double)numel;
+    return 0;
+}
+
+static int parse_header(const char *text, size_t len, const char *name, uint64_t data_size,
+                        const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+{
+    if (len > LP_SAFETENSORS_MAX_HEADER) {
+        snprintf(err, errlen, "%s: the safetensors header is %zu bytes, over the format's limit of "
+                              "%llu", name, len, (unsigned long long)LP_SAFETENSORS_MAX_HEADER);
+        return -1;
+    }
+    char jerr[512];
+    json_t *root = lp_model_json_parse(text, len, LP_WEIGHTS_MAX_VALUES, JSON_REJECT_DUPLICATES,
+                                       name, jerr, sizeof jerr);
     if (!root || !json_is_object(root)) {
         snprintf(err, errlen, "%s: the safetensors header is not a JSON object (%s)", name,
-                 root ? "other JSON" : jerr.text);
+                 root ? "other JSON" : jerr);
         json_decref(root);
         return -1;
     }
@@ -102,92 +216,83 @@ int lp_safetensors_header_parse(const char *text, size_t len, const char *name,
     json_t *t;
     int rc = 0;
     json_object_foreach(root, key, t) {
-        if (!strcmp(key, "__metadata__"))
-            continue;
-        json_t *dtype = json_object_get(t, "dtype"), *shape = json_object_get(t, "shape");
-        json_t *off = json_object_get(t, "data_offsets");
-        if (!json_is_object(t) || !json_is_string(dtype) || !json_is_array(shape) ||
-            !json_is_array(off) || json_array_size(off) != 2) {
-            snprintf(err, errlen, "%s: tensor \"%.80s\" lacks dtype, shape or data_offsets", name, key);
-            rc = -1;
+        if (strcmp(key, "__metadata__") != 0 &&
+            (rc = add_tensor(name, key, t, data_size, m, w, err, errlen)) != 0)
             break;
-        }
-        double numel = 1;
-        size_t i;
-        json_t *d;
-        json_array_foreach(shape, i, d) {
-            if (!json_is_integer(d) || json_integer_value(d) < 0) {
-                snprintf(err, errlen, "%s: tensor \"%.80s\" has a shape that is not whole numbers",
-                         name, key);
-                rc = -1;
-                break;
-            }
-            numel *= (double)json_integer_value(d);
-        }
-        if (rc)
-            break;
-        json_t *a = json_array_get(off, 0), *b = json_array_get(off, 1);
-        double size = dtype_size(json_string_value(dtype));
-        if (!json_is_integer(a) || !json_is_integer(b) || json_integer_value(b) < json_integer_value(a) ||
-            (size > 0 && (double)(json_integer_value(b) - json_integer_value(a)) != numel * size)) {
-            snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets do not match its shape and "
-                                  "dtype %s", name, key, json_string_value(dtype));
-            rc = -1;
-            break;
-        }
-        w->tensors++;
-        w->params += numel;
-        w->bytes += (double)(json_integer_value(b) - json_integer_value(a));
-        w->by_group[classify(key, m)] += numel;
-        const char *dn = json_string_value(dtype);
-        int k = 0;
-        while (k < w->n_dtypes && strcmp(w->by_dtype[k].name, dn))
-            k++;
-        if (k == w->n_dtypes && k < LP_MAX_DTYPES) {
-            snprintf(w->by_dtype[k].name, sizeof w->by_dtype[k].name, "%s", dn);
-            w->n_dtypes++;
-        }
-        if (k < w->n_dtypes)
-            w->by_dtype[k].params += numel;
     }
     json_decref(root);
     return rc;
 }
 
+int lp_safetensors_header_parse(const char *text, size_t len, const char *name,
+                                const struct lp_model *m, struct lp_weights *w, char *err,
+                                size_t errlen)
+{
+    return parse_header(text, len, name, UINT64_MAX, m, w, err, errlen);
+}
+
+/* Reads the header of the safetensors file PATH (checking its length against the file's
+ * size before allocating) into W. */
 static int read_header(const char *path, const struct lp_model *m, struct lp_weights *w,
                        char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: a FIFO must not block the open; only regular files are read */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
-    unsigned char len8[8];
     int rc = -1;
     char *text = NULL;
-    if (fread(len8, 1, 8, f) != 8) {
-        snprintf(err, errlen, "%s: shorter than a safetensors header", path);
+    struct stat st;
+    unsigned char len8[8];
+    if (fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file; a safetensors file is expected", path);
+        goto out;
+    }
+    uint64_t file_size = (uint64_t)st.st_size;
+    if (file_size < 8 || pread(fd, len8, 8, 0) != 8) {
+        snprintf(err, errlen, "%s: shorter than a safetensors header (8 bytes of length)", path);
         goto out;
     }
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--)
         n = n << 8 | len8[i];
-    if (n == 0 || n > (100u << 20)) {
-        snprintf(err, errlen, "%s: header length %llu is not plausible (0 or over 100 MiB)", path,
-                 (unsigned long long)n);
+    if (n == 0 || n > LP_SAFETENSORS_MAX_HEADER) {
+        snprintf(err, errlen, "%s: header length %llu is not plausible (1 to %llu bytes): not a "
+                              "safetensors file", path, (unsigned long long)n,
+                 (unsigned long long)LP_SAFETENSORS_MAX_HEADER);
+        goto out;
+    }
+    if (n > file_size - 8) {
+        snprintf(err, errlen, "%s: header length %llu is past the end of the %llu-byte file: cut "
+                              "short or not a safetensors file", path, (unsigned long long)n,
+                 (unsigned long long)file_size);
         goto out;
     }
     text = malloc(n);
-    if (!text || fread(text, 1, n, f) != n) {
-        snprintf(err, errlen, "%s: header cut short (%llu bytes announced)", path,
-                 (unsigned long long)n);
+    size_t got = 0;
+    while (text && got < n) {
+        ssize_t r = pread(fd, text + got, n - got, (off_t)(8 + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (!text || got != n) {
+        snprintf(err, errlen, "%s: %s", path, text ? "header cut short while read" : "out of memory");
         goto out;
     }
-    rc = lp_safetensors_header_parse(text, n, path, m, w, err, errlen);
+    rc = parse_header(text, n, path, file_size - 8 - n, m, w, err, errlen);
     w->files += rc == 0;
 out:
     free(text);
-    fclose(f);
+    close(fd);
     return rc;
 }
 
@@ -203,9 +308,19 @@ int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights
     memset(w, 0, sizeof *w);
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    json_error_t jerr;
-    json_t *index = json_load_file(path, 0, &jerr);
-    if (index) {
+    char *text = NULL;
+    size_t len = 0;
+    int irc = lp_model_file_read(path, LP_SAFETENSORS_MAX_INDEX,
+                                 "a safetensors index (model.safetensors.index.json)", &text, &len,
+                                 err, errlen);
+    if (irc < 0)
+        return -1;
+    if (irc == 0) {
+        json_t *index = lp_model_json_parse(text, len, LP_WEIGHTS_MAX_VALUES,
+                                            JSON_REJECT_DUPLICATES, path, err, errlen);
+        free(text);
+        if (!index)
+            return -1;
         json_t *map = json_object_get(index, "weight_map");
         if (!json_is_object(map)) {
             snprintf(err, errlen, "%s: no \"weight_map\" object", path);
@@ -218,8 +333,10 @@ int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights
         json_t *file;
         int rc = 0;
         json_object_foreach(map, key, file) {
-            if (!json_is_string(file) || strchr(json_string_value(file), '/')) {
-                snprintf(err, errlen, "%s: weight_map[\"%.80s\"] is not a file name", path, key);
+            if (!json_is_string(file) || !*json_string_value(file) ||
+                strchr(json_string_value(file), '/')) {
+                snprintf(err, errlen, "%s: weight_map[\"%.80s\"] is not a file name in the "
+                                      "directory", path, key);
                 rc = -1;
                 break;
             }

@@ -73,8 +73,33 @@ static void vit_block(struct lp_cost *c, double width, double mlp, double act, d
     c->other_flops += act * t * mlp;
 }
 
+/* Adds K times C, parameters included, to DST. */
+static void add_times(struct lp_cost *dst, const struct lp_cost *c, double k)
+{
+    dst->params += k * c->params;
+    dst->matmul_flops += k * c->matmul_flops;
+    dst->other_flops += k * c->other_flops;
+    dst->weight_bytes += k * c->weight_bytes;
+    dst->act_bytes += k * c->act_bytes;
+}
+
+/* Global blocks that exist, each once (a parsed spec holds only those; a spec built by hand
+ * may not). */
+static int64_t sam_global_blocks(const struct lp_vision_spec *v)
+{
+    int64_t n = 0;
+    for (int i = 0; i < v->n_sam_global && i < 16; i++) {
+        int dup = 0;
+        for (int k = 0; k < i; k++)
+            dup |= v->sam_global[k] == v->sam_global[i];
+        n += !dup && v->sam_global[i] >= 0 && v->sam_global[i] < v->sam_layers;
+    }
+    return n;
+}
+
 /* One view of SIDE pixels through SAM, CLIP and the projector (SIDE = 0: parameters only,
- * at the configured image size). */
+ * at the configured image size). Identical blocks are costed once and multiplied: the time
+ * does not depend on the layer counts. */
 static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb, double ab,
                         struct lp_cost *sam, struct lp_cost *clip, struct lp_cost *proj)
 {
@@ -88,20 +113,20 @@ static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb,
     sam->weight_bytes += g_cfg * g_cfg * w * wb;
     double win = (double)v->sam_window;
     double padded = ceil(g / win) * win;
-    for (int64_t l = 0; l < v->sam_layers; l++) {
-        int global = 0;
-        for (int i = 0; i < v->n_sam_global; i++)
-            global |= v->sam_global[i] == l;
+    int64_t n_global = sam_global_blocks(v);
+    for (int global = 0; global < 2; global++) {
+        struct lp_cost blk = {0};
         double span = global ? g_cfg : win; /* relative-position tables: 2 * span - 1 rows */
         double head_dim = w / (double)v->sam_heads;
-        sam->params += 2 * (2 * span - 1) * head_dim;
-        sam->weight_bytes += 2 * (2 * span - 1) * head_dim * wb;
-        vit_block(sam, w, (double)v->sam_mlp, 8 /* GELU */, n, wb, ab);
+        blk.params += 2 * (2 * span - 1) * head_dim;
+        blk.weight_bytes += 2 * (2 * span - 1) * head_dim * wb;
+        vit_block(&blk, w, (double)v->sam_mlp, 8 /* GELU */, n, wb, ab);
         double queries = global ? n : padded * padded;
         double keys = global ? n : win * win; /* per query: its window, or everything */
         double rel = global ? g : win;
-        sam->matmul_flops += 4 * w * queries * keys + 2 * w * queries * 2 * rel;
-        sam->other_flops += 5 * (double)v->sam_heads * queries * keys;
+        blk.matmul_flops += 4 * w * queries * keys + 2 * w * queries * 2 * rel;
+        blk.other_flops += 5 * (double)v->sam_heads * queries * keys;
+        add_times(sam, &blk, (double)(global ? n_global : v->sam_layers - n_global));
     }
     /* neck and compressor (convolutions without bias; LayerNorm2d after each neck conv) */
     double nc = (double)v->neck_channels;
@@ -117,11 +142,11 @@ static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb,
     clip->params += cw + 3.0 * (double)(v->clip_patch * v->clip_patch) * cw + (cgrid * cgrid + 1) * cw;
     clip->weight_bytes += (cw + (cgrid * cgrid + 1) * cw) * wb; /* the conv stem is not used */
     layernorm(clip, cw, t, wb, ab);
-    for (int64_t l = 0; l < v->clip_layers; l++) {
-        vit_block(clip, cw, (double)v->clip_mlp, 4 /* quick_gelu */, t, wb, ab);
-        clip->matmul_flops += 4 * cw * t * t;
-        clip->other_flops += 5 * (double)v->clip_heads * t * t;
-    }
+    struct lp_cost blk = {0};
+    vit_block(&blk, cw, (double)v->clip_mlp, 4 /* quick_gelu */, t, wb, ab);
+    blk.matmul_flops += 4 * cw * t * t;
+    blk.other_flops += 5 * (double)v->clip_heads * t * t;
+    add_times(clip, &blk, (double)v->clip_layers);
     /* projector, and the two learned rows (image newline, view separator) */
     lin(proj, (double)v->proj_in, (double)v->proj_out, 1, side ? n / 16 : 0, wb, ab);
     proj->params += 2 * (double)v->proj_out;
@@ -155,8 +180,10 @@ int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, dou
         return 0;
     int64_t tiles = 0;
     if (w->vision_mode == LP_VISION_MODE_GUNDAM) {
-        tiles = w->tiles_w * w->tiles_h;
-        if (w->tiles_w < 1 || w->tiles_h < 1 || tiles < 2 || tiles > 9) {
+        /* each side first: their product must not overflow */
+        int sides_ok = w->tiles_w >= 1 && w->tiles_w <= 9 && w->tiles_h >= 1 && w->tiles_h <= 9;
+        tiles = sides_ok ? w->tiles_w * w->tiles_h : 0;
+        if (tiles < 2 || tiles > 9) {
             snprintf(err, errlen, "Gundam mode takes 2 to 9 tiles in all (--tiles WxH), not %lldx%lld",
                      (long long)w->tiles_w, (long long)w->tiles_h);
             return -1;

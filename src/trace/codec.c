@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-enum field_kind { F_TS, F_END, F_U32, F_U64, F_I32, F_CORR, F_RAW16 };
+enum field_kind { F_TS, F_END, F_U32, F_STR, F_U64, F_I32, F_CORR, F_RAW16 };
 
 struct field {
     uint16_t offset;
@@ -20,7 +20,7 @@ struct field {
 
 static const struct field kernel_fields[] = {
     FLD(lp_kernel, start, F_TS), FLD(lp_kernel, end, F_END),
-    FLD(lp_kernel, name, F_U32), FLD(lp_kernel, correlation, F_CORR),
+    FLD(lp_kernel, name, F_STR), FLD(lp_kernel, correlation, F_CORR),
     FLD(lp_kernel, device, F_U32), FLD(lp_kernel, context, F_U32),
     FLD(lp_kernel, stream, F_U32),
     FLD(lp_kernel, grid[0], F_I32), FLD(lp_kernel, grid[1], F_I32), FLD(lp_kernel, grid[2], F_I32),
@@ -57,13 +57,13 @@ static const struct field memory_fields[] = {
 
 static const struct field marker_fields[] = {
     FLD(lp_marker, timestamp, F_TS), FLD(lp_marker, id, F_U32), FLD(lp_marker, flags, F_U32),
-    FLD(lp_marker, name, F_U32), FLD(lp_marker, domain, F_U32), FLD(lp_marker, thread, F_U32),
+    FLD(lp_marker, name, F_STR), FLD(lp_marker, domain, F_STR), FLD(lp_marker, thread, F_U32),
 };
 
 static const struct field api_fields[] = {
     FLD(lp_api, start, F_TS), FLD(lp_api, end, F_END), FLD(lp_api, correlation, F_CORR),
     FLD(lp_api, thread, F_U32), FLD(lp_api, domain, F_U32), FLD(lp_api, cbid, F_U32),
-    FLD(lp_api, name, F_U32), FLD(lp_api, status, F_U32),
+    FLD(lp_api, name, F_STR), FLD(lp_api, status, F_U32),
 };
 
 static const struct field nvml_fields[] = {
@@ -77,7 +77,7 @@ static const struct field nvml_fields[] = {
 };
 
 static const struct field device_fields[] = {
-    FLD(lp_device, id, F_U32), FLD(lp_device, name, F_U32), FLD(lp_device, uuid, F_RAW16),
+    FLD(lp_device, id, F_U32), FLD(lp_device, name, F_STR), FLD(lp_device, uuid, F_RAW16),
     FLD(lp_device, cc_major, F_U32), FLD(lp_device, cc_minor, F_U32),
     FLD(lp_device, sm_count, F_U32), FLD(lp_device, mem_bytes, F_U64),
     FLD(lp_device, mem_bandwidth_kbps, F_U64), FLD(lp_device, core_clock_khz, F_U32),
@@ -91,36 +91,68 @@ static const struct field overhead_fields[] = {
 };
 
 static const struct field loss_fields[] = {
-    FLD(lp_loss, source, F_U32), FLD(lp_loss, count, F_U64), FLD(lp_loss, what, F_U32),
+    FLD(lp_loss, source, F_U32), FLD(lp_loss, count, F_U64), FLD(lp_loss, what, F_STR),
 };
 
 static const struct field gemm_fields[] = {
     FLD(lp_gemm, start, F_TS), FLD(lp_gemm, end, F_END), FLD(lp_gemm, thread, F_U32),
-    FLD(lp_gemm, api, F_U32), FLD(lp_gemm, m, F_U64), FLD(lp_gemm, n, F_U64),
+    FLD(lp_gemm, api, F_STR), FLD(lp_gemm, m, F_U64), FLD(lp_gemm, n, F_U64),
     FLD(lp_gemm, k, F_U64), FLD(lp_gemm, batch, F_U64), FLD(lp_gemm, transa, F_U32),
     FLD(lp_gemm, transb, F_U32), FLD(lp_gemm, a_type, F_U32), FLD(lp_gemm, b_type, F_U32),
     FLD(lp_gemm, c_type, F_U32), FLD(lp_gemm, d_type, F_U32),
-    FLD(lp_gemm, compute_type, F_U32), FLD(lp_gemm, algo, F_I32), FLD(lp_gemm, tile, F_U32),
+    FLD(lp_gemm, compute_type, F_U32), FLD(lp_gemm, algo, F_I32), FLD(lp_gemm, tile, F_STR),
     FLD(lp_gemm, splitk, F_U32), FLD(lp_gemm, epilogue, F_U32), FLD(lp_gemm, status, F_U32),
     FLD(lp_gemm, flags, F_U32),
 };
 
-#define TABLE(t) {t, sizeof t / sizeof t[0]}
+/* MIN is how many fields every record of the type carries: all of them as of format 1.1.
+ * A later minor version that appends fields keeps MIN at the old count, so old records,
+ * which lack the new fields, still decode (the new fields read as 0). A record shorter
+ * than MIN fields is malformed; the bound also keeps a decoded record at most a few times
+ * the bytes it took in the file. */
+#define TABLE(t, s) {t, sizeof t / sizeof t[0], sizeof t / sizeof t[0], sizeof(struct s)}
 static const struct {
     const struct field *fields;
-    size_t n;
+    size_t n, min;
+    size_t size; /* of the record's struct */
 } tables[LP_REC_TYPE_COUNT] = {
-    [LP_REC_KERNEL] = TABLE(kernel_fields),     [LP_REC_MEMCPY] = TABLE(memcpy_fields),
-    [LP_REC_MEMSET] = TABLE(memset_fields),     [LP_REC_MEMORY] = TABLE(memory_fields),
-    [LP_REC_MARKER] = TABLE(marker_fields),     [LP_REC_API] = TABLE(api_fields),
-    [LP_REC_NVML] = TABLE(nvml_fields),         [LP_REC_DEVICE] = TABLE(device_fields),
-    [LP_REC_OVERHEAD] = TABLE(overhead_fields), [LP_REC_LOSS] = TABLE(loss_fields),
-    [LP_REC_GEMM] = TABLE(gemm_fields),
+    [LP_REC_KERNEL] = TABLE(kernel_fields, lp_kernel),
+    [LP_REC_MEMCPY] = TABLE(memcpy_fields, lp_memcpy),
+    [LP_REC_MEMSET] = TABLE(memset_fields, lp_memset),
+    [LP_REC_MEMORY] = TABLE(memory_fields, lp_memory),
+    [LP_REC_MARKER] = TABLE(marker_fields, lp_marker),
+    [LP_REC_API] = TABLE(api_fields, lp_api),
+    [LP_REC_NVML] = TABLE(nvml_fields, lp_nvml_sample),
+    [LP_REC_DEVICE] = TABLE(device_fields, lp_device),
+    [LP_REC_OVERHEAD] = TABLE(overhead_fields, lp_overhead),
+    [LP_REC_LOSS] = TABLE(loss_fields, lp_loss),
+    [LP_REC_GEMM] = TABLE(gemm_fields, lp_gemm),
 };
 
 int lp_record_type_known(uint32_t type)
 {
     return type > 0 && type < LP_REC_TYPE_COUNT && (type == LP_REC_STRING || tables[type].n > 0);
+}
+
+int lp_record_layout(uint32_t type, struct lp_record_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    if (type >= LP_REC_TYPE_COUNT || tables[type].n == 0)
+        return -1;
+    l->size = tables[type].size;
+    for (size_t i = 0; i < tables[type].n; i++) {
+        const struct field *f = &tables[type].fields[i];
+        if (f->kind == F_TS && !l->has_ts) {
+            l->has_ts = 1;
+            l->ts = f->offset;
+        } else if (f->kind == F_END && !l->has_end) {
+            l->has_end = 1;
+            l->end = f->offset;
+        } else if (f->kind == F_STR && l->n_str < sizeof l->str / sizeof l->str[0]) {
+            l->str[l->n_str++] = f->offset;
+        }
+    }
+    return 0;
 }
 
 /* ---- buffers and varints ---- */
@@ -222,6 +254,7 @@ static void encode_fields(struct lp_buf *b, struct lp_delta_state *st, uint32_t 
             lp_buf_put_uvar(b, zigzag((int64_t)(u64 - last_ts)));
             break;
         case F_U32:
+        case F_STR:
             memcpy(&u32, p, 4);
             lp_buf_put_uvar(b, u32);
             break;
@@ -269,7 +302,8 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
     r->type = type;
     uint8_t *base = (uint8_t *)&r->u;
     uint64_t last_ts = 0;
-    for (size_t i = 0; i < tables[type].n && body.p < body.end; i++) {
+    size_t i = 0;
+    for (; i < tables[type].n && body.p < body.end; i++) {
         const struct field *f = &tables[type].fields[i];
         uint8_t *p = base + f->offset;
         uint64_t v = 0, u64;
@@ -289,6 +323,7 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
             memcpy(p, &u64, 8);
             break;
         case F_U32:
+        case F_STR:
             u32 = (uint32_t)v;
             memcpy(p, &u32, 4);
             break;
@@ -311,7 +346,7 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
             break;
         }
     }
-    return body.bad ? -1 : 0;
+    return body.bad || i < tables[type].min ? -1 : 0;
 }
 
 /* ---- chunk headers ---- */

@@ -16,7 +16,11 @@ enum lp_chunk_codec { LP_CODEC_RAW = 0, LP_CODEC_ZSTD = 1 };
 #define LP_FILE_HEADER_SIZE 16
 #define LP_CHUNK_HEADER_SIZE 32
 #define LP_CHUNK_MAGIC 0x4b43504cu /* "LPCK" */
-#define LP_CHUNK_MAX_RAW (256u << 20) /* a sane bound: larger is corrupt */
+/* A chunk decodes to at most this many bytes: the writer's chunks hold about 1 MiB (at most
+ * LP_WRITER_MAX_CHUNK plus one record or string), so a larger raw_size is corrupt. */
+#define LP_CHUNK_MAX_RAW (64u << 20)
+#define LP_WRITER_MAX_CHUNK (16u << 20) /* the largest chunk_bytes the writer takes */
+#define LP_WRITER_MAX_STRING (1u << 20) /* longer strings are cut to this many bytes */
 
 struct lp_chunk_header {
     uint32_t type, codec, payload_size, raw_size, n_records, payload_crc;
@@ -55,10 +59,22 @@ struct lp_delta_state {
 /* Appends type, length and fields of R. Strings are not handled here. */
 void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct lp_record *r);
 /* Decodes the fields of a record of TYPE from exactly LEN bytes at C. Fields a newer
- * minor version appended are skipped; fields missing read as 0. Returns 0, or -1 on
- * a malformed record. Unknown types must be skipped by the caller. */
+ * minor version appended are skipped; fields a later version appended and an older writer
+ * did not write read as 0. Returns 0, or -1 on a malformed record (including one shorter
+ * than the fields its type always has). Unknown types must be skipped by the caller. */
 int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
                      struct lp_record *r);
 int lp_record_type_known(uint32_t type);
+
+/* Where a record type keeps what the reader checks and rewrites: its first timestamp
+ * (start or timestamp), its end, and its string ids, as offsets into its struct. */
+struct lp_record_layout {
+    size_t size; /* of the struct */
+    int has_ts, has_end;
+    size_t ts, end;
+    size_t n_str, str[4];
+};
+/* 0 for a record type with a field table (not strings), -1 otherwise. */
+int lp_record_layout(uint32_t type, struct lp_record_layout *l);
 
 #endif

@@ -1,25 +1,59 @@
 /* Trace reader: loads a whole trace into typed arrays. Recovery is part of reading:
  * a torn tail (the process was killed mid-write) or a corrupt chunk is skipped with a
- * warning that says what was dropped, and everything else is kept. */
+ * warning that says what was dropped, and everything else is kept. Whatever the file
+ * holds, the reader's memory and time are bounded by its size (docs/trace-format.md,
+ * "Reading"), and records whose times cannot be true are counted, named in one warning per
+ * reason, and kept out of the arrays every total is summed from. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include "codec.h"
+#include "reader_internal.h"
 #include "llmprof/trace.h"
 
-static void warn(struct lp_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What a file can make the reader do (docs/trace-format.md, "Reading"). Records decode
+ * to RAW_BASE bytes plus RAW_PER_BYTE per byte of the file at most: real traces compress
+ * 3-10 times, the synthetic benchmark trace 22 times. */
+#define RAW_BASE (16ull << 20)
+#define RAW_PER_BYTE 128u
+#define MAX_CHUNK_WARNINGS 32 /* lines about single chunks; past it they are counted */
+#define MAX_META_PAIRS 16384  /* header pairs read; a collector writes about 100 */
+#define MAX_META_KEYS 1024
+#define MAX_DEVICE_RECORDS 16384 /* a collector writes two per GPU */
+#define MAX_DEVICES 1024
 
-static void warn(struct lp_trace *t, const char *fmt, ...)
+/* One string definition in file order: its id and where its bytes are in the pool. */
+struct strdef {
+    uint32_t id;
+    size_t off;
+};
+
+/* What lives only while one trace is read. */
+struct rd {
+    struct lp_trace *t;
+    size_t cap[LP_REC_TYPE_COUNT];
+    struct strdef *defs;
+    size_t n_defs, cap_defs;
+    char *pool;
+    size_t pool_len, pool_cap;
+    uint64_t raw_budget, raw_total;
+    uint64_t budget_chunks, budget_bytes;
+    uint64_t chunk_warnings;
+    uint64_t count_chunks, count_declared, count_decoded;
+    size_t count_off;
+    uint64_t meta_pairs, meta_dropped;
+    uint64_t device_records, devices_dropped;
+};
+
+__attribute__((format(printf, 2, 0))) static void vwarn(struct lp_trace *t, const char *fmt, va_list ap)
 {
     char line[512];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
     char **w = realloc(t->warnings, (t->n_warnings + 1) * sizeof *w);
     if (!w)
         return;
@@ -28,8 +62,37 @@ static void warn(struct lp_trace *t, const char *fmt, ...)
         t->n_warnings++;
 }
 
-static int set_meta(struct lp_trace *t, const char *k, size_t kl, const char *v, size_t vl)
+void lp_trace_warn(struct lp_trace *t, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    vwarn(t, fmt, ap);
+    va_end(ap);
+}
+
+/* A warning about one chunk: a file of many damaged chunks gives a few lines and a count. */
+static void chunk_warn(struct rd *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void chunk_warn(struct rd *rd, const char *fmt, ...)
+{
+    if (rd->chunk_warnings++ >= MAX_CHUNK_WARNINGS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vwarn(rd->t, fmt, ap);
+    va_end(ap);
+}
+
+static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
+
+/* ---- header pairs, devices, strings: counts bounded, lookups over bounded sets ---- */
+
+static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size_t vl)
+{
+    struct lp_trace *t = rd->t;
+    if (++rd->meta_pairs > MAX_META_PAIRS) {
+        rd->meta_dropped++;
+        return 0;
+    }
     char *key = strndup(k, kl), *value = strndup(v, vl);
     if (!key || !value)
         goto oom;
@@ -40,6 +103,12 @@ static int set_meta(struct lp_trace *t, const char *k, size_t kl, const char *v,
             free(key);
             return 0;
         }
+    }
+    if (t->n_meta >= MAX_META_KEYS) {
+        rd->meta_dropped++;
+        free(key);
+        free(value);
+        return 0;
     }
     struct lp_meta_kv *m = realloc(t->meta, (t->n_meta + 1) * sizeof *m);
     if (!m)
@@ -53,34 +122,6 @@ oom:
     return -1;
 }
 
-static int set_string(struct lp_trace *t, uint64_t id, const uint8_t *s, size_t len)
-{
-    if (id > (1u << 28)) /* far more strings than any trace holds: corrupt */
-        return -1;
-    if (id >= t->n_strings) {
-        size_t n = t->n_strings ? t->n_strings : 64;
-        while (n <= id)
-            n *= 2;
-        char **p = realloc(t->strings, n * sizeof *p);
-        if (!p)
-            return -1;
-        memset(p + t->n_strings, 0, (n - t->n_strings) * sizeof *p);
-        t->strings = p;
-        t->n_strings = n;
-    }
-    char *copy = strndup((const char *)s, len);
-    if (!copy)
-        return -1;
-    free(t->strings[id]);
-    t->strings[id] = copy;
-    return 0;
-}
-
-/* Capacities live beside the arrays only while reading. */
-struct caps {
-    size_t c[LP_REC_TYPE_COUNT];
-};
-
 static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t size)
 {
     if (*n == *cap) {
@@ -93,6 +134,34 @@ static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t s
     }
     memcpy((uint8_t *)*arr + *n * size, item, size);
     (*n)++;
+    return 0;
+}
+
+/* Keeps the definition's bytes (cut at a NUL, as C strings are) in the pool; ids are
+ * renumbered once everything is read (finish_strings). */
+static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
+{
+    if (id == 0) /* id 0 is "" and never defined: nothing to keep */
+        return 0;
+    const uint8_t *nul = memchr(s, 0, len);
+    if (nul)
+        len = (size_t)(nul - s);
+    if (rd->pool_len + len + 1 > rd->pool_cap) {
+        size_t c = rd->pool_cap ? rd->pool_cap : 4096;
+        while (c < rd->pool_len + len + 1)
+            c *= 2;
+        char *p = realloc(rd->pool, c);
+        if (!p)
+            return -1;
+        rd->pool = p;
+        rd->pool_cap = c;
+    }
+    struct strdef d = {id, rd->pool_len};
+    if (append((void **)&rd->defs, &rd->n_defs, &rd->cap_defs, &d, sizeof d) != 0)
+        return -1;
+    memcpy(rd->pool + rd->pool_len, s, len);
+    rd->pool[rd->pool_len + len] = '\0';
+    rd->pool_len += len + 1;
     return 0;
 }
 
@@ -117,12 +186,24 @@ static int merge_device(struct lp_trace *t, const struct lp_device *d)
     return 0;
 }
 
-static int store(struct lp_trace *t, struct caps *caps, const struct lp_record *r)
+static int store(struct rd *rd, const struct lp_record *r)
 {
-    if (r->type == LP_REC_DEVICE && merge_device(t, &r->u.device))
-        return 0;
+    struct lp_trace *t = rd->t;
+    if (r->type == LP_REC_DEVICE) {
+        /* bounded, so merging by a scan of the devices stays cheap */
+        if (++rd->device_records > MAX_DEVICE_RECORDS) {
+            rd->devices_dropped++;
+            return 0;
+        }
+        if (merge_device(t, &r->u.device))
+            return 0;
+        if (t->n_devices >= MAX_DEVICES) {
+            rd->devices_dropped++;
+            return 0;
+        }
+    }
 #define APPEND(arr, cnt, member) \
-    append((void **)&t->arr, &t->cnt, &caps->c[r->type], &r->u.member, sizeof r->u.member)
+    append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member)
     switch (r->type) {
     case LP_REC_KERNEL: return APPEND(kernels, n_kernels, kernel);
     case LP_REC_MEMCPY: return APPEND(memcpys, n_memcpys, memcpy);
@@ -140,9 +221,31 @@ static int store(struct lp_trace *t, struct caps *caps, const struct lp_record *
 #undef APPEND
 }
 
-/* Returns records kept; sets *bad when the chunk's record stream is malformed. */
-static uint64_t decode_records(struct lp_trace *t, struct caps *caps, const uint8_t *raw,
-                               size_t len, int *bad, int *oom)
+void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
+{
+#define CASE(T, arr, cnt) case T: *n = &t->cnt; return (void **)&t->arr
+    switch (type) {
+    CASE(LP_REC_KERNEL, kernels, n_kernels);
+    CASE(LP_REC_MEMCPY, memcpys, n_memcpys);
+    CASE(LP_REC_MEMSET, memsets, n_memsets);
+    CASE(LP_REC_MEMORY, memory, n_memory);
+    CASE(LP_REC_MARKER, markers, n_markers);
+    CASE(LP_REC_API, apis, n_apis);
+    CASE(LP_REC_NVML, nvml, n_nvml);
+    CASE(LP_REC_DEVICE, devices, n_devices);
+    CASE(LP_REC_OVERHEAD, overheads, n_overheads);
+    CASE(LP_REC_LOSS, losses, n_losses);
+    CASE(LP_REC_GEMM, gemms, n_gemms);
+    default: *n = NULL; return NULL;
+    }
+#undef CASE
+}
+
+/* ---- chunks ---- */
+
+/* Returns records read (strings and unknown types included); sets *bad when the chunk's
+ * record stream is malformed. */
+static uint64_t decode_records(struct rd *rd, const uint8_t *raw, size_t len, int *bad, int *oom)
 {
     struct lp_cursor c = {raw, raw + len, 0};
     struct lp_delta_state delta = {0};
@@ -158,8 +261,12 @@ static uint64_t decode_records(struct lp_trace *t, struct caps *caps, const uint
             struct lp_cursor s = {c.p, c.p + body, 0};
             uint64_t id = lp_cur_uvar(&s), slen = lp_cur_uvar(&s);
             const uint8_t *bytes = s.bad ? NULL : lp_cur_bytes(&s, slen);
-            if (!bytes || set_string(t, id, bytes, slen) != 0) {
+            if (!bytes || id > UINT32_MAX) {
                 *bad = 1;
+                break;
+            }
+            if (add_string(rd, (uint32_t)id, bytes, slen) != 0) {
+                *oom = 1;
                 break;
             }
             c.p += body;
@@ -169,7 +276,7 @@ static uint64_t decode_records(struct lp_trace *t, struct caps *caps, const uint
                 *bad = 1;
                 break;
             }
-            if (store(t, caps, &r) != 0) {
+            if (store(rd, &r) != 0) {
                 *oom = 1;
                 break;
             }
@@ -181,20 +288,25 @@ static uint64_t decode_records(struct lp_trace *t, struct caps *caps, const uint
     return kept;
 }
 
-static int decode_meta(struct lp_trace *t, const uint8_t *raw, size_t len)
+/* Returns pairs read, or -1 when out of memory; sets *bad when malformed. */
+static int64_t decode_meta(struct rd *rd, const uint8_t *raw, size_t len, int *bad)
 {
     struct lp_cursor c = {raw, raw + len, 0};
-    while (c.p < c.end && !c.bad) {
+    int64_t pairs = 0;
+    while (c.p < c.end) {
         uint64_t kl = lp_cur_uvar(&c);
         const uint8_t *k = lp_cur_bytes(&c, kl);
         uint64_t vl = lp_cur_uvar(&c);
         const uint8_t *v = lp_cur_bytes(&c, vl);
-        if (!k || !v || c.bad)
+        if (!k || !v || c.bad) {
+            *bad = 1;
+            break;
+        }
+        if (set_meta(rd, (const char *)k, kl, (const char *)v, vl) != 0)
             return -1;
-        if (set_meta(t, (const char *)k, kl, (const char *)v, vl) != 0)
-            return -1;
+        pairs++;
     }
-    return c.bad ? -1 : 0;
+    return pairs;
 }
 
 /* Next offset after OFF where a valid chunk header starts, or SIZE. */
@@ -207,11 +319,189 @@ static size_t resync(const uint8_t *data, size_t size, size_t off)
     return size;
 }
 
-int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, const char *name,
-                      char *err, size_t errlen)
+/* A RECORDS, META or END chunk's body, checked and decoded; returns -1 when out of memory. */
+static int read_chunk(struct rd *rd, const struct lp_chunk_header *h, const uint8_t *body,
+                      size_t off)
 {
-    const uint8_t *data = data_;
-    *out = NULL;
+    struct lp_trace *t = rd->t;
+    int bad = 0, oom = 0;
+    uint64_t n;
+    t->n_chunks++;
+    if (h->type == LP_CHUNK_RECORDS) {
+        n = decode_records(rd, body, h->raw_size, &bad, &oom);
+        if (oom)
+            return -1;
+        if (bad)
+            chunk_warn(rd, "malformed record in chunk at byte %zu: %llu of %u records kept", off,
+                       (unsigned long long)n, h->n_records);
+        t->n_records += n;
+    } else {
+        int64_t pairs = decode_meta(rd, body, h->raw_size, &bad);
+        if (pairs < 0)
+            return -1;
+        n = (uint64_t)pairs;
+        if (bad)
+            chunk_warn(rd, "malformed header chunk at byte %zu: part of it dropped", off);
+        if (h->type == LP_CHUNK_END)
+            t->complete = 1;
+    }
+    /* The header's count is redundant with the payload, whose checksum held: what was
+     * decoded is kept, and the disagreement is reported once for the trace. */
+    if (!bad && n != h->n_records) {
+        if (!rd->count_chunks++)
+            rd->count_off = off;
+        rd->count_declared += h->n_records;
+        rd->count_decoded += n;
+    }
+    return 0;
+}
+
+/* ---- strings: renumbered densely, so nothing is sized by the largest id ---- */
+
+static int cmp_def(const void *a, const void *b)
+{
+    const struct strdef *x = a, *y = b;
+    if (x->id != y->id)
+        return x->id < y->id ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* SID holds the D distinct ids defined, sorted: id SID[i] becomes i + 1. */
+static uint32_t dense_id(const uint32_t *sid, size_t d, uint32_t id, uint32_t unknown,
+                         int *used_unknown)
+{
+    if (id == 0)
+        return 0;
+    if (id <= d && sid[id - 1] == id) /* the writer's ids: 1, 2, 3 ... */
+        return id;
+    size_t a = 0, b = d;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (sid[m] < id)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a < d && sid[a] == id)
+        return (uint32_t)(a + 1);
+    *used_unknown = 1;
+    return unknown;
+}
+
+/* The last definition of an id wins, as it would in a table filled in file order. Ids
+ * used but never defined (their chunk was lost) share one NULL entry: "<unknown>". */
+static int finish_strings(struct rd *rd)
+{
+    struct lp_trace *t = rd->t;
+    if (rd->n_defs)
+        qsort(rd->defs, rd->n_defs, sizeof *rd->defs, cmp_def);
+    size_t d = 0, bytes = 0;
+    for (size_t i = 0; i < rd->n_defs; i++) {
+        if (i + 1 < rd->n_defs && rd->defs[i + 1].id == rd->defs[i].id)
+            continue;
+        rd->defs[d++] = rd->defs[i];
+        bytes += strlen(rd->pool + rd->defs[i].off) + 1;
+    }
+    if (d >= UINT32_MAX - 1)
+        return -1;
+    uint32_t *sid = malloc((d ? d : 1) * sizeof *sid);
+    if (!sid)
+        return -1;
+    for (size_t i = 0; i < d; i++)
+        sid[i] = rd->defs[i].id;
+    uint32_t unknown = (uint32_t)d + 1;
+    int used_unknown = 0;
+    for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
+        struct lp_record_layout l;
+        size_t *n;
+        void **arr = lp_trace_array_of(t, type, &n);
+        if (!arr || lp_record_layout(type, &l) != 0 || l.n_str == 0)
+            continue;
+        for (size_t i = 0; i < *n; i++) {
+            uint8_t *rec = (uint8_t *)*arr + i * l.size;
+            for (size_t f = 0; f < l.n_str; f++) {
+                uint32_t id;
+                memcpy(&id, rec + l.str[f], 4);
+                id = dense_id(sid, d, id, unknown, &used_unknown);
+                memcpy(rec + l.str[f], &id, 4);
+            }
+        }
+    }
+    free(sid);
+    /* one block: the pointers, then the strings they point at */
+    size_t n = d + 1 + (used_unknown ? 1 : 0);
+    char **block = calloc(1, n * sizeof *block + bytes);
+    if (!block)
+        return -1;
+    char *p = (char *)(block + n);
+    for (size_t i = 0; i < d; i++) {
+        size_t len = strlen(rd->pool + rd->defs[i].off);
+        memcpy(p, rd->pool + rd->defs[i].off, len + 1);
+        block[i + 1] = p;
+        p += len + 1;
+    }
+    t->strings = block;
+    t->n_strings = n;
+    free(rd->defs);
+    free(rd->pool);
+    rd->defs = NULL;
+    rd->pool = NULL;
+    return 0;
+}
+
+/* ---- the whole file ---- */
+
+/* Everything that is known only once every chunk was read. */
+static int finish(struct rd *rd)
+{
+    struct lp_trace *t = rd->t;
+    if (rd->chunk_warnings > MAX_CHUNK_WARNINGS)
+        lp_trace_warn(t, "%llu more damaged chunks like the ones above (%llu bytes skipped in all)",
+             (unsigned long long)(rd->chunk_warnings - MAX_CHUNK_WARNINGS),
+             (unsigned long long)t->dropped_bytes);
+    if (finish_strings(rd) != 0)
+        return -1;
+    if (rd->budget_chunks)
+        lp_trace_warn(t, "%llu chunk%s (%llu bytes) dropped: the chunks before them already decoded to "
+                "%llu bytes, the most a file of this size may hold (%llu + %u per byte); the "
+                "file is corrupt or was made to exhaust memory",
+             (unsigned long long)rd->budget_chunks, plural(rd->budget_chunks),
+             (unsigned long long)rd->budget_bytes, (unsigned long long)rd->raw_total,
+             (unsigned long long)RAW_BASE, RAW_PER_BYTE);
+    if (rd->count_chunks)
+        lp_trace_warn(t, "%llu chunk%s declared a record count that differs from the records they hold "
+                "(first at byte %zu; %llu declared, %llu decoded in all): the records decoded "
+                "were kept",
+             (unsigned long long)rd->count_chunks, plural(rd->count_chunks), rd->count_off,
+             (unsigned long long)rd->count_declared, (unsigned long long)rd->count_decoded);
+    if (rd->meta_dropped)
+        lp_trace_warn(t, "%llu header key/value pair%s dropped: more than %d pairs or %d keys is not a "
+                "trace the collector writes",
+             (unsigned long long)rd->meta_dropped, plural(rd->meta_dropped), MAX_META_PAIRS,
+             MAX_META_KEYS);
+    if (rd->devices_dropped)
+        lp_trace_warn(t, "%llu device record%s dropped: more than %d device records or %d devices is "
+                "not a trace the collector writes",
+             (unsigned long long)rd->devices_dropped, plural(rd->devices_dropped),
+             MAX_DEVICE_RECORDS, MAX_DEVICES);
+    return lp_trace_drop_implausible(t);
+}
+
+/* Checks the file header; 0 when the chunks can be read. */
+static int check_header(const uint8_t *data, size_t size, const char *name, char *err,
+                        size_t errlen)
+{
+    if (size == 0) {
+        snprintf(err, errlen, "%s: empty trace: nothing was written (disk full?)", name);
+        return LP_ERR_FORMAT;
+    }
+    if (size < LP_FILE_HEADER_SIZE && memcmp(data, LP_TRACE_MAGIC, size < 8 ? size : 8) == 0) {
+        snprintf(err, errlen,
+                 "%s: truncated trace: only %zu of the %d header bytes were written (disk full, "
+                 "or the process was killed as it started?)",
+                 name, size, LP_FILE_HEADER_SIZE);
+        return LP_ERR_FORMAT;
+    }
     if (size < LP_FILE_HEADER_SIZE || memcmp(data, LP_TRACE_MAGIC, 8) != 0) {
         snprintf(err, errlen, "%s: not an llmprof trace (bad magic)", name);
         return LP_ERR_FORMAT;
@@ -228,52 +518,95 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
         snprintf(err, errlen, "%s: trace format version 0 is not valid", name);
         return LP_ERR_FORMAT;
     }
-    struct lp_trace *t = calloc(1, sizeof *t);
-    struct caps caps = {{0}};
+    if (size == LP_FILE_HEADER_SIZE) {
+        snprintf(err, errlen,
+                 "%s: no records: the process wrote the trace's header and nothing else (it "
+                 "was killed as it started, or the disk was full)",
+                 name);
+        return LP_ERR_FORMAT;
+    }
+    return LP_OK;
+}
+
+int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, const char *name,
+                      char *err, size_t errlen)
+{
+    const uint8_t *data = data_;
+    *out = NULL;
+    int rc = check_header(data, size, name, err, errlen);
+    if (rc != LP_OK)
+        return rc;
+    struct rd rd = {0};
+    struct lp_trace *t = rd.t = calloc(1, sizeof *t);
     uint8_t *raw = NULL;
     size_t raw_cap = 0;
     if (!t || !(t->path = strdup(name)))
         goto oom;
-    t->version_major = major;
-    t->version_minor = minor;
+    t->version_major = data[8] | (uint32_t)data[9] << 8;
+    t->version_minor = data[10] | (uint32_t)data[11] << 8;
     t->file_bytes = size;
+    rd.raw_budget = RAW_BASE + (uint64_t)RAW_PER_BYTE * size;
     size_t off = LP_FILE_HEADER_SIZE;
     while (off < size) {
         struct lp_chunk_header h;
         size_t left = size - off;
         if (left < LP_CHUNK_HEADER_SIZE) {
-            warn(t, "torn chunk header at byte %zu (%zu bytes): the process stopped while "
-                    "writing; dropped", off, left);
+            chunk_warn(&rd, "torn chunk header at byte %zu (%zu bytes): the process stopped "
+                            "while writing; dropped", off, left);
             t->dropped_bytes += left;
             break;
         }
         if (lp_chunk_header_unpack(data + off, &h) != 0) {
             size_t next = resync(data, size, off);
-            warn(t, "corrupt chunk header at byte %zu: skipped %zu bytes", off, next - off);
+            chunk_warn(&rd, "corrupt chunk header at byte %zu: skipped %zu bytes", off,
+                       next - off);
             t->dropped_bytes += next - off;
             off = next;
             continue;
         }
         size_t total = LP_CHUNK_HEADER_SIZE + (size_t)h.payload_size;
         if (total > left) {
-            warn(t, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): the "
-                    "process stopped while writing; dropped", off, h.n_records, left, total);
+            chunk_warn(&rd, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): "
+                            "the process stopped while writing; dropped",
+                       off, h.n_records, left, total);
             t->dropped_bytes += left;
             break;
         }
         const uint8_t *payload = data + off + LP_CHUNK_HEADER_SIZE;
         if (lp_crc32(payload, h.payload_size) != h.payload_crc || h.raw_size > LP_CHUNK_MAX_RAW ||
-            (h.codec != LP_CODEC_ZSTD && h.codec != LP_CODEC_RAW)) {
-            warn(t, "corrupt chunk at byte %zu (checksum or size): %u records dropped", off,
-                 h.n_records);
+            (h.codec != LP_CODEC_ZSTD && h.codec != LP_CODEC_RAW) ||
+            (h.codec == LP_CODEC_RAW && h.raw_size != h.payload_size)) {
+            chunk_warn(&rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped",
+                       off, h.n_records);
+            t->dropped_bytes += total;
+            off += total;
+            continue;
+        }
+        if (h.type != LP_CHUNK_META && h.type != LP_CHUNK_RECORDS && h.type != LP_CHUNK_END) {
+            off += total; /* a chunk type from a newer minor version */
+            continue;
+        }
+        if (h.raw_size > rd.raw_budget - rd.raw_total) {
+            rd.budget_chunks++;
+            rd.budget_bytes += total;
             t->dropped_bytes += total;
             off += total;
             continue;
         }
         const uint8_t *body = payload;
         if (h.codec == LP_CODEC_ZSTD) {
-            if (h.raw_size > raw_cap) {
-                uint8_t *p = realloc(raw, h.raw_size);
+            /* a single frame that says it holds raw_size bytes, before any memory is taken */
+            size_t frame = ZSTD_findFrameCompressedSize(payload, h.payload_size);
+            if (ZSTD_getFrameContentSize(payload, h.payload_size) != h.raw_size ||
+                ZSTD_isError(frame) || frame != h.payload_size) {
+                chunk_warn(&rd, "chunk at byte %zu is not one zstd frame of the size its header "
+                                "gives: %u records dropped", off, h.n_records);
+                t->dropped_bytes += total;
+                off += total;
+                continue;
+            }
+            if (h.raw_size > raw_cap || !raw) {
+                uint8_t *p = realloc(raw, h.raw_size ? h.raw_size : 1);
                 if (!p)
                     goto oom;
                 raw = p;
@@ -281,42 +614,31 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
             }
             size_t n = ZSTD_decompress(raw, h.raw_size, payload, h.payload_size);
             if (ZSTD_isError(n) || n != h.raw_size) {
-                warn(t, "chunk at byte %zu does not decompress: %u records dropped", off,
-                     h.n_records);
+                chunk_warn(&rd, "chunk at byte %zu does not decompress: %u records dropped", off,
+                           h.n_records);
                 t->dropped_bytes += total;
                 off += total;
                 continue;
             }
             body = raw;
-        } else if (h.raw_size != h.payload_size) {
-            warn(t, "corrupt raw chunk at byte %zu: %u records dropped", off, h.n_records);
-            t->dropped_bytes += total;
-            off += total;
-            continue;
         }
-        t->n_chunks++;
-        if (h.type == LP_CHUNK_META || h.type == LP_CHUNK_END) {
-            if (decode_meta(t, body, h.raw_size) != 0)
-                warn(t, "malformed header chunk at byte %zu: part of it dropped", off);
-            if (h.type == LP_CHUNK_END)
-                t->complete = 1;
-        } else if (h.type == LP_CHUNK_RECORDS) {
-            int bad = 0, oom = 0;
-            uint64_t kept = decode_records(t, &caps, body, h.raw_size, &bad, &oom);
-            if (oom)
-                goto oom;
-            if (bad)
-                warn(t, "malformed record in chunk at byte %zu: %llu of %u records kept", off,
-                     (unsigned long long)kept, h.n_records);
-            t->n_records += kept;
-        } /* unknown chunk types come from newer minor versions: skipped */
+        rd.raw_total += h.raw_size;
+        if (read_chunk(&rd, &h, body, off) != 0)
+            goto oom;
         off += total;
     }
     free(raw);
+    raw = NULL;
+    if (finish(&rd) != 0)
+        goto oom;
+    free(rd.defs);
+    free(rd.pool);
     *out = t;
     return LP_OK;
 oom:
     free(raw);
+    free(rd.defs);
+    free(rd.pool);
     lp_trace_free(t);
     snprintf(err, errlen, "%s: out of memory", name);
     return LP_ERR_NOMEM;
@@ -330,19 +652,27 @@ int lp_trace_read(struct lp_trace **out, const char *path, char *err, size_t err
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return LP_ERR_IO;
     }
-    uint8_t *data = NULL;
-    size_t len = 0, cap = 0;
-    int rc = LP_OK;
-    for (;;) {
+    struct stat st;
+    int have_st = fstat(fileno(f), &st) == 0;
+    if (have_st && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        snprintf(err, errlen, "cannot read %s: it is a directory", path);
+        return LP_ERR_IO;
+    }
+    /* A regular file is read into one allocation of its size (one byte more, to see the
+     * end); a pipe, or a file still growing, doubles the buffer as it comes. */
+    size_t len = 0, cap = have_st && S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : (1u << 20);
+    uint8_t *data = malloc(cap);
+    int rc = data ? LP_OK : LP_ERR_NOMEM;
+    while (rc == LP_OK) {
         if (len == cap) {
-            cap = cap ? cap * 2 : (1u << 20);
-            uint8_t *p = realloc(data, cap);
+            uint8_t *p = realloc(data, cap * 2);
             if (!p) {
                 rc = LP_ERR_NOMEM;
-                snprintf(err, errlen, "%s: out of memory", path);
                 break;
             }
             data = p;
+            cap *= 2;
         }
         size_t n = fread(data + len, 1, cap - len, f);
         len += n;
@@ -353,8 +683,12 @@ int lp_trace_read(struct lp_trace **out, const char *path, char *err, size_t err
             }
             break;
         }
+        if (len >= 8 && memcmp(data, LP_TRACE_MAGIC, 8) != 0)
+            break; /* not a trace (/dev/zero, say): reading on would not change that */
     }
     fclose(f);
+    if (rc == LP_ERR_NOMEM)
+        snprintf(err, errlen, "%s: out of memory", path);
     if (rc == LP_OK)
         rc = lp_trace_read_mem(out, data, len, path, err, errlen);
     free(data);
@@ -369,12 +703,10 @@ void lp_trace_free(struct lp_trace *t)
         free(t->meta[i].key);
         free(t->meta[i].value);
     }
-    for (size_t i = 0; i < t->n_strings; i++)
-        free(t->strings[i]);
     for (size_t i = 0; i < t->n_warnings; i++)
         free(t->warnings[i]);
     free(t->meta);
-    free(t->strings);
+    free(t->strings); /* one block with the strings */
     free(t->warnings);
     free(t->kernels);
     free(t->memcpys);

@@ -130,8 +130,15 @@ lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s)
     w->strs[w->n_strs++] = copy;
     w->slots[i] = (uint32_t)w->n_strs;
     lp_str id = w->id_base + (lp_str)w->n_strs - 1;
-    /* The definition precedes every record that uses it in the stream. */
+    /* The definition precedes every record that uses it in the stream. A string past
+     * LP_WRITER_MAX_STRING is cut there (at a UTF-8 boundary) so every chunk stays within
+     * what the reader takes. */
     size_t len = strlen(s);
+    if (len > LP_WRITER_MAX_STRING) {
+        len = LP_WRITER_MAX_STRING;
+        while (len > 0 && ((uint8_t)s[len] & 0xc0) == 0x80)
+            len--;
+    }
     struct lp_buf body = {0};
     lp_buf_put_uvar(&body, id);
     lp_buf_put_uvar(&body, len);
@@ -141,6 +148,10 @@ lp_str lp_trace_writer_intern(struct lp_trace_writer *w, const char *s)
     lp_buf_put(&w->raw, body.data, body.len);
     lp_buf_free(&body);
     w->pending_records++;
+    /* strings interned with no record between them still end a chunk at chunk_bytes (a
+     * failed write shows at the next add or close) */
+    if (w->raw.len >= w->chunk_bytes)
+        lp_trace_writer_flush(w);
     return id;
 }
 
@@ -156,6 +167,8 @@ int lp_trace_writer_open(struct lp_trace_writer **out, const char *path,
     w->fd = -1;
     w->zstd_level = opt && opt->zstd_level ? opt->zstd_level : 3;
     w->chunk_bytes = opt && opt->chunk_bytes ? opt->chunk_bytes : (1u << 20);
+    if (w->chunk_bytes > LP_WRITER_MAX_CHUNK)
+        w->chunk_bytes = LP_WRITER_MAX_CHUNK;
     w->cap_strs = 256;
     w->max_strings = opt && opt->max_strings ? opt->max_strings : (1u << 18);
     w->id_base = 1; /* id 0 is the empty string, never written */
@@ -219,6 +232,9 @@ static int write_chunk(struct lp_trace_writer *w, uint32_t type, const struct lp
         return LP_ERR_IO;
     if (raw->oom)
         return fail(w, LP_ERR_NOMEM, "out of memory while encoding records");
+    if (raw->len > LP_CHUNK_MAX_RAW) /* readers drop such a chunk as corrupt */
+        return fail(w, LP_ERR_ARG, "a chunk of %zu bytes is more than a reader takes (%u)",
+                    raw->len, LP_CHUNK_MAX_RAW);
     size_t bound = ZSTD_compressBound(raw->len);
     w->comp.len = 0;
     lp_buf_reserve(&w->comp, bound);

@@ -18,7 +18,7 @@ timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
 
 # LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone,
-# =harness the scripts written the common way
+# =harness the scripts written the common way, =killed the SIGKILL step
 only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
@@ -52,6 +52,9 @@ check "$B/bin/llmprof" record -o "$T/cupti-first" -- "$B/gpu/workload" --cupti-f
 "$B/bin/llmprof" info "$T/cupti-first"
 check "$B/bin/check_trace" cupti-first "$(trace_of "$T/cupti-first")"
 
+fi # tests of the C workload and torch
+
+if [ -z "$only" ] || [ "$only" = killed ]; then
 step "SIGKILL mid-run"
 "$B/bin/llmprof" record -o "$T/killed" -- "$B/gpu/workload" --loop 60 &
 rec=$!
@@ -60,9 +63,14 @@ child=$(pgrep -P "$rec" | head -1)
 kill_ns=$(date +%s%N)
 kill -9 "$child"
 wait "$rec"; echo "record exit status $? (137 expected)"
+# kept beside the trace, so the fixture's test checks the loss against the real kill time
+echo "$kill_ns" >"$T/killed/kill_ns"
 "$B/bin/llmprof" info "$T/killed"
 check "$B/bin/check_trace" killed "$(trace_of "$T/killed")" "$kill_ns"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print("meta:", m["status"], m.get("signal"), m.get("exit_code"))' "$T/killed/meta.json"
+fi # SIGKILL
+
+if [ -z "$only" ]; then
 
 step "child processes: two CUDA ranks under a parent without CUDA"
 check "$B/bin/llmprof" record -o "$T/ranks" -- "$PY" tests/gpu/two_ranks.py
@@ -169,7 +177,7 @@ for d in hf-llama hf-llama-b4 hf-moe hf-generate hf-llama-nogemm graph-decode \
 done
 fi # harness steps
 
-if [ "$only" != gemm ] && [ "$only" != harness ]; then
+if [ -z "$only" ] || [ "$only" = report ]; then
 step "report: per-operator ranges (emit_nvtx) on a 4-layer Llama decoder, 8 new tokens"
 check "$B/bin/llmprof" record -o "$T/llama-ops" -- "$PY" bench/llama_decode.py --emit-nvtx \
     --layers 4 --new-tokens 8 --runs 1 --warmup 1
@@ -198,6 +206,7 @@ step "pack fixtures"
 case $only in
 report) set -- llama-ops ;;
 harness) set -- ;;
+killed) set -- killed ;;
 gemm) set -- gemm torch-gemm llama-gemm llama-nonvtx ;;
 *) set -- workload workload-light torch profiler cupti-first killed llama llama-ops gemm torch-gemm \
     llama-gemm llama-nonvtx ;;
@@ -205,6 +214,7 @@ esac
 for d in "$@"; do
     mkdir -p "$T/fixtures/$d"
     cp "$T/$d"/*.lpt "$T/$d/meta.json" "$T/fixtures/$d/" 2>/dev/null
+    [ -f "$T/$d/kill_ns" ] && cp "$T/$d/kill_ns" "$T/fixtures/$d/"
 done
 tar -C "$T/fixtures" -czf "$OUT/fixtures.tar.gz" .
 echo "failed steps so far: $fails"

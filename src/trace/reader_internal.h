@@ -1,0 +1,18 @@
+/* What the reader's files share inside src/trace. */
+#ifndef LP_TRACE_READER_INTERNAL_H
+#define LP_TRACE_READER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmprof/trace.h"
+
+/* Adds one line to T's warnings (dropped silently when memory runs out). */
+void lp_trace_warn(struct lp_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The array of record TYPE in T and, in *N, its count; NULL for a type without one. */
+void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n);
+/* Leaves records whose times cannot be true out of T's arrays, one warning per reason;
+ * -1 when memory runs out. */
+int lp_trace_drop_implausible(struct lp_trace *t);
+
+#endif

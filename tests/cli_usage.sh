@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# CLI behaviour a new user meets: --version, mistyped commands, record's exit status when
+# its run cannot be written (a simulated full disk), links planted at its temporaries, --force
+# (only a run's own files, only once the new run can start), profile on a run it did not
+# record, signals passed on to the command (and one before it starts), llmprof installed with cmake --install, and README's "Try it" commands verbatim.
+# Usage: cli_usage.sh LLMPROF FAKE_CUDA_APP FIXTURES_DIR
+# The build directory is the one above LLMPROF's bin/ (LLMPROF_BUILD_DIR overrides it).
+set -u
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+LP=$(abs "$1") FAKE=$(abs "$2") FIX=$(abs "$3")
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${LLMPROF_BUILD_DIR:-$(cd "$(dirname "$LP")/.." && pwd)}
+CMAKE=${CMAKE_COMMAND:-cmake}
+T=$(mktemp -d /tmp/lp_usage.XXXXXX)
+T=$(cd "$T" && pwd -P)
+trap 'rm -rf "$T"' EXIT
+ulimit -c 0 # SIGQUIT below must not leave a core file
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok - $1"; }
+bad() { fail=$((fail + 1)); echo "not ok - $1"; }
+# expect STATUS PATTERN DESCRIPTION -- COMMAND...: exit status and a stderr/stdout pattern
+expect() {
+    local want=$1 pattern=$2 what=$3
+    shift 4
+    local out rc
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq "$want" ] && grep -q -- "$pattern" <<<"$out"; then ok "$what"; else
+        bad "$what (status $rc, wanted $want; output: $out)"; fi
+}
+
+# --version: version, commit, CUDA and CUPTI; fast
+out=$(timeout 5 "$LP" --version 2>&1)
+rc=$?
+re='^llmprof [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{7,}(-dirty)?|unknown), built against CUDA ([0-9]+\.[0-9]+|none|unknown), CUPTI API ([0-9]+|none|unknown)\)$'
+if [ "$rc" -eq 0 ] && grep -Eq "$re" <<<"$out"; then ok "--version names commit, CUDA and CUPTI"; else
+    bad "--version: status $rc, '$out'"; fi
+if [ -e "$BUILD/lib/libllmprof.so" ]; then
+    grep -q "CUDA [0-9]*\.[0-9]*, CUPTI API [0-9]" <<<"$out" && ok "--version of a build with the collector names its CUDA" ||
+        bad "--version: $out"
+fi
+if head=$(git -C "$SRC" --no-optional-locks rev-parse --short=7 HEAD 2>/dev/null) &&
+    [ "$(git -C "$SRC" rev-parse --show-toplevel 2>/dev/null)" = "$SRC" ]; then
+    grep -q "(commit $head[-,]" <<<"$out" && ok "--version names the checkout's commit ($head)" ||
+        bad "--version: '$out', HEAD is $head (rebuild after a commit)"
+fi
+
+# cmake/build_info.cmake on a scratch repository: the commit follows new commits, "-dirty"
+# when tracked files change, "unknown" outside git; an unchanged header is not rewritten
+if command -v git >/dev/null && command -v "$CMAKE" >/dev/null; then
+    R=$T/repo H=$T/build_info.h
+    info() { "$CMAKE" -DLP_SOURCE_DIR="$1" -DLP_GIT="$(command -v git)" -DLP_OUT="$H" \
+        -DLP_CUDA=13.0 -DLP_CUPTI=130001 -P "$SRC/cmake/build_info.cmake"; }
+    g() { git -C "$R" -c user.name=t -c user.email=t@example.com "$@"; }
+    mkdir -p "$R" && g init -q && echo a >"$R/f" && g add f && g commit -qm one
+    info "$R"
+    c1=$(g rev-parse --short=7 HEAD)
+    grep -q "LP_BUILD_COMMIT \"$c1\"" "$H" && grep -q 'LP_BUILD_CUDA "13.0"' "$H" &&
+        ok "build info: the commit" || bad "build info: $(cat "$H")"
+    touch -d '2001-01-01' "$H"
+    info "$R"
+    [ "$(stat -c %Y "$H")" = "$(date -d '2001-01-01' +%s)" ] && ok "build info: unchanged header left alone" ||
+        bad "build info: the header was rewritten"
+    echo b >"$R/f" && g commit -qam two
+    info "$R"
+    c2=$(g rev-parse --short=7 HEAD)
+    [ "$c1" != "$c2" ] && grep -q "LP_BUILD_COMMIT \"$c2\"" "$H" && ok "build info: follows a new commit" ||
+        bad "build info after a commit: $(cat "$H")"
+    echo c >>"$R/f"
+    info "$R"
+    grep -q "LP_BUILD_COMMIT \"$c2-dirty\"" "$H" && ok "build info: -dirty" || bad "build info: $(cat "$H")"
+    mkdir -p "$R/sub"
+    info "$R/sub"
+    grep -q 'LP_BUILD_COMMIT "unknown"' "$H" && ok "build info: a tree inside another repository is unknown" ||
+        bad "build info in a subdirectory: $(cat "$H")"
+fi
+
+# a mistyped command: did you mean
+expect 2 "'reprot' is not a command; did you mean 'report'?" "did you mean 'report'" -- "$LP" reprot
+expect 2 "did you mean 'record'?" "did you mean 'record'" -- "$LP" recrod
+expect 2 "did you mean 'info'?" "did you mean 'info'" -- "$LP" inof
+expect 2 "did you mean '--version'?" "did you mean '--version'" -- "$LP" --verison
+out=$("$LP" frobnicate 2>&1)
+[ $? -eq 2 ] && ! grep -q "did you mean" <<<"$out" && grep -q "is not a command; see 'llmprof --help'" <<<"$out" &&
+    ok "no suggestion for a word that is near nothing" || bad "frobnicate: $out"
+
+# a full disk: the command's trace gets nothing (a file size limit of 0; SIGXFSZ ignored, so
+# writes fail with EFBIG) and the command lowers record's own limit to 0 (prlimit on its
+# parent), so the final meta.json write fails too: record ignores SIGXFSZ and says why
+if command -v prlimit >/dev/null; then
+    fulldisk='prlimit --pid $PPID --fsize=0:0 && trap "" XFSZ && ulimit -f 0 && exec "$0" "$1"'
+    # stderr goes through a pipe: record's file size limit would stop its writes to a file
+    "$LP" record -o "$T/full" -- sh -c "$fulldisk" "$FAKE" 0 </dev/null 2>&1 >/dev/null | cat >"$T/full.err"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 1 ] && ok "full disk: record exits 1 although the command succeeded" || bad "full disk: status $rc, $(cat "$T/full.err")"
+    grep -q "empty trace $T/full/trace\..*\.lpt: nothing was written (disk full?)" "$T/full.err" &&
+        ok "full disk: the empty trace is named" || bad "full disk: $(cat "$T/full.err")"
+    grep -q "writing $T/full/meta.json failed: File too large" "$T/full.err" &&
+        grep -q "meta.json was not updated; it still says the command is running" "$T/full.err" &&
+        ok "full disk: the failed meta.json write says why" || bad "full disk: $(cat "$T/full.err")"
+    grep -q "exited 0 but its run in $T/full was not written whole" "$T/full.err" &&
+        ok "full disk: the exit status is explained" || bad "full disk: $(cat "$T/full.err")"
+    [ -z "$(ls -A "$T/full" | grep -v '^meta.json$\|^trace\..*\.lpt$')" ] &&
+        ok "full disk: no temporary left" || bad "full disk left: $(ls -A "$T/full")"
+    "$LP" record -o "$T/full3" -- sh -c "$fulldisk" "$FAKE" 3 </dev/null 2>&1 >/dev/null | cat >"$T/full3.err"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 3 ] && grep -q "empty trace" "$T/full3.err" && ok "full disk: a failing command's status wins (3)" ||
+        bad "full disk, exit 3: status $rc, $(cat "$T/full3.err")"
+else
+    echo "# skip - full disk: no prlimit"
+fi
+# only the trace gets nothing: meta.json is written and says so
+"$LP" record -o "$T/efbig" -- sh -c 'trap "" XFSZ; ulimit -f 0; exec "$0" 0' "$FAKE" </dev/null \
+    >/dev/null 2>"$T/efbig.err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -q '"record_errors"' "$T/efbig/meta.json" && grep -q '"exit_code": 0' "$T/efbig/meta.json" &&
+    ! grep -q "look with" "$T/efbig.err" && ok "empty trace: exit 1, meta.json keeps the error" ||
+    bad "empty trace: status $rc, $(cat "$T/efbig.err"), $(cat "$T/efbig/meta.json")"
+# a program that never used CUDA leaves no trace, which is no failure of record
+expect 0 "no trace in" "a command without CUDA: exit 0, a note" -- "$LP" record -o "$T/nocuda" -- true
+
+# --force replaces a run: only the files llmprof wrote go
+"$LP" record -o "$T/f1" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+"$LP" report "$T/f1" --quiet >/dev/null 2>&1
+old=$(ls "$T"/f1/trace.*.lpt)
+echo mine >"$T/f1/notes.txt"
+expect 2 "already holds a recorded run; choose another -o, or add --force" "refusal mentions --force" -- \
+    "$LP" record -o "$T/f1" -- "$FAKE" 0
+expect 0 "removed the previous run's files from $T/f1: meta.json, 1 trace, 8 report files" \
+    "--force says what it removed" -- "$LP" record --force -o "$T/f1" -- "$FAKE" 0
+[ -f "$T/f1/notes.txt" ] && [ ! -e "$old" ] && [ ! -e "$T/f1/report.md" ] && [ -f "$T/f1/meta.json" ] &&
+    [ "$(ls "$T"/f1/trace.*.lpt | wc -l)" -eq 1 ] && ok "--force: a new run, the user's file kept" ||
+    bad "--force left: $(ls -A "$T/f1")"
+# per-rank report directories go when only llmprof's files were in them
+"$LP" record -o "$T/f2" -- sh -c 'RANK=0 "$1" </dev/null & RANK=1 "$1" </dev/null; wait' sh "$FAKE" >/dev/null 2>&1
+"$LP" report "$T/f2" --quiet >/dev/null 2>&1
+keep=$(ls -d "$T"/f2/trace.rank1.*/ | head -1)
+echo mine >"$keep/notes.txt"
+expect 0 "meta.json, 2 traces, 16 report files, 1 report directory" "--force on a run of two ranks" -- \
+    "$LP" record --force -o "$T/f2" -- "$FAKE" 0
+[ -f "$keep/notes.txt" ] && [ ! -e "$keep/report.md" ] && [ -z "$(ls -d "$T"/f2/trace.rank0.* 2>/dev/null)" ] &&
+    ok "--force: report directories removed, one with a user's file kept" || bad "--force left: $(ls -AR "$T/f2")"
+# a trace llmprof did not name is the user's: --force refuses before removing anything
+"$LP" record -o "$T/f3" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+cp "$FIX"/llama/trace.*.lpt "$T/f3/mine.lpt"
+expect 2 "holds mine.lpt, which llmprof did not write and --force leaves" "--force refuses a foreign trace" -- \
+    "$LP" record --force -o "$T/f3" -- "$FAKE" 0
+[ -f "$T/f3/mine.lpt" ] && [ -f "$T/f3/meta.json" ] && ls "$T"/f3/trace.*.lpt >/dev/null 2>&1 &&
+    ok "--force: refused with nothing removed" || bad "--force removed: $(ls -A "$T/f3")"
+
+# record's temporaries: links planted at predictable names are not followed
+mkdir "$T/planted" && echo precious >"$T/victim"
+ln -s "$T/victim" "$T/planted/.meta.json.tmp" && ln -s "$T/victim" "$T/planted/.llmprof-write-test"
+"$LP" record -o "$T/planted" -- "$FAKE" 0 </dev/null >/dev/null 2>"$T/planted.err"
+rc=$?
+[ "$rc" -eq 0 ] && [ "$(cat "$T/victim")" = precious ] && [ -f "$T/planted/meta.json" ] &&
+    [ ! -L "$T/planted/meta.json" ] && [ "$(ls -A "$T/planted" | grep -vc '^trace\..*\.lpt$')" -eq 3 ] &&
+    ok "record follows no link planted where it writes" ||
+    bad "planted links: status $rc, victim '$(cat "$T/victim")', $(ls -lA "$T/planted"), $(cat "$T/planted.err")"
+
+# --force replaces a run, never a user's files where there is no run
+mkdir "$T/notes" && echo mine >"$T/notes/report.md" && echo '{"mine":1}' >"$T/notes/meta.json" &&
+    echo d >"$T/notes/kernels.csv"
+expect 2 "output $T/notes holds a meta.json that llmprof did not write" "--force refuses a user's meta.json" -- \
+    "$LP" record -o "$T/notes" --force -- "$FAKE" 0
+[ "$(cat "$T/notes/report.md" "$T/notes/meta.json" "$T/notes/kernels.csv")" = "$(printf 'mine\n{"mine":1}\nd')" ] &&
+    [ "$(ls -A "$T/notes" | wc -l)" -eq 3 ] && ok "--force: a user's meta.json and report files kept" ||
+    bad "--force on a user's files left: $(ls -A "$T/notes")"
+rm "$T/notes/meta.json"
+out=$("$LP" record -o "$T/notes" --force -- "$FAKE" 0 </dev/null 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] && ! grep -q "removed" <<<"$out" && [ "$(cat "$T/notes/report.md")" = mine ] &&
+    [ "$(cat "$T/notes/kernels.csv")" = d ] && [ -f "$T/notes/meta.json" ] &&
+    ok "--force where there is no run removes nothing" || bad "--force, no run: status $rc, $out, $(ls -A "$T/notes")"
+
+# --force keeps the old run until the new one can start (here LD_PRELOAD is too long)
+long=$(printf 'x%.0s' $(seq 9000))
+"$LP" record -o "$T/keep" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+"$LP" report "$T/keep" --quiet >/dev/null 2>&1
+snap() { (cd "$1" && ls -AR && cat meta.json trace.*.lpt report.md | cksum); }
+before=$(snap "$T/keep")
+expect 2 "LD_PRELOAD would be too long" "--force: a run that cannot start is refused" -- \
+    env LD_PRELOAD="$long" "$LP" record -o "$T/keep" --force -- "$FAKE" 0
+[ -f "$T/keep/report.md" ] && [ "$before" = "$(snap "$T/keep")" ] && ok "--force: the old run kept whole" ||
+    bad "--force removed the old run before failing: $(ls -A "$T/keep")"
+# ... and a new directory record made is removed again
+expect 2 "LD_PRELOAD would be too long" "record -o new/dirs refused" -- \
+    env LD_PRELOAD="$long" "$LP" record -o "$T/new/a/b" -- "$FAKE" 0
+[ ! -e "$T/new" ] && ok "a refused record removes the directories it made" || bad "left: $(ls -AR "$T/new")"
+
+# profile reports only on a run it recorded
+"$LP" record -o "$T/p1" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+expect 2 "already holds a recorded run" "profile into a run: refused" -- "$LP" profile -o "$T/p1" -- "$FAKE" 0
+[ ! -e "$T/p1/report.md" ] && ok "profile: no report on the run it did not record" || bad "profile reported: $(ls -A "$T/p1")"
+"$LP" record -o "$T/p3" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+expect 127 "command not found" "profile of a missing command: 127" -- "$LP" profile -o "$T/p3" -- no-such-command-lp
+expect 127 "command not found" "profile of a missing command into a new directory: 127" -- \
+    "$LP" profile -o "$T/p2" -- no-such-command-lp
+[ ! -e "$T/p3/report.md" ] && [ ! -e "$T/p2" ] && ok "profile: nothing written for a missing command" ||
+    bad "profile, missing command: $(ls -A "$T/p3" "$T/p2" 2>&1)"
+
+# signals sent to record reach the command; record exits as it did and finishes meta.json
+set -m # background jobs would otherwise start with SIGINT and SIGQUIT ignored
+signal_test() {
+    local name=$1 num=$2 d=$T/sig$1 fifo=$T/fifo.$1 pid rc i
+    mkfifo "$fifo"
+    exec 3<>"$fifo" # held open, so the command blocks reading it until told to stop
+    "$LP" record -o "$d" -- "$FAKE" 0 <"$fifo" >/dev/null 2>"$d.err" 3>&- &
+    pid=$!
+    for i in $(seq 100); do ls "$d"/trace.*.lpt >/dev/null 2>&1 && break; sleep 0.1; done
+    kill -s "$name" "$pid"
+    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    exec 3>&- # end of input: a command that never got the signal ends now, with 0
+    wait "$pid"
+    rc=$?
+    [ "$rc" -eq $((128 + num)) ] && grep -q "\"signal\": $num" "$d/meta.json" &&
+        ok "SIG$name to record reaches the command: $rc, meta.json says signal $num" ||
+        bad "SIG$name: status $rc, meta: $(cat "$d/meta.json" 2>&1), $(cat "$d.err")"
+}
+# Ctrl-C before the command starts: it is not run, and the directory is left as it was.
+# record is held while its signals wait: its note on stderr goes to a pipe filled beforehand.
+mkfifo "$T/errfifo"
+exec 4<>"$T/errfifo"
+dd if=/dev/zero bs=4096 count=1024 oflag=nonblock >&4 2>/dev/null
+# (dd left fd 4 non-blocking; record's own opening of the FIFO blocks)
+CUDA_INJECTION64_PATH=/elsewhere.so "$LP" record -o "$T/early" -- sh -c 'touch "$0"' "$T/early.ran" \
+    </dev/null >/dev/null 2>"$T/errfifo" &
+pid=$!
+for i in $(seq 100); do [ -d "$T/early" ] && break; sleep 0.05; done
+sleep 0.2
+kill -INT "$pid"
+dd bs=1M count=1 iflag=nonblock <&4 >/dev/null 2>&1 # frees the pipe: record goes on
+wait "$pid"
+rc=$?
+sleep 0.1
+err=$(dd bs=1M count=1 iflag=nonblock <&4 2>/dev/null | tr -d '\0')
+exec 4>&-
+[ "$rc" -eq 130 ] && [ ! -e "$T/early.ran" ] && [ ! -e "$T/early" ] &&
+    grep -q "Interrupt came before sh started: it was not run and nothing was recorded" <<<"$err" &&
+    ok "SIGINT before the command starts: not run, nothing left, 130" ||
+    bad "SIGINT before the start: status $rc, $(ls -A "$T/early" 2>&1), ran: $(ls "$T/early.ran" 2>&1), $err"
+signal_test INT 2
+signal_test QUIT 3
+signal_test TERM 15
+signal_test HUP 1
+set +m
+
+# installed: bin/llmprof finds lib/libllmprof.so
+if [ -f "$BUILD/CMakeCache.txt" ] && [ -e "$BUILD/lib/libllmprof.so" ] && command -v "$CMAKE" >/dev/null; then
+    P=$T/prefix
+    if "$CMAKE" --install "$BUILD" --prefix "$P" >"$T/install.log" 2>&1 && [ -x "$P/bin/llmprof" ] &&
+        [ -f "$P/lib/libllmprof.so" ]; then ok "cmake --install puts bin/llmprof and lib/libllmprof.so"; else
+        bad "cmake --install: $(cat "$T/install.log")"; fi
+    out=$(cd "$T" && env -u LLMPROF_LIB PATH="$P/bin:$PATH" llmprof record -o inst -- "$FAKE" 5 </dev/null 2>&1)
+    rc=$?
+    [ "$rc" -eq 5 ] && grep -q "\"collector\": \"$P/lib/libllmprof.so\"" "$T/inst/meta.json" &&
+        ls "$T"/inst/trace.*.lpt >/dev/null 2>&1 && ok "the installed llmprof records with the installed collector" ||
+        bad "installed record: status $rc, $out, $(cat "$T/inst/meta.json" 2>&1)"
+fi
+
+# README's "Try it" block, verbatim, with llmprof on PATH, from a copy of the repository root
+mkdir -p "$T/readme" && ln -s "$SRC/tests" "$T/readme/tests"
+n=0
+while IFS= read -r line; do
+    n=$((n + 1))
+    out=$(cd "$T/readme" && PATH="$(dirname "$LP"):$PATH" bash -c "$line" 2>&1 </dev/null)
+    rc=$?
+    [ "$rc" -eq 0 ] && ok "README: $line" || bad "README: $line: status $rc, $(tail -5 <<<"$out")"
+done < <(awk '/<!-- tested by tests\/cli_usage.sh -->/ { on = 1; next }
+              on && /^```$/ { if (open) exit; open = 1; next }
+              open && /^llmprof / { sub(/ +#.*$/, ""); print }' "$SRC/README.md")
+[ "$n" -ge 4 ] && ok "README's Try it block has $n commands" || bad "README's Try it block not found ($n commands)"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
