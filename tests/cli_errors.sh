@@ -114,6 +114,8 @@ expect 2 "takes fp32, tf32, bf16" "model with a bad dtype" -- "$LP" model "$CFG/
 expect 2 "whole number from 1 to 1048576" "model with a zero batch" -- "$LP" model "$CFG/gpt2.json" --batch 0
 expect 2 "too large (at most 1073741824)" "model with a prompt past the bound" -- "$LP" model "$CFG/gpt2.json" --prompt 1073741825
 expect 2 "from 1 to 9 each" "model with a Gundam tile side past 9" -- "$LP" model "$CFG/deepseek-ocr.json" --vision gundam --tiles 10x1
+expect 2 "is too large (at most 1e+06)" "model with a peak past the bound" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 1e300 --mem-bw 100
+expect 2 "--mem-bw 2e6 is too large" "report with a bandwidth past the bound" -- "$LP" report "$FIX/hf-moe" -o "$T/bw" --mem-bw 2e6
 expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
 expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
 expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100
@@ -249,6 +251,46 @@ expect 0 "wrote" "export through a symbolic link" -- "$LP" export "$T/lr" --perf
 [ -L "$T/link.json" ] && [ "$(stat -c %a "$T/real.json")" = 640 ] && grep -q traceEvents "$T/real.json" && \
     [ -z "$(leftovers "$T")" ] && ok "the link stays, its target gets the export, with its mode" || \
     bad "link: $(ls -lA "$T"/*.json)"
+
+# A signal that ends export removes its temporary first and ends it with the usual status.
+# The export of the largest fixture (~100 MB) is stopped (SIGSTOP) as soon as its temporary
+# exists, sent SIG and let go on. ENV_RESET: the ending signals at their default ("reset"),
+# or as a non-interactive shell's background job has them (SIGINT ignored: "asis").
+BIG=$(ls -S "$FIX"/*/trace.*.lpt | head -1)
+interrupt_export() { # SIG ENV_RESET -> $rc: the status, -1 when the temporary was never seen
+    local sig=$1 pre=() pid tmp head try
+    [ "$2" = reset ] && pre=(env --default-signal=INT,TERM,HUP,QUIT)
+    for try in 1 2 3 4 5; do
+        rm -rf "$T/int" && mkdir "$T/int" && echo old >"$T/int/out.json"
+        "${pre[@]}" "$LP" export "$BIG" --perfetto "$T/int/out.json" >/dev/null 2>"$T/int.err" &
+        pid=$! rc=-1
+        while :; do # builtins only: the temporary lives a fraction of a second
+            tmp=("$T"/int/.out.json.tmp.*)
+            if [ -e "${tmp[0]}" ]; then
+                kill -STOP "$pid"
+                [ -e "${tmp[0]}" ] && kill -"$sig" "$pid" && rc=0
+                kill -CONT "$pid"
+                break
+            fi
+            head=; read -r -n 3 head <"$T/int/out.json"
+            [ "$head" = old ] || break # done (moved in) or gone: missed
+        done
+        wait "$pid"
+        local st=$?
+        [ "$rc" -eq 0 ] && { rc=$st; return; }
+    done
+}
+# the old file stays, or (stopped inside the commit, which signals wait for) the whole new one
+int_target_ok() { local h=; read -r -n 3 h <"$T/int/out.json"; [ "$h" = old ] || python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/int/out.json"; }
+for sig in INT:130 TERM:143 HUP:129; do
+    interrupt_export "${sig%:*}" reset
+    if [ "$rc" -eq "${sig#*:}" ] && [ -z "$(leftovers "$T/int")" ] && int_target_ok; then
+        ok "SIG${sig%:*} during export: no temporary left, status ${sig#*:}, the old file kept"; else
+        bad "SIG${sig%:*} during export: status $rc (wanted ${sig#*:}, -1: never caught), left: $(ls -A "$T/int") $(cat "$T/int.err")"; fi
+done
+interrupt_export INT asis
+[ "$rc" -eq 0 ] && [ -z "$(leftovers "$T/int")" ] && grep -q traceEvents "$T/int/out.json" && \
+    ok "an ignored SIGINT stays ignored: export completes" || bad "ignored SIGINT: status $rc, $(ls -A "$T/int") $(cat "$T/int.err")"
 
 # report: all files or none
 mkdir "$T/aon"

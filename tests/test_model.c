@@ -1046,6 +1046,22 @@ static void test_hw_file_bounds(void **state)
     fclose(f);
     assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
     assert_non_null(strstr(err, "NUL byte"));
+    /* a peak of 1e300 TFLOP/s gave absurd bounds; each column has a limit */
+    f = fopen(path, "w");
+    fputs("MINE\tMINE\t1e300\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "column 3 (\"1e300\") is past llmprof's limit"));
+    f = fopen(path, "w");
+    fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t2e6\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "column 11"));
+    f = fopen(path, "w");
+    fputs("MINE\tMINE\t1e6\t1\t1\t1\t1\t1\t0\t1e6\t1e6\n", f);
+    fclose(f);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), 0);
+    lp_gpu_table_free(&t);
     unlink(path);
     assert_int_equal(rmdir(dir), 0);
     alarm(0);

@@ -779,6 +779,7 @@ static void test_writers(void **state)
     device(&b);
     range(&b, "prefill tokens=8", 1, 0, 10000);
     range(&b, "evil \"quoted\" </script> | pipe", 1, 100, 9000);
+    range(&b, "tab\there back\\slash \x01 end", 1, 9100, 9200);
     kernel(&b, "k</script><script>alert(1)</script>", 1, 200, 300, 400);
     kernel(&b, "k,\"two\"", 1, 500, 600, 800);
     struct lp_trace *t = tb_read(&b, 1);
@@ -817,7 +818,7 @@ static void test_writers(void **state)
     if (!root)
         fail_msg("perfetto JSON: %s at line %d", je.text, je.line);
     json_t *ev = json_object_get(root, "traceEvents");
-    size_t kernels = 0, flows_s = 0, flows_f = 0, nvtx = 0;
+    size_t kernels = 0, flows_s = 0, flows_f = 0, nvtx = 0, escaped = 0;
     for (size_t i = 0; i < json_array_size(ev); i++) {
         json_t *e = json_array_get(ev, i);
         const char *ph = json_string_value(json_object_get(e, "ph"));
@@ -826,11 +827,14 @@ static void test_writers(void **state)
             kernels++;
         if (!strcmp(ph, "X") && cat && !strcmp(cat, "nvtx"))
             nvtx++;
+        const char *name = json_string_value(json_object_get(e, "name"));
+        escaped += name && !strcmp(name, "tab\there back\\slash \x01 end");
         flows_s += !strcmp(ph, "s");
         flows_f += !strcmp(ph, "f");
     }
     assert_int_equal(kernels, 2);
-    assert_int_equal(nvtx, 2);
+    assert_int_equal(nvtx, 3);
+    assert_int_equal(escaped, 1); /* quotes, backslashes and control bytes escaped */
     assert_int_equal(flows_s, 2);
     assert_int_equal(flows_f, 2);
     json_decref(root);

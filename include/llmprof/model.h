@@ -45,6 +45,11 @@ int lp_dtype_parse(const char *name, enum lp_dtype *d);
                                                    decode context */
 #define LP_MODEL_MAX_IMAGE INT64_C(65536)       /* image and patch sides, in pixels */
 #define LP_MODEL_MAX_BATCH INT64_C(1048576)     /* sequences in a workload's batch */
+/* A GPU's peaks (hardware table rows, --peak-tflops, --mem-bw): about 100 times the largest
+ * datasheet figures (~10,000 dense TFLOP/s at 4 bits, 8 TB/s, 288 GB) */
+#define LP_MODEL_MAX_TFLOPS 1e6
+#define LP_MODEL_MAX_MEM_GB 1e6
+#define LP_MODEL_MAX_BW_GBS 1e6
 /* the whole model (total + MTP): 2^53, so that counts stay exact integers in a double and in
  * a JSON integer; fields each within bounds can still multiply past it */
 #define LP_MODEL_MAX_PARAMS 9007199254740992.0

@@ -45,7 +45,7 @@ void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 /* Option values; on a bad one they print "llmprof CMD: OPT takes ..." (or "OPT V is too
  * large" past the range) and return -1. */
 int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out);
-int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out);
+int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out);
 int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */

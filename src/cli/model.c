@@ -180,9 +180,9 @@ int lp_cmd_model(int argc, char **argv)
         } else if (!strcmp(a, "--hw-file")) {
             hw_file = v;
         } else if (!strcmp(a, "--peak-tflops")) {
-            rc = lp_cli_parse_double("model", a, v, &peak);
+            rc = lp_cli_parse_double("model", a, v, LP_MODEL_MAX_TFLOPS, &peak);
         } else if (!strcmp(a, "--mem-bw")) {
-            rc = lp_cli_parse_double("model", a, v, &bw);
+            rc = lp_cli_parse_double("model", a, v, LP_MODEL_MAX_BW_GBS, &bw);
         } else if (!strcmp(a, "--format")) {
             format = v;
             if (!v || (strcmp(v, "md") && strcmp(v, "json"))) {

@@ -3,11 +3,16 @@
  * every file of the command is complete (the old ones are kept aside until then and put back
  * if a rename fails); '-' is standard output; a device or FIFO is written in place, never
  * replaced; a symbolic link is followed (the link stays, its target gets the new content);
- * an output that is one of the command's inputs is refused before any work. */
+ * an output that is one of the command's inputs is refused before any work. A signal that
+ * would end the command (SIGINT, SIGTERM, SIGHUP, SIGQUIT at their default action) removes
+ * the temporaries first, and the commit runs with these signals held back, so that an
+ * interrupted command leaves the files as they were and nothing beside them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,7 @@ struct lp_cli_out {
     int fd, err;       /* err: the first write error (errno) */
     int own_fd;        /* fd is ours to close (not standard output) */
     int in_place, closed, moved, backup_renamed;
+    int guarded;       /* tmp is counted among the temporaries a signal removes */
 };
 
 /* "dir/name" with DIR resolved (symlinks, ".."), so that two spellings of one file compare
@@ -156,6 +162,93 @@ int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place)
     return rc;
 }
 
+/* ---- temporaries removed by a signal that ends the command ---- */
+
+/* The signals a terminal, a shell or a service manager sends to end a command. */
+static const int ending[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define N_ENDING (sizeof ending / sizeof *ending)
+
+/* The temporaries that exist now: pointers to strings of struct lp_cli_out, set after the
+ * file is created and cleared before the string is freed, with the signals blocked; atomic
+ * (lock-free) so that a handler on another thread never reads half a pointer. A fixed table,
+ * as the handler may not allocate: report writes 8 files at once; one beyond the table is
+ * still removed on every ordinary path, only not by a signal. */
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "the handler reads the table lock-free");
+#define N_TMP_SLOTS 64
+static const char *_Atomic tmp_slots[N_TMP_SLOTS];
+static size_t n_registered;          /* changed only with the signals blocked */
+static struct sigaction saved[N_ENDING];
+static int taken[N_ENDING];          /* ending[k]'s handler is ours; saved[k] goes back */
+
+/* Async-signal-safe: unlink, sigaction and raise only. The signal is blocked while this
+ * runs, so once its default action is back, raise leaves it pending and it ends the
+ * process (status 128+N, or a core for SIGQUIT) as soon as this returns. */
+static void on_ending_signal(int sig)
+{
+    for (size_t i = 0; i < N_TMP_SLOTS; i++) {
+        const char *p = atomic_load(&tmp_slots[i]);
+        if (p)
+            unlink(p);
+    }
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig);
+}
+
+static void block_ending(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t k = 0; k < N_ENDING; k++)
+        sigaddset(&set, ending[k]);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+/* With the signals blocked. The handler goes in when the first temporary exists, only over
+ * a default action: an ignored signal stays ignored (nohup, a background job's SIGINT), and
+ * a handler someone installed keeps it (record's, which passes signals on to its command
+ * and must not end llmprof before meta.json says how the command ended). */
+static void tmp_register(struct lp_cli_out *o)
+{
+    o->guarded = 1;
+    if (n_registered++ == 0) {
+        struct sigaction ours = {.sa_handler = on_ending_signal};
+        sigemptyset(&ours.sa_mask);
+        for (size_t k = 0; k < N_ENDING; k++)
+            sigaddset(&ours.sa_mask, ending[k]); /* one handler run at a time */
+        for (size_t k = 0; k < N_ENDING; k++) {
+            taken[k] = sigaction(ending[k], NULL, &saved[k]) == 0 &&
+                       !(saved[k].sa_flags & SA_SIGINFO) && saved[k].sa_handler == SIG_DFL &&
+                       sigaction(ending[k], &ours, NULL) == 0;
+        }
+    }
+    for (size_t i = 0; i < N_TMP_SLOTS; i++)
+        if (!atomic_load(&tmp_slots[i])) {
+            atomic_store(&tmp_slots[i], o->tmp);
+            break;
+        }
+}
+
+/* With the signals blocked; once no temporary is left the previous handlers are back. */
+static void tmp_unregister(struct lp_cli_out *o)
+{
+    if (!o->guarded)
+        return;
+    o->guarded = 0;
+    for (size_t i = 0; i < N_TMP_SLOTS; i++)
+        if (atomic_load(&tmp_slots[i]) == o->tmp) {
+            atomic_store(&tmp_slots[i], NULL);
+            break;
+        }
+    if (--n_registered == 0)
+        for (size_t k = 0; k < N_ENDING; k++)
+            if (taken[k]) {
+                sigaction(ending[k], &saved[k], NULL);
+                taken[k] = 0;
+            }
+}
+
 /* ---- streams that remember their first write error ---- */
 
 static ssize_t out_write(void *cookie, const char *buf, size_t n)
@@ -281,7 +374,13 @@ FILE *lp_cli_outs_open(struct lp_cli_outs *s, const char *path, int allow_in_pla
         /* no O_CREAT, no O_TRUNC: a device or FIFO is written, never replaced */
         o->fd = open(o->target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
     } else {
+        /* created and registered with the signals held: none comes between the two */
+        sigset_t old_mask;
+        block_ending(&old_mask);
         o->tmp = side_name(o->target, "tmp", &o->fd, 0666);
+        if (o->tmp)
+            tmp_register(o);
+        pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
         if (o->tmp && existed)
             keep_owner(o->fd, &st);
     }
@@ -370,8 +469,13 @@ static int sticky_refuses(const char *target, const struct stat *st)
 int lp_cli_outs_commit(struct lp_cli_outs *s)
 {
     size_t i = 0;
+    int rc = -1;
     if (s->failed)
         return -1;
+    /* a signal waits until every file is in place, or every old one back: none ends the
+     * command with old files aside and new ones half moved in */
+    sigset_t old_mask;
+    block_ending(&old_mask);
     for (; i < s->n; i++) {
         struct lp_cli_out *o = s->v[i];
         if (!o->closed) {
@@ -410,6 +514,7 @@ int lp_cli_outs_commit(struct lp_cli_outs *s)
             goto fail;
         }
         o->moved = 1;
+        tmp_unregister(o); /* the name is the target's now */
     }
     for (i = 0; i < s->n; i++) {
         struct lp_cli_out *o = s->v[i];
@@ -419,12 +524,15 @@ int lp_cli_outs_commit(struct lp_cli_outs *s)
         o->backup = NULL;
     }
     s->committed = 1;
-    return 0;
+    rc = 0;
+    goto done;
 fail:
     for (size_t j = i + 1; j-- > 0;) /* i < n: the file that failed, and those before */
         undo(s, s->v[j]);
     s->failed = 1;
-    return -1;
+done:
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    return rc;
 }
 
 void lp_cli_outs_free(struct lp_cli_outs *s)
@@ -437,6 +545,13 @@ void lp_cli_outs_free(struct lp_cli_outs *s)
             close(o->fd);
         if (o->tmp && !o->moved)
             unlink(o->tmp);
+        if (o->guarded) {
+            /* removed, then forgotten: a signal between the two unlinks a missing name */
+            sigset_t old_mask;
+            block_ending(&old_mask);
+            tmp_unregister(o);
+            pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+        }
         free(o->path);
         free(o->target);
         free(o->tmp);

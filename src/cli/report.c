@@ -136,9 +136,9 @@ int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i)
         if (!(rc = lp_cli_parse_range(cmd, a, v, 1, INT64_MAX / 1000, &n)))
             ro->gap_ns = (uint64_t)n * 1000;
     } else if (!strcmp(a, "--peak-tflops")) {
-        rc = lp_cli_parse_double(cmd, a, v, &ro->peak_tflops);
+        rc = lp_cli_parse_double(cmd, a, v, LP_MODEL_MAX_TFLOPS, &ro->peak_tflops);
     } else if (!strcmp(a, "--mem-bw")) {
-        rc = lp_cli_parse_double(cmd, a, v, &ro->mem_bw_gbs);
+        rc = lp_cli_parse_double(cmd, a, v, LP_MODEL_MAX_BW_GBS, &ro->mem_bw_gbs);
     } else if (!strcmp(a, "--weights")) {
         rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.weights);
     } else if (!strcmp(a, "--act")) {

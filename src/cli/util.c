@@ -153,7 +153,7 @@ int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t mi
     return lp_cli_parse_range(cmd, opt, v, min, INT64_MAX, out);
 }
 
-int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double *out)
+int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out)
 {
     char *end = NULL;
     errno = 0;
@@ -169,6 +169,10 @@ int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double 
     }
     if (!whole || !(x > 0)) {
         lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
+        return -1;
+    }
+    if (x > max) {
+        lp_cli_error(cmd, "%s %s is too large (at most %g)", opt, v, max);
         return -1;
     }
     *out = x;

@@ -84,6 +84,15 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
                 free(rows);
                 return -1;
             }
+            double max = i < 7 ? LP_MODEL_MAX_TFLOPS : i == 7 ? LP_MODEL_MAX_MEM_GB
+                                                             : LP_MODEL_MAX_BW_GBS;
+            if (vals[i] > max) {
+                snprintf(err, errlen, "%s:%d: column %d (\"%s\") is past llmprof's limit of %.0f "
+                                      "(about 100 times any GPU's datasheet figure)",
+                         name, line_no, 3 + i, f[2 + i], max);
+                free(rows);
+                return -1;
+            }
         }
         for (int i = 0; i < LP_DTYPE_COUNT; i++)
             g.tflops[i] = vals[i];
