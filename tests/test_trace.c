@@ -560,6 +560,57 @@ static void test_decoded_bytes_bounded(void **state)
     free(zeros);
 }
 
+/* Records take memory in proportion to the chunks decoded: minimal kernel records (22 bytes
+ * on disk, a ~100-byte struct in memory) compressed 1000 times, behind a padding chunk of an
+ * unknown type that used to earn budget, once took gigabytes from a 2 MB file. */
+static void test_memory_bounded(void **state)
+{
+    (void)state;
+    struct lp_buf raw = {0};
+    struct lp_delta_state st = {0};
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    while (raw.len < (12u << 20) - 64)
+        lp_record_encode(&raw, &st, &r);
+    uint32_t per_chunk = 0;
+    struct lp_cursor c = {raw.data, raw.data + raw.len, 0};
+    while (c.p < c.end && !c.bad) {
+        lp_cur_uvar(&c);
+        lp_cur_bytes(&c, lp_cur_uvar(&c));
+        per_chunk++;
+    }
+    size_t bound = ZSTD_compressBound(raw.len);
+    uint8_t *z = malloc(bound);
+    size_t zn = ZSTD_compress(z, bound, raw.data, raw.len, 3);
+    assert_false(ZSTD_isError(zn));
+    size_t pad = 2u << 20;
+    uint8_t *padding = calloc(pad, 1);
+    uint8_t *img = malloc(16 + 32 + pad + 8 * (32 + zn));
+    size_t len = put_file_header(img);
+    len += put_chunk(img + len, 77, LP_CODEC_RAW, padding, pad, 0);
+    size_t decodable = 0;
+    for (int i = 0; i < 8; i++) {
+        size_t k = put_chunk_sized(img + len, LP_CHUNK_RECORDS, LP_CODEC_ZSTD, z, zn, raw.len,
+                                   per_chunk);
+        len += k;
+        decodable += k;
+    }
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "bomb", err, sizeof err), LP_OK);
+    /* within 64 MiB + 128 bytes per byte of the chunks decoded; the padding earns nothing */
+    assert_true(t->n_kernels > 0);
+    assert_true((uint64_t)t->n_kernels * sizeof *t->kernels <= (64ull << 20) + 128 * decodable);
+    int said = 0;
+    for (size_t i = 0; i < t->n_warnings; i++)
+        said |= strstr(t->warnings[i], "exhaust memory") != NULL;
+    assert_true(said);
+    lp_trace_free(t);
+    free(img);
+    free(padding);
+    free(z);
+    lp_buf_free(&raw);
+}
+
 /* A file of many damaged chunks gives a few warning lines, then one that counts the rest. */
 static void test_warnings_bounded(void **state)
 {
@@ -958,6 +1009,7 @@ int main(void)
         cmocka_unit_test(test_string_ids_renumbered),
         cmocka_unit_test(test_short_record_is_malformed),
         cmocka_unit_test(test_decoded_bytes_bounded),
+        cmocka_unit_test(test_memory_bounded),
         cmocka_unit_test(test_warnings_bounded),
         cmocka_unit_test(test_devices_and_meta_bounded),
         cmocka_unit_test(test_record_count_mismatch),

@@ -173,7 +173,8 @@ static int info_trace(const char *path)
     print_gemms(t, &s);
     printf("  lost     %" PRIu64 " records", s.lost_records);
     if (t->implausible)
-        printf("; %" PRIu64 " implausible records left out (see below)", t->implausible);
+        printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
+               t->implausible == 1 ? "" : "s");
     printf("%s\n", t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
     for (size_t i = 0; i < t->n_losses; i++)
         printf("    - %s%s\n", lp_trace_str(t, t->losses[i].what),

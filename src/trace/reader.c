@@ -16,11 +16,15 @@
 #include "reader_internal.h"
 #include "llmprof/trace.h"
 
-/* What a file can make the reader do (docs/trace-format.md, "Reading"). Records decode
- * to RAW_BASE bytes plus RAW_PER_BYTE per byte of the file at most: real traces compress
- * 3-10 times, the synthetic benchmark trace 22 times. */
+/* What a file can make the reader do (docs/trace-format.md, "Reading"), both per byte of
+ * the chunks it decodes (chunks of unknown types earn nothing): records decode to RAW_BASE
+ * bytes plus RAW_PER_BYTE per byte at most (real traces compress 3-10 times, the synthetic
+ * benchmark trace 22 times), and the records and strings kept take MEM_BASE plus
+ * MEM_PER_BYTE per byte at most (real traces 13-29 times, the synthetic one 75 times). */
 #define RAW_BASE (16ull << 20)
 #define RAW_PER_BYTE 128u
+#define MEM_BASE (64ull << 20)
+#define MEM_PER_BYTE 128u
 #define MAX_CHUNK_WARNINGS 32 /* lines about single chunks; past it they are counted */
 #define MAX_META_PAIRS 16384  /* header pairs read; a collector writes about 100 */
 #define MAX_META_KEYS 1024
@@ -41,7 +45,9 @@ struct rd {
     size_t n_defs, cap_defs;
     char *pool;
     size_t pool_len, pool_cap;
-    uint64_t raw_budget, raw_total;
+    uint64_t raw_total;
+    uint64_t chunk_bytes;             /* of the chunks decoded: what the budgets grow with */
+    uint64_t mem_total, mem_dropped;  /* bytes kept in records and strings; records refused */
     uint64_t budget_chunks, budget_bytes;
     uint64_t chunk_warnings;
     uint64_t count_chunks, count_declared, count_decoded;
@@ -139,6 +145,17 @@ static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t s
 
 /* Keeps the definition's bytes (cut at a NUL, as C strings are) in the pool; ids are
  * renumbered once everything is read (finish_strings). */
+/* Counts BYTES against the memory budget; 0 when they fit, else 1 (the record is left out). */
+static int charge(struct rd *rd, uint64_t bytes)
+{
+    if (rd->mem_total + bytes > MEM_BASE + (uint64_t)MEM_PER_BYTE * rd->chunk_bytes) {
+        rd->mem_dropped++;
+        return 1;
+    }
+    rd->mem_total += bytes;
+    return 0;
+}
+
 static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
 {
     if (id == 0) /* id 0 is "" and never defined: nothing to keep */
@@ -146,6 +163,8 @@ static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
     const uint8_t *nul = memchr(s, 0, len);
     if (nul)
         len = (size_t)(nul - s);
+    if (charge(rd, len + 1 + sizeof(struct strdef)))
+        return 0;
     if (rd->pool_len + len + 1 > rd->pool_cap) {
         size_t c = rd->pool_cap ? rd->pool_cap : 4096;
         while (c < rd->pool_len + len + 1)
@@ -202,8 +221,10 @@ static int store(struct rd *rd, const struct lp_record *r)
             return 0;
         }
     }
-#define APPEND(arr, cnt, member) \
-    append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member)
+#define APPEND(arr, cnt, member)                                                               \
+    (charge(rd, sizeof r->u.member)                                                            \
+         ? 0                                                                                   \
+         : append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member))
     switch (r->type) {
     case LP_REC_KERNEL: return APPEND(kernels, n_kernels, kernel);
     case LP_REC_MEMCPY: return APPEND(memcpys, n_memcpys, memcpy);
@@ -463,11 +484,17 @@ static int finish(struct rd *rd)
         return -1;
     if (rd->budget_chunks)
         lp_trace_warn(t, "%llu chunk%s (%llu bytes) dropped: the chunks before them already decoded to "
-                "%llu bytes, the most a file of this size may hold (%llu + %u per byte); the "
-                "file is corrupt or was made to exhaust memory",
+                "%llu bytes, the most a file of this size may hold (%llu + %u per byte of its "
+                "chunks); the file is corrupt or was made to exhaust memory",
              (unsigned long long)rd->budget_chunks, plural(rd->budget_chunks),
              (unsigned long long)rd->budget_bytes, (unsigned long long)rd->raw_total,
              (unsigned long long)RAW_BASE, RAW_PER_BYTE);
+    if (rd->mem_dropped)
+        lp_trace_warn(t, "%llu records or strings left out: those before them already take %llu bytes, "
+                "the most a file of this size may hold (%llu + %u per byte of its chunks); the "
+                "file is corrupt or was made to exhaust memory",
+             (unsigned long long)rd->mem_dropped,
+             (unsigned long long)rd->mem_total, (unsigned long long)MEM_BASE, MEM_PER_BYTE);
     if (rd->count_chunks)
         lp_trace_warn(t, "%llu chunk%s declared a record count that differs from the records they hold "
                 "(first at byte %zu; %llu declared, %llu decoded in all): the records decoded "
@@ -545,7 +572,6 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
     t->version_major = data[8] | (uint32_t)data[9] << 8;
     t->version_minor = data[10] | (uint32_t)data[11] << 8;
     t->file_bytes = size;
-    rd.raw_budget = RAW_BASE + (uint64_t)RAW_PER_BYTE * size;
     size_t off = LP_FILE_HEADER_SIZE;
     while (off < size) {
         struct lp_chunk_header h;
@@ -586,7 +612,7 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
             off += total; /* a chunk type from a newer minor version */
             continue;
         }
-        if (h.raw_size > rd.raw_budget - rd.raw_total) {
+        if (h.raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd.chunk_bytes + total) - rd.raw_total) {
             rd.budget_chunks++;
             rd.budget_bytes += total;
             t->dropped_bytes += total;
@@ -623,6 +649,7 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
             body = raw;
         }
         rd.raw_total += h.raw_size;
+        rd.chunk_bytes += total;
         if (read_chunk(&rd, &h, body, off) != 0)
             goto oom;
         off += total;
