@@ -873,7 +873,7 @@ static void test_implausible_times(void **state)
     char path[256], start[32];
     tmp_path(path, sizeof path, "odd-times.lpt");
     snprintf(start, sizeof start, "%llu", (unsigned long long)T0);
-    struct lp_record x[6];
+    struct lp_record x[8];
     memset(x, 0, sizeof x);
     x[0].type = LP_REC_MEMCPY; /* ends 5 us before it starts */
     x[0].u.memcpy = (struct lp_memcpy){.start = T0 + 2 * SEC, .end = T0 + 2 * SEC - 5000};
@@ -889,8 +889,12 @@ static void test_implausible_times(void **state)
     x[4].u.marker = (struct lp_marker){.timestamp = T0 + 2 * SEC, .flags = LP_MARKER_END, .id = 1};
     x[5].type = LP_REC_NVML; /* 20 s after the end: kept */
     x[5].u.nvml = (struct lp_nvml_sample){.timestamp = T0 + 32300 * MS};
+    /* incomplete, as CUPTI flushes records the GPU has not finished: an end or both times 0 */
+    x[6].type = LP_REC_KERNEL;
+    x[6].u.kernel = (struct lp_kernel){.start = T0 + SEC, .end = 0};
+    x[7].type = LP_REC_MEMSET;
     long before_end = 0, size = 0;
-    write_recording(path, start, x, 6, &before_end);
+    write_recording(path, start, x, 8, &before_end);
     uint8_t *data = slurp(path, &size);
     for (int killed = 0; killed < 2; killed++) {
         struct lp_trace *t;
@@ -903,8 +907,12 @@ static void test_implausible_times(void **state)
         assert_int_equal(t->n_markers, 2);
         assert_int_equal(t->markers[0].timestamp, T0 - 30 * SEC);
         assert_int_equal(t->n_nvml, 1);
-        assert_int_equal(t->implausible, 3);
-        assert_int_equal(t->n_warnings, 2);
+        assert_int_equal(t->n_memsets, 0);
+        assert_int_equal(t->implausible, 5);
+        assert_int_equal(t->n_warnings, 3);
+        const char *incomplete = warning_with(t, "2 incomplete records left out");
+        assert_non_null(incomplete);
+        assert_non_null(strstr(incomplete, "(1 kernel, 1 memset)"));
         const char *back = warning_with(t, "1 record that ends before it starts");
         assert_non_null(back);
         assert_non_null(strstr(back, "(1 memcpy)"));

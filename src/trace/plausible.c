@@ -16,7 +16,8 @@
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
-enum implausible { IMP_BACKWARDS, IMP_DURATION, IMP_OUTSIDE, IMP_COUNT };
+/* IMP_INCOMPLETE: a zero time, as CUPTI leaves in records flushed before the GPU finished */
+enum implausible { IMP_INCOMPLETE, IMP_BACKWARDS, IMP_DURATION, IMP_OUTSIDE, IMP_COUNT };
 
 static const char *const type_names[LP_REC_TYPE_COUNT] = {
     [LP_REC_KERNEL] = "kernel", [LP_REC_MEMCPY] = "memcpy", [LP_REC_MEMSET] = "memset",
@@ -177,6 +178,11 @@ static void report_implausible(struct lp_trace *t, enum implausible why,
     const char *name = type_names[ex->type];
     uint64_t by;
     switch (why) {
+    case IMP_INCOMPLETE:
+        lp_trace_warn(t, "%llu incomplete record%s left out of the totals (%s): a start or end of 0, "
+                         "as CUPTI leaves in records it hands over before the GPU finished them",
+                      (unsigned long long)total, plural(total), kinds);
+        break;
     case IMP_BACKWARDS:
         human_ns(a, sizeof a, ex->ts - ex->end);
         lp_trace_warn(t, "%llu %s left out of the totals (%s); e.g. one %s that ends %llu ns (%s) "
@@ -257,6 +263,8 @@ int lp_trace_drop_implausible(struct lp_trace *t)
                       : end - ts > longest            ? IMP_DURATION
                       : ts < from || end > to         ? IMP_OUTSIDE
                                                       : -1;
+            if (why >= 0 && (ts == 0 || end == 0)) /* a trace that starts at 0 keeps its 0s */
+                why = IMP_INCOMPLETE;
             if (why < 0) {
                 if (kept != i)
                     memcpy(base + kept * l.size, rec, l.size);
