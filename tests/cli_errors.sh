@@ -7,11 +7,7 @@ set -u
 LP=$1 FAKE=$2 FIX=$3
 T=$(mktemp -d /tmp/lp_cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-pass=0 fail=0 skipped=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - $1"; }
-# a check this machine cannot run: said, never counted as passed
-skip() { skipped=$((skipped + 1)); echo "skip - $1"; }
+source "$(dirname "$0")/cli_lib.sh"
 # Permission checks mean nothing to root: as root, they run as nobody (65534) through
 # setpriv or runuser. Never skipped: without a way to drop root the script fails.
 if [ "$(id -u)" -eq 0 ]; then
@@ -27,16 +23,6 @@ else
     USER_RUN=()
     UNPRIV=$(id -u)
 fi
-# expect STATUS PATTERN DESCRIPTION -- COMMAND...: exit status and a stderr/stdout pattern
-expect() {
-    local want=$1 pattern=$2 what=$3
-    shift 4
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -eq "$want" ] && grep -q -- "$pattern" <<<"$out"; then ok "$what"; else
-        bad "$what (status $rc, wanted $want; output: $out)"; fi
-}
 
 expect 2 "usage: llmprof" "no subcommand" -- "$LP"
 expect 2 "is not a command" "unknown subcommand" -- "$LP" frobnicate
@@ -412,5 +398,4 @@ expect 0 "removed the previous run" "profile passes --force to record" -- \
 expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names itself in the message" -- \
     "$LP" profile -o "$T/pm" --bogus -- true
 
-echo "$pass passed, $fail failed, $skipped skipped"
-[ "$fail" -eq 0 ]
+finish

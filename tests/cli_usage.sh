@@ -15,19 +15,7 @@ T=$(mktemp -d /tmp/lp_usage.XXXXXX)
 T=$(cd "$T" && pwd -P)
 trap 'rm -rf "$T"' EXIT
 ulimit -c 0 # SIGQUIT below must not leave a core file
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok - $1"; }
-bad() { fail=$((fail + 1)); echo "not ok - $1"; }
-# expect STATUS PATTERN DESCRIPTION -- COMMAND...: exit status and a stderr/stdout pattern
-expect() {
-    local want=$1 pattern=$2 what=$3
-    shift 4
-    local out rc
-    out=$("$@" 2>&1)
-    rc=$?
-    if [ "$rc" -eq "$want" ] && grep -q -- "$pattern" <<<"$out"; then ok "$what"; else
-        bad "$what (status $rc, wanted $want; output: $out)"; fi
-}
+source "$(dirname "$0")/cli_lib.sh"
 
 # --version: version, commit, CUDA and CUPTI; fast
 out=$(timeout 5 "$LP" --version 2>&1)
@@ -107,7 +95,7 @@ if command -v prlimit >/dev/null; then
     [ "$rc" -eq 3 ] && grep -q "empty trace" "$T/full3.err" && ok "full disk: a failing command's status wins (3)" ||
         bad "full disk, exit 3: status $rc, $(cat "$T/full3.err")"
 else
-    echo "# skip - full disk: no prlimit"
+    skip "full disk: no prlimit"
 fi
 # only the trace gets nothing: meta.json is written and says so
 "$LP" record -o "$T/efbig" -- sh -c 'trap "" XFSZ; ulimit -f 0; exec "$0" 0' "$FAKE" </dev/null \
@@ -271,5 +259,4 @@ done < <(awk '/<!-- tested by tests\/cli_usage.sh -->/ { on = 1; next }
               open && /^llmprof / { sub(/ +#.*$/, ""); print }' "$SRC/README.md")
 [ "$n" -ge 4 ] && ok "README's Try it block has $n commands" || bad "README's Try it block not found ($n commands)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -18,6 +18,7 @@
 
 #include "llmprof/trace.h"
 #include "trace/codec.h"
+#include "trace/reader_internal.h"
 
 static char tmpdir[] = "/tmp/lp_test_trace_XXXXXX";
 
@@ -137,25 +138,16 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
     }
 }
 
-/* Pointer to the i-th decoded record of TYPE and its size. */
-static const void *decoded(const struct lp_trace *t, uint32_t type, size_t i, size_t *size)
+/* Pointer to the i-th decoded record of TYPE and its size (NULL past the last). */
+static const void *decoded(struct lp_trace *t, uint32_t type, size_t i, size_t *size)
 {
-#define CASE(T, arr, n) case T: *size = sizeof *t->arr; return i < t->n ? &t->arr[i] : NULL
-    switch (type) {
-    CASE(LP_REC_KERNEL, kernels, n_kernels);
-    CASE(LP_REC_MEMCPY, memcpys, n_memcpys);
-    CASE(LP_REC_MEMSET, memsets, n_memsets);
-    CASE(LP_REC_MEMORY, memory, n_memory);
-    CASE(LP_REC_MARKER, markers, n_markers);
-    CASE(LP_REC_API, apis, n_apis);
-    CASE(LP_REC_NVML, nvml, n_nvml);
-    CASE(LP_REC_DEVICE, devices, n_devices);
-    CASE(LP_REC_OVERHEAD, overheads, n_overheads);
-    CASE(LP_REC_LOSS, losses, n_losses);
-    CASE(LP_REC_GEMM, gemms, n_gemms);
-    default: return NULL;
-    }
-#undef CASE
+    size_t *n;
+    struct lp_record_layout l;
+    void **arr = lp_trace_array_of(t, type, &n);
+    if (!arr || lp_record_layout(type, &l) != 0 || i >= *n)
+        return NULL;
+    *size = l.size;
+    return (const uint8_t *)*arr + i * l.size;
 }
 
 static void write_trace(const char *path, struct lp_record *recs, size_t n, size_t chunk_bytes)

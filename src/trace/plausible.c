@@ -70,6 +70,16 @@ static void human_ns(char *buf, size_t len, uint64_t ns)
         snprintf(buf, len, "%.1f years", v / (365.25 * 86400e9));
 }
 
+/* The records of TYPE in T when they have a time: the array (NULL for none or an empty one),
+ * its layout and, in *N, its count. */
+static uint8_t *timed_records(struct lp_trace *t, uint32_t type, struct lp_record_layout *l, size_t **n)
+{
+    void **arr = lp_trace_array_of(t, type, n);
+    if (!arr || lp_record_layout(type, l) != 0 || !l->has_ts)
+        return NULL;
+    return *arr;
+}
+
 /* The latest time (start, timestamp or end) of any record within [A, B]; A if none. */
 static uint64_t latest_time(struct lp_trace *t, uint64_t a, uint64_t b)
 {
@@ -77,11 +87,11 @@ static uint64_t latest_time(struct lp_trace *t, uint64_t a, uint64_t b)
     for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
         struct lp_record_layout l;
         size_t *n;
-        void **arr = lp_trace_array_of(t, type, &n);
-        if (!arr || lp_record_layout(type, &l) != 0 || !l.has_ts)
+        uint8_t *base = timed_records(t, type, &l, &n);
+        if (!base)
             continue;
         for (size_t i = 0; i < *n; i++) {
-            const uint8_t *rec = (const uint8_t *)*arr + i * l.size;
+            const uint8_t *rec = base + i * l.size;
             uint64_t ts = field_u64(rec, l.ts), end = l.has_end ? field_u64(rec, l.end) : ts;
             if (ts >= a && ts <= b && ts > hi)
                 hi = ts;
@@ -100,12 +110,12 @@ static uint64_t count_outside(struct lp_trace *t, uint64_t lo, uint64_t hi, uint
     for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
         struct lp_record_layout l;
         size_t *n;
-        void **arr = lp_trace_array_of(t, type, &n);
-        if (!arr || lp_record_layout(type, &l) != 0 || !l.has_ts)
+        uint8_t *base = timed_records(t, type, &l, &n);
+        if (!base)
             continue;
         *timed += *n;
         for (size_t i = 0; i < *n; i++) {
-            uint64_t ts = field_u64((const uint8_t *)*arr + i * l.size, l.ts);
+            uint64_t ts = field_u64(base + i * l.size, l.ts);
             out += ts < lo || ts > hi;
         }
     }
@@ -128,11 +138,11 @@ static int window_from_records(struct lp_trace *t, uint64_t timed, uint64_t *lo,
     for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
         struct lp_record_layout l;
         size_t *n;
-        void **arr = lp_trace_array_of(t, type, &n);
-        if (!arr || lp_record_layout(type, &l) != 0 || !l.has_ts)
+        uint8_t *base = timed_records(t, type, &l, &n);
+        if (!base)
             continue;
         for (size_t i = 0; i < *n; i++)
-            v[k++] = field_u64((const uint8_t *)*arr + i * l.size, l.ts);
+            v[k++] = field_u64(base + i * l.size, l.ts);
     }
     qsort(v, k, sizeof *v, cmp_u64);
     uint64_t anchor = v[k / 2], from = sat_sub(anchor, MAX_SPAN);
@@ -251,10 +261,9 @@ int lp_trace_drop_implausible(struct lp_trace *t)
     for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
         struct lp_record_layout l;
         size_t *n;
-        void **arr = lp_trace_array_of(t, type, &n);
-        if (!arr || lp_record_layout(type, &l) != 0 || !l.has_ts)
+        uint8_t *base = timed_records(t, type, &l, &n);
+        if (!base)
             continue;
-        uint8_t *base = *arr;
         size_t kept = 0;
         for (size_t i = 0; i < *n; i++) {
             uint8_t *rec = base + i * l.size;
