@@ -295,7 +295,7 @@ static void check_gemm_list(const struct lp_trace *t, const struct gemm_want *wa
     expect(lp_trace_meta(t, "gemm") && !strcmp(lp_trace_meta(t, "gemm"), "on"),
            "header says GEMM capture was on (%s)", lp_trace_meta(t, "gemm"));
     int32_t *kg = NULL;
-    expect(lp_gemm_link(t, &kg) == LP_OK, "GEMM records linked to kernels");
+    expect(lp_gemm_link(t, &kg, NULL) == LP_OK, "GEMM records linked to kernels");
     size_t *kernels = calloc(t->n_gemms + 1, sizeof *kernels);
     for (size_t i = 0; i < t->n_kernels; i++)
         if (kg && kg[i] >= 0)

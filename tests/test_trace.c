@@ -134,6 +134,12 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
                 .compute_type = 77, .algo = (int32_t)(rnd() % 3) - 1, .tile = name,
                 .splitk = 4, .epilogue = 4, .status = 13, .flags = LP_GEMM_FLAG_ALGO_FIRST};
             break;
+        case LP_REC_GRAPH:
+            r->u.graph = (struct lp_graph){.timestamp = ts, .thread = 12345,
+                .event = LP_GRAPH_NODE_CLONED, .graph_id = 2, .original_graph_id = 1,
+                .exec_id = (uint32_t)rnd(), .node_type = 0, .node_id = 2ull << 32 | i,
+                .original_node_id = rnd()};
+            break;
         }
     }
 }

@@ -75,6 +75,21 @@ struct lp_trace *tb_read(struct tb *b, int close_it)
     return t;
 }
 
+struct lp_trace *tb_fixture(const char *dir, const char *name)
+{
+    char cmd[512], path[512] = "";
+    snprintf(cmd, sizeof cmd, "ls %s/%s/*.lpt", dir, name);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(path, sizeof path, p));
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    struct lp_trace *t = NULL;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    return t;
+}
+
 const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
 {
     for (size_t i = 0; i < r->n_stages; i++)

@@ -26,6 +26,8 @@ void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, ui
             uint64_t e);
 /* closes the writer when CLOSE_IT (else the trace has no END chunk), reads the trace back */
 struct lp_trace *tb_read(struct tb *b, int close_it);
+/* the (first) trace of the run directory DIR/NAME, read; a committed fixture */
+struct lp_trace *tb_fixture(const char *dir, const char *name);
 /* the stage named NAME, or NULL */
 const struct lp_stage_report *stage(const struct lp_run *r, const char *name);
 /* lp_run_analyze, which must succeed */

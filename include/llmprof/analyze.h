@@ -35,6 +35,8 @@ struct lp_ranges {
  * of each thread by time. */
 int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out);
 void lp_ranges_free(struct lp_ranges *r);
+/* The innermost range open on THREAD at time TS (an index into RG->v), or -1. */
+int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts);
 
 /* A range name without its key=value words: "prefill tokens=512" -> "prefill". Writes
  * into BUF (size LEN) and returns it. */
@@ -88,9 +90,12 @@ const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len);
 /* ---- GEMM calls (trace format 1.1) ---- */
 
 /* For each of T's kernels, the index of the GEMM record whose call launched it (a launch on
- * the GEMM's thread within its [start, end]), or -1. *KERNEL_GEMM is malloc'd with
- * t->n_kernels entries (NULL when there are none). Returns LP_OK or LP_ERR_NOMEM. */
-int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm);
+ * the GEMM's thread within its [start, end]; for a kernel replayed from a CUDA graph, the
+ * call that was running where and when its node was captured), or -1. *KERNEL_GEMM is
+ * malloc'd with t->n_kernels entries (NULL when there are none). KERNEL_ORIGIN (may be
+ * NULL) gets, likewise, the graph record of each replayed kernel's captured node, -1 none
+ * (NULL when the trace has no graph records). Returns LP_OK or LP_ERR_NOMEM. */
+int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kernel_origin);
 /* FLOPs of one call: 2 m n k per product (8 for complex types), times the batch. */
 double lp_gemm_flops(const struct lp_gemm *g);
 /* Bytes one call must move at least: A, B and D once each (reading C is not counted:
@@ -184,6 +189,7 @@ struct lp_stage_report {
     uint64_t gpu_ns;              /* sum of durations */
     double kernels_per_occurrence;
     size_t kernels, graph_kernels;
+    uint64_t graph_replays;       /* CUDA-graph launches whose kernels ran in this stage */
     size_t gaps;                  /* idle gaps over the threshold between its GPU work */
     uint64_t gap_ns;
     uint64_t host_wait_ns;        /* idle gaps where the next work was launched late */
@@ -342,7 +348,8 @@ struct lp_op_row {
 struct lp_gemm_row {
     struct lp_gemm call;          /* its first call: shape, types, entry point, algo, tile */
     int stage;                    /* index into lp_run.stages; -1: no kernel of it ran */
-    uint64_t calls, linked;       /* calls, and those tied to kernels */
+    int replayed;                 /* replays of calls captured into a CUDA graph */
+    uint64_t calls, linked;       /* calls (replays), and those tied to kernels */
     uint64_t kernels, gpu_ns;     /* its kernels and their summed duration */
     double flops_per_call;
     double mean_ns;               /* GPU time per linked call */
@@ -354,6 +361,19 @@ struct lp_gemm_row {
     double gbs;                   /* least bytes / GPU time */
     size_t top_group;             /* its costliest kernel (lp_run.names), SIZE_MAX none */
     char hint[320];               /* tile fit, GEMV-like shapes, alignment; "" none */
+};
+
+/* One executable CUDA graph's replays in one stage. */
+struct lp_graph_row {
+    uint32_t graph_id;            /* as its kernels carry it */
+    int stage;                    /* index into lp_run.stages */
+    uint64_t replays, kernels, gpu_ns;
+    double kernels_per_replay;
+    uint64_t gemm_kernels;        /* kernels of the GEMM category */
+    uint64_t gemm_shaped;         /* ... tied to a captured GEMM call: shape and dtype known */
+    uint64_t traced;              /* kernels whose captured node was found */
+    int32_t capture_range;        /* innermost range open where it was captured (index into
+                                     lp_run.ranges.v), -1 unknown */
 };
 
 struct lp_run_options {
@@ -436,6 +456,13 @@ struct lp_run {
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
     size_t n_unshaped;
     uint64_t gemm_warmup_calls;         /* calls in warmup: counted, not in the table */
+    uint64_t gemm_captured;             /* calls captured into a CUDA graph (they ran nothing
+                                           then); each replay of one counts as a call */
+    uint64_t gemm_replayed;             /* replays of captured calls, among gemm_calls */
+    struct lp_graph_row *graphs;        /* by stage, then graph id */
+    size_t n_graphs;
+    int32_t *kernel_capture_range;      /* per kernel of the trace: the range its graph node
+                                           was captured in, -1; NULL without graph records */
     struct lp_warmup_found warmup;      /* cause NONE: nothing set apart by the rule */
     struct lp_span *spans;              /* stage spans in time order */
     size_t n_spans;

@@ -9,7 +9,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 1
+#define LP_TRACE_VERSION_MINOR 2
 #define LP_TRACE_SUFFIX ".lpt"
 
 enum lp_status {
@@ -35,6 +35,7 @@ enum lp_rec_type {
     LP_REC_OVERHEAD = 10, /* time CUPTI spent on its own work */
     LP_REC_LOSS = 11,    /* records that were not recorded, with the reason */
     LP_REC_GEMM = 12,    /* one cuBLAS/cuBLASLt matrix multiply call (format 1.1) */
+    LP_REC_GRAPH = 13,   /* a CUDA graph node made, copied or changed (format 1.2) */
     LP_REC_TYPE_COUNT
 };
 
@@ -198,6 +199,29 @@ struct lp_gemm {
     uint32_t flags;               /* enum lp_gemm_flag */
 };
 
+/* What happened to a CUDA graph node. A replayed kernel carries the id of a node of the
+ * executable graph; that node was cloned, at instantiation, from a node made while the
+ * program captured a stream, inside the library call (a GEMM) and the NVTX ranges open on
+ * THREAD at TIMESTAMP. */
+enum lp_graph_event {
+    LP_GRAPH_NODE_CREATED = 1,    /* node added to graph_id (stream capture or graph API) */
+    LP_GRAPH_NODE_CLONED = 2,     /* node copied from original_node_id: instantiation, or
+                                     cudaGraphClone */
+    LP_GRAPH_NODE_UPDATED = 3,    /* cudaGraphExecUpdate gave node (of an executable graph)
+                                     the parameters of original_node_id */
+    LP_GRAPH_NODE_SET_PARAMS = 4, /* node's parameters set in executable graph exec_id */
+    LP_GRAPH_EXEC_CREATED = 5,    /* executable graph exec_id instantiated from graph_id */
+};
+
+struct lp_graph {
+    uint64_t timestamp;           /* trace clock, inside the call that caused it */
+    uint32_t thread;              /* same id space as lp_api.thread */
+    uint32_t event;               /* enum lp_graph_event */
+    uint32_t graph_id, original_graph_id, exec_id; /* CUPTI's ids, 0 when not given */
+    uint32_t node_type;           /* CUgraphNodeType: 0 kernel, 1 memcpy, 2 memset ... */
+    uint64_t node_id, original_node_id; /* CUPTI's ids, 0 when not given */
+};
+
 struct lp_record {
     uint32_t type; /* enum lp_rec_type */
     union {
@@ -212,6 +236,7 @@ struct lp_record {
         struct lp_overhead overhead;
         struct lp_loss loss;
         struct lp_gemm gemm;
+        struct lp_graph graph;
     } u;
 };
 
@@ -274,6 +299,7 @@ struct lp_trace {
     struct lp_overhead *overheads;    size_t n_overheads;
     struct lp_loss *losses;           size_t n_losses;
     struct lp_gemm *gemms;            size_t n_gemms;
+    struct lp_graph *graphs;          size_t n_graphs;
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;

@@ -11,12 +11,12 @@
 
 /* ---- the table ---- */
 
-static uint64_t shape_hash(const struct lp_gemm *g, int stage)
+static uint64_t shape_hash(const struct lp_gemm *g, int stage, int replayed)
 {
     const uint64_t v[] = {g->m, g->n, g->k, g->batch, (uint64_t)g->transa << 8 | g->transb,
                           (uint64_t)g->a_type << 32 | g->b_type,
                           (uint64_t)g->d_type << 32 | g->compute_type, g->epilogue,
-                          (uint64_t)(int64_t)stage};
+                          (uint64_t)(int64_t)stage, (uint64_t)replayed};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof v / sizeof *v; i++)
         h = (h ^ v[i]) * 1099511628211ull;
@@ -97,9 +97,10 @@ static int cmp_rows(const void *a, const void *b)
     return (x->calls < y->calls) - (x->calls > y->calls);
 }
 
-/* per GEMM record: its stage, its kernels, their time and the costliest one */
+/* per GEMM that ran (c->gemms): its stage, its kernels, their time and the costliest one */
 struct call_info {
     int32_t stage;
+    uint8_t captured, replayed;   /* a call captured into a graph; one replay of such a call */
     uint32_t kernels;
     uint64_t ns, top_ns;
     uint32_t top_group;
@@ -110,7 +111,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     size_t cap = 64, n_slots = 1;
-    while (n_slots < 2 * t->n_gemms)
+    while (n_slots < 2 * c->n_gemms)
         n_slots *= 2;
     int32_t *slot = malloc(n_slots * sizeof *slot);
     uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
@@ -122,16 +123,19 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     }
     memset(slot, 0xff, n_slots * sizeof *slot);
     uint32_t sms = t->n_devices ? t->devices[0].sm_count : 0;
-    for (size_t i = 0; i < t->n_gemms; i++) {
-        const struct lp_gemm *g = &t->gemms[i];
+    for (size_t i = 0; i < c->n_gemms; i++) {
+        const struct lp_gemm *g = &c->gemms[i];
         int stage = ci[i].stage;
+        if (ci[i].captured) /* it ran in its replays */
+            continue;
         if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
             r->gemm_warmup_calls++; /* counted, kept out of the table */
             continue;
         }
-        uint64_t h = shape_hash(g, stage);
+        uint64_t h = shape_hash(g, stage, ci[i].replayed);
         size_t s = h & (n_slots - 1);
         while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemms[slot[s]].stage == stage &&
+                                 r->gemms[slot[s]].replayed == ci[i].replayed &&
                                  lp_gemm_same_shape(&r->gemms[slot[s]].call, g)))
             s = (s + 1) & (n_slots - 1);
         if (slot[s] < 0) {
@@ -149,6 +153,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             memset(row, 0, sizeof *row);
             row->call = *g;
             row->stage = stage;
+            row->replayed = ci[i].replayed;
             row->top_group = SIZE_MAX;
             row->flops_per_call = lp_gemm_flops(g);
             slot[s] = (int32_t)r->n_gemms++;
@@ -195,14 +200,13 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
 static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 {
     struct lp_run *r = c->r;
-    const struct lp_trace *t = c->t;
-    for (size_t i = 0; i < t->n_gemms; i++) {
-        if (ci[i].stage < 0)
+    for (size_t i = 0; i < c->n_gemms; i++) {
+        if (ci[i].stage < 0 || ci[i].captured)
             continue;
         struct lp_stage_report *st = &r->stages[ci[i].stage];
         st->gemm_calls++;
         st->gemm_ns += ci[i].ns;
-        st->gemm_flops += lp_gemm_flops(&t->gemms[i]);
+        st->gemm_flops += lp_gemm_flops(&c->gemms[i]);
     }
     double peak = r->gpu.tflops[r->dtype];
     for (size_t s = 0; s < r->n_stages; s++) {
@@ -289,14 +293,17 @@ int lp_run_gemms(struct lp_run_ctx *c)
     const char *state = lp_trace_meta(t, "gemm");
     snprintf(r->gemm_state, sizeof r->gemm_state, "%s",
              state ? state : "not recorded (a trace of format 1.0, or llmprof record --light)");
-    if (t->n_gemms == 0)
+    if (c->n_gemms == 0)
         return unshaped(c);
     const int32_t *kg = c->kernel_gemm;
-    struct call_info *ci = calloc(t->n_gemms, sizeof *ci);
+    struct call_info *ci = calloc(c->n_gemms, sizeof *ci);
     if (!ci)
         return LP_ERR_NOMEM;
-    for (size_t i = 0; i < t->n_gemms; i++)
+    for (size_t i = 0; i < c->n_gemms; i++) {
         ci[i].stage = -1;
+        ci[i].captured = i < t->n_gemms && c->gemm_replays && c->gemm_replays[i];
+        ci[i].replayed = c->gemm_replay_of && c->gemm_replay_of[i] >= 0;
+    }
     for (size_t i = 0; i < t->n_kernels; i++) {
         if (!kg || kg[i] < 0)
             continue;
@@ -313,16 +320,21 @@ int lp_run_gemms(struct lp_run_ctx *c)
         }
     }
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
-    for (size_t i = 0; i < t->n_gemms; i++)
+    for (size_t i = 0; i < c->n_gemms; i++)
         if (!ci[i].kernels && c->gemm_occ[i] >= 0)
             ci[i].stage = c->occ[c->gemm_occ[i]].stage;
-    for (size_t i = 0; i < t->n_gemms; i++) {
+    for (size_t i = 0; i < c->n_gemms; i++) {
+        if (ci[i].captured) {
+            r->gemm_captured++;
+            continue;
+        }
         r->gemm_calls++;
-        r->gemm_failed += t->gemms[i].status != 0;
+        r->gemm_replayed += ci[i].replayed;
+        r->gemm_failed += c->gemms[i].status != 0;
         if (ci[i].kernels) {
             r->gemm_linked++;
             r->gemm_ns += ci[i].ns;
-            r->gemm_flops += lp_gemm_flops(&t->gemms[i]);
+            r->gemm_flops += lp_gemm_flops(&c->gemms[i]);
         }
     }
     int rc = build_rows(c, ci);
@@ -332,9 +344,9 @@ int lp_run_gemms(struct lp_run_ctx *c)
     }
     if (rc == LP_OK && r->gemm_calls - r->gemm_failed > r->gemm_linked)
         rc = lp_run_note(r, "%" PRIu64 " of %" PRIu64 " successful GEMM calls launched no "
-                            "recorded kernel (captured into a CUDA graph, launch records "
-                            "missing, or --light): their FLOPs are left out of the GEMM "
-                            "figures",
+                            "recorded kernel (captured into a CUDA graph never replayed or "
+                            "whose nodes were not recorded, launch records missing, or "
+                            "--light): their FLOPs are left out of the GEMM figures",
                          r->gemm_calls - r->gemm_failed - r->gemm_linked,
                          r->gemm_calls - r->gemm_failed);
     free(ci);

@@ -102,24 +102,42 @@ static int cmp_thread_start(const void *a, const void *b, void *arg)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
+/* the GEMM whose call on THREAD was running at TS: the last one there that began before */
+static int32_t gemm_at(const struct lp_trace *t, const uint32_t *order, uint32_t thread,
+                       uint64_t ts)
+{
+    size_t lo = 0, hi = t->n_gemms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct lp_gemm *g = &t->gemms[order[mid]];
+        if (g->thread < thread || (g->thread == thread && g->start <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const struct lp_gemm *g = &t->gemms[order[lo - 1]];
+    return g->thread == thread && ts <= g->end ? (int32_t)order[lo - 1] : -1;
+}
+
+int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kernel_origin)
 {
     *kernel_gemm = NULL;
+    if (kernel_origin)
+        *kernel_origin = NULL;
     if (t->n_kernels == 0)
         return LP_OK;
-    int32_t *out = malloc(t->n_kernels * sizeof *out);
-    if (out && t->n_gemms == 0) {
-        for (size_t i = 0; i < t->n_kernels; i++)
-            out[i] = -1;
-        *kernel_gemm = out;
-        return LP_OK;
-    }
-    uint32_t *order = malloc(t->n_gemms * sizeof *order);
+    int32_t *out = malloc(t->n_kernels * sizeof *out), *origin = NULL;
+    uint32_t *order = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *order);
     struct lp_corr_map m = {0};
     int rc = out && order ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
+    if (rc == LP_OK)
+        rc = lp_graph_origins(t, &m, &origin);
     if (rc) {
         free(out);
         free(order);
+        lp_corr_free(&m);
         return rc;
     }
     for (size_t i = 0; i < t->n_gemms; i++)
@@ -127,28 +145,26 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm)
     qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
     for (size_t i = 0; i < t->n_kernels; i++) {
         out[i] = -1;
-        const struct lp_api *a = lp_corr_find(t, &m, t->kernels[i].correlation);
-        if (!a)
+        if (t->n_gemms == 0)
             continue;
-        /* the last GEMM on the launching thread that began before the launch */
-        size_t lo = 0, hi = t->n_gemms;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            const struct lp_gemm *g = &t->gemms[order[mid]];
-            if (g->thread < a->thread || (g->thread == a->thread && g->start <= a->start))
-                lo = mid + 1;
-            else
-                hi = mid;
+        if (t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) {
+            /* a replay: the call that was running when its node was captured */
+            const struct lp_graph *g = origin && origin[i] >= 0 ? &t->graphs[origin[i]] : NULL;
+            if (g)
+                out[i] = gemm_at(t, order, g->thread, g->timestamp);
+            continue;
         }
-        if (lo == 0)
-            continue;
-        const struct lp_gemm *g = &t->gemms[order[lo - 1]];
-        if (g->thread == a->thread && a->start <= g->end)
-            out[i] = (int32_t)order[lo - 1];
+        const struct lp_api *a = lp_corr_find(t, &m, t->kernels[i].correlation);
+        if (a)
+            out[i] = gemm_at(t, order, a->thread, a->start);
     }
     lp_corr_free(&m);
     free(order);
     *kernel_gemm = out;
+    if (kernel_origin)
+        *kernel_origin = origin;
+    else
+        free(origin);
     return LP_OK;
 }
 

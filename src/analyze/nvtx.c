@@ -152,3 +152,25 @@ const char *lp_range_group_name(const char *name, char *buf, size_t len)
     buf[o] = 0;
     return buf;
 }
+
+int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
+{
+    size_t lo = 0, hi = rg->n;
+    /* last range with (thread, start) <= (thread, ts) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct lp_range *x = &rg->v[mid];
+        if (x->thread < thread || (x->thread == thread && x->start <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    int64_t j = (int64_t)lo - 1;
+    if (rg->v[j].thread != thread)
+        return -1;
+    while (j >= 0 && rg->v[j].end < ts)
+        j = rg->v[j].parent;
+    return (int32_t)j;
+}

@@ -219,6 +219,8 @@ void lp_run_free(struct lp_run *r)
     free(r->findings);
     free(r->gemms);
     free(r->unshaped);
+    free(r->graphs);
+    free(r->kernel_capture_range);
     free(r->spans);
     lp_ranges_free(&r->ranges);
     memset(r, 0, sizeof *r);
@@ -235,6 +237,10 @@ static void ctx_free(struct lp_run_ctx *c)
     free(c->rule_stage);
     free(c->subs);
     free(c->kernel_gemm);
+    free(c->kernel_origin);
+    free(c->gemm_store);
+    free(c->gemm_replay_of);
+    free(c->gemm_replays);
     free(c->kernel_work);
     free(c->gemm_occ);
     free(c->gemm_end);
@@ -278,6 +284,8 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, s
         lp_run_utilisation(&c);
         rc = lp_run_gemms(&c);
     }
+    if (rc == LP_OK)
+        rc = lp_run_graphs(&c);
     if (rc == LP_OK) {
         rc = lp_run_diagnose(&c);
     }

@@ -78,10 +78,18 @@ struct lp_run_ctx {
     struct { int stage; int rule; } *subs;
     size_t n_subs;
     /* steps.c: GEMM calls tied to kernels and occurrences, and the step durations found */
-    int32_t *kernel_gemm;         /* GEMM record that launched each kernel, -1 (NULL: none) */
+    /* GEMMs that ran (graphs.c): the trace's calls, then one per replay of a call captured
+     * into a CUDA graph; every per-GEMM array below is indexed like GEMMS */
+    const struct lp_gemm *gemms;
+    size_t n_gemms;
+    struct lp_gemm *gemm_store;   /* GEMMS when replays were added (owned) */
+    int32_t *gemm_replay_of;      /* the captured call each one replays, -1 (NULL: none) */
+    uint32_t *gemm_replays;       /* per trace GEMM record: its replays (> 0: captured) */
+    int32_t *kernel_gemm;         /* GEMM that launched each kernel, -1 (NULL: none) */
+    int32_t *kernel_origin;       /* graph record of each replayed kernel's node, -1 */
     int32_t *kernel_work;         /* index into work of each kernel */
-    int32_t *gemm_occ;            /* occurrence of each GEMM record, -1 */
-    uint64_t *gemm_end;           /* end of each GEMM record's last kernel, 0 none */
+    int32_t *gemm_occ;            /* occurrence of each GEMM, -1 */
+    uint64_t *gemm_end;           /* end of each GEMM's last kernel, 0 none */
     double *step_ns;
     size_t n_step_ns, step_cap;
     char *err;
@@ -100,6 +108,11 @@ int lp_corr_build(const struct lp_trace *t, struct lp_corr_map *m);
 const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
                                   uint32_t correlation);
 void lp_corr_free(struct lp_corr_map *m);
+
+/* graph_nodes.c: for each kernel replayed from a CUDA graph, the graph record (index into
+ * t->graphs) of the node made for it at capture, -1 for eager kernels and unknown origins;
+ * M (may be NULL) gives launch times. *ORIGIN is NULL when the trace has no graph records. */
+int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int32_t **origin);
 
 int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
 /* stages.c: the occurrence of host work on THREAD at TS, as a launch there would get, -1 */
@@ -123,6 +136,10 @@ int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stag
 void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
+/* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run by
+ * steps.c before anything reads c->gemms */
+int lp_run_replays(struct lp_run_ctx *c);
+int lp_run_graphs(struct lp_run_ctx *c);       /* graphs.c: replays per graph and stage */
 /* infer.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
  * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the
  * number made (c->n_occ), or -1 out of memory. */

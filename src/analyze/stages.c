@@ -323,29 +323,6 @@ static uint32_t work_correlation(const struct lp_trace *t, const struct lp_work 
     }
 }
 
-/* The innermost range open on THREAD at time TS, or -1. */
-static int32_t range_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
-{
-    size_t lo = 0, hi = rg->n;
-    /* last range with (thread, start) <= (thread, ts) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct lp_range *x = &rg->v[mid];
-        if (x->thread < thread || (x->thread == thread && x->start <= ts))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0)
-        return -1;
-    int64_t j = (int64_t)lo - 1;
-    if (rg->v[j].thread != thread)
-        return -1;
-    while (j >= 0 && rg->v[j].end < ts)
-        j = rg->v[j].parent;
-    return (int32_t)j;
-}
-
 /* Work without a launch record: the latest occurrence that began before it. */
 static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
 {
@@ -375,7 +352,7 @@ int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
     const struct lp_run *r = c->r;
     return r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN
                ? 0
-               : occ_at(c, range_at(&r->ranges, thread, ts), ts);
+               : occ_at(c, lp_ranges_at(&r->ranges, thread, ts), ts);
 }
 
 
@@ -394,7 +371,7 @@ static int attribute_work(struct lp_run_ctx *c)
         if (a) {
             w->launch = a->start;
             w->thread = a->thread;
-            w->range = range_at(&r->ranges, a->thread, a->start);
+            w->range = lp_ranges_at(&r->ranges, a->thread, a->start);
             w->occ = occ_at(c, w->range, a->start);
             r->kernels_by_launch++;
         } else {

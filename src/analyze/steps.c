@@ -29,14 +29,14 @@ static int link_gemms(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++)
         if (c->work[i].kind == LP_OP_KERNEL)
             c->kernel_work[c->work[i].index] = (int32_t)i;
-    if (t->n_gemms == 0)
-        return LP_OK;
-    c->gemm_occ = malloc(t->n_gemms * sizeof *c->gemm_occ);
-    c->gemm_end = calloc(t->n_gemms, sizeof *c->gemm_end);
-    int rc = c->gemm_occ && c->gemm_end ? lp_gemm_link(t, &c->kernel_gemm) : LP_ERR_NOMEM;
-    if (rc)
+    int rc = lp_run_replays(c);
+    if (rc || c->n_gemms == 0)
         return rc;
-    for (size_t i = 0; i < t->n_gemms; i++)
+    c->gemm_occ = malloc(c->n_gemms * sizeof *c->gemm_occ);
+    c->gemm_end = calloc(c->n_gemms, sizeof *c->gemm_end);
+    if (!c->gemm_occ || !c->gemm_end)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_gemms; i++)
         c->gemm_occ[i] = -1;
     for (size_t i = 0; c->kernel_gemm && i < t->n_kernels; i++) {
         int32_t g = c->kernel_gemm[i], w = c->kernel_work[i];
@@ -48,9 +48,9 @@ static int link_gemms(struct lp_run_ctx *c)
             c->gemm_end[g] = c->work[w].end;
     }
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
-    for (size_t i = 0; i < t->n_gemms; i++)
+    for (size_t i = 0; i < c->n_gemms; i++)
         if (!c->gemm_end[i])
-            c->gemm_occ[i] = lp_run_occ_at(c, t->gemms[i].thread, t->gemms[i].start);
+            c->gemm_occ[i] = lp_run_occ_at(c, c->gemms[i].thread, c->gemms[i].start);
     return LP_OK;
 }
 
@@ -243,7 +243,7 @@ static uint64_t most_common(uint64_t *v, size_t n, size_t *count)
 static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *calls, size_t n,
                         uint64_t *vals, const struct lp_gemm **lm)
 {
-    const struct lp_gemm *g0 = c->t->gemms;
+    const struct lp_gemm *g0 = c->gemms;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         vals[k++] = g0[calls[i]].m;
@@ -301,22 +301,29 @@ struct by_occ {
     size_t *work_at, *gemm_at; /* n_occ + 1 offsets */
 };
 
+/* a GEMM that tells tokens and steps: it ran (a call captured into a graph ran only in its
+ * replays), did not fail, one product of known size */
+static int counts(const struct lp_run_ctx *c, size_t i)
+{
+    const struct lp_gemm *g = &c->gemms[i];
+    return c->gemm_occ[i] >= 0 && !g->status && g->batch == 1 && g->m && g->n &&
+           !(i < c->t->n_gemms && c->gemm_replays && c->gemm_replays[i]);
+}
+
 static int group_by_occ(struct lp_run_ctx *c, struct by_occ *b)
 {
-    const struct lp_trace *t = c->t;
     size_t n = c->n_occ;
     b->work_at = calloc(n + 2, sizeof *b->work_at);
     b->gemm_at = calloc(n + 2, sizeof *b->gemm_at);
     b->work = malloc((c->n_work ? c->n_work : 1) * sizeof *b->work);
-    b->gemm = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *b->gemm);
+    b->gemm = malloc((c->n_gemms ? c->n_gemms : 1) * sizeof *b->gemm);
     if (!b->work_at || !b->gemm_at || !b->work || !b->gemm)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < c->n_work; i++)
         if (c->work[i].occ >= 0)
             b->work_at[c->work[i].occ + 2]++;
-    for (size_t i = 0; c->gemm_occ && i < t->n_gemms; i++)
-        if (c->gemm_occ[i] >= 0 && !t->gemms[i].status && t->gemms[i].batch == 1 &&
-            t->gemms[i].m && t->gemms[i].n)
+    for (size_t i = 0; c->gemm_occ && i < c->n_gemms; i++)
+        if (counts(c, i))
             b->gemm_at[c->gemm_occ[i] + 2]++;
     for (size_t i = 2; i < n + 2; i++) {
         b->work_at[i] += b->work_at[i - 1];
@@ -326,9 +333,8 @@ static int group_by_occ(struct lp_run_ctx *c, struct by_occ *b)
     for (size_t i = 0; i < c->n_work; i++)
         if (c->work[i].occ >= 0)
             b->work[b->work_at[c->work[i].occ + 1]++] = (uint32_t)i;
-    for (size_t i = 0; c->gemm_occ && i < t->n_gemms; i++)
-        if (c->gemm_occ[i] >= 0 && !t->gemms[i].status && t->gemms[i].batch == 1 &&
-            t->gemms[i].m && t->gemms[i].n)
+    for (size_t i = 0; c->gemm_occ && i < c->n_gemms; i++)
+        if (counts(c, i))
             b->gemm[b->gemm_at[c->gemm_occ[i] + 1]++] = (uint32_t)i;
     return LP_OK;
 }
@@ -360,7 +366,7 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     } else if (lm) {
         size_t unlinked = 0;
         for (size_t i = 0; i < n_calls; i++)
-            if (lp_gemm_same_shape(&t->gemms[calls[i]], lm)) {
+            if (lp_gemm_same_shape(&c->gemms[calls[i]], lm)) {
                 unlinked += !c->gemm_end[calls[i]];
                 ends[s++] = c->gemm_end[calls[i]];
             }

@@ -32,7 +32,7 @@ static int count_gemms(const struct lp_trace *t, struct lp_trace_summary *s)
         return LP_OK;
     int32_t *kg = NULL;
     char *tied = calloc(t->n_gemms, 1);
-    int rc = tied ? lp_gemm_link(t, &kg) : LP_ERR_NOMEM;
+    int rc = tied ? lp_gemm_link(t, &kg, NULL) : LP_ERR_NOMEM;
     for (size_t i = 0; rc == LP_OK && kg && i < t->n_kernels; i++)
         if (kg[i] >= 0) {
             s->n_gemm_kernels++;

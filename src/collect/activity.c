@@ -220,12 +220,12 @@ int lp_activity_start(const struct lp_activity_options *o)
     done_valid = calloc(opts.max_buffers, sizeof *done_valid);
     if (!free_bufs || !done_bufs || !all_bufs || !done_valid)
         return -1;
-    /* CUPTI has one subscriber slot. Holding it (with no callbacks enabled) keeps a later
+    /* CUPTI has one subscriber slot. Holding it (with only graph.c's callbacks on) keeps a later
      * torch.profiler from taking over the activity API mid-run; it then reports
      * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and profiles the CPU side only. A tool
      * that already holds the slot keeps it, and llmprof stays off CUPTI in this process. */
-    CUptiResult sub = opts.subscribe ? lp_cupti.Subscribe(&subscriber, no_callbacks, NULL)
-                                     : CUPTI_SUCCESS;
+    CUpti_CallbackFunc cb = opts.callback ? opts.callback : no_callbacks;
+    CUptiResult sub = opts.subscribe ? lp_cupti.Subscribe(&subscriber, cb, NULL) : CUPTI_SUCCESS;
     if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         lp_collect_warn(LP_LOSS_COLLECTOR, 0,
                         "another CUPTI client (nsys, ncu, compute-sanitizer, torch.profiler ...) "
@@ -233,8 +233,10 @@ int lp_activity_start(const struct lp_activity_options *o)
                         "ranges here; the program and that tool run on unaffected");
         return 1;
     }
-    if (sub != CUPTI_SUCCESS)
+    if (sub != CUPTI_SUCCESS) {
         lp_cupti_check(sub, "cuptiSubscribe");
+        subscriber = NULL;
+    }
     if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
         return -1;
     unsigned kinds = opts.kinds;
@@ -272,6 +274,8 @@ int lp_activity_start(const struct lp_activity_options *o)
                         "no launch API could be enabled: launch correlation is not recorded");
     return 0;
 }
+
+CUpti_SubscriberHandle lp_activity_subscriber(void) { return subscriber; }
 
 void lp_activity_flush(int forced)
 {

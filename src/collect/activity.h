@@ -3,6 +3,7 @@
 #ifndef LP_COLLECT_ACTIVITY_H
 #define LP_COLLECT_ACTIVITY_H
 
+#include <cupti.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@ int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen);
 struct lp_activity_options {
     unsigned kinds;         /* enum lp_kind bits */
     int subscribe;          /* hold CUPTI's subscriber slot (see lp_activity_start) */
+    CUpti_CallbackFunc callback; /* the subscriber's callback; callbacks are off until
+                                    enabled one by one (NULL: none) */
     size_t buffer_bytes;    /* size of one CUPTI buffer */
     unsigned max_buffers;   /* bound on buffers outstanding */
 };
@@ -33,6 +36,8 @@ struct lp_activity_options {
 /* Enables activity collection: 0 when at least kernels are being recorded, 1 when
  * another CUPTI client holds CUPTI (warned), -1 on failure. */
 int lp_activity_start(const struct lp_activity_options *opt);
+/* The subscriber held since lp_activity_start, or NULL. */
+CUpti_SubscriberHandle lp_activity_subscriber(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */
 void lp_activity_flush(int forced);
 /* Converts completed buffers into the sink and returns them to the pool. */

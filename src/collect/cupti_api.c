@@ -86,6 +86,10 @@ static void load(void)
     BIND(Subscribe, 0);
     BIND(ActivityEnableRuntimeApi, 1);
     BIND(ActivityEnableDriverApi, 1);
+    BIND(EnableCallback, 1);
+    BIND(GetGraphNodeId, 1);
+    BIND(GetGraphId, 1);
+    BIND(GetGraphExecId, 1);
     *(void **)&lp_cupti.InitializeInjectionNvtx2 = dlsym(h, "InitializeInjectionNvtx2");
     if (lp_cupti.GetVersion(&lp_cupti.version) != CUPTI_SUCCESS)
         lp_cupti.version = 0;

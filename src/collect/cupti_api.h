@@ -26,6 +26,11 @@ struct lp_cupti_api {
     /* optional: NULL on CUPTI versions without them */
     CUptiResult (*ActivityEnableRuntimeApi)(CUpti_CallbackId, uint8_t);
     CUptiResult (*ActivityEnableDriverApi)(CUpti_CallbackId, uint8_t);
+    CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                  CUpti_CallbackId);
+    CUptiResult (*GetGraphNodeId)(CUgraphNode, uint64_t *);
+    CUptiResult (*GetGraphId)(CUgraph, uint32_t *);
+    CUptiResult (*GetGraphExecId)(CUgraphExec, uint32_t *);
     int (*InitializeInjectionNvtx2)(void *);
 };
 

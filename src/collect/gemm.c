@@ -23,6 +23,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "queue.h"
 #include "sink.h"
 
 #define LP_EXPORT __attribute__((visibility("default")))
@@ -106,11 +107,7 @@ static const char *const api_names[API_COUNT] = {
 enum { QUEUE_CAP = 16384, MAX_TILES = 64, SHAPES_CAP = 4096 };
 
 static int enabled;                 /* read on every call: atomic */
-static void (*notify_flusher)(void);
-static pthread_mutex_t queue_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct lp_gemm *queue, *spare;
-static size_t queued;
-static uint64_t recorded, dropped, dropped_reported;
+static struct lp_queue queue = LP_QUEUE_INIT(struct lp_gemm, QUEUE_CAP);
 
 /* What one shape's first call told about the algorithm; later calls copy it. */
 struct shape {
@@ -333,23 +330,6 @@ static void call_ready(struct call *c)
     }
 }
 
-static void queue_push(const struct lp_gemm *g)
-{
-    pthread_mutex_lock(&queue_mu);
-    if (!queue && (queue = malloc(QUEUE_CAP * sizeof *queue)) == NULL) {
-        dropped++;
-    } else if (queued == QUEUE_CAP) {
-        dropped++;
-    } else {
-        queue[queued++] = *g;
-        recorded++;
-    }
-    int wake = queued == QUEUE_CAP / 2;
-    pthread_mutex_unlock(&queue_mu);
-    if (wake && notify_flusher)
-        notify_flusher();
-}
-
 static cublasStatus_t call_end(struct call *c, int recording, cublasStatus_t st)
 {
     depth--;
@@ -374,7 +354,7 @@ static cublasStatus_t call_end(struct call *c, int recording, cublasStatus_t st)
         if (c->heard)
             apply_shape(&c->g, &c->learnt);
     }
-    queue_push(&c->g);
+    lp_queue_push(&queue, &c->g);
     return st;
 }
 
@@ -608,7 +588,7 @@ void lp_gemm_start(void (*notify)(void))
         lp_sink_set_meta("gemm", "off (LLMPROF_GEMM=0)");
         return;
     }
-    notify_flusher = notify;
+    queue.notify = notify;
     /* calls reach the wrappers when this library comes first in the lookup: preloaded */
     Dl_info self, bound;
     void *sym = dlsym(RTLD_DEFAULT, "cublasGemmEx");
@@ -621,15 +601,9 @@ void lp_gemm_start(void (*notify)(void))
 
 void lp_gemm_drain(void)
 {
-    pthread_mutex_lock(&queue_mu);
-    struct lp_gemm *batch = queue;
-    size_t n = queued;
-    uint64_t lost = dropped - dropped_reported;
-    dropped_reported = dropped;
-    queue = spare;
-    spare = NULL;
-    queued = 0;
-    pthread_mutex_unlock(&queue_mu);
+    size_t n;
+    uint64_t lost;
+    struct lp_gemm *batch = lp_queue_take(&queue, &n, &lost);
     if (lost)
         lp_collect_warn(LP_LOSS_GEMM, lost, "GEMM records dropped: the queue of %d was full "
                         "between two flushes", QUEUE_CAP);
@@ -650,21 +624,15 @@ void lp_gemm_drain(void)
     }
     pthread_mutex_unlock(&shapes_mu);
     lp_sink_unlock();
-    pthread_mutex_lock(&queue_mu);
-    if (!spare)
-        spare = batch;
-    else
-        free(batch);
-    pthread_mutex_unlock(&queue_mu);
+    lp_queue_release(&queue, batch);
 }
 
 void lp_gemm_stop(void)
 {
     __atomic_store_n(&enabled, 0, __ATOMIC_RELEASE);
     lp_gemm_drain();
-    pthread_mutex_lock(&queue_mu);
-    uint64_t rec = recorded, drop = dropped;
-    pthread_mutex_unlock(&queue_mu);
+    uint64_t rec, drop;
+    lp_queue_counts(&queue, &rec, &drop);
     lp_sink_set_meta_u64("gemm_calls_recorded", rec);
     lp_sink_set_meta_u64("gemm_calls_dropped", drop);
 }

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "cupti_api.h"
 #include "gemm.h"
+#include "graph.h"
 #include "log.h"
 #include "nvml.h"
 #include "procinfo.h"
@@ -95,6 +96,7 @@ static void *flush_loop(void *arg)
         seen = lp_activity_completions();
         lp_activity_drain();
         lp_gemm_drain();
+        lp_graph_drain();
         if (mono_ms() - last_write >= flush_ms) {
             lp_sink_flush();
             last_write = mono_ms();
@@ -122,6 +124,7 @@ static void shutdown_collector(void)
     lp_activity_drain();
     lp_activity_finish();
     lp_gemm_stop();
+    lp_graph_stop();
     lp_sink_set_meta_u64("end_trace_ns", lp_clock_ns());
     lp_procinfo_set_end_meta();
     lp_sink_close();
@@ -133,6 +136,7 @@ static void in_child_after_fork(void)
     started = 0;
     flusher_running = 0;
     lp_gemm_forget();
+    lp_graph_forget();
 }
 
 /* Makes NVTX deliver to CUPTI when the program starts using NVTX after CUDA. */
@@ -177,6 +181,7 @@ static void init(void)
             .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
+            .callback = lp_graph_callback,
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
@@ -193,10 +198,13 @@ static void init(void)
         }
         lp_sink_set_meta_u64("kinds", ao.kinds);
         lp_activity_set_notify(wake_flusher);
-        if (lp_activity_start(&ao) < 0)
+        int act = lp_activity_start(&ao);
+        if (act < 0)
             lp_collect_warn(LP_LOSS_COLLECTOR, 0,
                             "CUPTI activity could not be enabled (see the CUPTI error before "
                             "this): kernels are not recorded; the program runs on");
+        if (act == 0)
+            lp_graph_start(lp_activity_subscriber(), wake_flusher);
         point_nvtx_here();
     }
     lp_gemm_start(wake_flusher);

@@ -136,10 +136,16 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
         /* the full name is in kernels.csv: here it would double the file */
         fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
                    "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%u,"
-                   "\"graph\":%u}}",
+                   "\"graph\":%u",
                 lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
                 k->block[0], k->block[1], k->block[2], k->registers,
                 k->static_smem + k->dynamic_smem, k->graph_id);
+        int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
+        if (cr >= 0) { /* a replay: where its node was captured */
+            fprintf(f, ",\"captured in\":");
+            str(f, lp_trace_str(t, r->ranges.v[cr].name));
+        }
+        fprintf(f, "}}");
         flow(&o, 'f', k->correlation, pid, k->stream, k->start);
     }
     for (size_t i = 0; i < t->n_memcpys; i++) {

@@ -107,14 +107,14 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
 
 int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
 {
-    fprintf(f, "stage,api,m,n,k,batch,transa,transb,a_type,b_type,d_type,compute_type,epilogue,"
+    fprintf(f, "stage,replayed,api,m,n,k,batch,transa,transb,a_type,b_type,d_type,compute_type,epilogue,"
                "algo,tile,calls,linked,kernels,gpu_ns,mean_ns,flops_per_call,tflops,peak_dtype,"
                "peak_share,intensity,memory_bound,gbs,top_kernel,hint\n");
     for (size_t i = 0; i < r->n_gemms; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
         field(f, g->stage >= 0 ? r->stages[g->stage].name : "");
-        fputc(',', f);
+        fprintf(f, ",%d,", g->replayed);
         field(f, lp_trace_str(r->trace, c->api));
         fprintf(f, ",%llu,%llu,%llu,%llu,%c,%c,%s,%s,%s,%s,%u,%d,", (unsigned long long)c->m,
                 (unsigned long long)c->n, (unsigned long long)c->k, (unsigned long long)c->batch,

@@ -89,6 +89,7 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         "kernels_per_occurrence", num(s->kernels_per_occurrence), "gaps", (json_int_t)s->gaps,
         "gap_ns", u64(s->gap_ns), "host_wait_ns", u64(s->host_wait_ns), "host_wait_share",
         num(s->host_wait_share), "launch_delay_p50_ns", u64(s->launch_delay_p50_ns));
+    json_object_set_new(o, "graph_replays", u64(s->graph_replays));
     json_object_set_new(o, "tokens", json_pack("{s:I,s:I,s:s,s:o}", "count",
                                                (json_int_t)s->tokens, "batch",
                                                (json_int_t)s->batch, "source",
@@ -161,6 +162,7 @@ static json_t *gemms_json(const struct lp_run *r)
             "tile", lp_trace_str(r->trace, c->tile), "algo", c->algo, "hint", g->hint,
             "epilogue", (json_int_t)c->epilogue, "calls", u64(g->calls), "linked", u64(g->linked),
             "kernels", u64(g->kernels));
+        json_object_set_new(o, "replayed", json_boolean(g->replayed));
         json_object_set_new(o, "gpu_ns", u64(g->gpu_ns));
         json_object_set_new(o, "mean_ns", num(g->mean_ns));
         json_object_set_new(o, "flops_per_call", num(g->flops_per_call));
@@ -194,7 +196,31 @@ static json_t *gemms_json(const struct lp_run *r)
                           "warmup_calls", u64(r->gemm_warmup_calls), "shapes", rows);
     json_object_set_new(o, "unshaped_ns", u64(r->gemm_unshaped_ns));
     json_object_set_new(o, "unshaped", un);
+    json_object_set_new(o, "captured_calls", u64(r->gemm_captured));
+    json_object_set_new(o, "replayed_calls", u64(r->gemm_replayed));
     return o;
+}
+
+static json_t *graphs_json(const struct lp_run *r)
+{
+    json_t *rows = json_array();
+    for (size_t i = 0; i < r->n_graphs; i++) {
+        const struct lp_graph_row *g = &r->graphs[i];
+        json_t *o = json_pack("{s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "stage",
+                              r->stages[g->stage].name, "graph_id", (json_int_t)g->graph_id,
+                              "replays", u64(g->replays), "kernels", u64(g->kernels),
+                              "kernels_per_replay", num(g->kernels_per_replay), "gpu_ns",
+                              u64(g->gpu_ns), "gemm_kernels", u64(g->gemm_kernels),
+                              "gemm_kernels_with_shape", u64(g->gemm_shaped),
+                              "kernels_with_capture_node", u64(g->traced));
+        json_object_set_new(o, "captured_in",
+                            g->capture_range >= 0
+                                ? json_string(lp_trace_str(r->trace,
+                                                           r->ranges.v[g->capture_range].name))
+                                : json_null());
+        json_array_append_new(rows, o);
+    }
+    return rows;
 }
 
 static json_t *timeline(const struct lp_run *r)
@@ -375,6 +401,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)r->kernels_outside, "operator_ranges",
                                   u64(r->op_ranges)));
     json_object_set_new(root, "gemms", gemms_json(r));
+    json_object_set_new(root, "graphs", graphs_json(r));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
     json_t *ops = json_array();
     for (size_t i = 0; i < r->n_ops; i++) {

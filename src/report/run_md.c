@@ -313,9 +313,9 @@ static void gemms(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < top; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
-        fprintf(f, "| %zu | %s | %llu x %llu x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
+        fprintf(f, "| %zu | %s%s | %llu x %llu x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
                    "| %s | %.1f | ",
-                i + 1, g->stage >= 0 ? r->stages[g->stage].name : "-",
+                i + 1, g->stage >= 0 ? r->stages[g->stage].name : "-", g->replayed ? " (replayed)" : "",
                 (unsigned long long)c->m, (unsigned long long)c->n, (unsigned long long)c->k,
                 (unsigned long long)c->batch, trans_names[c->transa % 3], trans_names[c->transb % 3],
                 lp_cuda_type_name(c->a_type), lp_cuda_type_name(c->b_type),
@@ -339,6 +339,37 @@ static void gemms(FILE *f, const struct lp_run *r)
     if (r->gemm_warmup_calls)
         fprintf(f, "\n%llu calls ran in warm-up: counted above, not in this table.\n",
                 (unsigned long long)r->gemm_warmup_calls);
+    if (r->gemm_captured)
+        fprintf(f, "\n%llu calls were captured into CUDA graphs; each replay of one counts as a "
+                   "call above, marked (replayed): %llu in all.\n",
+                (unsigned long long)r->gemm_captured, (unsigned long long)r->gemm_replayed);
+}
+
+static void graphs(FILE *f, const struct lp_run *r)
+{
+    if (!r->n_graphs)
+        return;
+    char b1[32];
+    fprintf(f, "\n## CUDA graphs\n\n"
+               "Counted: each launch of an executable graph whose kernels ran in a stage is one "
+               "replay. A replayed kernel is traced to the node captured for it (graph records, "
+               "trace format 1.2), and through it to the GEMM call and the NVTX range that were "
+               "open when it was captured.\n\n"
+               "| stage | graph | replays | kernels per replay | GPU time | GEMM kernels with a "
+               "shape | kernels traced to their capture | captured in |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n_graphs; i++) {
+        const struct lp_graph_row *g = &r->graphs[i];
+        fprintf(f, "| %s | %u | %llu | %.1f | %s | %llu of %llu | %llu of %llu | ",
+                r->stages[g->stage].name, g->graph_id, (unsigned long long)g->replays,
+                g->kernels_per_replay, NS(g->gpu_ns), (unsigned long long)g->gemm_shaped,
+                (unsigned long long)g->gemm_kernels, (unsigned long long)g->traced,
+                (unsigned long long)g->kernels);
+        lp_md_cell(f, g->capture_range >= 0
+                          ? lp_trace_str(r->trace, r->ranges.v[g->capture_range].name)
+                          : "-");
+        fprintf(f, " |\n");
+    }
 }
 
 static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel_table *t)
@@ -533,6 +564,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     stages(f, r);
     utilisation(f, r);
     gemms(f, r);
+    graphs(f, r);
     kernels(f, r);
     operators(f, r);
     timeline(f, r);

@@ -105,6 +105,13 @@ static const struct field gemm_fields[] = {
     FLD(lp_gemm, flags, F_U32),
 };
 
+static const struct field graph_fields[] = {
+    FLD(lp_graph, timestamp, F_TS), FLD(lp_graph, thread, F_U32), FLD(lp_graph, event, F_U32),
+    FLD(lp_graph, graph_id, F_U32), FLD(lp_graph, original_graph_id, F_U32),
+    FLD(lp_graph, exec_id, F_U32), FLD(lp_graph, node_type, F_U32),
+    FLD(lp_graph, node_id, F_U64), FLD(lp_graph, original_node_id, F_U64),
+};
+
 /* MIN is how many fields every record of the type carries: all of them as of format 1.1.
  * A later minor version that appends fields keeps MIN at the old count, so old records,
  * which lack the new fields, still decode (the new fields read as 0). A record shorter
@@ -127,6 +134,7 @@ static const struct {
     [LP_REC_OVERHEAD] = TABLE(overhead_fields, lp_overhead),
     [LP_REC_LOSS] = TABLE(loss_fields, lp_loss),
     [LP_REC_GEMM] = TABLE(gemm_fields, lp_gemm),
+    [LP_REC_GRAPH] = TABLE(graph_fields, lp_graph),
 };
 
 int lp_record_type_known(uint32_t type)

@@ -237,6 +237,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_OVERHEAD: return APPEND(overheads, n_overheads, overhead);
     case LP_REC_LOSS: return APPEND(losses, n_losses, loss);
     case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
+    case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
     default: return 0;
     }
 #undef APPEND
@@ -257,6 +258,7 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
     CASE(LP_REC_OVERHEAD, overheads, n_overheads);
     CASE(LP_REC_LOSS, losses, n_losses);
     CASE(LP_REC_GEMM, gemms, n_gemms);
+    CASE(LP_REC_GRAPH, graphs, n_graphs);
     default: *n = NULL; return NULL;
     }
 #undef CASE
@@ -746,6 +748,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->overheads);
     free(t->losses);
     free(t->gemms);
+    free(t->graphs);
     free(t->path);
     free(t);
 }

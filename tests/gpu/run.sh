@@ -18,7 +18,8 @@ timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
 
 # LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone,
-# =harness the scripts written the common way, =killed the SIGKILL step
+# =harness the scripts written the common way, =graphs the CUDA-graph steps, =killed the
+# SIGKILL step
 only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
@@ -127,7 +128,6 @@ for d in llama-gemm llama-nonvtx; do
 done
 fi # GEMM steps
 
-if [ -z "$only" ] || [ "$only" = harness ]; then
 # Scripts written the way people write them: one range per prompt and per decode loop, no
 # token counts, an unnamed warm-up first; the script's own timer and the model's config.json
 # are kept beside each trace (fixtures hf-*, graph-decode).
@@ -150,6 +150,8 @@ harness() { # NAME SCRIPT [ARGS...]: record, keep the timer and config, report
     "$PY" tests/gpu/compare_timer.py "$T/$name/report.json" "$T/$name/timer.json"
 }
 rec_flags=()
+
+if [ -z "$only" ] || [ "$only" = harness ]; then
 step "harness: HF Llama, prefill and decode ranges around each request, warm-up first"
 harness hf-llama tests/gpu/hf_loop.py --arch llama --new-tokens 32
 step "harness: HF Llama, batch 4"
@@ -176,6 +178,25 @@ for d in hf-llama hf-llama-b4 hf-moe hf-generate hf-llama-nogemm graph-decode \
     cp "$T/$d/report.md" "$T/fixtures/$d/report.old.md" 2>/dev/null
 done
 fi # harness steps
+
+if [ -z "$only" ] || [ "$only" = graphs ]; then
+# CUDA-graph provenance: replayed kernels keep their GEMM shape and capture range
+step "graphs: the CUDA API (capture, replay on another stream, exec update, set params)"
+check "$B/bin/llmprof" record -o "$T/graph-api" -- "$B/gpu/graphs"
+"$B/bin/llmprof" info "$T/graph-api"
+check "$B/bin/llmprof" report "$T/graph-api" --quiet
+sed -n '/## GEMM/,/^## [^G]/p' "$T/graph-api/report.md" | head -40
+for style in compare compile piecewise stream; do
+    step "graphs: decode as graph replays, $style"
+    harness "graph-$style" tests/gpu/graph_styles.py --style "$style"
+    sed -n '/## GEMM/,/^## [^G]/p' "$T/graph-$style/report.md" | head -30
+done
+for d in graph-compare graph-compile graph-piecewise graph-stream; do
+    mkdir -p "$T/fixtures/$d"
+    cp "$T/$d"/*.lpt "$T/$d"/*.json "$T/fixtures/$d/" 2>/dev/null
+    rm -f "$T/fixtures/$d/report.json"
+done
+fi # graph steps
 
 if [ -z "$only" ] || [ "$only" = report ]; then
 step "report: per-operator ranges (emit_nvtx) on a 4-layer Llama decoder, 8 new tokens"
@@ -206,10 +227,11 @@ step "pack fixtures"
 case $only in
 report) set -- llama-ops ;;
 harness) set -- ;;
+graphs) set -- graph-api ;;
 killed) set -- killed ;;
 gemm) set -- gemm torch-gemm llama-gemm llama-nonvtx ;;
 *) set -- workload workload-light torch profiler cupti-first killed llama llama-ops gemm torch-gemm \
-    llama-gemm llama-nonvtx ;;
+    llama-gemm llama-nonvtx graph-api ;;
 esac
 for d in "$@"; do
     mkdir -p "$T/fixtures/$d"
