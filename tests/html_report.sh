@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
-# its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels) and
+# its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUDA
+# graphs on a graph-replayed decode) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
@@ -46,6 +47,14 @@ check "utilisation per stage" grep -q 'measured MFU (GEMMs)' "$T/dom.html"
 check "stage shading on the time axis" grep -q 'fill="#cfe9dc"' "$T/dom.html"
 check "time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
 check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
+# a graph-replayed decode: replayed GEMM rows and the CUDA graphs table
+"$LP" report "$FIX/graph-compile" -o "$T/graph" --quiet ||
+    { echo "not ok - llmprof report failed on graph-compile"; exit 1; }
+render "$T/graph/report.html"
+check "graph fixture: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "graph fixture: no console messages" test ! -s "$T/console.txt"
+check "graph fixture: replayed GEMM rows" grep -q 'decode (replayed)' "$T/dom.html"
+check "graph fixture: CUDA graphs table" grep -q '<h3>CUDA graphs</h3>' "$T/dom.html"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

@@ -88,7 +88,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     size_t n = 0;
-    for (size_t i = 0; i < t->n_kernels; i++)
+    for (size_t i = 0; c->kernel_work && i < t->n_kernels; i++)
         n += (t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) && c->kernel_work[i] >= 0 &&
              c->work[c->kernel_work[i]].stage >= 0;
     if (n == 0)
