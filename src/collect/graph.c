@@ -114,8 +114,8 @@ void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void))
         return;
     }
     if (!subscriber) {
-        lp_sink_set_meta("graph_nodes", "off: llmprof does not hold CUPTI's subscriber "
-                                        "(LLMPROF_SUBSCRIBE=0)");
+        lp_sink_set_meta("graph_nodes", "off: llmprof holds no CUPTI subscriber "
+                                        "(LLMPROF_SUBSCRIBE=0, or cuptiSubscribe failed)");
         return;
     }
     if (!lp_cupti.EnableCallback || !lp_cupti.GetGraphNodeId || !lp_cupti.GetGraphId ||

@@ -205,6 +205,9 @@ static void init(void)
                             "this): kernels are not recorded; the program runs on");
         if (act == 0)
             lp_graph_start(lp_activity_subscriber(), wake_flusher);
+        else
+            lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
+                                            "(see the warnings)");
         point_nvtx_here();
     }
     lp_gemm_start(wake_flusher);
