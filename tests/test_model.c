@@ -257,6 +257,143 @@ static void test_deepseek_ocr_vision(void **state)
     assert_non_null(strstr(err, "2 to 9 tiles"));
 }
 
+/* Every module's parameters equal HF transformers 5.17's own count for the same config
+ * (tests/configs/hf: counted by tests/gpu/hf_params.py), for DeepSeek-OCR-2 (the issue's
+ * config and a variant), Qwen2-MoE and Qwen3-MoE (published shapes and mixed layouts). */
+static void test_hf_counts(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/hf/params.json", configs);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    assert_non_null(root);
+    json_t *models = json_object_get(root, "models"), *x;
+    const char *name;
+    size_t n = 0;
+    json_object_foreach(models, name, x) {
+        struct lp_model m;
+        char file[256];
+        snprintf(file, sizeof file, "hf/%s", json_string_value(json_object_get(x, "config")));
+        load(file, &m);
+        struct lp_params p;
+        struct lp_workload w = workload(1, 16, 4);
+        p = analyze(&m, &w)->params;
+        print_message("%s: %.0f parameters (HF %lld)\n", name, p.total,
+                      (long long)json_integer_value(json_object_get(x, "total")));
+        EXACT(p.total, json_integer_value(json_object_get(x, "total")));
+        json_t *parts = json_object_get(x, "parts");
+        size_t seen = 0;
+        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+            json_t *v = json_object_get(parts, lp_module_name(mod));
+            if (!v) {
+                EXACT(p.per_module[mod], 0);
+                continue;
+            }
+            if (p.per_module[mod] != (double)json_integer_value(v))
+                fail_msg("%s: %s %.0f, HF %lld", name, lp_module_name(mod), p.per_module[mod],
+                         (long long)json_integer_value(v));
+            seen++;
+        }
+        assert_int_equal(seen, json_object_size(parts)); /* every HF part has its module */
+        n++;
+    }
+    assert_int_equal(n, 6);
+    json_decref(root);
+}
+
+/* DeepSeek-OCR-2: tokens per page and per crop mode as the processor counts them (256 for
+ * the 1024 global view, 144 per 768 crop, one separator; the harness measured 257 and 1,121),
+ * its layout (one dense layer, then MoE), the vision work, and the modes it has not */
+static void test_deepseek_ocr2(void **state)
+{
+    (void)state;
+    struct lp_model m;
+    load("../../examples/deepseek-ocr2/config.json", &m);
+    assert_int_equal(m.vision.kind, LP_VISION_DEEPSEEK_OCR2);
+    assert_int_equal(m.n_groups, 2);
+    assert_int_equal(m.groups[0].mlp.kind, LP_MLP_GATED);
+    assert_int_equal(m.groups[0].count, 1);
+    assert_int_equal(m.groups[1].mlp.kind, LP_MLP_MOE);
+    assert_int_equal(m.groups[1].count, 11);
+    assert_int_equal(m.groups[1].attn.head_dim, 128);
+    struct lp_workload w = workload(1, 33, 16);
+    const struct lp_model_result *r = analyze(&m, &w);
+    assert_int_equal(r->vision_tokens, 257);
+    assert_int_equal(r->prefill_tokens, 290);
+    /* SAM at 1024: 4,096 tokens through 12 blocks, four of them global; by hand, its linear
+     * layers alone: 2 x 4096 x (768 x 2304 + 768 x 768 + 2 x 768 x 3072) x 12 */
+    double sam = r->stage[LP_STAGE_VISION][LP_MOD_VISION_SAM].matmul_flops;
+    double sam_linear = 2.0 * 4096 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072) * 12;
+    assert_true(sam > sam_linear && sam < 1.5 * sam_linear);
+    /* the encoder over 256 SAM tokens and 256 queries: linear layers by hand, then attention
+     * over 256^2 + 256 x 256 + 256 x 257 / 2 pairs */
+    double enc = r->stage[LP_STAGE_VISION][LP_MOD_VISION_ENCODER].matmul_flops;
+    double enc_linear = 2.0 * 512 * (896 * 896 * 2 + 2 * 896 * 128 + 3 * 896 * 4864) * 24;
+    double pairs = 256.0 * 256 + 256.0 * 256 + 256.0 * 257 / 2;
+    assert_true(fabs(enc - enc_linear - 4.0 * 896 * pairs * 24) < 1e-9 * enc);
+    EXACT(r->stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops, 2.0 * 256 * 896 * 1280);
+    EXACT(r->stage[LP_STAGE_VISION][LP_MOD_VISION_CLIP].matmul_flops, 0);
+    double base = r->total[LP_STAGE_VISION].matmul_flops;
+    w.vision_mode = LP_VISION_MODE_GUNDAM;
+    w.tiles_w = 3;
+    w.tiles_h = 2;
+    r = analyze(&m, &w);
+    assert_int_equal(r->vision_tokens, 256 + 6 * 144 + 1);
+    assert_true(r->total[LP_STAGE_VISION].matmul_flops > base + 6 * 0.5 * base);
+    char err[256];
+    w.vision_mode = LP_VISION_MODE_SMALL;
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_non_null(strstr(err, "DeepSeek-OCR-2"));
+    /* bad configs name the key */
+    static const struct {
+        const char *json, *expect;
+    } bad[] = {
+        {"{\"model_type\":\"deepseek_ocr2\",\"vision_config\":{\"encoder_config\":{}}}",
+         "\"text_config\" is missing"},
+        {"{\"model_type\":\"deepseek_ocr2\",\"text_config\":{\"hidden_size\":64,"
+         "\"num_hidden_layers\":2,\"vocab_size\":10,\"num_attention_heads\":4,"
+         "\"intermediate_size\":8,\"n_routed_experts\":4,\"num_experts_per_tok\":2,"
+         "\"moe_intermediate_size\":8,\"mlp_layer_types\":[\"dense\"]},"
+         "\"vision_config\":{\"encoder_config\":{\"hidden_size\":896}}}",
+         "text_config.mlp_layer_types\" must be an array of num_hidden_layers (2)"},
+        {"{\"model_type\":\"deepseek_ocr2\",\"text_config\":{\"hidden_size\":64,"
+         "\"num_hidden_layers\":1,\"vocab_size\":10,\"num_attention_heads\":4,"
+         "\"intermediate_size\":8,\"mlp_layer_types\":[\"sparse\"]},"
+         "\"vision_config\":{\"encoder_config\":{\"hidden_size\":896}}}",
+         "no routed experts"},
+        {"{\"model_type\":\"deepseek_ocr2\",\"text_config\":{\"hidden_size\":64,"
+         "\"num_hidden_layers\":1,\"vocab_size\":10,\"num_attention_heads\":4,"
+         "\"intermediate_size\":8,\"mlp_layer_types\":[\"dense\"]},"
+         "\"vision_config\":{\"encoder_config\":{\"hidden_size\":1024,\"num_attention_heads\":16}}}",
+         "downsample_channels\"[1] (896) must be"},
+        {"{\"model_type\":\"deepseek_ocr2\",\"text_config\":{\"hidden_size\":64,"
+         "\"num_hidden_layers\":1,\"vocab_size\":10,\"num_attention_heads\":4,"
+         "\"intermediate_size\":8,\"mlp_layer_types\":[\"dense\"]},\"vision_config\":{"
+         "\"sam_config\":{\"use_rel_pos\":false},\"encoder_config\":{\"hidden_size\":896,"
+         "\"num_attention_heads\":14}}}",
+         "sam_config.use_rel_pos\" is false"},
+        {"{\"model_type\":\"qwen2_moe\",\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"vocab_size\":10,\"num_attention_heads\":4,\"intermediate_size\":8,\"num_experts\":4,"
+         "\"num_experts_per_tok\":2,\"moe_intermediate_size\":8}",
+         "\"shared_expert_intermediate_size\" is missing"},
+        {"{\"model_type\":\"qwen3_moe\",\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"vocab_size\":10,\"num_attention_heads\":4,\"intermediate_size\":8,\"num_experts\":4,"
+         "\"num_experts_per_tok\":8,\"moe_intermediate_size\":8}",
+         "larger than \"num_experts\""},
+        {"{\"model_type\":\"qwen3_moe\",\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"vocab_size\":10,\"num_attention_heads\":4,\"intermediate_size\":8,\"num_experts\":4,"
+         "\"num_experts_per_tok\":2,\"moe_intermediate_size\":8,\"mlp_only_layers\":[0,-1]}",
+         "\"mlp_only_layers\"[1] must be a layer index"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        struct lp_model b;
+        int rc = lp_model_parse(bad[i].json, strlen(bad[i].json), "c.json", &b, err, sizeof err);
+        if (rc == 0 || !strstr(err, bad[i].expect))
+            fail_msg("config %zu: rc %d, '%s' (expected '%s')", i, rc, err, bad[i].expect);
+    }
+}
+
 static void test_roofline(void **state)
 {
     (void)state;
@@ -1230,6 +1367,8 @@ int main(void)
         cmocka_unit_test(test_moe_by_hand),
         cmocka_unit_test(test_mla_and_deepseek_layers),
         cmocka_unit_test(test_deepseek_ocr_vision),
+        cmocka_unit_test(test_hf_counts),
+        cmocka_unit_test(test_deepseek_ocr2),
         cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_safetensors_headers),

@@ -1125,6 +1125,96 @@ static void test_harness_moe(void **state)
     lp_trace_free(t);
 }
 
+/* examples/deepseek-ocr2/infer.py on the H200: DeepSeek-OCR-2 built from the repo's config,
+ * NVTX ranges through forward hooks, the vision tower running inside the prefill's forward.
+ * The vision (and projector) ranges are cut out of the prefill as stages of their own; the
+ * prompt's image slots and text tokens match the script's; crops are read off the
+ * projector's GEMMs; each vision stage has its MFU; the TTFT splits into its parts; the MoE
+ * experts' grouped GEMMs are timed per stage. */
+static void test_harness_ocr2(void **state)
+{
+    (void)state;
+    const char *names[] = {"deepseek-ocr2", "deepseek-ocr2-crops"};
+    for (size_t n = 0; n < 2; n++) {
+        struct lp_run r;
+        struct lp_trace *t;
+        struct timed x;
+        harness(names[n], &r, &t, &x);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s/timer.json", LP_FIXTURES, names[n]);
+        json_t *timer = json_load_file(path, 0, NULL);
+        assert_non_null(timer);
+        int64_t visual = json_integer_value(json_object_get(timer, "visual_tokens"));
+        int64_t text = json_integer_value(json_object_get(timer, "text_tokens"));
+        int64_t crops = json_integer_value(json_object_get(timer, "crops"));
+        json_decref(timer);
+        assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
+        assert_int_equal(r.llm.prompt_tokens, x.prompt); /* the decoder's, vision apart */
+        assert_int_equal(r.vision_tokens, visual);
+        assert_int_equal(r.text_tokens, text);
+        assert_int_equal(r.vision_crops, crops);
+        assert_int_equal(r.vision_mode, crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE);
+        assert_true(r.vision_from_rows);
+        assert_int_equal(r.image_rows, visual - 1); /* all but the view separator */
+        const struct lp_stage_report *v = &r.stages[0], *p = &r.stages[1],
+                                     *pf = kind_stage(&r, LP_STAGE_KIND_PREFILL);
+        assert_string_equal(v->name, "vision");
+        assert_string_equal(p->name, "projector");
+        assert_int_equal(v->kind, LP_STAGE_KIND_VISION);
+        assert_int_equal(p->kind, LP_STAGE_KIND_VISION);
+        /* a page, and its crops in a second call */
+        assert_int_equal(v->occurrences, x.requests * (crops ? 2 : 1));
+        assert_int_equal(v->n_sub, 2);
+        assert_string_equal(v->sub[0].name, "sam");
+        assert_string_equal(v->sub[1].name, "encoder");
+        assert_true(r.has_util && v->has_util && p->has_util && pf->has_util);
+        assert_true(v->mfu > 0.01 && v->mfu < 0.5 && pf->mfu > 0.005 && pf->mfu < 0.5);
+        /* vision, projector and the prefill's decoder part fill the TTFT, and no more */
+        double sum = v->ttft_share + p->ttft_share + pf->ttft_share;
+        print_message("%s: TTFT vision %.1f %% (sam %.1f %%, encoder %.1f %%), projector "
+                      "%.2f %%, prefill %.1f %%\n", names[n], 100 * v->ttft_share,
+                      100 * v->sub[0].ttft_share, 100 * v->sub[1].ttft_share,
+                      100 * p->ttft_share, 100 * pf->ttft_share);
+        assert_true(sum > 0.95 && sum < 1.0 + 1e-9);
+        assert_true(v->sub[0].ttft_share + v->sub[1].ttft_share <= v->ttft_share + 1e-9);
+        assert_true(v->ttft_share > pf->ttft_share); /* the vision dominates the TTFT */
+        /* the routed experts: grouped GEMMs in the prefill and every decode step, none in
+         * the vision */
+        const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+        assert_true(pf->moe_gemm_ns > 0 && d->moe_gemm_ns > 0);
+        assert_true(d->moe_gemm_kernels >= (size_t)(2 * 11 * x.steps * (int64_t)x.requests));
+        assert_int_equal(v->moe_gemm_ns, 0);
+        assert_true(pf->moe_gemm_share > 0.05 && pf->moe_gemm_share < 0.6);
+        /* no note says the mode is off */
+        for (size_t i = 0; i < r.n_notes; i++)
+            assert_null(strstr(r.notes[i], "projector's GEMMs ran"));
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+    /* a mode given that is not the run's: said in a note */
+    struct lp_model m;
+    struct lp_gpu_table gpus;
+    char err[256], cfg[512];
+    snprintf(cfg, sizeof cfg, "%s/deepseek-ocr2-crops/config.json", LP_FIXTURES);
+    assert_int_equal(lp_model_load(cfg, &m, err, sizeof err), 0);
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_workload w;
+    lp_workload_defaults(&w);
+    struct lp_run_options o = {.model = &m, .gpus = &gpus, .workload = &w, .vision_set = 1};
+    struct lp_trace *t = fixture("deepseek-ocr2-crops");
+    struct lp_run r;
+    analyze(t, &o, &r);
+    assert_int_equal(r.vision_tokens, 257);
+    int noted = 0;
+    for (size_t i = 0; i < r.n_notes; i++)
+        noted |= strstr(r.notes[i], "ran 1120 rows per request, but vision mode base projects "
+                                    "256") != NULL;
+    assert_true(noted);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
 /* HF generate() in an unnamed-stage range: prefill and decode inferred, the prefill's
  * last-token lm_head kept in the prefill */
 static void test_harness_generate(void **state)
@@ -1270,6 +1360,7 @@ int main(void)
         cmocka_unit_test(test_implausible_kernel),
         cmocka_unit_test(test_harness_llama),
         cmocka_unit_test(test_harness_moe),
+        cmocka_unit_test(test_harness_ocr2),
         cmocka_unit_test(test_harness_generate),
         cmocka_unit_test(test_harness_graph),
         cmocka_unit_test(test_harness_nogemm),

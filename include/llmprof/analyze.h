@@ -81,6 +81,9 @@ enum lp_kcat {
 const char *lp_kcat_name(enum lp_kcat c);
 /* Category of a (demangled) kernel name from the words libraries put in their names. */
 enum lp_kcat lp_kernel_category(const char *name);
+/* 1 for the grouped GEMMs MoE layers run their experts in (CUTLASS grouped problem shapes,
+ * PyTorch's _grouped_mm, fused_moe, MoE GEMM kernels), by name */
+int lp_kernel_grouped_gemm(const char *name);
 /* Demangled copy of a C++ kernel name (malloc'd); other names are copied as they are. */
 char *lp_kernel_demangle(const char *mangled);
 /* Short form for tables: no parameter list, no return type, no common namespaces, at most
@@ -176,6 +179,7 @@ struct lp_substage {
     char *name;
     size_t count;
     uint64_t wall_ns, gpu_ns;     /* wall of its ranges, GPU time of its kernels */
+    double ttft_share;            /* wall_ns / the measured requests' TTFT summed; 0 n/a */
 };
 
 struct lp_stage_report {
@@ -230,6 +234,12 @@ struct lp_stage_report {
     double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
     double gemm_vs_model;         /* measured GEMM FLOPs / analytic matmul FLOPs; 0 n/a */
     double gemm_vs_linear;        /* ... / analytic matmul FLOPs without attention scores */
+    uint64_t moe_gemm_ns;         /* grouped (MoE expert) GEMM kernels, by name */
+    size_t moe_gemm_kernels;
+    double moe_gemm_share;        /* of the stage's GPU time */
+    double ttft_share;            /* vision and prefill: time over the measured requests'
+                                     TTFT summed (vision inside a prefill is its own stage) */
+    double ttft_ns_per_request;   /* its time per measured request */
     struct lp_kernel_table top;
     struct lp_substage *sub;      /* nested stage ranges: notes, not added twice */
     size_t n_sub;
@@ -386,6 +396,8 @@ struct lp_run_options {
     /* utilisation: needs MODEL; the GPU from GPU_NAME or the trace's device */
     const struct lp_model *model;
     const struct lp_workload *workload; /* dtypes and vision mode; NULL: defaults */
+    int vision_set;               /* the workload's vision mode and tiles were given; else a
+                                     DeepSeek-OCR-2 run's crops are read off its projector */
     int prefill_logits_set;       /* the workload's prefill_logits_all was chosen by the user;
                                      else it follows the prefill's lm_head shape */
     const struct lp_gpu_table *gpus;
@@ -440,6 +452,14 @@ struct lp_run {
     struct lp_gpu gpu;
     enum lp_dtype dtype;
     double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;
+    /* a model with vision: its image slots per prompt in the workload's vision mode, and the
+     * measured prompt's rest (text) */
+    int64_t vision_tokens, text_tokens;
+    enum lp_vision_mode vision_mode;
+    int64_t vision_crops;               /* DeepSeek-OCR-2: local crops per image (gundam) */
+    int vision_from_rows;               /* mode and crops read off the projector's rows */
+    int64_t image_rows;                 /* measured: tokens per request through the vision
+                                           projector's GEMMs (cuBLAS shapes); 0 unknown */
     /* what the reader could not make whole, and notes to show */
     char **notes;
     size_t n_notes;

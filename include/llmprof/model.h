@@ -75,6 +75,11 @@ struct lp_mlp_spec {
     int bias;
     /* MoE */
     int64_t experts, top_k, shared_experts; /* shared experts of `intermediate` width each */
+    int64_t shared_intermediate;            /* their width in all when not that (Qwen2-MoE's
+                                               one shared expert); 0: shared_experts x
+                                               intermediate */
+    int shared_gate;                        /* Qwen2-MoE: a sigmoid gate (hidden -> 1) on the
+                                               shared expert's output */
     int router_bias;                        /* a per-expert correction bias (DeepSeek-V3) */
 };
 
@@ -86,7 +91,9 @@ struct lp_layer_group {
     struct lp_mlp_spec mlp;
 };
 
-enum lp_vision_kind { LP_VISION_NONE, LP_VISION_DEEPSEEK_OCR };
+/* DeepSeek-OCR: SAM then CLIP-L; DeepSeek-OCR-2: SAM then a Qwen2-style encoder over the SAM
+ * tokens and as many learned queries, whose outputs the decoder gets */
+enum lp_vision_kind { LP_VISION_NONE, LP_VISION_DEEPSEEK_OCR, LP_VISION_DEEPSEEK_OCR2 };
 
 struct lp_vision_spec {
     enum lp_vision_kind kind;
@@ -95,8 +102,10 @@ struct lp_vision_spec {
     int64_t sam_global[16];     /* blocks with global attention: distinct, below sam_layers */
     int n_sam_global;
     int64_t neck_channels, down1, down2;
-    /* CLIP-L on SAM features */
+    /* CLIP-L on SAM features (DeepSeek-OCR) */
     int64_t clip_width, clip_layers, clip_heads, clip_mlp, clip_patch, clip_image;
+    /* the Qwen2-style encoder (DeepSeek-OCR-2): q/k/v biases, SwiGLU, RMSNorm */
+    int64_t enc_width, enc_layers, enc_heads, enc_kv_heads, enc_mlp;
     /* projector */
     int64_t proj_in, proj_out;
 };
@@ -135,7 +144,8 @@ struct lp_workload {
     int prefill_logits_all;     /* 1: logits for every prompt token (HF default); 0: last only */
     int64_t decode_context;     /* context of the "one decode step" stage; 0: prompt + generated/2 */
     enum lp_vision_mode vision_mode;
-    int64_t tiles_w, tiles_h;   /* Gundam mode: tiles across and down (2..9 in all) */
+    int64_t tiles_w, tiles_h;   /* Gundam mode: tiles across and down (2..9 in all); for
+                                   DeepSeek-OCR-2 the local 768-pixel crops */
 };
 
 void lp_workload_defaults(struct lp_workload *w);
@@ -152,7 +162,7 @@ struct lp_cost {
 enum lp_module {
     LP_MOD_EMBED, LP_MOD_ATTN_PROJ, LP_MOD_ATTN_CORE, LP_MOD_MLP, LP_MOD_ROUTER,
     LP_MOD_EXPERTS, LP_MOD_SHARED_EXPERTS, LP_MOD_NORMS, LP_MOD_LM_HEAD,
-    LP_MOD_VISION_SAM, LP_MOD_VISION_CLIP, LP_MOD_VISION_PROJ,
+    LP_MOD_VISION_SAM, LP_MOD_VISION_CLIP, LP_MOD_VISION_ENCODER, LP_MOD_VISION_PROJ,
     LP_MOD_COUNT
 };
 const char *lp_module_name(enum lp_module m);

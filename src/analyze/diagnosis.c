@@ -55,7 +55,9 @@ static int losses(struct lp_run *r)
 static int launch_bound(struct lp_run *r, const struct lp_stage_report *s)
 {
     double busy = s->busy_share;
-    if (s->occurrences == 0 || busy >= 0.8 || s->host_wait_share < 0.5)
+    /* one kernel per occurrence (a projector) has nothing a graph would batch */
+    if (s->occurrences == 0 || busy >= 0.8 || s->host_wait_share < 0.5 ||
+        s->kernels_per_occurrence < 2)
         return LP_OK;
     char mbu[64] = "";
     if (s->has_util)
@@ -153,7 +155,8 @@ static int copies(struct lp_run *r, const struct lp_stage_report *s)
 
 static int variance(struct lp_run *r, const struct lp_stage_report *s)
 {
-    if (!s->variable || s->kind == LP_STAGE_KIND_WARMUP)
+    /* under a millisecond, a few tens of microseconds of host jitter make the spread */
+    if (!s->variable || s->kind == LP_STAGE_KIND_WARMUP || s->wall.mean < 1e6)
         return LP_OK;
     return add(r, 1, "Stage time varies between repeats",
                "Warm up before measuring (name warmup ranges 'warmup' to set them apart), check "

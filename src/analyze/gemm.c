@@ -237,10 +237,15 @@ static int unshaped(struct lp_run_ctx *c)
     size_t n = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM ||
-            (c->kernel_gemm && c->kernel_gemm[w->index] >= 0))
+        if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM)
             continue;
         struct lp_stage_report *st = &r->stages[w->stage];
+        if (lp_kernel_grouped_gemm(r->names[w->group])) {
+            st->moe_gemm_ns += w->end - w->start;
+            st->moe_gemm_kernels++;
+        }
+        if (c->kernel_gemm && c->kernel_gemm[w->index] >= 0)
+            continue;
         st->gemm_unshaped_ns += w->end - w->start;
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
@@ -275,6 +280,7 @@ static int unshaped(struct lp_run_ctx *c)
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
         uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;
+        st->moe_gemm_share = st->gpu_ns ? (double)st->moe_gemm_ns / (double)st->gpu_ns : 0;
         st->gemm_coverage = all ? (double)st->gemm_ns / (double)all : -1;
         st->gemm_partial = all && st->gemm_coverage < 0.95;
     }

@@ -26,7 +26,7 @@ static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t 
         c->occ = p;
         c->occ_cap = cap;
     }
-    c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .range_end = end,
+    c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .range_end = end, .carved_from = -1,
                                         .stage = stage, .range = -1, .request = -1,
                                         .shape_tokens = tokens};
     return 0;

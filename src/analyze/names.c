@@ -229,3 +229,14 @@ enum lp_kcat lp_kernel_category(const char *name)
             return rules[i].cat;
     return LP_KCAT_OTHER;
 }
+
+int lp_kernel_grouped_gemm(const char *name)
+{
+    static const char *const words[] = {"GroupProblemShape", "grouped_gemm", "GroupedGemm",
+                                        "grouped_mm", "fused_moe", "moe_gemm", "MoeGemm",
+                                        "MoEGemm"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strstr(name, words[i]))
+            return 1;
+    return 0;
+}

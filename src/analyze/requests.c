@@ -76,8 +76,9 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
         if (o->request < 0)
             continue;
         struct request *x = &q[o->request];
-        if (!x->measured || o->start < x->start)
-            x->start = o->start;
+        uint64_t start = o->open_start && o->open_start < o->start ? o->open_start : o->start;
+        if (!x->measured || start < x->start)
+            x->start = start;
         x->measured = 1;
         enum lp_stage_kind k = lp_occ_kind(c, o);
         if (k == LP_STAGE_KIND_PREFILL && !x->prefill_end) {
@@ -216,6 +217,27 @@ int lp_run_warmup(struct lp_run_ctx *c)
 
 /* ---- LLM metrics ---- */
 
+/* What of the TTFT each vision and prefill stage (and their parts) took: their time over
+ * the N measured requests' TTFT summed (TTFT holds V). */
+static void ttft_parts(struct lp_run *r, const double *v, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    if (sum <= 0)
+        return;
+    for (size_t s = 0; s < r->n_stages; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        if ((st->kind != LP_STAGE_KIND_VISION && st->kind != LP_STAGE_KIND_PREFILL) ||
+            !st->occurrences)
+            continue;
+        st->ttft_share = st->wall.total / sum;
+        st->ttft_ns_per_request = st->wall.total / (double)n;
+        for (size_t j = 0; j < st->n_sub; j++)
+            st->sub[j].ttft_share = (double)st->sub[j].wall_ns / sum;
+    }
+}
+
 int lp_run_llm_metrics(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
@@ -249,6 +271,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
         if (ttft_of(&q[i]) > 0)
             v[k++] = ttft_of(&q[i]);
     lp_dist_compute(&m->ttft, v, k);
+    ttft_parts(r, v, k);
     k = 0;
     for (size_t i = 0; i < n; i++) {
         m->requests += q[i].measured;

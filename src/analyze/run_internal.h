@@ -43,6 +43,9 @@ struct lp_occ {
     int32_t request;              /* the request it belongs to (requests.c), -1 none */
     uint64_t busy, cur_end;       /* GPU busy union of its work */
     uint64_t range_end;           /* the range's own end */
+    int32_t carved_from;          /* classify: the prefill occurrence it was cut out of, -1 */
+    uint64_t open_start;          /* a prefill's range start when vision was cut out of its
+                                     head (its start then follows the vision); 0 otherwise */
     uint64_t gpu_end;             /* end of its last GPU work, 0 none */
     int64_t shape_tokens;         /* token dimension of its GEMM calls (their mode), 0 none */
     int64_t lm_head_tokens;       /* tokens of its largest-weight GEMM (the lm_head), 0 none */

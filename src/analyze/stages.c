@@ -11,8 +11,8 @@
 #include "run_internal.h"
 
 static const char *const default_rules[] = {
-    "vision=^(vision|image_encoder|encode_image)", "sam=^sam", "clip=^clip",
-    "projector=^projector", "prefill=^prefill", "decode=^decode",
+    "encoder=^(vision_encoder|encoder)", "vision=^(vision|image_encoder|encode_image)",
+    "sam=^sam", "clip=^clip", "projector=^projector", "prefill=^prefill", "decode=^decode",
 };
 
 static enum lp_stage_kind kind_of(const char *name)
@@ -21,7 +21,8 @@ static enum lp_stage_kind kind_of(const char *name)
         return LP_STAGE_KIND_PREFILL;
     if (!strncasecmp(name, "decode", 6))
         return LP_STAGE_KIND_DECODE;
-    static const char *const vision[] = {"vision", "sam", "clip", "projector", "image"};
+    static const char *const vision[] = {"vision", "sam", "clip", "projector", "image",
+                                         "encoder"};
     for (size_t i = 0; i < sizeof vision / sizeof *vision; i++)
         if (!strncasecmp(name, vision[i], strlen(vision[i])))
             return LP_STAGE_KIND_VISION;
@@ -173,6 +174,18 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             r->op_ranges++;
             r->ops[op].calls++;
             r->ops[op].cpu_ns += g->end - g->start;
+        } else if (x->occ >= 0 && kind_of(c->rule_names[x->rule]) == LP_STAGE_KIND_VISION &&
+                   kind_of(c->rule_names[c->occ[x->occ].stage]) == LP_STAGE_KIND_PREFILL) {
+            /* vision inside a prefill (HF models run their vision tower inside the first
+             * forward): an occurrence of its own, cut out of the prefill's time */
+            struct lp_occ *o = &c->occ[c->n_occ];
+            *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
+                                 .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
+                                 .request = -1, .carved_from = x->occ,
+                                 .tokens = word_value(name, "tokens"),
+                                 .batch = word_value(name, "batch")};
+            x->occ = (int32_t)c->n_occ++;
+            x->sub = -1;
         } else if (x->occ >= 0) {
             /* nested stage range: a sub-stage of the occurrence's stage */
             int outer = c->occ[x->occ].stage; /* still the rule index here */
@@ -193,11 +206,24 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             struct lp_occ *o = &c->occ[c->n_occ];
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
-                                 .request = -1, .tokens = word_value(name, "tokens"),
+                                 .request = -1, .carved_from = -1,
+                                 .tokens = word_value(name, "tokens"),
                                  .batch = word_value(name, "batch")};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
         }
+    }
+    /* a prefill with vision cut out starts after its last vision range; the request still
+     * starts at the prefill range's own start */
+    for (size_t i = 0; i < c->n_occ; i++) {
+        const struct lp_occ *v = &c->occ[i];
+        if (v->carved_from < 0)
+            continue;
+        struct lp_occ *p = &c->occ[v->carved_from];
+        if (!p->open_start)
+            p->open_start = p->start;
+        if (v->range_end > p->start)
+            p->start = v->range_end;
     }
     return LP_OK;
 }
@@ -281,7 +307,7 @@ static int make_stages(struct lp_run_ctx *c)
         for (size_t i = 0; i < c->n_work; i++)
             if (c->work[i].end > b)
                 b = c->work[i].end;
-        c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0,
+        c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0, .carved_from = -1,
                                     .range = -1, .request = -1};
         c->n_occ = 1;
         int rc = lp_run_note(r, r->ranges.n

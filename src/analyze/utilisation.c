@@ -4,6 +4,7 @@
  * tokens= words in the range names, then GEMM shapes and the steps found). */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "run_internal.h"
 
@@ -112,6 +113,108 @@ static void set_util(struct lp_stage_report *st, const struct lp_cost *per,
     st->mbu = g->mem_bw_gbs > 0 ? st->achieved_gbs / g->mem_bw_gbs : 0;
 }
 
+/* The tokens per measured request that went through the vision projector (GEMMs of its
+ * shape, out x in, in vision stages). For DeepSeek-OCR-2 without a mode given, the mode whose
+ * analytic projector work is those rows: the page alone (base) or with 2 to 9 crops. */
+static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
+{
+    struct lp_run *r = c->r;
+    const struct lp_model *m = r->opt.model;
+    const struct lp_vision_spec *v = &m->vision;
+    uint64_t rows = 0;
+    for (size_t i = 0; c->gemm_occ && i < c->n_gemms; i++) {
+        const struct lp_gemm *g = &c->gemms[i];
+        int32_t o = c->gemm_occ[i];
+        if (o < 0 || g->m != (uint64_t)v->proj_out || g->k != (uint64_t)v->proj_in ||
+            lp_occ_kind(c, &c->occ[o]) != LP_STAGE_KIND_VISION)
+            continue;
+        uint64_t b = g->batch ? g->batch : 1, x;
+        if (__builtin_mul_overflow(g->n, b, &x) || __builtin_add_overflow(rows, x, &rows))
+            return; /* a crafted trace */
+    }
+    if (!rows || !r->llm.requests)
+        return;
+    r->image_rows = (int64_t)(rows / r->llm.requests);
+    if (v->kind != LP_VISION_DEEPSEEK_OCR2 || r->opt.vision_set)
+        return;
+    double want = 2.0 * (double)r->image_rows * (double)v->proj_in * (double)v->proj_out;
+    for (int64_t crops = 0; crops <= 9; crops += crops ? 1 : 2) {
+        struct lp_workload one = *w;
+        struct lp_model_result res;
+        char e[256];
+        one.prompt = one.generated = 1;
+        one.vision_mode = crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE;
+        one.tiles_w = crops ? crops : 1; /* the slots depend on the count alone */
+        one.tiles_h = 1;
+        if (lp_model_analyze(m, &one, &res, e, sizeof e) == 0 &&
+            res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops == want) {
+            w->vision_mode = one.vision_mode;
+            w->tiles_w = one.tiles_w;
+            w->tiles_h = 1;
+            r->vision_crops = crops;
+            r->vision_from_rows = 1;
+            return;
+        }
+    }
+}
+
+/* The vision modules a vision stage's ranges run, by its name: sam, clip, encoder and
+ * projector ranges their part; vision (image_encoder, ...) the whole tower, and the projector
+ * too unless a projector stage was measured apart. */
+static unsigned vision_modules(const struct lp_run *r, const char *name)
+{
+    static const struct {
+        const char *prefix;
+        unsigned mods;
+    } parts[] = {{"sam", 1u << LP_MOD_VISION_SAM},
+                 {"clip", 1u << LP_MOD_VISION_CLIP},
+                 {"vision_encoder", 1u << LP_MOD_VISION_ENCODER},
+                 {"encoder", 1u << LP_MOD_VISION_ENCODER},
+                 {"projector", 1u << LP_MOD_VISION_PROJ}};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        if (!strncasecmp(name, parts[i].prefix, strlen(parts[i].prefix)))
+            return parts[i].mods;
+    unsigned all = 1u << LP_MOD_VISION_SAM | 1u << LP_MOD_VISION_CLIP |
+                   1u << LP_MOD_VISION_ENCODER;
+    for (size_t s = 0; s < r->n_stages; s++)
+        if (r->stages[s].kind == LP_STAGE_KIND_VISION && r->stages[s].occurrences &&
+            !strncasecmp(r->stages[s].name, "projector", 9))
+            return all;
+    return all | 1u << LP_MOD_VISION_PROJ;
+}
+
+/* Each measured vision stage against the modules it runs: the model's cost per request
+ * spread over the stage's occurrences (a page and its crops may take two). */
+static void vision_util(struct lp_run *r, const struct lp_model_result *res)
+{
+    double requests = (double)r->llm.requests;
+    for (size_t s = 0; s < r->n_stages && requests > 0; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        if (st->kind != LP_STAGE_KIND_VISION || !st->occurrences)
+            continue;
+        unsigned mods = vision_modules(r, st->name);
+        struct lp_cost per = {0}, by_mod[LP_MOD_COUNT];
+        memset(by_mod, 0, sizeof by_mod);
+        double k = requests / (double)st->occurrences;
+        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+            if (!(mods >> mod & 1))
+                continue;
+            const struct lp_cost *c = &res->stage[LP_STAGE_VISION][mod];
+            struct lp_cost *d = &by_mod[mod];
+            d->matmul_flops = k * c->matmul_flops;
+            d->other_flops = k * c->other_flops;
+            d->weight_bytes = k * c->weight_bytes;
+            d->act_bytes = k * c->act_bytes;
+            per.matmul_flops += d->matmul_flops;
+            per.other_flops += d->other_flops;
+            per.weight_bytes += d->weight_bytes;
+            per.act_bytes += d->act_bytes;
+        }
+        if (lp_cost_flops(&per) > 0)
+            set_util(st, &per, by_mod, (double)st->occurrences, &r->gpu, r->dtype);
+    }
+}
+
 /* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's
  * dtype is W's activation dtype. */
 static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
@@ -171,6 +274,36 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     w.prompt = ps->tokens / (int64_t)ps->occurrences / m->batch;
     if (w.prompt <= 0)
         w.prompt = 1;
+    /* the measured prompt holds the image slots: the model's text prompt is the rest. Without
+     * a measured vision stage the images are not modelled (their work, if any, is unnamed). */
+    if (o->model->vision.kind == LP_VISION_NONE || v < 0)
+        w.vision_mode = LP_VISION_MODE_NONE;
+    if (w.vision_mode != LP_VISION_MODE_NONE)
+        image_rows(c, &w);
+    r->vision_mode = w.vision_mode;
+    if (w.vision_mode != LP_VISION_MODE_NONE) {
+        struct lp_workload one = w;
+        struct lp_model_result slots;
+        char e[256];
+        one.prompt = 1;
+        one.generated = 1;
+        if (lp_model_analyze(o->model, &one, &slots, e, sizeof e) != 0) {
+            snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
+                     e);
+            return;
+        }
+        r->vision_tokens = slots.vision_tokens;
+        r->text_tokens = w.prompt - slots.vision_tokens;
+        if (r->text_tokens < 0) {
+            snprintf(r->util_note, sizeof r->util_note,
+                     "the prefill's %lld tokens per sequence are fewer than the %lld image slots "
+                     "of vision mode %s: pass the program's --vision mode (and --tiles)",
+                     (long long)w.prompt, (long long)slots.vision_tokens,
+                     lp_vision_mode_name(w.vision_mode));
+            return;
+        }
+        w.prompt = r->text_tokens > 0 ? r->text_tokens : 1;
+    }
     if (!o->prefill_logits_set && m->prefill_logits)
         w.prefill_logits_all = m->prefill_logits == 2;
     /* the prefill yields the first token; each decode step one more */
@@ -193,9 +326,17 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     if (d >= 0 && steps > 0)
         set_util(&r->stages[d], &res.total[LP_STAGE_DECODE_STEP], res.stage[LP_STAGE_DECODE_STEP],
                  steps, &r->gpu, r->dtype);
-    if (v >= 0 && res.vision_tokens > 0)
-        set_util(&r->stages[v], &res.total[LP_STAGE_VISION], res.stage[LP_STAGE_VISION],
-                 (double)r->stages[v].occurrences, &r->gpu, r->dtype);
+    if (res.vision_tokens > 0)
+        vision_util(r, &res);
+    const struct lp_vision_spec *vs = &o->model->vision;
+    double projected = res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops /
+                       (2.0 * (double)vs->proj_in * (double)vs->proj_out);
+    if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
+        (void)lp_run_note(r, "the vision projector's GEMMs ran %lld rows per request, but vision "
+                             "mode %s projects %.0f: the mode (--vision, --tiles) is not the "
+                             "run's, and the image and text tokens are off",
+                          (long long)r->image_rows, lp_vision_mode_name(w.vision_mode),
+                          projected);
     /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
     r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
     r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);
@@ -206,13 +347,17 @@ void lp_run_utilisation(struct lp_run_ctx *c)
         r->mfu = r->request_flops / r->request_s / 1e12 / r->gpu.tflops[r->dtype];
         r->mbu = r->request_bytes / r->request_s / 1e9 / r->gpu.mem_bw_gbs;
     }
+    char images[96] = "";
+    if (res.vision_tokens > 0)
+        snprintf(images, sizeof images, " text tokens + %lld image slots (vision mode %s)",
+                 (long long)res.vision_tokens, lp_vision_mode_name(w.vision_mode));
     snprintf(r->util_note, sizeof r->util_note,
-             "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld, %lld "
+             "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld%s, %lld "
              "generated tokens (decode context %lld at the mean step), prefill logits for %s "
              "(%s); bytes are lower bounds "
              "(weights read once per pass, KV once per step); over the measured time of "
              "the stage occurrences; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
-             o->model->model_type, (long long)w.batch, (long long)w.prompt,
+             o->model->model_type, (long long)w.batch, (long long)w.prompt, images,
              (long long)w.generated, (long long)res.decode_context,
              w.prefill_logits_all ? "every prompt token" : "the last token",
              o->prefill_logits_set ? "as given"

@@ -47,6 +47,10 @@ void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out);
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out);
 int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
+/* --vision MODE and --tiles WxH (1 to 9 each; the model bounds their product) */
+int lp_cli_parse_vision(const char *cmd, const char *opt, const char *v,
+                        enum lp_vision_mode *mode);
+int lp_cli_parse_tiles(const char *cmd, const char *opt, const char *v, struct lp_workload *w);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);

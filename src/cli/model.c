@@ -34,8 +34,9 @@ static const char help[] =
     "  --kv DT              KV cache dtype (default bf16)\n"
     "  --prefill-logits all|last   logits for every prompt token (HF's default) or only\n"
     "                       the last (serving engines; default)\n"
-    "  --vision MODE        DeepSeek-OCR: tiny, small, base (default), large, gundam, none\n"
-    "  --tiles WxH          Gundam mode's tiles (2 to 9 in all; default 3x2)\n"
+    "  --vision MODE        DeepSeek-OCR: tiny, small, base (default), large, gundam, none;\n"
+    "                       DeepSeek-OCR-2: base (a 1024 page) or gundam (and 768 crops)\n"
+    "  --tiles WxH          Gundam mode's tiles, OCR-2's crops (2 to 9 in all; default 3x2)\n"
     "hardware:\n"
     "  --gpu NAME           a row of the hardware table (H200, \"H100 SXM\", A100 ...) or a\n"
     "                       device name as nvidia-smi shows it\n"
@@ -156,25 +157,9 @@ int lp_cmd_model(int argc, char **argv)
                 rc = -1;
             }
         } else if (!strcmp(a, "--vision")) {
-            static const char *const modes[] = {"none", "tiny", "small", "base", "large", "gundam"};
-            rc = -1;
-            for (int k = 0; v && k < 6; k++)
-                if (!strcmp(v, modes[k])) {
-                    w.vision_mode = (enum lp_vision_mode)k;
-                    rc = 0;
-                }
-            if (rc)
-                lp_cli_error("model", "--vision takes none, tiny, small, base, large or gundam");
+            rc = lp_cli_parse_vision("model", a, v, &w.vision_mode);
         } else if (!strcmp(a, "--tiles")) {
-            long long tw = 0, th = 0;
-            char extra;
-            if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1 ||
-                tw > 9 || th > 9) {
-                lp_cli_error("model", "--tiles takes WxH from 1 to 9 each, such as 3x2");
-                rc = -1;
-            }
-            w.tiles_w = tw;
-            w.tiles_h = th;
+            rc = lp_cli_parse_tiles("model", a, v, &w);
         } else if (!strcmp(a, "--gpu")) {
             gpu_name = v;
         } else if (!strcmp(a, "--hw-file")) {

@@ -24,9 +24,10 @@ static const char help[] =
     "the run directory, then prints summary.md. With several traces (ranks) each gets its own\n"
     "subdirectory named after the trace.\n"
     "\n"
-    "Stages are NVTX ranges matched by name: vision, sam, clip, projector, prefill and decode\n"
-    "(case-insensitive, at the start of the name). A stage range inside another is a\n"
-    "sub-stage: a note of the outer one, never added twice. A kernel belongs to the range open\n"
+    "Stages are NVTX ranges matched by name: encoder, vision, sam, clip, projector, prefill\n"
+    "and decode (case-insensitive, at the start of the name). A stage range inside another is\n"
+    "a sub-stage: a note of the outer one, never added twice; but vision inside a prefill (an\n"
+    "HF model's first forward) is cut out of it as its own stage. A kernel belongs to the range open\n"
     "on its launching thread when it was launched. Ranges whose name (or an enclosing range's)\n"
     "contains 'warmup' are reported apart. Tokens: a flag wins, then tokens=N words in range\n"
     "names ('prefill tokens=512 batch=1'), then one decode range = one step of the batch.\n"
@@ -41,6 +42,9 @@ static const char help[] =
     "utilisation (MFU, MBU) from the analytic model:\n"
     "  --model CONFIG       config.json (or its directory) of the model that ran\n"
     "  --weights DT, --act DT, --kv DT   dtypes as in 'llmprof model' (default bf16)\n"
+    "  --vision MODE, --tiles WxH   the images' mode as in 'llmprof model' (used when a\n"
+    "                       vision stage was measured; default base, or for DeepSeek-OCR-2\n"
+    "                       the crops its projector's GEMM shapes show)\n"
     "  --prefill-logits all|last   logits for every prompt token or the last (default:\n"
     "                       what the prefill's lm_head GEMM shows, else last)\n"
     "  --gpu NAME           hardware table row (default: the recorded GPU)\n"
@@ -85,6 +89,8 @@ void lp_cli_report_init(struct lp_cli_report *r, const char *cmd)
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
     lp_workload_defaults(&r->workload);
+    r->workload.tiles_w = 3; /* as llmprof model's */
+    r->workload.tiles_h = 2;
 }
 
 int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i)
@@ -145,6 +151,12 @@ int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i)
         rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.activations);
     } else if (!strcmp(a, "--kv")) {
         rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.kv);
+    } else if (!strcmp(a, "--vision")) {
+        rc = lp_cli_parse_vision(cmd, a, v, &r->workload.vision_mode);
+        ro->vision_set = 1;
+    } else if (!strcmp(a, "--tiles")) {
+        rc = lp_cli_parse_tiles(cmd, a, v, &r->workload);
+        ro->vision_set = 1;
     } else if (!strcmp(a, "--prefill-logits")) {
         if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
             r->workload.prefill_logits_all = !strcmp(v, "all");

@@ -189,6 +189,33 @@ int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_
     return 0;
 }
 
+int lp_cli_parse_vision(const char *cmd, const char *opt, const char *v,
+                        enum lp_vision_mode *mode)
+{
+    for (int k = LP_VISION_MODE_NONE; v && k <= LP_VISION_MODE_GUNDAM; k++)
+        if (!strcmp(v, lp_vision_mode_name((enum lp_vision_mode)k))) {
+            *mode = (enum lp_vision_mode)k;
+            return 0;
+        }
+    lp_cli_error(cmd, "%s takes none, tiny, small, base, large or gundam, not '%s'", opt,
+                 v ? v : "(nothing)");
+    return -1;
+}
+
+int lp_cli_parse_tiles(const char *cmd, const char *opt, const char *v, struct lp_workload *w)
+{
+    long long tw = 0, th = 0;
+    char extra;
+    if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1 || tw > 9 ||
+        th > 9) {
+        lp_cli_error(cmd, "%s takes WxH from 1 to 9 each, such as 3x2", opt);
+        return -1;
+    }
+    w->tiles_w = tw;
+    w->tiles_h = th;
+    return 0;
+}
+
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
                            const char *what)
 {

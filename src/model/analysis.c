@@ -185,11 +185,16 @@ static void mlp(const struct lp_model *m, const struct lp_mlp_spec *s, const str
     experts->weight_bytes += f * touched * expert_params * d->w;
     experts->act_bytes += t * k * (2 * h + 3 * in) * d->a;
     if (s->shared_experts > 0) {
-        double w = (double)s->shared_experts * in;
+        double w = s->shared_intermediate > 0 ? (double)s->shared_intermediate
+                                               : (double)s->shared_experts * in;
         linear(shared, h, w, 0, t, f, d->w, d->a);
         linear(shared, h, w, 0, t, f, d->w, d->a);
         linear(shared, w, h, 0, t, f, d->w, d->a);
         shared->other_flops += FLOPS_SILU_MUL * t * w;
+        if (s->shared_gate) { /* sigmoid(x W_g) scales the shared expert's output */
+            linear(shared, h, 1, 0, t, f, d->w, d->a);
+            shared->other_flops += 5 * t + t * h;
+        }
     }
 }
 
@@ -235,7 +240,9 @@ const char *lp_module_name(enum lp_module mod)
         [LP_MOD_ROUTER] = "moe router", [LP_MOD_EXPERTS] = "moe routed experts",
         [LP_MOD_SHARED_EXPERTS] = "moe shared experts", [LP_MOD_NORMS] = "norms",
         [LP_MOD_LM_HEAD] = "lm_head", [LP_MOD_VISION_SAM] = "vision: SAM-ViT + compressor",
-        [LP_MOD_VISION_CLIP] = "vision: CLIP-L", [LP_MOD_VISION_PROJ] = "vision: projector",
+        [LP_MOD_VISION_CLIP] = "vision: CLIP-L",
+        [LP_MOD_VISION_ENCODER] = "vision: Qwen2 encoder + queries",
+        [LP_MOD_VISION_PROJ] = "vision: projector",
     };
     return (unsigned)mod < LP_MOD_COUNT ? names[mod] : "?";
 }

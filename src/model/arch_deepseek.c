@@ -13,7 +13,40 @@ static int64_t multiples(int64_t from, int64_t l, int64_t freq)
     return from >= l ? 0 : (l + freq - 1) / freq - (from + freq - 1) / freq;
 }
 
-static int decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
+/* HF transformers 5's per-layer list: "dense" or "sparse" for each of the layers. */
+static int layer_types(struct lp_cfg *c, json_t *types, struct lp_model *m,
+                       const struct lp_attn_spec *a, const struct lp_mlp_spec *dense,
+                       const struct lp_mlp_spec *moe)
+{
+    const char *sec = c->section ? c->section : "", *dot = c->section ? "." : "";
+    if (!json_is_array(types) || json_array_size(types) != (size_t)m->layers) {
+        lp_cfg_fail(c, "key \"%s%smlp_layer_types\" must be an array of num_hidden_layers (%lld) "
+                       "strings, each \"dense\" or \"sparse\"", sec, dot, (long long)m->layers);
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(types, i, v) {
+        const char *t = json_is_string(v) ? json_string_value(v) : "";
+        int sparse = !strcmp(t, "sparse");
+        if (!sparse && strcmp(t, "dense") != 0) {
+            lp_cfg_fail(c, "key \"%s%smlp_layer_types\"[%zu] must be \"dense\" or \"sparse\"",
+                        sec, dot, i);
+            return -1;
+        }
+        if (sparse && moe->experts == 0) {
+            lp_cfg_fail(c, "key \"%s%smlp_layer_types\"[%zu] is \"sparse\" but the config has no "
+                           "routed experts (n_routed_experts)", sec, dot, i);
+            return -1;
+        }
+        /* groups merge layers of one kind, so this adds at most two */
+        if (lp_model_add_group(c, m, 1, a, sparse ? moe : dense) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
 {
     m->hidden = lp_cfg_int(c, o, "hidden_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
     m->layers = lp_cfg_int(c, o, "num_hidden_layers", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_LAYERS);
@@ -70,6 +103,9 @@ static int decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
     }
     if (c->failed)
         return -1;
+    json_t *types = json_object_get(o, "mlp_layer_types");
+    if (types && !json_is_null(types))
+        return layer_types(c, types, m, &a, &dense, &moe);
     /* layer i is MoE when i >= first_k_dense_replace and i % moe_layer_freq == 0: two groups
      * counted in closed form (no loop over layers), in the order their first layers come */
     int64_t n_moe = moe.experts > 0 ? multiples(first_dense, m->layers, freq) : 0;
@@ -91,38 +127,7 @@ static int decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
 int lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     snprintf(m->family, sizeof m->family, "deepseek");
-    return decoder(c, root, m);
-}
-
-/* An optional array at KEY of at most MAX integers, each MIN to HI; N of them into OUT (NULL:
- * the key is absent). DEDUP skips repeated values. Returns the count, or -1 through C. */
-static int int_array(struct lp_cfg *c, json_t *obj, const char *section, const char *key,
-                     int64_t *out, int max, int64_t lo, int64_t hi, int dedup)
-{
-    json_t *arr = json_object_get(obj, key);
-    if (!arr || json_is_null(arr))
-        return 0;
-    if (!json_is_array(arr) || json_array_size(arr) > (size_t)max) {
-        lp_cfg_fail(c, "key \"%s.%s\" must be an array of at most %d integers", section, key, max);
-        return -1;
-    }
-    int n = 0;
-    size_t i;
-    json_t *val;
-    json_array_foreach(arr, i, val) {
-        json_int_t x = json_is_integer(val) ? json_integer_value(val) : 0;
-        if (!json_is_integer(val) || x < lo || x > hi) {
-            lp_cfg_fail(c, "key \"%s.%s\"[%zu] must be an integer from %lld to %lld", section,
-                        key, i, (long long)lo, (long long)hi);
-            return -1;
-        }
-        int seen = 0;
-        for (int k = 0; dedup && k < n; k++)
-            seen |= out[k] == x;
-        if (!seen)
-            out[n++] = x;
-    }
-    return n;
+    return lp_arch_deepseek_decoder(c, root, m);
 }
 
 /* DeepSeek-OCR's vision tower: SAM-ViT-B (windowed attention, global at the listed blocks),
@@ -172,7 +177,7 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
     if (c->failed)
         return -1;
     int64_t down[2];
-    int n_down = int_array(c, sam, sam_section, "downsample_channels", down, 2, 1,
+    int n_down = lp_cfg_int_array(c, sam, sam_section, "downsample_channels", down, 2, 1,
                            LP_MODEL_MAX_WIDTH, 0);
     if (n_down == 1)
         lp_cfg_fail(c, "key \"%s.downsample_channels\" must hold two channel counts", sam_section);
@@ -181,7 +186,7 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
         v->down2 = down[1];
     }
     /* global blocks: distinct and existing, so the encoder counts each block once */
-    v->n_sam_global = int_array(c, sam, sam_section, "global_attn_indexes", v->sam_global,
+    v->n_sam_global = lp_cfg_int_array(c, sam, sam_section, "global_attn_indexes", v->sam_global,
                                 (int)(sizeof v->sam_global / sizeof *v->sam_global), 0,
                                 v->sam_layers - 1, 1);
     if (v->n_sam_global < 0)
@@ -225,7 +230,7 @@ int lp_arch_deepseek_ocr(struct lp_cfg *c, json_t *root, struct lp_model *m)
     if (c->failed)
         return -1;
     c->section = lang ? "language_config" : NULL;
-    if (decoder(c, lang ? lang : root, m) != 0)
+    if (lp_arch_deepseek_decoder(c, lang ? lang : root, m) != 0)
         return -1;
     c->section = NULL;
     return vision(c, root, m);

@@ -124,6 +124,35 @@ json_t *lp_cfg_obj(struct lp_cfg *c, json_t *obj, const char *key, int required)
     return v;
 }
 
+int lp_cfg_int_array(struct lp_cfg *c, json_t *obj, const char *section, const char *key,
+                     int64_t *out, int max, int64_t lo, int64_t hi, int dedup)
+{
+    json_t *arr = json_object_get(obj, key);
+    if (!arr || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr) || json_array_size(arr) > (size_t)max) {
+        lp_cfg_fail(c, "key \"%s.%s\" must be an array of at most %d integers", section, key, max);
+        return -1;
+    }
+    int n = 0;
+    size_t i;
+    json_t *val;
+    json_array_foreach(arr, i, val) {
+        json_int_t x = json_is_integer(val) ? json_integer_value(val) : 0;
+        if (!json_is_integer(val) || x < lo || x > hi) {
+            lp_cfg_fail(c, "key \"%s.%s\"[%zu] must be an integer from %lld to %lld", section,
+                        key, i, (long long)lo, (long long)hi);
+            return -1;
+        }
+        int seen = 0;
+        for (int k = 0; dedup && k < n; k++)
+            seen |= out[k] == x;
+        if (!seen)
+            out[n++] = x;
+    }
+    return n;
+}
+
 void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, const char *b_key)
 {
     if (!c->failed && a > 0 && b > 0 && a % b != 0)
@@ -166,7 +195,8 @@ static const struct {
     {"qwen2", lp_arch_llama},       {"qwen3", lp_arch_llama},
     {"mixtral", lp_arch_llama},     {"gpt2", lp_arch_gpt2},
     {"deepseek_v2", lp_arch_deepseek}, {"deepseek_v3", lp_arch_deepseek},
-    {"deepseek_vl_v2", lp_arch_deepseek_ocr},
+    {"deepseek_vl_v2", lp_arch_deepseek_ocr}, {"deepseek_ocr2", lp_arch_deepseek_ocr2},
+    {"qwen2_moe", lp_arch_qwen_moe},  {"qwen3_moe", lp_arch_qwen_moe},
 };
 
 int lp_model_file_read(const char *path, size_t max, const char *what, char **text, size_t *len,
@@ -306,7 +336,8 @@ int lp_model_parse(const char *text, size_t len, const char *name, struct lp_mod
         goto out;
     }
     lp_cfg_fail(&c, "model_type \"%.60s\" is not supported; supported: llama, mistral, qwen2, "
-                    "qwen3, mixtral, gpt2, deepseek_v2, deepseek_v3, deepseek_vl_v2 (DeepSeek-OCR)",
+                    "qwen3, qwen2_moe, qwen3_moe, mixtral, gpt2, deepseek_v2, deepseek_v3, "
+                    "deepseek_vl_v2 (DeepSeek-OCR), deepseek_ocr2 (DeepSeek-OCR-2)",
                 type);
 out:
     json_decref(root);

@@ -31,6 +31,11 @@ int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, 
 int lp_cfg_bool(struct lp_cfg *c, json_t *obj, const char *key, int def);
 const char *lp_cfg_str(struct lp_cfg *c, json_t *obj, const char *key, const char *def);
 json_t *lp_cfg_obj(struct lp_cfg *c, json_t *obj, const char *key, int required);
+/* An optional array at KEY of at most MAX integers, each LO to HI, into OUT (SECTION names
+ * the object in messages; DEDUP skips repeated values). Returns the count (0: absent), or -1
+ * through C. */
+int lp_cfg_int_array(struct lp_cfg *c, json_t *obj, const char *section, const char *key,
+                     int64_t *out, int max, int64_t lo, int64_t hi, int dedup);
 /* Fails unless A is a multiple of B (the keys name them in the message). */
 void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, const char *b_key);
 /* Adds COUNT layers to the group of their kind (a new one if none). */
@@ -57,5 +62,10 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m);
 int lp_arch_gpt2(struct lp_cfg *c, json_t *root, struct lp_model *m);
 int lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model *m);
 int lp_arch_deepseek_ocr(struct lp_cfg *c, json_t *root, struct lp_model *m);
+int lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_model *m);
+int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m);
+/* DeepSeek's decoder from object O (the root, or a nested text config), for the families
+ * that put it behind a vision encoder. */
+int lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m);
 
 #endif

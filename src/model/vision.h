@@ -1,4 +1,5 @@
-/* Vision encoders in front of a decoder (DeepSeek-OCR's SAM + CLIP), used by analysis.c. */
+/* Vision encoders in front of a decoder (DeepSeek-OCR's SAM + CLIP, DeepSeek-OCR-2's SAM +
+ * Qwen2-style encoder), used by analysis.c. */
 #ifndef LP_MODEL_VISION_H
 #define LP_MODEL_VISION_H
 
@@ -10,8 +11,9 @@ void lp_vision_params(const struct lp_model *m, struct lp_params *p);
  * of decoder positions they take into R->vision_tokens. */
 int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, double wb, double ab,
                       struct lp_model_result *r, char *err, size_t errlen);
-/* Decoder positions an image takes in MODE (with TILES for Gundam), and the side of the
- * view's token grid. */
-int64_t lp_vision_slots(enum lp_vision_mode mode, int64_t tiles_w, int64_t tiles_h);
+/* Decoder positions an image takes in MODE (with TILES for Gundam: DeepSeek-OCR-2's local
+ * crops). */
+int64_t lp_vision_slots(const struct lp_vision_spec *v, enum lp_vision_mode mode,
+                        int64_t tiles_w, int64_t tiles_h);
 
 #endif

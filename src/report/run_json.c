@@ -76,10 +76,13 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         json_object_set_new(cats, lp_kcat_name((enum lp_kcat)c), num(s->cat_ns[c]));
     json_t *subs = json_array();
     for (size_t i = 0; i < s->n_sub; i++)
-        json_array_append_new(subs, json_pack("{s:s,s:I,s:o,s:o}", "name", s->sub[i].name,
+        json_array_append_new(subs, json_pack("{s:s,s:I,s:o,s:o,s:o}", "name", s->sub[i].name,
                                               "count", (json_int_t)s->sub[i].count, "wall_ns",
                                               u64(s->sub[i].wall_ns), "gpu_ns",
-                                              u64(s->sub[i].gpu_ns)));
+                                              u64(s->sub[i].gpu_ns), "ttft_share",
+                                              s->sub[i].ttft_share > 0
+                                                  ? num(s->sub[i].ttft_share)
+                                                  : json_null()));
     json_t *o = json_pack(
         "{s:s,s:s,s:I,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:I,s:o,s:I,s:o,s:o,s:o,s:o}", "name", s->name,
         "kind", lp_stage_kind_name(s->kind), "occurrences", (json_int_t)s->occurrences, "wall",
@@ -90,6 +93,13 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         "gap_ns", u64(s->gap_ns), "host_wait_ns", u64(s->host_wait_ns), "host_wait_share",
         num(s->host_wait_share), "launch_delay_p50_ns", u64(s->launch_delay_p50_ns));
     json_object_set_new(o, "graph_replays", u64(s->graph_replays));
+    json_object_set_new(o, "ttft", s->ttft_share > 0
+                                       ? json_pack("{s:o,s:o}", "share", num(s->ttft_share),
+                                                   "ns_per_request", num(s->ttft_ns_per_request))
+                                       : json_null());
+    json_object_set_new(o, "moe_gemm", json_pack("{s:o,s:I,s:o}", "gpu_ns", u64(s->moe_gemm_ns),
+                                                 "kernels", (json_int_t)s->moe_gemm_kernels,
+                                                 "share", num(s->moe_gemm_share)));
     json_object_set_new(o, "tokens", json_pack("{s:I,s:I,s:s,s:o}", "count",
                                                (json_int_t)s->tokens, "batch",
                                                (json_int_t)s->batch, "source",
@@ -364,6 +374,18 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     json_object_set_new(llm, "prefill_logits", m->prefill_logits > 0 && m->prefill_logits < 3
                                                    ? json_string(logits[m->prefill_logits])
                                                    : json_null());
+    json_object_set_new(llm, "images",
+                        r->vision_tokens > 0
+                            ? json_pack("{s:I,s:I,s:s,s:I,s:o,s:s}", "slots_per_prompt",
+                                        (json_int_t)r->vision_tokens, "text_tokens_per_prompt",
+                                        (json_int_t)r->text_tokens, "vision_mode",
+                                        lp_vision_mode_name(r->vision_mode), "crops",
+                                        (json_int_t)r->vision_crops, "projector_rows_per_request",
+                                        r->image_rows > 0 ? json_integer(r->image_rows)
+                                                          : json_null(),
+                                        "mode_source",
+                                        r->vision_from_rows ? "projector rows" : "option")
+                            : json_null());
     json_object_set_new(root, "llm", llm);
     static const char *const causes[] = {NULL, "ttft", "tpot", "stage_time"};
     const struct lp_warmup_found *w = &r->warmup;

@@ -80,6 +80,29 @@ static const char *why_not(const struct lp_run *r)
     }
 }
 
+/* The TTFT's parts, when a vision stage ran before the prefill */
+static void ttft_parts(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b3[32];
+    int vision = 0;
+    for (size_t i = 0; i < r->n_stages; i++)
+        vision |= r->stages[i].kind == LP_STAGE_KIND_VISION && r->stages[i].ttft_share > 0;
+    if (!vision)
+        return;
+    fprintf(f, "\nTTFT by part (each stage's time per request, and its share of the measured "
+               "requests' TTFT summed; sub-stages inside):");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->ttft_share <= 0)
+            continue;
+        fprintf(f, "\n- %s: %s, %s", s->name, NS(s->ttft_ns_per_request), PCT(s->ttft_share));
+        for (size_t j = 0; j < s->n_sub; j++)
+            fprintf(f, "%s%s %s", j ? ", " : " (", s->sub[j].name, PCT(s->sub[j].ttft_share));
+        fprintf(f, "%s", s->n_sub ? ")" : "");
+    }
+    fprintf(f, "\n");
+}
+
 static void llm_section(FILE *f, const struct lp_run *r)
 {
     const struct lp_llm_metrics *m = &r->llm;
@@ -121,6 +144,19 @@ static void llm_section(FILE *f, const struct lp_run *r)
     else
         fprintf(f, "| prompt tokens per request | unknown | no flag, tokens= word or GEMM "
                    "shape |\n");
+    if (r->vision_tokens > 0) {
+        char rows[96] = "";
+        if (r->image_rows > 0)
+            snprintf(rows, sizeof rows, "; %lld projector rows per request measured%s",
+                     (long long)r->image_rows,
+                     r->vision_from_rows ? ", which set the mode" : "");
+        fprintf(f, "| image slots per prompt | %lld | llmprof model: vision mode %s",
+                (long long)r->vision_tokens, lp_vision_mode_name(r->vision_mode));
+        if (r->vision_crops > 0)
+            fprintf(f, " with %lld local crops", (long long)r->vision_crops);
+        fprintf(f, "%s |\n| text tokens per prompt | %lld | prompt - image slots |\n", rows,
+                (long long)r->text_tokens);
+    }
     fprintf(f, "| decode steps | %lld | %s |\n", (long long)m->decode_steps,
             lp_steps_source_name(m->steps_source));
     fprintf(f, "| decode tokens | %lld | %s |\n", (long long)m->decode_tokens,
@@ -133,6 +169,7 @@ static void llm_section(FILE *f, const struct lp_run *r)
         fprintf(f, "| MFU (request) | %.2f %% | analytic FLOPs / measured time |\n"
                    "| MBU (request) | %.2f %% | analytic bytes / measured time |\n",
                 100 * r->mfu, 100 * r->mbu);
+    ttft_parts(f, r);
 }
 
 static void findings(FILE *f, const struct lp_run *r)
@@ -188,9 +225,10 @@ static void stages(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         for (size_t j = 0; j < s->n_sub; j++)
             fprintf(f, "\n- %s contains %s: %zu ranges, %s wall, %s of GPU time (a part of "
-                       "%s, not added again)",
+                       "%s, not added again)%s%s",
                     s->name, s->sub[j].name, s->sub[j].count, NS(s->sub[j].wall_ns),
-                    NS2(s->sub[j].gpu_ns), s->name);
+                    NS2(s->sub[j].gpu_ns), s->name, s->sub[j].ttft_share > 0 ? "; of TTFT " : "",
+                    s->sub[j].ttft_share > 0 ? PCT(s->sub[j].ttft_share) : "");
     }
     fprintf(f, "\n\nKernels: %zu tied to a stage through their launching call, %zu by time "
                "(no launch recorded), %zu outside every stage.\n",
@@ -252,6 +290,25 @@ static void gemm_stages(FILE *f, const struct lp_run *r)
     }
 }
 
+/* MoE experts: grouped GEMM kernels per stage */
+static void moe_gemms(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b3[32];
+    int any = 0;
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (!s->moe_gemm_kernels || s->kind == LP_STAGE_KIND_WARMUP)
+            continue;
+        if (!any++)
+            fprintf(f, "\nMoE expert GEMMs (grouped GEMM kernels, by name; measured) per stage, "
+                       "and their share of the stage's GPU time:\n");
+        fprintf(f, "\n- %s: %s in %zu kernels, %s", s->name, NS(s->moe_gemm_ns),
+                s->moe_gemm_kernels, PCT(s->moe_gemm_share));
+    }
+    if (any)
+        fprintf(f, "\n");
+}
+
 static void unshaped(FILE *f, const struct lp_run *r)
 {
     char b1[32], b3[32];
@@ -274,6 +331,7 @@ static void unshaped(FILE *f, const struct lp_run *r)
     }
     if (r->n_unshaped > n)
         fprintf(f, "\n%zu more in report.json.\n", r->n_unshaped - n);
+    moe_gemms(f, r);
 }
 
 static void gemms(FILE *f, const struct lp_run *r)
@@ -573,6 +631,22 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     return ferror(f) ? -1 : 0;
 }
 
+/* The vision's part of the TTFT, with its sub-stages, in one line */
+static void summary_vision(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b3[32];
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->kind != LP_STAGE_KIND_VISION || s->ttft_share < 0.01) /* a projector: noise */
+            continue;
+        fprintf(f, "- Of the first token's time, **%s took %s** (%s a request", s->name,
+                PCT(s->ttft_share), NS(s->ttft_ns_per_request));
+        for (size_t j = 0; j < s->n_sub; j++)
+            fprintf(f, "%s%s %s", j ? ", " : "; ", s->sub[j].name, PCT(s->sub[j].ttft_share));
+        fprintf(f, ").\n");
+    }
+}
+
 int lp_report_summary_md(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32];
@@ -584,8 +658,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, "- **No LLM prefill or decode was found** in this program (%s), so there is "
                    "no TTFT or TPOT: the figures below are for the whole run.\n",
                 why_not(r));
-    char prompt[96] = "prompt length unknown";
-    if (m->prompt_per_sequence)
+    char prompt[160] = "prompt length unknown";
+    if (m->prompt_per_sequence && r->vision_tokens > 0)
+        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s: %lld image slots, %lld text",
+                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "",
+                 (long long)r->vision_tokens, (long long)r->text_tokens);
+    else if (m->prompt_per_sequence)
         snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s",
                  (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "");
     if (m->ttft.n > 1)
@@ -593,6 +671,7 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                 NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90), prompt);
     else if (m->ttft.n)
         fprintf(f, "- **First token after %s** (one request; %s).\n", NS(m->ttft.p50), prompt);
+    summary_vision(f, r);
     if (m->tpot.n)
         fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
                    "%s; %.1f tokens/s over a batch of %lld%s).\n",

@@ -19,7 +19,7 @@ trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
 
 # LLMPROF_GPU_ONLY=report runs the report steps alone, =gemm the GEMM capture steps alone,
 # =harness the scripts written the common way, =graphs the CUDA-graph steps, =killed the
-# SIGKILL step
+# SIGKILL step, =ocr2 DeepSeek-OCR-2 and the HF parameter counts
 only=${LLMPROF_GPU_ONLY:-}
 
 step "machine"
@@ -223,10 +223,26 @@ mkdir -p "$OUT/profile"
 cp "$T/profile"/report.md "$T/profile"/summary.md "$T/profile"/report.html "$OUT/profile/"
 fi # report steps
 
+if [ -z "$only" ] || [ "$only" = ocr2 ]; then
+step "parameters as HF counts them (meta device): DeepSeek-OCR-2, Qwen2-MoE, Qwen3-MoE"
+check "$PY" tests/gpu/hf_params.py "$OUT/hf-params.json"
+mkdir -p "$T/fixtures/hf-params" && "$PY" tests/gpu/hf_params.py --parts "$OUT/hf-params.json" "$T/fixtures/hf-params"
+step "harness: DeepSeek-OCR-2, one page (vision inside the prefill's forward)"
+harness deepseek-ocr2 examples/deepseek-ocr2/infer.py --new-tokens 16
+step "harness: DeepSeek-OCR-2, one page and 6 local crops"
+harness deepseek-ocr2-crops examples/deepseek-ocr2/infer.py --crops 6 --new-tokens 8 --requests 2
+for d in deepseek-ocr2 deepseek-ocr2-crops; do
+    mkdir -p "$T/fixtures/$d"
+    cp "$T/$d"/*.lpt "$T/$d"/*.json "$T/fixtures/$d/" 2>/dev/null
+    rm -f "$T/fixtures/$d/report.json"
+    cp "$T/$d/report.md" "$T/fixtures/$d/report.old.md" 2>/dev/null
+done
+fi # DeepSeek-OCR-2
+
 step "pack fixtures"
 case $only in
 report) set -- llama-ops ;;
-harness) set -- ;;
+harness|ocr2) set -- ;;
 graphs) set -- graph-api ;;
 killed) set -- killed ;;
 gemm) set -- gemm torch-gemm llama-gemm llama-nonvtx ;;
