@@ -4,7 +4,8 @@ hub), one synthetic page (and, with --crops N, N local 768x768 crops as the imag
 makes them), NVTX ranges through forward hooks (the model's code unchanged), one "prefill"
 range around the first forward (which runs the vision tower inside it) and one "decode" range
 around the whole decode loop, no token counts in the names, a warm-up request first, and the
-script's own timer.
+script's own timer. With --generate, model.generate() in one range named "generate" instead,
+timed by a streamer: prefill and decode have no ranges of their own.
 
     llmprof record -o RUN -- python3 infer.py --timer RUN/timer.json
     llmprof report RUN --model config.json
@@ -19,6 +20,7 @@ import time
 
 import torch
 import transformers
+from transformers.generation.streamers import BaseStreamer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 p = argparse.ArgumentParser()
@@ -29,6 +31,7 @@ p.add_argument("--new-tokens", type=int, default=16)
 p.add_argument("--requests", type=int, default=3, help="timed requests after the warm-up")
 p.add_argument("--timer", help="write the timings here (JSON)")
 p.add_argument("--config-out", help="write the model's config.json (as HF saves it) here")
+p.add_argument("--generate", action="store_true", help="model.generate() with a streamer")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -131,9 +134,40 @@ def request():
             "tpot_ms": (t2 - t1) * 1e3 / steps}
 
 
+class Clock(BaseStreamer):
+    """Times each put(): the prompt first, then every generated token."""
+
+    def __init__(self):
+        self.t = []
+
+    def put(self, value):
+        self.t.append(time.perf_counter())
+
+    def end(self):
+        pass
+
+
+@torch.inference_mode()
+def generate():
+    clock = Clock()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    torch.cuda.nvtx.range_push("generate")
+    model.generate(**inputs, max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
+                   do_sample=False, streamer=clock)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+    first, last = clock.t[1], clock.t[-1]  # the prompt, the first token, ... the last
+    return {"ttft_ms": (first - t0) * 1e3, "decode_steps": len(clock.t) - 2,
+            "tpot_ms": (last - first) * 1e3 / (len(clock.t) - 2)}
+
+
+if args.generate:
+    request = generate  # noqa: F811
 runs = [dict(request(), warmup=True)]
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
-res = {"model_type": cfg.model_type, "crops": args.crops, "prompt": ids.shape[1],
+res = {"model_type": cfg.model_type, "style": "generate" if args.generate else "loop",
+       "crops": args.crops, "prompt": ids.shape[1],
        "visual_tokens": visual, "text_tokens": ids.shape[1] - visual, "batch": 1,
        "new_tokens": args.new_tokens, "build_s": build_s, "params": params, "requests": runs,
        "experts_implementation": getattr(cfg.text_config, "_experts_implementation", None),

@@ -234,7 +234,8 @@ struct lp_stage_report {
     double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
     double gemm_vs_model;         /* measured GEMM FLOPs / analytic matmul FLOPs; 0 n/a */
     double gemm_vs_linear;        /* ... / analytic matmul FLOPs without attention scores */
-    uint64_t moe_gemm_ns;         /* grouped (MoE expert) GEMM kernels, by name */
+    uint64_t moe_gemm_ns;         /* MoE experts: grouped GEMM kernels (by name) and
+                                     batched cuBLAS calls of an expert's shape (--model) */
     size_t moe_gemm_kernels;
     double moe_gemm_share;        /* of the stage's GPU time */
     double ttft_share;            /* vision and prefill: time over the measured requests'
@@ -316,6 +317,8 @@ struct lp_llm_metrics {
     enum lp_tokens_source prefill_source, decode_source, batch_source;
     enum lp_steps_source steps_source;
     int prefill_logits;           /* lm_head in prefill: 0 unknown, 1 last token, 2 every token */
+    double ttft_outside_share;    /* with a vision stage: of the TTFT summed, the time in no
+                                     vision or prefill stage (host work before and between) */
 };
 
 /* Why an occurrence was set apart as warmup without being named so (enum values are the
@@ -448,7 +451,7 @@ struct lp_run {
     size_t n_power;
     /* utilisation */
     int has_util;
-    char util_note[512];                /* why not, or the assumptions */
+    char util_note[1024];               /* why not, or the assumptions */
     struct lp_gpu gpu;
     enum lp_dtype dtype;
     double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;

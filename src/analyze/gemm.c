@@ -196,6 +196,24 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     return LP_OK;
 }
 
+/* A batched cuBLAS call over MoE experts' weights (HF's batched_mm for a few tokens): batch
+ * 2 to the expert count, reducing over an expert matrix's input (gate and up: hidden; down:
+ * the expert's width) into its output. Shared experts run unbatched. */
+static int expert_call(const struct lp_model *m, const struct lp_gemm *g)
+{
+    for (int i = 0; m && g->batch >= 2 && i < m->n_groups; i++) {
+        const struct lp_mlp_spec *s = &m->groups[i].mlp;
+        if (s->kind != LP_MLP_MOE || g->batch > (uint64_t)s->experts)
+            continue;
+        uint64_t h = (uint64_t)m->hidden, w = (uint64_t)s->intermediate;
+        const uint64_t out[] = {2 * w, w, h}, in[] = {h, h, w};
+        for (int j = 0; j < 3; j++)
+            if (g->k == in[j] && (g->m == out[j] || g->n == out[j]))
+                return 1;
+    }
+    return 0;
+}
+
 /* Measured GEMM FLOPs per stage against the analytic matmul FLOPs of the same stage. */
 static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 {
@@ -207,6 +225,10 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
         st->gemm_calls++;
         st->gemm_ns += ci[i].ns;
         st->gemm_flops += lp_gemm_flops(&c->gemms[i]);
+        if (expert_call(r->opt.model, &c->gemms[i])) {
+            st->moe_gemm_ns += ci[i].ns;
+            st->moe_gemm_kernels += ci[i].kernels;
+        }
     }
     double peak = r->gpu.tflops[r->dtype];
     for (size_t s = 0; s < r->n_stages; s++) {

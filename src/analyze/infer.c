@@ -1,4 +1,5 @@
-/* Stages inferred from GEMM shapes, for a run without stage ranges: the tokens in flight of
+/* Stages inferred from GEMM shapes, for a run without prefill or decode ranges (vision ranges,
+ * from hooks on a vision tower, may be there: their GEMMs are theirs): the tokens in flight of
  * each cuBLAS call (min(m, n)) split prefill (many) from decode (a few); a decode step ends
  * at its largest GEMM, the lm_head. Only a program that looks like an LLM gets stages: decode
  * steps that repeat, running the same weights as the prefill. */
@@ -90,21 +91,56 @@ static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const u
     return steps >= 3 && 5 * (same_len + 1) >= 4 * steps;
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The end of the last of the N sorted spans (start, end pairs) that began at or before TS,
+ * or 0; *INSIDE: whether TS falls inside it. */
+static uint64_t span_before(const uint64_t *sp, size_t n, uint64_t ts, int *inside)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sp[2 * mid] <= ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *inside = lo > 0 && ts <= sp[2 * (lo - 1) + 1];
+    return lo > 0 ? sp[2 * (lo - 1) + 1] : 0;
+}
+
 int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage)
 {
     const struct lp_trace *t = c->t;
+    size_t first = c->n_occ; /* occurrences from ranges (vision) stay; GEMMs in them are theirs */
     uint32_t *ord = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *ord);
     uint8_t *cls = malloc(t->n_gemms ? t->n_gemms : 1);
-    if (!ord || !cls) {
+    uint64_t *spans = malloc((2 * first + 1) * sizeof *spans);
+    if (!ord || !cls || !spans) {
         free(ord);
         free(cls);
+        free(spans);
         return -1;
     }
+    for (size_t i = 0; i < first; i++) {
+        spans[2 * i] = c->occ[i].start;
+        spans[2 * i + 1] = c->occ[i].range_end;
+    }
+    qsort(spans, first, 2 * sizeof *spans, cmp_span);
     size_t n = 0;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < t->n_gemms; i++) {
         const struct lp_gemm *g = &t->gemms[i];
+        int inside = 0;
         if (g->status || g->batch != 1 || !g->m || !g->n)
+            continue;
+        if (first)
+            span_before(spans, first, g->start, &inside);
+        if (inside)
             continue;
         ord[n++] = (uint32_t)i;
         uint64_t tk = lp_gemm_tokens(g);
@@ -126,7 +162,7 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
             for (size_t k = i; k < j; k++)
                 cls[k] = cls[i - 1];
     }
-    size_t made = 0;
+    size_t made = first;
     if (!looks_like_llm(t, ord, cls, n))
         n = 0;
     uint64_t prev_end = n ? t->gemms[ord[0]].start : 0;
@@ -139,6 +175,12 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
             if (lp_gemm_tokens(&t->gemms[ord[a]]) > tokens)
                 tokens = lp_gemm_tokens(&t->gemms[ord[a]]);
         if (!decode) {
+            /* a prefill starts after the ranges (vision) that ran before its first GEMM */
+            int inside;
+            uint64_t before = first ? span_before(spans, first, t->gemms[ord[i]].start, &inside)
+                                    : 0;
+            if (before > prev_end)
+                prev_end = before;
             if (add_occ(c, &made, prev_end, t->gemms[ord[j - 1]].end, prefill_stage,
                         (int64_t)tokens))
                 goto nomem;
@@ -156,7 +198,7 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
             const struct lp_gemm *g = &t->gemms[ord[a]];
             if (!lp_gemm_same_shape(g, rg))
                 continue;
-            if (a == i && made && c->occ[made - 1].stage == prefill_stage) {
+            if (a == i && made > first && c->occ[made - 1].stage == prefill_stage) {
                 /* the prefill's own lm_head on its last token: the prefill ends there */
                 c->occ[made - 1].end = c->occ[made - 1].range_end = g->end;
             } else if (add_occ(c, &made, prev_end, g->end, decode_stage,
@@ -173,9 +215,11 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
     c->n_occ = made;
     free(ord);
     free(cls);
-    return (int)made;
+    free(spans);
+    return (int)(made - first);
 nomem:
     free(ord);
     free(cls);
+    free(spans);
     return -1;
 }

@@ -49,6 +49,35 @@ struct request {
     int uncounted, measured, decode;
 };
 
+/* Inferred prefills have no range of their own. A request opened by a vision range (a hook
+ * inside generate()) starts where the outermost range around that range starts, when that
+ * range also holds the prefill's end and began after the earlier occurrences ended: the
+ * program's own range around the call, so that its host work before the vision counts. */
+static void enclosing_starts(const struct lp_run_ctx *c, struct request *q)
+{
+    const struct lp_ranges *rg = &c->r->ranges;
+    uint64_t before = 0;
+    int32_t seen = -1;
+    for (size_t i = 0; i < c->n_occ; i++) {
+        const struct lp_occ *o = &c->occ[i];
+        if (o->request > seen) {
+            seen = o->request;
+            struct request *x = &q[o->request];
+            int64_t best = -1;
+            for (int64_t a = o->range >= 0 ? rg->v[o->range].parent : -1; a >= 0;
+                 a = rg->v[a].parent) {
+                if (rg->v[a].start < before || rg->v[a].end < x->prefill_end)
+                    break;
+                best = a;
+            }
+            if (best >= 0 && rg->v[best].start < x->start)
+                x->start = rg->v[best].start;
+        }
+        if (o->end > before)
+            before = o->end;
+    }
+}
+
 static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_out)
 {
     int32_t cur = -1, open = 0; /* open: the current request has a prefill or decode */
@@ -91,6 +120,8 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
             x->decode = 1;
         }
     }
+    if (c->r->stages_inferred)
+        enclosing_starts(c, q);
     *out = q;
     *n_out = n;
     return LP_OK;
@@ -226,16 +257,21 @@ static void ttft_parts(struct lp_run *r, const double *v, size_t n)
         sum += v[i];
     if (sum <= 0)
         return;
+    double in = 0;
+    int vision = 0;
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
         if ((st->kind != LP_STAGE_KIND_VISION && st->kind != LP_STAGE_KIND_PREFILL) ||
             !st->occurrences)
             continue;
+        vision |= st->kind == LP_STAGE_KIND_VISION;
         st->ttft_share = st->wall.total / sum;
         st->ttft_ns_per_request = st->wall.total / (double)n;
+        in += st->ttft_share;
         for (size_t j = 0; j < st->n_sub; j++)
             st->sub[j].ttft_share = (double)st->sub[j].wall_ns / sum;
     }
+    r->llm.ttft_outside_share = vision && in < 1 ? 1 - in : 0;
 }
 
 int lp_run_llm_metrics(struct lp_run_ctx *c)

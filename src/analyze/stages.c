@@ -233,25 +233,41 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
 static int infer_stages(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
+    size_t first = c->n_occ; /* vision occurrences from ranges */
     int made = lp_run_infer_stages(c, 0, 1);
     if (made < 0)
         return LP_ERR_NOMEM;
     int has[2] = {0, 0}, index[2] = {-1, -1};
-    for (size_t i = 0; i < c->n_occ; i++)
+    for (size_t i = first; i < c->n_occ; i++)
         has[c->occ[i].stage] = 1;
     for (int k = 0; k < 2; k++)
         if (has[k] && (index[k] = add_stage(r, k ? "decode" : "prefill",
                                             k ? LP_STAGE_KIND_DECODE : LP_STAGE_KIND_PREFILL)) < 0)
             return LP_ERR_NOMEM;
-    for (size_t i = 0; i < c->n_occ; i++)
+    for (size_t i = first; i < c->n_occ; i++)
         c->occ[i].stage = index[c->occ[i].stage];
     if (made == 0)
         return LP_OK;
     r->stages_inferred = 1;
-    return lp_run_note(r, "no NVTX stage ranges: prefill and decode are inferred from the "
-                          "tokens in flight of the cuBLAS GEMMs (many tokens: prefill; a few: "
-                          "one decode step, ending at its largest GEMM, the lm_head; both run "
-                          "the same weights). Wrap stages in NVTX ranges for exact bounds");
+    return lp_run_note(r, "%s: prefill and decode are inferred from the tokens in flight of the "
+                          "cuBLAS GEMMs (many tokens: prefill; a few: one decode step, ending at "
+                          "its largest GEMM, the lm_head; both run the same weights). Wrap "
+                          "stages in NVTX ranges for exact bounds",
+                       first ? "no prefill or decode ranges (the GEMMs in vision ranges are the "
+                               "vision's)"
+                             : "no NVTX stage ranges");
+}
+
+/* Whether every occurrence found so far is a vision stage's (hooks on a vision tower, with
+ * no prefill or decode range): prefill and decode are then inferred around them. */
+static int vision_only(const struct lp_run_ctx *c)
+{
+    for (size_t i = 0; i < c->n_occ; i++) {
+        int s = c->occ[i].stage;
+        if (s < 0 || c->r->stages[s].kind != LP_STAGE_KIND_VISION)
+            return 0;
+    }
+    return 1;
 }
 
 int lp_run_warmup_stage(struct lp_run_ctx *c)
@@ -294,7 +310,7 @@ static int make_stages(struct lp_run_ctx *c)
             o->stage = c->rule_stage[o->stage];
         }
     }
-    if (c->n_occ == 0 && c->t->n_gemms) {
+    if (c->t->n_gemms && vision_only(c)) {
         int rc = infer_stages(c);
         if (rc)
             return rc;

@@ -374,6 +374,9 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     json_object_set_new(llm, "prefill_logits", m->prefill_logits > 0 && m->prefill_logits < 3
                                                    ? json_string(logits[m->prefill_logits])
                                                    : json_null());
+    json_object_set_new(llm, "ttft_outside_share", m->ttft_outside_share > 0
+                                                       ? num(m->ttft_outside_share)
+                                                       : json_null());
     json_object_set_new(llm, "images",
                         r->vision_tokens > 0
                             ? json_pack("{s:I,s:I,s:s,s:I,s:o,s:s}", "slots_per_prompt",

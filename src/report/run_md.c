@@ -100,7 +100,8 @@ static void ttft_parts(FILE *f, const struct lp_run *r)
             fprintf(f, "%s%s %s", j ? ", " : " (", s->sub[j].name, PCT(s->sub[j].ttft_share));
         fprintf(f, "%s", s->n_sub ? ")" : "");
     }
-    fprintf(f, "\n");
+    fprintf(f, "\n- in no stage (host work before and between them): %s\n",
+            PCT(r->llm.ttft_outside_share));
 }
 
 static void llm_section(FILE *f, const struct lp_run *r)
@@ -300,8 +301,9 @@ static void moe_gemms(FILE *f, const struct lp_run *r)
         if (!s->moe_gemm_kernels || s->kind == LP_STAGE_KIND_WARMUP)
             continue;
         if (!any++)
-            fprintf(f, "\nMoE expert GEMMs (grouped GEMM kernels, by name; measured) per stage, "
-                       "and their share of the stage's GPU time:\n");
+            fprintf(f, "\nMoE expert GEMMs per stage (measured: grouped GEMM kernels by "
+                       "name, and with --model the batched cuBLAS calls of the experts' "
+                       "shapes), and their share of the stage's GPU time:\n");
         fprintf(f, "\n- %s: %s in %zu kernels, %s", s->name, NS(s->moe_gemm_ns),
                 s->moe_gemm_kernels, PCT(s->moe_gemm_share));
     }

@@ -231,7 +231,9 @@ step "harness: DeepSeek-OCR-2, one page (vision inside the prefill's forward)"
 harness deepseek-ocr2 examples/deepseek-ocr2/infer.py --new-tokens 16
 step "harness: DeepSeek-OCR-2, one page and 6 local crops"
 harness deepseek-ocr2-crops examples/deepseek-ocr2/infer.py --crops 6 --new-tokens 8 --requests 2
-for d in deepseek-ocr2 deepseek-ocr2-crops; do
+step "harness: DeepSeek-OCR-2 through model.generate() (ranges from the hooks alone)"
+harness deepseek-ocr2-generate examples/deepseek-ocr2/infer.py --generate --new-tokens 16
+for d in deepseek-ocr2 deepseek-ocr2-crops deepseek-ocr2-generate; do
     mkdir -p "$T/fixtures/$d"
     cp "$T/$d"/*.lpt "$T/$d"/*.json "$T/fixtures/$d/" 2>/dev/null
     rm -f "$T/fixtures/$d/report.json"
