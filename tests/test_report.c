@@ -590,6 +590,69 @@ static void test_inferred_stages(void **state)
     lp_trace_free(t);
 }
 
+/* generate() with hooks on a vision tower: vision ranges and no prefill or decode range.
+ * Prefill and decode are inferred from the GEMMs outside the vision ranges (the vision's
+ * 4096-token GEMM stays the vision's); each request starts at the program's "generate" range,
+ * not at a range around the whole program (which holds both requests) nor at the vision. */
+static void test_inferred_around_vision(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    uint64_t t0 = 1000000, gen_start[2], prefill_end[2];
+    range(&b, "main", 1, t0 - 500000, t0 + 10000000);
+    for (int q = 0; q < 2; q++) {
+        uint64_t g0 = t0;
+        gen_start[q] = g0;
+        t0 += 200000; /* generate()'s host work before the first forward */
+        range(&b, "vision", 1, t0, t0 + 100000);
+        gemm(&b, 1, t0 + 10000, t0 + 15000, 768, 4096, 768, NULL);
+        kernel(&b, "nvjet", 1, t0 + 11000, t0 + 12000, t0 + 14000);
+        t0 += 150000;
+        for (int i = 0; i < 3; i++, t0 += 10000) {
+            gemm(&b, 1, t0, t0 + 5000, 2048, 290, 2048, NULL);
+            kernel(&b, "nvjet", 1, t0 + 1000, t0 + 2000, t0 + 4000);
+        }
+        gemm(&b, 1, t0, t0 + 5000, 32000, 1, 2048, NULL); /* the last token's lm_head */
+        prefill_end[q] = t0 + 5000;
+        t0 += 50000;
+        for (int st = 0; st < 3; st++) {
+            for (int i = 0; i < 3; i++, t0 += 10000) {
+                gemm(&b, 1, t0, t0 + 5000, 2048, 1, 2048, NULL);
+                kernel(&b, "nvjet", 1, t0 + 1000, t0 + 2000, t0 + 4000);
+            }
+            gemm(&b, 1, t0, t0 + 5000, 32000, 1, 2048, NULL);
+            t0 += 50000;
+        }
+        range(&b, "generate", 1, g0, t0);
+        t0 += 100000;
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_true(r.stages_inferred);
+    const struct lp_stage_report *v = stage(&r, "vision"), *p = stage(&r, "prefill"),
+                                 *d = stage(&r, "decode");
+    assert_non_null(v);
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(v->occurrences, 2);
+    assert_int_equal(p->occurrences, 2);
+    assert_int_equal(p->tokens, 2 * 290); /* not the vision's 4096 */
+    assert_int_equal(v->gemm_calls, 2);
+    assert_int_equal(r.llm.requests, 2);
+    assert_int_equal(r.llm.ttft.n, 2);
+    for (int q = 0; q < 2; q++)
+        print_message("request %d: TTFT from generate %.0f ns\n", q,
+                      (double)(prefill_end[q] - gen_start[q]));
+    assert_true(fabs(r.llm.ttft.p50 - (double)(prefill_end[0] - gen_start[0])) < 1);
+    /* of each 385 us TTFT the vision (100 us) and the prefill (85 us) take 185; the rest: none */
+    assert_true(r.llm.ttft_outside_share > 0.5 && r.llm.ttft_outside_share < 0.7);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* bench/llama_decode.py --new-tokens 16 --runs 1 --warmup 1, GEMMs recorded, on the H200:
  * the measured GEMM FLOPs of a prefill against llmprof model's */
 static void test_fixture_llama_gemms(void **state)
@@ -1356,6 +1419,7 @@ int main(void)
         cmocka_unit_test(test_kernel_names),
         cmocka_unit_test(test_gemm_linking_and_rows),
         cmocka_unit_test(test_inferred_stages),
+        cmocka_unit_test(test_inferred_around_vision),
         cmocka_unit_test(test_fixture_llama_gemms),
         cmocka_unit_test(test_fixture_inferred_stages),
         cmocka_unit_test(test_fixture_gemm_shapes),

@@ -51,9 +51,10 @@ struct request {
 
 /* Inferred prefills have no range of their own. A request opened by a vision range (a hook
  * inside generate()) starts where the outermost range around that range starts, when that
- * range also holds the prefill's end and began after the earlier occurrences ended: the
- * program's own range around the call, so that its host work before the vision counts. */
-static void enclosing_starts(const struct lp_run_ctx *c, struct request *q)
+ * range also holds the prefill's end, began after the earlier occurrences ended and ended
+ * before the next request began: the program's own range around the call, so that its host
+ * work before the vision counts (a range around the whole program holds other requests). */
+static void enclosing_starts(const struct lp_run_ctx *c, struct request *q, size_t n)
 {
     const struct lp_ranges *rg = &c->r->ranges;
     uint64_t before = 0;
@@ -66,7 +67,8 @@ static void enclosing_starts(const struct lp_run_ctx *c, struct request *q)
             int64_t best = -1;
             for (int64_t a = o->range >= 0 ? rg->v[o->range].parent : -1; a >= 0;
                  a = rg->v[a].parent) {
-                if (rg->v[a].start < before || rg->v[a].end < x->prefill_end)
+                if (rg->v[a].start < before || rg->v[a].end < x->prefill_end ||
+                    ((size_t)o->request + 1 < n && rg->v[a].end > q[o->request + 1].start))
                     break;
                 best = a;
             }
@@ -121,7 +123,7 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
         }
     }
     if (c->r->stages_inferred)
-        enclosing_starts(c, q);
+        enclosing_starts(c, q, n);
     *out = q;
     *n_out = n;
     return LP_OK;
