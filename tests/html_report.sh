@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
 # its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUDA
-# graphs on a graph-replayed decode) and
+# graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
@@ -55,6 +55,16 @@ check "graph fixture: the page rendered" grep -q 'data-rendered="1"' "$T/dom.htm
 check "graph fixture: no console messages" test ! -s "$T/console.txt"
 check "graph fixture: replayed GEMM rows" grep -q 'decode (replayed)' "$T/dom.html"
 check "graph fixture: CUDA graphs table" grep -q '<h3>CUDA graphs</h3>' "$T/dom.html"
+# DeepSeek-OCR-2: the prompt's image and text tokens, the TTFT by part, the MoE experts
+"$LP" report "$FIX/deepseek-ocr2" -o "$T/ocr2" --model "$FIX/deepseek-ocr2/config.json" --quiet ||
+    { echo "not ok - llmprof report failed on deepseek-ocr2"; exit 1; }
+render "$T/ocr2/report.html"
+check "ocr2 fixture: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "ocr2 fixture: no console messages" test ! -s "$T/console.txt"
+check "ocr2 fixture: image and text tokens" grep -q '257 image slots' "$T/dom.html"
+check "ocr2 fixture: TTFT by part" grep -q '<h3>TTFT by part</h3>' "$T/dom.html"
+check "ocr2 fixture: SAM's share" grep -q 'sam 26.7 %' "$T/dom.html"
+check "ocr2 fixture: MoE expert time" grep -q '4.407 ms (29.5 %)' "$T/dom.html"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"
