@@ -112,6 +112,54 @@ static void test_nested_substages(void **state)
     lp_trace_free(t);
 }
 
+/* an HF model's first forward in a prefill range, its vision tower and projector hooked by
+ * attribute name: both cut out of the prefill as stages of their own (the encoder inside the
+ * tower a sub-stage), the prefill's time starting after them, the TTFT from the prefill
+ * range's start */
+static void test_vision_in_prefill(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill", 1, 1000, 20000);
+    range(&b, "vision_tower", 1, 2000, 9000);
+    range(&b, "sam_encoder", 1, 2100, 5000);
+    range(&b, "vision_encoder", 1, 5100, 8900);
+    range(&b, "multi_modal_projector", 1, 9000, 9500);
+    kernel(&b, "embed_k", 1, 1100, 1200, 1300);  /* the prefill's, before the vision */
+    kernel(&b, "sam_k", 1, 2200, 2300, 4300);    /* 2000 ns in sam */
+    kernel(&b, "enc_k", 1, 5200, 5300, 8300);    /* 3000 ns in the encoder */
+    kernel(&b, "proj_k", 1, 9100, 9200, 9400);   /* 200 ns in the projector */
+    kernel(&b, "dec_k", 1, 9600, 10000, 19000);  /* 9000 ns in the decoder's prefill */
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *v = stage(&r, "vision"), *pj = stage(&r, "projector"),
+                                 *p = stage(&r, "prefill");
+    assert_non_null(v);
+    assert_non_null(pj);
+    assert_non_null(p);
+    assert_null(stage(&r, "sam"));
+    assert_null(stage(&r, "encoder"));
+    assert_int_equal(v->kind, LP_STAGE_KIND_VISION);
+    assert_int_equal(pj->kind, LP_STAGE_KIND_VISION);
+    assert_int_equal(v->gpu_ns, 5000);
+    assert_int_equal(pj->gpu_ns, 200);
+    assert_int_equal(p->gpu_ns, 9100);
+    assert_int_equal(p->n_sub, 0);
+    assert_int_equal(v->n_sub, 2);
+    assert_string_equal(v->sub[0].name, "sam"); /* in the order they first ran */
+    assert_string_equal(v->sub[1].name, "encoder");
+    /* the prefill's time starts after the projector: 9500 to 20000 */
+    assert_true(fabs(p->wall.mean - 10500) < 1);
+    assert_true(fabs(r.llm.ttft_s - (20000 - 1000) / 1e9) < 1e-12);
+    assert_true(fabs(v->ttft_share - 7000.0 / 19000) < 1e-9);
+    assert_true(fabs(v->sub[0].ttft_share - 2900.0 / 19000) < 1e-9);
+    assert_true(fabs(r.llm.ttft_outside_share - (1 - (7000.0 + 500 + 10500) / 19000)) < 1e-9);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* unmatched pops, an unclosed range, overlapping stages on two threads, zero tokens */
 static void test_messy_ranges(void **state)
 {
@@ -1407,6 +1455,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_launch_correlation_not_overlap),
         cmocka_unit_test(test_nested_substages),
+        cmocka_unit_test(test_vision_in_prefill),
         cmocka_unit_test(test_messy_ranges),
         cmocka_unit_test(test_no_ranges_is_one_stage),
         cmocka_unit_test(test_warmup_tokens_and_stats),

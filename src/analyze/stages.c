@@ -11,8 +11,10 @@
 #include "run_internal.h"
 
 static const char *const default_rules[] = {
-    "encoder=^(vision_encoder|encoder)", "vision=^(vision|image_encoder|encode_image)",
-    "sam=^sam", "clip=^clip", "projector=^projector", "prefill=^prefill", "decode=^decode",
+    "encoder=^(vision_encoder|encoder)",
+    "vision=^(vision|image_encoder|encode_image|get_image_features)", "sam=^sam", "clip=^clip",
+    "projector=^(projector|multi_modal_projector|mm_projector)", "prefill=^prefill",
+    "decode=^decode",
 };
 
 static enum lp_stage_kind kind_of(const char *name)
