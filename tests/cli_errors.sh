@@ -102,6 +102,9 @@ expect 2 "too large (at most 1073741824)" "model with a prompt past the bound" -
 expect 2 "from 1 to 9 each" "model with a Gundam tile side past 9" -- "$LP" model "$CFG/deepseek-ocr.json" --vision gundam --tiles 10x1
 expect 2 "is too large (at most 1e+06)" "model with a peak past the bound" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 1e300 --mem-bw 100
 expect 2 "--mem-bw 2e6 is too large" "report with a bandwidth past the bound" -- "$LP" report "$FIX/hf-moe" -o "$T/bw" --mem-bw 2e6
+expect 2 "--vision takes none, tiny, small, base, large or gundam, not 'huge'" "report with an unknown vision mode" -- "$LP" report "$FIX/deepseek-ocr2" -o "$T/vm" --vision huge
+expect 2 "--tiles takes WxH from 1 to 9 each" "report with tiles of 0" -- "$LP" report "$FIX/deepseek-ocr2" -o "$T/vm" --tiles 0x3
+expect 2 "not in tiny mode" "model: DeepSeek-OCR-2 in a mode it has not" -- "$LP" model "$FIX/deepseek-ocr2/config.json" --vision tiny
 expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
 expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
 expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100
