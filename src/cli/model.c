@@ -120,8 +120,6 @@ int lp_cmd_model(int argc, char **argv)
 {
     struct lp_workload w;
     lp_workload_defaults(&w);
-    w.tiles_w = 3;
-    w.tiles_h = 2;
     const char *config = NULL, *gpu_name = NULL, *hw_file = NULL, *format = "md", *out_path = NULL;
     double peak = 0, bw = 0;
     int list = 0;

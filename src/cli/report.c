@@ -89,8 +89,6 @@ void lp_cli_report_init(struct lp_cli_report *r, const char *cmd)
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
     lp_workload_defaults(&r->workload);
-    r->workload.tiles_w = 3; /* as llmprof model's */
-    r->workload.tiles_h = 2;
 }
 
 int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i)

@@ -276,6 +276,8 @@ void lp_workload_defaults(struct lp_workload *w)
     w->generated = 128;
     w->weights = w->activations = w->kv = LP_DTYPE_BF16;
     w->vision_mode = LP_VISION_MODE_BASE;
+    w->tiles_w = 3; /* Gundam's tiles, DeepSeek-OCR-2's crops: 6, the image processor's most */
+    w->tiles_h = 2;
 }
 
 /* Parameters of one layer of group G. */

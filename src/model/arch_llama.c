@@ -20,19 +20,9 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
                                    LP_MODEL_MAX_TOKENS);
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", 0);
     m->norm = LP_NORM_RMS;
-    struct lp_attn_spec a = {.kind = LP_ATTN_MHA};
-    a.heads = lp_cfg_int(c, root, "num_attention_heads", LP_CFG_REQUIRED, 1,
-                         LP_MODEL_MAX_HEADS);
-    a.kv_heads = lp_cfg_int(c, root, "num_key_value_heads", a.heads, 1, LP_MODEL_MAX_HEADS);
-    a.head_dim = lp_cfg_int(c, root, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM);
-    if (c->failed)
+    struct lp_attn_spec a = {0};
+    if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
         return -1;
-    if (a.head_dim == 0) {
-        lp_cfg_divides(c, m->hidden, "hidden_size", a.heads, "num_attention_heads");
-        a.head_dim = m->hidden / a.heads;
-    }
-    lp_cfg_divides(c, a.heads, "num_attention_heads", a.kv_heads, "num_key_value_heads");
-    a.v_head_dim = a.head_dim;
     int attention_bias = lp_cfg_bool(c, root, "attention_bias", 0);
     a.qkv_bias = qwen2 || attention_bias; /* Qwen2 always biases q, k and v */
     a.o_bias = attention_bias;

@@ -1,5 +1,5 @@
-/* Qwen2-MoE and Qwen3-MoE: Qwen2's or Qwen3's attention (q/k/v biases, or q/k norms and a
- * given head_dim) with a routed MoE MLP on the layers where (i + 1) % decoder_sparse_step == 0
+/* Qwen2-MoE and Qwen3-MoE: Qwen2's or Qwen3's attention (q/k/v biases, or q/k norms; head_dim
+ * given or hidden / heads) with a routed MoE MLP on the layers where (i + 1) % decoder_sparse_step == 0
  * and i is not in mlp_only_layers (those keep a dense MLP of intermediate_size). Qwen2-MoE
  * adds one shared expert of shared_expert_intermediate_size behind a sigmoid gate; Qwen3-MoE
  * has none. Sliding windows as Qwen2's: on the layers from max_window_layers on. */
@@ -19,18 +19,9 @@ int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", 0);
     m->norm = LP_NORM_RMS;
 
-    struct lp_attn_spec a = {.kind = LP_ATTN_MHA};
-    a.heads = lp_cfg_int(c, root, "num_attention_heads", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
-    a.kv_heads = lp_cfg_int(c, root, "num_key_value_heads", a.heads, 1, LP_MODEL_MAX_HEADS);
-    a.head_dim = qwen3 ? lp_cfg_int(c, root, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM) : 0;
-    if (c->failed)
+    struct lp_attn_spec a = {0};
+    if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
         return -1;
-    if (a.head_dim == 0) {
-        lp_cfg_divides(c, m->hidden, "hidden_size", a.heads, "num_attention_heads");
-        a.head_dim = m->hidden / a.heads;
-    }
-    lp_cfg_divides(c, a.heads, "num_attention_heads", a.kv_heads, "num_key_value_heads");
-    a.v_head_dim = a.head_dim;
     if (qwen3) {
         a.qkv_bias = a.o_bias = lp_cfg_bool(c, root, "attention_bias", 0);
         a.qk_norm = 1;

@@ -160,6 +160,23 @@ void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, c
                     b_key, (long long)b);
 }
 
+int lp_cfg_gqa(struct lp_cfg *c, json_t *o, int64_t hidden, struct lp_attn_spec *a)
+{
+    a->kind = LP_ATTN_MHA;
+    a->heads = lp_cfg_int(c, o, "num_attention_heads", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
+    a->kv_heads = lp_cfg_int(c, o, "num_key_value_heads", a->heads, 1, LP_MODEL_MAX_HEADS);
+    a->head_dim = lp_cfg_int(c, o, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM);
+    if (c->failed)
+        return -1;
+    if (a->head_dim == 0) {
+        lp_cfg_divides(c, hidden, "hidden_size", a->heads, "num_attention_heads");
+        a->head_dim = hidden / a->heads;
+    }
+    lp_cfg_divides(c, a->heads, "num_attention_heads", a->kv_heads, "num_key_value_heads");
+    a->v_head_dim = a->head_dim;
+    return c->failed ? -1 : 0;
+}
+
 int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
                        const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp)
 {

@@ -38,6 +38,9 @@ int lp_cfg_int_array(struct lp_cfg *c, json_t *obj, const char *section, const c
                      int64_t *out, int max, int64_t lo, int64_t hi, int dedup);
 /* Fails unless A is a multiple of B (the keys name them in the message). */
 void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, const char *b_key);
+/* Grouped-query attention's heads from O: num_attention_heads, num_key_value_heads (default:
+ * the heads), head_dim given or HIDDEN / heads, each dividing as it must. 0, or -1 through C. */
+int lp_cfg_gqa(struct lp_cfg *c, json_t *o, int64_t hidden, struct lp_attn_spec *a);
 /* Adds COUNT layers to the group of their kind (a new one if none). */
 int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
                        const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp);

@@ -289,8 +289,6 @@ int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, dou
     int gundam = w->vision_mode == LP_VISION_MODE_GUNDAM;
     int64_t views[2] = {gundam ? 1024 : view_side(w->vision_mode),
                         gundam ? (ocr2 ? 768 : 640) : 0};
-    if (ocr2)
-        views[0] = 1024;
     double counts[2] = {1, (double)tiles};
     for (int i = 0; i < 2; i++) {
         if (!views[i] || counts[i] == 0)
