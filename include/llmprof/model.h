@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmprof/status.h"
+
 enum lp_dtype {
     LP_DTYPE_FP32,
     LP_DTYPE_TF32,

@@ -7,19 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "llmprof/status.h"
+
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
 #define LP_TRACE_VERSION_MINOR 2
 #define LP_TRACE_SUFFIX ".lpt"
 
-enum lp_status {
-    LP_OK = 0,
-    LP_ERR_IO,      /* open/read/write failed: see the error string */
-    LP_ERR_FORMAT,  /* not a trace, or corrupt beyond recovery */
-    LP_ERR_VERSION, /* a newer major version than this build reads */
-    LP_ERR_NOMEM,
-    LP_ERR_ARG,
-};
 
 /* Record types. Values are part of the on-disk format: never renumber. */
 enum lp_rec_type {
