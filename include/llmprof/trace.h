@@ -14,7 +14,6 @@
 #define LP_TRACE_VERSION_MINOR 2
 #define LP_TRACE_SUFFIX ".lpt"
 
-
 /* Record types. Values are part of the on-disk format: never renumber. */
 enum lp_rec_type {
     LP_REC_STRING = 1,   /* interned string definition (internal to the stream) */
