@@ -233,3 +233,8 @@ int lp_run_diagnose(struct lp_run_ctx *c)
     }
     return rc;
 }
+
+void lp_run_findings_free(struct lp_run *r)
+{
+    free(r->findings);
+}

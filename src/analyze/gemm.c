@@ -380,3 +380,9 @@ int lp_run_gemms(struct lp_run_ctx *c)
     free(ci);
     return rc;
 }
+
+void lp_run_gemms_free(struct lp_run *r)
+{
+    free(r->gemms);
+    free(r->unshaped);
+}

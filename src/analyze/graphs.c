@@ -144,3 +144,9 @@ int lp_run_graphs(struct lp_run_ctx *c)
     free(k);
     return LP_OK;
 }
+
+void lp_run_graphs_free(struct lp_run *r)
+{
+    free(r->graphs);
+    free(r->kernel_capture_range);
+}

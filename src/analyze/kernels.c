@@ -341,3 +341,21 @@ out:
     free(stage_ns);
     return rc;
 }
+
+void lp_run_names_free(struct lp_run *r)
+{
+    for (size_t i = 0; i < r->n_names; i++) {
+        free(r->names[i]);
+        free(r->short_names[i]);
+    }
+    free(r->names);
+    free(r->short_names);
+    free(r->cats);
+    free(r->kernel_group);
+}
+
+void lp_run_kernels_free(struct lp_run *r)
+{
+    free(r->kernels.v);
+    free(r->all_kernels.v);
+}

@@ -118,3 +118,10 @@ int lp_run_operators(struct lp_run_ctx *c)
     }
     return rc;
 }
+
+void lp_run_operators_free(struct lp_run *r)
+{
+    for (size_t i = 0; i < r->n_ops; i++)
+        free(r->ops[i].name);
+    free(r->ops);
+}

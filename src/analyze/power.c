@@ -186,3 +186,8 @@ out:
     free(s);
     return rc;
 }
+
+void lp_run_power_free(struct lp_run *r)
+{
+    free(r->power);
+}

@@ -117,37 +117,60 @@ void lp_corr_free(struct lp_corr_map *m);
  * M (may be NULL) gives launch times. *ORIGIN is NULL when the trace has no graph records. */
 int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int32_t **origin);
 
-int lp_run_stages(struct lp_run_ctx *c);       /* stages.c: ranges, occurrences, attribution */
-/* stages.c: the occurrence of host work on THREAD at TS, as a launch there would get, -1 */
-int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
-/* steps.c: GEMM links, effective spans, tokens from GEMM shapes, decode steps; run by
- * lp_run_stages once work is attributed */
+/* ---- the passes (run.c runs them in this order); each fills its part of struct lp_run, and
+ * the ones that allocate there free it with their _free ---- */
+
+/* kernels.c: the group of every piece of work (lp_run.names) */
+int lp_run_name_groups(struct lp_run_ctx *c);
+void lp_run_names_free(struct lp_run *r);
+/* stages.c: stage rules, ranges classified into occurrences, work attributed to them */
+int lp_run_stages(struct lp_run_ctx *c);
+void lp_run_stages_free(struct lp_run *r);
+/* steps.c: GEMM links (graphs.c's replays first), effective spans, tokens from GEMM shapes,
+ * decode steps */
 int lp_run_steps(struct lp_run_ctx *c);
 /* requests.c: occurrences grouped into requests; a first request (or occurrence) that is an
  * outlier is set apart as warmup (moved with its work to the warmup stage) */
 int lp_run_warmup(struct lp_run_ctx *c);
+/* stages.c: per-stage statistics (wall, busy, sub-stages) and the stage spans */
+int lp_run_stage_stats(struct lp_run_ctx *c);
+int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: kernel tables, cost centres */
+void lp_run_kernels_free(struct lp_run *r);
+int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */
+void lp_run_operators_free(struct lp_run *r);
+int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
+void lp_run_timeline_free(struct lp_run *r);
+int lp_run_power(struct lp_run_ctx *c);        /* power.c */
+void lp_run_power_free(struct lp_run *r);
+int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
 /* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */
 int lp_run_llm_metrics(struct lp_run_ctx *c);
+int lp_run_utilisation(struct lp_run_ctx *c);  /* utilisation.c: MFU and MBU */
+int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
+void lp_run_gemms_free(struct lp_run *r);
+int lp_run_graphs(struct lp_run_ctx *c);       /* graphs.c: replays per graph and stage */
+void lp_run_graphs_free(struct lp_run *r);
+int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
+void lp_run_findings_free(struct lp_run *r);
+
+/* ---- what passes call in the passes before them ---- */
+
+/* stages.c: the occurrence of host work on THREAD at TS, as a launch there would get, -1 */
+int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
 /* stages.c: the warmup stage's index, made when missing; -1 out of memory */
 int lp_run_warmup_stage(struct lp_run_ctx *c);
-int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: groups and kernel tables */
-int lp_run_name_groups(struct lp_run_ctx *c);  /* kernels.c: group of every piece of work */
-int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */
-int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
-int lp_run_power(struct lp_run_ctx *c);        /* power.c */
-int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
-void lp_run_utilisation(struct lp_run_ctx *c); /* utilisation.c: MFU and MBU */
-int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
-int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
 /* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run by
  * steps.c before anything reads c->gemms */
 int lp_run_replays(struct lp_run_ctx *c);
-int lp_run_graphs(struct lp_run_ctx *c);       /* graphs.c: replays per graph and stage */
 /* infer.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
  * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the
  * number made (c->n_occ), or -1 out of memory. */
 int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stage);
+
+/* ---- common.c: shared by every pass ---- */
+
 int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lp_run_notes_free(struct lp_run *r);
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* percentiles of V (sorted in place) */
 void lp_dist_compute(struct lp_dist *d, double *v, size_t n);

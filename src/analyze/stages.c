@@ -562,15 +562,27 @@ int lp_run_stages(struct lp_run_ctx *c)
                 c->ri[i].occ = occ_new[c->ri[i].occ];
         rc = attribute_work(c);
     }
-    if (rc == LP_OK)
-        rc = lp_run_steps(c);
-    if (rc == LP_OK)
-        rc = lp_run_warmup(c);
-    if (rc == LP_OK)
-        rc = stage_stats(c);
-    if (rc == LP_OK)
-        rc = stage_spans(c);
     free(occ_new);
     free_rules(&rs);
     return rc;
+}
+
+int lp_run_stage_stats(struct lp_run_ctx *c)
+{
+    int rc = stage_stats(c);
+    return rc == LP_OK ? stage_spans(c) : rc;
+}
+
+void lp_run_stages_free(struct lp_run *r)
+{
+    for (size_t i = 0; i < r->n_stages; i++) {
+        struct lp_stage_report *s = &r->stages[i];
+        free(s->name);
+        free(s->top.v);
+        for (size_t j = 0; j < s->n_sub; j++)
+            free(s->sub[j].name);
+        free(s->sub);
+    }
+    free(r->stages);
+    free(r->spans);
 }

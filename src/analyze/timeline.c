@@ -290,3 +290,9 @@ int lp_run_timeline(struct lp_run_ctx *c)
     }
     return rc;
 }
+
+void lp_run_timeline_free(struct lp_run *r)
+{
+    free(r->top_gaps);
+    free(r->bins);
+}

@@ -236,7 +236,7 @@ static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
         r->gpu.mem_bw_gbs = o->mem_bw_gbs;
 }
 
-void lp_run_utilisation(struct lp_run_ctx *c)
+int lp_run_utilisation(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *o = &r->opt;
@@ -249,14 +249,14 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     if (!o->model) {
         snprintf(r->util_note, sizeof r->util_note,
                  "MFU and MBU need the model: pass --model CONFIG.json");
-        return;
+        return LP_OK;
     }
     if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
         snprintf(r->util_note, sizeof r->util_note,
                  "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu NAME, "
                  "or --peak-tflops and --mem-bw",
                  r->gpu.name, lp_dtype_name(r->dtype));
-        return;
+        return LP_OK;
     }
     int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
         v = first_stage(r, LP_STAGE_KIND_VISION);
@@ -267,7 +267,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
                  "decode context), and none was found: no prefill range, or no GEMM shapes "
                  "in it (recorded with --no-gemm or --light); name a range prefill with "
                  "tokens=N, or pass --prefill-tokens");
-        return;
+        return LP_OK;
     }
     const struct lp_stage_report *ps = &r->stages[p];
     w.batch = m->batch;
@@ -290,7 +290,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
         if (lp_model_analyze(o->model, &one, &slots, e, sizeof e) != 0) {
             snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
                      e);
-            return;
+            return LP_OK;
         }
         r->vision_tokens = slots.vision_tokens;
         r->text_tokens = w.prompt - slots.vision_tokens;
@@ -300,7 +300,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
                      "of vision mode %s: pass the program's --vision mode (and --tiles)",
                      (long long)w.prompt, (long long)slots.vision_tokens,
                      lp_vision_mode_name(w.vision_mode));
-            return;
+            return LP_OK;
         }
         w.prompt = r->text_tokens > 0 ? r->text_tokens : 1;
     }
@@ -318,7 +318,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
     if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != 0) {
         snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
                  err);
-        return;
+        return LP_OK;
     }
     r->has_util = 1;
     set_util(&r->stages[p], &res.total[LP_STAGE_PREFILL], res.stage[LP_STAGE_PREFILL],
@@ -365,4 +365,5 @@ void lp_run_utilisation(struct lp_run_ctx *c)
                                    : "assumed",
              r->gpu.name,
              r->gpu.tflops[r->dtype], lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+    return LP_OK;
 }

@@ -1,0 +1,187 @@
+/* What every analysis pass shares: sorting, statistics and distributions, comparators, the
+ * stage of an occurrence, and the run's notes. No pass logic lives here, so the passes and
+ * the orchestrator (run.c) depend on this file and never on each other in a circle. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    uint64_t diff = 0;
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++) {
+        diff |= v[i].key ^ v[0].key;
+        sorted &= v[i - 1].key <= v[i].key;
+    }
+    if (sorted)
+        return; /* records mostly arrive in time order */
+    struct lp_kv *src = v, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (((diff >> shift) & 0xff) == 0)
+            continue; /* every key has the same byte here */
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((src[i].key >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i].key >> shift) & 0xff]++] = src[i];
+        struct lp_kv *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
+void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->n = n;
+    if (n == 0)
+        return;
+    s->min = v[0];
+    s->max = v[0];
+    for (size_t i = 0; i < n; i++) {
+        s->total += v[i];
+        if (v[i] < s->min)
+            s->min = v[i];
+        if (v[i] > s->max)
+            s->max = v[i];
+    }
+    s->mean = s->total / (double)n;
+    if (n > 1) {
+        double ss = 0;
+        for (size_t i = 0; i < n; i++)
+            ss += (v[i] - s->mean) * (v[i] - s->mean);
+        s->std = sqrt(ss / (double)(n - 1)); /* sample standard deviation */
+    }
+    s->cv = s->mean > 0 ? s->std / s->mean : 0;
+}
+
+int lp_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int lp_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o)
+{
+    return c->r->stages[o->stage].kind;
+}
+
+static double rank(const double *v, size_t n, double q)
+{
+    double x = q * (double)(n - 1);
+    size_t i = (size_t)x;
+    return i + 1 < n ? v[i] + (x - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    if (n == 0)
+        return;
+    qsort(v, n, sizeof *v, lp_cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    d->mean = sum / (double)n;
+    d->min = v[0];
+    d->max = v[n - 1];
+    d->p50 = rank(v, n, 0.50);
+    d->p90 = rank(v, n, 0.90);
+    d->p99 = rank(v, n, 0.99);
+}
+
+int lp_run_note(struct lp_run *r, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **p = realloc(r->notes, (r->n_notes + 1) * sizeof *p);
+    if (!p)
+        return LP_ERR_NOMEM;
+    r->notes = p;
+    if (!(p[r->n_notes] = strdup(buf)))
+        return LP_ERR_NOMEM;
+    r->n_notes++;
+    return LP_OK;
+}
+
+static const char *const stage_kind_names[] = {
+    [LP_STAGE_KIND_PREFILL] = "prefill", [LP_STAGE_KIND_DECODE] = "decode",
+    [LP_STAGE_KIND_VISION] = "vision",   [LP_STAGE_KIND_OTHER] = "other",
+    [LP_STAGE_KIND_RUN] = "run",         [LP_STAGE_KIND_WARMUP] = "warmup",
+    [LP_STAGE_KIND_OUTSIDE] = "outside",
+};
+
+const char *lp_stage_kind_name(enum lp_stage_kind k)
+{
+    return (unsigned)k < sizeof stage_kind_names / sizeof *stage_kind_names ? stage_kind_names[k]
+                                                                           : "other";
+}
+
+const char *lp_tokens_source_name(enum lp_tokens_source s)
+{
+    switch (s) {
+    case LP_TOKENS_FLAG: return "flag";
+    case LP_TOKENS_RANGE_NAME: return "range name";
+    case LP_TOKENS_SHAPES: return "GEMM shapes";
+    case LP_TOKENS_STEPS: return "steps x batch";
+    default: return "unknown";
+    }
+}
+
+const char *lp_steps_source_name(enum lp_steps_source s)
+{
+    switch (s) {
+    case LP_STEPS_TOKENS: return "token count / batch";
+    case LP_STEPS_RANGES: return "one per range";
+    case LP_STEPS_LM_HEAD: return "lm_head GEMMs";
+    case LP_STEPS_GRAPHS: return "CUDA graph launches";
+    case LP_STEPS_SEQUENCE: return "repeating kernel sequence";
+    default: return "not found";
+    }
+}
+
+const char *lp_gap_cause_name(enum lp_gap_cause c)
+{
+    switch (c) {
+    case LP_GAP_HOST: return "waiting on the host";
+    case LP_GAP_DEVICE: return "queued work started late";
+    default: return "no launch recorded";
+    }
+}
+
+/* nvmlClocksEventReasons bits, in order */
+static const char *const throttle_names[LP_THROTTLE_BITS] = {
+    "gpu idle", "application clocks", "sw power cap", "hw slowdown", "sync boost",
+    "sw thermal", "hw thermal", "hw power brake", "display clocks", "other"};
+
+const char *lp_throttle_name(int bit)
+{
+    return bit >= 0 && bit < LP_THROTTLE_BITS ? throttle_names[bit] : "other";
+}
+
+
+void lp_run_notes_free(struct lp_run *r)
+{
+    for (size_t i = 0; i < r->n_notes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+}
