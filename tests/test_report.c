@@ -16,7 +16,47 @@
 
 #include "llmprof/analyze.h"
 #include "llmprof/report.h"
+#include "report/report_internal.h"
 #include "tracebuild.h"
+
+/* The analysis returns codes; the report layer says them: both are checked here. */
+static const struct lp_finding *finding(const struct lp_run *r, enum lp_finding_code c)
+{
+    for (size_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].code == c)
+            return &r->findings[i];
+    return NULL;
+}
+
+static const struct lp_note *note(const struct lp_run *r, enum lp_note_code c)
+{
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (r->notes[i].code == c)
+            return &r->notes[i];
+    return NULL;
+}
+
+/* the sentence of note N of R (a static buffer) */
+static const char *note_text(const struct lp_run *r, const struct lp_note *n)
+{
+    static char buf[1024];
+    lp_text_note(r, n, buf, sizeof buf);
+    return buf;
+}
+
+static const char *hint_text(const struct lp_gemm_row *g)
+{
+    static char buf[320];
+    lp_text_gemm_hint(g, buf, sizeof buf);
+    return buf;
+}
+
+static const char *util_text(const struct lp_run *r)
+{
+    static char buf[1024];
+    lp_text_util(r, buf, sizeof buf);
+    return buf;
+}
 
 /* ---- building traces ---- */
 
@@ -213,7 +253,9 @@ static void test_no_ranges_is_one_stage(void **state)
     assert_int_equal(r.stages[0].kind, LP_STAGE_KIND_RUN);
     assert_int_equal(r.stages[0].kernels, 2);
     assert_int_equal(r.n_notes, 1);
-    assert_non_null(strstr(r.notes[0], "no NVTX ranges"));
+    assert_int_equal(r.notes[0].code, LP_NOTE_ONE_STAGE);
+    assert_int_equal(r.notes[0].count, 0);
+    assert_non_null(strstr(note_text(&r, &r.notes[0]), "no NVTX ranges"));
     /* median of 100 and 400 is their mean; min and max exact */
     assert_int_equal(r.kernels.n, 1);
     assert_int_equal(r.kernels.v[0].median_ns, 250);
@@ -396,8 +438,12 @@ static void test_power_energy_per_token(void **state)
     assert_true(fabs(r.throttle_share[2] - 5.0 / 11) < 1e-9);
     assert_int_equal(r.nvml_update_ns, 100000000);
     int throttled = 0;
-    for (size_t i = 0; i < r.n_findings; i++)
-        throttled |= strstr(r.findings[i].title, "Clocks") != NULL;
+    const struct lp_finding *thr = finding(&r, LP_FINDING_THROTTLED);
+    if (thr) {
+        struct lp_finding_text text;
+        lp_text_finding(&r, thr, &text);
+        throttled = strstr(text.title, "Clocks") != NULL;
+    }
     assert_true(throttled);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -427,7 +473,7 @@ static void test_truncated_trace(void **state)
     analyze(t, NULL, &r);
     assert_int_equal(stage(&r, "prefill")->kernels, 1);
     assert_true(r.n_findings >= 1);
-    assert_non_null(strstr(r.findings[0].title, "not whole"));
+    assert_int_equal(r.findings[0].code, LP_FINDING_TRACE_NOT_WHOLE);
     lp_run_free(&r);
     lp_trace_free(t);
     lp_trace_writer_close(b.w);
@@ -450,9 +496,13 @@ static void test_implausible_kernel(void **state)
     analyze(t, NULL, &r);
     assert_int_equal(r.all_kernels.gpu_ns, 8 * 500);
     int said = 0;
-    for (size_t i = 0; i < r.n_findings; i++)
-        said |= strstr(r.findings[i].title, "not whole") &&
-                strstr(r.findings[i].evidence, "1 implausible records left out");
+    const struct lp_finding *nw = finding(&r, LP_FINDING_TRACE_NOT_WHOLE);
+    if (nw) {
+        struct lp_finding_text text;
+        lp_text_finding(&r, nw, &text);
+        said = strstr(text.title, "not whole") &&
+               strstr(text.evidence, "1 implausible records left out");
+    }
     assert_true(said);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -507,7 +557,8 @@ static void test_mfu_from_model(void **state)
     t = tb_read(&b, 1);
     analyze(t, &o, &r);
     assert_false(r.has_util);
-    assert_non_null(strstr(r.util_note, "prefill"));
+    assert_int_equal(r.util_status, LP_UTIL_NO_PREFILL);
+    assert_non_null(strstr(util_text(&r), "prefill"));
     lp_run_free(&r);
     lp_trace_free(t);
     lp_gpu_table_free(&gpus);
@@ -575,19 +626,28 @@ static void test_gemm_linking_and_rows(void **state)
     assert_true(fabs(pf->peak_share - pf->tflops / 989) < 1e-9);
     assert_false(pf->memory_bound);
     /* 4096 x 512 fills 256 x 128 tiles exactly: 64 tiles on 132 SMs, a half-empty wave */
-    assert_null(strstr(pf->hint, "filled"));
-    assert_non_null(strstr(pf->hint, "64 tiles on 132 SMs"));
+    assert_false(pf->hints & LP_GEMM_HINT_TILE_FILL);
+    assert_true(pf->hints & LP_GEMM_HINT_WAVES);
+    assert_int_equal(pf->ctas, 64);
+    assert_int_equal(pf->sms, 132);
+    assert_null(strstr(hint_text(pf), "filled"));
+    assert_non_null(strstr(hint_text(pf), "64 tiles on 132 SMs"));
     assert_string_equal(r.stages[dc->stage].name, "decode");
     assert_int_equal(dc->calls, 2);
     assert_int_equal(dc->linked, 1);
     assert_true(dc->memory_bound);
-    assert_non_null(strstr(dc->hint, "GEMV-like"));
+    assert_true(dc->hints & LP_GEMM_HINT_GEMV);
+    assert_non_null(strstr(hint_text(dc), "GEMV-like"));
     const struct lp_stage_report *p = stage(&r, "prefill");
     assert_int_equal(p->gemm_calls, 2);
     assert_true(fabs(p->gemm_flops - 2 * flops) < 1);
     /* measured MFU (GEMMs): FLOPs over the stage's wall time at the bf16 peak */
     assert_true(fabs(p->gemm_mfu - 2 * flops / 1e-3 / 1e12 / 989) < 1e-9);
-    assert_non_null(strstr(r.notes[r.n_notes - 1], "1 of 4 successful GEMM calls"));
+    const struct lp_note *unlinked = note(&r, LP_NOTE_GEMMS_UNLINKED);
+    assert_non_null(unlinked);
+    assert_int_equal(unlinked->count, 1);
+    assert_int_equal(unlinked->of, 4);
+    assert_non_null(strstr(note_text(&r, unlinked), "1 of 4 successful GEMM calls"));
     lp_run_free(&r);
     lp_trace_free(t);
     lp_gpu_table_free(&gpus);
@@ -736,7 +796,7 @@ static void test_fixture_llama_gemms(void **state)
         assert_true(g->call.algo >= 0);
         if (g->stage >= 0 && r.stages[g->stage].kind == LP_STAGE_KIND_DECODE && g->call.n == 1 &&
             g->call.k >= 2048)
-            gemv += strstr(g->hint, "GEMV-like") != NULL;
+            gemv += (g->hints & LP_GEMM_HINT_GEMV) != 0;
         if (g->call.m == 5632 && g->call.n == 512 && r.stages[g->stage].kind == LP_STAGE_KIND_PREFILL) {
             big = 1;
             assert_int_equal(g->calls, 44); /* gate and up projections of 22 layers */
@@ -799,8 +859,10 @@ static void test_fixture_gemm_shapes(void **state)
         if (g->call.m == 1000) {
             tf32 = odd = 1;
             assert_int_equal(g->peak_dtype, LP_DTYPE_TF32);
-            assert_non_null(strstr(g->hint, "multiple of 4 (16 bytes of fp32)"));
-            assert_non_null(strstr(g->hint, "filled"));
+            assert_true(g->hints & LP_GEMM_HINT_UNALIGNED);
+            assert_int_equal(g->align_elems, 4);
+            assert_non_null(strstr(hint_text(g), "multiple of 4 (16 bytes of fp32)"));
+            assert_non_null(strstr(hint_text(g), "filled"));
         }
         if (g->call.m == 0)
             assert_int_equal(g->linked, 0);
@@ -1004,8 +1066,13 @@ static void test_fixture_llama(void **state)
     assert_true(r.nvml_samples > 10);
     assert_true(d->power_mean_w > 50 && d->power_mean_w < 700);
     int launch_bound = 0;
-    for (size_t i = 0; i < r.n_findings; i++)
-        launch_bound |= !strcmp(r.findings[i].title, "Decode is launch bound");
+    for (size_t i = 0; i < r.n_findings; i++) {
+        struct lp_finding_text text;
+        lp_text_finding(&r, &r.findings[i], &text);
+        launch_bound |= r.findings[i].code == LP_FINDING_LAUNCH_BOUND &&
+                        r.findings[i].unit == LP_FINDING_UNIT_STEP &&
+                        !strcmp(text.title, "Decode is launch bound");
+    }
     assert_true(launch_bound);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -1077,8 +1144,7 @@ static void test_fixture_killed(void **state)
     assert_false(t->complete);
     assert_true(r.all_kernels.gpu_ns > 0);
     int flagged = 0;
-    for (size_t i = 0; i < r.n_findings; i++)
-        flagged |= strstr(r.findings[i].title, "not whole") != NULL;
+    flagged = finding(&r, LP_FINDING_TRACE_NOT_WHOLE) != NULL;
     assert_true(flagged);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -1304,8 +1370,7 @@ static void test_harness_ocr2(void **state)
         assert_int_equal(v->moe_gemm_ns, 0);
         assert_true(pf->moe_gemm_share > 0.05 && pf->moe_gemm_share < 0.6);
         /* no note says the mode is off */
-        for (size_t i = 0; i < r.n_notes; i++)
-            assert_null(strstr(r.notes[i], "projector's GEMMs ran"));
+        assert_null(note(&r, LP_NOTE_VISION_ROWS));
         lp_run_free(&r);
         lp_trace_free(t);
     }
@@ -1323,11 +1388,12 @@ static void test_harness_ocr2(void **state)
     struct lp_run r;
     analyze(t, &o, &r);
     assert_int_equal(r.vision_tokens, 257);
-    int noted = 0;
-    for (size_t i = 0; i < r.n_notes; i++)
-        noted |= strstr(r.notes[i], "ran 1120 rows per request, but vision mode base projects "
-                                    "256") != NULL;
-    assert_true(noted);
+    const struct lp_note *rows = note(&r, LP_NOTE_VISION_ROWS);
+    assert_non_null(rows);
+    assert_int_equal(rows->count, 1120);
+    assert_true(rows->value == 256);
+    assert_non_null(strstr(note_text(&r, rows), "ran 1120 rows per request, but vision mode "
+                                                "base projects 256"));
     lp_run_free(&r);
     lp_trace_free(t);
     lp_gpu_table_free(&gpus);
@@ -1379,7 +1445,8 @@ static void test_harness_nogemm(void **state)
     assert_int_equal(r.llm.steps_source, LP_STEPS_SEQUENCE);
     assert_int_equal(r.llm.prompt_tokens, 0);
     assert_false(r.has_util);
-    assert_non_null(strstr(r.util_note, "--no-gemm"));
+    assert_int_equal(r.util_status, LP_UTIL_NO_PREFILL);
+    assert_non_null(strstr(util_text(&r), "--no-gemm"));
     assert_int_equal(r.llm.batch_source, LP_TOKENS_NONE);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -1450,9 +1517,38 @@ static void test_fixture_not_llm(void **state)
     lp_trace_free(t);
 }
 
+/* Every code the analysis returns has a machine key of its own and a sentence: a code added
+ * without them fails here. */
+static void test_text_tables(void **state)
+{
+    (void)state;
+    struct lp_run r = {0};
+    const char *keys[LP_FINDING_CODE_COUNT + LP_NOTE_CODE_COUNT];
+    size_t n = 0;
+    for (int c = 0; c < LP_FINDING_CODE_COUNT; c++)
+        keys[n++] = lp_text_finding_key((enum lp_finding_code)c);
+    for (int c = 0; c < LP_NOTE_CODE_COUNT; c++) {
+        struct lp_note x = {.code = (enum lp_note_code)c, .stage = -1, .count = 1, .of = 2};
+        keys[n++] = lp_text_note_key(x.code);
+        assert_true(strlen(note_text(&r, &x)) > 20);
+    }
+    for (size_t i = 0; i < n; i++) {
+        assert_non_null(keys[i]);
+        assert_string_not_equal(keys[i], "unknown");
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(keys[i], keys[j]) && (i < LP_FINDING_CODE_COUNT) == (j < LP_FINDING_CODE_COUNT))
+                fail_msg("key %s used twice", keys[i]);
+    }
+    assert_string_equal(lp_text_finding_key(LP_FINDING_CODE_COUNT), "unknown");
+    for (int b = 0; b < LP_GEMM_HINT_BITS; b++)
+        assert_non_null(lp_text_gemm_hint_key(b));
+    assert_null(lp_text_gemm_hint_key(LP_GEMM_HINT_BITS));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_tables),
         cmocka_unit_test(test_launch_correlation_not_overlap),
         cmocka_unit_test(test_nested_substages),
         cmocka_unit_test(test_vision_in_prefill),

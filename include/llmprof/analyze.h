@@ -1,5 +1,6 @@
 /* llmprof analysis: what is computed from a trace. Reads traces through the reader
- * (llmprof/trace.h); never touches CUPTI; formats nothing. */
+ * (llmprof/trace.h); never touches CUPTI; formats nothing: findings, notes and hints are
+ * codes with the numbers they cite, and the report layer (src/report/text.c) says them. */
 #ifndef LLMPROF_ANALYZE_H
 #define LLMPROF_ANALYZE_H
 
@@ -134,8 +135,8 @@ enum lp_tokens_source {
     LP_TOKENS_SHAPES,       /* the token dimension of the GEMM calls (prefill n = batch x
                                prompt, decode n = batch) */
     LP_TOKENS_STEPS,        /* decode: the steps found (enum lp_steps_source) x batch */
+    LP_TOKENS_SOURCE_COUNT
 };
-const char *lp_tokens_source_name(enum lp_tokens_source s);
 
 /* How the decode steps inside a stage's ranges were counted. */
 enum lp_steps_source {
@@ -145,8 +146,8 @@ enum lp_steps_source {
     LP_STEPS_LM_HEAD,       /* calls of the largest GEMM (the lm_head), once per forward */
     LP_STEPS_GRAPHS,        /* launches of the CUDA graph each step replays */
     LP_STEPS_SEQUENCE,      /* the kernel sequence that repeats once per step */
+    LP_STEPS_SOURCE_COUNT
 };
-const char *lp_steps_source_name(enum lp_steps_source s);
 
 /* Sample statistics over the occurrences of a stage (values in ns). */
 struct lp_stat {
@@ -207,6 +208,7 @@ struct lp_stage_report {
     struct lp_dist step;          /* decode: duration of each step whose bounds were found */
     double tokens_per_s;          /* tokens / wall */
     double cat_ns[LP_KCAT_COUNT];
+    double cat_share[LP_KCAT_COUNT]; /* cat_ns / gpu_ns; 0 without GPU time */
     uint64_t memcpy_bytes[4];     /* HtoD, DtoH, DtoD, other */
     uint64_t memset_bytes;
     uint64_t peak_alloc_bytes;    /* held through cudaMalloc (caching allocators' reserve) */
@@ -252,7 +254,6 @@ enum lp_gap_cause {
     LP_GAP_UNKNOWN,   /* the next work has no recorded launch */
     LP_GAP_CAUSE_COUNT
 };
-const char *lp_gap_cause_name(enum lp_gap_cause c);
 
 /* An idle gap. The longest are kept (warmup's left out, as its stage is not measured). */
 struct lp_gap {
@@ -275,12 +276,73 @@ struct lp_power_point {
 
 #define LP_THROTTLE_BITS 10
 
-struct lp_finding {
-    int severity;                 /* 2 act on it, 1 worth a look, 0 fyi */
-    char title[128];
-    char evidence[512];           /* the numbers it read */
-    char advice[512];
+/* What the diagnosis found. Each code cites fields of its stage (STAGE) and of struct lp_run,
+ * and the numbers of struct lp_finding named beside it. */
+enum lp_finding_code {
+    LP_FINDING_TRACE_NOT_WHOLE,   /* losses, reader warnings, no end chunk (lp_run.trace) */
+    LP_FINDING_LAUNCH_BOUND,      /* STAGE idles waiting for launches: unit, per_ns, busy_ns,
+                                     idle_ns, kernels_per_unit */
+    LP_FINDING_DECODE_LOW_MBU,    /* STAGE (decode) busy, MBU under 50 % */
+    LP_FINDING_PREFILL_LOW_MFU,   /* STAGE (prefill) MFU under 30 % (GEMM share of its time) */
+    LP_FINDING_PREFILL_FEW_GEMMS, /* STAGE (prefill, no model): GEMMs under half its time */
+    LP_FINDING_COPIES,            /* STAGE: copies 10 % of its GPU time or more */
+    LP_FINDING_VARIANCE,          /* STAGE's time varies (CV over 10 %) */
+    LP_FINDING_THROTTLED,         /* throttle_bits: clock-event reasons in 5 % of samples */
+    LP_FINDING_OUTSIDE_WORK,      /* STAGE (outside): share of all GPU time, over 20 % */
+    LP_FINDING_NO_STAGES,         /* no range matched a stage rule, none inferred */
+    LP_FINDING_CODE_COUNT
 };
+
+/* the unit a launch-bound stage's idle time is counted per */
+enum lp_finding_unit {
+    LP_FINDING_UNIT_OCCURRENCE, LP_FINDING_UNIT_STEP, LP_FINDING_UNIT_PREFILL,
+};
+
+struct lp_finding {
+    enum lp_finding_code code;
+    int severity;                 /* 2 act on it, 1 worth a look, 0 fyi */
+    int stage;                    /* index into lp_run.stages, -1 the whole run */
+    enum lp_finding_unit unit;
+    double per_ns, busy_ns, idle_ns; /* per unit: wall, GPU busy and idle time */
+    double kernels_per_unit;
+    double share;                 /* OUTSIDE_WORK: of all GPU time */
+    uint32_t throttle_bits;       /* bit b: lp_run.throttle_share[b] counted */
+};
+
+/* A note on how a figure was made or why one is missing. */
+enum lp_note_code {
+    LP_NOTE_STAGES_INFERRED,      /* prefill and decode inferred from GEMM shapes; count 1:
+                                     vision ranges exist, but no prefill or decode range */
+    LP_NOTE_ONE_STAGE,            /* the whole run is one stage; count: NVTX ranges (none
+                                     matched a stage rule) */
+    LP_NOTE_WORK_BY_TIME,         /* count of of pieces of GPU work had no launch call */
+    LP_NOTE_TOKENS_PARTIAL,       /* STAGE: count of of occurrences have a token count */
+    LP_NOTE_GEMMS_UNLINKED,       /* count of of successful GEMM calls launched no kernel */
+    LP_NOTE_VISION_ROWS,          /* count rows per request through the vision projector's
+                                     GEMMs, value the rows of lp_run.vision_mode */
+    LP_NOTE_CODE_COUNT
+};
+
+struct lp_note {
+    enum lp_note_code code;
+    int stage;                    /* index into lp_run.stages, -1 none */
+    int64_t count, of;
+    double value;
+};
+
+/* Why MFU and MBU are missing (lp_run.has_util 0), or LP_UTIL_OK. */
+enum lp_util_status {
+    LP_UTIL_OK,
+    LP_UTIL_NO_MODEL,             /* no model given */
+    LP_UTIL_NO_PEAK,              /* the GPU has no peak for the dtype, or no bandwidth */
+    LP_UTIL_NO_PREFILL,           /* no prefill stage with a token count */
+    LP_UTIL_MODEL_REFUSED,        /* the model refused the workload: lp_run.util_error */
+    LP_UTIL_PROMPT_UNDER_SLOTS,   /* the prefill's tokens per sequence (util_workload.prompt)
+                                     are fewer than the image slots (vision_tokens) */
+};
+
+/* Where the prefill logits assumption came from. */
+enum lp_logits_source { LP_LOGITS_ASSUMED, LP_LOGITS_GIVEN, LP_LOGITS_LM_HEAD_SHAPE };
 
 /* a stage and kernel category that cost the most GPU time */
 struct lp_cost_centre {
@@ -357,6 +419,16 @@ struct lp_op_row {
     uint64_t top_ns[3];
 };
 
+/* What a GEMM row's shape says to act on. */
+enum lp_gemm_hint {
+    LP_GEMM_HINT_GEMV = 1 << 0,         /* min(m, n) <= 16, k >= 256: reads one operand */
+    LP_GEMM_HINT_MEMORY_BOUND = 1 << 1, /* intensity below the ridge (not GEMV-like) */
+    LP_GEMM_HINT_TILE_FILL = 1 << 2,    /* its tiles under 85 % filled by m x n */
+    LP_GEMM_HINT_WAVES = 1 << 3,        /* the last wave leaves SMs idle: under 75 % busy */
+    LP_GEMM_HINT_UNALIGNED = 1 << 4,    /* m, n or k not a multiple of 16 bytes */
+};
+#define LP_GEMM_HINT_BITS 5
+
 /* One GEMM shape and dtype in one stage: a row of the report's GEMM table. */
 struct lp_gemm_row {
     struct lp_gemm call;          /* its first call: shape, types, entry point, algo, tile */
@@ -373,7 +445,15 @@ struct lp_gemm_row {
     int memory_bound;             /* intensity below the GPU's ridge (peak / bandwidth) */
     double gbs;                   /* least bytes / GPU time */
     size_t top_group;             /* its costliest kernel (lp_run.names), SIZE_MAX none */
-    char hint[320];               /* tile fit, GEMV-like shapes, alignment; "" none */
+    uint32_t hints;               /* enum lp_gemm_hint bits, with the numbers below */
+    double bw_share;              /* gbs / the GPU's bandwidth */
+    double ridge;                 /* FLOP/B where its peak meets the bandwidth */
+    uint64_t tile_m, tile_n;      /* its tile (rows x columns of D per CTA) */
+    double tile_fill;             /* of the tiles, the part m x n fills */
+    uint64_t ctas, waves;         /* tiles over the SMs, in waves */
+    uint32_t sms;
+    double sm_fill;               /* SM slots busy over the waves */
+    uint64_t align_elems;         /* elements in 16 bytes of its input type */
 };
 
 /* One executable CUDA graph's replays in one stage. */
@@ -451,7 +531,12 @@ struct lp_run {
     size_t n_power;
     /* utilisation */
     int has_util;
-    char util_note[1024];               /* why not, or the assumptions */
+    enum lp_util_status util_status;    /* why not (has_util 0) */
+    char util_error[256];               /* MODEL_REFUSED: the model's message */
+    struct lp_workload util_workload;   /* the workload modelled: the text prompt, the
+                                           generated tokens (steps + 1), batch, dtypes */
+    int64_t util_decode_context;        /* the model's context at the mean decode step */
+    enum lp_logits_source util_logits_source;
     struct lp_gpu gpu;
     enum lp_dtype dtype;
     double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;
@@ -464,7 +549,7 @@ struct lp_run {
     int64_t image_rows;                 /* measured: tokens per request through the vision
                                            projector's GEMMs (cuBLAS shapes); 0 unknown */
     /* what the reader could not make whole, and notes to show */
-    char **notes;
+    struct lp_note *notes;
     size_t n_notes;
     struct lp_finding *findings;
     size_t n_findings;
@@ -473,7 +558,8 @@ struct lp_run {
     size_t n_gemms;
     uint64_t gemm_calls, gemm_linked, gemm_failed, gemm_ns;
     double gemm_flops;
-    char gemm_state[160];               /* the trace's "gemm" header: on, or off and why */
+    char gemm_state[160];               /* the trace's "gemm" header: on, or off and why;
+                                           "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
@@ -497,7 +583,6 @@ struct lp_run {
     struct lp_ranges ranges;
 };
 
-const char *lp_throttle_name(int bit);
 /* Copy direction of a CUpti memcpy kind: 0 HtoD, 1 DtoH, 2 DtoD, 3 other. It is also the
  * group (lp_run.names index) of copies in that direction; group 4 is memset. */
 int lp_copy_direction(uint32_t copy_kind);

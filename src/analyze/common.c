@@ -2,7 +2,6 @@
  * stage of an occurrence, and the run's notes. No pass logic lives here, so the passes and
  * the orchestrator (run.c) depend on this file and never on each other in a circle. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,20 +105,14 @@ void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
     d->p99 = rank(v, n, 0.99);
 }
 
-int lp_run_note(struct lp_run *r, const char *fmt, ...)
+int lp_run_note(struct lp_run *r, enum lp_note_code code, int stage, int64_t count, int64_t of,
+                double value)
 {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char **p = realloc(r->notes, (r->n_notes + 1) * sizeof *p);
+    struct lp_note *p = realloc(r->notes, (r->n_notes + 1) * sizeof *p);
     if (!p)
         return LP_ERR_NOMEM;
     r->notes = p;
-    if (!(p[r->n_notes] = strdup(buf)))
-        return LP_ERR_NOMEM;
-    r->n_notes++;
+    p[r->n_notes++] = (struct lp_note){code, stage, count, of, value};
     return LP_OK;
 }
 
@@ -136,52 +129,7 @@ const char *lp_stage_kind_name(enum lp_stage_kind k)
                                                                            : "other";
 }
 
-const char *lp_tokens_source_name(enum lp_tokens_source s)
-{
-    switch (s) {
-    case LP_TOKENS_FLAG: return "flag";
-    case LP_TOKENS_RANGE_NAME: return "range name";
-    case LP_TOKENS_SHAPES: return "GEMM shapes";
-    case LP_TOKENS_STEPS: return "steps x batch";
-    default: return "unknown";
-    }
-}
-
-const char *lp_steps_source_name(enum lp_steps_source s)
-{
-    switch (s) {
-    case LP_STEPS_TOKENS: return "token count / batch";
-    case LP_STEPS_RANGES: return "one per range";
-    case LP_STEPS_LM_HEAD: return "lm_head GEMMs";
-    case LP_STEPS_GRAPHS: return "CUDA graph launches";
-    case LP_STEPS_SEQUENCE: return "repeating kernel sequence";
-    default: return "not found";
-    }
-}
-
-const char *lp_gap_cause_name(enum lp_gap_cause c)
-{
-    switch (c) {
-    case LP_GAP_HOST: return "waiting on the host";
-    case LP_GAP_DEVICE: return "queued work started late";
-    default: return "no launch recorded";
-    }
-}
-
-/* nvmlClocksEventReasons bits, in order */
-static const char *const throttle_names[LP_THROTTLE_BITS] = {
-    "gpu idle", "application clocks", "sw power cap", "hw slowdown", "sync boost",
-    "sw thermal", "hw thermal", "hw power brake", "display clocks", "other"};
-
-const char *lp_throttle_name(int bit)
-{
-    return bit >= 0 && bit < LP_THROTTLE_BITS ? throttle_names[bit] : "other";
-}
-
-
 void lp_run_notes_free(struct lp_run *r)
 {
-    for (size_t i = 0; i < r->n_notes; i++)
-        free(r->notes[i]);
     free(r->notes);
 }

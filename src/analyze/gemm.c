@@ -34,58 +34,42 @@ static int tile_dims(const char *tile, uint64_t *tm, uint64_t *tn)
     return 1;
 }
 
-static void append(char *buf, size_t len, const char *text)
-{
-    size_t l = strlen(buf);
-    if (l + 3 >= len)
-        return;
-    snprintf(buf + l, len - l, "%s%s", l ? "; " : "", text);
-}
-
 /* Hints an engineer acts on: GEMV-like calls, tiles the shape fills badly, too few tiles for
  * the SMs, dimensions tensor cores cannot take aligned. */
 static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
 {
     const struct lp_gemm *g = &row->call;
-    char s[200];
     uint64_t small = g->m < g->n ? g->m : g->n;
     int gemv = small <= 16 && g->k >= 256;
-    if (gemv)
-        snprintf(s, sizeof s, "%s=%" PRIu64 ": GEMV-like, memory bound (reads the %s operand); "
-                 "%.0f GB/s is %.0f %% of the bandwidth", g->m < g->n ? "m" : "n", small,
-                 g->m < g->n ? "B" : "A", row->gbs, 100 * row->gbs / r->gpu.mem_bw_gbs);
-    else if (row->memory_bound)
-        snprintf(s, sizeof s, "memory bound: %.0f FLOP/B is below the ridge of %.0f; %.0f GB/s "
-                 "is %.0f %% of the bandwidth", row->intensity,
-                 r->gpu.tflops[row->peak_dtype] * 1e3 / r->gpu.mem_bw_gbs, row->gbs,
-                 100 * row->gbs / r->gpu.mem_bw_gbs);
-    if ((gemv || row->memory_bound) && row->gpu_ns)
-        append(row->hint, sizeof row->hint, s);
+    row->bw_share = row->gbs / r->gpu.mem_bw_gbs;
+    if (row->peak_dtype >= 0)
+        row->ridge = r->gpu.tflops[row->peak_dtype] * 1e3 / r->gpu.mem_bw_gbs;
+    if (row->gpu_ns && gemv)
+        row->hints |= LP_GEMM_HINT_GEMV;
+    else if (row->gpu_ns && row->memory_bound)
+        row->hints |= LP_GEMM_HINT_MEMORY_BOUND;
     uint64_t tm, tn;
     if (!gemv && tile_dims(lp_trace_str(r->trace, g->tile), &tm, &tn) && g->m && g->n) {
         uint64_t bm = (g->m + tm - 1) / tm, bn = (g->n + tn - 1) / tn;
-        double used = (double)g->m * (double)g->n / ((double)(bm * tm) * (double)(bn * tn));
-        if (used < 0.85) {
-            snprintf(s, sizeof s, "%" PRIu64 "x%" PRIu64 " tiles only %.0f %% filled by m x n",
-                     tm, tn, 100 * used);
-            append(row->hint, sizeof row->hint, s);
-        }
+        row->tile_m = tm;
+        row->tile_n = tn;
+        row->tile_fill = (double)g->m * (double)g->n / ((double)(bm * tm) * (double)(bn * tn));
+        if (row->tile_fill < 0.85)
+            row->hints |= LP_GEMM_HINT_TILE_FILL;
         /* the last wave of tiles over the SMs: how full the SMs are on average */
-        uint64_t ctas = bm * bn * g->batch, waves = sms ? (ctas + sms - 1) / sms : 0;
-        double fill = waves ? (double)ctas / (double)(waves * sms) : 1;
-        if (fill < 0.75) {
-            snprintf(s, sizeof s, "%" PRIu64 " tiles on %u SMs: %" PRIu64 " wave%s, %.0f %% of "
-                     "SM slots busy", ctas, sms, waves, waves == 1 ? "" : "s", 100 * fill);
-            append(row->hint, sizeof row->hint, s);
-        }
+        row->ctas = bm * bn * g->batch;
+        row->sms = sms;
+        row->waves = sms ? (row->ctas + sms - 1) / sms : 0;
+        row->sm_fill = row->waves ? (double)row->ctas / (double)(row->waves * sms) : 1;
+        if (row->sm_fill < 0.75)
+            row->hints |= LP_GEMM_HINT_WAVES;
     }
     /* tensor-core loads want 16-byte aligned rows: dimensions in multiples of 16 bytes */
     double eb = lp_cuda_type_bytes(g->a_type);
     uint64_t mult = eb >= 0.5 && eb <= 16 ? (uint64_t)(16 / eb) : 0;
     if (small > 16 && mult > 1 && (g->k % mult || g->m % mult || g->n % mult)) {
-        snprintf(s, sizeof s, "m, n or k is not a multiple of %" PRIu64 " (16 bytes of %s): "
-                 "unaligned tensor-core loads", mult, lp_cuda_type_name(g->a_type));
-        append(row->hint, sizeof row->hint, s);
+        row->align_elems = mult;
+        row->hints |= LP_GEMM_HINT_UNALIGNED;
     }
 }
 
@@ -319,8 +303,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     const char *state = lp_trace_meta(t, "gemm");
-    snprintf(r->gemm_state, sizeof r->gemm_state, "%s",
-             state ? state : "not recorded (a trace of format 1.0, or llmprof record --light)");
+    snprintf(r->gemm_state, sizeof r->gemm_state, "%s", state ? state : "");
     if (c->n_gemms == 0)
         return unshaped(c);
     const int32_t *kg = c->kernel_gemm;
@@ -371,12 +354,9 @@ int lp_run_gemms(struct lp_run_ctx *c)
         rc = unshaped(c);
     }
     if (rc == LP_OK && r->gemm_calls - r->gemm_failed > r->gemm_linked)
-        rc = lp_run_note(r, "%" PRIu64 " of %" PRIu64 " successful GEMM calls launched no "
-                            "recorded kernel (captured into a CUDA graph never replayed or "
-                            "whose nodes were not recorded, launch records missing, or "
-                            "--light): their FLOPs are left out of the GEMM figures",
-                         r->gemm_calls - r->gemm_failed - r->gemm_linked,
-                         r->gemm_calls - r->gemm_failed);
+        rc = lp_run_note(r, LP_NOTE_GEMMS_UNLINKED, -1,
+                         (int64_t)(r->gemm_calls - r->gemm_failed - r->gemm_linked),
+                         (int64_t)(r->gemm_calls - r->gemm_failed), 0);
     free(ci);
     return rc;
 }

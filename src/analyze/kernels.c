@@ -328,6 +328,8 @@ int lp_run_kernels(struct lp_run_ctx *c)
             j++;
         struct lp_stage_report *st = &r->stages[s];
         st->gpu_ns = stage_ns[s];
+        for (int k = 0; k < LP_KCAT_COUNT; k++)
+            st->cat_share[k] = st->gpu_ns ? st->cat_ns[k] / (double)st->gpu_ns : 0;
         st->kernels_per_occurrence =
             st->occurrences ? (double)st->kernels / (double)st->occurrences : 0;
         if ((rc = rows_of(kv + i, j - i, stage_ns[s], r->opt.top_k, &st->top)))

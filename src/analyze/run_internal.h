@@ -169,7 +169,9 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
 
 /* ---- common.c: shared by every pass ---- */
 
-int lp_run_note(struct lp_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* appends a note: LP_OK or LP_ERR_NOMEM */
+int lp_run_note(struct lp_run *r, enum lp_note_code code, int stage, int64_t count, int64_t of,
+                double value);
 void lp_run_notes_free(struct lp_run *r);
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* percentiles of V (sorted in place) */

@@ -251,13 +251,7 @@ static int infer_stages(struct lp_run_ctx *c)
     if (made == 0)
         return LP_OK;
     r->stages_inferred = 1;
-    return lp_run_note(r, "%s: prefill and decode are inferred from the tokens in flight of the "
-                          "cuBLAS GEMMs (many tokens: prefill; a few: one decode step, ending at "
-                          "its largest GEMM, the lm_head; both run the same weights). Wrap "
-                          "stages in NVTX ranges for exact bounds",
-                       first ? "no prefill or decode ranges (the GEMMs in vision ranges are the "
-                               "vision's)"
-                             : "no NVTX stage ranges");
+    return lp_run_note(r, LP_NOTE_STAGES_INFERRED, -1, first ? 1 : 0, 0, 0);
 }
 
 /* Whether every occurrence found so far is a vision stage's (hooks on a vision tower, with
@@ -328,12 +322,7 @@ static int make_stages(struct lp_run_ctx *c)
         c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0, .carved_from = -1,
                                     .range = -1, .request = -1};
         c->n_occ = 1;
-        int rc = lp_run_note(r, r->ranges.n
-                                    ? "no NVTX range matched a stage rule: the whole run is one "
-                                      "stage (name ranges prefill/decode, or pass --stage "
-                                      "NAME=REGEX)"
-                                    : "no NVTX ranges: the whole run is one stage (wrap prefill "
-                                      "and decode in NVTX ranges to see them apart)");
+        int rc = lp_run_note(r, LP_NOTE_ONE_STAGE, -1, (int64_t)r->ranges.n, 0, 0);
         if (rc)
             return rc;
     }
@@ -440,10 +429,8 @@ static int attribute_work(struct lp_run_ctx *c)
         }
     }
     if (r->kernels_by_time && !run_mode)
-        rc = lp_run_note(r, "%zu of %zu pieces of GPU work have no recorded launch call "
-                            "(--light, or records lost): they are given to the stage that "
-                            "began last before they ran",
-                         r->kernels_by_time, c->n_work);
+        rc = lp_run_note(r, LP_NOTE_WORK_BY_TIME, -1, (int64_t)r->kernels_by_time,
+                         (int64_t)c->n_work, 0);
 out:
     lp_corr_free(&m);
     return rc;

@@ -37,9 +37,8 @@ static int stage_tokens(struct lp_run_ctx *c, int s, double *v)
         st->tokens = sum;
     } else {
         st->tokens_source = LP_TOKENS_NONE;
-        if (with && lp_run_note(r, "stage %s: %zu of %zu occurrences have a token count; its "
-                                   "token count is left unknown (pass it as a flag)",
-                                st->name, with, st->occurrences))
+        if (with && lp_run_note(r, LP_NOTE_TOKENS_PARTIAL, s, (int64_t)with,
+                                (int64_t)st->occurrences, 0))
             return LP_ERR_NOMEM;
     }
     if (st->kind == LP_STAGE_KIND_DECODE) {
@@ -246,27 +245,20 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     else
         lp_workload_defaults(&w);
     find_gpu(c, &w);
+    r->util_workload = w;
     if (!o->model) {
-        snprintf(r->util_note, sizeof r->util_note,
-                 "MFU and MBU need the model: pass --model CONFIG.json");
+        r->util_status = LP_UTIL_NO_MODEL;
         return LP_OK;
     }
     if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
-        snprintf(r->util_note, sizeof r->util_note,
-                 "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu NAME, "
-                 "or --peak-tflops and --mem-bw",
-                 r->gpu.name, lp_dtype_name(r->dtype));
+        r->util_status = LP_UTIL_NO_PEAK;
         return LP_OK;
     }
     int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
         v = first_stage(r, LP_STAGE_KIND_VISION);
     const struct lp_llm_metrics *m = &r->llm;
     if (p < 0 || r->stages[p].tokens <= 0) {
-        snprintf(r->util_note, sizeof r->util_note,
-                 "MFU and MBU need a prefill stage with a token count (its prompt sets the "
-                 "decode context), and none was found: no prefill range, or no GEMM shapes "
-                 "in it (recorded with --no-gemm or --light); name a range prefill with "
-                 "tokens=N, or pass --prefill-tokens");
+        r->util_status = LP_UTIL_NO_PREFILL;
         return LP_OK;
     }
     const struct lp_stage_report *ps = &r->stages[p];
@@ -284,22 +276,17 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     if (w.vision_mode != LP_VISION_MODE_NONE) {
         struct lp_workload one = w;
         struct lp_model_result slots;
-        char e[256];
         one.prompt = 1;
         one.generated = 1;
-        if (lp_model_analyze(o->model, &one, &slots, e, sizeof e) != 0) {
-            snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
-                     e);
+        if (lp_model_analyze(o->model, &one, &slots, r->util_error, sizeof r->util_error) != 0) {
+            r->util_status = LP_UTIL_MODEL_REFUSED;
             return LP_OK;
         }
         r->vision_tokens = slots.vision_tokens;
         r->text_tokens = w.prompt - slots.vision_tokens;
         if (r->text_tokens < 0) {
-            snprintf(r->util_note, sizeof r->util_note,
-                     "the prefill's %lld tokens per sequence are fewer than the %lld image slots "
-                     "of vision mode %s: pass the program's --vision mode (and --tiles)",
-                     (long long)w.prompt, (long long)slots.vision_tokens,
-                     lp_vision_mode_name(w.vision_mode));
+            r->util_workload = w;
+            r->util_status = LP_UTIL_PROMPT_UNDER_SLOTS;
             return LP_OK;
         }
         w.prompt = r->text_tokens > 0 ? r->text_tokens : 1;
@@ -314,10 +301,9 @@ int lp_run_utilisation(struct lp_run_ctx *c)
                       ? (int64_t)(steps_per_request + 0.5) + 1
                       : LP_MODEL_MAX_TOKENS + 1;
     struct lp_model_result res;
-    char err[256];
-    if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != 0) {
-        snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
-                 err);
+    r->util_workload = w;
+    if (lp_model_analyze(o->model, &w, &res, r->util_error, sizeof r->util_error) != 0) {
+        r->util_status = LP_UTIL_MODEL_REFUSED;
         return LP_OK;
     }
     r->has_util = 1;
@@ -332,11 +318,7 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     double projected = res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops /
                        (2.0 * (double)vs->proj_in * (double)vs->proj_out);
     if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
-        (void)lp_run_note(r, "the vision projector's GEMMs ran %lld rows per request, but vision "
-                             "mode %s projects %.0f: the mode (--vision, --tiles) is not the "
-                             "run's, and the image and text tokens are off",
-                          (long long)r->image_rows, lp_vision_mode_name(w.vision_mode),
-                          projected);
+        (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->image_rows, 0, projected);
     /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
     r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
     r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);
@@ -347,23 +329,9 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         r->mfu = r->request_flops / r->request_s / 1e12 / r->gpu.tflops[r->dtype];
         r->mbu = r->request_bytes / r->request_s / 1e9 / r->gpu.mem_bw_gbs;
     }
-    char images[96] = "";
-    if (res.vision_tokens > 0)
-        snprintf(images, sizeof images, " text tokens + %lld image slots (vision mode %s)",
-                 (long long)res.vision_tokens, lp_vision_mode_name(w.vision_mode));
-    snprintf(r->util_note, sizeof r->util_note,
-             "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld%s, %lld "
-             "generated tokens (decode context %lld at the mean step), prefill logits for %s "
-             "(%s); bytes are lower bounds "
-             "(weights read once per pass, KV once per step); over the measured time of "
-             "the stage occurrences; peaks of %s: %.0f TFLOP/s dense %s, %.0f GB/s",
-             o->model->model_type, (long long)w.batch, (long long)w.prompt, images,
-             (long long)w.generated, (long long)res.decode_context,
-             w.prefill_logits_all ? "every prompt token" : "the last token",
-             o->prefill_logits_set ? "as given"
-             : m->prefill_logits   ? "the prefill's lm_head GEMM shape"
-                                   : "assumed",
-             r->gpu.name,
-             r->gpu.tflops[r->dtype], lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+    r->util_decode_context = res.decode_context;
+    r->util_logits_source = o->prefill_logits_set ? LP_LOGITS_GIVEN
+                            : m->prefill_logits   ? LP_LOGITS_LM_HEAD_SHAPE
+                                                  : LP_LOGITS_ASSUMED;
     return LP_OK;
 }

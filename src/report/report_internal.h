@@ -13,6 +13,34 @@
 
 json_t *lp_report_run_json_value(const struct lp_run *r);
 
+/* ---- text.c: the sentences and keys of the analysis' codes ---- */
+
+struct lp_finding_text {
+    char title[128];
+    char evidence[512];           /* the numbers it read */
+    char advice[512];
+};
+void lp_text_finding(const struct lp_run *r, const struct lp_finding *f,
+                     struct lp_finding_text *t);
+const char *lp_text_finding_key(enum lp_finding_code c);
+/* a note's sentence into BUF (1024 bytes hold every one) */
+void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, size_t len);
+const char *lp_text_note_key(enum lp_note_code c);
+/* a GEMM row's hints, "; " between them, into BUF ("" none; 320 bytes hold them) */
+void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len);
+/* the key of bit BIT of enum lp_gemm_hint; NULL past the last */
+const char *lp_text_gemm_hint_key(int bit);
+/* the trace's GEMM capture state, or why it was not recorded */
+const char *lp_text_gemm_state(const struct lp_run *r);
+/* the utilisation note: the assumptions of MFU and MBU, or why they are missing */
+void lp_text_util(const struct lp_run *r, char *buf, size_t len);
+const char *lp_text_tokens_source(enum lp_tokens_source s);
+const char *lp_text_steps_source(enum lp_steps_source s);
+const char *lp_text_gap_cause(enum lp_gap_cause c);
+const char *lp_text_gap_cause_key(enum lp_gap_cause c);
+const char *lp_text_throttle(int bit);       /* NVML clock-event reason bit */
+const char *lp_text_throttle_key(int bit);
+
 /* "12.345 ms", "870.2 us", "1.234 s" into BUF */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);
 /* "1.5 GiB" into BUF */

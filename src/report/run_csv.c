@@ -83,9 +83,9 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                 s->kernels, s->graph_kernels, s->gaps, (unsigned long long)s->gap_ns,
                 (unsigned long long)s->host_wait_ns, s->host_wait_share,
                 (unsigned long long)s->launch_delay_p50_ns, (long long)s->tokens,
-                lp_tokens_source_name(s->tokens_source), (long long)s->batch, s->tokens_per_s);
+                lp_text_tokens_source(s->tokens_source), (long long)s->batch, s->tokens_per_s);
         if (s->kind == LP_STAGE_KIND_DECODE)
-            fprintf(f, "%lld,%s,", (long long)s->steps, lp_steps_source_name(s->steps_source));
+            fprintf(f, "%lld,%s,", (long long)s->steps, lp_text_steps_source(s->steps_source));
         else
             fprintf(f, ",,");
         if (s->step.n)
@@ -131,7 +131,9 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
         fprintf(f, ",%.2f,%d,%.1f,", g->intensity, g->memory_bound, g->gbs);
         field(f, g->top_group != SIZE_MAX ? r->names[g->top_group] : "");
         fputc(',', f);
-        field(f, g->hint);
+        char hint[320];
+        lp_text_gemm_hint(g, hint, sizeof hint);
+        field(f, hint);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

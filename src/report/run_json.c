@@ -54,12 +54,6 @@ static json_t *kernel_table(const struct lp_run *r, const struct lp_kernel_table
 }
 
 static const char *const copy_dirs[4] = {"HtoD", "DtoH", "DtoD", "other"};
-/* keys for enum lp_gap_cause and the clock-event bits, in their order */
-static const char *const gap_keys[LP_GAP_CAUSE_COUNT] = {"host", "device", "unknown"};
-static const char *const throttle_keys[LP_THROTTLE_BITS] = {
-    "gpu_idle", "application_clocks", "sw_power_cap", "hw_slowdown", "sync_boost",
-    "sw_thermal", "hw_thermal", "hw_power_brake", "display_clocks", "other"};
-
 static json_t *copies(const uint64_t *b, uint64_t set)
 {
     json_t *o = json_object();
@@ -103,11 +97,11 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
     json_object_set_new(o, "tokens", json_pack("{s:I,s:I,s:s,s:o}", "count",
                                                (json_int_t)s->tokens, "batch",
                                                (json_int_t)s->batch, "source",
-                                               lp_tokens_source_name(s->tokens_source),
+                                               lp_text_tokens_source(s->tokens_source),
                                                "per_s", num(s->tokens_per_s)));
     if (s->kind == LP_STAGE_KIND_DECODE)
         json_object_set_new(o, "steps", json_pack("{s:I,s:s,s:o}", "count", (json_int_t)s->steps,
-                                                  "source", lp_steps_source_name(s->steps_source),
+                                                  "source", lp_text_steps_source(s->steps_source),
                                                   "duration", dist_json(&s->step)));
     else
         json_object_set_new(o, "steps", json_null());
@@ -161,6 +155,8 @@ static json_t *gemms_json(const struct lp_run *r)
     for (size_t i = 0; i < r->n_gemms; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
+        char hint[320];
+        lp_text_gemm_hint(g, hint, sizeof hint);
         json_t *o = json_pack(
             "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:o}",
             "stage", g->stage >= 0 ? r->stages[g->stage].name : "", "api",
@@ -169,9 +165,14 @@ static json_t *gemms_json(const struct lp_run *r)
             "transb", c->transb == 0 ? "N" : c->transb == 1 ? "T" : "C", "a_type",
             lp_cuda_type_name(c->a_type), "b_type", lp_cuda_type_name(c->b_type), "d_type",
             lp_cuda_type_name(c->d_type), "compute_type", lp_compute_type_name(c->compute_type),
-            "tile", lp_trace_str(r->trace, c->tile), "algo", c->algo, "hint", g->hint,
+            "tile", lp_trace_str(r->trace, c->tile), "algo", c->algo, "hint", hint,
             "epilogue", (json_int_t)c->epilogue, "calls", u64(g->calls), "linked", u64(g->linked),
             "kernels", u64(g->kernels));
+        json_t *codes = json_array();
+        for (int b = 0; lp_text_gemm_hint_key(b); b++)
+            if (g->hints & 1u << b)
+                json_array_append_new(codes, json_string(lp_text_gemm_hint_key(b)));
+        json_object_set_new(o, "hint_codes", codes);
         json_object_set_new(o, "replayed", json_boolean(g->replayed));
         json_object_set_new(o, "gpu_ns", u64(g->gpu_ns));
         json_object_set_new(o, "mean_ns", num(g->mean_ns));
@@ -199,7 +200,8 @@ static json_t *gemms_json(const struct lp_run *r)
                                             "gpu_ns", u64(u->gpu_ns), "stage_share",
                                             num(u->stage_share)));
     }
-    json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "capture", r->gemm_state,
+    json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:b,s:o,s:o}", "capture",
+                          lp_text_gemm_state(r),
                           "calls", u64(r->gemm_calls), "linked", u64(r->gemm_linked), "failed",
                           u64(r->gemm_failed), "gpu_ns", u64(r->gemm_ns), "flops",
                           num(r->gemm_flops), "stages_inferred", r->stages_inferred,
@@ -237,14 +239,14 @@ static json_t *timeline(const struct lp_run *r)
 {
     json_t *by = json_object();
     for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
-        json_object_set_new(by, gap_keys[c], u64(r->gap_ns_by_cause[c]));
+        json_object_set_new(by, lp_text_gap_cause_key(c), u64(r->gap_ns_by_cause[c]));
     json_t *gaps = json_array();
     for (size_t i = 0; i < r->n_top_gaps; i++) {
         const struct lp_gap *g = &r->top_gaps[i];
         json_array_append_new(
             gaps, json_pack("{s:o,s:o,s:s?,s:s,s:o,s:s?}", "start_ns", u64(g->start), "dur_ns",
                             u64(g->dur), "stage", g->stage >= 0 ? r->stages[g->stage].name : NULL,
-                            "cause", gap_keys[g->cause], "host_api_ns",
+                            "cause", lp_text_gap_cause_key(g->cause), "host_api_ns",
                             u64(g->host_api_ns), "host_api", g->api));
     }
     json_t *bins = json_array();
@@ -270,7 +272,7 @@ static json_t *power(const struct lp_run *r)
 {
     json_t *thr = json_object();
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
-        json_object_set_new(thr, throttle_keys[b], num(r->throttle_share[b]));
+        json_object_set_new(thr, lp_text_throttle_key(b), num(r->throttle_share[b]));
     json_t *series = json_array();
     for (size_t i = 0; i < r->n_power; i++) {
         const struct lp_power_point *p = &r->power[i];
@@ -355,9 +357,9 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
         "decode_tokens_per_s", m->decode_tokens_per_s > 0 ? num(m->decode_tokens_per_s) : json_null(),
         "prefill_tokens", (json_int_t)m->prefill_tokens, "prompt_tokens",
         (json_int_t)m->prompt_tokens, "prefill_tokens_source",
-        lp_tokens_source_name(m->prefill_source), "decode_tokens", (json_int_t)m->decode_tokens,
-        "decode_tokens_source", lp_tokens_source_name(m->decode_source), "batch",
-        (json_int_t)m->batch, "batch_source", lp_tokens_source_name(m->batch_source));
+        lp_text_tokens_source(m->prefill_source), "decode_tokens", (json_int_t)m->decode_tokens,
+        "decode_tokens_source", lp_text_tokens_source(m->decode_source), "batch",
+        (json_int_t)m->batch, "batch_source", lp_text_tokens_source(m->batch_source));
     static const char *const why[] = {NULL, "no_shapes", "not_llm_shapes", "no_stage_kind"};
     json_object_set_new(llm, "why_not", m->why_not ? json_string(why[m->why_not]) : json_null());
     json_object_set_new(llm, "decode_requests", json_integer((json_int_t)m->decode_requests));
@@ -367,7 +369,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     if (!m->prompt_tokens)
         json_object_set_new(llm, "prompt_tokens", json_null());
     json_object_set_new(llm, "decode_steps", json_integer((json_int_t)m->decode_steps));
-    json_object_set_new(llm, "steps_source", json_string(lp_steps_source_name(m->steps_source)));
+    json_object_set_new(llm, "steps_source", json_string(lp_text_steps_source(m->steps_source)));
     json_object_set_new(llm, "ttft", dist_json(&m->ttft));
     json_object_set_new(llm, "tpot", dist_json(&m->tpot));
     json_object_set_new(llm, "itl", dist_json(&m->itl));
@@ -402,7 +404,9 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                         num(w->median_ns), "ratio", num(w->ratio), "others",
                                         (json_int_t)w->others,
                                         "occurrences", (json_int_t)w->occurrences));
-    json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", r->util_note);
+    char note[1024];
+    lp_text_util(r, note, sizeof note);
+    json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", note);
     if (r->has_util) {
         json_object_set_new(util, "gpu", json_string(r->gpu.name));
         json_object_set_new(util, "dtype", json_string(lp_dtype_name(r->dtype)));
@@ -466,15 +470,23 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     json_t *fs = json_array();
     for (size_t i = 0; i < r->n_findings; i++) {
         const struct lp_finding *f = &r->findings[i];
-        json_array_append_new(fs, json_pack("{s:i,s:s,s:s,s:s}", "severity", f->severity,
-                                            "title", f->title, "evidence", f->evidence, "advice",
-                                            f->advice));
+        struct lp_finding_text x;
+        lp_text_finding(r, f, &x);
+        json_array_append_new(fs, json_pack("{s:s,s:i,s:s,s:s,s:s}", "code",
+                                            lp_text_finding_key(f->code), "severity",
+                                            f->severity, "title", x.title, "evidence",
+                                            x.evidence, "advice", x.advice));
     }
     json_object_set_new(root, "findings", fs);
-    json_t *notes = json_array();
-    for (size_t i = 0; i < r->n_notes; i++)
-        json_array_append_new(notes, json_string(r->notes[i]));
+    json_t *notes = json_array(), *codes = json_array();
+    for (size_t i = 0; i < r->n_notes; i++) {
+        char text[1024];
+        lp_text_note(r, &r->notes[i], text, sizeof text);
+        json_array_append_new(notes, json_string(text));
+        json_array_append_new(codes, json_string(lp_text_note_key(r->notes[i].code)));
+    }
     json_object_set_new(root, "notes", notes);
+    json_object_set_new(root, "note_codes", codes);
     return root;
 }
 

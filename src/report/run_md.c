@@ -127,21 +127,21 @@ static void llm_section(FILE *f, const struct lp_run *r)
              m->ttft.n ? "prefill (+ vision) of each request" : "no prefill stage");
     if (m->tpot.n < m->decode_requests)
         snprintf(src, sizeof src, "decode time / steps (steps: %s); %zu of %zu requests: the "
-                 "others' steps were not found", lp_steps_source_name(m->steps_source),
+                 "others' steps were not found", lp_text_steps_source(m->steps_source),
                  m->tpot.n, m->decode_requests);
     else
         snprintf(src, sizeof src, "decode time / steps (steps: %s)",
-                 lp_steps_source_name(m->steps_source));
+                 lp_text_steps_source(m->steps_source));
     dist_row(f, "TPOT", &m->tpot, "requests", m->tpot.n ? src : "decode steps not found");
-    snprintf(src, sizeof src, "step bounds: %s", lp_steps_source_name(m->steps_source));
+    snprintf(src, sizeof src, "step bounds: %s", lp_text_steps_source(m->steps_source));
     dist_row(f, "ITL", &m->itl, "steps", m->itl.n ? src : "step bounds not found");
     fprintf(f, "\n| count | value | source |\n|---|---|---|\n");
     fprintf(f, "| batch | %lld | %s |\n", (long long)m->batch,
             m->batch_source == LP_TOKENS_NONE ? "assumed (no flag, name or decode GEMM shape)"
-                                              : lp_tokens_source_name(m->batch_source));
+                                              : lp_text_tokens_source(m->batch_source));
     if (m->prompt_tokens)
         fprintf(f, "| prompt tokens per request | %lld | %s |\n", (long long)m->prompt_tokens,
-                lp_tokens_source_name(m->prefill_source));
+                lp_text_tokens_source(m->prefill_source));
     else
         fprintf(f, "| prompt tokens per request | unknown | no flag, tokens= word or GEMM "
                    "shape |\n");
@@ -159,9 +159,9 @@ static void llm_section(FILE *f, const struct lp_run *r)
                 (long long)r->text_tokens);
     }
     fprintf(f, "| decode steps | %lld | %s |\n", (long long)m->decode_steps,
-            lp_steps_source_name(m->steps_source));
+            lp_text_steps_source(m->steps_source));
     fprintf(f, "| decode tokens | %lld | %s |\n", (long long)m->decode_tokens,
-            lp_tokens_source_name(m->decode_source));
+            lp_text_tokens_source(m->decode_source));
     if (m->prefill_tokens_per_s > 0)
         fprintf(f, "| prefill tokens/s | %.1f | measured |\n", m->prefill_tokens_per_s);
     if (m->decode_tokens_per_s > 0)
@@ -182,9 +182,11 @@ static void findings(FILE *f, const struct lp_run *r)
                    "variance or loss was seen.\n");
     for (size_t i = 0; i < r->n_findings; i++) {
         const struct lp_finding *x = &r->findings[i];
+        struct lp_finding_text t;
+        lp_text_finding(r, x, &t);
         fprintf(f, "%zu. **[%s] %s.** %s  \n   *Next:* %s\n", i + 1,
-                sev[x->severity < 0 ? 0 : x->severity > 2 ? 2 : x->severity], x->title,
-                x->evidence, x->advice);
+                sev[x->severity < 0 ? 0 : x->severity > 2 ? 2 : x->severity], t.title,
+                t.evidence, t.advice);
     }
 }
 
@@ -214,11 +216,11 @@ static void stages(FILE *f, const struct lp_run *r)
                 s->gaps);
         if (s->tokens > 0)
             fprintf(f, "%lld (%s) | %.1f | ", (long long)s->tokens,
-                    lp_tokens_source_name(s->tokens_source), s->tokens_per_s);
+                    lp_text_tokens_source(s->tokens_source), s->tokens_per_s);
         else
             fprintf(f, "- | - | ");
         if (s->steps > 0)
-            fprintf(f, "%lld (%s) |\n", (long long)s->steps, lp_steps_source_name(s->steps_source));
+            fprintf(f, "%lld (%s) |\n", (long long)s->steps, lp_text_steps_source(s->steps_source));
         else
             fprintf(f, "%s |\n", s->kind == LP_STAGE_KIND_DECODE ? "not found" : "-");
     }
@@ -239,13 +241,15 @@ static void stages(FILE *f, const struct lp_run *r)
 static void utilisation(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "\n## Utilisation (MFU, MBU)\n\n");
+    char note[1024];
+    lp_text_util(r, note, sizeof note);
     if (!r->has_util) {
-        fprintf(f, "Not computed: %s.\n", r->util_note);
+        fprintf(f, "Not computed: %s.\n", note);
         return;
     }
     fprintf(f, "Source: %s.\n\n| stage | model FLOPs/occ | model bytes/occ | achieved "
                "TFLOP/s | achieved GB/s | MFU | MBU |\n|---|---|---|---|---|---|---|\n",
-            r->util_note);
+            note);
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         if (!s->has_util)
@@ -341,7 +345,7 @@ static void gemms(FILE *f, const struct lp_run *r)
     char b1[32], b2[32];
     fprintf(f, "\n## GEMMs\n\n");
     if (!r->gemm_calls) {
-        fprintf(f, "No cuBLAS GEMM call was recorded (capture: %s).\n", r->gemm_state);
+        fprintf(f, "No cuBLAS GEMM call was recorded (capture: %s).\n", lp_text_gemm_state(r));
         if (r->gemm_unshaped_ns) {
             fprintf(f, "\n");
             gemm_stages(f, r);
@@ -361,7 +365,7 @@ static void gemms(FILE *f, const struct lp_run *r)
                "the stage's time at the %s peak, beside the analytic MFU; linear FLOPs leave "
                "out attention scores (QK^T, PV), which attention kernels compute outside "
                "cuBLAS.\n\n",
-            r->gemm_state, (unsigned long long)r->gemm_calls,
+            lp_text_gemm_state(r), (unsigned long long)r->gemm_calls,
             (unsigned long long)r->gemm_linked, (unsigned long long)r->gemm_failed,
             r->gpu.name[0] ? r->gpu.name : "the recorded GPU", lp_dtype_name(r->dtype));
     gemm_stages(f, r);
@@ -391,7 +395,9 @@ static void gemms(FILE *f, const struct lp_run *r)
             fprintf(f, "- | `");
         lp_md_cell(f, g->top_group != SIZE_MAX ? r->short_names[g->top_group] : "-");
         fprintf(f, "` | ");
-        lp_md_cell(f, g->hint);
+        char hint[320];
+        lp_text_gemm_hint(g, hint, sizeof hint);
+        lp_md_cell(f, hint);
         fprintf(f, " |\n");
     }
     if (r->n_gemms > top)
@@ -524,7 +530,7 @@ static void timeline(FILE *f, const struct lp_run *r)
             100 * r->busy_share, NS(r->last_ns - r->first_ns), r->n_gaps, NS2(r->opt.gap_ns),
             lp_fmt_ns((double)r->gap_ns, b3, sizeof b3));
     for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
-        fprintf(f, "- %s: %s\n", lp_gap_cause_name((enum lp_gap_cause)c),
+        fprintf(f, "- %s: %s\n", lp_text_gap_cause((enum lp_gap_cause)c),
                 NS(r->gap_ns_by_cause[c]));
     fprintf(f, "- of the time waiting on the host, the launching thread was inside CUDA calls "
                "for %s (the rest: outside CUDA, e.g. Python or the framework)\n",
@@ -536,7 +542,7 @@ static void timeline(FILE *f, const struct lp_run *r)
             const struct lp_gap *g = &r->top_gaps[i];
             fprintf(f, "| %s | %s | %s | %s | %s%s%s%s |\n", NS(g->dur),
                     NS2(g->start - r->first_ns),
-                    g->stage >= 0 ? r->stages[g->stage].name : "-", lp_gap_cause_name(g->cause),
+                    g->stage >= 0 ? r->stages[g->stage].name : "-", lp_text_gap_cause(g->cause),
                     lp_fmt_ns((double)g->host_api_ns, b3, sizeof b3), g->api ? " (mostly " : "",
                     g->api ? g->api : "", g->api ? ")" : "");
         }
@@ -593,7 +599,7 @@ static void power(FILE *f, const struct lp_run *r)
     int any = 0;
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
         if (r->throttle_share[b] > 0) {
-            fprintf(f, "%s %s %.1f %%", any ? "," : "", lp_throttle_name(b),
+            fprintf(f, "%s %s %.1f %%", any ? "," : "", lp_text_throttle(b),
                     100 * r->throttle_share[b]);
             any = 1;
         }
@@ -611,8 +617,11 @@ static void notes(FILE *f, const struct lp_run *r)
                 (unsigned long long)t->losses[i].count);
     for (size_t i = 0; i < t->n_warnings; i++)
         fprintf(f, "- reader: %s\n", t->warnings[i]);
-    for (size_t i = 0; i < r->n_notes; i++)
-        fprintf(f, "- %s\n", r->notes[i]);
+    for (size_t i = 0; i < r->n_notes; i++) {
+        char text[1024];
+        lp_text_note(r, &r->notes[i], text, sizeof text);
+        fprintf(f, "- %s\n", text);
+    }
 }
 
 int lp_report_run_md(FILE *f, const struct lp_run *r)
@@ -746,8 +755,9 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     fprintf(f, "\n\n## What to look at\n\n");
     size_t shown = 0;
     for (size_t i = 0; i < r->n_findings && shown < 3; i++) {
-        const struct lp_finding *x = &r->findings[i];
-        fprintf(f, "- **%s.** %s\n", x->title, x->advice);
+        struct lp_finding_text t;
+        lp_text_finding(r, &r->findings[i], &t);
+        fprintf(f, "- **%s.** %s\n", t.title, t.advice);
         shown++;
     }
     if (!shown)

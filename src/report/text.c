@@ -1,0 +1,454 @@
+/* Every sentence the run reports say about the analysis' codes, in one place: findings (title,
+ * evidence, next step), notes, GEMM hints, the utilisation note, and the label and machine key
+ * of each code. The analysis returns codes and the numbers they cite (llmprof/analyze.h);
+ * the writers print what these functions make. Flag names (--model, --stage ...) appear in
+ * the reports only through here. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+/* ---- labels and keys of the analysis' enums, one table each ---- */
+
+struct label {
+    const char *key, *text;
+};
+
+static const struct label tokens_sources[LP_TOKENS_SOURCE_COUNT] = {
+    [LP_TOKENS_NONE] = {"none", "unknown"},
+    [LP_TOKENS_FLAG] = {"flag", "flag"},
+    [LP_TOKENS_RANGE_NAME] = {"range_name", "range name"},
+    [LP_TOKENS_SHAPES] = {"gemm_shapes", "GEMM shapes"},
+    [LP_TOKENS_STEPS] = {"steps", "steps x batch"},
+};
+
+static const struct label steps_sources[LP_STEPS_SOURCE_COUNT] = {
+    [LP_STEPS_NONE] = {"none", "not found"},
+    [LP_STEPS_TOKENS] = {"tokens", "token count / batch"},
+    [LP_STEPS_RANGES] = {"ranges", "one per range"},
+    [LP_STEPS_LM_HEAD] = {"lm_head", "lm_head GEMMs"},
+    [LP_STEPS_GRAPHS] = {"graphs", "CUDA graph launches"},
+    [LP_STEPS_SEQUENCE] = {"sequence", "repeating kernel sequence"},
+};
+
+static const struct label gap_causes[LP_GAP_CAUSE_COUNT] = {
+    [LP_GAP_HOST] = {"host", "waiting on the host"},
+    [LP_GAP_DEVICE] = {"device", "queued work started late"},
+    [LP_GAP_UNKNOWN] = {"unknown", "no launch recorded"},
+};
+
+/* nvmlClocksEventReasons bits, in order */
+static const struct label throttles[LP_THROTTLE_BITS] = {
+    {"gpu_idle", "gpu idle"},         {"application_clocks", "application clocks"},
+    {"sw_power_cap", "sw power cap"}, {"hw_slowdown", "hw slowdown"},
+    {"sync_boost", "sync boost"},     {"sw_thermal", "sw thermal"},
+    {"hw_thermal", "hw thermal"},     {"hw_power_brake", "hw power brake"},
+    {"display_clocks", "display clocks"}, {"other", "other"},
+};
+
+#define LABEL(table, i, field) \
+    ((unsigned)(i) < sizeof table / sizeof *table ? table[i].field : "unknown")
+
+const char *lp_text_tokens_source(enum lp_tokens_source s)
+{
+    return LABEL(tokens_sources, s, text);
+}
+
+const char *lp_text_steps_source(enum lp_steps_source s)
+{
+    return LABEL(steps_sources, s, text);
+}
+
+const char *lp_text_gap_cause(enum lp_gap_cause c)
+{
+    return LABEL(gap_causes, c, text);
+}
+
+const char *lp_text_gap_cause_key(enum lp_gap_cause c)
+{
+    return LABEL(gap_causes, c, key);
+}
+
+const char *lp_text_throttle(int bit)
+{
+    return bit >= 0 && bit < LP_THROTTLE_BITS ? throttles[bit].text : "other";
+}
+
+const char *lp_text_throttle_key(int bit)
+{
+    return bit >= 0 && bit < LP_THROTTLE_BITS ? throttles[bit].key : "other";
+}
+
+/* ---- findings ---- */
+
+static const char *const finding_keys[LP_FINDING_CODE_COUNT] = {
+    [LP_FINDING_TRACE_NOT_WHOLE] = "trace_not_whole",
+    [LP_FINDING_LAUNCH_BOUND] = "launch_bound",
+    [LP_FINDING_DECODE_LOW_MBU] = "decode_low_mbu",
+    [LP_FINDING_PREFILL_LOW_MFU] = "prefill_low_mfu",
+    [LP_FINDING_PREFILL_FEW_GEMMS] = "prefill_few_gemms",
+    [LP_FINDING_COPIES] = "copies",
+    [LP_FINDING_VARIANCE] = "variance",
+    [LP_FINDING_THROTTLED] = "throttled",
+    [LP_FINDING_OUTSIDE_WORK] = "outside_work",
+    [LP_FINDING_NO_STAGES] = "no_stages",
+};
+
+const char *lp_text_finding_key(enum lp_finding_code c)
+{
+    return (unsigned)c < LP_FINDING_CODE_COUNT ? finding_keys[c] : "unknown";
+}
+
+static void put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void put(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+#define PUT(field, ...) put(t->field, sizeof t->field, __VA_ARGS__)
+
+static void trace_not_whole(const struct lp_run *r, struct lp_finding_text *t)
+{
+    const struct lp_trace *tr = r->trace;
+    PUT(title, "The trace is not whole: figures are lower bounds");
+    PUT(advice, "See the losses section; a trace cut short (killed process) keeps what was "
+                "flushed. Rerun with a larger buffer (LLMPROF_MAX_BUFFERS) if CUPTI dropped "
+                "records.");
+    PUT(evidence, "%llu records lost, %zu loss notes, %s, %zu reader warnings, %llu bytes "
+                  "skipped, %llu implausible records left out",
+        (unsigned long long)r->lost_records, tr->n_losses,
+        tr->complete ? "clean exit" : "no end chunk (the process did not exit cleanly)",
+        tr->n_warnings, (unsigned long long)tr->dropped_bytes,
+        (unsigned long long)tr->implausible);
+}
+
+static void launch_bound(const struct lp_run *r, const struct lp_finding *f,
+                         struct lp_finding_text *t)
+{
+    const struct lp_stage_report *s = &r->stages[f->stage];
+    static const char *const units[] = {[LP_FINDING_UNIT_OCCURRENCE] = "occurrence",
+                                        [LP_FINDING_UNIT_STEP] = "step",
+                                        [LP_FINDING_UNIT_PREFILL] = "prefill"};
+    const char *unit = units[f->unit];
+    char mbu[64] = "";
+    if (s->has_util)
+        snprintf(mbu, sizeof mbu, "; MBU %.1f %%", 100 * s->mbu);
+    PUT(title, "%c%s is launch bound",
+        s->name[0] >= 'a' && s->name[0] <= 'z' ? s->name[0] - 'a' + 'A' : s->name[0],
+        s->name + 1);
+    const char *how = s->graph_kernels
+                          ? "Part of the work already runs in CUDA graphs: capture the rest"
+                          : "Capture it in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
+                            "torch.cuda.CUDAGraph, or the engine's graph option)";
+    double idle = f->idle_ns / 1e6, per = f->per_ns / 1e6;
+    if (f->unit == LP_FINDING_UNIT_STEP)
+        PUT(advice, "%s, or fuse small kernels: with the GPU idle %.3g ms of each %.3g ms step, "
+                    "that could save up to ~%.3g ms per token. A larger batch gives each launch "
+                    "more work.", how, idle, per, idle);
+    else if (f->unit == LP_FINDING_UNIT_PREFILL)
+        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each %.3g ms prefill "
+                    "waiting for launches, up to ~%.3g ms of the TTFT. A longer prompt or a "
+                    "batch gives each launch more work.", how, idle, per, idle);
+    else
+        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each %.3g ms "
+                    "occurrence.", how, idle, per);
+    PUT(evidence, "%s: GPU busy %.3g ms of a %.3g ms %s (%.1f %%); %.1f %% of its idle time the "
+                  "GPU waited for the host to launch the next kernel; %.0f kernels per %s, "
+                  "median launch-to-start %.1f us%s",
+        s->name, f->busy_ns / 1e6, per, unit, 100 * s->busy_share, 100 * s->host_wait_share,
+        f->kernels_per_unit, unit, s->launch_delay_p50_ns / 1e3, mbu);
+}
+
+static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
+                          struct lp_finding_text *t)
+{
+    const struct lp_stage_report *s = &r->stages[f->stage];
+    const double *cat = s->cat_share;
+    switch (f->code) {
+    case LP_FINDING_DECODE_LOW_MBU:
+        PUT(title, "Decode keeps the GPU busy but far from its bandwidth");
+        PUT(advice, "Memory-bound work below the roofline: look at the top decode kernels "
+                    "(GEMV-shaped GEMMs, attention over the KV cache), weight-only quantisation, "
+                    "or a larger batch.");
+        PUT(evidence, "%s: MBU %.1f %% (%.0f of %.0f GB/s), GPU busy %.1f %%", s->name,
+            100 * s->mbu, s->achieved_gbs, r->gpu.mem_bw_gbs, 100 * s->busy_share);
+        break;
+    case LP_FINDING_PREFILL_LOW_MFU:
+        PUT(title, "Prefill is far from the compute peak");
+        PUT(advice, "%s",
+            cat[LP_KCAT_GEMM] < 0.5
+                ? "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
+                  "(torch.compile), use a fused attention kernel."
+                : "GEMMs dominate but run slowly: check shapes (multiples of 64/128), dtypes "
+                  "(bf16/fp8 tensor cores), and batch more tokens per prefill.");
+        PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s), GEMM share %.1f %% of its "
+                      "GPU time, GPU busy %.1f %%",
+            s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
+            lp_dtype_name(r->dtype), 100 * cat[LP_KCAT_GEMM], 100 * s->busy_share);
+        break;
+    case LP_FINDING_PREFILL_FEW_GEMMS:
+        PUT(title, "GEMMs are a small share of prefill");
+        PUT(advice, "Elementwise, norm and copy kernels take most of the time: fuse them "
+                    "(torch.compile), use fused attention and norm kernels.");
+        PUT(evidence, "%s: GEMM %.1f %%, attention %.1f %%, elementwise %.1f %%, norm %.1f %%, "
+                      "reduction %.1f %% of its GPU time",
+            s->name, 100 * cat[LP_KCAT_GEMM], 100 * cat[LP_KCAT_ATTENTION],
+            100 * cat[LP_KCAT_ELEMENTWISE], 100 * cat[LP_KCAT_NORM],
+            100 * cat[LP_KCAT_REDUCTION]);
+        break;
+    case LP_FINDING_COPIES:
+        PUT(title, "Copies take a large share of a stage");
+        PUT(advice, "Keep tensors on the GPU, use pinned memory and non_blocking copies, and "
+                    "avoid reading results back every step (.item(), .cpu()).");
+        PUT(evidence, "%s: memcpy %.1f %% of its GPU time; %.1f MiB HtoD, %.1f MiB DtoH",
+            s->name, 100 * cat[LP_KCAT_MEMCPY], s->memcpy_bytes[0] / 1048576.0,
+            s->memcpy_bytes[1] / 1048576.0);
+        break;
+    case LP_FINDING_VARIANCE:
+        PUT(title, "Stage time varies between repeats");
+        PUT(advice, "Warm up before measuring (name warmup ranges 'warmup' to set them apart), "
+                    "check the clocks and throttle reasons below, and look for allocator growth "
+                    "or recompilation in the slow occurrences.");
+        PUT(evidence, "%s: CV %.1f %% over %zu occurrences (min %.3f ms, mean %.3f ms, max "
+                      "%.3f ms)",
+            s->name, 100 * s->wall.cv, s->occurrences, s->wall.min / 1e6, s->wall.mean / 1e6,
+            s->wall.max / 1e6);
+        break;
+    case LP_FINDING_OUTSIDE_WORK:
+        PUT(title, "Much GPU work runs outside the stage ranges");
+        PUT(advice, "Widen the ranges or add one around this work to see where it belongs.");
+        PUT(evidence, "%.1f %% of GPU time (%zu kernels) was launched outside every stage range",
+            100.0 * f->share, s->kernels);
+        break;
+    default:
+        break;
+    }
+}
+
+static void throttled(const struct lp_run *r, const struct lp_finding *f,
+                      struct lp_finding_text *t)
+{
+    char ev[400] = "";
+    size_t o = 0;
+    for (int b = 0; b < LP_THROTTLE_BITS && o < sizeof ev; b++)
+        if (f->throttle_bits & 1u << b)
+            o += (size_t)snprintf(ev + o, sizeof ev - o, "%s%s %.1f %% of samples",
+                                  o ? ", " : "", throttles[b].text, 100 * r->throttle_share[b]);
+    PUT(title, "Clocks were held back");
+    PUT(advice, "Power cap or thermal limits lowered the clocks: compare the SM clock chart with "
+                "the maximum, check cooling and the power limit (nvidia-smi -q -d PERFORMANCE).");
+    PUT(evidence, "%s (NVML clock-event reasons over %zu samples)", ev, r->nvml_samples);
+}
+
+void lp_text_finding(const struct lp_run *r, const struct lp_finding *f,
+                     struct lp_finding_text *t)
+{
+    memset(t, 0, sizeof *t);
+    switch (f->code) {
+    case LP_FINDING_TRACE_NOT_WHOLE:
+        trace_not_whole(r, t);
+        break;
+    case LP_FINDING_LAUNCH_BOUND:
+        launch_bound(r, f, t);
+        break;
+    case LP_FINDING_THROTTLED:
+        throttled(r, f, t);
+        break;
+    case LP_FINDING_NO_STAGES:
+        PUT(title, "No stages");
+        PUT(advice, "Wrap prefill and decode in NVTX ranges named prefill and decode "
+                    "(torch.cuda.nvtx.range_push) to see them apart.");
+        PUT(evidence, "%zu NVTX ranges, none matched a stage rule; %s", r->ranges.n,
+            r->trace->n_gemms ? "the GEMM shapes do not look like an LLM's (decode steps "
+                                "running the prefill's weights)"
+                              : "no GEMM shapes to infer stages from");
+        break;
+    default:
+        if (f->stage >= 0 && (size_t)f->stage < r->n_stages)
+            stage_finding(r, f, t);
+        break;
+    }
+}
+
+/* ---- notes ---- */
+
+static const char *const note_keys[LP_NOTE_CODE_COUNT] = {
+    [LP_NOTE_STAGES_INFERRED] = "stages_inferred",
+    [LP_NOTE_ONE_STAGE] = "one_stage",
+    [LP_NOTE_WORK_BY_TIME] = "work_by_time",
+    [LP_NOTE_TOKENS_PARTIAL] = "tokens_partial",
+    [LP_NOTE_GEMMS_UNLINKED] = "gemms_unlinked",
+    [LP_NOTE_VISION_ROWS] = "vision_rows",
+};
+
+const char *lp_text_note_key(enum lp_note_code c)
+{
+    return (unsigned)c < LP_NOTE_CODE_COUNT ? note_keys[c] : "unknown";
+}
+
+void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, size_t len)
+{
+    long long count = (long long)n->count, of = (long long)n->of;
+    buf[0] = 0;
+    switch (n->code) {
+    case LP_NOTE_STAGES_INFERRED:
+        put(buf, len, "%s: prefill and decode are inferred from the tokens in flight of the "
+                      "cuBLAS GEMMs (many tokens: prefill; a few: one decode step, ending at its "
+                      "largest GEMM, the lm_head; both run the same weights). Wrap stages in "
+                      "NVTX ranges for exact bounds",
+            n->count ? "no prefill or decode ranges (the GEMMs in vision ranges are the "
+                       "vision's)"
+                     : "no NVTX stage ranges");
+        break;
+    case LP_NOTE_ONE_STAGE:
+        put(buf, len, "%s",
+            n->count ? "no NVTX range matched a stage rule: the whole run is one stage (name "
+                       "ranges prefill/decode, or pass --stage NAME=REGEX)"
+                     : "no NVTX ranges: the whole run is one stage (wrap prefill and decode in "
+                       "NVTX ranges to see them apart)");
+        break;
+    case LP_NOTE_WORK_BY_TIME:
+        put(buf, len, "%lld of %lld pieces of GPU work have no recorded launch call (--light, "
+                      "or records lost): they are given to the stage that began last before "
+                      "they ran", count, of);
+        break;
+    case LP_NOTE_TOKENS_PARTIAL:
+        put(buf, len, "stage %s: %lld of %lld occurrences have a token count; its token count "
+                      "is left unknown (pass it as a flag)",
+            n->stage >= 0 && (size_t)n->stage < r->n_stages ? r->stages[n->stage].name : "?",
+            count, of);
+        break;
+    case LP_NOTE_GEMMS_UNLINKED:
+        put(buf, len, "%lld of %lld successful GEMM calls launched no recorded kernel (captured "
+                      "into a CUDA graph never replayed or whose nodes were not recorded, "
+                      "launch records missing, or --light): their FLOPs are left out of the "
+                      "GEMM figures", count, of);
+        break;
+    case LP_NOTE_VISION_ROWS:
+        put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
+                      "%s projects %.0f: the mode (--vision, --tiles) is not the run's, and the "
+                      "image and text tokens are off",
+            count, lp_vision_mode_name(r->vision_mode), n->value);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- GEMM hints ---- */
+
+/* keys of enum lp_gemm_hint's bits, lowest first */
+static const char *const hint_keys[LP_GEMM_HINT_BITS] = {"gemv", "memory_bound", "tile_fill",
+                                                         "waves", "unaligned"};
+
+const char *lp_text_gemm_hint_key(int bit)
+{
+    return bit >= 0 && bit < LP_GEMM_HINT_BITS ? hint_keys[bit] : NULL;
+}
+
+static void append(char *buf, size_t len, const char *text)
+{
+    size_t l = strlen(buf);
+    if (l + 3 >= len)
+        return;
+    snprintf(buf + l, len - l, "%s%s", l ? "; " : "", text);
+}
+
+void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len)
+{
+    const struct lp_gemm *g = &row->call;
+    char s[200];
+    buf[0] = 0;
+    if (row->hints & LP_GEMM_HINT_GEMV) {
+        uint64_t small = g->m < g->n ? g->m : g->n;
+        snprintf(s, sizeof s, "%s=%" PRIu64 ": GEMV-like, memory bound (reads the %s operand); "
+                 "%.0f GB/s is %.0f %% of the bandwidth", g->m < g->n ? "m" : "n", small,
+                 g->m < g->n ? "B" : "A", row->gbs, 100 * row->bw_share);
+        append(buf, len, s);
+    } else if (row->hints & LP_GEMM_HINT_MEMORY_BOUND) {
+        snprintf(s, sizeof s, "memory bound: %.0f FLOP/B is below the ridge of %.0f; %.0f GB/s "
+                 "is %.0f %% of the bandwidth", row->intensity, row->ridge, row->gbs,
+                 100 * row->bw_share);
+        append(buf, len, s);
+    }
+    if (row->hints & LP_GEMM_HINT_TILE_FILL) {
+        snprintf(s, sizeof s, "%" PRIu64 "x%" PRIu64 " tiles only %.0f %% filled by m x n",
+                 row->tile_m, row->tile_n, 100 * row->tile_fill);
+        append(buf, len, s);
+    }
+    if (row->hints & LP_GEMM_HINT_WAVES) {
+        snprintf(s, sizeof s, "%" PRIu64 " tiles on %u SMs: %" PRIu64 " wave%s, %.0f %% of SM "
+                 "slots busy", row->ctas, row->sms, row->waves, row->waves == 1 ? "" : "s",
+                 100 * row->sm_fill);
+        append(buf, len, s);
+    }
+    if (row->hints & LP_GEMM_HINT_UNALIGNED) {
+        snprintf(s, sizeof s, "m, n or k is not a multiple of %" PRIu64 " (16 bytes of %s): "
+                 "unaligned tensor-core loads", row->align_elems, lp_cuda_type_name(g->a_type));
+        append(buf, len, s);
+    }
+}
+
+const char *lp_text_gemm_state(const struct lp_run *r)
+{
+    return r->gemm_state[0] ? r->gemm_state
+                            : "not recorded (a trace of format 1.0, or llmprof record --light)";
+}
+
+/* ---- utilisation ---- */
+
+void lp_text_util(const struct lp_run *r, char *buf, size_t len)
+{
+    const struct lp_workload *w = &r->util_workload;
+    switch (r->util_status) {
+    case LP_UTIL_NO_MODEL:
+        put(buf, len, "MFU and MBU need the model: pass --model CONFIG.json");
+        return;
+    case LP_UTIL_NO_PEAK:
+        put(buf, len, "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu "
+                      "NAME, or --peak-tflops and --mem-bw",
+            r->gpu.name, lp_dtype_name(r->dtype));
+        return;
+    case LP_UTIL_NO_PREFILL:
+        put(buf, len, "MFU and MBU need a prefill stage with a token count (its prompt sets the "
+                      "decode context), and none was found: no prefill range, or no GEMM shapes "
+                      "in it (recorded with --no-gemm or --light); name a range prefill with "
+                      "tokens=N, or pass --prefill-tokens");
+        return;
+    case LP_UTIL_MODEL_REFUSED:
+        put(buf, len, "the model cannot run this workload: %s", r->util_error);
+        return;
+    case LP_UTIL_PROMPT_UNDER_SLOTS:
+        put(buf, len, "the prefill's %lld tokens per sequence are fewer than the %lld image "
+                      "slots of vision mode %s: pass the program's --vision mode (and --tiles)",
+            (long long)w->prompt, (long long)r->vision_tokens,
+            lp_vision_mode_name(w->vision_mode));
+        return;
+    case LP_UTIL_OK:
+        break;
+    }
+    static const char *const logits[] = {[LP_LOGITS_ASSUMED] = "assumed",
+                                         [LP_LOGITS_GIVEN] = "as given",
+                                         [LP_LOGITS_LM_HEAD_SHAPE] =
+                                             "the prefill's lm_head GEMM shape"};
+    char images[96] = "";
+    if (r->vision_tokens > 0)
+        snprintf(images, sizeof images, " text tokens + %lld image slots (vision mode %s)",
+                 (long long)r->vision_tokens, lp_vision_mode_name(w->vision_mode));
+    put(buf, len, "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld%s, "
+                  "%lld generated tokens (decode context %lld at the mean step), prefill logits "
+                  "for %s (%s); bytes are lower bounds (weights read once per pass, KV once per "
+                  "step); over the measured time of the stage occurrences; peaks of %s: %.0f "
+                  "TFLOP/s dense %s, %.0f GB/s",
+        r->opt.model->model_type, (long long)w->batch, (long long)w->prompt, images,
+        (long long)w->generated, (long long)r->util_decode_context,
+        w->prefill_logits_all ? "every prompt token" : "the last token",
+        logits[r->util_logits_source], r->gpu.name, r->gpu.tflops[r->dtype],
+        lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+}
