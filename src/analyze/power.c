@@ -62,36 +62,25 @@ static uint64_t update_period(const struct lp_nvml_sample **s, const uint64_t *t
     return tmp[m / 2].key;
 }
 
-int lp_run_power(struct lp_run_ctx *c)
+/* One device's samples in time order, with the cumulative energy at each. */
+struct series {
+    const struct lp_nvml_sample **s;
+    uint64_t *ts;
+    double *cum;                  /* J since the first sample */
+    size_t n;
+    int counter;                  /* every sample has the energy counter */
+};
+
+/* The run's means, peaks and clock-event shares, and the cumulative energy: the counter
+ * when every sample has it, else trapezoids of power. */
+static void run_totals(struct lp_run *r, struct series *x)
 {
-    const struct lp_trace *t = c->t;
-    struct lp_run *r = c->r;
-    int dev = busiest_device(t);
-    r->nvml_device = dev;
-    if (dev < 0)
-        return LP_OK;
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_nvml; i++)
-        n += t->nvml[i].device == (uint32_t)dev;
-    struct lp_kv *kv = malloc(2 * n * sizeof *kv);
-    uint64_t *ts = malloc(n * sizeof *ts);
-    double *cum = malloc(n * sizeof *cum);
-    const struct lp_nvml_sample **s = malloc(n * sizeof *s);
-    int rc = LP_ERR_NOMEM;
-    if (!kv || !ts || !cum || !s)
-        goto out;
-    size_t k = 0;
-    for (size_t i = 0; i < t->n_nvml; i++)
-        if (t->nvml[i].device == (uint32_t)dev)
-            kv[k++] = (struct lp_kv){t->nvml[i].timestamp, i};
-    lp_sort_kv(kv, kv + n, n);
-    int counter = 1;
-    size_t n_power = 0, throttle[LP_THROTTLE_BITS] = {0}, n_events = 0;
+    const struct lp_nvml_sample **s = x->s;
+    size_t n = x->n, n_power = 0, throttle[LP_THROTTLE_BITS] = {0}, n_events = 0;
     double power_sum = 0;
+    x->counter = 1;
     for (size_t i = 0; i < n; i++) {
-        s[i] = &t->nvml[kv[i].val];
-        ts[i] = s[i]->timestamp;
-        counter &= (s[i]->valid & LP_NVML_ENERGY) != 0;
+        x->counter &= (s[i]->valid & LP_NVML_ENERGY) != 0;
         if (s[i]->valid & LP_NVML_POWER) {
             double w = s[i]->power_mw / 1000.0;
             power_sum += w;
@@ -111,50 +100,56 @@ int lp_run_power(struct lp_run_ctx *c)
     r->power_mean_w = n_power ? power_sum / (double)n_power : 0;
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
         r->throttle_share[b] = n_events ? (double)throttle[b] / (double)n_events : 0;
-    /* cumulative energy: the counter when every sample has it, else trapezoids of power */
     for (size_t i = 0; i < n; i++) {
-        if (counter)
-            cum[i] = (double)(s[i]->energy_mj - s[0]->energy_mj) / 1000.0;
+        if (x->counter)
+            x->cum[i] = (double)(s[i]->energy_mj - s[0]->energy_mj) / 1000.0;
         else if (i == 0)
-            cum[i] = 0;
+            x->cum[i] = 0;
         else
-            cum[i] = cum[i - 1] + (s[i]->power_mw + s[i - 1]->power_mw) / 2000.0 *
-                                      (double)(ts[i] - ts[i - 1]) / 1e9;
+            x->cum[i] = x->cum[i - 1] + (s[i]->power_mw + s[i - 1]->power_mw) / 2000.0 *
+                                            (double)(x->ts[i] - x->ts[i - 1]) / 1e9;
     }
-    r->energy_j = n > 1 ? cum[n - 1] : 0;
-    r->nvml_update_ns = update_period(s, ts, n, counter, kv);
-    /* per stage: energy over the occurrences the samples bracket */
+    r->energy_j = n > 1 ? x->cum[n - 1] : 0;
+}
+
+/* Per stage: energy over the occurrences the samples bracket, peaks of the samples inside. */
+static int stage_power(struct lp_run_ctx *c, const struct series *x)
+{
+    struct lp_run *r = c->r;
+    const uint64_t *ts = x->ts;
+    size_t n = x->n;
     double *covered = calloc(r->n_stages, sizeof *covered);
     if (!covered)
-        goto out;
+        return LP_ERR_NOMEM;
     for (size_t o = 0; o < c->n_occ; o++) {
-        const struct lp_occ *x = &c->occ[o];
-        struct lp_stage_report *st = &r->stages[x->stage];
-        double e = energy_at(ts, cum, n, x->end) - energy_at(ts, cum, n, x->start);
+        const struct lp_occ *oc = &c->occ[o];
+        struct lp_stage_report *st = &r->stages[oc->stage];
+        double e = energy_at(ts, x->cum, n, oc->end) - energy_at(ts, x->cum, n, oc->start);
         if (!isnan(e)) {
             st->energy_j += e;
-            covered[x->stage] += (double)(x->end - x->start) / 1e9;
+            covered[oc->stage] += (double)(oc->end - oc->start) / 1e9;
         }
         /* samples inside the occurrence */
         size_t lo = 0, hi = n;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (ts[mid] < x->start)
+            if (ts[mid] < oc->start)
                 lo = mid + 1;
             else
                 hi = mid;
         }
-        for (size_t i = lo; i < n && ts[i] <= x->end; i++) {
+        for (size_t i = lo; i < n && ts[i] <= oc->end; i++) {
+            const struct lp_nvml_sample *sm = x->s[i];
             st->nvml_samples++;
-            if ((s[i]->valid & LP_NVML_POWER) && s[i]->power_mw / 1000.0 > st->power_peak_w)
-                st->power_peak_w = s[i]->power_mw / 1000.0;
-            if ((s[i]->valid & LP_NVML_MEM_USED) && s[i]->mem_used > st->peak_nvml_used_bytes)
-                st->peak_nvml_used_bytes = s[i]->mem_used;
+            if ((sm->valid & LP_NVML_POWER) && sm->power_mw / 1000.0 > st->power_peak_w)
+                st->power_peak_w = sm->power_mw / 1000.0;
+            if ((sm->valid & LP_NVML_MEM_USED) && sm->mem_used > st->peak_nvml_used_bytes)
+                st->peak_nvml_used_bytes = sm->mem_used;
         }
     }
     for (size_t i = 0; i < r->n_stages; i++) {
         struct lp_stage_report *st = &r->stages[i];
-        st->energy_from_counter = counter;
+        st->energy_from_counter = x->counter;
         st->power_coarse = st->wall.total < 2.0 * (double)r->nvml_update_ns;
         if (covered[i] > 0) {
             st->power_mean_w = st->energy_j / covered[i];
@@ -163,27 +158,65 @@ int lp_run_power(struct lp_run_ctx *c)
         }
     }
     free(covered);
-    /* the series for charts */
-    size_t stride = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1;
+    return LP_OK;
+}
+
+/* The series for charts: at most MAX_POINTS samples, evenly strided. */
+static int chart_points(struct lp_run *r, const struct series *x)
+{
+    size_t n = x->n, stride = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1;
     r->power = malloc(((n + stride - 1) / stride + 1) * sizeof *r->power);
     if (!r->power)
-        goto out;
+        return LP_ERR_NOMEM;
     for (size_t i = 0; i < n; i += stride) {
-        const struct lp_nvml_sample *x = s[i];
+        const struct lp_nvml_sample *s = x->s[i];
         r->power[r->n_power++] = (struct lp_power_point){
-            .t = x->timestamp,
-            .power_w = (x->valid & LP_NVML_POWER) ? (float)(x->power_mw / 1000.0) : NAN,
-            .sm_mhz = (x->valid & LP_NVML_SM_CLOCK) ? (float)x->sm_mhz : NAN,
-            .mem_mhz = (x->valid & LP_NVML_MEM_CLOCK) ? (float)x->mem_mhz : NAN,
-            .util = (x->valid & LP_NVML_UTIL) ? (float)x->util_gpu : NAN,
-            .temp_c = (x->valid & LP_NVML_TEMP) ? (float)x->temp_c : NAN};
+            .t = s->timestamp,
+            .power_w = (s->valid & LP_NVML_POWER) ? (float)(s->power_mw / 1000.0) : NAN,
+            .sm_mhz = (s->valid & LP_NVML_SM_CLOCK) ? (float)s->sm_mhz : NAN,
+            .mem_mhz = (s->valid & LP_NVML_MEM_CLOCK) ? (float)s->mem_mhz : NAN,
+            .util = (s->valid & LP_NVML_UTIL) ? (float)s->util_gpu : NAN,
+            .temp_c = (s->valid & LP_NVML_TEMP) ? (float)s->temp_c : NAN};
     }
-    rc = LP_OK;
-out:
+    return LP_OK;
+}
+
+int lp_run_power(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_run *r = c->r;
+    int dev = busiest_device(t);
+    r->nvml_device = dev;
+    if (dev < 0)
+        return LP_OK;
+    struct series x = {0};
+    for (size_t i = 0; i < t->n_nvml; i++)
+        x.n += t->nvml[i].device == (uint32_t)dev;
+    struct lp_kv *kv = malloc(2 * x.n * sizeof *kv);
+    x.ts = malloc(x.n * sizeof *x.ts);
+    x.cum = malloc(x.n * sizeof *x.cum);
+    x.s = malloc(x.n * sizeof *x.s);
+    int rc = LP_ERR_NOMEM;
+    if (kv && x.ts && x.cum && x.s) {
+        size_t k = 0;
+        for (size_t i = 0; i < t->n_nvml; i++)
+            if (t->nvml[i].device == (uint32_t)dev)
+                kv[k++] = (struct lp_kv){t->nvml[i].timestamp, i};
+        lp_sort_kv(kv, kv + x.n, x.n);
+        for (size_t i = 0; i < x.n; i++) {
+            x.s[i] = &t->nvml[kv[i].val];
+            x.ts[i] = x.s[i]->timestamp;
+        }
+        run_totals(r, &x);
+        r->nvml_update_ns = update_period(x.s, x.ts, x.n, x.counter, kv);
+        rc = stage_power(c, &x);
+        if (rc == LP_OK)
+            rc = chart_points(r, &x);
+    }
     free(kv);
-    free(ts);
-    free(cum);
-    free(s);
+    free(x.ts);
+    free(x.cum);
+    free(x.s);
     return rc;
 }
 
