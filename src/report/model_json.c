@@ -61,14 +61,8 @@ static json_t *weights(const struct lp_weights *wt, const struct lp_params *p)
     return o;
 }
 
-int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
+static json_t *model_obj(const struct lp_model *m)
 {
-    const struct lp_model *m = rep->model;
-    const struct lp_workload *w = rep->workload;
-    const struct lp_model_result *r = rep->result;
-    const struct lp_model_bounds *b = rep->bounds;
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("llmprof-model/1"));
     json_t *model = json_object();
     json_object_set_new(model, "model_type", json_string(m->model_type));
     json_object_set_new(model, "family", json_string(m->family));
@@ -76,8 +70,12 @@ int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
     json_object_set_new(model, "layers", json_integer(m->layers));
     json_object_set_new(model, "vocab_size", json_integer(m->vocab));
     json_object_set_new(model, "tied_embeddings", json_boolean(m->tied_embeddings));
-    json_object_set_new(root, "model", model);
+    return model;
+}
 
+static json_t *workload_obj(const struct lp_model *m, const struct lp_workload *w,
+                            const struct lp_model_result *r)
+{
     json_t *wl = json_object();
     json_object_set_new(wl, "batch", json_integer(w->batch));
     json_object_set_new(wl, "prompt_tokens", json_integer(w->prompt));
@@ -90,26 +88,29 @@ int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
     json_object_set_new(wl, "activations_dtype", json_string(lp_dtype_name(w->activations)));
     json_object_set_new(wl, "kv_dtype", json_string(lp_dtype_name(w->kv)));
     json_object_set_new(wl, "prefill_logits", json_string(w->prefill_logits_all ? "all" : "last"));
-    json_object_set_new(root, "workload", wl);
+    return wl;
+}
 
+static json_t *params_obj(const struct lp_params *p)
+{
     json_t *params = json_object();
-    json_object_set_new(params, "total", count(r->params.total));
-    json_object_set_new(params, "active", count(r->params.active));
-    json_object_set_new(params, "active_with_embedding", count(r->params.active_with_embedding));
-    json_object_set_new(params, "embedding", count(r->params.embedding));
-    json_object_set_new(params, "vision", count(r->params.vision));
-    json_object_set_new(params, "mtp", count(r->params.mtp));
+    json_object_set_new(params, "total", count(p->total));
+    json_object_set_new(params, "active", count(p->active));
+    json_object_set_new(params, "active_with_embedding", count(p->active_with_embedding));
+    json_object_set_new(params, "embedding", count(p->embedding));
+    json_object_set_new(params, "vision", count(p->vision));
+    json_object_set_new(params, "mtp", count(p->mtp));
     json_t *by = json_object();
     for (int mod = 0; mod < LP_MOD_COUNT; mod++)
-        if (r->params.per_module[mod] > 0)
-            json_object_set_new(by, lp_module_name(mod), count(r->params.per_module[mod]));
+        if (p->per_module[mod] > 0)
+            json_object_set_new(by, lp_module_name(mod), count(p->per_module[mod]));
     json_object_set_new(params, "by_module", by);
-    json_object_set_new(root, "params", params);
-    if (rep->weights)
-        json_object_set_new(root, "weights", weights(rep->weights, &r->params));
-    json_object_set_new(root, "kv_cache_bytes_per_token", num(r->kv_bytes_per_token));
-    json_object_set_new(root, "kv_cache_bytes_end", num(r->kv_bytes_end));
+    return params;
+}
 
+/* per stage: its costs, its modules' and, on a GPU (B), its roofline bound */
+static json_t *stages_obj(const struct lp_model_result *r, const struct lp_model_bounds *b)
+{
     json_t *stages = json_object();
     for (int s = 0; s < LP_STAGE_COUNT; s++) {
         if (s == LP_STAGE_VISION && r->vision_tokens == 0)
@@ -124,25 +125,33 @@ int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
             json_object_set_new(st, "roofline", bound(&b->stage[s]));
         json_object_set_new(stages, lp_stage_name(s), st);
     }
-    json_object_set_new(root, "stages", stages);
+    return stages;
+}
 
-    if (b) {
-        json_t *gpu = json_object();
-        json_object_set_new(gpu, "name", json_string(b->gpu.name));
-        json_object_set_new(gpu, "matmul_dtype", json_string(lp_dtype_name(b->matmul_dtype)));
-        json_object_set_new(gpu, "dense_peak_tflops", num(b->gpu.tflops[b->matmul_dtype]));
-        json_object_set_new(gpu, "fp32_peak_tflops", num(b->gpu.tflops[LP_DTYPE_FP32]));
-        json_object_set_new(gpu, "memory_bandwidth_gbs", num(b->gpu.mem_bw_gbs));
-        json_object_set_new(root, "gpu", gpu);
-        json_t *lim = json_object();
-        json_object_set_new(lim, "ttft_s_min", num(b->ttft_s));
-        json_object_set_new(lim, "tpot_s_min", num(b->tpot_s));
-        json_object_set_new(lim, "prefill_tokens_per_s_max", num(b->prefill_tokens_per_s));
-        json_object_set_new(lim, "decode_tokens_per_s_max", num(b->decode_tokens_per_s));
-        json_object_set_new(lim, "decode_step_mean", bound(&b->decode_mean));
-        json_object_set_new(root, "bounds", lim);
-    }
-    json_t *conv = json_array();
+static json_t *gpu_obj(const struct lp_model_bounds *b)
+{
+    json_t *gpu = json_object();
+    json_object_set_new(gpu, "name", json_string(b->gpu.name));
+    json_object_set_new(gpu, "matmul_dtype", json_string(lp_dtype_name(b->matmul_dtype)));
+    json_object_set_new(gpu, "dense_peak_tflops", num(b->gpu.tflops[b->matmul_dtype]));
+    json_object_set_new(gpu, "fp32_peak_tflops", num(b->gpu.tflops[LP_DTYPE_FP32]));
+    json_object_set_new(gpu, "memory_bandwidth_gbs", num(b->gpu.mem_bw_gbs));
+    return gpu;
+}
+
+static json_t *limits_obj(const struct lp_model_bounds *b)
+{
+    json_t *lim = json_object();
+    json_object_set_new(lim, "ttft_s_min", num(b->ttft_s));
+    json_object_set_new(lim, "tpot_s_min", num(b->tpot_s));
+    json_object_set_new(lim, "prefill_tokens_per_s_max", num(b->prefill_tokens_per_s));
+    json_object_set_new(lim, "decode_tokens_per_s_max", num(b->decode_tokens_per_s));
+    json_object_set_new(lim, "decode_step_mean", bound(&b->decode_mean));
+    return lim;
+}
+
+static json_t *conventions(void)
+{
     static const char *const notes[] = {
         "one multiply-add = 2 FLOPs",
         "causal attention: a prefill of P tokens visits P(P+1)/2 key positions (min(i, window) per query)",
@@ -152,9 +161,31 @@ int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
         "MoE: experts touched per pass E*(1-(1-k/E)^T) under uniform routing",
         "MLA: prefill decompressed, decode weight-absorbed over the latent KV cache",
     };
+    json_t *conv = json_array();
     for (size_t i = 0; i < sizeof notes / sizeof *notes; i++)
         json_array_append_new(conv, json_string(notes[i]));
-    json_object_set_new(root, "conventions", conv);
+    return conv;
+}
+
+int lp_report_model_json(FILE *out, const struct lp_model_report *rep)
+{
+    const struct lp_model_result *r = rep->result;
+    const struct lp_model_bounds *b = rep->bounds;
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("llmprof-model/1"));
+    json_object_set_new(root, "model", model_obj(rep->model));
+    json_object_set_new(root, "workload", workload_obj(rep->model, rep->workload, r));
+    json_object_set_new(root, "params", params_obj(&r->params));
+    if (rep->weights)
+        json_object_set_new(root, "weights", weights(rep->weights, &r->params));
+    json_object_set_new(root, "kv_cache_bytes_per_token", num(r->kv_bytes_per_token));
+    json_object_set_new(root, "kv_cache_bytes_end", num(r->kv_bytes_end));
+    json_object_set_new(root, "stages", stages_obj(r, b));
+    if (b) {
+        json_object_set_new(root, "gpu", gpu_obj(b));
+        json_object_set_new(root, "bounds", limits_obj(b));
+    }
+    json_object_set_new(root, "conventions", conventions());
     int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 &&
              fputc('\n', out) != EOF ? 0 : -1;
     json_decref(root);
