@@ -181,6 +181,9 @@ int lp_cmp_double(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
+
+/* ---- gemm_types.c: GEMM shapes ---- */
+
 /* weight elements of a GEMM call whose token dimension is TOKENS (0: unknown, then the larger
  * of m and n is the weight's): what sets the lm_head apart, vocabulary x hidden */
 uint64_t lp_gemm_weight(const struct lp_gemm *g, uint64_t tokens);
