@@ -146,6 +146,31 @@ static void test_kinds_parse(void **state)
     assert_non_null(strstr(err, "unknown kind 'gemm'"));
     assert_int_equal(lp_kinds_parse("", &k, err, sizeof err), 0);
     assert_int_equal(k, 0);
+    assert_string_equal(err, "unknown kind 'gemm' (known: kernel, marker, device, overhead, "
+                             "memcpy, memset, memory, api)");
+}
+
+/* Every kind of LP_KIND_LIST is recorded by default, and the default holds nothing else:
+ * a kind added to the list cannot be left out of it (as 0xff once left out bit 8). */
+static void test_kinds_default(void **state)
+{
+    (void)state;
+    char err[256];
+    unsigned all = 0;
+    for (unsigned i = 0; lp_kind_name(i); i++) {
+        unsigned k = 0;
+        assert_int_equal(lp_kinds_parse(lp_kind_name(i), &k, err, sizeof err), 0);
+        assert_int_equal(k, 1u << i);
+        assert_true(LP_KINDS_DEFAULT & k);
+        all |= k;
+    }
+    assert_int_equal(all, LP_KINDS_DEFAULT);
+    assert_int_equal(LP_KINDS_LIGHT & ~LP_KINDS_DEFAULT, 0);
+    /* the bits are in traces' headers: the values of existing kinds never change */
+    assert_int_equal(LP_KIND_KERNEL, 1);
+    assert_int_equal(LP_KIND_API, 1 << 7);
+    assert_int_equal(LP_KINDS_LIGHT, LP_KIND_KERNEL | LP_KIND_MARKER | LP_KIND_DEVICE |
+                                         LP_KIND_OVERHEAD);
 }
 
 static int teardown(void **state)
@@ -169,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_nvml_missing),
         cmocka_unit_test(test_cupti_missing),
         cmocka_unit_test(test_kinds_parse),
+        cmocka_unit_test(test_kinds_default),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
