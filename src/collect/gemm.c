@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "dlbind.h"
 #include "log.h"
 #include "queue.h"
 #include "sink.h"
@@ -51,8 +52,8 @@ static int find_lib_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* NAME in the loaded cuBLAS library LIB; never one of our own wrappers (SELF). */
-static void *real_sym(int lib, const char *name, void *self)
+/* The loaded cuBLAS library LIB, found by path; NULL until it is loaded. */
+static void *lib_handle(int lib)
 {
     static void *handle[LIB_COUNT];
     void *h = __atomic_load_n(&handle[lib], __ATOMIC_ACQUIRE);
@@ -61,10 +62,53 @@ static void *real_sym(int lib, const char *name, void *self)
         if (dl_iterate_phdr(find_lib_cb, &f) && (h = dlopen(f.path, RTLD_NOLOAD | RTLD_LAZY)))
             __atomic_store_n(&handle[lib], h, __ATOMIC_RELEASE);
     }
-    void *p = h ? dlsym(h, name) : NULL;
-    if (!p || p == self)
-        p = dlsym(RTLD_NEXT, name);
-    return p == self ? NULL : p;
+    return h;
+}
+
+/* NAME in the loaded cuBLAS library LIB, else after libllmprof.so; never one of our own
+ * wrappers (SELF). */
+static void *real_sym(int lib, const char *name, void *self)
+{
+    return lp_dl_sym(lib_handle(lib), name, LP_DL_FALLBACK_NEXT, self);
+}
+
+/* The functions llmprof calls itself (not interposed), one list per library:
+ * X(NAME, RETURN, PARAMETERS) is cublas<NAME> or cublasLt<NAME>; all optional. They are
+ * bound where first needed, when the library is surely loaded, and again while missing. */
+#define CUBLAS_FUNCTIONS(X) X(GetMathMode, (cublasHandle_t, cublasMath_t *))
+#define CUBLASLT_FUNCTIONS(X)                                                                  \
+    X(LoggerSetCallback, (cublasLtLoggerCallback_t))                                           \
+    X(LoggerSetFile, (FILE *))                                                                 \
+    X(LoggerSetLevel, (int))                                                                   \
+    X(MatmulDescGetAttribute,                                                                  \
+      (cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void *, size_t, size_t *))        \
+    X(MatrixLayoutGetAttribute,                                                                \
+      (cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void *, size_t, size_t *))
+#define HELPER_FIELD(name, params) cublasStatus_t(*name) params;
+static struct {
+    CUBLAS_FUNCTIONS(HELPER_FIELD)
+} blas;
+static struct {
+    CUBLASLT_FUNCTIONS(HELPER_FIELD)
+} lt;
+#undef HELPER_FIELD
+
+static void bind_helpers(int lib)
+{
+    static const struct lp_dl_sym blas_syms[] = {
+#define BLAS_SYM(name, params) LP_DL_SYM(blas.name, "cublas" #name, 0),
+        CUBLAS_FUNCTIONS(BLAS_SYM)
+#undef BLAS_SYM
+    };
+    static const struct lp_dl_sym lt_syms[] = {
+#define LT_SYM(name, params) LP_DL_SYM(lt.name, "cublasLt" #name, 0),
+        CUBLASLT_FUNCTIONS(LT_SYM)
+#undef LT_SYM
+    };
+    if (lib == LIB_CUBLAS)
+        lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, blas_syms, sizeof blas_syms / sizeof *blas_syms);
+    else
+        lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, lt_syms, sizeof lt_syms / sizeof *lt_syms);
 }
 
 static cublasStatus_t missing(int lib, const char *name)
@@ -166,7 +210,6 @@ static pthread_mutex_t logger_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t logger_once = PTHREAD_ONCE_INIT;
 static int algo_wanted;             /* the library was preloaded: the wrappers are live */
 static int algo_capture;            /* 0: off (the user logs, or no logger API) */
-static cublasStatus_t (*lt_set_level)(int);
 
 struct call {
     struct lp_gemm g;
@@ -264,17 +307,12 @@ static void logger_init(void)
                                              "started by llmprof record)");
         return;
     }
-    cublasStatus_t (*set_cb)(cublasLtLoggerCallback_t) =
-        (cublasStatus_t (*)(cublasLtLoggerCallback_t))real_sym(LIB_CUBLASLT,
-                                                               "cublasLtLoggerSetCallback", NULL);
-    cublasStatus_t (*set_file)(FILE *) =
-        (cublasStatus_t (*)(FILE *))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetFile", NULL);
-    lt_set_level = (cublasStatus_t (*)(int))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetLevel", NULL);
+    bind_helpers(LIB_CUBLASLT);
     FILE *null = fopen("/dev/null", "w");
-    if (!set_cb || !set_file || !lt_set_level || !null ||
-        set_file(null) != CUBLAS_STATUS_SUCCESS || set_cb(logger_cb) != CUBLAS_STATUS_SUCCESS) {
+    if (!lt.LoggerSetCallback || !lt.LoggerSetFile || !lt.LoggerSetLevel || !null ||
+        lt.LoggerSetFile(null) != CUBLAS_STATUS_SUCCESS ||
+        lt.LoggerSetCallback(logger_cb) != CUBLAS_STATUS_SUCCESS) {
         lp_sink_set_meta("gemm_algo", "off: cuBLASLt's logger API is not available");
-        lt_set_level = NULL;
         return;
     }
     algo_capture = 1;
@@ -364,7 +402,7 @@ static void call_ready(struct call *c)
         c->learning = s;
         c->learnt.algo = -1;
         listening = c;
-        lt_set_level(2);
+        lt.LoggerSetLevel(2);
     }
 }
 
@@ -376,7 +414,7 @@ static cublasStatus_t call_end(struct call *c, int recording, cublasStatus_t st)
     c->g.end = lp_clock_ns();
     c->g.status = (uint32_t)st;
     if (c->learning) {
-        lt_set_level(0);
+        lt.LoggerSetLevel(0);
         listening = NULL;
         pthread_mutex_unlock(&logger_mu);
         pthread_mutex_lock(&shapes_mu);
@@ -415,12 +453,10 @@ static void set_shape(struct call *c, int ta, int tb, int64_t m, int64_t n, int6
 /* fp32 GEMMs run on TF32 tensor cores when the handle's math mode allows it */
 static uint32_t fp32_compute(cublasHandle_t h)
 {
-    static cublasStatus_t (*get_mode)(cublasHandle_t, cublasMath_t *);
-    if (!get_mode)
-        get_mode = (cublasStatus_t (*)(cublasHandle_t, cublasMath_t *))real_sym(
-            LIB_CUBLAS, "cublasGetMathMode", NULL);
+    if (!blas.GetMathMode)
+        bind_helpers(LIB_CUBLAS);
     cublasMath_t mode = CUBLAS_DEFAULT_MATH;
-    if (get_mode && get_mode(h, &mode) == CUBLAS_STATUS_SUCCESS &&
+    if (blas.GetMathMode && blas.GetMathMode(h, &mode) == CUBLAS_STATUS_SUCCESS &&
         (mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH)
         return CUBLAS_COMPUTE_32F_FAST_TF32;
     return CUBLAS_COMPUTE_32F;
@@ -526,14 +562,12 @@ static void describe_lt(struct call *c, cublasLtMatmulDesc_t desc, cublasLtMatri
                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t cl,
                         cublasLtMatrixLayout_t d)
 {
-    static cublasStatus_t (*desc_get)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
-                                      void *, size_t, size_t *);
-    static cublasStatus_t (*layout_get)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t,
-                                        void *, size_t, size_t *);
-    if (!desc_get)
-        *(void **)&desc_get = real_sym(LIB_CUBLASLT, "cublasLtMatmulDescGetAttribute", NULL);
-    if (!layout_get)
-        *(void **)&layout_get = real_sym(LIB_CUBLASLT, "cublasLtMatrixLayoutGetAttribute", NULL);
+    if (!lt.MatmulDescGetAttribute || !lt.MatrixLayoutGetAttribute)
+        bind_helpers(LIB_CUBLASLT);
+    cublasStatus_t (*desc_get)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void *,
+                               size_t, size_t *) = lt.MatmulDescGetAttribute;
+    cublasStatus_t (*layout_get)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void *,
+                                 size_t, size_t *) = lt.MatrixLayoutGetAttribute;
     if (!desc_get || !layout_get)
         return;
     size_t w;
