@@ -54,6 +54,8 @@ struct rd {
     size_t count_off;
     uint64_t meta_pairs, meta_dropped;
     uint64_t device_records, devices_dropped;
+    uint8_t *raw;                     /* one zstd chunk, decompressed */
+    size_t raw_cap;
 };
 
 __attribute__((format(printf, 2, 0))) static void vwarn(struct lp_trace *t, const char *fmt, va_list ap)
@@ -557,6 +559,105 @@ static int check_header(const uint8_t *data, size_t size, const char *name, char
     return LP_OK;
 }
 
+/* Reads the chunk header at *OFF: 1 when H and *TOTAL describe a whole chunk there, 0 when
+ * a corrupt header was skipped (*OFF moved to the next one), -1 when the file ends in a
+ * torn chunk (dropped). */
+static int chunk_at(struct rd *rd, const uint8_t *data, size_t size, size_t *off,
+                    struct lp_chunk_header *h, size_t *total)
+{
+    struct lp_trace *t = rd->t;
+    size_t left = size - *off;
+    if (left < LP_CHUNK_HEADER_SIZE) {
+        chunk_warn(rd, "torn chunk header at byte %zu (%zu bytes): the process stopped "
+                       "while writing; dropped", *off, left);
+        t->dropped_bytes += left;
+        return -1;
+    }
+    if (lp_chunk_header_unpack(data + *off, h) != 0) {
+        size_t next = resync(data, size, *off);
+        chunk_warn(rd, "corrupt chunk header at byte %zu: skipped %zu bytes", *off, next - *off);
+        t->dropped_bytes += next - *off;
+        *off = next;
+        return 0;
+    }
+    *total = LP_CHUNK_HEADER_SIZE + (size_t)h->payload_size;
+    if (*total > left) {
+        chunk_warn(rd, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): "
+                       "the process stopped while writing; dropped",
+                   *off, h->n_records, left, *total);
+        t->dropped_bytes += left;
+        return -1;
+    }
+    return 1;
+}
+
+/* What becomes of a whole chunk. */
+enum chunk_fate {
+    CHUNK_READ,    /* its body is ready to decode */
+    CHUNK_SKIPPED, /* a chunk type from a newer minor version: nothing lost */
+    CHUNK_DROPPED, /* corrupt, or past the decode budget: its bytes are dropped */
+    CHUNK_NOMEM,
+};
+
+/* Checks the chunk at OFF (header H, TOTAL bytes with PAYLOAD) and sets *BODY to its raw
+ * bytes: the payload itself, or the payload decompressed into rd->raw. */
+static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h,
+                                  const uint8_t *payload, size_t off, size_t total,
+                                  const uint8_t **body)
+{
+    if (lp_crc32(payload, h->payload_size) != h->payload_crc || h->raw_size > LP_CHUNK_MAX_RAW ||
+        (h->codec != LP_CODEC_ZSTD && h->codec != LP_CODEC_RAW) ||
+        (h->codec == LP_CODEC_RAW && h->raw_size != h->payload_size)) {
+        chunk_warn(rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped", off,
+                   h->n_records);
+        return CHUNK_DROPPED;
+    }
+    if (h->type != LP_CHUNK_META && h->type != LP_CHUNK_RECORDS && h->type != LP_CHUNK_END)
+        return CHUNK_SKIPPED;
+    if (h->raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd->chunk_bytes + total) - rd->raw_total) {
+        rd->budget_chunks++;
+        rd->budget_bytes += total;
+        return CHUNK_DROPPED;
+    }
+    *body = payload;
+    if (h->codec != LP_CODEC_ZSTD)
+        return CHUNK_READ;
+    /* a single frame that says it holds raw_size bytes, before any memory is taken */
+    size_t frame = ZSTD_findFrameCompressedSize(payload, h->payload_size);
+    if (ZSTD_getFrameContentSize(payload, h->payload_size) != h->raw_size ||
+        ZSTD_isError(frame) || frame != h->payload_size) {
+        chunk_warn(rd, "chunk at byte %zu is not one zstd frame of the size its header "
+                       "gives: %u records dropped", off, h->n_records);
+        return CHUNK_DROPPED;
+    }
+    if (h->raw_size > rd->raw_cap || !rd->raw) {
+        uint8_t *p = realloc(rd->raw, h->raw_size ? h->raw_size : 1);
+        if (!p)
+            return CHUNK_NOMEM;
+        rd->raw = p;
+        rd->raw_cap = h->raw_size;
+    }
+    size_t n = ZSTD_decompress(rd->raw, h->raw_size, payload, h->payload_size);
+    if (ZSTD_isError(n) || n != h->raw_size) {
+        chunk_warn(rd, "chunk at byte %zu does not decompress: %u records dropped", off,
+                   h->n_records);
+        return CHUNK_DROPPED;
+    }
+    *body = rd->raw;
+    return CHUNK_READ;
+}
+
+/* Frees what lives only while reading; T stays. */
+static void rd_free(struct rd *rd)
+{
+    free(rd->raw);
+    free(rd->defs);
+    free(rd->pool);
+    rd->raw = NULL;
+    rd->defs = NULL;
+    rd->pool = NULL;
+}
+
 int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, const char *name,
                       char *err, size_t errlen)
 {
@@ -567,8 +668,6 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
         return rc;
     struct rd rd = {0};
     struct lp_trace *t = rd.t = calloc(1, sizeof *t);
-    uint8_t *raw = NULL;
-    size_t raw_cap = 0;
     if (!t || !(t->path = strdup(name)))
         goto oom;
     t->version_major = data[8] | (uint32_t)data[9] << 8;
@@ -577,97 +676,36 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
     size_t off = LP_FILE_HEADER_SIZE;
     while (off < size) {
         struct lp_chunk_header h;
-        size_t left = size - off;
-        if (left < LP_CHUNK_HEADER_SIZE) {
-            chunk_warn(&rd, "torn chunk header at byte %zu (%zu bytes): the process stopped "
-                            "while writing; dropped", off, left);
-            t->dropped_bytes += left;
+        size_t total = 0;
+        int at = chunk_at(&rd, data, size, &off, &h, &total);
+        if (at < 0)
             break;
-        }
-        if (lp_chunk_header_unpack(data + off, &h) != 0) {
-            size_t next = resync(data, size, off);
-            chunk_warn(&rd, "corrupt chunk header at byte %zu: skipped %zu bytes", off,
-                       next - off);
-            t->dropped_bytes += next - off;
-            off = next;
+        if (at == 0)
             continue;
-        }
-        size_t total = LP_CHUNK_HEADER_SIZE + (size_t)h.payload_size;
-        if (total > left) {
-            chunk_warn(&rd, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): "
-                            "the process stopped while writing; dropped",
-                       off, h.n_records, left, total);
-            t->dropped_bytes += left;
-            break;
-        }
-        const uint8_t *payload = data + off + LP_CHUNK_HEADER_SIZE;
-        if (lp_crc32(payload, h.payload_size) != h.payload_crc || h.raw_size > LP_CHUNK_MAX_RAW ||
-            (h.codec != LP_CODEC_ZSTD && h.codec != LP_CODEC_RAW) ||
-            (h.codec == LP_CODEC_RAW && h.raw_size != h.payload_size)) {
-            chunk_warn(&rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped",
-                       off, h.n_records);
-            t->dropped_bytes += total;
-            off += total;
-            continue;
-        }
-        if (h.type != LP_CHUNK_META && h.type != LP_CHUNK_RECORDS && h.type != LP_CHUNK_END) {
-            off += total; /* a chunk type from a newer minor version */
-            continue;
-        }
-        if (h.raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd.chunk_bytes + total) - rd.raw_total) {
-            rd.budget_chunks++;
-            rd.budget_bytes += total;
-            t->dropped_bytes += total;
-            off += total;
-            continue;
-        }
-        const uint8_t *body = payload;
-        if (h.codec == LP_CODEC_ZSTD) {
-            /* a single frame that says it holds raw_size bytes, before any memory is taken */
-            size_t frame = ZSTD_findFrameCompressedSize(payload, h.payload_size);
-            if (ZSTD_getFrameContentSize(payload, h.payload_size) != h.raw_size ||
-                ZSTD_isError(frame) || frame != h.payload_size) {
-                chunk_warn(&rd, "chunk at byte %zu is not one zstd frame of the size its header "
-                                "gives: %u records dropped", off, h.n_records);
-                t->dropped_bytes += total;
-                off += total;
-                continue;
-            }
-            if (h.raw_size > raw_cap || !raw) {
-                uint8_t *p = realloc(raw, h.raw_size ? h.raw_size : 1);
-                if (!p)
-                    goto oom;
-                raw = p;
-                raw_cap = h.raw_size;
-            }
-            size_t n = ZSTD_decompress(raw, h.raw_size, payload, h.payload_size);
-            if (ZSTD_isError(n) || n != h.raw_size) {
-                chunk_warn(&rd, "chunk at byte %zu does not decompress: %u records dropped", off,
-                           h.n_records);
-                t->dropped_bytes += total;
-                off += total;
-                continue;
-            }
-            body = raw;
-        }
-        rd.raw_total += h.raw_size;
-        rd.chunk_bytes += total;
-        if (read_chunk(&rd, &h, body, off) != 0)
+        const uint8_t *body = NULL;
+        enum chunk_fate fate =
+            open_chunk(&rd, &h, data + off + LP_CHUNK_HEADER_SIZE, off, total, &body);
+        if (fate == CHUNK_NOMEM)
             goto oom;
+        if (fate == CHUNK_DROPPED)
+            t->dropped_bytes += total;
+        if (fate == CHUNK_READ) {
+            rd.raw_total += h.raw_size;
+            rd.chunk_bytes += total;
+            if (read_chunk(&rd, &h, body, off) != 0)
+                goto oom;
+        }
         off += total;
     }
-    free(raw);
-    raw = NULL;
+    free(rd.raw);
+    rd.raw = NULL;
     if (finish(&rd) != 0)
         goto oom;
-    free(rd.defs);
-    free(rd.pool);
+    rd_free(&rd);
     *out = t;
     return LP_OK;
 oom:
-    free(raw);
-    free(rd.defs);
-    free(rd.pool);
+    rd_free(&rd);
     lp_trace_free(t);
     snprintf(err, errlen, "%s: out of memory", name);
     return LP_ERR_NOMEM;
