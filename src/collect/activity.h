@@ -12,14 +12,14 @@
  * for it (INVALID: none; API enables single calls instead, see activity.c), LIGHT 1 when
  * --light keeps it. A kind's bit is its place in the list and the trace header's "kinds"
  * holds those bits: add kinds at the end only. The default records every kind. */
-#define LP_KIND_LIST(X)                                                              \
-    X(KERNEL, "kernel", NULL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1)              \
-    X(MARKER, "marker", "nvtx", CUPTI_ACTIVITY_KIND_MARKER, 1) /* NVTX */           \
-    X(DEVICE, "device", NULL, CUPTI_ACTIVITY_KIND_DEVICE, 1)                         \
-    X(OVERHEAD, "overhead", NULL, CUPTI_ACTIVITY_KIND_OVERHEAD, 1)                   \
-    X(MEMCPY, "memcpy", NULL, CUPTI_ACTIVITY_KIND_MEMCPY, 0)                         \
-    X(MEMSET, "memset", NULL, CUPTI_ACTIVITY_KIND_MEMSET, 0)                         \
-    X(MEMORY, "memory", NULL, CUPTI_ACTIVITY_KIND_MEMORY2, 0) /* allocations, frees */ \
+#define LP_KIND_LIST(X)                                                                     \
+    X(KERNEL, "kernel", NULL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1)                     \
+    X(MARKER, "marker", "nvtx", CUPTI_ACTIVITY_KIND_MARKER, 1) /* NVTX */                   \
+    X(DEVICE, "device", NULL, CUPTI_ACTIVITY_KIND_DEVICE, 1)                                \
+    X(OVERHEAD, "overhead", NULL, CUPTI_ACTIVITY_KIND_OVERHEAD, 1)                          \
+    X(MEMCPY, "memcpy", NULL, CUPTI_ACTIVITY_KIND_MEMCPY, 0)                                \
+    X(MEMSET, "memset", NULL, CUPTI_ACTIVITY_KIND_MEMSET, 0)                                \
+    X(MEMORY, "memory", NULL, CUPTI_ACTIVITY_KIND_MEMORY2, 0) /* allocations, frees */      \
     X(API, "api", NULL, CUPTI_ACTIVITY_KIND_INVALID, 0) /* launch, copy, set, sync calls */
 
 /* A kind's place in LP_KIND_LIST. */

@@ -7,8 +7,8 @@
  * the first call of each new shape, to read the algorithm and tile cuBLASLt chose.
  *
  * A wrapper forwards to the function of the loaded libcublas/libcublasLt found by path
- * (dl_iterate_phdr), not RTLD_NEXT, which misses libraries dlopen'ed RTLD_LOCAL (Python
- * extensions). Calls made inside a recorded call (cuBLAS calling cublasLtMatmul) are not
+ * (dl_iterate_phdr), and to RTLD_NEXT's only when there is none: RTLD_NEXT alone misses
+ * libraries dlopen'ed RTLD_LOCAL (Python extensions). Calls made inside a recorded call (cuBLAS calling cublasLtMatmul) are not
  * recorded again. Kernels are tied to a record in analysis: launches on the same thread
  * within the call's [start, end]. */
 #include "gemm.h"
@@ -105,10 +105,9 @@ static void bind_helpers(int lib)
         CUBLASLT_FUNCTIONS(LT_SYM)
 #undef LT_SYM
     };
-    if (lib == LIB_CUBLAS)
-        lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, blas_syms, sizeof blas_syms / sizeof *blas_syms);
-    else
-        lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, lt_syms, sizeof lt_syms / sizeof *lt_syms);
+    int blas_lib = lib == LIB_CUBLAS;
+    lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, blas_lib ? blas_syms : lt_syms,
+               blas_lib ? sizeof blas_syms / sizeof *blas_syms : sizeof lt_syms / sizeof *lt_syms);
 }
 
 static cublasStatus_t missing(int lib, const char *name)
