@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "collect/activity.h"
 #include "collect/cupti_api.h"
+#include "collect/dlbind.h"
 #include "collect/nvml.h"
 #include "collect/sink.h"
 #include "llmprof/trace.h"
@@ -146,6 +148,62 @@ static void test_kinds_parse(void **state)
     assert_non_null(strstr(err, "unknown kind 'gemm'"));
     assert_int_equal(lp_kinds_parse("", &k, err, sizeof err), 0);
     assert_int_equal(k, 0);
+    assert_string_equal(err, "unknown kind 'gemm' (known: kernel, marker, device, overhead, "
+                             "memcpy, memset, memory, api)");
+}
+
+/* Every kind of LP_KIND_LIST is recorded by default, and the default holds nothing else:
+ * a kind added to the list cannot be left out of it (as 0xff once left out bit 8). */
+static void test_kinds_default(void **state)
+{
+    (void)state;
+    char err[256];
+    unsigned all = 0;
+    for (unsigned i = 0; lp_kind_name(i); i++) {
+        unsigned k = 0;
+        assert_int_equal(lp_kinds_parse(lp_kind_name(i), &k, err, sizeof err), 0);
+        assert_int_equal(k, 1u << i);
+        assert_true(LP_KINDS_DEFAULT & k);
+        all |= k;
+    }
+    assert_int_equal(all, LP_KINDS_DEFAULT);
+    assert_int_equal(LP_KINDS_LIGHT & ~LP_KINDS_DEFAULT, 0);
+    /* the bits are in traces' headers: the values of existing kinds never change */
+    assert_int_equal(LP_KIND_KERNEL, 1);
+    assert_int_equal(LP_KIND_API, 1 << 7);
+    assert_int_equal(LP_KINDS_LIGHT, LP_KIND_KERNEL | LP_KIND_MARKER | LP_KIND_DEVICE |
+                                         LP_KIND_OVERHEAD);
+}
+
+/* One helper binds every library's list: optional symbols stay NULL, a later entry for a
+ * filled slot is skipped (an older spelling), and a missing required one stops the list. */
+static void test_dl_bind(void **state)
+{
+    (void)state;
+    void *len = NULL, *nothing = NULL, *alias = NULL, *after = NULL;
+    const struct lp_dl_sym ok[] = {
+        LP_DL_SYM(len, "strlen", 1),
+        LP_DL_SYM(nothing, "lp_no_such_function", 0),
+        LP_DL_SYM(alias, "lp_no_such_function_v2", 0),
+        LP_DL_SYM(alias, "strchr", 0),
+        LP_DL_SYM(alias, "strrchr", 0),
+    };
+    assert_null(lp_dl_bind(NULL, LP_DL_FALLBACK_DEFAULT, ok, sizeof ok / sizeof *ok));
+    assert_ptr_equal(len, dlsym(RTLD_DEFAULT, "strlen"));
+    assert_null(nothing);
+    assert_ptr_equal(alias, dlsym(RTLD_DEFAULT, "strchr"));
+    len = NULL;
+    const struct lp_dl_sym bad[] = {
+        LP_DL_SYM(len, "lp_no_such_function", 1),
+        LP_DL_SYM(after, "strlen", 0),
+    };
+    assert_string_equal(lp_dl_bind(NULL, LP_DL_FALLBACK_DEFAULT, bad, 2), "lp_no_such_function");
+    assert_null(after);
+    assert_null(lp_dl_bind(NULL, LP_DL_FALLBACK_NONE, bad + 1, 1));
+    assert_null(after); /* no handle, no fallback: nothing */
+    /* a wrapper of ours is never its own real function */
+    void *self = dlsym(RTLD_DEFAULT, "strlen");
+    assert_null(lp_dl_sym(NULL, "strlen", LP_DL_FALLBACK_DEFAULT, self));
 }
 
 static int teardown(void **state)
@@ -169,6 +227,8 @@ int main(void)
         cmocka_unit_test(test_nvml_missing),
         cmocka_unit_test(test_cupti_missing),
         cmocka_unit_test(test_kinds_parse),
+        cmocka_unit_test(test_kinds_default),
+        cmocka_unit_test(test_dl_bind),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

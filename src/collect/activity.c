@@ -38,29 +38,44 @@ static const char *const driver_prefixes[] = {
     "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
     "cuStreamSynchronize", "cuEventSynchronize", NULL};
 
+static const struct {
+    const char *name, *alias;
+    CUpti_ActivityKind cupti;
+} kinds_info[LP_KIND_COUNT] = {
+#define LP_KIND_INFO(id, name, alias, cupti, light) [LP_KIND_INDEX_##id] = {name, alias, cupti},
+    LP_KIND_LIST(LP_KIND_INFO)
+#undef LP_KIND_INFO
+};
+
+const char *lp_kind_name(unsigned index)
+{
+    return index < LP_KIND_COUNT ? kinds_info[index].name : NULL;
+}
+
+static int word_is(const char *word, size_t len, const char *name)
+{
+    return name && strlen(name) == len && strncmp(name, word, len) == 0;
+}
+
 int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen)
 {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } names[] = {{"kernel", LP_KIND_KERNEL}, {"marker", LP_KIND_MARKER}, {"nvtx", LP_KIND_MARKER},
-                 {"device", LP_KIND_DEVICE}, {"overhead", LP_KIND_OVERHEAD},
-                 {"memcpy", LP_KIND_MEMCPY}, {"memset", LP_KIND_MEMSET},
-                 {"memory", LP_KIND_MEMORY}, {"api", LP_KIND_API}};
     *kinds = 0;
     const char *p = list;
     while (*p) {
         size_t len = strcspn(p, ",");
-        size_t i = 0;
-        while (i < sizeof names / sizeof *names &&
-               (strlen(names[i].name) != len || strncmp(names[i].name, p, len) != 0))
+        unsigned i = 0;
+        while (i < LP_KIND_COUNT && !word_is(p, len, kinds_info[i].name) &&
+               !word_is(p, len, kinds_info[i].alias))
             i++;
-        if (i == sizeof names / sizeof *names) {
-            snprintf(err, errlen, "unknown kind '%.*s' (known: kernel, marker, device, overhead, "
-                                  "memcpy, memset, memory, api)", (int)len, p);
+        if (i == LP_KIND_COUNT) {
+            char known[256] = "";
+            for (unsigned k = 0, used = 0; k < LP_KIND_COUNT && used < sizeof known; k++)
+                used += (unsigned)snprintf(known + used, sizeof known - used, "%s%s",
+                                           k ? ", " : "", kinds_info[k].name);
+            snprintf(err, errlen, "unknown kind '%.*s' (known: %s)", (int)len, p, known);
             return -1;
         }
-        *kinds |= names[i].bit;
+        *kinds |= 1u << i;
         p += len + (p[len] == ',');
     }
     return 0;
@@ -240,20 +255,14 @@ int lp_activity_start(const struct lp_activity_options *o)
     if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
         return -1;
     unsigned kinds = opts.kinds;
-    if (kinds & LP_KIND_KERNEL &&
-        LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS)
-        return -1;
-    static const struct {
-        unsigned bit;
-        CUpti_ActivityKind kind;
-    } others[] = {
-        {LP_KIND_MARKER, CUPTI_ACTIVITY_KIND_MARKER}, {LP_KIND_DEVICE, CUPTI_ACTIVITY_KIND_DEVICE},
-        {LP_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_OVERHEAD}, {LP_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY},
-        {LP_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMSET}, {LP_KIND_MEMORY, CUPTI_ACTIVITY_KIND_MEMORY2},
-    };
-    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
-        if (kinds & others[i].bit)
-            LP_CUPTI(ActivityEnable, others[i].kind);
+    for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
+        if (!(kinds & 1u << i) || kinds_info[i].cupti == CUPTI_ACTIVITY_KIND_INVALID)
+            continue;
+        /* kernels are what every report hangs on: without them activity is of no use */
+        if (LP_CUPTI(ActivityEnable, kinds_info[i].cupti) != CUPTI_SUCCESS &&
+            i == LP_KIND_INDEX_KERNEL)
+            return -1;
+    }
     if (!(kinds & LP_KIND_API))
         return 0;
     if (!lp_cupti.GetCallbackName || !lp_cupti.ActivityEnableRuntimeApi ||

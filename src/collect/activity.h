@@ -7,20 +7,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What to record (LLMPROF_KINDS names them: kernel,marker,...). */
-enum lp_kind {
-    LP_KIND_KERNEL = 1 << 0,
-    LP_KIND_MARKER = 1 << 1,   /* NVTX */
-    LP_KIND_DEVICE = 1 << 2,
-    LP_KIND_OVERHEAD = 1 << 3,
-    LP_KIND_MEMCPY = 1 << 4,
-    LP_KIND_MEMSET = 1 << 5,
-    LP_KIND_MEMORY = 1 << 6,   /* allocations and frees */
-    LP_KIND_API = 1 << 7,      /* launch, copy, set and synchronise calls */
-    LP_KINDS_LIGHT = LP_KIND_KERNEL | LP_KIND_MARKER | LP_KIND_DEVICE | LP_KIND_OVERHEAD,
-    LP_KINDS_DEFAULT = 0xff,
+/* What to record: the one list of activity kinds. X(ID, NAME, ALIAS, CUPTI_KIND, LIGHT):
+ * NAME (and ALIAS, or NULL) is what LLMPROF_KINDS takes, CUPTI_KIND the activity enabled
+ * for it (INVALID: none; API enables single calls instead, see activity.c), LIGHT 1 when
+ * --light keeps it. A kind's bit is its place in the list and the trace header's "kinds"
+ * holds those bits: add kinds at the end only. The default records every kind. */
+#define LP_KIND_LIST(X)                                                                     \
+    X(KERNEL, "kernel", NULL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1)                     \
+    X(MARKER, "marker", "nvtx", CUPTI_ACTIVITY_KIND_MARKER, 1) /* NVTX */                   \
+    X(DEVICE, "device", NULL, CUPTI_ACTIVITY_KIND_DEVICE, 1)                                \
+    X(OVERHEAD, "overhead", NULL, CUPTI_ACTIVITY_KIND_OVERHEAD, 1)                          \
+    X(MEMCPY, "memcpy", NULL, CUPTI_ACTIVITY_KIND_MEMCPY, 0)                                \
+    X(MEMSET, "memset", NULL, CUPTI_ACTIVITY_KIND_MEMSET, 0)                                \
+    X(MEMORY, "memory", NULL, CUPTI_ACTIVITY_KIND_MEMORY2, 0) /* allocations, frees */      \
+    X(API, "api", NULL, CUPTI_ACTIVITY_KIND_INVALID, 0) /* launch, copy, set, sync calls */
+
+/* A kind's place in LP_KIND_LIST. */
+enum lp_kind_index {
+#define LP_KIND_INDEX(id, name, alias, cupti, light) LP_KIND_INDEX_##id,
+    LP_KIND_LIST(LP_KIND_INDEX)
+#undef LP_KIND_INDEX
+    LP_KIND_COUNT
 };
 
+/* Bit sets of kinds (LLMPROF_KINDS, lp_activity_options.kinds). */
+enum lp_kind {
+#define LP_KIND_BIT(id, name, alias, cupti, light) LP_KIND_##id = 1 << LP_KIND_INDEX_##id,
+    LP_KIND_LIST(LP_KIND_BIT)
+#undef LP_KIND_BIT
+#define LP_KIND_LIGHT(id, name, alias, cupti, light) | ((light) ? LP_KIND_##id : 0)
+    LP_KINDS_LIGHT = 0 LP_KIND_LIST(LP_KIND_LIGHT),
+#undef LP_KIND_LIGHT
+    LP_KINDS_DEFAULT = (1 << LP_KIND_COUNT) - 1,
+};
+
+/* The LLMPROF_KINDS name of the kind at INDEX (enum lp_kind_index), or NULL. */
+const char *lp_kind_name(unsigned index);
 /* Parses a comma list of kind names into *KINDS; 0, or -1 naming the bad word in ERR. */
 int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen);
 

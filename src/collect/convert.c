@@ -27,9 +27,12 @@ static int same_layout(const struct lp_convert_ctx *ctx)
     return ctx->cupti_version / 10000 == CUPTI_API_VERSION / 10000;
 }
 
-static void kernel(const CUpti_ActivityKernel10 *k, const struct lp_convert_ctx *ctx,
-                   struct lp_kernel *o)
+static int kernel_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
 {
+    const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)a;
+    struct lp_kernel *o = &out->u.kernel;
+    out->type = LP_REC_KERNEL;
     COPY_GPU_OP(o, k);
     o->name = intern(ctx, k->name);
     o->grid[0] = k->gridX;
@@ -48,124 +51,150 @@ static void kernel(const CUpti_ActivityKernel10 *k, const struct lp_convert_ctx 
         if (k->graphId)
             o->flags |= LP_KERNEL_FLAG_GRAPH;
     }
+    return 1;
 }
 
+static int memcpy_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
+{
+    const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
+    struct lp_memcpy *o = &out->u.memcpy;
+    out->type = LP_REC_MEMCPY;
+    COPY_GPU_OP(o, m);
+    o->bytes = m->bytes;
+    o->copy_kind = m->copyKind;
+    o->src_kind = m->srcKind;
+    o->dst_kind = m->dstKind;
+    if (same_layout(ctx))
+        o->graph_id = m->graphId;
+    return 1;
+}
+
+static int memset_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
+{
+    const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
+    struct lp_memset *o = &out->u.memset;
+    out->type = LP_REC_MEMSET;
+    COPY_GPU_OP(o, m);
+    o->bytes = m->bytes;
+    o->value = m->value;
+    o->memory_kind = m->memoryKind;
+    if (same_layout(ctx))
+        o->graph_id = m->graphId;
+    return 1;
+}
+
+/* Allocations and releases only. */
+static int memory_rec(const CUpti_Activity *a, struct lp_record *out)
+{
+    const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)a;
+    struct lp_memory *o = &out->u.memory;
+    if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
+        m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+        return 0;
+    out->type = LP_REC_MEMORY;
+    o->timestamp = m->timestamp;
+    o->address = m->address;
+    o->bytes = m->bytes;
+    o->correlation = m->correlationId;
+    o->device = m->deviceId;
+    o->context = m->contextId;
+    o->stream = m->streamId;
+    o->op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                ? LP_MEMORY_OP_ALLOC : LP_MEMORY_OP_FREE;
+    o->memory_kind = m->memoryKind;
+    return 1;
+}
+
+static int marker_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
+{
+    const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)a;
+    struct lp_marker *o = &out->u.marker;
+    out->type = LP_REC_MARKER;
+    o->timestamp = m->timestamp;
+    o->id = m->id;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
+        o->flags |= LP_MARKER_INSTANT;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
+        o->flags |= LP_MARKER_START;
+    if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
+        o->flags |= LP_MARKER_END;
+    if (!(o->flags & LP_MARKER_END))
+        o->name = intern(ctx, m->name);
+    o->domain = intern(ctx, m->domain);
+    if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
+        m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
+        o->thread = m->objectId.pt.threadId;
+    return 1;
+}
+
+/* Runtime and driver calls. */
+static int api_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                   struct lp_record *out)
+{
+    const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)a;
+    struct lp_api *o = &out->u.api;
+    out->type = LP_REC_API;
+    o->start = api->start;
+    o->end = api->end;
+    o->correlation = api->correlationId;
+    o->thread = api->threadId;
+    o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_RUNTIME : LP_API_DRIVER;
+    o->cbid = api->cbid;
+    o->name = ctx->api_name ? intern(ctx, ctx->api_name(ctx->user, o->domain, o->cbid)) : 0;
+    o->status = api->returnValue;
+    return 1;
+}
+
+static int device_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
+{
+    const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
+    struct lp_device *o = &out->u.device;
+    out->type = LP_REC_DEVICE;
+    o->id = d->id;
+    o->name = intern(ctx, d->name);
+    memcpy(o->uuid, d->uuid.bytes, 16);
+    o->cc_major = d->computeCapabilityMajor;
+    o->cc_minor = d->computeCapabilityMinor;
+    o->sm_count = d->numMultiprocessors;
+    o->mem_bytes = d->globalMemorySize;
+    o->mem_bandwidth_kbps = d->globalMemoryBandwidth;
+    o->core_clock_khz = d->coreClockRate;
+    return 1;
+}
+
+static int overhead_rec(const CUpti_Activity *a, struct lp_record *out)
+{
+    const CUpti_ActivityOverhead3 *v = (const CUpti_ActivityOverhead3 *)a;
+    struct lp_overhead *o = &out->u.overhead;
+    out->type = LP_REC_OVERHEAD;
+    o->start = v->start;
+    o->end = v->end;
+    o->kind = v->overheadKind;
+    if (v->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
+        o->thread = v->objectId.pt.threadId;
+    return 1;
+}
+
+/* One converter per kind; each fills OUT and returns 1, or 0 for a record llmprof skips. */
 int lp_convert_activity(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
                         struct lp_record *out)
 {
     memset(out, 0, sizeof *out);
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-        out->type = LP_REC_KERNEL;
-        kernel((const CUpti_ActivityKernel10 *)a, ctx, &out->u.kernel);
-        return 1;
-    case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)a;
-        struct lp_memcpy *o = &out->u.memcpy;
-        out->type = LP_REC_MEMCPY;
-        COPY_GPU_OP(o, m);
-        o->bytes = m->bytes;
-        o->copy_kind = m->copyKind;
-        o->src_kind = m->srcKind;
-        o->dst_kind = m->dstKind;
-        if (same_layout(ctx))
-            o->graph_id = m->graphId;
-        return 1;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)a;
-        struct lp_memset *o = &out->u.memset;
-        out->type = LP_REC_MEMSET;
-        COPY_GPU_OP(o, m);
-        o->bytes = m->bytes;
-        o->value = m->value;
-        o->memory_kind = m->memoryKind;
-        if (same_layout(ctx))
-            o->graph_id = m->graphId;
-        return 1;
-    }
-    case CUPTI_ACTIVITY_KIND_MEMORY2: {
-        const CUpti_ActivityMemory4 *m = (const CUpti_ActivityMemory4 *)a;
-        struct lp_memory *o = &out->u.memory;
-        if (m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION &&
-            m->memoryOperationType != CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
-            return 0;
-        out->type = LP_REC_MEMORY;
-        o->timestamp = m->timestamp;
-        o->address = m->address;
-        o->bytes = m->bytes;
-        o->correlation = m->correlationId;
-        o->device = m->deviceId;
-        o->context = m->contextId;
-        o->stream = m->streamId;
-        o->op = m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-                    ? LP_MEMORY_OP_ALLOC : LP_MEMORY_OP_FREE;
-        o->memory_kind = m->memoryKind;
-        return 1;
-    }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-        const CUpti_ActivityMarker2 *m = (const CUpti_ActivityMarker2 *)a;
-        struct lp_marker *o = &out->u.marker;
-        out->type = LP_REC_MARKER;
-        o->timestamp = m->timestamp;
-        o->id = m->id;
-        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
-            o->flags |= LP_MARKER_INSTANT;
-        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
-            o->flags |= LP_MARKER_START;
-        if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
-            o->flags |= LP_MARKER_END;
-        if (!(o->flags & LP_MARKER_END))
-            o->name = intern(ctx, m->name);
-        o->domain = intern(ctx, m->domain);
-        if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-            m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS)
-            o->thread = m->objectId.pt.threadId;
-        return 1;
-    }
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return kernel_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return memcpy_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return memset_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return memory_rec(a, out);
+    case CUPTI_ACTIVITY_KIND_MARKER: return marker_rec(a, ctx, out);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)a;
-        struct lp_api *o = &out->u.api;
-        out->type = LP_REC_API;
-        o->start = api->start;
-        o->end = api->end;
-        o->correlation = api->correlationId;
-        o->thread = api->threadId;
-        o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_RUNTIME : LP_API_DRIVER;
-        o->cbid = api->cbid;
-        o->name = ctx->api_name ? intern(ctx, ctx->api_name(ctx->user, o->domain, o->cbid)) : 0;
-        o->status = api->returnValue;
-        return 1;
-    }
-    case CUPTI_ACTIVITY_KIND_DEVICE: {
-        const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)a;
-        struct lp_device *o = &out->u.device;
-        out->type = LP_REC_DEVICE;
-        o->id = d->id;
-        o->name = intern(ctx, d->name);
-        memcpy(o->uuid, d->uuid.bytes, 16);
-        o->cc_major = d->computeCapabilityMajor;
-        o->cc_minor = d->computeCapabilityMinor;
-        o->sm_count = d->numMultiprocessors;
-        o->mem_bytes = d->globalMemorySize;
-        o->mem_bandwidth_kbps = d->globalMemoryBandwidth;
-        o->core_clock_khz = d->coreClockRate;
-        return 1;
-    }
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
-        const CUpti_ActivityOverhead3 *v = (const CUpti_ActivityOverhead3 *)a;
-        struct lp_overhead *o = &out->u.overhead;
-        out->type = LP_REC_OVERHEAD;
-        o->start = v->start;
-        o->end = v->end;
-        o->kind = v->overheadKind;
-        if (v->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD)
-            o->thread = v->objectId.pt.threadId;
-        return 1;
-    }
-    default:
-        return 0;
+    case CUPTI_ACTIVITY_KIND_DRIVER: return api_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_DEVICE: return device_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return overhead_rec(a, out);
+    default: return 0;
     }
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlbind.h"
 #include "log.h"
 
 struct lp_cupti_api lp_cupti;
@@ -51,17 +52,14 @@ static void *try_open(void)
     return NULL;
 }
 
-#define BIND(field, optional)                                                        \
-    do {                                                                             \
-        *(void **)&lp_cupti.field = dlsym(h, "cupti" #field);                        \
-        if (!lp_cupti.field && !(optional)) {                                        \
-            snprintf(load_err, sizeof load_err, "%.900s lacks cupti" #field, lp_cupti.path); \
-            return;                                                                  \
-        }                                                                            \
-    } while (0)
-
 static void load(void)
 {
+    static const struct lp_dl_sym syms[] = {
+#define LP_CUPTI_SYM(name, required, params) LP_DL_SYM(lp_cupti.name, "cupti" #name, required),
+        LP_CUPTI_FUNCTIONS(LP_CUPTI_SYM)
+#undef LP_CUPTI_SYM
+        LP_DL_SYM(lp_cupti.InitializeInjectionNvtx2, "InitializeInjectionNvtx2", 0),
+    };
     void *h = try_open();
     if (!h) {
         snprintf(load_err, sizeof load_err,
@@ -73,24 +71,11 @@ static void load(void)
     struct link_map *lm = NULL;
     if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
         snprintf(lp_cupti.path, sizeof lp_cupti.path, "%s", lm->l_name);
-    BIND(GetVersion, 0);
-    BIND(GetResultString, 0);
-    BIND(GetTimestamp, 0);
-    BIND(GetCallbackName, 1);
-    BIND(ActivityEnable, 0);
-    BIND(ActivityDisable, 0);
-    BIND(ActivityRegisterCallbacks, 0);
-    BIND(ActivityFlushAll, 0);
-    BIND(ActivityGetNextRecord, 0);
-    BIND(ActivityGetNumDroppedRecords, 0);
-    BIND(Subscribe, 0);
-    BIND(ActivityEnableRuntimeApi, 1);
-    BIND(ActivityEnableDriverApi, 1);
-    BIND(EnableCallback, 1);
-    BIND(GetGraphNodeId, 1);
-    BIND(GetGraphId, 1);
-    BIND(GetGraphExecId, 1);
-    *(void **)&lp_cupti.InitializeInjectionNvtx2 = dlsym(h, "InitializeInjectionNvtx2");
+    const char *missing = lp_dl_bind(h, LP_DL_FALLBACK_NONE, syms, sizeof syms / sizeof *syms);
+    if (missing) {
+        snprintf(load_err, sizeof load_err, "%.900s lacks %s", lp_cupti.path, missing);
+        return;
+    }
     if (lp_cupti.GetVersion(&lp_cupti.version) != CUPTI_SUCCESS)
         lp_cupti.version = 0;
     load_rc = 0;
@@ -104,13 +89,22 @@ int lp_cupti_load(char *err, size_t errlen)
     return load_rc;
 }
 
-void *lp_cuda_driver_sym(const char *name)
+/* NOLOAD takes a reference to the driver, given back once the list is bound: the driver
+ * stays loaded. */
+void lp_cuda_driver_bind(const struct lp_dl_sym *list, size_t n)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void *sym = h ? dlsym(h, name) : NULL;
+    lp_dl_bind(h, LP_DL_FALLBACK_DEFAULT, list, n);
     if (h)
-        dlclose(h); /* NOLOAD took a reference: give it back; the driver stays loaded */
-    return sym ? sym : dlsym(RTLD_DEFAULT, name);
+        dlclose(h);
+}
+
+void *lp_cuda_driver_sym(const char *name)
+{
+    void *sym = NULL;
+    const struct lp_dl_sym one = LP_DL_SYM(sym, name, 0);
+    lp_cuda_driver_bind(&one, 1);
+    return sym;
 }
 
 CUptiResult lp_cupti_check(CUptiResult rc, const char *what)

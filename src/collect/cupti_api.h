@@ -1,4 +1,4 @@
-/* Late-bound CUPTI: the functions the collector uses, resolved with dlsym from the CUPTI
+/* Late-bound CUPTI: the functions the collector uses, bound (dlbind.h) from the CUPTI
  * the process already has loaded (PyTorch ships its own) or, failing that, from the
  * first one found. One process, one CUPTI: NVTX forwarding uses the same copy.
  * Every call goes through LP_CUPTI(), which checks the result and warns once. */
@@ -7,39 +7,49 @@
 
 #include <cupti.h>
 
+/* The CUPTI functions the collector uses, the one list they are declared and bound from:
+ * X(NAME, REQUIRED, PARAMETERS) is cupti<NAME>, returning CUptiResult. Optional ones are
+ * NULL on CUPTI versions without them. */
+#define LP_CUPTI_FUNCTIONS(X)                                                            \
+    X(GetVersion, 1, (uint32_t *))                                                       \
+    X(GetResultString, 1, (CUptiResult, const char **))                                  \
+    X(GetTimestamp, 1, (uint64_t *))                                                     \
+    X(GetCallbackName, 0, (CUpti_CallbackDomain, uint32_t, const char **))               \
+    X(ActivityEnable, 1, (CUpti_ActivityKind))                                           \
+    X(ActivityDisable, 1, (CUpti_ActivityKind))                                          \
+    X(ActivityRegisterCallbacks, 1,                                                      \
+      (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))             \
+    X(ActivityFlushAll, 1, (uint32_t))                                                   \
+    X(ActivityGetNextRecord, 1, (uint8_t *, size_t, CUpti_Activity **))                  \
+    X(ActivityGetNumDroppedRecords, 1, (CUcontext, uint32_t, size_t *))                  \
+    X(Subscribe, 1, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))              \
+    X(ActivityEnableRuntimeApi, 0, (CUpti_CallbackId, uint8_t))                          \
+    X(ActivityEnableDriverApi, 0, (CUpti_CallbackId, uint8_t))                           \
+    X(EnableCallback, 0,                                                                 \
+      (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))        \
+    X(GetGraphNodeId, 0, (CUgraphNode, uint64_t *))                                      \
+    X(GetGraphId, 0, (CUgraph, uint32_t *))                                              \
+    X(GetGraphExecId, 0, (CUgraphExec, uint32_t *))
+
 struct lp_cupti_api {
     void *handle;
     char path[512];          /* the file the functions came from */
     uint32_t version;        /* cuptiGetVersion at run time */
-    CUptiResult (*GetVersion)(uint32_t *);
-    CUptiResult (*GetResultString)(CUptiResult, const char **);
-    CUptiResult (*GetTimestamp)(uint64_t *);
-    CUptiResult (*GetCallbackName)(CUpti_CallbackDomain, uint32_t, const char **);
-    CUptiResult (*ActivityEnable)(CUpti_ActivityKind);
-    CUptiResult (*ActivityDisable)(CUpti_ActivityKind);
-    CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
-                                             CUpti_BuffersCallbackCompleteFunc);
-    CUptiResult (*ActivityFlushAll)(uint32_t);
-    CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
-    CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
-    CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
-    /* optional: NULL on CUPTI versions without them */
-    CUptiResult (*ActivityEnableRuntimeApi)(CUpti_CallbackId, uint8_t);
-    CUptiResult (*ActivityEnableDriverApi)(CUpti_CallbackId, uint8_t);
-    CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
-                                  CUpti_CallbackId);
-    CUptiResult (*GetGraphNodeId)(CUgraphNode, uint64_t *);
-    CUptiResult (*GetGraphId)(CUgraph, uint32_t *);
-    CUptiResult (*GetGraphExecId)(CUgraphExec, uint32_t *);
-    int (*InitializeInjectionNvtx2)(void *);
+#define LP_CUPTI_FIELD(name, required, params) CUptiResult(*name) params;
+    LP_CUPTI_FUNCTIONS(LP_CUPTI_FIELD)
+#undef LP_CUPTI_FIELD
+    int (*InitializeInjectionNvtx2)(void *); /* optional, bound with the list */
 };
 
 extern struct lp_cupti_api lp_cupti;
 
 /* Loads CUPTI once; 0 on success, else -1 with a reason in ERR. Thread-safe. */
 int lp_cupti_load(char *err, size_t errlen);
-/* Address of NAME in the process's loaded CUDA driver (often loaded RTLD_LOCAL by cudart,
- * out of dlsym(RTLD_DEFAULT)'s reach), else in the global scope, or NULL. */
+/* Binds LIST (dlbind.h) from the process's loaded CUDA driver (often loaded RTLD_LOCAL by
+ * cudart, out of dlsym(RTLD_DEFAULT)'s reach), else from the global scope. */
+struct lp_dl_sym;
+void lp_cuda_driver_bind(const struct lp_dl_sym *list, size_t n);
+/* The same for one symbol: its address, or NULL. */
 void *lp_cuda_driver_sym(const char *name);
 /* Checks a CUPTI result: on error warns once per call site and returns the error. */
 CUptiResult lp_cupti_check(CUptiResult rc, const char *what);

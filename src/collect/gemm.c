@@ -7,8 +7,8 @@
  * the first call of each new shape, to read the algorithm and tile cuBLASLt chose.
  *
  * A wrapper forwards to the function of the loaded libcublas/libcublasLt found by path
- * (dl_iterate_phdr), not RTLD_NEXT, which misses libraries dlopen'ed RTLD_LOCAL (Python
- * extensions). Calls made inside a recorded call (cuBLAS calling cublasLtMatmul) are not
+ * (dl_iterate_phdr), and to RTLD_NEXT's only when there is none: RTLD_NEXT alone misses
+ * libraries dlopen'ed RTLD_LOCAL (Python extensions). Calls made inside a recorded call (cuBLAS calling cublasLtMatmul) are not
  * recorded again. Kernels are tied to a record in analysis: launches on the same thread
  * within the call's [start, end]. */
 #include "gemm.h"
@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "dlbind.h"
 #include "log.h"
 #include "queue.h"
 #include "sink.h"
@@ -51,8 +52,8 @@ static int find_lib_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* NAME in the loaded cuBLAS library LIB; never one of our own wrappers (SELF). */
-static void *real_sym(int lib, const char *name, void *self)
+/* The loaded cuBLAS library LIB, found by path; NULL until it is loaded. */
+static void *lib_handle(int lib)
 {
     static void *handle[LIB_COUNT];
     void *h = __atomic_load_n(&handle[lib], __ATOMIC_ACQUIRE);
@@ -61,10 +62,52 @@ static void *real_sym(int lib, const char *name, void *self)
         if (dl_iterate_phdr(find_lib_cb, &f) && (h = dlopen(f.path, RTLD_NOLOAD | RTLD_LAZY)))
             __atomic_store_n(&handle[lib], h, __ATOMIC_RELEASE);
     }
-    void *p = h ? dlsym(h, name) : NULL;
-    if (!p || p == self)
-        p = dlsym(RTLD_NEXT, name);
-    return p == self ? NULL : p;
+    return h;
+}
+
+/* NAME in the loaded cuBLAS library LIB, else after libllmprof.so; never one of our own
+ * wrappers (SELF). */
+static void *real_sym(int lib, const char *name, void *self)
+{
+    return lp_dl_sym(lib_handle(lib), name, LP_DL_FALLBACK_NEXT, self);
+}
+
+/* The functions llmprof calls itself (not interposed), one list per library:
+ * X(NAME, RETURN, PARAMETERS) is cublas<NAME> or cublasLt<NAME>; all optional. They are
+ * bound where first needed, when the library is surely loaded, and again while missing. */
+#define CUBLAS_FUNCTIONS(X) X(GetMathMode, (cublasHandle_t, cublasMath_t *))
+#define CUBLASLT_FUNCTIONS(X)                                                                  \
+    X(LoggerSetCallback, (cublasLtLoggerCallback_t))                                           \
+    X(LoggerSetFile, (FILE *))                                                                 \
+    X(LoggerSetLevel, (int))                                                                   \
+    X(MatmulDescGetAttribute,                                                                  \
+      (cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void *, size_t, size_t *))        \
+    X(MatrixLayoutGetAttribute,                                                                \
+      (cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void *, size_t, size_t *))
+#define HELPER_FIELD(name, params) cublasStatus_t(*name) params;
+static struct {
+    CUBLAS_FUNCTIONS(HELPER_FIELD)
+} blas;
+static struct {
+    CUBLASLT_FUNCTIONS(HELPER_FIELD)
+} lt;
+#undef HELPER_FIELD
+
+static void bind_helpers(int lib)
+{
+    static const struct lp_dl_sym blas_syms[] = {
+#define BLAS_SYM(name, params) LP_DL_SYM(blas.name, "cublas" #name, 0),
+        CUBLAS_FUNCTIONS(BLAS_SYM)
+#undef BLAS_SYM
+    };
+    static const struct lp_dl_sym lt_syms[] = {
+#define LT_SYM(name, params) LP_DL_SYM(lt.name, "cublasLt" #name, 0),
+        CUBLASLT_FUNCTIONS(LT_SYM)
+#undef LT_SYM
+    };
+    int blas_lib = lib == LIB_CUBLAS;
+    lp_dl_bind(lib_handle(lib), LP_DL_FALLBACK_NEXT, blas_lib ? blas_syms : lt_syms,
+               blas_lib ? sizeof blas_syms / sizeof *blas_syms : sizeof lt_syms / sizeof *lt_syms);
 }
 
 static cublasStatus_t missing(int lib, const char *name)
@@ -76,32 +119,70 @@ static cublasStatus_t missing(int lib, const char *name)
 
 /* ---- state ---- */
 
-/* entry points, in the order of the api names below */
+/* The entry points wrapped, one line each: X(ID, FUNCTION, FAMILY, FAMILY's arguments).
+ * FAMILY (below) writes the wrapper; ID is what a queued record carries until the flusher
+ * turns it into FUNCTION's name, which is what the trace holds. */
+#define GEMM_ENTRY_LIST(X)                                                                     \
+    X(SGEMM, cublasSgemm_v2, TYPED_GEMM, float, int, CUDA_R_32F, fp32_compute(h))             \
+    X(DGEMM, cublasDgemm_v2, TYPED_GEMM, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)         \
+    X(HGEMM, cublasHgemm, TYPED_GEMM, lp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)           \
+    X(CGEMM, cublasCgemm_v2, TYPED_GEMM, cuComplex, int, CUDA_C_32F, fp32_compute(h))         \
+    X(ZGEMM, cublasZgemm_v2, TYPED_GEMM, cuDoubleComplex, int, CUDA_C_64F, CUBLAS_COMPUTE_64F) \
+    X(SGEMM64, cublasSgemm_v2_64, TYPED_GEMM, float, int64_t, CUDA_R_32F, fp32_compute(h))    \
+    X(DGEMM64, cublasDgemm_v2_64, TYPED_GEMM, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F) \
+    X(HGEMM64, cublasHgemm_64, TYPED_GEMM, lp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)  \
+    X(CGEMM64, cublasCgemm_v2_64, TYPED_GEMM, cuComplex, int64_t, CUDA_C_32F, fp32_compute(h)) \
+    X(ZGEMM64, cublasZgemm_v2_64, TYPED_GEMM, cuDoubleComplex, int64_t, CUDA_C_64F,            \
+      CUBLAS_COMPUTE_64F)                                                                      \
+    X(SGEMM_SB, cublasSgemmStridedBatched, TYPED_GEMM_SB, float, int, CUDA_R_32F,               \
+      fp32_compute(h))                                                                         \
+    X(DGEMM_SB, cublasDgemmStridedBatched, TYPED_GEMM_SB, double, int, CUDA_R_64F,              \
+      CUBLAS_COMPUTE_64F)                                                                      \
+    X(HGEMM_SB, cublasHgemmStridedBatched, TYPED_GEMM_SB, lp_half, int, CUDA_R_16F,             \
+      CUBLAS_COMPUTE_16F)                                                                      \
+    X(CGEMM_SB, cublasCgemmStridedBatched, TYPED_GEMM_SB, cuComplex, int, CUDA_C_32F,           \
+      fp32_compute(h))                                                                         \
+    X(ZGEMM_SB, cublasZgemmStridedBatched, TYPED_GEMM_SB, cuDoubleComplex, int, CUDA_C_64F,     \
+      CUBLAS_COMPUTE_64F)                                                                      \
+    X(SGEMM_SB64, cublasSgemmStridedBatched_64, TYPED_GEMM_SB, float, int64_t, CUDA_R_32F,      \
+      fp32_compute(h))                                                                         \
+    X(DGEMM_SB64, cublasDgemmStridedBatched_64, TYPED_GEMM_SB, double, int64_t, CUDA_R_64F,     \
+      CUBLAS_COMPUTE_64F)                                                                      \
+    X(HGEMM_SB64, cublasHgemmStridedBatched_64, TYPED_GEMM_SB, lp_half, int64_t, CUDA_R_16F,    \
+      CUBLAS_COMPUTE_16F)                                                                      \
+    X(CGEMM_SB64, cublasCgemmStridedBatched_64, TYPED_GEMM_SB, cuComplex, int64_t, CUDA_C_32F,  \
+      fp32_compute(h))                                                                         \
+    X(ZGEMM_SB64, cublasZgemmStridedBatched_64, TYPED_GEMM_SB, cuDoubleComplex, int64_t,        \
+      CUDA_C_64F, CUBLAS_COMPUTE_64F)                                                          \
+    X(SGEMM_B, cublasSgemmBatched, TYPED_GEMM_B, float, int, CUDA_R_32F, fp32_compute(h))      \
+    X(DGEMM_B, cublasDgemmBatched, TYPED_GEMM_B, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)  \
+    X(HGEMM_B, cublasHgemmBatched, TYPED_GEMM_B, lp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F) \
+    X(SGEMM_B64, cublasSgemmBatched_64, TYPED_GEMM_B, float, int64_t, CUDA_R_32F,               \
+      fp32_compute(h))                                                                         \
+    X(DGEMM_B64, cublasDgemmBatched_64, TYPED_GEMM_B, double, int64_t, CUDA_R_64F,              \
+      CUBLAS_COMPUTE_64F)                                                                      \
+    X(HGEMM_B64, cublasHgemmBatched_64, TYPED_GEMM_B, lp_half, int64_t, CUDA_R_16F,             \
+      CUBLAS_COMPUTE_16F)                                                                      \
+    X(SGEMMEX, cublasSgemmEx, SGEMM_EX, int)                                                   \
+    X(SGEMMEX64, cublasSgemmEx_64, SGEMM_EX, int64_t)                                          \
+    X(GEMMEX, cublasGemmEx, GEMM_EX, int)                                                      \
+    X(GEMMEX64, cublasGemmEx_64, GEMM_EX, int64_t)                                             \
+    X(GEMM_SBEX, cublasGemmStridedBatchedEx, GEMM_SB_EX, int)                                  \
+    X(GEMM_SBEX64, cublasGemmStridedBatchedEx_64, GEMM_SB_EX, int64_t)                         \
+    X(GEMM_BEX, cublasGemmBatchedEx, GEMM_B_EX, int)                                           \
+    X(GEMM_BEX64, cublasGemmBatchedEx_64, GEMM_B_EX, int64_t)                                  \
+    X(LTMATMUL, cublasLtMatmul, LT_MATMUL, LIB_CUBLASLT)
+
 enum api_id {
-    API_SGEMM, API_DGEMM, API_HGEMM, API_CGEMM, API_ZGEMM,
-    API_SGEMM64, API_DGEMM64, API_HGEMM64, API_CGEMM64, API_ZGEMM64,
-    API_SGEMM_SB, API_DGEMM_SB, API_HGEMM_SB, API_CGEMM_SB, API_ZGEMM_SB,
-    API_SGEMM_SB64, API_DGEMM_SB64, API_HGEMM_SB64, API_CGEMM_SB64, API_ZGEMM_SB64,
-    API_SGEMM_B, API_DGEMM_B, API_HGEMM_B, API_SGEMM_B64, API_DGEMM_B64, API_HGEMM_B64,
-    API_SGEMMEX, API_SGEMMEX64,
-    API_GEMMEX, API_GEMMEX64, API_GEMM_SBEX, API_GEMM_SBEX64, API_GEMM_BEX, API_GEMM_BEX64,
-    API_LTMATMUL, API_COUNT
+#define API_ID(id, function, ...) API_##id,
+    GEMM_ENTRY_LIST(API_ID)
+#undef API_ID
+    API_COUNT
 };
 static const char *const api_names[API_COUNT] = {
-    "cublasSgemm_v2", "cublasDgemm_v2", "cublasHgemm", "cublasCgemm_v2", "cublasZgemm_v2",
-    "cublasSgemm_v2_64", "cublasDgemm_v2_64", "cublasHgemm_64", "cublasCgemm_v2_64",
-    "cublasZgemm_v2_64",
-    "cublasSgemmStridedBatched", "cublasDgemmStridedBatched", "cublasHgemmStridedBatched",
-    "cublasCgemmStridedBatched", "cublasZgemmStridedBatched",
-    "cublasSgemmStridedBatched_64", "cublasDgemmStridedBatched_64",
-    "cublasHgemmStridedBatched_64", "cublasCgemmStridedBatched_64",
-    "cublasZgemmStridedBatched_64",
-    "cublasSgemmBatched", "cublasDgemmBatched", "cublasHgemmBatched", "cublasSgemmBatched_64",
-    "cublasDgemmBatched_64", "cublasHgemmBatched_64",
-    "cublasSgemmEx", "cublasSgemmEx_64",
-    "cublasGemmEx", "cublasGemmEx_64", "cublasGemmStridedBatchedEx",
-    "cublasGemmStridedBatchedEx_64", "cublasGemmBatchedEx", "cublasGemmBatchedEx_64",
-    "cublasLtMatmul",
+#define API_NAME(id, function, ...) [API_##id] = #function,
+    GEMM_ENTRY_LIST(API_NAME)
+#undef API_NAME
 };
 
 enum { QUEUE_CAP = 16384, MAX_TILES = 64, SHAPES_CAP = 4096 };
@@ -128,7 +209,6 @@ static pthread_mutex_t logger_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t logger_once = PTHREAD_ONCE_INIT;
 static int algo_wanted;             /* the library was preloaded: the wrappers are live */
 static int algo_capture;            /* 0: off (the user logs, or no logger API) */
-static cublasStatus_t (*lt_set_level)(int);
 
 struct call {
     struct lp_gemm g;
@@ -226,17 +306,12 @@ static void logger_init(void)
                                              "started by llmprof record)");
         return;
     }
-    cublasStatus_t (*set_cb)(cublasLtLoggerCallback_t) =
-        (cublasStatus_t (*)(cublasLtLoggerCallback_t))real_sym(LIB_CUBLASLT,
-                                                               "cublasLtLoggerSetCallback", NULL);
-    cublasStatus_t (*set_file)(FILE *) =
-        (cublasStatus_t (*)(FILE *))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetFile", NULL);
-    lt_set_level = (cublasStatus_t (*)(int))real_sym(LIB_CUBLASLT, "cublasLtLoggerSetLevel", NULL);
+    bind_helpers(LIB_CUBLASLT);
     FILE *null = fopen("/dev/null", "w");
-    if (!set_cb || !set_file || !lt_set_level || !null ||
-        set_file(null) != CUBLAS_STATUS_SUCCESS || set_cb(logger_cb) != CUBLAS_STATUS_SUCCESS) {
+    if (!lt.LoggerSetCallback || !lt.LoggerSetFile || !lt.LoggerSetLevel || !null ||
+        lt.LoggerSetFile(null) != CUBLAS_STATUS_SUCCESS ||
+        lt.LoggerSetCallback(logger_cb) != CUBLAS_STATUS_SUCCESS) {
         lp_sink_set_meta("gemm_algo", "off: cuBLASLt's logger API is not available");
-        lt_set_level = NULL;
         return;
     }
     algo_capture = 1;
@@ -326,7 +401,7 @@ static void call_ready(struct call *c)
         c->learning = s;
         c->learnt.algo = -1;
         listening = c;
-        lt_set_level(2);
+        lt.LoggerSetLevel(2);
     }
 }
 
@@ -338,7 +413,7 @@ static cublasStatus_t call_end(struct call *c, int recording, cublasStatus_t st)
     c->g.end = lp_clock_ns();
     c->g.status = (uint32_t)st;
     if (c->learning) {
-        lt_set_level(0);
+        lt.LoggerSetLevel(0);
         listening = NULL;
         pthread_mutex_unlock(&logger_mu);
         pthread_mutex_lock(&shapes_mu);
@@ -377,12 +452,10 @@ static void set_shape(struct call *c, int ta, int tb, int64_t m, int64_t n, int6
 /* fp32 GEMMs run on TF32 tensor cores when the handle's math mode allows it */
 static uint32_t fp32_compute(cublasHandle_t h)
 {
-    static cublasStatus_t (*get_mode)(cublasHandle_t, cublasMath_t *);
-    if (!get_mode)
-        get_mode = (cublasStatus_t (*)(cublasHandle_t, cublasMath_t *))real_sym(
-            LIB_CUBLAS, "cublasGetMathMode", NULL);
+    if (!blas.GetMathMode)
+        bind_helpers(LIB_CUBLAS);
     cublasMath_t mode = CUBLAS_DEFAULT_MATH;
-    if (get_mode && get_mode(h, &mode) == CUBLAS_STATUS_SUCCESS &&
+    if (blas.GetMathMode && blas.GetMathMode(h, &mode) == CUBLAS_STATUS_SUCCESS &&
         (mode & 0xf) == CUBLAS_TF32_TENSOR_OP_MATH)
         return CUBLAS_COMPUTE_32F_FAST_TF32;
     return CUBLAS_COMPUTE_32F;
@@ -442,47 +515,7 @@ typedef struct {
             (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, batch),                  \
             set_shape(&c, ta, tb, m, n, k, batch, ty, ty, ty, compute))
 
-TYPED_GEMM(API_SGEMM, cublasSgemm_v2, float, int, CUDA_R_32F, fp32_compute(h))
-TYPED_GEMM(API_DGEMM, cublasDgemm_v2, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
-TYPED_GEMM(API_HGEMM, cublasHgemm, lp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
-TYPED_GEMM(API_CGEMM, cublasCgemm_v2, cuComplex, int, CUDA_C_32F, fp32_compute(h))
-TYPED_GEMM(API_ZGEMM, cublasZgemm_v2, cuDoubleComplex, int, CUDA_C_64F, CUBLAS_COMPUTE_64F)
-TYPED_GEMM(API_SGEMM64, cublasSgemm_v2_64, float, int64_t, CUDA_R_32F, fp32_compute(h))
-TYPED_GEMM(API_DGEMM64, cublasDgemm_v2_64, double, int64_t, CUDA_R_64F, CUBLAS_COMPUTE_64F)
-TYPED_GEMM(API_HGEMM64, cublasHgemm_64, lp_half, int64_t, CUDA_R_16F, CUBLAS_COMPUTE_16F)
-TYPED_GEMM(API_CGEMM64, cublasCgemm_v2_64, cuComplex, int64_t, CUDA_C_32F, fp32_compute(h))
-TYPED_GEMM(API_ZGEMM64, cublasZgemm_v2_64, cuDoubleComplex, int64_t, CUDA_C_64F,
-           CUBLAS_COMPUTE_64F)
-
-TYPED_GEMM_SB(API_SGEMM_SB, cublasSgemmStridedBatched, float, int, CUDA_R_32F, fp32_compute(h))
-TYPED_GEMM_SB(API_DGEMM_SB, cublasDgemmStridedBatched, double, int, CUDA_R_64F,
-              CUBLAS_COMPUTE_64F)
-TYPED_GEMM_SB(API_HGEMM_SB, cublasHgemmStridedBatched, lp_half, int, CUDA_R_16F,
-              CUBLAS_COMPUTE_16F)
-TYPED_GEMM_SB(API_CGEMM_SB, cublasCgemmStridedBatched, cuComplex, int, CUDA_C_32F,
-              fp32_compute(h))
-TYPED_GEMM_SB(API_ZGEMM_SB, cublasZgemmStridedBatched, cuDoubleComplex, int, CUDA_C_64F,
-              CUBLAS_COMPUTE_64F)
-TYPED_GEMM_SB(API_SGEMM_SB64, cublasSgemmStridedBatched_64, float, int64_t, CUDA_R_32F,
-              fp32_compute(h))
-TYPED_GEMM_SB(API_DGEMM_SB64, cublasDgemmStridedBatched_64, double, int64_t, CUDA_R_64F,
-              CUBLAS_COMPUTE_64F)
-TYPED_GEMM_SB(API_HGEMM_SB64, cublasHgemmStridedBatched_64, lp_half, int64_t, CUDA_R_16F,
-              CUBLAS_COMPUTE_16F)
-TYPED_GEMM_SB(API_CGEMM_SB64, cublasCgemmStridedBatched_64, cuComplex, int64_t, CUDA_C_32F,
-              fp32_compute(h))
-TYPED_GEMM_SB(API_ZGEMM_SB64, cublasZgemmStridedBatched_64, cuDoubleComplex, int64_t,
-              CUDA_C_64F, CUBLAS_COMPUTE_64F)
-
-TYPED_GEMM_B(API_SGEMM_B, cublasSgemmBatched, float, int, CUDA_R_32F, fp32_compute(h))
-TYPED_GEMM_B(API_DGEMM_B, cublasDgemmBatched, double, int, CUDA_R_64F, CUBLAS_COMPUTE_64F)
-TYPED_GEMM_B(API_HGEMM_B, cublasHgemmBatched, lp_half, int, CUDA_R_16F, CUBLAS_COMPUTE_16F)
-TYPED_GEMM_B(API_SGEMM_B64, cublasSgemmBatched_64, float, int64_t, CUDA_R_32F, fp32_compute(h))
-TYPED_GEMM_B(API_DGEMM_B64, cublasDgemmBatched_64, double, int64_t, CUDA_R_64F,
-             CUBLAS_COMPUTE_64F)
-TYPED_GEMM_B(API_HGEMM_B64, cublasHgemmBatched_64, lp_half, int64_t, CUDA_R_16F,
-             CUBLAS_COMPUTE_16F)
-
+/* cublasSgemmEx: fp32 in, any types of A, B and C */
 #define SGEMM_EX(api, name, I)                                                                 \
     LP_WRAP(LIB_CUBLAS, api, name,                                                             \
             (cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, I n, I k,      \
@@ -490,8 +523,6 @@ TYPED_GEMM_B(API_HGEMM_B64, cublasHgemmBatched_64, lp_half, int64_t, CUDA_R_16F,
              cudaDataType bt, I ldb, const float *beta, void *C, cudaDataType ct, I ldc),      \
             (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc),             \
             set_shape(&c, ta, tb, m, n, k, 1, at, bt, ct, fp32_compute(h)))
-SGEMM_EX(API_SGEMMEX, cublasSgemmEx, int)
-SGEMM_EX(API_SGEMMEX64, cublasSgemmEx_64, int64_t)
 
 #define GEMM_EX(api, name, I)                                                                  \
     LP_WRAP(LIB_CUBLAS, api, name,                                                             \
@@ -502,8 +533,6 @@ SGEMM_EX(API_SGEMMEX64, cublasSgemmEx_64, int64_t)
             (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute,     \
              algo),                                                                            \
             set_shape(&c, ta, tb, m, n, k, 1, at, bt, ct, compute))
-GEMM_EX(API_GEMMEX, cublasGemmEx, int)
-GEMM_EX(API_GEMMEX64, cublasGemmEx_64, int64_t)
 
 #define GEMM_SB_EX(api, name, I)                                                               \
     LP_WRAP(LIB_CUBLAS, api, name,                                                             \
@@ -515,8 +544,6 @@ GEMM_EX(API_GEMMEX64, cublasGemmEx_64, int64_t)
             (h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc,  \
              batch, compute, algo),                                                            \
             set_shape(&c, ta, tb, m, n, k, batch, at, bt, ct, compute))
-GEMM_SB_EX(API_GEMM_SBEX, cublasGemmStridedBatchedEx, int)
-GEMM_SB_EX(API_GEMM_SBEX64, cublasGemmStridedBatchedEx_64, int64_t)
 
 #define GEMM_B_EX(api, name, I)                                                                \
     LP_WRAP(LIB_CUBLAS, api, name,                                                             \
@@ -528,22 +555,18 @@ GEMM_SB_EX(API_GEMM_SBEX64, cublasGemmStridedBatchedEx_64, int64_t)
             (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, batch,       \
              compute, algo),                                                                   \
             set_shape(&c, ta, tb, m, n, k, batch, at, bt, ct, compute))
-GEMM_B_EX(API_GEMM_BEX, cublasGemmBatchedEx, int)
-GEMM_B_EX(API_GEMM_BEX64, cublasGemmBatchedEx_64, int64_t)
 
 /* cublasLtMatmul: the shape is in the descriptors */
 static void describe_lt(struct call *c, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t cl,
                         cublasLtMatrixLayout_t d)
 {
-    static cublasStatus_t (*desc_get)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t,
-                                      void *, size_t, size_t *);
-    static cublasStatus_t (*layout_get)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t,
-                                        void *, size_t, size_t *);
-    if (!desc_get)
-        *(void **)&desc_get = real_sym(LIB_CUBLASLT, "cublasLtMatmulDescGetAttribute", NULL);
-    if (!layout_get)
-        *(void **)&layout_get = real_sym(LIB_CUBLASLT, "cublasLtMatrixLayoutGetAttribute", NULL);
+    if (!lt.MatmulDescGetAttribute || !lt.MatrixLayoutGetAttribute)
+        bind_helpers(LIB_CUBLASLT);
+    cublasStatus_t (*desc_get)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void *,
+                               size_t, size_t *) = lt.MatmulDescGetAttribute;
+    cublasStatus_t (*layout_get)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void *,
+                                 size_t, size_t *) = lt.MatrixLayoutGetAttribute;
     if (!desc_get || !layout_get)
         return;
     size_t w;
@@ -571,13 +594,20 @@ static void describe_lt(struct call *c, cublasLtMatmulDesc_t desc, cublasLtMatri
     c->g.epilogue = epi;
 }
 
-LP_WRAP(LIB_CUBLASLT, API_LTMATMUL, cublasLtMatmul,
-        (cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,
-         cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd, const void *beta,
-         const void *C, cublasLtMatrixLayout_t cd, void *D, cublasLtMatrixLayout_t dd,
-         const cublasLtMatmulAlgo_t *algo, void *ws, size_t ws_size, cudaStream_t stream),
-        (h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, ws_size, stream),
-        describe_lt(&c, desc, ad, bd, cd, dd))
+#define LT_MATMUL(api, name, lib)                                                              \
+    LP_WRAP(lib, api, name,                                                                    \
+            (cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha, const void *A,  \
+             cublasLtMatrixLayout_t ad, const void *B, cublasLtMatrixLayout_t bd,              \
+             const void *beta, const void *C, cublasLtMatrixLayout_t cd, void *D,              \
+             cublasLtMatrixLayout_t dd, const cublasLtMatmulAlgo_t *algo, void *ws,            \
+             size_t ws_size, cudaStream_t stream),                                             \
+            (h, desc, alpha, A, ad, B, bd, beta, C, cd, D, dd, algo, ws, ws_size, stream),     \
+            describe_lt(&c, desc, ad, bd, cd, dd))
+
+/* every wrapper, from the list */
+#define GEMM_WRAPPER(id, function, family, ...) family(API_##id, function, __VA_ARGS__)
+GEMM_ENTRY_LIST(GEMM_WRAPPER)
+#undef GEMM_WRAPPER
 
 /* ---- start, drain, stop ---- */
 

@@ -15,6 +15,7 @@
 #include "activity.h"
 #include "clock.h"
 #include "cupti_api.h"
+#include "dlbind.h"
 #include "log.h"
 #include "sink.h"
 
@@ -32,21 +33,34 @@ enum { NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2, NVML_TEMPERATURE_GPU = 0,
        NVML_FI_DEV_POWER_INSTANT = 186, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
        NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4 };
 
+/* The NVML functions used, the one list they are declared and bound from:
+ * X(FIELD, SYMBOL, REQUIRED, PARAMETERS), each returning an nvmlReturn_t (0: success). */
+#define NVML_FUNCTIONS(X)                                                                  \
+    X(Init, "nvmlInit_v2", 1, (void))                                                      \
+    X(Shutdown, "nvmlShutdown", 1, (void))                                                 \
+    X(DeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", 1, (const char *, nvml_device *)) \
+    X(SystemGetDriverVersion, "nvmlSystemGetDriverVersion", 0, (char *, unsigned int))     \
+    X(DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage", 0, (nvml_device, unsigned int *))    \
+    X(DeviceGetFieldValues, "nvmlDeviceGetFieldValues", 0,                                 \
+      (nvml_device, int, nvml_field_value *))                                              \
+    X(DeviceGetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption", 0,           \
+      (nvml_device, unsigned long long *))                                                 \
+    X(DeviceGetClockInfo, "nvmlDeviceGetClockInfo", 0, (nvml_device, int, unsigned int *)) \
+    X(DeviceGetMaxClockInfo, "nvmlDeviceGetMaxClockInfo", 0,                               \
+      (nvml_device, int, unsigned int *))                                                  \
+    X(DeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates", 0,                       \
+      (nvml_device, nvml_utilization *))                                                   \
+    X(DeviceGetTemperature, "nvmlDeviceGetTemperature", 0, (nvml_device, int, unsigned int *)) \
+    X(DeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons", 0,     \
+      (nvml_device, unsigned long long *))                                                 \
+    X(DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", 0, (nvml_device, nvml_memory *))     \
+    X(DeviceGetEnforcedPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", 0,                   \
+      (nvml_device, unsigned int *))
+
 static struct {
-    int (*Init)(void);
-    int (*Shutdown)(void);
-    int (*DeviceGetHandleByUUID)(const char *, nvml_device *);
-    int (*SystemGetDriverVersion)(char *, unsigned int);
-    int (*DeviceGetPowerUsage)(nvml_device, unsigned int *);
-    int (*DeviceGetFieldValues)(nvml_device, int, nvml_field_value *);
-    int (*DeviceGetTotalEnergyConsumption)(nvml_device, unsigned long long *);
-    int (*DeviceGetClockInfo)(nvml_device, int, unsigned int *);
-    int (*DeviceGetMaxClockInfo)(nvml_device, int, unsigned int *);
-    int (*DeviceGetUtilizationRates)(nvml_device, nvml_utilization *);
-    int (*DeviceGetTemperature)(nvml_device, int, unsigned int *);
-    int (*DeviceGetCurrentClocksEventReasons)(nvml_device, unsigned long long *);
-    int (*DeviceGetMemoryInfo)(nvml_device, nvml_memory *);
-    int (*DeviceGetEnforcedPowerLimit)(nvml_device, unsigned int *);
+#define NVML_FIELD(field, symbol, required, params) int(*field) params;
+    NVML_FUNCTIONS(NVML_FIELD)
+#undef NVML_FIELD
 } nv;
 
 /* libcuda, already loaded by the process: only used to map ordinals to UUIDs */
@@ -66,43 +80,30 @@ static pthread_cond_t cv;
 
 static int bind_nvml(void)
 {
+    static const struct lp_dl_sym syms[] = {
+#define NVML_SYM(field, symbol, required, params) LP_DL_SYM(nv.field, symbol, required),
+        NVML_FUNCTIONS(NVML_SYM)
+#undef NVML_SYM
+        /* its name before driver 535 */
+        LP_DL_SYM(nv.DeviceGetCurrentClocksEventReasons,
+                  "nvmlDeviceGetCurrentClocksThrottleReasons", 0),
+    };
     const char *path = getenv("LLMPROF_NVML_PATH"); /* tests force a missing NVML */
     void *h = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
-#define SYM(field, name, required)                      \
-    do {                                                \
-        *(void **)&nv.field = dlsym(h, name);           \
-        if (!nv.field && (required))                    \
-            return -1;                                  \
-    } while (0)
-    SYM(Init, "nvmlInit_v2", 1);
-    SYM(Shutdown, "nvmlShutdown", 1);
-    SYM(DeviceGetHandleByUUID, "nvmlDeviceGetHandleByUUID", 1);
-    SYM(SystemGetDriverVersion, "nvmlSystemGetDriverVersion", 0);
-    SYM(DeviceGetPowerUsage, "nvmlDeviceGetPowerUsage", 0);
-    SYM(DeviceGetFieldValues, "nvmlDeviceGetFieldValues", 0);
-    SYM(DeviceGetTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption", 0);
-    SYM(DeviceGetClockInfo, "nvmlDeviceGetClockInfo", 0);
-    SYM(DeviceGetMaxClockInfo, "nvmlDeviceGetMaxClockInfo", 0);
-    SYM(DeviceGetUtilizationRates, "nvmlDeviceGetUtilizationRates", 0);
-    SYM(DeviceGetTemperature, "nvmlDeviceGetTemperature", 0);
-    SYM(DeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons", 0);
-    if (!nv.DeviceGetCurrentClocksEventReasons) /* its name before driver 535 */
-        SYM(DeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksThrottleReasons", 0);
-    SYM(DeviceGetMemoryInfo, "nvmlDeviceGetMemoryInfo", 0);
-    SYM(DeviceGetEnforcedPowerLimit, "nvmlDeviceGetEnforcedPowerLimit", 0);
-#undef SYM
-    return 0;
+    return lp_dl_bind(h, LP_DL_FALLBACK_NONE, syms, sizeof syms / sizeof *syms) ? -1 : 0;
 }
 
 static void bind_cuda(void)
 {
-    *(void **)&cu_device_get_count = lp_cuda_driver_sym("cuDeviceGetCount");
-    *(void **)&cu_device_get = lp_cuda_driver_sym("cuDeviceGet");
-    *(void **)&cu_device_get_uuid = lp_cuda_driver_sym("cuDeviceGetUuid_v2");
-    if (!cu_device_get_uuid)
-        *(void **)&cu_device_get_uuid = lp_cuda_driver_sym("cuDeviceGetUuid");
+    static const struct lp_dl_sym syms[] = {
+        LP_DL_SYM(cu_device_get_count, "cuDeviceGetCount", 0),
+        LP_DL_SYM(cu_device_get, "cuDeviceGet", 0),
+        LP_DL_SYM(cu_device_get_uuid, "cuDeviceGetUuid_v2", 0),
+        LP_DL_SYM(cu_device_get_uuid, "cuDeviceGetUuid", 0), /* drivers without _v2 */
+    };
+    lp_cuda_driver_bind(syms, sizeof syms / sizeof *syms);
 }
 
 /* Maps CUDA ordinals to NVML handles once CUDA answers; records NVML's device facts. */

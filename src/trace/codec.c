@@ -146,7 +146,7 @@ int lp_record_layout(uint32_t type, struct lp_record_layout *l)
 {
     memset(l, 0, sizeof *l);
     if (type >= LP_REC_TYPE_COUNT || tables[type].n == 0)
-        return -1;
+        return LP_ERR_ARG;
     l->size = tables[type].size;
     for (size_t i = 0; i < tables[type].n; i++) {
         const struct field *f = &tables[type].fields[i];
@@ -160,7 +160,7 @@ int lp_record_layout(uint32_t type, struct lp_record_layout *l)
             l->str[l->n_str++] = f->offset;
         }
     }
-    return 0;
+    return LP_OK;
 }
 
 /* ---- buffers and varints ---- */
@@ -305,7 +305,7 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
 {
     struct lp_cursor body = {c->p, c->p + len, 0};
     if (!lp_cur_bytes(c, len))
-        return -1;
+        return LP_ERR_FORMAT;
     memset(r, 0, sizeof *r);
     r->type = type;
     uint8_t *base = (uint8_t *)&r->u;
@@ -354,7 +354,7 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
             break;
         }
     }
-    return body.bad || i < tables[type].min ? -1 : 0;
+    return body.bad || i < tables[type].min ? LP_ERR_FORMAT : LP_OK;
 }
 
 /* ---- chunk headers ---- */
@@ -400,7 +400,7 @@ void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_
 int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chunk_header *h)
 {
     if (get_le32(in) != LP_CHUNK_MAGIC || get_le32(in + 24) != lp_crc32(in, 24))
-        return -1;
+        return LP_ERR_FORMAT;
     uint32_t tc = get_le32(in + 4);
     h->type = tc & 0xffff;
     h->codec = tc >> 16;
@@ -408,5 +408,5 @@ int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chu
     h->raw_size = get_le32(in + 12);
     h->n_records = get_le32(in + 16);
     h->payload_crc = get_le32(in + 20);
-    return 0;
+    return LP_OK;
 }

@@ -27,7 +27,7 @@ struct lp_chunk_header {
 };
 
 void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_HEADER_SIZE]);
-/* 0 on success, -1 when magic or header checksum do not match. */
+/* LP_OK, or LP_ERR_FORMAT when magic or header checksum do not match. */
 int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chunk_header *h);
 uint32_t lp_crc32(const void *data, size_t n);
 
@@ -60,8 +60,8 @@ struct lp_delta_state {
 void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct lp_record *r);
 /* Decodes the fields of a record of TYPE from exactly LEN bytes at C. Fields a newer
  * minor version appended are skipped; fields a later version appended and an older writer
- * did not write read as 0. Returns 0, or -1 on a malformed record (including one shorter
- * than the fields its type always has). Unknown types must be skipped by the caller. */
+ * did not write read as 0. Returns LP_OK, or LP_ERR_FORMAT on a malformed record (including
+ * one shorter than the fields its type always has). Unknown types must be skipped by the caller. */
 int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
                      struct lp_record *r);
 int lp_record_type_known(uint32_t type);
@@ -74,7 +74,7 @@ struct lp_record_layout {
     size_t ts, end;
     size_t n_str, str[4];
 };
-/* 0 for a record type with a field table (not strings), -1 otherwise. */
+/* LP_OK for a record type with a field table (not strings), LP_ERR_ARG otherwise. */
 int lp_record_layout(uint32_t type, struct lp_record_layout *l);
 
 #endif

@@ -135,7 +135,7 @@ static int window_from_records(struct lp_trace *t, uint64_t timed, uint64_t *lo,
 {
     uint64_t *v = malloc(timed * sizeof *v), k = 0;
     if (!v)
-        return -1;
+        return LP_ERR_NOMEM;
     for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
         struct lp_record_layout l;
         size_t *n;
@@ -153,7 +153,7 @@ static int window_from_records(struct lp_trace *t, uint64_t timed, uint64_t *lo,
     *lo = v[i];
     *hi = latest_time(t, *lo, sat_add(anchor, MAX_SPAN));
     free(v);
-    return 0;
+    return LP_OK;
 }
 
 struct example {
@@ -237,7 +237,7 @@ static int find_window(struct lp_trace *t, uint64_t timed, struct window *w)
         uint64_t slack = SLACK + (w->hi - w->lo), n;
         uint64_t out = count_outside(t, sat_sub(w->lo, slack), sat_add(w->hi, slack), &n);
         if (out * 2 <= n)
-            return 0;
+            return LP_OK;
         lp_trace_warn(t, "the header's recording window (start_trace_ns%s) disagrees with the times of "
                 "%llu of %llu records: the window was taken from the records",
              have_end ? " to end_trace_ns" : "", (unsigned long long)out,
@@ -251,10 +251,11 @@ int lp_trace_drop_implausible(struct lp_trace *t)
     uint64_t timed = 0;
     count_outside(t, 0, UINT64_MAX, &timed);
     if (!timed)
-        return 0;
+        return LP_OK;
     struct window w;
-    if (find_window(t, timed, &w) != 0)
-        return -1;
+    int rc = find_window(t, timed, &w);
+    if (rc != LP_OK)
+        return rc;
     uint64_t len = w.hi - w.lo, slack = SLACK + len;
     uint64_t from = sat_sub(w.lo, slack), to = sat_add(w.hi, slack), longest = sat_add(len, SLACK);
     uint64_t count[IMP_COUNT][LP_REC_TYPE_COUNT] = {{0}};
@@ -293,5 +294,5 @@ int lp_trace_drop_implausible(struct lp_trace *t)
     }
     for (int why = 0; why < IMP_COUNT; why++)
         report_implausible(t, (enum implausible)why, count[why], &ex[why], &w);
-    return 0;
+    return LP_OK;
 }

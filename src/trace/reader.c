@@ -54,6 +54,8 @@ struct rd {
     size_t count_off;
     uint64_t meta_pairs, meta_dropped;
     uint64_t device_records, devices_dropped;
+    uint8_t *raw;                     /* one zstd chunk, decompressed */
+    size_t raw_cap;
 };
 
 __attribute__((format(printf, 2, 0))) static void vwarn(struct lp_trace *t, const char *fmt, va_list ap)
@@ -97,7 +99,7 @@ static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size
     struct lp_trace *t = rd->t;
     if (++rd->meta_pairs > MAX_META_PAIRS) {
         rd->meta_dropped++;
-        return 0;
+        return LP_OK;
     }
     char *key = strndup(k, kl), *value = strndup(v, vl);
     if (!key || !value)
@@ -107,25 +109,25 @@ static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size
             free(t->meta[i].value);
             t->meta[i].value = value;
             free(key);
-            return 0;
+            return LP_OK;
         }
     }
     if (t->n_meta >= MAX_META_KEYS) {
         rd->meta_dropped++;
         free(key);
         free(value);
-        return 0;
+        return LP_OK;
     }
     struct lp_meta_kv *m = realloc(t->meta, (t->n_meta + 1) * sizeof *m);
     if (!m)
         goto oom;
     t->meta = m;
     m[t->n_meta++] = (struct lp_meta_kv){key, value};
-    return 0;
+    return LP_OK;
 oom:
     free(key);
     free(value);
-    return -1;
+    return LP_ERR_NOMEM;
 }
 
 static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t size)
@@ -134,17 +136,15 @@ static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t s
         size_t c = *cap ? *cap * 2 : 256;
         void *p = realloc(*arr, c * size);
         if (!p)
-            return -1;
+            return LP_ERR_NOMEM;
         *arr = p;
         *cap = c;
     }
     memcpy((uint8_t *)*arr + *n * size, item, size);
     (*n)++;
-    return 0;
+    return LP_OK;
 }
 
-/* Keeps the definition's bytes (cut at a NUL, as C strings are) in the pool; ids are
- * renumbered once everything is read (finish_strings). */
 /* Counts BYTES against the memory budget; 0 when they fit, else 1 (the record is left out). */
 static int charge(struct rd *rd, uint64_t bytes)
 {
@@ -156,32 +156,34 @@ static int charge(struct rd *rd, uint64_t bytes)
     return 0;
 }
 
+/* Keeps the definition's bytes (cut at a NUL, as C strings are) in the pool; ids are
+ * renumbered once everything is read (finish_strings). */
 static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
 {
     if (id == 0) /* id 0 is "" and never defined: nothing to keep */
-        return 0;
+        return LP_OK;
     const uint8_t *nul = memchr(s, 0, len);
     if (nul)
         len = (size_t)(nul - s);
     if (charge(rd, len + 1 + sizeof(struct strdef)))
-        return 0;
+        return LP_OK;
     if (rd->pool_len + len + 1 > rd->pool_cap) {
         size_t c = rd->pool_cap ? rd->pool_cap : 4096;
         while (c < rd->pool_len + len + 1)
             c *= 2;
         char *p = realloc(rd->pool, c);
         if (!p)
-            return -1;
+            return LP_ERR_NOMEM;
         rd->pool = p;
         rd->pool_cap = c;
     }
     struct strdef d = {id, rd->pool_len};
     if (append((void **)&rd->defs, &rd->n_defs, &rd->cap_defs, &d, sizeof d) != 0)
-        return -1;
+        return LP_ERR_NOMEM;
     memcpy(rd->pool + rd->pool_len, s, len);
     rd->pool[rd->pool_len + len] = '\0';
     rd->pool_len += len + 1;
-    return 0;
+    return LP_OK;
 }
 
 /* The collector writes what CUPTI knows of a GPU and what NVML knows as two records with
@@ -212,18 +214,18 @@ static int store(struct rd *rd, const struct lp_record *r)
         /* bounded, so merging by a scan of the devices stays cheap */
         if (++rd->device_records > MAX_DEVICE_RECORDS) {
             rd->devices_dropped++;
-            return 0;
+            return LP_OK;
         }
         if (merge_device(t, &r->u.device))
-            return 0;
+            return LP_OK;
         if (t->n_devices >= MAX_DEVICES) {
             rd->devices_dropped++;
-            return 0;
+            return LP_OK;
         }
     }
 #define APPEND(arr, cnt, member)                                                               \
     (charge(rd, sizeof r->u.member)                                                            \
-         ? 0                                                                                   \
+         ? LP_OK                                                                               \
          : append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member))
     switch (r->type) {
     case LP_REC_KERNEL: return APPEND(kernels, n_kernels, kernel);
@@ -238,7 +240,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_LOSS: return APPEND(losses, n_losses, loss);
     case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
     case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
-    default: return 0;
+    default: return LP_OK;
     }
 #undef APPEND
 }
@@ -311,11 +313,11 @@ static uint64_t decode_records(struct rd *rd, const uint8_t *raw, size_t len, in
     return kept;
 }
 
-/* Returns pairs read, or -1 when out of memory; sets *bad when malformed. */
-static int64_t decode_meta(struct rd *rd, const uint8_t *raw, size_t len, int *bad)
+/* Counts the pairs read in *PAIRS; sets *bad when malformed. LP_OK, or LP_ERR_NOMEM. */
+static int decode_meta(struct rd *rd, const uint8_t *raw, size_t len, int *bad, uint64_t *pairs)
 {
     struct lp_cursor c = {raw, raw + len, 0};
-    int64_t pairs = 0;
+    *pairs = 0;
     while (c.p < c.end) {
         uint64_t kl = lp_cur_uvar(&c);
         const uint8_t *k = lp_cur_bytes(&c, kl);
@@ -325,11 +327,12 @@ static int64_t decode_meta(struct rd *rd, const uint8_t *raw, size_t len, int *b
             *bad = 1;
             break;
         }
-        if (set_meta(rd, (const char *)k, kl, (const char *)v, vl) != 0)
-            return -1;
-        pairs++;
+        int rc = set_meta(rd, (const char *)k, kl, (const char *)v, vl);
+        if (rc != LP_OK)
+            return rc;
+        (*pairs)++;
     }
-    return pairs;
+    return LP_OK;
 }
 
 /* Next offset after OFF where a valid chunk header starts, or SIZE. */
@@ -342,7 +345,7 @@ static size_t resync(const uint8_t *data, size_t size, size_t off)
     return size;
 }
 
-/* A RECORDS, META or END chunk's body, checked and decoded; returns -1 when out of memory. */
+/* A RECORDS, META or END chunk's body, checked and decoded; LP_OK, or LP_ERR_NOMEM. */
 static int read_chunk(struct rd *rd, const struct lp_chunk_header *h, const uint8_t *body,
                       size_t off)
 {
@@ -353,16 +356,14 @@ static int read_chunk(struct rd *rd, const struct lp_chunk_header *h, const uint
     if (h->type == LP_CHUNK_RECORDS) {
         n = decode_records(rd, body, h->raw_size, &bad, &oom);
         if (oom)
-            return -1;
+            return LP_ERR_NOMEM;
         if (bad)
             chunk_warn(rd, "malformed record in chunk at byte %zu: %llu of %u records kept", off,
                        (unsigned long long)n, h->n_records);
         t->n_records += n;
     } else {
-        int64_t pairs = decode_meta(rd, body, h->raw_size, &bad);
-        if (pairs < 0)
-            return -1;
-        n = (uint64_t)pairs;
+        if (decode_meta(rd, body, h->raw_size, &bad, &n) != LP_OK)
+            return LP_ERR_NOMEM;
         if (bad)
             chunk_warn(rd, "malformed header chunk at byte %zu: part of it dropped", off);
         if (h->type == LP_CHUNK_END)
@@ -376,7 +377,7 @@ static int read_chunk(struct rd *rd, const struct lp_chunk_header *h, const uint
         rd->count_declared += h->n_records;
         rd->count_decoded += n;
     }
-    return 0;
+    return LP_OK;
 }
 
 /* ---- strings: renumbered densely, so nothing is sized by the largest id ---- */
@@ -426,10 +427,10 @@ static int finish_strings(struct rd *rd)
         bytes += strlen(rd->pool + rd->defs[i].off) + 1;
     }
     if (d >= UINT32_MAX - 1)
-        return -1;
+        return LP_ERR_NOMEM;
     uint32_t *sid = malloc((d ? d : 1) * sizeof *sid);
     if (!sid)
-        return -1;
+        return LP_ERR_NOMEM;
     for (size_t i = 0; i < d; i++)
         sid[i] = rd->defs[i].id;
     uint32_t unknown = (uint32_t)d + 1;
@@ -455,7 +456,7 @@ static int finish_strings(struct rd *rd)
     size_t n = d + 1 + (used_unknown ? 1 : 0);
     char **block = calloc(1, n * sizeof *block + bytes);
     if (!block)
-        return -1;
+        return LP_ERR_NOMEM;
     char *p = (char *)(block + n);
     for (size_t i = 0; i < d; i++) {
         size_t len = strlen(rd->pool + rd->defs[i].off);
@@ -469,7 +470,7 @@ static int finish_strings(struct rd *rd)
     free(rd->pool);
     rd->defs = NULL;
     rd->pool = NULL;
-    return 0;
+    return LP_OK;
 }
 
 /* ---- the whole file ---- */
@@ -482,8 +483,9 @@ static int finish(struct rd *rd)
         lp_trace_warn(t, "%llu more damaged chunks like the ones above (%llu bytes skipped in all)",
              (unsigned long long)(rd->chunk_warnings - MAX_CHUNK_WARNINGS),
              (unsigned long long)t->dropped_bytes);
-    if (finish_strings(rd) != 0)
-        return -1;
+    int rc = finish_strings(rd);
+    if (rc != LP_OK)
+        return rc;
     if (rd->budget_chunks)
         lp_trace_warn(t, "%llu chunk%s (%llu bytes) dropped: the chunks before them already decoded to "
                 "%llu bytes, the most a file of this size may hold (%llu + %u per byte of its "
@@ -557,6 +559,110 @@ static int check_header(const uint8_t *data, size_t size, const char *name, char
     return LP_OK;
 }
 
+/* What the reader finds at a chunk's offset. */
+enum header_fate {
+    HEADER_CHUNK,    /* a whole chunk: H and *TOTAL describe it */
+    HEADER_RESYNCED, /* a corrupt header, skipped: *OFF moved to the next one */
+    HEADER_TORN,     /* the file ends inside a chunk (dropped) */
+};
+
+/* Reads the chunk header at *OFF. */
+static enum header_fate chunk_at(struct rd *rd, const uint8_t *data, size_t size, size_t *off,
+                    struct lp_chunk_header *h, size_t *total)
+{
+    struct lp_trace *t = rd->t;
+    size_t left = size - *off;
+    if (left < LP_CHUNK_HEADER_SIZE) {
+        chunk_warn(rd, "torn chunk header at byte %zu (%zu bytes): the process stopped "
+                       "while writing; dropped", *off, left);
+        t->dropped_bytes += left;
+        return HEADER_TORN;
+    }
+    if (lp_chunk_header_unpack(data + *off, h) != 0) {
+        size_t next = resync(data, size, *off);
+        chunk_warn(rd, "corrupt chunk header at byte %zu: skipped %zu bytes", *off, next - *off);
+        t->dropped_bytes += next - *off;
+        *off = next;
+        return HEADER_RESYNCED;
+    }
+    *total = LP_CHUNK_HEADER_SIZE + (size_t)h->payload_size;
+    if (*total > left) {
+        chunk_warn(rd, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): "
+                       "the process stopped while writing; dropped",
+                   *off, h->n_records, left, *total);
+        t->dropped_bytes += left;
+        return HEADER_TORN;
+    }
+    return HEADER_CHUNK;
+}
+
+/* What becomes of a whole chunk. */
+enum chunk_fate {
+    CHUNK_READ,    /* its body is ready to decode */
+    CHUNK_SKIPPED, /* a chunk type from a newer minor version: nothing lost */
+    CHUNK_DROPPED, /* corrupt, or past the decode budget: its bytes are dropped */
+    CHUNK_NOMEM,
+};
+
+/* Checks the chunk at OFF (header H, TOTAL bytes with PAYLOAD) and sets *BODY to its raw
+ * bytes: the payload itself, or the payload decompressed into rd->raw. */
+static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h,
+                                  const uint8_t *payload, size_t off, size_t total,
+                                  const uint8_t **body)
+{
+    if (lp_crc32(payload, h->payload_size) != h->payload_crc || h->raw_size > LP_CHUNK_MAX_RAW ||
+        (h->codec != LP_CODEC_ZSTD && h->codec != LP_CODEC_RAW) ||
+        (h->codec == LP_CODEC_RAW && h->raw_size != h->payload_size)) {
+        chunk_warn(rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped", off,
+                   h->n_records);
+        return CHUNK_DROPPED;
+    }
+    if (h->type != LP_CHUNK_META && h->type != LP_CHUNK_RECORDS && h->type != LP_CHUNK_END)
+        return CHUNK_SKIPPED;
+    if (h->raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd->chunk_bytes + total) - rd->raw_total) {
+        rd->budget_chunks++;
+        rd->budget_bytes += total;
+        return CHUNK_DROPPED;
+    }
+    *body = payload;
+    if (h->codec != LP_CODEC_ZSTD)
+        return CHUNK_READ;
+    /* a single frame that says it holds raw_size bytes, before any memory is taken */
+    size_t frame = ZSTD_findFrameCompressedSize(payload, h->payload_size);
+    if (ZSTD_getFrameContentSize(payload, h->payload_size) != h->raw_size ||
+        ZSTD_isError(frame) || frame != h->payload_size) {
+        chunk_warn(rd, "chunk at byte %zu is not one zstd frame of the size its header "
+                       "gives: %u records dropped", off, h->n_records);
+        return CHUNK_DROPPED;
+    }
+    if (h->raw_size > rd->raw_cap || !rd->raw) {
+        uint8_t *p = realloc(rd->raw, h->raw_size ? h->raw_size : 1);
+        if (!p)
+            return CHUNK_NOMEM;
+        rd->raw = p;
+        rd->raw_cap = h->raw_size;
+    }
+    size_t n = ZSTD_decompress(rd->raw, h->raw_size, payload, h->payload_size);
+    if (ZSTD_isError(n) || n != h->raw_size) {
+        chunk_warn(rd, "chunk at byte %zu does not decompress: %u records dropped", off,
+                   h->n_records);
+        return CHUNK_DROPPED;
+    }
+    *body = rd->raw;
+    return CHUNK_READ;
+}
+
+/* Frees what lives only while reading; T stays. */
+static void rd_free(struct rd *rd)
+{
+    free(rd->raw);
+    free(rd->defs);
+    free(rd->pool);
+    rd->raw = NULL;
+    rd->defs = NULL;
+    rd->pool = NULL;
+}
+
 int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, const char *name,
                       char *err, size_t errlen)
 {
@@ -567,8 +673,6 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
         return rc;
     struct rd rd = {0};
     struct lp_trace *t = rd.t = calloc(1, sizeof *t);
-    uint8_t *raw = NULL;
-    size_t raw_cap = 0;
     if (!t || !(t->path = strdup(name)))
         goto oom;
     t->version_major = data[8] | (uint32_t)data[9] << 8;
@@ -577,97 +681,36 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
     size_t off = LP_FILE_HEADER_SIZE;
     while (off < size) {
         struct lp_chunk_header h;
-        size_t left = size - off;
-        if (left < LP_CHUNK_HEADER_SIZE) {
-            chunk_warn(&rd, "torn chunk header at byte %zu (%zu bytes): the process stopped "
-                            "while writing; dropped", off, left);
-            t->dropped_bytes += left;
+        size_t total = 0;
+        enum header_fate at = chunk_at(&rd, data, size, &off, &h, &total);
+        if (at == HEADER_TORN)
             break;
-        }
-        if (lp_chunk_header_unpack(data + off, &h) != 0) {
-            size_t next = resync(data, size, off);
-            chunk_warn(&rd, "corrupt chunk header at byte %zu: skipped %zu bytes", off,
-                       next - off);
-            t->dropped_bytes += next - off;
-            off = next;
+        if (at == HEADER_RESYNCED)
             continue;
-        }
-        size_t total = LP_CHUNK_HEADER_SIZE + (size_t)h.payload_size;
-        if (total > left) {
-            chunk_warn(&rd, "torn chunk at byte %zu (%u records, %zu of %zu bytes present): "
-                            "the process stopped while writing; dropped",
-                       off, h.n_records, left, total);
-            t->dropped_bytes += left;
-            break;
-        }
-        const uint8_t *payload = data + off + LP_CHUNK_HEADER_SIZE;
-        if (lp_crc32(payload, h.payload_size) != h.payload_crc || h.raw_size > LP_CHUNK_MAX_RAW ||
-            (h.codec != LP_CODEC_ZSTD && h.codec != LP_CODEC_RAW) ||
-            (h.codec == LP_CODEC_RAW && h.raw_size != h.payload_size)) {
-            chunk_warn(&rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped",
-                       off, h.n_records);
-            t->dropped_bytes += total;
-            off += total;
-            continue;
-        }
-        if (h.type != LP_CHUNK_META && h.type != LP_CHUNK_RECORDS && h.type != LP_CHUNK_END) {
-            off += total; /* a chunk type from a newer minor version */
-            continue;
-        }
-        if (h.raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd.chunk_bytes + total) - rd.raw_total) {
-            rd.budget_chunks++;
-            rd.budget_bytes += total;
-            t->dropped_bytes += total;
-            off += total;
-            continue;
-        }
-        const uint8_t *body = payload;
-        if (h.codec == LP_CODEC_ZSTD) {
-            /* a single frame that says it holds raw_size bytes, before any memory is taken */
-            size_t frame = ZSTD_findFrameCompressedSize(payload, h.payload_size);
-            if (ZSTD_getFrameContentSize(payload, h.payload_size) != h.raw_size ||
-                ZSTD_isError(frame) || frame != h.payload_size) {
-                chunk_warn(&rd, "chunk at byte %zu is not one zstd frame of the size its header "
-                                "gives: %u records dropped", off, h.n_records);
-                t->dropped_bytes += total;
-                off += total;
-                continue;
-            }
-            if (h.raw_size > raw_cap || !raw) {
-                uint8_t *p = realloc(raw, h.raw_size ? h.raw_size : 1);
-                if (!p)
-                    goto oom;
-                raw = p;
-                raw_cap = h.raw_size;
-            }
-            size_t n = ZSTD_decompress(raw, h.raw_size, payload, h.payload_size);
-            if (ZSTD_isError(n) || n != h.raw_size) {
-                chunk_warn(&rd, "chunk at byte %zu does not decompress: %u records dropped", off,
-                           h.n_records);
-                t->dropped_bytes += total;
-                off += total;
-                continue;
-            }
-            body = raw;
-        }
-        rd.raw_total += h.raw_size;
-        rd.chunk_bytes += total;
-        if (read_chunk(&rd, &h, body, off) != 0)
+        const uint8_t *body = NULL;
+        enum chunk_fate fate =
+            open_chunk(&rd, &h, data + off + LP_CHUNK_HEADER_SIZE, off, total, &body);
+        if (fate == CHUNK_NOMEM)
             goto oom;
+        if (fate == CHUNK_DROPPED)
+            t->dropped_bytes += total;
+        if (fate == CHUNK_READ) {
+            rd.raw_total += h.raw_size;
+            rd.chunk_bytes += total;
+            if (read_chunk(&rd, &h, body, off) != 0)
+                goto oom;
+        }
         off += total;
     }
-    free(raw);
-    raw = NULL;
+    free(rd.raw);
+    rd.raw = NULL;
     if (finish(&rd) != 0)
         goto oom;
-    free(rd.defs);
-    free(rd.pool);
+    rd_free(&rd);
     *out = t;
     return LP_OK;
 oom:
-    free(raw);
-    free(rd.defs);
-    free(rd.pool);
+    rd_free(&rd);
     lp_trace_free(t);
     snprintf(err, errlen, "%s: out of memory", name);
     return LP_ERR_NOMEM;

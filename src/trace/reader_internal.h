@@ -12,7 +12,7 @@ void lp_trace_warn(struct lp_trace *t, const char *fmt, ...) __attribute__((form
 /* The array of record TYPE in T and, in *N, its count; NULL for a type without one. */
 void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n);
 /* Leaves records whose times cannot be true out of T's arrays, one warning per reason;
- * -1 when memory runs out. */
+ * LP_OK, or LP_ERR_NOMEM. */
 int lp_trace_drop_implausible(struct lp_trace *t);
 
 #endif

@@ -80,7 +80,7 @@ static int grow_slots(struct lp_trace_writer *w)
     size_t n = w->n_slots ? w->n_slots * 2 : 1024;
     uint32_t *slots = calloc(n, sizeof *slots);
     if (!slots)
-        return -1;
+        return LP_ERR_NOMEM;
     for (size_t k = 0; k < w->n_strs; k++) {
         size_t i = hash_str(w->strs[k]) & (n - 1);
         while (slots[i])
@@ -90,7 +90,7 @@ static int grow_slots(struct lp_trace_writer *w)
     free(w->slots);
     w->slots = slots;
     w->n_slots = n;
-    return 0;
+    return LP_OK;
 }
 
 static void start_new_generation(struct lp_trace_writer *w)
