@@ -56,14 +56,14 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, k == 0 ? "prefill tokens=512" : "decode step=%ld tokens=1",
                  k / per_step);
         r.type = LP_REC_MARKER;
-        r.u.marker = (struct lp_marker){.timestamp = t, .id = marker, .flags = LP_MARKER_START,
+        r.u.marker = (struct lp_marker){.timestamp = t, .id = marker, .flags = LP_MARKER_FLAG_START,
                                         .name = lp_trace_writer_intern(w, name), .thread = 1};
         rc |= add(w, &r);
         for (long j = 0; j < per_step && k < n; j++, k++) {
             uint64_t dur = 1500 + (uint64_t)(k * 7919 % 9000);
             r.type = LP_REC_API;
             r.u.api = (struct lp_api){.start = t, .end = t + 2500, .correlation = corr,
-                                      .thread = 1, .domain = LP_API_RUNTIME, .cbid = 211,
+                                      .thread = 1, .domain = LP_API_DOMAIN_RUNTIME, .cbid = 211,
                                       .name = launch};
             rc |= add(w, &r);
             r.type = LP_REC_KERNEL;
@@ -77,13 +77,13 @@ int main(int argc, char **argv)
             t += 3000 + (dur > 3000 ? dur - 3000 : 0);
         }
         r.type = LP_REC_MARKER;
-        r.u.marker = (struct lp_marker){.timestamp = t, .id = marker++, .flags = LP_MARKER_END,
+        r.u.marker = (struct lp_marker){.timestamp = t, .id = marker++, .flags = LP_MARKER_FLAG_END,
                                         .thread = 1};
         rc |= add(w, &r);
         for (; next_nvml < t; next_nvml += 50000000) {
             r.type = LP_REC_NVML;
             r.u.nvml = (struct lp_nvml_sample){
-                .timestamp = next_nvml, .valid = LP_NVML_POWER | LP_NVML_ENERGY | LP_NVML_SM_CLOCK,
+                .timestamp = next_nvml, .valid = LP_NVML_FIELD_POWER | LP_NVML_FIELD_ENERGY | LP_NVML_FIELD_SM_CLOCK,
                 .power_mw = 300000, .energy_mj = (next_nvml - 1000000000ull) / 1000000 * 300,
                 .sm_mhz = 1980};
             rc |= add(w, &r);

@@ -261,8 +261,8 @@ static void check_llama(const struct lp_trace *t, struct lp_trace_summary *s)
            s->n_nvml_devices, (double)s->nvml_interval_ns / 1e6);
     size_t powered = 0;
     for (size_t i = 0; i < t->n_nvml; i++)
-        powered += (t->nvml[i].valid & LP_NVML_POWER) && t->nvml[i].power_mw > 50000 &&
-                   (t->nvml[i].valid & LP_NVML_SM_CLOCK) && t->nvml[i].sm_mhz > 0;
+        powered += (t->nvml[i].valid & LP_NVML_FIELD_POWER) && t->nvml[i].power_mw > 50000 &&
+                   (t->nvml[i].valid & LP_NVML_FIELD_SM_CLOCK) && t->nvml[i].sm_mhz > 0;
     expect(powered == t->n_nvml, "every NVML sample has power (> 50 W) and SM clock: %zu of %zu",
            powered, t->n_nvml);
 }

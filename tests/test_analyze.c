@@ -53,8 +53,8 @@ static struct lp_trace *build(const struct mk *markers, size_t n, const struct l
     return t;
 }
 
-#define S LP_MARKER_START
-#define E LP_MARKER_END
+#define S LP_MARKER_FLAG_START
+#define E LP_MARKER_FLAG_END
 
 static const struct lp_range *named(const struct lp_trace *t, const struct lp_ranges *r,
                                     const char *name)

@@ -115,7 +115,7 @@ static void test_nvml_missing(void **state)
     struct lp_trace *t = read_only_trace("nonvml");
     assert_int_equal(t->n_kernels, 1); /* everything else is still recorded */
     assert_int_equal(t->n_losses, 1);
-    assert_int_equal(t->losses[0].source, LP_LOSS_NVML);
+    assert_int_equal(t->losses[0].source, LP_LOSS_SOURCE_NVML);
     assert_non_null(strstr(lp_trace_str(t, t->losses[0].what), "NVML"));
     assert_true(t->complete);
     lp_trace_free(t);

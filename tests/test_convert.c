@@ -25,7 +25,7 @@ static lp_str intern(void *user, const char *s)
 static const char *api_name(void *user, uint32_t domain, uint32_t cbid)
 {
     (void)user;
-    return domain == LP_API_RUNTIME && cbid == 211 ? "cudaLaunchKernel" : NULL;
+    return domain == LP_API_DOMAIN_RUNTIME && cbid == 211 ? "cudaLaunchKernel" : NULL;
 }
 
 static struct lp_convert_ctx ctx = {intern, api_name, NULL, CUPTI_API_VERSION};
@@ -170,7 +170,7 @@ static void test_markers(void **state)
     struct lp_record r;
     assert_int_equal(lp_convert_activity((CUpti_Activity *)&m, &ctx, &r), 1);
     assert_int_equal(r.type, LP_REC_MARKER);
-    assert_int_equal(r.u.marker.flags, LP_MARKER_START);
+    assert_int_equal(r.u.marker.flags, LP_MARKER_FLAG_START);
     assert_int_equal(r.u.marker.id, 42);
     assert_int_equal(r.u.marker.thread, 101);
     assert_string_equal(str(r.u.marker.name), "prefill tokens=512");
@@ -179,13 +179,13 @@ static void test_markers(void **state)
     m.name = "ignored on end markers";
     m.domain = NULL;
     assert_int_equal(lp_convert_activity((CUpti_Activity *)&m, &ctx, &r), 1);
-    assert_int_equal(r.u.marker.flags, LP_MARKER_END);
+    assert_int_equal(r.u.marker.flags, LP_MARKER_FLAG_END);
     assert_int_equal(r.u.marker.name, 0);
     assert_int_equal(r.u.marker.domain, 0);
     m.flags = CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS;
     m.name = "tick";
     assert_int_equal(lp_convert_activity((CUpti_Activity *)&m, &ctx, &r), 1);
-    assert_int_equal(r.u.marker.flags, LP_MARKER_INSTANT);
+    assert_int_equal(r.u.marker.flags, LP_MARKER_FLAG_INSTANT);
 }
 
 static void test_api_device_overhead(void **state)
@@ -203,14 +203,14 @@ static void test_api_device_overhead(void **state)
     struct lp_record r;
     assert_int_equal(lp_convert_activity((CUpti_Activity *)&a, &ctx, &r), 1);
     assert_int_equal(r.type, LP_REC_API);
-    assert_int_equal(r.u.api.domain, LP_API_RUNTIME);
+    assert_int_equal(r.u.api.domain, LP_API_DOMAIN_RUNTIME);
     assert_int_equal(r.u.api.thread, 555);
     assert_int_equal(r.u.api.correlation, 77);
     assert_string_equal(str(r.u.api.name), "cudaLaunchKernel");
     a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
     a.cbid = 9999;
     assert_int_equal(lp_convert_activity((CUpti_Activity *)&a, &ctx, &r), 1);
-    assert_int_equal(r.u.api.domain, LP_API_DRIVER);
+    assert_int_equal(r.u.api.domain, LP_API_DOMAIN_DRIVER);
     assert_int_equal(r.u.api.name, 0);
 
     CUpti_ActivityDevice5 d;

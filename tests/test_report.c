@@ -207,12 +207,12 @@ static void test_messy_ranges(void **state)
     struct tb b;
     tb_open(&b);
     struct lp_record r = {.type = LP_REC_MARKER};
-    r.u.marker = (struct lp_marker){.timestamp = 500, .id = 999, .flags = LP_MARKER_END,
+    r.u.marker = (struct lp_marker){.timestamp = 500, .id = 999, .flags = LP_MARKER_FLAG_END,
                                     .thread = 1};
     add(&b, &r); /* a pop without its push */
     range(&b, "prefill tokens=0", 1, 1000, 5000);
     range(&b, "decode", 2, 2000, 3000); /* overlaps prefill, another thread */
-    r.u.marker = (struct lp_marker){.timestamp = 6000, .id = 500, .flags = LP_MARKER_START,
+    r.u.marker = (struct lp_marker){.timestamp = 6000, .id = 500, .flags = LP_MARKER_FLAG_START,
                                     .name = lp_trace_writer_intern(b.w, "decode"), .thread = 1};
     add(&b, &r); /* never closed */
     kernel(&b, "k1", 1, 1500, 1600, 1700);
@@ -421,7 +421,7 @@ static void test_power_energy_per_token(void **state)
         struct lp_record r = {.type = LP_REC_NVML};
         r.u.nvml = (struct lp_nvml_sample){
             .timestamp = (uint64_t)i * 100000000, .device = 0,
-            .valid = LP_NVML_POWER | LP_NVML_ENERGY | LP_NVML_CLOCK_EVENTS,
+            .valid = LP_NVML_FIELD_POWER | LP_NVML_FIELD_ENERGY | LP_NVML_FIELD_CLOCK_EVENTS,
             .power_mw = 200000, .energy_mj = 1000000 + (uint64_t)i * 20000,
             .clock_events = i < 5 ? 0x4 : 0};
         add(&b, &r);

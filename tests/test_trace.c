@@ -103,11 +103,11 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             break;
         case LP_REC_MARKER:
             r->u.marker = (struct lp_marker){.timestamp = ts, .id = (uint32_t)i,
-                .flags = LP_MARKER_START, .name = name, .domain = 0, .thread = 12345};
+                .flags = LP_MARKER_FLAG_START, .name = name, .domain = 0, .thread = 12345};
             break;
         case LP_REC_API:
             r->u.api = (struct lp_api){.start = ts - 100, .end = ts + 900, .correlation = 11,
-                .thread = 12345, .domain = LP_API_DRIVER, .cbid = 307, .name = name, .status = 0};
+                .thread = 12345, .domain = LP_API_DOMAIN_DRIVER, .cbid = 307, .name = name, .status = 0};
             break;
         case LP_REC_NVML:
             r->u.nvml = (struct lp_nvml_sample){.timestamp = ts, .query_ns = 80000, .device = 0,
@@ -125,7 +125,7 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             r->u.overhead = (struct lp_overhead){.start = ts, .end = ts + 5, .kind = 1, .thread = 2};
             break;
         case LP_REC_LOSS:
-            r->u.loss = (struct lp_loss){.source = LP_LOSS_CUPTI_DROPPED, .count = 42, .what = name};
+            r->u.loss = (struct lp_loss){.source = LP_LOSS_SOURCE_CUPTI_DROPPED, .count = 42, .what = name};
             break;
         case LP_REC_GEMM:
             r->u.gemm = (struct lp_gemm){.start = ts, .end = ts + rnd() % 9000, .thread = 12345,
@@ -136,7 +136,7 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             break;
         case LP_REC_GRAPH:
             r->u.graph = (struct lp_graph){.timestamp = ts, .thread = 12345,
-                .event = LP_GRAPH_NODE_CLONED, .graph_id = 2, .original_graph_id = 1,
+                .event = LP_GRAPH_EVENT_NODE_CLONED, .graph_id = 2, .original_graph_id = 1,
                 .exec_id = (uint32_t)rnd(), .node_type = 0, .node_id = 2ull << 32 | i,
                 .original_node_id = rnd()};
             break;
@@ -411,7 +411,7 @@ static void test_intern_table_is_bounded(void **state)
         snprintf(name, sizeof name, "decode step=%d", i % 250); /* repeats after 250 */
         struct lp_record r = {.type = LP_REC_MARKER};
         r.u.marker = (struct lp_marker){.timestamp = (uint64_t)i, .id = (uint32_t)i,
-                                        .flags = LP_MARKER_START, .name = lp_trace_writer_intern(w, name)};
+                                        .flags = LP_MARKER_FLAG_START, .name = lp_trace_writer_intern(w, name)};
         if (i == 0)
             first = r.u.marker.name;
         assert_int_not_equal(r.u.marker.name, 0);
@@ -738,7 +738,7 @@ static void test_writer_limits(void **state)
     memset(big, 'k', n);
     big[n] = '\0';
     struct lp_record r = {.type = LP_REC_MARKER};
-    r.u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_INSTANT,
+    r.u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_FLAG_INSTANT,
                                     .name = lp_trace_writer_intern(w, big)};
     assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
     assert_int_equal(lp_trace_writer_close(w), LP_OK);
@@ -876,15 +876,15 @@ static void test_implausible_times(void **state)
     x[0].type = LP_REC_MEMCPY; /* ends 5 us before it starts */
     x[0].u.memcpy = (struct lp_memcpy){.start = T0 + 2 * SEC, .end = T0 + 2 * SEC - 5000};
     x[1].type = LP_REC_MARKER; /* at 5 ns after 1970 */
-    x[1].u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_INSTANT};
+    x[1].u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_FLAG_INSTANT};
     x[2].type = LP_REC_API; /* 400 days on */
     x[2].u.api = (struct lp_api){.start = T0 + 400 * 86400 * SEC,
                                  .end = T0 + 400 * 86400 * SEC + 900};
     x[3].type = LP_REC_MARKER; /* a range started 30 s before the collector: kept */
-    x[3].u.marker = (struct lp_marker){.timestamp = T0 - 30 * SEC, .flags = LP_MARKER_START,
+    x[3].u.marker = (struct lp_marker){.timestamp = T0 - 30 * SEC, .flags = LP_MARKER_FLAG_START,
                                        .id = 1};
     x[4].type = LP_REC_MARKER;
-    x[4].u.marker = (struct lp_marker){.timestamp = T0 + 2 * SEC, .flags = LP_MARKER_END, .id = 1};
+    x[4].u.marker = (struct lp_marker){.timestamp = T0 + 2 * SEC, .flags = LP_MARKER_FLAG_END, .id = 1};
     x[5].type = LP_REC_NVML; /* 20 s after the end: kept */
     x[5].u.nvml = (struct lp_nvml_sample){.timestamp = T0 + 32300 * MS};
     /* incomplete, as CUPTI flushes records the GPU has not finished: an end or both times 0 */

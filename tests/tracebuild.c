@@ -35,10 +35,10 @@ void range(struct tb *b, const char *name, uint32_t thread, uint64_t a, uint64_t
 {
     uint32_t id = b->next_id++;
     struct lp_record r = {.type = LP_REC_MARKER};
-    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_START,
+    r.u.marker = (struct lp_marker){.timestamp = a, .id = id, .flags = LP_MARKER_FLAG_START,
                                     .name = lp_trace_writer_intern(b->w, name), .thread = thread};
     add(b, &r);
-    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_END,
+    r.u.marker = (struct lp_marker){.timestamp = e, .id = id, .flags = LP_MARKER_FLAG_END,
                                     .thread = thread};
     add(b, &r);
 }
@@ -47,7 +47,7 @@ void api(struct tb *b, const char *name, uint32_t thread, uint64_t launch, uint3
 {
     struct lp_record r = {.type = LP_REC_API};
     r.u.api = (struct lp_api){.start = launch, .end = launch + 1000, .correlation = corr,
-                              .thread = thread, .domain = LP_API_RUNTIME,
+                              .thread = thread, .domain = LP_API_DOMAIN_RUNTIME,
                               .name = lp_trace_writer_intern(b->w, name)};
     add(b, &r);
 }

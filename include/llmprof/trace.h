@@ -80,9 +80,9 @@ struct lp_memory {
 };
 
 enum lp_marker_flag {
-    LP_MARKER_INSTANT = 1 << 0,
-    LP_MARKER_START = 1 << 1,
-    LP_MARKER_END = 1 << 2,
+    LP_MARKER_FLAG_INSTANT = 1 << 0,
+    LP_MARKER_FLAG_START = 1 << 1,
+    LP_MARKER_FLAG_END = 1 << 2,
 };
 
 struct lp_marker {
@@ -94,7 +94,7 @@ struct lp_marker {
     uint32_t thread;              /* CUPTI thread id, same space as lp_api.thread */
 };
 
-enum lp_api_domain { LP_API_RUNTIME = 1, LP_API_DRIVER = 2 };
+enum lp_api_domain { LP_API_DOMAIN_RUNTIME = 1, LP_API_DOMAIN_DRIVER = 2 };
 
 struct lp_api {
     uint64_t start, end;
@@ -107,15 +107,15 @@ struct lp_api {
 
 /* Bits of lp_nvml_sample.valid: which fields were read successfully. */
 enum lp_nvml_field {
-    LP_NVML_POWER = 1 << 0,
-    LP_NVML_ENERGY = 1 << 1,
-    LP_NVML_SM_CLOCK = 1 << 2,
-    LP_NVML_MEM_CLOCK = 1 << 3,
-    LP_NVML_UTIL = 1 << 4,
-    LP_NVML_TEMP = 1 << 5,
-    LP_NVML_CLOCK_EVENTS = 1 << 6,
-    LP_NVML_MEM_USED = 1 << 7,
-    LP_NVML_POWER_AVERAGED = 1 << 8, /* power is NVML's ~1 s average, not instantaneous */
+    LP_NVML_FIELD_POWER = 1 << 0,
+    LP_NVML_FIELD_ENERGY = 1 << 1,
+    LP_NVML_FIELD_SM_CLOCK = 1 << 2,
+    LP_NVML_FIELD_MEM_CLOCK = 1 << 3,
+    LP_NVML_FIELD_UTIL = 1 << 4,
+    LP_NVML_FIELD_TEMP = 1 << 5,
+    LP_NVML_FIELD_CLOCK_EVENTS = 1 << 6,
+    LP_NVML_FIELD_MEM_USED = 1 << 7,
+    LP_NVML_FIELD_POWER_AVERAGED = 1 << 8, /* power is NVML's ~1 s average, not instantaneous */
 };
 
 struct lp_nvml_sample {
@@ -152,12 +152,12 @@ struct lp_overhead {
 };
 
 enum lp_loss_source {
-    LP_LOSS_CUPTI_DROPPED = 1,    /* CUPTI dropped activity records (buffers full) */
-    LP_LOSS_BUFFER_DENIED = 2,    /* buffer pool at its bound: CUPTI had no buffer */
-    LP_LOSS_COLLECTOR = 3,        /* a part of the collector could not start: see what */
-    LP_LOSS_WRITE = 4,            /* records that could not be written (disk full ...) */
-    LP_LOSS_NVML = 5,             /* NVML unavailable or failing */
-    LP_LOSS_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
+    LP_LOSS_SOURCE_CUPTI_DROPPED = 1,    /* CUPTI dropped activity records (buffers full) */
+    LP_LOSS_SOURCE_BUFFER_DENIED = 2,    /* buffer pool at its bound: CUPTI had no buffer */
+    LP_LOSS_SOURCE_COLLECTOR = 3,        /* a part of the collector could not start: see what */
+    LP_LOSS_SOURCE_WRITE = 4,            /* records that could not be written (disk full ...) */
+    LP_LOSS_SOURCE_NVML = 5,             /* NVML unavailable or failing */
+    LP_LOSS_SOURCE_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
 };
 
 struct lp_loss {
@@ -197,13 +197,13 @@ struct lp_gemm {
  * program captured a stream, inside the library call (a GEMM) and the NVTX ranges open on
  * THREAD at TIMESTAMP. */
 enum lp_graph_event {
-    LP_GRAPH_NODE_CREATED = 1,    /* node added to graph_id (stream capture or graph API) */
-    LP_GRAPH_NODE_CLONED = 2,     /* node copied from original_node_id: instantiation, or
+    LP_GRAPH_EVENT_NODE_CREATED = 1,    /* node added to graph_id (stream capture or graph API) */
+    LP_GRAPH_EVENT_NODE_CLONED = 2,     /* node copied from original_node_id: instantiation, or
                                      cudaGraphClone */
-    LP_GRAPH_NODE_UPDATED = 3,    /* cudaGraphExecUpdate gave node (of an executable graph)
+    LP_GRAPH_EVENT_NODE_UPDATED = 3,    /* cudaGraphExecUpdate gave node (of an executable graph)
                                      the parameters of original_node_id */
-    LP_GRAPH_NODE_SET_PARAMS = 4, /* node's parameters set in executable graph exec_id */
-    LP_GRAPH_EXEC_CREATED = 5,    /* executable graph exec_id instantiated from graph_id */
+    LP_GRAPH_EVENT_NODE_SET_PARAMS = 4, /* node's parameters set in executable graph exec_id */
+    LP_GRAPH_EVENT_EXEC_CREATED = 5,    /* executable graph exec_id instantiated from graph_id */
 };
 
 struct lp_graph {

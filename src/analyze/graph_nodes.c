@@ -32,10 +32,10 @@ static int cmp_entry(const void *a, const void *b)
 static uint64_t key_of(const struct lp_graph *g)
 {
     switch (g->event) {
-    case LP_GRAPH_NODE_CREATED:
-    case LP_GRAPH_NODE_CLONED:
-    case LP_GRAPH_NODE_SET_PARAMS: return g->node_id;
-    case LP_GRAPH_NODE_UPDATED: return g->original_node_id;
+    case LP_GRAPH_EVENT_NODE_CREATED:
+    case LP_GRAPH_EVENT_NODE_CLONED:
+    case LP_GRAPH_EVENT_NODE_SET_PARAMS: return g->node_id;
+    case LP_GRAPH_EVENT_NODE_UPDATED: return g->original_node_id;
     default: return 0;
     }
 }
@@ -62,18 +62,18 @@ static int32_t origin_of(const struct lp_trace *t, const struct entry *e, size_t
         if (p < 0)
             return -1;
         const struct lp_graph *g = &t->graphs[e[p].idx];
-        if (g->event == LP_GRAPH_NODE_SET_PARAMS) {
+        if (g->event == LP_GRAPH_EVENT_NODE_SET_PARAMS) {
             const struct lp_graph *u = p > 0 && e[p - 1].key == node ? &t->graphs[e[p - 1].idx]
                                                                      : NULL;
-            if (!u || u->event != LP_GRAPH_NODE_UPDATED || u->thread != g->thread ||
+            if (!u || u->event != LP_GRAPH_EVENT_NODE_UPDATED || u->thread != g->thread ||
                 g->timestamp - u->timestamp > UPDATE_SET_NS)
                 return -1;
             g = u;
         }
         switch (g->event) {
-        case LP_GRAPH_NODE_CREATED: return (int32_t)e[p].idx;
-        case LP_GRAPH_NODE_CLONED: node = g->original_node_id; break;
-        case LP_GRAPH_NODE_UPDATED: node = g->node_id; break;
+        case LP_GRAPH_EVENT_NODE_CREATED: return (int32_t)e[p].idx;
+        case LP_GRAPH_EVENT_NODE_CLONED: node = g->original_node_id; break;
+        case LP_GRAPH_EVENT_NODE_UPDATED: node = g->node_id; break;
         default: return -1;
         }
         ts = g->timestamp; /* the source as it was when copied */

@@ -76,13 +76,13 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     for (size_t i = 0; i < n; i++) {
         const struct lp_marker *k = m[i];
         size_t s = slot_of(&o, k->id);
-        if (k->flags & LP_MARKER_START) {
+        if (k->flags & LP_MARKER_FLAG_START) {
             v[nr] = (struct lp_range){.start = k->timestamp, .end = UINT64_MAX, .name = k->name,
                                       .domain = k->domain, .thread = k->thread, .parent = -1};
             o.used[s] = 1;
             o.ids[s] = k->id;
             o.idx[s] = nr++;
-        } else if (k->flags & LP_MARKER_END) {
+        } else if (k->flags & LP_MARKER_FLAG_END) {
             if (o.used[s] && v[o.idx[s]].end == UINT64_MAX)
                 v[o.idx[s]].end = k->timestamp;
             else

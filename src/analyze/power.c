@@ -80,16 +80,16 @@ static void run_totals(struct lp_run *r, struct series *x)
     double power_sum = 0;
     x->counter = 1;
     for (size_t i = 0; i < n; i++) {
-        x->counter &= (s[i]->valid & LP_NVML_ENERGY) != 0;
-        if (s[i]->valid & LP_NVML_POWER) {
+        x->counter &= (s[i]->valid & LP_NVML_FIELD_ENERGY) != 0;
+        if (s[i]->valid & LP_NVML_FIELD_POWER) {
             double w = s[i]->power_mw / 1000.0;
             power_sum += w;
             n_power++;
             if (w > r->power_peak_w)
                 r->power_peak_w = w;
         }
-        r->power_averaged |= (s[i]->valid & LP_NVML_POWER_AVERAGED) != 0;
-        if (s[i]->valid & LP_NVML_CLOCK_EVENTS) {
+        r->power_averaged |= (s[i]->valid & LP_NVML_FIELD_POWER_AVERAGED) != 0;
+        if (s[i]->valid & LP_NVML_FIELD_CLOCK_EVENTS) {
             n_events++;
             for (int b = 0; b < LP_THROTTLE_BITS - 1; b++)
                 throttle[b] += (s[i]->clock_events >> b) & 1;
@@ -141,9 +141,9 @@ static int stage_power(struct lp_run_ctx *c, const struct series *x)
         for (size_t i = lo; i < n && ts[i] <= oc->end; i++) {
             const struct lp_nvml_sample *sm = x->s[i];
             st->nvml_samples++;
-            if ((sm->valid & LP_NVML_POWER) && sm->power_mw / 1000.0 > st->power_peak_w)
+            if ((sm->valid & LP_NVML_FIELD_POWER) && sm->power_mw / 1000.0 > st->power_peak_w)
                 st->power_peak_w = sm->power_mw / 1000.0;
-            if ((sm->valid & LP_NVML_MEM_USED) && sm->mem_used > st->peak_nvml_used_bytes)
+            if ((sm->valid & LP_NVML_FIELD_MEM_USED) && sm->mem_used > st->peak_nvml_used_bytes)
                 st->peak_nvml_used_bytes = sm->mem_used;
         }
     }
@@ -172,11 +172,11 @@ static int chart_points(struct lp_run *r, const struct series *x)
         const struct lp_nvml_sample *s = x->s[i];
         r->power[r->n_power++] = (struct lp_power_point){
             .t = s->timestamp,
-            .power_w = (s->valid & LP_NVML_POWER) ? (float)(s->power_mw / 1000.0) : NAN,
-            .sm_mhz = (s->valid & LP_NVML_SM_CLOCK) ? (float)s->sm_mhz : NAN,
-            .mem_mhz = (s->valid & LP_NVML_MEM_CLOCK) ? (float)s->mem_mhz : NAN,
-            .util = (s->valid & LP_NVML_UTIL) ? (float)s->util_gpu : NAN,
-            .temp_c = (s->valid & LP_NVML_TEMP) ? (float)s->temp_c : NAN};
+            .power_w = (s->valid & LP_NVML_FIELD_POWER) ? (float)(s->power_mw / 1000.0) : NAN,
+            .sm_mhz = (s->valid & LP_NVML_FIELD_SM_CLOCK) ? (float)s->sm_mhz : NAN,
+            .mem_mhz = (s->valid & LP_NVML_FIELD_MEM_CLOCK) ? (float)s->mem_mhz : NAN,
+            .util = (s->valid & LP_NVML_FIELD_UTIL) ? (float)s->util_gpu : NAN,
+            .temp_c = (s->valid & LP_NVML_FIELD_TEMP) ? (float)s->temp_c : NAN};
     }
     return LP_OK;
 }

@@ -113,7 +113,7 @@ static const char *api_name_cb(void *user, uint32_t domain, uint32_t cbid)
     (void)user;
     if (cbid >= MAX_CBID)
         return NULL;
-    return domain == LP_API_RUNTIME ? runtime_names[cbid] : driver_names[cbid];
+    return domain == LP_API_DOMAIN_RUNTIME ? runtime_names[cbid] : driver_names[cbid];
 }
 
 /* Runs on CUPTI's thread: only queues the buffer, so CUPTI is never held up by llmprof's
@@ -136,10 +136,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     }
     pthread_mutex_unlock(&pool_lock);
     if (buffer && !ours) /* only if another CUPTI client re-registered callbacks */
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "a buffer of another CUPTI client reached llmprof "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "a buffer of another CUPTI client reached llmprof "
                                               "and was left alone: its records are not recorded");
     if (dropped)
-        lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped,
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
                         "CUPTI dropped activity records (buffers full); counts are in the trace");
     atomic_fetch_add(&completions, 1);
     if (notify)
@@ -242,7 +242,7 @@ int lp_activity_start(const struct lp_activity_options *o)
     CUpti_CallbackFunc cb = opts.callback ? opts.callback : no_callbacks;
     CUptiResult sub = opts.subscribe ? lp_cupti.Subscribe(&subscriber, cb, NULL) : CUPTI_SUCCESS;
     if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "another CUPTI client (nsys, ncu, compute-sanitizer, torch.profiler ...) "
                         "is active in this process: llmprof records no kernels, copies or NVTX "
                         "ranges here; the program and that tool run on unaffected");
@@ -267,7 +267,7 @@ int lp_activity_start(const struct lp_activity_options *o)
         return 0;
     if (!lp_cupti.GetCallbackName || !lp_cupti.ActivityEnableRuntimeApi ||
         !lp_cupti.ActivityEnableDriverApi) {
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "this CUPTI (%u) cannot enable single API calls: launch correlation "
                         "(which thread launched each kernel) is not recorded", lp_cupti.version);
         return 0;
@@ -279,7 +279,7 @@ int lp_activity_start(const struct lp_activity_options *o)
     lp_sink_set_meta_u64("api_calls_traced_runtime", rt);
     lp_sink_set_meta_u64("api_calls_traced_driver", drv);
     if (rt + drv == 0)
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "no launch API could be enabled: launch correlation is not recorded");
     return 0;
 }
@@ -297,13 +297,13 @@ void lp_activity_finish(void)
     size_t dropped = 0;
     if (lp_cupti.ActivityGetNumDroppedRecords &&
         lp_cupti.ActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
-        lp_collect_warn(LP_LOSS_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
     pthread_mutex_lock(&pool_lock);
     uint64_t d = denied, total = dropped_total + dropped;
     unsigned peak = n_alloc;
     pthread_mutex_unlock(&pool_lock);
     if (d)
-        lp_collect_warn(LP_LOSS_BUFFER_DENIED, d,
+        lp_collect_warn(LP_LOSS_SOURCE_BUFFER_DENIED, d,
                         "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "
                         "CUPTI dropped what did not fit", opts.max_buffers, opts.buffer_bytes,
                         (unsigned long long)d);

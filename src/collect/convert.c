@@ -116,12 +116,12 @@ static int marker_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
     o->timestamp = m->timestamp;
     o->id = m->id;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS)
-        o->flags |= LP_MARKER_INSTANT;
+        o->flags |= LP_MARKER_FLAG_INSTANT;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START)
-        o->flags |= LP_MARKER_START;
+        o->flags |= LP_MARKER_FLAG_START;
     if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END)
-        o->flags |= LP_MARKER_END;
-    if (!(o->flags & LP_MARKER_END))
+        o->flags |= LP_MARKER_FLAG_END;
+    if (!(o->flags & LP_MARKER_FLAG_END))
         o->name = intern(ctx, m->name);
     o->domain = intern(ctx, m->domain);
     if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
@@ -141,7 +141,7 @@ static int api_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
     o->end = api->end;
     o->correlation = api->correlationId;
     o->thread = api->threadId;
-    o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_RUNTIME : LP_API_DRIVER;
+    o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_DOMAIN_RUNTIME : LP_API_DOMAIN_DRIVER;
     o->cbid = api->cbid;
     o->name = ctx->api_name ? intern(ctx, ctx->api_name(ctx->user, o->domain, o->cbid)) : 0;
     o->status = api->returnValue;

@@ -112,7 +112,7 @@ static void bind_helpers(int lib)
 
 static cublasStatus_t missing(int lib, const char *name)
 {
-    lp_collect_warn(LP_LOSS_GEMM, 0, "%s was called but no loaded %s* has it: the call "
+    lp_collect_warn(LP_LOSS_SOURCE_GEMM, 0, "%s was called but no loaded %s* has it: the call "
                     "returns CUBLAS_STATUS_NOT_INITIALIZED", name, lib_prefix[lib]);
     return CUBLAS_STATUS_NOT_INITIALIZED;
 }
@@ -635,7 +635,7 @@ void lp_gemm_drain(void)
     uint64_t lost;
     struct lp_gemm *batch = lp_queue_take(&queue, &n, &lost);
     if (lost)
-        lp_collect_warn(LP_LOSS_GEMM, lost, "GEMM records dropped: the queue of %d was full "
+        lp_collect_warn(LP_LOSS_SOURCE_GEMM, lost, "GEMM records dropped: the queue of %d was full "
                         "between two flushes", QUEUE_CAP);
     if (!batch)
         return;

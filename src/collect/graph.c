@@ -26,11 +26,11 @@ static const struct {
     CUpti_CallbackIdResource cbid;
     enum lp_graph_event event;
 } events[] = {
-    {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, LP_GRAPH_NODE_CREATED},
-    {CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, LP_GRAPH_NODE_CLONED},
-    {CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, LP_GRAPH_NODE_UPDATED},
-    {CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS, LP_GRAPH_NODE_SET_PARAMS},
-    {CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, LP_GRAPH_EXEC_CREATED},
+    {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, LP_GRAPH_EVENT_NODE_CREATED},
+    {CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, LP_GRAPH_EVENT_NODE_CLONED},
+    {CUPTI_CBID_RESOURCE_GRAPH_NODE_UPDATED, LP_GRAPH_EVENT_NODE_UPDATED},
+    {CUPTI_CBID_RESOURCE_GRAPH_NODE_SET_PARAMS, LP_GRAPH_EVENT_NODE_SET_PARAMS},
+    {CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, LP_GRAPH_EVENT_EXEC_CREATED},
 };
 
 static uint64_t node_id(CUgraphNode n)
@@ -75,30 +75,30 @@ void CUPTIAPI lp_graph_callback(void *userdata, CUpti_CallbackDomain domain,
                          .thread = (uint32_t)pthread_self(), /* as lp_gemm.thread */
                          .event = event};
     switch (event) {
-    case LP_GRAPH_NODE_CREATED:
+    case LP_GRAPH_EVENT_NODE_CREATED:
         g.graph_id = graph_id(gd->graph);
         g.node_id = node_id(gd->node);
         g.node_type = (uint32_t)gd->nodeType;
         break;
-    case LP_GRAPH_NODE_CLONED:
+    case LP_GRAPH_EVENT_NODE_CLONED:
         g.graph_id = graph_id(gd->graph);
         g.original_graph_id = graph_id(gd->originalGraph);
         g.node_id = node_id(gd->node);
         g.original_node_id = node_id(gd->originalNode);
         g.node_type = (uint32_t)gd->nodeType;
         break;
-    case LP_GRAPH_NODE_UPDATED:
+    case LP_GRAPH_EVENT_NODE_UPDATED:
         g.node_id = node_id(gd->node);
         g.original_node_id = node_id(gd->originalNode);
         g.exec_id = exec_id(gd->graphExec);
         g.node_type = (uint32_t)gd->nodeType;
         break;
-    case LP_GRAPH_NODE_SET_PARAMS:
+    case LP_GRAPH_EVENT_NODE_SET_PARAMS:
         g.node_id = node_id(gd->node);
         g.exec_id = exec_id(gd->graphExec);
         g.node_type = (uint32_t)gd->nodeType;
         break;
-    case LP_GRAPH_EXEC_CREATED:
+    case LP_GRAPH_EVENT_EXEC_CREATED:
         g.graph_id = graph_id(gd->graph);
         g.exec_id = exec_id(gd->graphExec);
         break;
@@ -121,7 +121,7 @@ void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void))
     if (!lp_cupti.EnableCallback || !lp_cupti.GetGraphNodeId || !lp_cupti.GetGraphId ||
         !lp_cupti.GetGraphExecId) {
         lp_sink_set_meta("graph_nodes", "off: this CUPTI lacks the graph id functions");
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "this CUPTI (%u) cannot name graph nodes: kernels "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "this CUPTI (%u) cannot name graph nodes: kernels "
                         "replayed from CUDA graphs keep no GEMM shape or capture range",
                         lp_cupti.version);
         return;
@@ -141,7 +141,7 @@ void lp_graph_drain(void)
     uint64_t lost;
     struct lp_graph *batch = lp_queue_take(&queue, &n, &lost);
     if (lost)
-        lp_collect_warn(LP_LOSS_COLLECTOR, lost, "graph node records dropped: the queue of %d "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, lost, "graph node records dropped: the queue of %d "
                         "was full between two flushes; replays of those nodes keep no GEMM "
                         "shape or capture range", QUEUE_CAP);
     if (!batch)

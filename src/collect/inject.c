@@ -45,7 +45,7 @@ static double env_double(const char *name, double def)
     errno = 0;
     double d = strtod(v, &end);
     if (errno || *end || d < 0) {
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number", name, v);
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number", name, v);
         return def;
     }
     return d;
@@ -173,7 +173,7 @@ static void init(void)
     pthread_atfork(NULL, NULL, in_child_after_fork);
     atexit(shutdown_collector);
     if (!cupti_ok) {
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "%s: no kernels or NVTX ranges are recorded",
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "%s: no kernels or NVTX ranges are recorded",
                         cupti_err);
     } else {
         struct lp_activity_options ao = {
@@ -194,13 +194,13 @@ static void init(void)
             if (lp_kinds_parse(kinds, &chosen, kerr, sizeof kerr) == 0)
                 ao.kinds = chosen;
             else
-                lp_collect_warn(LP_LOSS_COLLECTOR, 0, "ignoring LLMPROF_KINDS: %s", kerr);
+                lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_KINDS: %s", kerr);
         }
         lp_sink_set_meta_u64("kinds", ao.kinds);
         lp_activity_set_notify(wake_flusher);
         int act = lp_activity_start(&ao);
         if (act < 0)
-            lp_collect_warn(LP_LOSS_COLLECTOR, 0,
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                             "CUPTI activity could not be enabled (see the CUPTI error before "
                             "this): kernels are not recorded; the program runs on");
         if (act == 0)
@@ -221,7 +221,7 @@ static void init(void)
     if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
         flusher_running = 1;
     else
-        lp_collect_warn(LP_LOSS_COLLECTOR, 0, "cannot start the flusher thread: records are "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "cannot start the flusher thread: records are "
                                               "written only when buffers fill and at exit");
 }
 

@@ -160,43 +160,43 @@ static void sample(int i)
             int wide = fv.value_type == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG ||
                        fv.value_type == NVML_VALUE_TYPE_SIGNED_LONG_LONG;
             s->power_mw = wide ? (uint32_t)fv.value.ull : fv.value.ui;
-            s->valid |= LP_NVML_POWER;
+            s->valid |= LP_NVML_FIELD_POWER;
         } else {
             power_instant_ok = 0; /* not on this GPU or driver: use the average from now on */
         }
     }
-    if (!(s->valid & LP_NVML_POWER) && nv.DeviceGetPowerUsage &&
+    if (!(s->valid & LP_NVML_FIELD_POWER) && nv.DeviceGetPowerUsage &&
         nv.DeviceGetPowerUsage(d, &s->power_mw) == 0)
-        s->valid |= LP_NVML_POWER | LP_NVML_POWER_AVERAGED;
+        s->valid |= LP_NVML_FIELD_POWER | LP_NVML_FIELD_POWER_AVERAGED;
     unsigned long long energy = 0;
     if (nv.DeviceGetTotalEnergyConsumption && nv.DeviceGetTotalEnergyConsumption(d, &energy) == 0) {
         s->energy_mj = energy;
-        s->valid |= LP_NVML_ENERGY;
+        s->valid |= LP_NVML_FIELD_ENERGY;
     }
     if (nv.DeviceGetClockInfo) {
         if (nv.DeviceGetClockInfo(d, NVML_CLOCK_SM, &s->sm_mhz) == 0)
-            s->valid |= LP_NVML_SM_CLOCK;
+            s->valid |= LP_NVML_FIELD_SM_CLOCK;
         if (nv.DeviceGetClockInfo(d, NVML_CLOCK_MEM, &s->mem_mhz) == 0)
-            s->valid |= LP_NVML_MEM_CLOCK;
+            s->valid |= LP_NVML_FIELD_MEM_CLOCK;
     }
     nvml_utilization u;
     if (nv.DeviceGetUtilizationRates && nv.DeviceGetUtilizationRates(d, &u) == 0) {
         s->util_gpu = u.gpu;
         s->util_mem = u.memory;
-        s->valid |= LP_NVML_UTIL;
+        s->valid |= LP_NVML_FIELD_UTIL;
     }
     if (nv.DeviceGetTemperature && nv.DeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &s->temp_c) == 0)
-        s->valid |= LP_NVML_TEMP;
+        s->valid |= LP_NVML_FIELD_TEMP;
     unsigned long long reasons = 0;
     if (nv.DeviceGetCurrentClocksEventReasons &&
         nv.DeviceGetCurrentClocksEventReasons(d, &reasons) == 0) {
         s->clock_events = reasons;
-        s->valid |= LP_NVML_CLOCK_EVENTS;
+        s->valid |= LP_NVML_FIELD_CLOCK_EVENTS;
     }
     nvml_memory m;
     if (nv.DeviceGetMemoryInfo && nv.DeviceGetMemoryInfo(d, &m) == 0) {
         s->mem_used = m.used;
-        s->valid |= LP_NVML_MEM_USED;
+        s->valid |= LP_NVML_FIELD_MEM_USED;
     }
     uint64_t t1 = lp_clock_ns();
     s->timestamp = t0 + (t1 - t0) / 2;
@@ -240,13 +240,13 @@ int lp_nvml_start(double hz)
     if (hz <= 0)
         return 0;
     if (bind_nvml() != 0) {
-        lp_collect_warn(LP_LOSS_NVML, 0, "NVML (libnvidia-ml.so.1) not available: power, "
+        lp_collect_warn(LP_LOSS_SOURCE_NVML, 0, "NVML (libnvidia-ml.so.1) not available: power, "
                                          "clocks and utilisation are not recorded");
         return -1;
     }
     int rc = nv.Init();
     if (rc != 0) {
-        lp_collect_warn(LP_LOSS_NVML, 0, "nvmlInit failed (%d): power, clocks and utilisation "
+        lp_collect_warn(LP_LOSS_SOURCE_NVML, 0, "nvmlInit failed (%d): power, clocks and utilisation "
                                          "are not recorded", rc);
         return -1;
     }
@@ -260,7 +260,7 @@ int lp_nvml_start(double hz)
     lp_cond_init_monotonic(&cv);
     stop_flag = 0;
     if (pthread_create(&thread, NULL, run, NULL) != 0) {
-        lp_collect_warn(LP_LOSS_NVML, 0, "cannot start the NVML sampler thread");
+        lp_collect_warn(LP_LOSS_SOURCE_NVML, 0, "cannot start the NVML sampler thread");
         nv.Shutdown();
         return -1;
     }

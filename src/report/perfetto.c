@@ -174,17 +174,17 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
         if (!in(&o, s->timestamp, s->timestamp))
             continue;
         long pid = GPU_PID_BASE + s->device;
-        if (s->valid & LP_NVML_POWER)
+        if (s->valid & LP_NVML_FIELD_POWER)
             counter(&o, pid, "power", "W", s->timestamp, s->power_mw / 1000.0);
-        if (s->valid & LP_NVML_SM_CLOCK)
+        if (s->valid & LP_NVML_FIELD_SM_CLOCK)
             counter(&o, pid, "SM clock", "MHz", s->timestamp, s->sm_mhz);
-        if (s->valid & LP_NVML_MEM_CLOCK)
+        if (s->valid & LP_NVML_FIELD_MEM_CLOCK)
             counter(&o, pid, "memory clock", "MHz", s->timestamp, s->mem_mhz);
-        if (s->valid & LP_NVML_UTIL)
+        if (s->valid & LP_NVML_FIELD_UTIL)
             counter(&o, pid, "GPU utilisation (NVML)", "%", s->timestamp, s->util_gpu);
-        if (s->valid & LP_NVML_TEMP)
+        if (s->valid & LP_NVML_FIELD_TEMP)
             counter(&o, pid, "temperature", "C", s->timestamp, s->temp_c);
-        if (s->valid & LP_NVML_MEM_USED)
+        if (s->valid & LP_NVML_FIELD_MEM_USED)
             counter(&o, pid, "memory used", "GiB", s->timestamp,
                     (double)s->mem_used / 1073741824.0);
     }
