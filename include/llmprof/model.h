@@ -128,6 +128,9 @@ struct lp_model {
     struct lp_vision_spec vision;
 };
 
+/* The model_type values llmprof reads, comma-separated, a note naming the model where the
+ * type does not: "llama, mistral, ..., deepseek_vl_v2 (DeepSeek-OCR), ...". */
+void lp_model_types(char *buf, size_t len);
 /* Reads a config.json (or a directory holding one). Returns 0, or -1 with ERR saying which
  * file, which key and what is wrong or supported. */
 int lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen);

@@ -1,5 +1,5 @@
-/* The hardware table (data/hardware.tsv, compiled in) and the roofline: lower bounds of
- * time from FLOPs at dense peak and bytes at memory bandwidth, assuming full overlap. */
+/* The hardware table: data/hardware.tsv (compiled in) and a user's --hw-file rows, and the
+ * lookup of a GPU by table name or by the device name a trace records. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -12,27 +12,6 @@
 #include "model_internal.h"
 
 #define LP_HW_FILE_MAX_BYTES ((size_t)1 << 20)
-
-static const char *const dtype_names[LP_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16",
-                                                        "fp8",  "int8", "int4"};
-
-const char *lp_dtype_name(enum lp_dtype d) { return (unsigned)d < LP_DTYPE_COUNT ? dtype_names[d] : "?"; }
-
-double lp_dtype_bytes(enum lp_dtype d)
-{
-    static const double bytes[LP_DTYPE_COUNT] = {4, 4, 2, 2, 1, 1, 0.5};
-    return (unsigned)d < LP_DTYPE_COUNT ? bytes[d] : 0;
-}
-
-int lp_dtype_parse(const char *name, enum lp_dtype *d)
-{
-    for (int i = 0; i < LP_DTYPE_COUNT; i++)
-        if (!strcasecmp(name, dtype_names[i])) {
-            *d = (enum lp_dtype)i;
-            return 0;
-        }
-    return -1;
-}
 
 /* Parses TEXT's rows into T (prepending them when FIRST). NAME names the file in errors. */
 static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name, int first,
@@ -203,15 +182,4 @@ const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
         }
     }
     return NULL;
-}
-
-void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype dtype,
-                 struct lp_bound *b)
-{
-    double peak = g->tflops[dtype] * 1e12, fp32 = g->tflops[LP_DTYPE_FP32] * 1e12;
-    b->compute_s = (peak > 0 ? c->matmul_flops / peak : (c->matmul_flops > 0 ? INFINITY : 0)) +
-                   (fp32 > 0 ? c->other_flops / fp32 : 0);
-    b->memory_s = lp_cost_bytes(c) / (g->mem_bw_gbs * 1e9);
-    b->memory_bound = b->memory_s > b->compute_s;
-    b->bound_s = b->memory_bound ? b->memory_s : b->compute_s;
 }

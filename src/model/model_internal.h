@@ -1,4 +1,6 @@
-/* Shared by the model's files: JSON access for the family parsers (arch_*.c). */
+/* Shared by the model's files: bounded reading of input files and JSON (file.c), key access
+ * for the family parsers (cfg.c), the parsers themselves (arch_*.c, called by config.c) and
+ * the parameter count (analysis.c). */
 #ifndef LP_MODEL_INTERNAL_H
 #define LP_MODEL_INTERNAL_H
 
@@ -23,6 +25,8 @@ struct lp_cfg {
     int failed;
 };
 
+/* "an object", "a string", ...: what V is, for messages */
+const char *lp_cfg_json_kind(const json_t *v);
 void lp_cfg_fail(struct lp_cfg *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An integer at KEY: DEF when absent (LP_CFG_REQUIRED: an error), MIN to MAX (one of the
  * LP_MODEL_MAX_* bounds; past it the message names the key, the value and the bound). */
