@@ -269,12 +269,10 @@ int lp_cmd_model(int argc, char **argv)
     struct stat st;
     int have_weights = 0;
     if (stat(config, &st) == 0 && S_ISDIR(st.st_mode)) {
-        int wrc = lp_weights_scan(config, &m, &wt, err, sizeof err);
-        if (wrc < 0) {
+        if (lp_weights_scan(config, &m, &wt, &have_weights, err, sizeof err) != LP_OK) {
             lp_cli_error("model", "%s", err);
             goto done;
         }
-        have_weights = wrc == 0;
     }
     struct lp_model_report rep = {&m, &w, r, gpu_name ? &bounds : NULL,
                                   have_weights ? &wt : NULL};

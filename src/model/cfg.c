@@ -154,40 +154,40 @@ void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, c
                     b_key, (long long)b);
 }
 
-int lp_cfg_gqa(struct lp_cfg *c, json_t *o, int64_t hidden, struct lp_attn_spec *a)
+enum lp_status lp_cfg_gqa(struct lp_cfg *c, json_t *o, int64_t hidden, struct lp_attn_spec *a)
 {
     a->kind = LP_ATTN_MHA;
     a->heads = lp_cfg_int(c, o, "num_attention_heads", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
     a->kv_heads = lp_cfg_int(c, o, "num_key_value_heads", a->heads, 1, LP_MODEL_MAX_HEADS);
     a->head_dim = lp_cfg_int(c, o, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     if (a->head_dim == 0) {
         lp_cfg_divides(c, hidden, "hidden_size", a->heads, "num_attention_heads");
         a->head_dim = hidden / a->heads;
     }
     lp_cfg_divides(c, a->heads, "num_attention_heads", a->kv_heads, "num_key_value_heads");
     a->v_head_dim = a->head_dim;
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
 
-int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
-                       const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp)
+enum lp_status lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
+                                  const struct lp_attn_spec *a, const struct lp_mlp_spec *mlp)
 {
     if (count <= 0)
-        return 0;
+        return LP_OK;
     /* layers of one kind share a group wherever they are (moe_layer_freq 2 alternates) */
     for (int i = 0; i < m->n_groups; i++) {
         struct lp_layer_group *g = &m->groups[i];
         if (!memcmp(&g->attn, a, sizeof *a) && !memcmp(&g->mlp, mlp, sizeof *mlp)) {
             g->count += count;
             m->last_group = i;
-            return 0;
+            return LP_OK;
         }
     }
     if (m->n_groups == LP_MAX_LAYER_GROUPS) {
         lp_cfg_fail(c, "more than %d distinct kinds of layer", LP_MAX_LAYER_GROUPS);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     m->last_group = m->n_groups;
     struct lp_layer_group *g = &m->groups[m->n_groups++];
@@ -195,5 +195,5 @@ int lp_model_add_group(struct lp_cfg *c, struct lp_model *m, int64_t count,
     g->count = count;
     g->attn = *a;
     g->mlp = *mlp;
-    return 0;
+    return LP_OK;
 }

@@ -14,7 +14,7 @@
 static const struct {
     const char *model_type;
     const char *note;
-    int (*parse)(struct lp_cfg *c, json_t *root, struct lp_model *m);
+    enum lp_status (*parse)(struct lp_cfg *c, json_t *root, struct lp_model *m);
 } families[] = {
     {"llama", NULL, lp_arch_llama},
     {"mistral", NULL, lp_arch_llama},
@@ -44,16 +44,16 @@ void lp_model_types(char *buf, size_t len)
     }
 }
 
-int lp_model_parse(const char *text, size_t len, const char *name, struct lp_model *m, char *err,
-                   size_t errlen)
+enum lp_status lp_model_parse(const char *text, size_t len, const char *name, struct lp_model *m,
+                              char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     json_t *root = lp_model_json_parse(text, len, LP_CONFIG_MAX_VALUES, JSON_REJECT_DUPLICATES,
                                        name, err, errlen);
     if (!root)
-        return -1;
+        return LP_ERR_FORMAT;
     struct lp_cfg c = {.name = name, .err = err, .errlen = errlen, .model_type = "?"};
-    int rc = -1;
+    enum lp_status rc = LP_ERR_FORMAT;
     if (!json_is_object(root)) {
         lp_cfg_fail(&c, "the top level must be a JSON object, not %s", lp_cfg_json_kind(root));
         goto out;
@@ -70,10 +70,10 @@ int lp_model_parse(const char *text, size_t len, const char *name, struct lp_mod
         if (strcmp(type, families[i].model_type) != 0)
             continue;
         snprintf(m->model_type, sizeof m->model_type, "%s", type);
-        rc = families[i].parse(&c, root, m) == 0 && !c.failed ? 0 : -1;
-        if (rc != 0 && !c.failed)
+        rc = families[i].parse(&c, root, m) == LP_OK && !c.failed ? LP_OK : LP_ERR_FORMAT;
+        if (rc != LP_OK && !c.failed)
             lp_cfg_fail(&c, "cannot model this config");
-        if (rc == 0) {
+        if (rc == LP_OK) {
             /* sizes each within bounds can still multiply into an absurd model */
             struct lp_params p;
             lp_model_count_params(m, &p);
@@ -82,7 +82,7 @@ int lp_model_parse(const char *text, size_t len, const char *name, struct lp_mod
                                 "vocab_size, ...) make %.3g parameters, past llmprof's limit of "
                                 "2^53 (%.0f), far above any published model",
                             p.total + p.mtp, LP_MODEL_MAX_PARAMS);
-                rc = -1;
+                rc = LP_ERR_FORMAT;
             }
         }
         goto out;
@@ -95,29 +95,30 @@ out:
     return rc;
 }
 
-int lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen)
+enum lp_status lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen)
 {
     char file[4096];
     struct stat st;
     if (stat(path, &st) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
+        return LP_ERR_IO;
     }
     int dir = S_ISDIR(st.st_mode);
     if (snprintf(file, sizeof file, dir ? "%s/config.json" : "%s", path) >= (int)sizeof file) {
         snprintf(err, errlen, "%.200s...: the path is too long", path);
-        return -1;
+        return LP_ERR_IO;
     }
     char *text = NULL;
     size_t len = 0;
-    int rc = lp_model_file_read(file, LP_CONFIG_MAX_BYTES, "a Hugging Face config.json", &text,
-                                &len, err, errlen);
-    if (rc != 0) {
-        if (rc > 0 && dir) {
+    int missing = 0;
+    enum lp_status rc = lp_model_file_read(file, LP_CONFIG_MAX_BYTES, "a Hugging Face config.json",
+                                           &text, &len, &missing, err, errlen);
+    if (rc != LP_OK) {
+        if (missing && dir) {
             size_t n = strlen(err);
             snprintf(err + n, errlen > n ? errlen - n : 0, " (a model directory must hold config.json)");
         }
-        return -1;
+        return rc;
     }
     rc = lp_model_parse(text, len, file, m, err, errlen);
     free(text);

@@ -1,5 +1,6 @@
 /* Data types of weights, activations and the KV cache: names, bytes per element, and
  * which of them a matmul can run in. */
+#include <stdio.h>
 #include <strings.h>
 
 #include "llmprof/model.h"
@@ -15,12 +16,21 @@ double lp_dtype_bytes(enum lp_dtype d)
     return (unsigned)d < LP_DTYPE_COUNT ? bytes[d] : 0;
 }
 
-int lp_dtype_parse(const char *name, enum lp_dtype *d)
+enum lp_status lp_dtype_parse(const char *name, enum lp_dtype *d)
 {
     for (int i = 0; i < LP_DTYPE_COUNT; i++)
         if (!strcasecmp(name, dtype_names[i])) {
             *d = (enum lp_dtype)i;
-            return 0;
+            return LP_OK;
         }
-    return -1;
+    return LP_ERR_ARG;
+}
+
+enum lp_status lp_dtype_check_compute(enum lp_dtype d, char *err, size_t errlen)
+{
+    if (d != LP_DTYPE_INT4)
+        return LP_OK;
+    snprintf(err, errlen, "%s is not a compute format; %s is weight-only", lp_dtype_name(d),
+             lp_dtype_name(d));
+    return LP_ERR_ARG;
 }

@@ -11,18 +11,22 @@
 
 #include "model_internal.h"
 
-int lp_model_file_read(const char *path, size_t max, const char *what, char **text, size_t *len,
-                       char *err, size_t errlen)
+enum lp_status lp_model_file_read(const char *path, size_t max, const char *what, char **text,
+                                  size_t *len, int *missing, char *err, size_t errlen)
 {
     *text = NULL;
     *len = 0;
+    if (missing)
+        *missing = 0;
     /* O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked next */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return errno == ENOENT || errno == ENOTDIR ? 1 : -1;
+        if (missing)
+            *missing = errno == ENOENT || errno == ENOTDIR;
+        return LP_ERR_IO;
     }
-    int rc = -1;
+    enum lp_status rc = LP_ERR_IO;
     char *buf = NULL;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -31,17 +35,20 @@ int lp_model_file_read(const char *path, size_t max, const char *what, char **te
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: not a regular file; %s", path, what);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     if ((uint64_t)st.st_size > max) {
         snprintf(err, errlen, "%s: %lld bytes, larger than %zu: not %s", path,
                  (long long)st.st_size, max, what);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     size_t size = (size_t)st.st_size, got = 0;
     buf = malloc(size + 1);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory", path);
+        rc = LP_ERR_NOMEM;
         goto out;
     }
     while (got < size) {
@@ -58,7 +65,7 @@ int lp_model_file_read(const char *path, size_t max, const char *what, char **te
     *text = buf;
     *len = size;
     buf = NULL;
-    rc = 0;
+    rc = LP_OK;
 out:
     free(buf);
     close(fd);
