@@ -146,7 +146,7 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
         one.vision_mode = crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE;
         one.tiles_w = crops ? crops : 1; /* the slots depend on the count alone */
         one.tiles_h = 1;
-        if (lp_model_analyze(m, &one, &res, e, sizeof e) == 0 &&
+        if (lp_model_analyze(m, &one, &res, e, sizeof e) == LP_OK &&
             res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops == want) {
             w->vision_mode = one.vision_mode;
             w->tiles_w = one.tiles_w;
@@ -287,7 +287,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
         char e[256];
         one.prompt = 1;
         one.generated = 1;
-        if (lp_model_analyze(o->model, &one, &slots, e, sizeof e) != 0) {
+        if (lp_model_analyze(o->model, &one, &slots, e, sizeof e) != LP_OK) {
             snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
                      e);
             return;
@@ -315,7 +315,7 @@ void lp_run_utilisation(struct lp_run_ctx *c)
                       : LP_MODEL_MAX_TOKENS + 1;
     struct lp_model_result res;
     char err[256];
-    if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != 0) {
+    if (lp_model_analyze(o->model, &w, &res, err, sizeof err) != LP_OK) {
         snprintf(r->util_note, sizeof r->util_note, "the model cannot run this workload: %s",
                  err);
         return;
