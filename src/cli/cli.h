@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "llmprof/analyze.h"
 #include "llmprof/model.h"
 #include "options.h"
@@ -40,6 +42,10 @@ int lp_cli_run_meta(const char *dir);
 /* The run's meta.json of PATH: PATH/meta.json for a directory, else the one beside the trace
  * PATH (record writes it there). 0, or -1 with ENAMETOOLONG when it does not fit LEN. */
 int lp_cli_meta_path(const char *path, char *buf, size_t len);
+/* The words of CMD (meta.json's "command") on F, joined by spaces; a word that is not a
+ * string is written as BAD, or left out when BAD is NULL. Returns how many were not strings,
+ * -1 (nothing written) when CMD is not an array. */
+int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
 void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 
@@ -81,6 +87,11 @@ int lp_cli_out_is_input(const char *cmd, const char *out, const char *const *inp
 /* 0 when PATH can be written as an output (missing, a regular file, a link to one, or with
  * ALLOW_IN_PLACE '-', a device or a FIFO), else -1 with the reason. Writes nothing. */
 int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place);
+/* The first name ".NAME.WHAT.PID.N" beside PATH (N = 0, 1, ...) that CLAIM takes (0; -1 with
+ * errno EEXIST passes it over): malloc'd, or NULL with errno. Each temporary or aside file
+ * of the CLI is named so. */
+char *lp_cli_side_name(const char *path, const char *what,
+                       int (*claim)(const char *side, void *arg), void *arg);
 /* mkdir -p, remembering the levels it made: 0, or -1 with errno. */
 int lp_cli_outs_mkdir(struct lp_cli_outs *s, const char *dir);
 /* A stream for PATH (see above); NULL with a message. */

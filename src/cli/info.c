@@ -35,25 +35,14 @@ static const struct lp_cli_cmd info_cmd = {.name = "info", .opts = options};
 /* meta.json's command: its words, or why they cannot be shown */
 static void print_command(const json_t *cmd)
 {
-    size_t i;
-    const json_t *arg;
     if (!cmd) {
         printf("? (not in meta.json)");
         return;
     }
-    if (!json_is_array(cmd)) {
+    int bad = lp_cli_meta_command(stdout, cmd, "?");
+    if (bad < 0)
         printf("? (malformed in meta.json: 'command' is not a list of strings)");
-        return;
-    }
-    int bad = 0;
-    json_array_foreach(cmd, i, arg)
-    {
-        if (json_is_string(arg))
-            printf("%s%s", i ? " " : "", json_string_value(arg));
-        else
-            printf("%s?", i ? " " : ""), bad = 1;
-    }
-    if (bad)
+    else if (bad)
         printf(" (malformed in meta.json: a word of 'command' is not a string)");
 }
 

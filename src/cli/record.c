@@ -260,35 +260,23 @@ static int old_collect(const char *dir, struct old_run *r)
     return rc ? -1 : 0;
 }
 
-/* A free name for PATH's file aside: ".NAME.old.PID.N" in its directory. */
+/* Moves PATH to SIDE, never over a file that is there: RENAME_NOREPLACE, or a look first
+ * where the file system lacks it. */
+static int claim_by_rename(const char *side, void *path)
+{
+    int rc = renameat2(AT_FDCWD, path, AT_FDCWD, side, RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+        struct stat st;
+        rc = lstat(side, &st) == 0 ? (errno = EEXIST, -1) : rename(path, side);
+    }
+    return rc;
+}
+
+/* F's file aside, under a free name ".NAME.old.PID.N" in its directory. */
 static int move_aside(struct old_file *f)
 {
-    const char *slash = strrchr(f->path, '/');
-    int dl = (int)(slash - f->path);
-    for (unsigned k = 0; k < 1000; k++) {
-        char *p = NULL;
-        if (asprintf(&p, "%.*s/.%.200s.old.%ld.%u", dl, f->path, slash + 1, (long)getpid(), k) < 0)
-            return -1;
-        /* never over a file that is there: RENAME_NOREPLACE, or a look first where the file
-         * system lacks it */
-        int rc = renameat2(AT_FDCWD, f->path, AT_FDCWD, p, RENAME_NOREPLACE);
-        if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
-            struct stat st;
-            rc = lstat(p, &st) == 0 ? (errno = EEXIST, -1) : rename(f->path, p);
-        }
-        if (rc == 0) {
-            f->side = p;
-            return 0;
-        }
-        int e = errno;
-        free(p);
-        if (e != EEXIST) {
-            errno = e;
-            return -1;
-        }
-    }
-    errno = EEXIST;
-    return -1;
+    f->side = lp_cli_side_name(f->path, "old", claim_by_rename, f->path);
+    return f->side ? 0 : -1;
 }
 
 static int old_move_aside(struct old_run *r)

@@ -279,20 +279,17 @@ static void stem(const char *path, char *buf, size_t len)
  * entries only); NULL when there is none. */
 static const char *recorded_command(const char *path, char *buf, size_t len)
 {
-    char meta[PATH_MAX + 16];
+    char meta[PATH_MAX + 16], *words = NULL;
+    size_t n = 0;
     json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 ? json_load_file(meta, 0, NULL)
                                                               : NULL;
-    json_t *cmd = m ? json_object_get(m, "command") : NULL;
-    size_t o = 0, i;
-    json_t *arg;
-    buf[0] = 0;
-    json_array_foreach(cmd, i, arg)
-    {
-        if (json_is_string(arg) && o + 2 < len)
-            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", json_string_value(arg));
-        if (o >= len)
-            o = len - 1;
+    FILE *f = open_memstream(&words, &n);
+    if (f) {
+        lp_cli_meta_command(f, json_object_get(m, "command"), NULL);
+        fclose(f);
     }
+    snprintf(buf, len, "%s", words ? words : "");
+    free(words);
     json_decref(m);
     return buf[0] ? buf : NULL;
 }

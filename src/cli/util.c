@@ -283,3 +283,21 @@ int lp_cli_dir_holds_run(const char *dir)
         return 1;
     return lp_cli_run_meta(dir) == 1;
 }
+
+int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad)
+{
+    if (!json_is_array(cmd))
+        return -1;
+    size_t i;
+    const json_t *arg;
+    int n_bad = 0;
+    json_array_foreach(cmd, i, arg)
+    {
+        if (json_is_string(arg))
+            fprintf(f, "%s%s", i ? " " : "", json_string_value(arg));
+        else if (bad)
+            fprintf(f, "%s%s", i ? " " : "", bad);
+        n_bad += !json_is_string(arg);
+    }
+    return n_bad;
+}
