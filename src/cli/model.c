@@ -244,6 +244,28 @@ done:
     return status;
 }
 
+/* Everything after the options, with the hardware table loaded: the exit status. */
+static int run(struct model_opts *o, const struct lp_gpu_table *table)
+{
+    if (o->list) {
+        list_gpus(table);
+        return 0;
+    }
+    if (!o->config) {
+        lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
+        return 2;
+    }
+    struct lp_gpu gpu;
+    int status = resolve_gpu(&o->wl, table, &gpu);
+    if (status != 0)
+        return status;
+    /* the output is checked before any work: never one of the inputs */
+    if (o->out && (output_is_input(o->out, o->config, o->wl.hw_file) ||
+                   lp_cli_out_check("model", o->out, 1) != 0))
+        return 2;
+    return analyze_and_write(o, o->wl.gpu ? &gpu : NULL);
+}
+
 int lp_cmd_model(int argc, char **argv)
 {
     struct model_opts o = {.format = "md"};
@@ -257,23 +279,7 @@ int lp_cmd_model(int argc, char **argv)
         lp_cli_error("model", "%s", err);
         return 1;
     }
-    struct lp_gpu gpu;
-    int status;
-    if (o.list) {
-        list_gpus(&table);
-        status = 0;
-    } else if (!o.config) {
-        lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
-        status = 2;
-    } else if ((status = resolve_gpu(&o.wl, &table, &gpu)) != 0) {
-        ;
-    } else if (o.out && (output_is_input(o.out, o.config, o.wl.hw_file) ||
-                         lp_cli_out_check("model", o.out, 1) != 0)) {
-        /* the output is checked before any work: never one of the inputs */
-        status = 2;
-    } else {
-        status = analyze_and_write(&o, o.wl.gpu ? &gpu : NULL);
-    }
+    rc = run(&o, &table);
     lp_gpu_table_free(&table);
-    return status;
+    return rc;
 }
