@@ -105,6 +105,35 @@ expect 2 "--mem-bw 2e6 is too large" "report with a bandwidth past the bound" --
 expect 2 "--vision takes none, tiny, small, base, large or gundam, not 'huge'" "report with an unknown vision mode" -- "$LP" report "$FIX/deepseek-ocr2" -o "$T/vm" --vision huge
 expect 2 "--tiles takes WxH from 1 to 9 each" "report with tiles of 0" -- "$LP" report "$FIX/deepseek-ocr2" -o "$T/vm" --tiles 0x3
 expect 2 "not in tiny mode" "model: DeepSeek-OCR-2 in a mode it has not" -- "$LP" model "$FIX/deepseek-ocr2/config.json" --vision tiny
+# the workload options are one definition: report refuses what model refuses
+expect 2 "--act int4 is not a compute format; int4 is weight-only" "model --act int4" -- "$LP" model "$CFG/gpt2.json" --act int4
+expect 2 "llmprof report: --act int4 is not a compute format" "report --act int4, as model" -- "$LP" report "$FIX/llama" -o "$T/a4" --act int4
+[ ! -e "$T/a4" ] && ok "report --act int4: nothing written" || bad "report --act int4 wrote $(ls -A "$T/a4")"
+expect 2 "--gpu needs a name" "model --gpu without a value" -- "$LP" model "$CFG/gpt2.json" --gpu
+expect 2 "--gpu needs a name" "report --gpu without a value" -- "$LP" report "$FIX/llama" --gpu
+# the option tables: a value is the next word whatever it is, an unknown option is named,
+# and --help lists every option of the table
+expect 2 "no GPU named '--format'" "model --gpu takes the next word" -- "$LP" model "$CFG/gpt2.json" --gpu --format
+expect 2 "--kv takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '(nothing)'" "model --kv at the end" -- "$LP" model "$CFG/gpt2.json" --kv
+expect 2 "unexpected '--bogus'; see 'llmprof export --help'" "export with an unknown option" -- "$LP" export "$FIX/llama" --bogus
+expect 2 "unknown option '--bogus'; see 'llmprof report --help'" "report with an unknown option" -- "$LP" report "$FIX/llama" --bogus
+expect 2 "one run at a time: 'a' and 'b'" "report with two runs" -- "$LP" report a b
+expect 2 "llmprof profile: --nvml-hz takes a number from 0 to 1000" "profile checks record's options as record does" -- \
+    "$LP" profile -o "$T/pn" --nvml-hz fast -- true
+for c in model report record; do
+    out=$("$LP" $c --help)
+    if grep -q -- "^  --help\|^  -h, --help         this text" <<<"$out" && [ $c != record ]; then
+        bad "$c --help shows its hidden --help"
+    elif ! awk 'length > 104 { exit 1 }' <<<"$out"; then
+        bad "$c --help has a line past 104 columns"
+    else ok "$c --help from its table"; fi
+done
+for opt in --batch --prompt --gen --context --weights --act --kv --prefill-logits --vision --tiles \
+    --gpu --hw-file --peak-tflops --mem-bw --list-gpus --format; do
+    grep -q -- "^  $opt " <<<"$("$LP" model --help)" || bad "model --help lacks $opt"
+done
+expect 0 "deepseek_ocr2 (DeepSeek-OCR-2)" "model --help lists every family the parser reads" -- "$LP" model --help
+expect 0 "gemms.csv" "report --help names every file" -- "$LP" report --help
 expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
 expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
 expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100

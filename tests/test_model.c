@@ -253,7 +253,7 @@ static void test_deepseek_ocr_vision(void **state)
     w.vision_mode = LP_VISION_MODE_GUNDAM;
     w.tiles_w = 5;
     w.tiles_h = 2;
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "2 to 9 tiles"));
 }
 
@@ -343,7 +343,7 @@ static void test_deepseek_ocr2(void **state)
     assert_true(r->total[LP_STAGE_VISION].matmul_flops > base + 6 * 0.5 * base);
     char err[256];
     w.vision_mode = LP_VISION_MODE_SMALL;
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "DeepSeek-OCR-2"));
     /* bad configs name the key */
     static const struct {
@@ -392,6 +392,36 @@ static void test_deepseek_ocr2(void **state)
         if (rc == 0 || !strstr(err, bad[i].expect))
             fail_msg("config %zu: rc %d, '%s' (expected '%s')", i, rc, err, bad[i].expect);
     }
+}
+
+/* The model layer's returns: enum lp_status, the "none found" of a weights scan apart */
+static void test_status_returns(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/lp_test_status_XXXXXX", err[512] = "";
+    assert_non_null(mkdtemp(dir));
+    struct lp_weights w;
+    int found = -1;
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_OK);
+    assert_int_equal(found, 0);
+    assert_int_equal(rmdir(dir), 0);
+    enum lp_dtype d;
+    assert_int_equal(lp_dtype_parse("FP8", &d), LP_OK);
+    assert_int_equal(d, LP_DTYPE_FP8);
+    assert_int_equal(lp_dtype_parse("fp4", &d), LP_ERR_ARG);
+    assert_int_equal(lp_dtype_check_compute(LP_DTYPE_FP8, err, sizeof err), LP_OK);
+    assert_int_equal(lp_dtype_check_compute(LP_DTYPE_INT4, err, sizeof err), LP_ERR_ARG);
+    assert_string_equal(err, "int4 is not a compute format; int4 is weight-only");
+    /* one list of families: what the parser takes is what it names */
+    char types[256];
+    lp_model_types(types, sizeof types);
+    assert_non_null(strstr(types, "llama, mistral, "));
+    assert_non_null(strstr(types, "deepseek_ocr2 (DeepSeek-OCR-2)"));
+    struct lp_model m;
+    const char *unknown = "{\"model_type\":\"bert\"}";
+    assert_int_equal(lp_model_parse(unknown, strlen(unknown), "c.json", &m, err, sizeof err),
+                     LP_ERR_FORMAT);
+    assert_non_null(strstr(err, types));
 }
 
 static void test_roofline(void **state)
@@ -445,12 +475,12 @@ static void test_roofline(void **state)
     f = fopen(file, "w");
     fputs("H200\tH200\t60\tfast\t800\t800\t1600\t1600\t0\t141\t4300\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, ":1: column 4"));
     f = fopen(file, "w");
     fputs("H200\tH200\t60\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, file, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "expected 11"));
     unlink(file);
 }
@@ -607,7 +637,9 @@ static void test_safetensors_headers(void **state)
     struct lp_workload w = workload(1, 16, 2);
     const struct lp_model_result *r = analyze(&m, &w);
     struct lp_weights wt;
-    assert_int_equal(lp_weights_scan(dir, &m, &wt, err, sizeof err), 0);
+    int found = 0;
+    assert_int_equal(lp_weights_scan(dir, &m, &wt, &found, err, sizeof err), LP_OK);
+    assert_int_equal(found, 1);
     assert_int_equal(wt.files, 2);
     assert_int_equal(wt.tensors, 2710); /* as the real checkpoint declares */
     EXACT(wt.params, 3336106240.0);
@@ -622,7 +654,7 @@ static void test_safetensors_headers(void **state)
     const char *bad = "{\"x.weight\":{\"dtype\":\"BF16\",\"shape\":[2,2],\"data_offsets\":[0,6]}}";
     struct lp_weights one = {0};
     assert_int_equal(lp_safetensors_header_parse(bad, strlen(bad), "bad.safetensors", NULL, &one,
-                                                 err, sizeof err), -1);
+                                                 err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "x.weight"));
     json_decref(shard[0]);
     json_decref(shard[1]);
@@ -637,7 +669,7 @@ static void expect_error(const char *json, const char *needle)
 {
     struct lp_model m;
     char err[512] = "";
-    assert_int_equal(lp_model_parse(json, strlen(json), "cfg.json", &m, err, sizeof err), -1);
+    assert_int_equal(lp_model_parse(json, strlen(json), "cfg.json", &m, err, sizeof err), LP_ERR_FORMAT);
     if (!strstr(err, needle))
         fail_msg("error '%s' does not mention '%s'", err, needle);
     assert_non_null(strstr(err, "cfg.json"));
@@ -677,13 +709,13 @@ static void test_bad_configs(void **state)
                  "\"tie_word_embeddings\":\"yes\"}", "must be true or false");
     char err[512];
     struct lp_model m;
-    assert_int_equal(lp_model_load("/nonexistent/config.json", &m, err, sizeof err), -1);
+    assert_int_equal(lp_model_load("/nonexistent/config.json", &m, err, sizeof err), LP_ERR_IO);
     assert_non_null(strstr(err, "/nonexistent/config.json"));
     /* a workload beyond the model's positions */
     parse(tiny_llama, &m);
     m.max_positions = 8;
     struct lp_workload w = workload(1, 6, 4);
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "max_position_embeddings"));
 }
 
@@ -982,7 +1014,7 @@ static void test_huge_layer_counts(void **state)
         char path[512], err[512] = "";
         struct lp_model m;
         snprintf(path, sizeof path, "%s/%s", configs, files[i].file);
-        assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+        assert_int_equal(lp_model_load(path, &m, err, sizeof err), LP_ERR_FORMAT);
         if (!strstr(err, files[i].needle))
             fail_msg("%s: error '%s'", files[i].file, err);
     }
@@ -1081,12 +1113,12 @@ static void test_workload_bounds(void **state)
         clock_t t0 = clock();
         int rc = lp_model_analyze(&m, &w, &result, err, sizeof err);
         assert_true(cpu_since(t0) < 0.5);
-        if (rc != -1 || !strstr(err, cases[i].needle))
+        if (rc != LP_ERR_ARG || !strstr(err, cases[i].needle))
             fail_msg("case %zu: rc %d, error '%s', expected '%s'", i, rc, err, cases[i].needle);
     }
     struct lp_workload w = workload(1, 16, 4);
     w.kv = (enum lp_dtype)99;
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "unknown dtype"));
     /* at the bounds: accepted, finite */
     w = workload(LP_MODEL_MAX_BATCH, LP_MODEL_MAX_TOKENS, LP_MODEL_MAX_TOKENS);
@@ -1098,11 +1130,11 @@ static void test_workload_bounds(void **state)
     w.vision_mode = LP_VISION_MODE_GUNDAM;
     w.tiles_w = 3;
     w.tiles_h = 6148914691236517206LL;
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "2 to 9 tiles"));
     w.tiles_w = 10;
     w.tiles_h = 0;
-    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), -1);
+    assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
 }
 
 /* Vision fields the parser used to take unchecked: compressor channels, global blocks. */
@@ -1165,7 +1197,7 @@ static void test_hw_file_bounds(void **state)
     snprintf(path, sizeof path, "%s/hw.tsv", dir);
     struct lp_gpu_table t;
     assert_int_equal(mkfifo(path, 0600), 0);
-    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "not a regular file"));
     unlink(path);
     /* over 1 MiB: its rows past the first MiB were dropped without a word */
@@ -1174,25 +1206,25 @@ static void test_hw_file_bounds(void **state)
         fputs("# padding......\n", f);
     fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "larger than 1048576: not a hardware table"));
     f = fopen(path, "w");
     fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
     fputc(0, f);
     fputs("MORE\tMORE\t1\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "NUL byte"));
     /* a peak of 1e300 TFLOP/s gave absurd bounds; each column has a limit */
     f = fopen(path, "w");
     fputs("MINE\tMINE\t1e300\t1\t1\t1\t1\t1\t0\t1\t1\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "column 3 (\"1e300\") is past llmprof's limit"));
     f = fopen(path, "w");
     fputs("MINE\tMINE\t1\t1\t1\t1\t1\t1\t0\t1\t2e6\n", f);
     fclose(f);
-    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), -1);
+    assert_int_equal(lp_gpu_table_load(&t, path, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "column 11"));
     f = fopen(path, "w");
     fputs("MINE\tMINE\t1e6\t1\t1\t1\t1\t1\t0\t1e6\t1e6\n", f);
@@ -1212,7 +1244,7 @@ static void expect_header_error(const char *json, const char *needle)
     char err[512] = "";
     int rc = lp_safetensors_header_parse(json, strlen(json), "bad.safetensors", NULL, &w, err,
                                          sizeof err);
-    if (rc != -1 || !strstr(err, needle) || !strstr(err, "bad.safetensors"))
+    if (rc != LP_ERR_FORMAT || !strstr(err, needle) || !strstr(err, "bad.safetensors"))
         fail_msg("header %s: rc %d, error '%s', expected '%s'", json, rc, err, needle);
     assert_int_equal(w.tensors, 0);
 }
@@ -1270,7 +1302,7 @@ static void test_safetensors_offsets(void **state)
     }
     len += (size_t)sprintf(big + len, "]}}");
     memset(&w, 0, sizeof w);
-    assert_int_equal(lp_safetensors_header_parse(big, len, "big", NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_safetensors_header_parse(big, len, "big", NULL, &w, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "JSON values"));
     free(big);
 }
@@ -1296,45 +1328,47 @@ static void test_safetensors_files(void **state)
     char dir[] = "/tmp/lp_test_st_XXXXXX", path[256], err[512];
     assert_non_null(mkdtemp(dir));
     struct lp_weights w;
+    int found;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     /* offsets past the data the file holds */
     write_raw(path, "{\"t.cut\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 0, 4);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     if (!strstr(err, "tensor \"t.cut\": data_offsets end at 8, past the 4 bytes of data"))
         fail_msg("%s", err);
     write_raw(path, "{\"t.cut\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 0, 8);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), 0);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_OK);
+    assert_int_equal(found, 1);
     assert_int_equal(w.tensors, 4 / 4);
     /* a header length past the end of the file: refused before any allocation */
     write_raw(path, "{}", 50000000, 0);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "header length 50000000 is past the end of the 10-byte file"));
     write_raw(path, "{}", 100000001, 0);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "header length 100000001 is not plausible"));
     unlink(path);
     /* a FIFO named like a shard, then like the index: an error, not a wait */
     assert_int_equal(mkfifo(path, 0600), 0);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "not a regular file"));
     unlink(path);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     assert_int_equal(mkfifo(path, 0600), 0);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "not a regular file"));
     unlink(path);
     /* an index that is not JSON is an error, not a silent fallback to listing the directory */
     FILE *f = fopen(path, "w");
     fputs("{\"weight_map\": ", f);
     fclose(f);
-    assert_int_equal(lp_weights_scan(dir, NULL, &w, err, sizeof err), -1);
+    assert_int_equal(lp_weights_scan(dir, NULL, &w, &found, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "not valid JSON"));
     unlink(path);
     /* a config.json FIFO, and a config over 16 MiB or with too many values */
     snprintf(path, sizeof path, "%s/config.json", dir);
     assert_int_equal(mkfifo(path, 0600), 0);
     struct lp_model m;
-    assert_int_equal(lp_model_load(dir, &m, err, sizeof err), -1);
+    assert_int_equal(lp_model_load(dir, &m, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "config.json: not a regular file"));
     unlink(path);
     f = fopen(path, "w");
@@ -1342,7 +1376,7 @@ static void test_safetensors_files(void **state)
     for (int i = 0; i < (17 << 20) / 64; i++)
         fputs("                                                               \n", f);
     fclose(f);
-    assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+    assert_int_equal(lp_model_load(path, &m, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "larger than 16777216: not a Hugging Face config.json"));
     f = fopen(path, "w");
     fputs("{\"model_type\":\"llama\",\"x\":[0", f);
@@ -1350,7 +1384,7 @@ static void test_safetensors_files(void **state)
         fputs(",0", f);
     fputs("]}", f);
     fclose(f);
-    assert_int_equal(lp_model_load(path, &m, err, sizeof err), -1);
+    assert_int_equal(lp_model_load(path, &m, err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "JSON values"));
     unlink(path);
     assert_int_equal(rmdir(dir), 0);
@@ -1361,6 +1395,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_published_counts),
+        cmocka_unit_test(test_status_returns),
         cmocka_unit_test(test_llama_by_hand),
         cmocka_unit_test(test_sliding_window_and_qwen),
         cmocka_unit_test(test_gpt2_by_hand),

@@ -24,8 +24,12 @@ enum lp_dtype {
 
 const char *lp_dtype_name(enum lp_dtype d);
 double lp_dtype_bytes(enum lp_dtype d);
-/* 0, or -1 for a name that is none of fp32, tf32, bf16, fp16, fp8, int8, int4. */
-int lp_dtype_parse(const char *name, enum lp_dtype *d);
+/* LP_OK, or LP_ERR_ARG for a name that is none of fp32, tf32, bf16, fp16, fp8, int8, int4
+ * (any case). */
+enum lp_status lp_dtype_parse(const char *name, enum lp_dtype *d);
+/* LP_OK when matmuls can run in D (the activation dtype), else LP_ERR_ARG with ERR: int4 is
+ * a weight-only format. */
+enum lp_status lp_dtype_check_compute(enum lp_dtype d, char *err, size_t errlen);
 
 /* ---- bounds ----
  * The largest size llmprof models, each far above any published model (docs/model.md,
@@ -128,12 +132,16 @@ struct lp_model {
     struct lp_vision_spec vision;
 };
 
-/* Reads a config.json (or a directory holding one). Returns 0, or -1 with ERR saying which
+/* The model_type values llmprof reads, comma-separated, a note naming the model where the
+ * type does not: "llama, mistral, ..., deepseek_vl_v2 (DeepSeek-OCR), ...". */
+void lp_model_types(char *buf, size_t len);
+/* Reads a config.json (or a directory holding one). LP_OK, or LP_ERR_IO (the file cannot be
+ * read), LP_ERR_FORMAT (not a config llmprof models) or LP_ERR_NOMEM, with ERR saying which
  * file, which key and what is wrong or supported. */
-int lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen);
+enum lp_status lp_model_load(const char *path, struct lp_model *m, char *err, size_t errlen);
 /* The same from a JSON text (NAME names it in errors); the fuzz target's entry. */
-int lp_model_parse(const char *json, size_t len, const char *name, struct lp_model *m, char *err,
-                   size_t errlen);
+enum lp_status lp_model_parse(const char *json, size_t len, const char *name, struct lp_model *m,
+                              char *err, size_t errlen);
 
 /* ---- a workload and what it costs ---- */
 
@@ -194,11 +202,11 @@ struct lp_model_result {
     struct lp_cost total[LP_STAGE_COUNT];
 };
 
-/* Fills R for workload W (M as lp_model_parse fills it). Returns 0, or -1 with ERR for a
+/* Fills R for workload W (M as lp_model_parse fills it). LP_OK, or LP_ERR_ARG with ERR for a
  * workload the model cannot run or one past the bounds above (batch, prompt, generated,
  * decode_context, dtypes, vision mode, tiles). Its time depends on no size or count. */
-int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
-                     struct lp_model_result *r, char *err, size_t errlen);
+enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
+                                struct lp_model_result *r, char *err, size_t errlen);
 
 double lp_cost_bytes(const struct lp_cost *c);
 double lp_cost_flops(const struct lp_cost *c);
@@ -231,15 +239,15 @@ struct lp_weights {
 double lp_weights_analytic(const struct lp_params *p, enum lp_weight_group g);
 
 /* Reads the headers of DIR's safetensors files (through model.safetensors.index.json when
- * present). M (may be NULL) tells which layers are MTP layers. Returns 1 when DIR holds
- * none, 0 when read, -1 with ERR. */
-int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights *w, char *err,
-                    size_t errlen);
+ * present). M (may be NULL) tells which layers are MTP layers. LP_OK with *FOUND 1 when read,
+ * 0 when DIR holds none; or an error with ERR. */
+enum lp_status lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights *w,
+                               int *found, char *err, size_t errlen);
 /* Adds one header's JSON (the text after the 8-byte length) to W; NAME names it in errors.
- * The fuzz target's entry. */
-int lp_safetensors_header_parse(const char *json, size_t len, const char *name,
-                                const struct lp_model *m, struct lp_weights *w, char *err,
-                                size_t errlen);
+ * LP_OK, or LP_ERR_FORMAT with ERR. The fuzz target's entry. */
+enum lp_status lp_safetensors_header_parse(const char *json, size_t len, const char *name,
+                                           const struct lp_model *m, struct lp_weights *w,
+                                           char *err, size_t errlen);
 
 /* ---- hardware and roofline ---- */
 
@@ -256,8 +264,9 @@ struct lp_gpu_table {
 };
 
 /* The built-in table (data/hardware.tsv), then FILE's rows when FILE is not NULL: a row with
- * a known name replaces it. */
-int lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err, size_t errlen);
+ * a known name replaces it. LP_OK, or an error with ERR (T then holds nothing). */
+enum lp_status lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err,
+                                 size_t errlen);
 void lp_gpu_table_free(struct lp_gpu_table *t);
 /* By table name (case-insensitive) or by a device name as a trace records it. */
 const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name);

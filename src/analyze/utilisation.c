@@ -145,7 +145,7 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
         one.vision_mode = crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE;
         one.tiles_w = crops ? crops : 1; /* the slots depend on the count alone */
         one.tiles_h = 1;
-        if (lp_model_analyze(m, &one, &res, e, sizeof e) == 0 &&
+        if (lp_model_analyze(m, &one, &res, e, sizeof e) == LP_OK &&
             res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops == want) {
             w->vision_mode = one.vision_mode;
             w->tiles_w = one.tiles_w;
@@ -278,7 +278,8 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         struct lp_model_result slots;
         one.prompt = 1;
         one.generated = 1;
-        if (lp_model_analyze(o->model, &one, &slots, r->util_error, sizeof r->util_error) != 0) {
+        if (lp_model_analyze(o->model, &one, &slots, r->util_error, sizeof r->util_error) !=
+            LP_OK) {
             r->util_status = LP_UTIL_MODEL_REFUSED;
             return LP_OK;
         }
@@ -302,7 +303,7 @@ int lp_run_utilisation(struct lp_run_ctx *c)
                       : LP_MODEL_MAX_TOKENS + 1;
     struct lp_model_result res;
     r->util_workload = w;
-    if (lp_model_analyze(o->model, &w, &res, r->util_error, sizeof r->util_error) != 0) {
+    if (lp_model_analyze(o->model, &w, &res, r->util_error, sizeof r->util_error) != LP_OK) {
         r->util_status = LP_UTIL_MODEL_REFUSED;
         return LP_OK;
     }

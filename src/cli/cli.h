@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "llmprof/analyze.h"
 #include "llmprof/model.h"
+#include "options.h"
 
 int lp_cmd_record(int argc, char **argv);
 int lp_cmd_info(int argc, char **argv);
@@ -39,26 +42,29 @@ int lp_cli_run_meta(const char *dir);
 /* The run's meta.json of PATH: PATH/meta.json for a directory, else the one beside the trace
  * PATH (record writes it there). 0, or -1 with ENAMETOOLONG when it does not fit LEN. */
 int lp_cli_meta_path(const char *path, char *buf, size_t len);
+/* The words of CMD (meta.json's "command") on F, joined by spaces; a word that is not a
+ * string is written as BAD, or left out when BAD is NULL. Returns how many were not strings,
+ * -1 (nothing written) when CMD is not an array. */
+int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
 void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
 void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 
-/* Option values; on a bad one they print "llmprof CMD: OPT takes ..." (or "OPT V is too
- * large" past the range) and return -1. */
-int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out);
-int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out);
+/* A dtype's name: LP_DTYPE_*, or -1 with "OPT takes fp32, tf32, ... or int4, not 'V'". */
 int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
-/* --vision MODE and --tiles WxH (1 to 9 each; the model bounds their product) */
-int lp_cli_parse_vision(const char *cmd, const char *opt, const char *v,
-                        enum lp_vision_mode *mode);
-int lp_cli_parse_tiles(const char *cmd, const char *opt, const char *v, struct lp_workload *w);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 
 /* ---- report's files and output helpers (output.c) ---- */
 
-/* The files 'llmprof report' writes into its directory, NULL-terminated (report.c). */
-extern const char *const lp_cli_report_files[];
+/* The files 'llmprof report' writes into its directory, with their writers, ending with a
+ * NULL name (report.c): the one list that report, its --help and record --force use. */
+struct lp_cli_report_output {
+    const char *name;
+    int (*write)(FILE *f, const struct lp_run *r);
+    const char *note;             /* what it is, in --help; NULL: the name says it */
+};
+extern const struct lp_cli_report_output lp_cli_report_outputs[];
 
 /* The outputs of one command, all or none: each regular file is written under a temporary
  * name beside it and moved in by lp_cli_outs_commit only when all are complete; '-' is
@@ -81,6 +87,11 @@ int lp_cli_out_is_input(const char *cmd, const char *out, const char *const *inp
 /* 0 when PATH can be written as an output (missing, a regular file, a link to one, or with
  * ALLOW_IN_PLACE '-', a device or a FIFO), else -1 with the reason. Writes nothing. */
 int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place);
+/* The first name ".NAME.WHAT.PID.N" beside PATH (N = 0, 1, ...) that CLAIM takes (0; -1 with
+ * errno EEXIST passes it over): malloc'd, or NULL with errno. Each temporary or aside file
+ * of the CLI is named so. */
+char *lp_cli_side_name(const char *path, const char *what,
+                       int (*claim)(const char *side, void *arg), void *arg);
 /* mkdir -p, remembering the levels it made: 0, or -1 with errno. */
 int lp_cli_outs_mkdir(struct lp_cli_outs *s, const char *dir);
 /* A stream for PATH (see above); NULL with a message. */
@@ -95,19 +106,19 @@ void lp_cli_outs_free(struct lp_cli_outs *s);
 
 struct lp_cli_report {
     const char *cmd;              /* "report" or "profile": names the messages */
-    const char *out, *model_path, *gpu, *hw_file;
+    const char *run;              /* report's operand */
+    const char *out, *model_path;
     const char **stages;
     size_t n_stages;
     int quiet;
+    struct lp_cli_workload wl;
     struct lp_run_options run_opt;
-    struct lp_workload workload;
     struct lp_model model;        /* loaded by lp_cli_report_prepare */
     struct lp_gpu_table gpus;
 };
 void lp_cli_report_init(struct lp_cli_report *r, const char *cmd);
-/* ARGV[*I] as one of report's options (RUN and -h are the caller's): 1 taken, with *I moved
- * past its value; 0 not one of them; -1 a bad value, with a message. */
-int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i);
+/* report's options, on a struct lp_cli_report (profile takes them too) */
+extern const struct lp_cli_opt lp_cli_report_options[];
 /* Loads and checks what the options name (hardware table, --gpu, --model, --stage rules)
  * before any work: 0, or -1 with a message. */
 int lp_cli_report_prepare(struct lp_cli_report *r);
@@ -126,14 +137,23 @@ void lp_cli_progress_end(void);
  * ("report", "export") is what shows what is there. */
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
                            const char *what);
-/* A whole number from MIN to MAX, as lp_cli_parse_i64. */
-int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
-                       int64_t max, int64_t *out);
 
 /* ---- record, shared with profile (record.c) ---- */
 
-/* 'llmprof record' on ARGV (ARGV[0] is "record"): its exit status; *RAN is 1 once the command
- * was started, 0 when record refused or failed first (then the run directory is as it was). */
-int lp_cli_record(int argc, char **argv, int *ran);
+struct lp_cli_record_opts {
+    const char *out;
+    double nvml_hz;
+    int light, quiet, force;
+    int gemm;                     /* -1: the default (on unless --light) */
+    char **cmd;                   /* the command to run, NULL-terminated */
+    char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
+};
+void lp_cli_record_init(struct lp_cli_record_opts *o);
+/* record's options, on a struct lp_cli_record_opts (profile takes them too) */
+extern const struct lp_cli_opt lp_cli_record_options[];
+/* 'llmprof record' of O: its exit status; *RAN is 1 once the command was started, 0 when
+ * record refused or failed first (then the run directory is as it was). O->out is the run
+ * directory after. */
+int lp_cli_record(struct lp_cli_record_opts *o, int *ran);
 
 #endif

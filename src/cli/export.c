@@ -12,7 +12,17 @@
 #include "llmprof/analyze.h"
 #include "llmprof/report.h"
 
-static const char help[] =
+struct export_opts {
+    const char *run, *out;
+    unsigned long long from, to;   /* --window, ms from the first record */
+    int window;
+};
+
+static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd,
+                        const char *opt, const char *arg);
+
+static const struct lp_cli_opt options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS]\n"
     "\n"
     "Writes a recorded trace (RUN: a run directory with one trace, or a .lpt file) in the\n"
@@ -33,7 +43,20 @@ static const char help[] =
     "gets the export). The trace itself is refused as FILE.json (status 2).\n"
     "\n"
     "example:\n"
-    "  llmprof export run1 --perfetto run1/trace.json\n";
+    "  llmprof export run1 --perfetto run1/trace.json\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--perfetto", .arg = "FILE.json",
+     .off = offsetof(struct export_opts, out), .missing = "an output file ('-': standard output)",
+     .empty = "an output file ('-': standard output), not an empty path"},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--window", .arg = "FROM_MS:TO_MS",
+     .parse = parse_window},
+    {.kind = LP_CLI_OPT_KIND_END},
+};
+
+static const struct lp_cli_cmd export_cmd = {
+    .name = "export", .opts = options, .operand = 1,
+    .operand_off = offsetof(struct export_opts, run), .unexpected = 1,
+};
 
 /* a window bound in ms: digits only, so that ns from the trace's start cannot overflow */
 #define MAX_WINDOW_MS 1000000000000ull
@@ -54,15 +77,19 @@ static int parse_ms(const char *s, const char *end, unsigned long long *out)
     return 0;
 }
 
-static int parse_window(const char *v, unsigned long long *from, unsigned long long *to)
+static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd,
+                        const char *opt, const char *arg)
 {
-    const char *colon = v ? strchr(v, ':') : NULL;
-    if (!colon || parse_ms(v, colon, from) != 0 ||
-        parse_ms(colon + 1, colon + strlen(colon), to) != 0 || *to <= *from) {
-        lp_cli_error("export", "--window takes FROM_MS:TO_MS with FROM < TO (at most %llu), "
-                               "e.g. 2000:2500", MAX_WINDOW_MS);
+    (void)o;
+    struct export_opts *e = value;
+    const char *colon = arg ? strchr(arg, ':') : NULL;
+    if (!colon || parse_ms(arg, colon, &e->from) != 0 ||
+        parse_ms(colon + 1, colon + strlen(colon), &e->to) != 0 || e->to <= e->from) {
+        lp_cli_error(cmd, "%s takes FROM_MS:TO_MS with FROM < TO (at most %llu), e.g. 2000:2500",
+                     opt, MAX_WINDOW_MS);
         return -1;
     }
+    e->window = 1;
     return 0;
 }
 
@@ -124,36 +151,17 @@ static uint64_t warn_bytes(void)
 
 int lp_cmd_export(int argc, char **argv)
 {
-    const char *run = NULL, *out = NULL;
-    unsigned long long from = 0, to = 0;
-    int window = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--perfetto")) {
-            if (i + 1 >= argc || !*argv[i + 1]) {
-                lp_cli_error("export", "--perfetto needs an output file ('-': standard output)%s",
-                             i + 1 < argc ? ", not an empty path" : "");
-                return 2;
-            }
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--window")) {
-            if (parse_window(i + 1 < argc ? argv[i + 1] : NULL, &from, &to) != 0)
-                return 2;
-            window = 1;
-            i++;
-        } else if (argv[i][0] == '-' || run) {
-            lp_cli_error("export", "unexpected '%s'; see 'llmprof export --help'", argv[i]);
-            return 2;
-        } else {
-            run = argv[i];
-        }
-    }
-    if (!run || !out) {
+    struct export_opts o = {0};
+    int prc = lp_cli_parse(&export_cmd, &o, argc, argv, NULL);
+    if (prc != 0)
+        return prc > 0 ? 0 : 2;
+    if (!o.run || !o.out) {
         lp_cli_error("export", "usage: llmprof export RUN --perfetto FILE.json");
         return 2;
     }
+    const char *run = o.run, *out = o.out;
+    unsigned long long from = o.from, to = o.to;
+    int window = o.window;
     char **traces = NULL;
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)

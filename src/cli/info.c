@@ -14,7 +14,9 @@
 #include "llmprof/analyze.h"
 #include "llmprof/trace.h"
 
-static const char help[] =
+/* info takes one path, and --help only as its first word (any other is a path) */
+static const struct lp_cli_opt options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof info RUN_DIR|TRACE.lpt\n"
     "\n"
     "Prints, for each trace of a run (one per process): its span, record counts by type,\n"
@@ -23,30 +25,24 @@ static const char help[] =
     "the file size per kernel, and the top-level NVTX ranges grouped by name (key=value words\n"
     "such as tokens=512 are left out of the grouping). A trace cut short (killed process)\n"
     "is read up to its last whole chunk and the loss is stated. Exits with 1 when the\n"
-    "directory holds no trace (the run recorded nothing) or a trace cannot be read.\n";
+    "directory holds no trace (the run recorded nothing) or a trace cannot be read.\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_END},
+};
+
+static const struct lp_cli_cmd info_cmd = {.name = "info", .opts = options};
 
 /* meta.json's command: its words, or why they cannot be shown */
 static void print_command(const json_t *cmd)
 {
-    size_t i;
-    const json_t *arg;
     if (!cmd) {
         printf("? (not in meta.json)");
         return;
     }
-    if (!json_is_array(cmd)) {
+    int bad = lp_cli_meta_command(stdout, cmd, "?");
+    if (bad < 0)
         printf("? (malformed in meta.json: 'command' is not a list of strings)");
-        return;
-    }
-    int bad = 0;
-    json_array_foreach(cmd, i, arg)
-    {
-        if (json_is_string(arg))
-            printf("%s%s", i ? " " : "", json_string_value(arg));
-        else
-            printf("%s?", i ? " " : ""), bad = 1;
-    }
-    if (bad)
+    else if (bad)
         printf(" (malformed in meta.json: a word of 'command' is not a string)");
 }
 
@@ -205,8 +201,8 @@ static int info_trace(const char *path)
 
 int lp_cmd_info(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        fputs(help, stdout);
+    if (argc >= 2 && lp_cli_is_help(&info_cmd, argv[1])) {
+        lp_cli_help(&info_cmd, stdout);
         return 0;
     }
     if (argc != 2) {

@@ -11,7 +11,40 @@
 #include "llmprof/model.h"
 #include "llmprof/report.h"
 
-static const char help[] =
+struct model_opts {
+    struct lp_cli_workload wl;
+    const char *config, *format, *out;
+    int list;
+};
+
+/* "Architectures: llama, ...": the model layer's one list */
+static void print_architectures(FILE *f)
+{
+    char types[512], line[600];
+    lp_model_types(types, sizeof types);
+    snprintf(line, sizeof line, "Architectures: %s.", types);
+    lp_cli_wrap(f, line, LP_CLI_HELP_WIDTH);
+}
+
+static int parse_format(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                        const char *arg)
+{
+    (void)o;
+    if (!arg || (strcmp(arg, "md") && strcmp(arg, "json"))) {
+        lp_cli_error(cmd, "%s takes md or json", opt);
+        return -1;
+    }
+    *(const char **)value = arg;
+    return 0;
+}
+
+#define WL offsetof(struct model_opts, wl)
+#define TOKENS(nm, field, hl)                                                                 \
+    {.kind = LP_CLI_OPT_KIND_INT, .name = nm, .arg = "N", .help = hl,                         \
+     .off = LP_CLI_WL_FIELD(WL, w.field), .min = 1, .max = LP_MODEL_MAX_TOKENS}
+
+static const struct lp_cli_opt options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof model CONFIG [options]\n"
     "\n"
     "Reads a Hugging Face config.json (or a model directory holding one: its safetensors\n"
@@ -20,38 +53,53 @@ static const char help[] =
     "workload, the parameters, matmul and other FLOPs, bytes read and written (weights,\n"
     "activations, KV cache) and arithmetic intensity of every module, per stage (vision\n"
     "encoder, prefill, one decode step, the whole request), the KV cache per token, and on a\n"
-    "GPU the roofline lower bounds: TTFT >=, TPOT >=, tokens/s <=.\n"
-    "Architectures: llama, mistral, qwen2, qwen3, mixtral, gpt2, deepseek_v2, deepseek_v3,\n"
-    "deepseek_vl_v2 (DeepSeek-OCR).\n"
-    "\n"
-    "workload:\n"
-    "  --batch N            sequences (default 1)\n"
-    "  --prompt N           prompt tokens per sequence (default 512)\n"
-    "  --gen N              generated tokens per sequence (default 128)\n"
-    "  --context N          context of the \"one decode step\" stage (default prompt + gen/2)\n"
-    "  --weights DT         fp32, bf16, fp16, fp8, int8 or int4 (weight-only) (default bf16)\n"
-    "  --act DT             activation dtype; matmuls run in it (default bf16)\n"
-    "  --kv DT              KV cache dtype (default bf16)\n"
-    "  --prefill-logits all|last   logits for every prompt token (HF's default) or only\n"
-    "                       the last (serving engines; default)\n"
-    "  --vision MODE        DeepSeek-OCR: tiny, small, base (default), large, gundam, none;\n"
-    "                       DeepSeek-OCR-2: base (a 1024 page) or gundam (and 768 crops)\n"
-    "  --tiles WxH          Gundam mode's tiles, OCR-2's crops (2 to 9 in all; default 3x2)\n"
-    "hardware:\n"
-    "  --gpu NAME           a row of the hardware table (H200, \"H100 SXM\", A100 ...) or a\n"
-    "                       device name as nvidia-smi shows it\n"
-    "  --hw-file FILE       extra hardware rows (data/hardware.tsv's format)\n"
-    "  --peak-tflops X      override the matmul peak for the activation dtype\n"
-    "  --mem-bw GBS         override the memory bandwidth (GB/s)\n"
-    "  --list-gpus          print the hardware table and exit\n"
-    "output:\n"
-    "  --format md|json     (default md; the JSON schema is in docs/model.md)\n"
-    "  -o FILE              write there instead of standard output ('-'); written under a\n"
-    "                       temporary name and moved in when complete, a device or FIFO\n"
-    "                       in place, a symbolic link followed; never one of the inputs\n"
+    "GPU the roofline lower bounds: TTFT >=, TPOT >=, tokens/s <=.\n"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_architectures},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "\nworkload:\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--batch", .arg = "N", .help = "sequences (default 1)",
+     .off = LP_CLI_WL_FIELD(WL, w.batch), .min = 1, .max = LP_MODEL_MAX_BATCH},
+    TOKENS("--prompt", prompt, "prompt tokens per sequence (default 512)"),
+    TOKENS("--gen", generated, "generated tokens per sequence (default 128)"),
+    TOKENS("--context", decode_context,
+           "context of the \"one decode step\" stage (default prompt + gen/2)"),
+    LP_CLI_OPT_WEIGHTS(WL, NULL, "fp32, bf16, fp16, fp8, int8 or int4 (weight-only) (default bf16)"),
+    LP_CLI_OPT_ACT(WL, NULL, "activation dtype; matmuls run in it (default bf16)"),
+    LP_CLI_OPT_KV(WL, NULL, "KV cache dtype (default bf16)"),
+    LP_CLI_OPT_PREFILL_LOGITS(WL, NULL, "logits for every prompt token (HF's default) or only\n"
+                                        "the last (serving engines; default)"),
+    LP_CLI_OPT_VISION(WL, NULL, "DeepSeek-OCR: tiny, small, base (default), large, gundam, none;\n"
+                                "DeepSeek-OCR-2: base (a 1024 page) or gundam (and 768 crops)"),
+    LP_CLI_OPT_TILES(WL, NULL, "Gundam mode's tiles, OCR-2's crops (2 to 9 in all; default 3x2)"),
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "hardware:\n"},
+    LP_CLI_OPT_GPU(WL, NULL, "a row of the hardware table (H200, \"H100 SXM\", A100 ...) or a\n"
+                             "device name as nvidia-smi shows it"),
+    LP_CLI_OPT_HW_FILE(WL, NULL, "extra hardware rows (data/hardware.tsv's format)"),
+    LP_CLI_OPT_PEAK_TFLOPS(WL, NULL, "override the matmul peak for the activation dtype"),
+    LP_CLI_OPT_MEM_BW(WL, NULL, "override the memory bandwidth (GB/s)"),
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--list-gpus", .help = "print the hardware table and exit",
+     .off = offsetof(struct model_opts, list), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "output:\n"},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--format", .arg = "md|json",
+     .help = "(default md; the JSON schema is in docs/model.md)",
+     .off = offsetof(struct model_opts, format), .parse = parse_format},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "-o", .arg = "FILE",
+     .help = "write there instead of standard output ('-'); written under a\n"
+             "temporary name and moved in when complete, a device or FIFO\n"
+             "in place, a symbolic link followed; never one of the inputs",
+     .off = offsetof(struct model_opts, out),
+     .empty = "a file ('-': standard output), not an empty path"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "example:\n"
-    "  llmprof model meta-llama/Llama-2-7b-hf/ --gpu H200 --prompt 2048 --gen 256\n";
+    "  llmprof model meta-llama/Llama-2-7b-hf/ --gpu H200 --prompt 2048 --gen 256\n"},
+    {.kind = LP_CLI_OPT_KIND_END},
+};
+
+static const struct lp_cli_cmd model_cmd = {
+    .name = "model", .opts = options, .help_col = 23, .operand = 1,
+    .operand_off = offsetof(struct model_opts, config), .too_many = "one config at a time",
+};
 
 /* one more input path: DIR/NAME, or NAME when DIR is NULL */
 static int add_input(char ***in, size_t *n, size_t *cap, const char *dir, const char *name)
@@ -116,179 +164,122 @@ done:
     return hit;
 }
 
-int lp_cmd_model(int argc, char **argv)
+/* The GPU of --gpu, with --peak-tflops and --mem-bw applied: 0, or 2 (a mistake) with a
+ * message; *GPU unset without --gpu. */
+static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_table *t,
+                       struct lp_gpu *gpu)
 {
-    struct lp_workload w;
-    lp_workload_defaults(&w);
-    const char *config = NULL, *gpu_name = NULL, *hw_file = NULL, *format = "md", *out_path = NULL;
-    double peak = 0, bw = 0;
-    int list = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int rc = 0, takes = 1;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return 0;
-        } else if (!strcmp(a, "--batch")) {
-            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_BATCH, &w.batch);
-        } else if (!strcmp(a, "--prompt")) {
-            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.prompt);
-        } else if (!strcmp(a, "--gen")) {
-            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.generated);
-        } else if (!strcmp(a, "--context")) {
-            rc = lp_cli_parse_range("model", a, v, 1, LP_MODEL_MAX_TOKENS, &w.decode_context);
-        } else if (!strcmp(a, "--weights")) {
-            rc = lp_cli_parse_dtype("model", a, v, &w.weights);
-        } else if (!strcmp(a, "--act")) {
-            rc = lp_cli_parse_dtype("model", a, v, &w.activations);
-            if (!rc && (w.activations == LP_DTYPE_INT4)) {
-                lp_cli_error("model", "--act int4 is not a compute format; int4 is weight-only");
-                rc = -1;
-            }
-        } else if (!strcmp(a, "--kv")) {
-            rc = lp_cli_parse_dtype("model", a, v, &w.kv);
-        } else if (!strcmp(a, "--prefill-logits")) {
-            if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
-                w.prefill_logits_all = !strcmp(v, "all");
-            } else {
-                lp_cli_error("model", "--prefill-logits takes all or last");
-                rc = -1;
-            }
-        } else if (!strcmp(a, "--vision")) {
-            rc = lp_cli_parse_vision("model", a, v, &w.vision_mode);
-        } else if (!strcmp(a, "--tiles")) {
-            rc = lp_cli_parse_tiles("model", a, v, &w);
-        } else if (!strcmp(a, "--gpu")) {
-            gpu_name = v;
-        } else if (!strcmp(a, "--hw-file")) {
-            hw_file = v;
-        } else if (!strcmp(a, "--peak-tflops")) {
-            rc = lp_cli_parse_double("model", a, v, LP_MODEL_MAX_TFLOPS, &peak);
-        } else if (!strcmp(a, "--mem-bw")) {
-            rc = lp_cli_parse_double("model", a, v, LP_MODEL_MAX_BW_GBS, &bw);
-        } else if (!strcmp(a, "--format")) {
-            format = v;
-            if (!v || (strcmp(v, "md") && strcmp(v, "json"))) {
-                lp_cli_error("model", "--format takes md or json");
-                rc = -1;
-            }
-        } else if (!strcmp(a, "-o")) {
-            out_path = v;
-            if (v && !*v) {
-                lp_cli_error("model", "-o needs a file ('-': standard output), not an empty path");
-                rc = -1;
-            }
-        } else if (!strcmp(a, "--list-gpus")) {
-            list = 1;
-            takes = 0;
-        } else if (a[0] == '-') {
-            lp_cli_error("model", "unknown option '%s'; see 'llmprof model --help'", a);
-            return 2;
-        } else if (!config) {
-            config = a;
-            takes = 0;
-        } else {
-            lp_cli_error("model", "one config at a time: '%s' and '%s'", config, a);
+    if (!g->gpu) {
+        if (g->peak_tflops > 0 || g->mem_bw_gbs > 0) {
+            lp_cli_error("model", "--peak-tflops and --mem-bw override a --gpu; name one");
             return 2;
         }
-        if (rc)
-            return 2;
-        if (takes && !v) {
-            lp_cli_error("model", "%s needs a value", a);
-            return 2;
-        }
-        i += takes;
+        return 0;
     }
+    const struct lp_gpu *row = lp_gpu_find(t, g->gpu);
+    if (!row) {
+        lp_cli_error("model", "no GPU named '%s' in the hardware table; see --list-gpus, or "
+                              "add a row with --hw-file", g->gpu);
+        return 2;
+    }
+    *gpu = *row;
+    if (g->peak_tflops > 0)
+        gpu->tflops[g->w.activations] = g->peak_tflops;
+    if (g->mem_bw_gbs > 0)
+        gpu->mem_bw_gbs = g->mem_bw_gbs;
+    if (gpu->tflops[g->w.activations] <= 0) {
+        lp_cli_error("model", "%s has no dense %s peak in the table; give --peak-tflops",
+                     gpu->name, lp_dtype_name(g->w.activations));
+        return 2;
+    }
+    return 0;
+}
+
+/* Analyses the model of O->config for O's workload (on GPU when --gpu was given) and writes
+ * the report: the exit status. */
+static int analyze_and_write(struct model_opts *o, const struct lp_gpu *gpu)
+{
     char err[1024];
-    struct lp_gpu_table table;
-    if (lp_gpu_table_load(&table, hw_file, err, sizeof err) != 0) {
-        lp_cli_error("model", "%s", err);
-        return 1;
-    }
-    int status = 1;
+    struct lp_workload *w = &o->wl.w;
     struct lp_model_result *r = NULL;
     struct lp_cli_outs outs = {.cmd = "model"};
-    if (list) {
-        list_gpus(&table);
-        status = 0;
-        goto done;
-    }
-    if (!config) {
-        lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
-        status = 2;
-        goto done;
-    }
-    struct lp_gpu gpu;
-    if (gpu_name) {
-        const struct lp_gpu *g = lp_gpu_find(&table, gpu_name);
-        if (!g) {
-            lp_cli_error("model", "no GPU named '%s' in the hardware table; see --list-gpus, or "
-                                  "add a row with --hw-file", gpu_name);
-            status = 2;
-            goto done;
-        }
-        gpu = *g;
-        if (peak > 0)
-            gpu.tflops[w.activations] = peak;
-        if (bw > 0)
-            gpu.mem_bw_gbs = bw;
-        if (gpu.tflops[w.activations] <= 0) {
-            lp_cli_error("model", "%s has no dense %s peak in the table; give --peak-tflops",
-                         gpu.name, lp_dtype_name(w.activations));
-            status = 2;
-            goto done;
-        }
-    } else if (peak > 0 || bw > 0) {
-        lp_cli_error("model", "--peak-tflops and --mem-bw override a --gpu; name one");
-        status = 2;
-        goto done;
-    }
-    /* the output is checked before any work: never one of the inputs */
-    if (out_path && (output_is_input(out_path, config, hw_file) ||
-                     lp_cli_out_check("model", out_path, 1) != 0)) {
-        status = 2;
-        goto done;
-    }
+    int status = 1;
     struct lp_model m;
-    if (lp_model_load(config, &m, err, sizeof err) != 0) {
+    if (lp_model_load(o->config, &m, err, sizeof err) != LP_OK) {
         lp_cli_error("model", "%s", err);
         goto done;
     }
     if (m.vision.kind == LP_VISION_NONE)
-        w.vision_mode = LP_VISION_MODE_NONE;
-    if (!(r = malloc(sizeof *r)) || lp_model_analyze(&m, &w, r, err, sizeof err) != 0) {
+        w->vision_mode = LP_VISION_MODE_NONE;
+    if (!(r = malloc(sizeof *r)) || lp_model_analyze(&m, w, r, err, sizeof err) != LP_OK) {
         lp_cli_error("model", "%s", r ? err : "out of memory");
         status = 2;
         goto done;
     }
     struct lp_model_bounds bounds;
-    if (gpu_name)
-        lp_model_bounds(r, &w, &gpu, &bounds);
+    if (gpu)
+        lp_model_bounds(r, w, gpu, &bounds);
     /* a model directory: compare with the weights' headers */
     struct lp_weights wt;
     struct stat st;
     int have_weights = 0;
-    if (stat(config, &st) == 0 && S_ISDIR(st.st_mode)) {
-        int wrc = lp_weights_scan(config, &m, &wt, err, sizeof err);
-        if (wrc < 0) {
-            lp_cli_error("model", "%s", err);
-            goto done;
-        }
-        have_weights = wrc == 0;
+    if (stat(o->config, &st) == 0 && S_ISDIR(st.st_mode) &&
+        lp_weights_scan(o->config, &m, &wt, &have_weights, err, sizeof err) != LP_OK) {
+        lp_cli_error("model", "%s", err);
+        goto done;
     }
-    struct lp_model_report rep = {&m, &w, r, gpu_name ? &bounds : NULL,
-                                  have_weights ? &wt : NULL};
+    struct lp_model_report rep = {&m, w, r, gpu ? &bounds : NULL, have_weights ? &wt : NULL};
     /* standard output too goes through the helpers, so that a write error is reported */
-    FILE *out = lp_cli_outs_open(&outs, out_path ? out_path : "-", 1);
+    FILE *out = lp_cli_outs_open(&outs, o->out ? o->out : "-", 1);
     if (!out)
         goto done;
-    int wrc = !strcmp(format, "json") ? lp_report_model_json(out, &rep) : lp_report_model_md(out, &rep);
+    int wrc = !strcmp(o->format, "json") ? lp_report_model_json(out, &rep)
+                                         : lp_report_model_md(out, &rep);
     if (lp_cli_outs_close(&outs, out, wrc) != 0 || lp_cli_outs_commit(&outs) != 0)
         goto done;
     status = 0;
 done:
     free(r);
     lp_cli_outs_free(&outs);
-    lp_gpu_table_free(&table);
     return status;
+}
+
+/* Everything after the options, with the hardware table loaded: the exit status. */
+static int run(struct model_opts *o, const struct lp_gpu_table *table)
+{
+    if (o->list) {
+        list_gpus(table);
+        return 0;
+    }
+    if (!o->config) {
+        lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
+        return 2;
+    }
+    struct lp_gpu gpu;
+    int status = resolve_gpu(&o->wl, table, &gpu);
+    if (status != 0)
+        return status;
+    /* the output is checked before any work: never one of the inputs */
+    if (o->out && (output_is_input(o->out, o->config, o->wl.hw_file) ||
+                   lp_cli_out_check("model", o->out, 1) != 0))
+        return 2;
+    return analyze_and_write(o, o->wl.gpu ? &gpu : NULL);
+}
+
+int lp_cmd_model(int argc, char **argv)
+{
+    struct model_opts o = {.format = "md"};
+    lp_cli_workload_init(&o.wl);
+    int rc = lp_cli_parse(&model_cmd, &o, argc, argv, NULL);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    char err[1024];
+    struct lp_gpu_table table;
+    if (lp_gpu_table_load(&table, o.wl.hw_file, err, sizeof err) != LP_OK) {
+        lp_cli_error("model", "%s", err);
+        return 1;
+    }
+    rc = run(&o, &table);
+    lp_gpu_table_free(&table);
+    return rc;
 }

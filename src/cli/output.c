@@ -298,28 +298,19 @@ static struct lp_cli_out *add(struct lp_cli_outs *s, const char *path)
     return o;
 }
 
-/* A temporary name beside TARGET that nothing holds: ".NAME.WHAT.PID.N"; created with
- * O_EXCL when FD is given, else only checked to be free (for link and rename). */
-static char *side_name(const char *target, const char *what, int *fd, mode_t mode)
+char *lp_cli_side_name(const char *path, const char *what,
+                       int (*claim)(const char *side, void *arg), void *arg)
 {
-    const char *slash = strrchr(target, '/');
-    int dl = slash ? (int)(slash - target) : 0;
-    const char *base = slash ? slash + 1 : target;
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path) : 0;
+    const char *base = slash ? slash + 1 : path;
     for (unsigned k = 0; k < 1000; k++) {
         char *p = NULL;
         /* the base is cut so that the name stays within NAME_MAX */
-        if (asprintf(&p, "%.*s/.%.200s.%s.%ld.%u", dl, target, base, what, (long)getpid(), k) < 0)
+        if (asprintf(&p, "%.*s/.%.200s.%s.%ld.%u", dl, path, base, what, (long)getpid(), k) < 0)
             return NULL;
-        if (fd) {
-            *fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-            if (*fd >= 0)
-                return p;
-        } else {
-            struct stat st;
-            if (lstat(p, &st) != 0 && errno == ENOENT)
-                return p;
-            errno = EEXIST;
-        }
+        if (claim(p, arg) == 0)
+            return p;
         int e = errno;
         free(p);
         if (e != EEXIST) {
@@ -329,6 +320,25 @@ static char *side_name(const char *target, const char *what, int *fd, mode_t mod
     }
     errno = EEXIST;
     return NULL;
+}
+
+/* a new file, O_EXCL: a link planted under the name is not followed */
+static int claim_create(const char *side, void *arg)
+{
+    int *fd = arg;
+    *fd = open(side, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    return *fd >= 0 ? 0 : -1;
+}
+
+/* a name nothing holds now, for link and rename */
+static int claim_free(const char *side, void *arg)
+{
+    (void)arg;
+    struct stat st;
+    if (lstat(side, &st) != 0 && errno == ENOENT)
+        return 0;
+    errno = EEXIST;
+    return -1;
 }
 
 /* The new file keeps the old one's mode and, where allowed, its owner: best effort, the
@@ -377,7 +387,7 @@ FILE *lp_cli_outs_open(struct lp_cli_outs *s, const char *path, int allow_in_pla
         /* created and registered with the signals held: none comes between the two */
         sigset_t old_mask;
         block_ending(&old_mask);
-        o->tmp = side_name(o->target, "tmp", &o->fd, 0666);
+        o->tmp = lp_cli_side_name(o->target, "tmp", claim_create, &o->fd);
         if (o->tmp)
             tmp_register(o);
         pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
@@ -497,7 +507,7 @@ int lp_cli_outs_commit(struct lp_cli_outs *s)
                                      "sticky directory; nothing was replaced", o->path);
                 goto fail;
             }
-            if (!(o->backup = side_name(o->target, "old", NULL, 0)) ||
+            if (!(o->backup = lp_cli_side_name(o->target, "old", claim_free, NULL)) ||
                 (link(o->target, o->backup) != 0 &&
                  (o->backup_renamed = 1, rename(o->target, o->backup) != 0))) {
                 lp_cli_error(s->cmd, "cannot replace %s: %s; nothing was replaced", o->path,

@@ -1,13 +1,18 @@
-/* llmprof profile: record then report, in one command. Options of both are accepted before
- * the command; the report goes into the run directory. */
+/* llmprof profile: record then report, in one command. It takes the options of both (their
+ * own tables) before the command; the report goes into the run directory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
-static const char help[] =
+struct profile_opts {
+    struct lp_cli_record_opts rec;
+    struct lp_cli_report rep;
+};
+
+static const struct lp_cli_opt options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof profile [record and report options] [--] CMD [ARGS...]\n"
     "\n"
     "Runs 'llmprof record' on CMD, then 'llmprof report' on the run directory. It takes the\n"
@@ -19,96 +24,57 @@ static const char help[] =
     "is reported and record's status is returned.\n"
     "\n"
     "example:\n"
-    "  llmprof profile -o run1 --model config.json -- python3 infer.py\n";
+    "  llmprof profile -o run1 --model config.json -- python3 infer.py\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    /* record's first: its -o and --quiet are profile's */
+    {.kind = LP_CLI_OPT_KIND_TABLE, .table = lp_cli_record_options,
+     .off = offsetof(struct profile_opts, rec)},
+    {.kind = LP_CLI_OPT_KIND_TABLE, .table = lp_cli_report_options,
+     .off = offsetof(struct profile_opts, rep)},
+    {.kind = LP_CLI_OPT_KIND_END},
+};
+
+static const struct lp_cli_cmd profile_cmd = {
+    .name = "profile", .opts = options, .stops_at_command = 1,
+};
 
 int lp_cmd_profile(int argc, char **argv)
 {
-    char **rec = calloc((size_t)argc + 4, sizeof *rec);
-    int nrec = 0, rc = 2;
-    const char *out = NULL;
-    char dir[64];
-    struct lp_cli_report rep;
-    lp_cli_report_init(&rep, "profile");
-    if (!rec) {
-        lp_cli_error("profile", "out of memory");
+    struct profile_opts o;
+    lp_cli_record_init(&o.rec);
+    lp_cli_report_init(&o.rep, "profile");
+    int first, rc = lp_cli_parse(&profile_cmd, &o, argc, argv, &first);
+    if (rc != 0) {
+        rc = rc > 0 ? 0 : 2;
         goto done;
     }
-    rec[nrec++] = "record";
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        int took;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            rc = 0;
-            goto done;
-        }
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (i + 1 >= argc || !*argv[i + 1]) {
-                lp_cli_error("profile", "%s needs a directory", a);
-                goto done;
-            }
-            out = argv[++i];
-        } else if (!strcmp(a, "--nvml-hz")) {
-            rec[nrec++] = argv[i];
-            if (i + 1 < argc)
-                rec[nrec++] = argv[++i];
-        } else if (!strcmp(a, "--light") || !strcmp(a, "--gemm") || !strcmp(a, "--no-gemm") ||
-                   !strcmp(a, "--force")) {
-            rec[nrec++] = argv[i];
-        } else if (!strcmp(a, "--quiet")) {
-            rec[nrec++] = argv[i];
-            rep.quiet = 1;
-        } else if ((took = lp_cli_report_option(&rep, argc, argv, &i)) < 0) {
-            goto done;
-        } else if (!took) {
-            lp_cli_error("profile", "unknown option '%s'; see 'llmprof profile --help'", a);
-            goto done;
-        }
-    }
-    if (i >= argc) {
+    rc = 2;
+    if (first >= argc) {
         lp_cli_error("profile", "no command to run; usage: llmprof profile [options] -- CMD");
         goto done;
     }
+    o.rep.quiet = o.rec.quiet;
     /* everything the report needs is checked now: a mistake must not cost a whole run */
-    if (lp_cli_report_prepare(&rep) != 0)
+    if (lp_cli_report_prepare(&o.rep) != 0)
         goto done;
-    if (!out) {
-        time_t now = time(NULL);
-        struct tm tm;
-        localtime_r(&now, &tm);
-        strftime(dir, sizeof dir, "llmprof-%Y%m%d-%H%M%S", &tm);
-        out = dir;
-    }
-    rec[nrec++] = "-o";
-    rec[nrec++] = (char *)out;
-    rec[nrec++] = "--";
-    for (; i < argc; i++)
-        rec[nrec++] = argv[i];
+    o.rec.cmd = argv + first;
     int ran = 0;
-    rc = lp_cli_record(nrec, rec, &ran);
+    rc = lp_cli_record(&o.rec, &ran);
     fflush(stdout);
     /* a run record refused (one already there, a command not found) is not reported on */
     if (!ran)
         goto done;
     char **traces = NULL;
-    int n = lp_cli_run_traces("profile", out, &traces);
+    int n = lp_cli_run_traces("profile", o.rec.out, &traces);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     if (n > 0) {
-        int r = lp_cli_report_run(&rep, out);
+        int r = lp_cli_report_run(&o.rep, o.rec.out);
         if (rc == 0 && r != 0)
             rc = 1;
     } else if (rc == 0) {
         rc = 1;
     }
 done:
-    lp_cli_report_free(&rep);
-    free(rec);
+    lp_cli_report_free(&o.rep);
     return rc;
 }

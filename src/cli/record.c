@@ -23,7 +23,29 @@
 
 extern char **environ;
 
-static const char help[] =
+static int parse_nvml_hz(const struct lp_cli_opt *o, void *value, const char *cmd,
+                         const char *opt, const char *arg)
+{
+    (void)o;
+    char *end = NULL;
+    if (!arg) {
+        lp_cli_error(cmd, "%s needs a number", opt);
+        return -1;
+    }
+    errno = 0;
+    double hz = strtod(arg, &end);
+    if (errno || !*arg || *end || hz < 0 || hz > 1000) {
+        lp_cli_error(cmd, "%s takes a number from 0 to 1000, not '%s'", opt, arg);
+        return -1;
+    }
+    *(double *)value = hz;
+    return 0;
+}
+
+#define OPT(field) offsetof(struct lp_cli_record_opts, field)
+
+const struct lp_cli_opt lp_cli_record_options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--] CMD [ARGS...]\n"
     "\n"
@@ -45,91 +67,52 @@ static const char help[] =
     "from its shape's first call) and every loss. GEMM calls are seen by preloading the\n"
     "collector (LD_PRELOAD), so they are missed in programs that link cuBLAS statically.\n"
     "\n"
-    "options:\n"
-    "  -o, --output DIR   run directory (default: llmprof-YYYYmmdd-HHMMSS); must be new or\n"
-    "                     hold no run\n"
-    "  --force            replace the run already in DIR: removes the files llmprof wrote there\n"
-    "                     (trace*.lpt, its meta.json, report files), no others, and only once\n"
-    "                     the new run has started (until then they are kept aside); refuses a\n"
-    "                     meta.json or *.lpt file that llmprof did not write\n"
-    "  --nvml-hz N        NVML samples per second per GPU (default 20; 0 turns NVML off)\n"
-    "  --light            kernels and NVTX only: lowest overhead (implies --no-gemm)\n"
-    "  --no-gemm          do not preload the collector to see cuBLAS GEMM calls\n"
-    "  --gemm             see GEMM calls even with --light (their kernels are then tied by\n"
-    "                     time only if launch records are missing: see docs/collector.md)\n"
-    "  --quiet            no collector warnings on stderr (they stay in the trace)\n"
-    "  -h, --help         this text\n"
+    "options:\n"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--output", .alias = "-o", .arg = "DIR",
+     .help = "run directory (default: llmprof-YYYYmmdd-HHMMSS); must be new or\n"
+             "hold no run",
+     .off = OPT(out), .missing = "a directory", .empty = "a directory"},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force",
+     .help = "replace the run already in DIR: removes the files llmprof wrote there\n"
+             "(trace*.lpt, its meta.json, report files), no others, and only once\n"
+             "the new run has started (until then they are kept aside); refuses a\n"
+             "meta.json or *.lpt file that llmprof did not write",
+     .off = OPT(force), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--nvml-hz", .arg = "N",
+     .help = "NVML samples per second per GPU (default 20; 0 turns NVML off)",
+     .off = OPT(nvml_hz), .parse = parse_nvml_hz},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--light",
+     .help = "kernels and NVTX only: lowest overhead (implies --no-gemm)", .off = OPT(light),
+     .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--no-gemm",
+     .help = "do not preload the collector to see cuBLAS GEMM calls", .off = OPT(gemm),
+     .set = 0},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--gemm",
+     .help = "see GEMM calls even with --light (their kernels are then tied by\n"
+             "time only if launch records are missing: see docs/collector.md)",
+     .off = OPT(gemm), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet",
+     .help = "no collector warnings on stderr (they stay in the trace)", .off = OPT(quiet),
+     .set = 1},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
     "  llmprof record --light -o run2 ./my_cuda_app\n"
-    "  llmprof info run1\n";
-
-struct options {
-    const char *out;
-    double nvml_hz;
-    int light, quiet, force;
-    int gemm;                     /* -1: the default (on unless --light) */
-    char **cmd;
+    "  llmprof info run1\n"},
+    {.kind = LP_CLI_OPT_KIND_END},
 };
 
-static int parse(int argc, char **argv, struct options *o)
+static const struct lp_cli_cmd record_cmd = {
+    .name = "record", .opts = lp_cli_record_options, .help_col = 21, .stops_at_command = 1,
+};
+
+void lp_cli_record_init(struct lp_cli_record_opts *o)
 {
+    memset(o, 0, sizeof *o);
     o->nvml_hz = 20;
     o->gemm = -1;
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (a[0] != '-')
-            break;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return 1;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (++i >= argc || !*argv[i]) {
-                lp_cli_error("record", "%s needs a directory", a);
-                return -1;
-            }
-            o->out = argv[i];
-        } else if (!strcmp(a, "--nvml-hz")) {
-            char *end = NULL;
-            if (++i >= argc) {
-                lp_cli_error("record", "--nvml-hz needs a number");
-                return -1;
-            }
-            errno = 0;
-            o->nvml_hz = strtod(argv[i], &end);
-            if (errno || !*argv[i] || *end || o->nvml_hz < 0 || o->nvml_hz > 1000) {
-                lp_cli_error("record", "--nvml-hz takes a number from 0 to 1000, not '%s'", argv[i]);
-                return -1;
-            }
-        } else if (!strcmp(a, "--force")) {
-            o->force = 1;
-        } else if (!strcmp(a, "--light")) {
-            o->light = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = 1;
-        } else if (!strcmp(a, "--gemm")) {
-            o->gemm = 1;
-        } else if (!strcmp(a, "--no-gemm")) {
-            o->gemm = 0;
-        } else {
-            lp_cli_error("record", "unknown option '%s'; see 'llmprof record --help'", a);
-            return -1;
-        }
-    }
-    if (i >= argc) {
-        lp_cli_error("record", "no command to run; usage: llmprof record [options] -- CMD [ARGS...]");
-        return -1;
-    }
-    o->cmd = argv + i;
-    if (o->gemm < 0)
-        o->gemm = !o->light;
-    return 0;
 }
 
 /* Finds CMD like execvp would; 0 with PATH set, else -1. */
@@ -226,8 +209,8 @@ static int old_add(struct old_run *r, const char *dir, const char *name, int kin
 
 static int old_add_reports(struct old_run *r, const char *dir)
 {
-    for (const char *const *f = lp_cli_report_files; *f; f++)
-        if (old_add(r, dir, *f, 2) != 0)
+    for (const struct lp_cli_report_output *f = lp_cli_report_outputs; f->name; f++)
+        if (old_add(r, dir, f->name, 2) != 0)
             return -1;
     return 0;
 }
@@ -277,35 +260,23 @@ static int old_collect(const char *dir, struct old_run *r)
     return rc ? -1 : 0;
 }
 
-/* A free name for PATH's file aside: ".NAME.old.PID.N" in its directory. */
+/* Moves PATH to SIDE, never over a file that is there: RENAME_NOREPLACE, or a look first
+ * where the file system lacks it. */
+static int claim_by_rename(const char *side, void *path)
+{
+    int rc = renameat2(AT_FDCWD, path, AT_FDCWD, side, RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+        struct stat st;
+        rc = lstat(side, &st) == 0 ? (errno = EEXIST, -1) : rename(path, side);
+    }
+    return rc;
+}
+
+/* F's file aside, under a free name ".NAME.old.PID.N" in its directory. */
 static int move_aside(struct old_file *f)
 {
-    const char *slash = strrchr(f->path, '/');
-    int dl = (int)(slash - f->path);
-    for (unsigned k = 0; k < 1000; k++) {
-        char *p = NULL;
-        if (asprintf(&p, "%.*s/.%.200s.old.%ld.%u", dl, f->path, slash + 1, (long)getpid(), k) < 0)
-            return -1;
-        /* never over a file that is there: RENAME_NOREPLACE, or a look first where the file
-         * system lacks it */
-        int rc = renameat2(AT_FDCWD, f->path, AT_FDCWD, p, RENAME_NOREPLACE);
-        if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
-            struct stat st;
-            rc = lstat(p, &st) == 0 ? (errno = EEXIST, -1) : rename(f->path, p);
-        }
-        if (rc == 0) {
-            f->side = p;
-            return 0;
-        }
-        int e = errno;
-        free(p);
-        if (e != EEXIST) {
-            errno = e;
-            return -1;
-        }
-    }
-    errno = EEXIST;
-    return -1;
+    f->side = lp_cli_side_name(f->path, "old", claim_by_rename, f->path);
+    return f->side ? 0 : -1;
 }
 
 static int old_move_aside(struct old_run *r)
@@ -466,7 +437,7 @@ static int relevant_env(const char *name)
     return 0;
 }
 
-static json_t *meta_json(const struct options *o, const char *resolved, const char *lib,
+static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolved, const char *lib,
                          uint64_t start_ns)
 {
     json_t *m = json_object();
@@ -622,133 +593,56 @@ static int pending_signal(const sigset_t *old_mask)
     return 0;
 }
 
-int lp_cmd_record(int argc, char **argv)
+/* The collector's settings for CMD's processes, in the environment it inherits: 0, or -1
+ * with a message. */
+static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
+                           const char *abs_dir)
 {
-    int ran;
-    return lp_cli_record(argc, argv, &ran);
-}
-
-int lp_cli_record(int argc, char **argv, int *ran)
-{
-    struct options o = {0};
-    *ran = 0;
-    int rc = parse(argc, argv, &o);
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
-    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "", default_dir[64];
-    if (resolve(o.cmd[0], resolved, sizeof resolved) != 0) {
-        lp_cli_error("record", "command not found or not executable: %s", o.cmd[0]);
-        return 127;
-    }
-    if (find_collector(lib, sizeof lib) != 0) {
-        lp_cli_error("record", "collector libllmprof.so not found next to this executable "
-                               "(../lib/) or in $LLMPROF_LIB; was llmprof built with CUPTI?");
-        return 2;
-    }
-    uint64_t start_ns = now_ns();
-    if (!o.out) {
-        time_t s = (time_t)(start_ns / 1000000000u);
-        struct tm tm;
-        localtime_r(&s, &tm);
-        strftime(default_dir, sizeof default_dir, "llmprof-%Y%m%d-%H%M%S", &tm);
-        o.out = default_dir;
-    }
-    /* Signals wait (blocked) from here until CMD runs: one that comes before is found pending
-     * and CMD does not start (the previous run put back); later ones are passed on, and none
-     * ends llmprof before meta.json says how CMD ended. SIGXFSZ is ignored, so that a file
-     * size limit fails a write (and is said) instead of killing llmprof. */
-    sigset_t fwd_set, old_mask;
-    sigemptyset(&fwd_set);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaddset(&fwd_set, forwarded[i]);
-    sigprocmask(SIG_BLOCK, &fwd_set, &old_mask);
-    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    struct sigaction old_act[N_FORWARDED], ign = {.sa_handler = SIG_IGN}, old_xfsz;
-    sigemptyset(&fwd.sa_mask);
-    sigemptyset(&ign.sa_mask);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &fwd, &old_act[i]);
-    sigaction(SIGXFSZ, &ign, &old_xfsz);
-    struct old_run old = {0};
-    char **made = NULL;
-    size_t n_made = 0;
-    json_t *meta = NULL;
-    pid_t pid = -1;
-    int status = 0, meta_written = 0, sig;
-    rc = 2;
-    if (prepare_dir(o.out, o.force, abs_dir, &old, &made, &n_made) != 0)
-        goto restore;
     const char *prev = getenv("CUDA_INJECTION64_PATH");
     if (prev && *prev && strcmp(prev, lib) != 0)
         fprintf(stderr, "llmprof record: note: replacing CUDA_INJECTION64_PATH=%s\n", prev);
     char hz[32];
-    snprintf(hz, sizeof hz, "%g", o.light ? 0.0 : o.nvml_hz);
+    snprintf(hz, sizeof hz, "%g", o->light ? 0.0 : o->nvml_hz);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("NVTX_INJECTION64_PATH", lib, 1);
     setenv("LLMPROF_OUT", abs_dir, 1);
     setenv("LLMPROF_NVML_HZ", hz, 1);
-    setenv("LLMPROF_LIGHT", o.light ? "1" : "0", 1);
-    if (o.quiet)
+    setenv("LLMPROF_LIGHT", o->light ? "1" : "0", 1);
+    if (o->quiet)
         setenv("LLMPROF_QUIET", "1", 1);
-    setenv("LLMPROF_GEMM", o.gemm ? "1" : "0", 1);
+    setenv("LLMPROF_GEMM", o->gemm ? "1" : "0", 1);
     /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
      * to stdout unless given a file; a user who logs keeps their own settings */
-    if (o.gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
+    if (o->gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
         !getenv("CUBLASLT_LOG_FILE"))
         setenv("CUBLASLT_LOG_FILE", "/dev/null", 1);
-    if (o.gemm && preload(lib) != 0) {
+    if (o->gemm && preload(lib) != 0) {
         lp_cli_error("record", "LD_PRELOAD would be too long with %s added", lib);
-        goto restore;
+        return -1;
     }
     /* torch.profiler (Kineto) finalises CUPTI when it stops unless told not to, which would
      * end llmprof's recording mid-run; a user's own setting is kept */
     setenv("TEARDOWN_CUPTI", "0", 0);
-    /* every check passed: the previous run goes aside, and away once CMD has started */
-    if (old_move_aside(&old) != 0)
-        goto restore;
-    meta = meta_json(&o, resolved, lib, start_ns);
-    if (write_meta(abs_dir, meta, "") != 0)
-        goto restore;
-    meta_written = 1;
-    if ((sig = pending_signal(&old_mask)) != 0) {
-        lp_cli_error("record", "%s came before %s started: it was not run and nothing was "
-                               "recorded", strsignal(sig), o.cmd[0]);
-        rc = 128 + sig;
-        goto restore;
-    }
-    pid = fork();
-    if (pid < 0) {
-        lp_cli_error("record", "fork failed: %s", strerror(errno));
-        goto restore;
-    }
-    if (pid == 0) {
-        /* CMD starts with llmprof's own dispositions and mask (an ignored SIGINT stays so) */
-        for (size_t i = 0; i < N_FORWARDED; i++)
-            sigaction(forwarded[i], &old_act[i], NULL);
-        sigaction(SIGXFSZ, &old_xfsz, NULL);
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
-        execv(resolved, o.cmd);
-        fprintf(stderr, "llmprof record: cannot execute %s: %s\n", resolved, strerror(errno));
-        _exit(127);
-    }
-    *ran = 1;
-    child_pid = pid;
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    old_remove(&old, o.out);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    child_pid = 0;
+    return 0;
+}
+
+/* CMD ended with STATUS: META says so, and what was recorded is checked and said. Returns
+ * record's exit status. */
+static int finish_run(const struct lp_cli_record_opts *o, json_t *meta, const char *abs_dir,
+                      int status, uint64_t start_ns)
+{
     finish_meta(meta, abs_dir, status, start_ns);
-    size_t n_ok = 0, n_empty = check_traces(o.out, abs_dir, meta, &n_ok);
+    size_t n_ok = 0, n_empty = check_traces(o->out, abs_dir, meta, &n_ok);
     int meta_ok = write_meta(abs_dir, meta, "; it still says the command is running") == 0;
     if (n_ok + n_empty == 0)
         fprintf(stderr, "llmprof: no trace in %s: no process of the command initialised CUDA "
                         "with the collector (a program that never used the GPU, a tool that "
                         "replaced CUDA_INJECTION64_PATH, or a trace that could not be created: "
-                        "see the collector's warnings above)\n", o.out);
+                        "see the collector's warnings above)\n", o->out);
     else if (n_ok)
         fprintf(stderr, "llmprof: %zu trace%s in %s; look with: llmprof info %s\n", n_ok,
-                n_ok == 1 ? "" : "s", o.out, o.out);
+                n_ok == 1 ? "" : "s", o->out, o->out);
+    int rc;
     if (WIFEXITED(status))
         rc = WEXITSTATUS(status);
     else if (WIFSIGNALED(status))
@@ -758,9 +652,128 @@ int lp_cli_record(int argc, char **argv, int *ran)
     /* CMD's own failure wins; its success does not hide a run that was not written */
     if (rc == 0 && (!meta_ok || n_empty)) {
         lp_cli_error("record", "%s exited 0 but its run in %s was not written whole (see "
-                               "above); exit status 1", o.cmd[0], o.out);
+                               "above); exit status 1", o->cmd[0], o->out);
         rc = 1;
     }
+    return rc;
+}
+
+/* The mask and dispositions llmprof had before it held back the forwarded signals. */
+struct held_signals {
+    sigset_t old_mask;
+    struct sigaction old_act[N_FORWARDED], old_xfsz;
+};
+
+/* Signals wait (blocked) from here until CMD runs: one that comes before is found pending
+ * and CMD does not start (the previous run put back); later ones are passed on, and none
+ * ends llmprof before meta.json says how CMD ended. SIGXFSZ is ignored, so that a file size
+ * limit fails a write (and is said) instead of killing llmprof. */
+static void hold_signals(struct held_signals *h)
+{
+    sigset_t fwd_set;
+    sigemptyset(&fwd_set);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&fwd_set, forwarded[i]);
+    sigprocmask(SIG_BLOCK, &fwd_set, &h->old_mask);
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&fwd.sa_mask);
+    sigemptyset(&ign.sa_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &fwd, &h->old_act[i]);
+    sigaction(SIGXFSZ, &ign, &h->old_xfsz);
+}
+
+/* Back to what llmprof started with (in CMD's process too, before exec). */
+static void restore_signals(const struct held_signals *h)
+{
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded[i], &h->old_act[i], NULL);
+    sigaction(SIGXFSZ, &h->old_xfsz, NULL);
+    sigprocmask(SIG_SETMASK, &h->old_mask, NULL);
+}
+
+int lp_cmd_record(int argc, char **argv)
+{
+    struct lp_cli_record_opts o;
+    lp_cli_record_init(&o);
+    int first, ran, rc = lp_cli_parse(&record_cmd, &o, argc, argv, &first);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (first >= argc) {
+        lp_cli_error("record", "no command to run; usage: llmprof record [options] -- CMD [ARGS...]");
+        return 2;
+    }
+    o.cmd = argv + first;
+    return lp_cli_record(&o, &ran);
+}
+
+int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
+{
+    *ran = 0;
+    if (o->gemm < 0)
+        o->gemm = !o->light;
+    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
+    if (resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
+        lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);
+        return 127;
+    }
+    if (find_collector(lib, sizeof lib) != 0) {
+        lp_cli_error("record", "collector libllmprof.so not found next to this executable "
+                               "(../lib/) or in $LLMPROF_LIB; was llmprof built with CUPTI?");
+        return 2;
+    }
+    uint64_t start_ns = now_ns();
+    if (!o->out) {
+        time_t s = (time_t)(start_ns / 1000000000u);
+        struct tm tm;
+        localtime_r(&s, &tm);
+        strftime(o->default_out, sizeof o->default_out, "llmprof-%Y%m%d-%H%M%S", &tm);
+        o->out = o->default_out;
+    }
+    struct held_signals held;
+    hold_signals(&held);
+    struct old_run old = {0};
+    char **made = NULL;
+    size_t n_made = 0;
+    json_t *meta = NULL;
+    int status = 0, meta_written = 0, sig, rc = 2;
+    if (prepare_dir(o->out, o->force, abs_dir, &old, &made, &n_made) != 0 ||
+        set_environment(o, lib, abs_dir) != 0)
+        goto restore;
+    /* every check passed: the previous run goes aside, and away once CMD has started */
+    if (old_move_aside(&old) != 0)
+        goto restore;
+    meta = meta_json(o, resolved, lib, start_ns);
+    if (write_meta(abs_dir, meta, "") != 0)
+        goto restore;
+    meta_written = 1;
+    if ((sig = pending_signal(&held.old_mask)) != 0) {
+        lp_cli_error("record", "%s came before %s started: it was not run and nothing was "
+                               "recorded", strsignal(sig), o->cmd[0]);
+        rc = 128 + sig;
+        goto restore;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        lp_cli_error("record", "fork failed: %s", strerror(errno));
+        goto restore;
+    }
+    if (pid == 0) {
+        /* CMD starts with llmprof's own dispositions and mask (an ignored SIGINT stays so) */
+        restore_signals(&held);
+        execv(resolved, o->cmd);
+        fprintf(stderr, "llmprof record: cannot execute %s: %s\n", resolved, strerror(errno));
+        _exit(127);
+    }
+    *ran = 1;
+    child_pid = pid;
+    sigprocmask(SIG_SETMASK, &held.old_mask, NULL);
+    old_remove(&old, o->out);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    child_pid = 0;
+    rc = finish_run(o, meta, abs_dir, status, start_ns);
 restore:
     if (!*ran) {
         /* CMD did not start: the directory is left as it was found */
@@ -773,10 +786,7 @@ restore:
     }
     old_free(&old);
     lp_cli_unmake_dirs(made, n_made, !*ran);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded[i], &old_act[i], NULL);
-    sigaction(SIGXFSZ, &old_xfsz, NULL);
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    restore_signals(&held);
     json_decref(meta);
     return rc;
 }

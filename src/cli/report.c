@@ -15,14 +15,111 @@
 #include "llmprof/analyze.h"
 #include "llmprof/report.h"
 
-static const char help[] =
-    "usage: llmprof report RUN [options]\n"
-    "\n"
-    "Analyses a recorded run (a directory of 'llmprof record', or one .lpt trace) and writes\n"
-    "report.md (everything), summary.md (one page), report.json (schema: docs/report-schema.md),\n"
-    "kernels.csv, operators.csv, stages.csv, gemms.csv and report.html (self-contained, opens offline) into\n"
-    "the run directory, then prints summary.md. With several traces (ranks) each gets its own\n"
-    "subdirectory named after the trace.\n"
+/* The files of a report, in the order they are written and listed. */
+const struct lp_cli_report_output lp_cli_report_outputs[] = {
+    {"report.md", lp_report_run_md, "everything"},
+    {"summary.md", lp_report_summary_md, "one page"},
+    {"report.json", lp_report_run_json, "schema: docs/report-schema.md"},
+    {"kernels.csv", lp_report_kernels_csv, NULL},
+    {"operators.csv", lp_report_operators_csv, NULL},
+    {"stages.csv", lp_report_stages_csv, NULL},
+    {"gemms.csv", lp_report_gemms_csv, NULL},
+    {"report.html", lp_report_run_html, "self-contained, opens offline"},
+    {NULL, NULL, NULL},
+};
+
+/* --help's first paragraph, naming every file of the table above */
+static void print_files(FILE *f)
+{
+    char text[1024];
+    size_t o = 0;
+    o += (size_t)snprintf(text, sizeof text, "Analyses a recorded run (a directory of 'llmprof "
+                                             "record', or one .lpt trace) and writes");
+    for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+        int last = !out[1].name, n;
+        n = snprintf(text + o, sizeof text - o, "%s %s%s%s%s", out == lp_cli_report_outputs ? ""
+                                                                : last ? " and" : ",",
+                     out->name, out->note ? " (" : "", out->note ? out->note : "",
+                     out->note ? ")" : "");
+        o += n > 0 && (size_t)n < sizeof text - o ? (size_t)n : 0;
+    }
+    snprintf(text + o, sizeof text - o, " into the run directory, then prints summary.md. With "
+             "several traces (ranks) each gets its own subdirectory named after the trace.");
+    lp_cli_wrap(f, text, LP_CLI_HELP_WIDTH);
+}
+
+/* ---- options: report's own and profile's report part ---- */
+
+static int parse_out(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg)
+{
+    (void)o;
+    if (!arg || !*arg) {
+        lp_cli_error(cmd, "%s needs a directory, not '%s'", opt, arg ? arg : "(nothing)");
+        return -1;
+    }
+    if (!strcmp(arg, "-")) {
+        lp_cli_error(cmd, "%s -: report writes several files, not one stream: give a directory "
+                          "(./- for one named '-')", opt);
+        return -1;
+    }
+    *(const char **)value = arg;
+    return 0;
+}
+
+static int parse_stage(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                       const char *arg)
+{
+    (void)o;
+    struct lp_cli_report *r = value;
+    if (!arg || !strchr(arg, '=')) {
+        lp_cli_error(cmd, "%s takes NAME=REGEX, e.g. --stage decode='^step', not '%s'", opt,
+                     arg ? arg : "(nothing)");
+        return -1;
+    }
+    const char **p = realloc(r->stages, (r->n_stages + 1) * sizeof *p);
+    if (!p) {
+        lp_cli_error(cmd, "out of memory");
+        return -1;
+    }
+    r->stages = p;
+    p[r->n_stages++] = arg;
+    return 0;
+}
+
+static int parse_top(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg)
+{
+    (void)o;
+    int64_t n;
+    if (lp_cli_parse_range(cmd, opt, arg, 1, INT64_MAX, &n) != 0)
+        return -1;
+    *(size_t *)value = (size_t)n;
+    return 0;
+}
+
+/* microseconds that still fit in nanoseconds */
+static int parse_gap_us(const struct lp_cli_opt *o, void *value, const char *cmd,
+                        const char *opt, const char *arg)
+{
+    (void)o;
+    int64_t n;
+    if (lp_cli_parse_range(cmd, opt, arg, 1, INT64_MAX / 1000, &n) != 0)
+        return -1;
+    *(uint64_t *)value = (uint64_t)n * 1000;
+    return 0;
+}
+
+#define RUN_OPT(field) (offsetof(struct lp_cli_report, run_opt) + offsetof(struct lp_run_options, field))
+#define TOKENS(nm, field, hl)                                                                 \
+    {.kind = LP_CLI_OPT_KIND_INT, .name = nm, .arg = "N", .help = hl, .off = RUN_OPT(field),  \
+     .min = 1, .max = INT64_MAX}
+#define WL offsetof(struct lp_cli_report, wl)
+
+const struct lp_cli_opt lp_cli_report_options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "usage: llmprof report RUN [options]\n\n"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_files},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "Stages are NVTX ranges matched by name: encoder, vision, sam, clip, projector, prefill\n"
     "and decode (case-insensitive, at the start of the name). A stage range inside another is\n"
@@ -32,28 +129,48 @@ static const char help[] =
     "contains 'warmup' are reported apart. Tokens: a flag wins, then tokens=N words in range\n"
     "names ('prefill tokens=512 batch=1'), then one decode range = one step of the batch.\n"
     "\n"
-    "stages and tokens:\n"
-    "  --stage NAME=REGEX   stage rule (repeatable; replaces the defaults), e.g.\n"
-    "                       --stage prefill='^prompt' --stage decode='^step'\n"
-    "  --prefill-tokens N   tokens of one prefill range (all sequences)\n"
-    "  --decode-tokens N    tokens of one decode range (all sequences)\n"
-    "  --batch N            sequences per step (default: batch= in range names, else 1)\n"
-    "  --keep-warmup        count warmup ranges as measured\n"
-    "utilisation (MFU, MBU) from the analytic model:\n"
-    "  --model CONFIG       config.json (or its directory) of the model that ran\n"
-    "  --weights DT, --act DT, --kv DT   dtypes as in 'llmprof model' (default bf16)\n"
-    "  --vision MODE, --tiles WxH   the images' mode as in 'llmprof model' (used when a\n"
-    "                       vision stage was measured; default base, or for DeepSeek-OCR-2\n"
-    "                       the crops its projector's GEMM shapes show)\n"
-    "  --prefill-logits all|last   logits for every prompt token or the last (default:\n"
-    "                       what the prefill's lm_head GEMM shows, else last)\n"
-    "  --gpu NAME           hardware table row (default: the recorded GPU)\n"
-    "  --hw-file FILE       extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks\n"
-    "output:\n"
-    "  -o, --output DIR     write there (created) instead of the run directory\n"
-    "  --top K              rows of the kernel tables (default 15)\n"
-    "  --gap-us N           idle gaps listed from N microseconds (default 100)\n"
-    "  --quiet              do not print the summary\n"
+    "stages and tokens:\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--stage", .arg = "NAME=REGEX",
+     .help = "stage rule (repeatable; replaces the defaults), e.g.\n"
+             "--stage prefill='^prompt' --stage decode='^step'",
+     .parse = parse_stage},
+    TOKENS("--prefill-tokens", prefill_tokens, "tokens of one prefill range (all sequences)"),
+    TOKENS("--decode-tokens", decode_tokens, "tokens of one decode range (all sequences)"),
+    TOKENS("--batch", batch, "sequences per step (default: batch= in range names, else 1)"),
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--keep-warmup", .help = "count warmup ranges as measured",
+     .off = RUN_OPT(keep_warmup), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "utilisation (MFU, MBU) from the analytic model:\n"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--model", .arg = "CONFIG",
+     .help = "config.json (or its directory) of the model that ran",
+     .off = offsetof(struct lp_cli_report, model_path), .missing = "a config.json"},
+    LP_CLI_OPT_WEIGHTS(WL, "--weights DT, --act DT, --kv DT",
+                       "dtypes as in 'llmprof model' (default bf16)"),
+    LP_CLI_OPT_ACT(WL, NULL, NULL),
+    LP_CLI_OPT_KV(WL, NULL, NULL),
+    LP_CLI_OPT_VISION(WL, "--vision MODE, --tiles WxH",
+                      "the images' mode as in 'llmprof model' (used when a\n"
+                      "vision stage was measured; default base, or for DeepSeek-OCR-2\n"
+                      "the crops its projector's GEMM shapes show)"),
+    LP_CLI_OPT_TILES(WL, NULL, NULL),
+    LP_CLI_OPT_PREFILL_LOGITS(WL, NULL, "logits for every prompt token or the last (default:\n"
+                                        "what the prefill's lm_head GEMM shows, else last)"),
+    LP_CLI_OPT_GPU(WL, NULL, "hardware table row (default: the recorded GPU)"),
+    LP_CLI_OPT_HW_FILE(WL, NULL, "extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks"),
+    LP_CLI_OPT_PEAK_TFLOPS(WL, NULL, NULL),
+    LP_CLI_OPT_MEM_BW(WL, NULL, NULL),
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "output:\n"},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--output", .alias = "-o", .arg = "DIR",
+     .help = "write there (created) instead of the run directory",
+     .off = offsetof(struct lp_cli_report, out), .parse = parse_out},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--top", .arg = "K",
+     .help = "rows of the kernel tables (default 15)", .off = RUN_OPT(top_k), .parse = parse_top},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--gap-us", .arg = "N",
+     .help = "idle gaps listed from N microseconds (default 100)", .off = RUN_OPT(gap_ns),
+     .parse = parse_gap_us},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet", .help = "do not print the summary",
+     .off = offsetof(struct lp_cli_report, quiet), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "All files or none: every file (of every trace) is written under a temporary name and\n"
     "moved in only when all are complete; if one cannot be, the previous files are put back\n"
@@ -65,116 +182,20 @@ static const char help[] =
     "examples:\n"
     "  llmprof report run1\n"
     "  llmprof report run1 --model Llama-3.1-8B/config.json --prefill-logits all\n"
-    "  llmprof export run1 --perfetto run1/trace.json   # then open it in ui.perfetto.dev\n";
-
-
-const char *const lp_cli_report_files[] = {
-    "report.md", "summary.md", "report.json", "kernels.csv", "operators.csv", "stages.csv",
-    "gemms.csv", "report.html", NULL,
+    "  llmprof export run1 --perfetto run1/trace.json   # then open it in ui.perfetto.dev\n"},
+    {.kind = LP_CLI_OPT_KIND_END},
 };
 
-/* the writer of each of lp_cli_report_files, in the same order */
-static int (*const writers[])(FILE *, const struct lp_run *) = {
-    lp_report_run_md,        lp_report_summary_md, lp_report_run_json,  lp_report_kernels_csv,
-    lp_report_operators_csv, lp_report_stages_csv, lp_report_gemms_csv, lp_report_run_html,
+static const struct lp_cli_cmd report_cmd = {
+    .name = "report", .opts = lp_cli_report_options, .help_col = 23, .operand = 1,
+    .operand_off = offsetof(struct lp_cli_report, run), .too_many = "one run at a time",
 };
-#define N_OUTPUTS (sizeof writers / sizeof *writers)
-_Static_assert(sizeof lp_cli_report_files / sizeof *lp_cli_report_files == N_OUTPUTS + 1,
-               "one writer per report file");
-
-/* ---- options: report's own and profile's report part ---- */
 
 void lp_cli_report_init(struct lp_cli_report *r, const char *cmd)
 {
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
-    lp_workload_defaults(&r->workload);
-}
-
-int lp_cli_report_option(struct lp_cli_report *r, int argc, char **argv, int *i)
-{
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL, *cmd = r->cmd;
-    struct lp_run_options *ro = &r->run_opt;
-    int rc = 0, takes = 1;
-    int64_t n = 0;
-    if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-        if (!(r->out = v) || !*v)
-            rc = -1, lp_cli_error(cmd, "%s needs a directory, not '%s'", a, v ? v : "(nothing)");
-        else if (!strcmp(v, "-"))
-            rc = -1, lp_cli_error(cmd, "%s -: report writes several files, not one stream: give "
-                                       "a directory (./- for one named '-')", a);
-    } else if (!strcmp(a, "--model")) {
-        if (!(r->model_path = v))
-            rc = -1, lp_cli_error(cmd, "--model needs a config.json");
-    } else if (!strcmp(a, "--gpu")) {
-        if (!(r->gpu = v))
-            rc = -1, lp_cli_error(cmd, "--gpu needs a name");
-    } else if (!strcmp(a, "--hw-file")) {
-        if (!(r->hw_file = v))
-            rc = -1, lp_cli_error(cmd, "--hw-file needs a file");
-    } else if (!strcmp(a, "--stage")) {
-        if (!v || !strchr(v, '=')) {
-            lp_cli_error(cmd, "--stage takes NAME=REGEX, e.g. --stage decode='^step', not '%s'",
-                         v ? v : "(nothing)");
-            rc = -1;
-        } else {
-            const char **p = realloc(r->stages, (r->n_stages + 1) * sizeof *p);
-            if (!p) {
-                lp_cli_error(cmd, "out of memory");
-                return -1;
-            }
-            r->stages = p;
-            p[r->n_stages++] = v;
-        }
-    } else if (!strcmp(a, "--prefill-tokens")) {
-        rc = lp_cli_parse_i64(cmd, a, v, 1, &ro->prefill_tokens);
-    } else if (!strcmp(a, "--decode-tokens")) {
-        rc = lp_cli_parse_i64(cmd, a, v, 1, &ro->decode_tokens);
-    } else if (!strcmp(a, "--batch")) {
-        rc = lp_cli_parse_i64(cmd, a, v, 1, &ro->batch);
-    } else if (!strcmp(a, "--top")) {
-        if (!(rc = lp_cli_parse_i64(cmd, a, v, 1, &n)))
-            ro->top_k = (size_t)n;
-    } else if (!strcmp(a, "--gap-us")) {
-        /* microseconds that still fit in nanoseconds */
-        if (!(rc = lp_cli_parse_range(cmd, a, v, 1, INT64_MAX / 1000, &n)))
-            ro->gap_ns = (uint64_t)n * 1000;
-    } else if (!strcmp(a, "--peak-tflops")) {
-        rc = lp_cli_parse_double(cmd, a, v, LP_MODEL_MAX_TFLOPS, &ro->peak_tflops);
-    } else if (!strcmp(a, "--mem-bw")) {
-        rc = lp_cli_parse_double(cmd, a, v, LP_MODEL_MAX_BW_GBS, &ro->mem_bw_gbs);
-    } else if (!strcmp(a, "--weights")) {
-        rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.weights);
-    } else if (!strcmp(a, "--act")) {
-        rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.activations);
-    } else if (!strcmp(a, "--kv")) {
-        rc = lp_cli_parse_dtype(cmd, a, v, &r->workload.kv);
-    } else if (!strcmp(a, "--vision")) {
-        rc = lp_cli_parse_vision(cmd, a, v, &r->workload.vision_mode);
-        ro->vision_set = 1;
-    } else if (!strcmp(a, "--tiles")) {
-        rc = lp_cli_parse_tiles(cmd, a, v, &r->workload);
-        ro->vision_set = 1;
-    } else if (!strcmp(a, "--prefill-logits")) {
-        if (v && (!strcmp(v, "all") || !strcmp(v, "last"))) {
-            r->workload.prefill_logits_all = !strcmp(v, "all");
-            ro->prefill_logits_set = 1;
-        } else {
-            rc = -1, lp_cli_error(cmd, "--prefill-logits takes all or last");
-        }
-    } else if (!strcmp(a, "--keep-warmup")) {
-        ro->keep_warmup = 1;
-        takes = 0;
-    } else if (!strcmp(a, "--quiet")) {
-        r->quiet = 1;
-        takes = 0;
-    } else {
-        return 0;
-    }
-    if (rc)
-        return -1;
-    *i += takes;
-    return 1;
+    lp_cli_workload_init(&r->wl);
 }
 
 /* The stage rules as the analysis will compile them (stages.c), checked now so that a bad
@@ -207,22 +228,26 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
     struct lp_run_options *ro = &r->run_opt;
     ro->stage_rules = r->stages;
     ro->n_stage_rules = r->n_stages;
-    ro->workload = &r->workload;
-    ro->gpu_name = r->gpu;
+    ro->workload = &r->wl.w;
+    ro->vision_set = r->wl.vision_set;
+    ro->prefill_logits_set = r->wl.prefill_logits_set;
+    ro->gpu_name = r->wl.gpu;
+    ro->peak_tflops = r->wl.peak_tflops;
+    ro->mem_bw_gbs = r->wl.mem_bw_gbs;
     if (check_stage_rules(r) != 0)
         return -1;
-    if (lp_gpu_table_load(&r->gpus, r->hw_file, err, sizeof err) != 0) {
+    if (lp_gpu_table_load(&r->gpus, r->wl.hw_file, err, sizeof err) != LP_OK) {
         lp_cli_error(r->cmd, "%s", err);
         return -1;
     }
     ro->gpus = &r->gpus;
-    if (r->gpu && !lp_gpu_find(&r->gpus, r->gpu)) {
+    if (r->wl.gpu && !lp_gpu_find(&r->gpus, r->wl.gpu)) {
         lp_cli_error(r->cmd, "--gpu '%s' is not in the hardware table ('llmprof model "
-                             "--list-gpus' lists it; --hw-file adds rows)", r->gpu);
+                             "--list-gpus' lists it; --hw-file adds rows)", r->wl.gpu);
         return -1;
     }
     if (r->model_path) {
-        if (lp_model_load(r->model_path, &r->model, err, sizeof err) != 0) {
+        if (lp_model_load(r->model_path, &r->model, err, sizeof err) != LP_OK) {
             lp_cli_error(r->cmd, "%s", err);
             return -1;
         }
@@ -254,20 +279,17 @@ static void stem(const char *path, char *buf, size_t len)
  * entries only); NULL when there is none. */
 static const char *recorded_command(const char *path, char *buf, size_t len)
 {
-    char meta[PATH_MAX + 16];
+    char meta[PATH_MAX + 16], *words = NULL;
+    size_t n = 0;
     json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 ? json_load_file(meta, 0, NULL)
                                                               : NULL;
-    json_t *cmd = m ? json_object_get(m, "command") : NULL;
-    size_t o = 0, i;
-    json_t *arg;
-    buf[0] = 0;
-    json_array_foreach(cmd, i, arg)
-    {
-        if (json_is_string(arg) && o + 2 < len)
-            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? " " : "", json_string_value(arg));
-        if (o >= len)
-            o = len - 1;
+    FILE *f = open_memstream(&words, &n);
+    if (f) {
+        lp_cli_meta_command(f, json_object_get(m, "command"), NULL);
+        fclose(f);
     }
+    snprintf(buf, len, "%s", words ? words : "");
+    free(words);
     json_decref(m);
     return buf[0] ? buf : NULL;
 }
@@ -314,7 +336,7 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
         in[2 * i] = traces[i];
         in[2 * i + 1] = lp_cli_meta_path(traces[i], meta[i], sizeof meta[i]) == 0 ? meta[i] : NULL;
     }
-    in[2 * n] = r->hw_file;
+    in[2 * n] = r->wl.hw_file;
     in[2 * n + 1] = r->model_path;
     snprintf(config, sizeof config, "%s/config.json", r->model_path ? r->model_path : ".");
     in[2 * n + 2] = r->model_path ? config : NULL;
@@ -325,8 +347,8 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
             lp_cli_error(r->cmd, "%s is not a directory; -o takes a directory", dir);
             goto done;
         }
-        for (size_t k = 0; lp_cli_report_files[k]; k++) {
-            snprintf(path, sizeof path, "%s/%s", dir, lp_cli_report_files[k]);
+        for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+            snprintf(path, sizeof path, "%s/%s", dir, out->name);
             if (lp_cli_out_is_input(r->cmd, path, in, n_in))
                 goto done;
             if (stat(dir, &st) == 0 && lp_cli_out_check(r->cmd, path, 0) != 0)
@@ -370,11 +392,11 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         goto done;
     }
     lp_cli_progress(o->cmd, "writing the report of %s into %s/", path, dir);
-    for (size_t k = 0; k < N_OUTPUTS; k++) {
+    for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
         char file[PATH_MAX + 300];
-        snprintf(file, sizeof file, "%s/%s", dir, lp_cli_report_files[k]);
+        snprintf(file, sizeof file, "%s/%s", dir, out->name);
         FILE *f = lp_cli_outs_open(outs, file, 0);
-        if (!f || lp_cli_outs_close(outs, f, writers[k](f, &r)) != 0)
+        if (!f || lp_cli_outs_close(outs, f, out->write(f, &r)) != 0)
             goto done;
     }
     size_t len = 0;
@@ -383,8 +405,8 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         fprintf(m, "report of %s in %s/\n\n", path, dir);
         lp_report_summary_md(m, &r);
         fprintf(m, "\nfiles:");
-        for (size_t k = 0; k < N_OUTPUTS; k++)
-            fprintf(m, " %s", lp_cli_report_files[k]);
+        for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++)
+            fprintf(m, " %s", out->name);
         fprintf(m, "\n");
         fclose(m);
     }
@@ -438,37 +460,16 @@ done:
 int lp_cmd_report(int argc, char **argv)
 {
     struct lp_cli_report r;
-    const char *run = NULL;
-    int rc = 2;
     lp_cli_report_init(&r, "report");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int took;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            rc = 0;
-            goto done;
-        } else if ((took = lp_cli_report_option(&r, argc, argv, &i)) < 0) {
-            goto done;
-        } else if (took) {
-            continue;
-        } else if (a[0] == '-') {
-            lp_cli_error("report", "unknown option '%s'; see 'llmprof report --help'", a);
-            goto done;
-        } else if (run) {
-            lp_cli_error("report", "one run at a time: '%s' and '%s'", run, a);
-            goto done;
-        }
-        run = a;
-    }
-    if (!run) {
+    int rc = lp_cli_parse(&report_cmd, &r, argc, argv, NULL);
+    if (rc != 0) {
+        rc = rc > 0 ? 0 : 2;
+    } else if (!r.run) {
         lp_cli_error("report", "which run? usage: llmprof report RUN [options]");
-        goto done;
+        rc = 2;
+    } else {
+        rc = lp_cli_report_prepare(&r) != 0 ? 2 : lp_cli_report_run(&r, r.run);
     }
-    if (lp_cli_report_prepare(&r) != 0)
-        goto done;
-    rc = lp_cli_report_run(&r, run);
-done:
     lp_cli_report_free(&r);
     return rc;
 }

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,98 +121,6 @@ void lp_cli_format_ns(uint64_t ns, char *buf, size_t len)
         snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
     else
         snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-}
-
-int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
-                       int64_t max, int64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long long x = v ? strtoll(v, &end, 10) : 0;
-    int range = errno == ERANGE;
-    if (v && *v && !*end && ((range && x > 0) || (!range && x > max))) {
-        lp_cli_error(cmd, "%s %s is too large (at most %lld)", opt, v, (long long)max);
-        return -1;
-    }
-    if (!v || !*v || *end || range || x < min) {
-        if (max < INT64_MAX)
-            lp_cli_error(cmd, "%s takes a whole number from %lld to %lld, not '%s'", opt,
-                         (long long)min, (long long)max, v ? v : "(nothing)");
-        else
-            lp_cli_error(cmd, "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
-                         v ? v : "(nothing)");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-int lp_cli_parse_i64(const char *cmd, const char *opt, const char *v, int64_t min, int64_t *out)
-{
-    return lp_cli_parse_range(cmd, opt, v, min, INT64_MAX, out);
-}
-
-int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = v ? strtod(v, &end) : 0;
-    int whole = v && *v && !*end;
-    if (whole && x > 0 && (isinf(x) || (errno == ERANGE && x > 1))) {
-        lp_cli_error(cmd, "%s %s is too large", opt, v);
-        return -1;
-    }
-    if (whole && errno == ERANGE && !signbit(x) && x <= 1) {
-        lp_cli_error(cmd, "%s %s is too small to be told from 0", opt, v);
-        return -1;
-    }
-    if (!whole || !(x > 0)) {
-        lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
-        return -1;
-    }
-    if (x > max) {
-        lp_cli_error(cmd, "%s %s is too large (at most %g)", opt, v, max);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d)
-{
-    if (!v || lp_dtype_parse(v, d) != 0) {
-        lp_cli_error(cmd, "%s takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '%s'", opt,
-                     v ? v : "(nothing)");
-        return -1;
-    }
-    return 0;
-}
-
-int lp_cli_parse_vision(const char *cmd, const char *opt, const char *v,
-                        enum lp_vision_mode *mode)
-{
-    for (int k = LP_VISION_MODE_NONE; v && k <= LP_VISION_MODE_GUNDAM; k++)
-        if (!strcmp(v, lp_vision_mode_name((enum lp_vision_mode)k))) {
-            *mode = (enum lp_vision_mode)k;
-            return 0;
-        }
-    lp_cli_error(cmd, "%s takes none, tiny, small, base, large or gundam, not '%s'", opt,
-                 v ? v : "(nothing)");
-    return -1;
-}
-
-int lp_cli_parse_tiles(const char *cmd, const char *opt, const char *v, struct lp_workload *w)
-{
-    long long tw = 0, th = 0;
-    char extra;
-    if (!v || sscanf(v, "%lldx%lld%c", &tw, &th, &extra) != 2 || tw < 1 || th < 1 || tw > 9 ||
-        th > 9) {
-        lp_cli_error(cmd, "%s takes WxH from 1 to 9 each, such as 3x2", opt);
-        return -1;
-    }
-    w->tiles_w = tw;
-    w->tiles_h = th;
-    return 0;
 }
 
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
@@ -375,4 +282,22 @@ int lp_cli_dir_holds_run(const char *dir)
     if (found)
         return 1;
     return lp_cli_run_meta(dir) == 1;
+}
+
+int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad)
+{
+    if (!json_is_array(cmd))
+        return -1;
+    size_t i;
+    const json_t *arg;
+    int n_bad = 0;
+    json_array_foreach(cmd, i, arg)
+    {
+        if (json_is_string(arg))
+            fprintf(f, "%s%s", i ? " " : "", json_string_value(arg));
+        else if (bad)
+            fprintf(f, "%s%s", i ? " " : "", bad);
+        n_bad += !json_is_string(arg);
+    }
+    return n_bad;
 }

@@ -334,8 +334,8 @@ void lp_model_count_params(const struct lp_model *m, struct lp_params *pp)
     }
 }
 
-int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
-                     struct lp_model_result *r, char *err, size_t errlen)
+enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
+                                struct lp_model_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     /* bounded sizes keep every sum and product below, int64 and double, far from overflow */
@@ -350,27 +350,28 @@ int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
             snprintf(err, errlen, "the workload's %s is %lld; it must be %lld to %lld%s", what[i],
                      (long long)val[i], (long long)lo[i], (long long)hi[i],
                      i == 3 ? " (0: the default)" : "");
-            return -1;
+            return LP_ERR_ARG;
         }
     }
     if ((unsigned)w->weights >= LP_DTYPE_COUNT || (unsigned)w->activations >= LP_DTYPE_COUNT ||
         (unsigned)w->kv >= LP_DTYPE_COUNT || (unsigned)w->vision_mode > LP_VISION_MODE_GUNDAM) {
         snprintf(err, errlen, "the workload names an unknown dtype or vision mode");
-        return -1;
+        return LP_ERR_ARG;
     }
     lp_model_count_params(m, &r->params);
     struct dtypes d = {lp_dtype_bytes(w->weights), lp_dtype_bytes(w->activations),
                        lp_dtype_bytes(w->kv)};
     double b = (double)w->batch;
-    if (lp_vision_analyze(m, w, d.w, d.a, r, err, errlen) != 0)
-        return -1;
+    enum lp_status rc = lp_vision_analyze(m, w, d.w, d.a, r, err, errlen);
+    if (rc != LP_OK)
+        return rc;
     int64_t prefill = w->prompt + r->vision_tokens;
     r->prefill_tokens = prefill;
     if (m->max_positions > 0 && prefill + w->generated > m->max_positions) {
         snprintf(err, errlen, "prompt%s + generated tokens (%lld) exceed max_position_embeddings "
                               "(%lld)", r->vision_tokens ? " + vision tokens" : "",
                  (long long)(prefill + w->generated), (long long)m->max_positions);
-        return -1;
+        return LP_ERR_ARG;
     }
     struct pass pre = {.batch = b, .prompt = (double)prefill,
                        .logits_per_seq = w->prefill_logits_all ? (double)prefill : 1};
@@ -419,5 +420,5 @@ int lp_model_analyze(const struct lp_model *m, const struct lp_workload *w,
         r->kv_bytes_per_token += layers * per * d.kv;
         r->kv_bytes_end += b * held * layers * per * d.kv;
     }
-    return 0;
+    return LP_OK;
 }

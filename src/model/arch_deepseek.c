@@ -14,15 +14,15 @@ static int64_t multiples(int64_t from, int64_t l, int64_t freq)
 }
 
 /* HF transformers 5's per-layer list: "dense" or "sparse" for each of the layers. */
-static int layer_types(struct lp_cfg *c, json_t *types, struct lp_model *m,
-                       const struct lp_attn_spec *a, const struct lp_mlp_spec *dense,
-                       const struct lp_mlp_spec *moe)
+static enum lp_status layer_types(struct lp_cfg *c, json_t *types, struct lp_model *m,
+                                  const struct lp_attn_spec *a, const struct lp_mlp_spec *dense,
+                                  const struct lp_mlp_spec *moe)
 {
     const char *sec = c->section ? c->section : "", *dot = c->section ? "." : "";
     if (!json_is_array(types) || json_array_size(types) != (size_t)m->layers) {
         lp_cfg_fail(c, "key \"%s%smlp_layer_types\" must be an array of num_hidden_layers (%lld) "
                        "strings, each \"dense\" or \"sparse\"", sec, dot, (long long)m->layers);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     size_t i;
     json_t *v;
@@ -32,21 +32,21 @@ static int layer_types(struct lp_cfg *c, json_t *types, struct lp_model *m,
         if (!sparse && strcmp(t, "dense") != 0) {
             lp_cfg_fail(c, "key \"%s%smlp_layer_types\"[%zu] must be \"dense\" or \"sparse\"",
                         sec, dot, i);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         if (sparse && moe->experts == 0) {
             lp_cfg_fail(c, "key \"%s%smlp_layer_types\"[%zu] is \"sparse\" but the config has no "
                            "routed experts (n_routed_experts)", sec, dot, i);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         /* groups merge layers of one kind, so this adds at most two */
         if (lp_model_add_group(c, m, 1, a, sparse ? moe : dense) != 0)
-            return -1;
+            return LP_ERR_FORMAT;
     }
-    return 0;
+    return LP_OK;
 }
 
-int lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
+enum lp_status lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
 {
     m->hidden = lp_cfg_int(c, o, "hidden_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
     m->layers = lp_cfg_int(c, o, "num_hidden_layers", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_LAYERS);
@@ -102,7 +102,7 @@ int lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
                            "(%lld)", (long long)moe.top_k, (long long)moe.experts);
     }
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     json_t *types = json_object_get(o, "mlp_layer_types");
     if (types && !json_is_null(types))
         return layer_types(c, types, m, &a, &dense, &moe);
@@ -116,15 +116,15 @@ int lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_model *m)
     for (int k = 0; k < 2; k++) {
         int is_moe = k == 0 ? moe_first : !moe_first;
         if (lp_model_add_group(c, m, is_moe ? n_moe : n_dense, &a, is_moe ? &moe : &dense) != 0)
-            return -1;
+            return LP_ERR_FORMAT;
     }
     for (int g = 0; g < m->n_groups; g++)
         if ((m->groups[g].mlp.kind == LP_MLP_MOE) == last_moe)
             m->last_group = g;
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
 
-int lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     snprintf(m->family, sizeof m->family, "deepseek");
     return lp_arch_deepseek_decoder(c, root, m);
@@ -133,14 +133,14 @@ int lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model *m)
 /* DeepSeek-OCR's vision tower: SAM-ViT-B (windowed attention, global at the listed blocks),
  * its neck and 16x compressor, CLIP-L fed the SAM features, and a linear projector. Sizes
  * the config does not name are SAM-ViT-B's and CLIP-L's own (docs/model.md). */
-static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
+static enum lp_status vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     struct lp_vision_spec *v = &m->vision;
     v->kind = LP_VISION_DEEPSEEK_OCR;
     json_t *vc = lp_cfg_obj(c, root, "vision_config", 1);
     json_t *pc = lp_cfg_obj(c, root, "projector_config", 1);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = "vision_config";
     v->sam_image = lp_cfg_int(c, vc, "image_size", 1024, 16, LP_MODEL_MAX_IMAGE);
     json_t *widths = lp_cfg_obj(c, vc, "width", 1);
@@ -158,7 +158,7 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
     }
     if (!c->failed && (!json_is_object(sam) || !json_is_object(clip))) {
         lp_cfg_fail(c, "key \"vision_config.width\" must hold a \"sam_...\" and a \"clip-...\" object");
-        return -1;
+        return LP_ERR_FORMAT;
     }
     /* messages name the real keys: "vision_config.width.sam_vit_b.layers" */
     char sam_section[96], clip_section[96];
@@ -175,7 +175,7 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
     v->down1 = 512;
     v->down2 = 1024;
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     int64_t down[2];
     int n_down = lp_cfg_int_array(c, sam, sam_section, "downsample_channels", down, 2, 1,
                            LP_MODEL_MAX_WIDTH, 0);
@@ -206,7 +206,7 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
     v->proj_out = lp_cfg_int(c, pc, "n_embed", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
     c->section = NULL;
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     char wk[128], hk[128];
     snprintf(wk, sizeof wk, "%s.width", sam_section);
     snprintf(hk, sizeof hk, "%s.heads", sam_section);
@@ -220,18 +220,18 @@ static int vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
     if (!c->failed && v->proj_out != m->hidden)
         lp_cfg_fail(c, "\"projector_config.n_embed\" (%lld) is not the decoder's hidden_size (%lld)",
                     (long long)v->proj_out, (long long)m->hidden);
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
 
-int lp_arch_deepseek_ocr(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_deepseek_ocr(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     snprintf(m->family, sizeof m->family, "deepseek-ocr");
     json_t *lang = lp_cfg_obj(c, root, "language_config", 0);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = lang ? "language_config" : NULL;
     if (lp_arch_deepseek_decoder(c, lang ? lang : root, m) != 0)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = NULL;
     return vision(c, root, m);
 }

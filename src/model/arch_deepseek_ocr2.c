@@ -7,7 +7,7 @@
 
 #include "model_internal.h"
 
-static int sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
+static enum lp_status sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
 {
     c->section = "vision_config.sam_config";
     v->sam_width = lp_cfg_int(c, o, "hidden_size", 768, 1, LP_MODEL_MAX_WIDTH);
@@ -25,7 +25,7 @@ static int sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
         if (!(r > 0 && r <= 64)) {
             lp_cfg_fail(c, "key \"vision_config.sam_config.mlp_ratio\" must be a number above 0 "
                            "and at most 64");
-            return -1;
+            return LP_ERR_FORMAT;
         }
         v->sam_mlp = (int64_t)((double)v->sam_width * r);
         if (v->sam_mlp < 1)
@@ -44,7 +44,7 @@ static int sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
         v->down2 = down[1];
     }
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     if (json_object_get(o, "global_attn_indexes")) {
         v->n_sam_global = lp_cfg_int_array(c, o, c->section, "global_attn_indexes", v->sam_global,
                                            (int)(sizeof v->sam_global / sizeof *v->sam_global),
@@ -56,7 +56,7 @@ static int sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
                 v->sam_global[v->n_sam_global++] = def[i];
     }
     if (v->n_sam_global < 0)
-        return -1;
+        return LP_ERR_FORMAT;
     static const char *const unsupported[] = {"qkv_bias", "use_abs_pos", "use_rel_pos"};
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
         if (!lp_cfg_bool(c, o, unsupported[i], 1) && !c->failed)
@@ -67,10 +67,10 @@ static int sam(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
     if (!c->failed && v->sam_patch > v->sam_image)
         lp_cfg_fail(c, "\"vision_config.sam_config.patch_size\" (%lld) is larger than its "
                        "\"image_size\" (%lld)", (long long)v->sam_patch, (long long)v->sam_image);
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
 
-static int encoder(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
+static enum lp_status encoder(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
 {
     c->section = "vision_config.encoder_config";
     v->enc_width = lp_cfg_int(c, o, "hidden_size", 4096, 1, LP_MODEL_MAX_WIDTH);
@@ -79,33 +79,33 @@ static int encoder(struct lp_cfg *c, json_t *o, struct lp_vision_spec *v)
     v->enc_heads = lp_cfg_int(c, o, "num_attention_heads", 32, 1, LP_MODEL_MAX_HEADS);
     v->enc_kv_heads = lp_cfg_int(c, o, "num_key_value_heads", v->enc_heads, 1, LP_MODEL_MAX_HEADS);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     lp_cfg_divides(c, v->enc_width, "vision_config.encoder_config.hidden_size", v->enc_heads,
                    "vision_config.encoder_config.num_attention_heads");
     lp_cfg_divides(c, v->enc_heads, "vision_config.encoder_config.num_attention_heads",
                    v->enc_kv_heads, "vision_config.encoder_config.num_key_value_heads");
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
 
-int lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     snprintf(m->family, sizeof m->family, "deepseek-ocr2");
     json_t *text = lp_cfg_obj(c, root, "text_config", 1);
     json_t *vc = lp_cfg_obj(c, root, "vision_config", 1);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = "vision_config";
     json_t *sc = lp_cfg_obj(c, vc, "sam_config", 0);
     json_t *ec = lp_cfg_obj(c, vc, "encoder_config", 1);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = "text_config";
     if (lp_arch_deepseek_decoder(c, text, m) != 0)
-        return -1;
+        return LP_ERR_FORMAT;
     if (m->groups[0].attn.kind != LP_ATTN_MHA) {
         lp_cfg_fail(c, "DeepSeek-OCR-2's decoder uses multi-head attention; text_config asks "
                        "for latent attention (kv_lora_rank)");
-        return -1;
+        return LP_ERR_FORMAT;
     }
     c->section = NULL;
     /* the top level's tie_word_embeddings is the one the model ties by */
@@ -113,7 +113,7 @@ int lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_model *m)
     struct lp_vision_spec *v = &m->vision;
     v->kind = LP_VISION_DEEPSEEK_OCR2;
     if (sam(c, sc, v) != 0 || encoder(c, ec, v) != 0)
-        return -1;
+        return LP_ERR_FORMAT;
     c->section = NULL;
     v->proj_in = v->enc_width;
     v->proj_out = m->hidden;
@@ -122,5 +122,5 @@ int lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_model *m)
         lp_cfg_fail(c, "\"vision_config.sam_config.downsample_channels\"[1] (%lld) must be "
                        "\"vision_config.encoder_config.hidden_size\" (%lld): the SAM tokens are "
                        "the encoder's inputs", (long long)v->down2, (long long)v->enc_width);
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }

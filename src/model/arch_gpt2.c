@@ -2,7 +2,7 @@
  * biases everywhere, lm_head tied to the token embedding. */
 #include "model_internal.h"
 
-int lp_arch_gpt2(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_gpt2(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     snprintf(m->family, sizeof m->family, "gpt2");
     m->hidden = lp_cfg_int(c, root, "n_embd", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
@@ -15,13 +15,13 @@ int lp_arch_gpt2(struct lp_cfg *c, json_t *root, struct lp_model *m)
     struct lp_attn_spec a = {.kind = LP_ATTN_MHA, .qkv_bias = 1, .o_bias = 1};
     a.heads = lp_cfg_int(c, root, "n_head", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     lp_cfg_divides(c, m->hidden, "n_embd", a.heads, "n_head");
     a.kv_heads = a.heads;
     a.head_dim = a.v_head_dim = m->hidden / a.heads;
     struct lp_mlp_spec mlp = {.kind = LP_MLP_PLAIN, .bias = 1};
     mlp.intermediate = lp_cfg_int(c, root, "n_inner", 4 * m->hidden, 1, LP_MODEL_MAX_FFN);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     return lp_model_add_group(c, m, m->layers, &a, &mlp);
 }

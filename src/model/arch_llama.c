@@ -6,7 +6,7 @@
 
 #include "model_internal.h"
 
-int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     const char *type = m->model_type;
     int qwen2 = !strcmp(type, "qwen2"), qwen3 = !strcmp(type, "qwen3");
@@ -22,7 +22,7 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     m->norm = LP_NORM_RMS;
     struct lp_attn_spec a = {0};
     if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
-        return -1;
+        return LP_ERR_FORMAT;
     int attention_bias = lp_cfg_bool(c, root, "attention_bias", 0);
     a.qkv_bias = qwen2 || attention_bias; /* Qwen2 always biases q, k and v */
     a.o_bias = attention_bias;
@@ -43,7 +43,7 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
                            "(%lld)", (long long)mlp.top_k, (long long)mlp.experts);
     }
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
 
     /* Sliding windows: Mistral and Mixtral on every layer when set; Qwen on the layers from
      * max_window_layers on, when use_sliding_window is true. */
@@ -60,9 +60,9 @@ int lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     if (window == 0)
         windowed_from = m->layers;
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
     lp_model_add_group(c, m, windowed_from, &a, &mlp);
     a.sliding_window = window;
     lp_model_add_group(c, m, m->layers - windowed_from, &a, &mlp);
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }

@@ -8,7 +8,7 @@
 
 #include "model_internal.h"
 
-int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
+enum lp_status lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     int qwen3 = !strcmp(m->model_type, "qwen3_moe");
     snprintf(m->family, sizeof m->family, "qwen-moe");
@@ -21,7 +21,7 @@ int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
 
     struct lp_attn_spec a = {0};
     if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
-        return -1;
+        return LP_ERR_FORMAT;
     if (qwen3) {
         a.qkv_bias = a.o_bias = lp_cfg_bool(c, root, "attention_bias", 0);
         a.qk_norm = 1;
@@ -57,13 +57,13 @@ int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
     if (window > 0 && lp_cfg_bool(c, root, "use_sliding_window", 0))
         windowed_from = lp_cfg_int(c, root, "max_window_layers", 0, 0, LP_MODEL_MAX_LAYERS);
     if (c->failed)
-        return -1;
+        return LP_ERR_FORMAT;
 
     /* mlp_only_layers as a set of layer indices (entries past the last layer change nothing) */
     unsigned char *dense_only = calloc((size_t)m->layers, 1);
     if (!dense_only) {
         lp_cfg_fail(c, "out of memory");
-        return -1;
+        return LP_ERR_FORMAT;
     }
     json_t *only = json_object_get(root, "mlp_only_layers");
     if (only && !json_is_null(only)) {
@@ -90,5 +90,5 @@ int lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model *m)
         lp_model_add_group(c, m, 1, &a, sparse ? &moe : &dense);
     }
     free(dense_only);
-    return c->failed ? -1 : 0;
+    return c->failed ? LP_ERR_FORMAT : LP_OK;
 }

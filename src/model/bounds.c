@@ -1,8 +1,21 @@
-/* What the roofline implies for a request: TTFT, TPOT and token rates that no
- * implementation on that GPU can beat, from the analytic costs of each stage. */
+/* The roofline: lower bounds of time from FLOPs at dense peak and bytes at memory
+ * bandwidth, assuming full overlap; and what it implies for a request: TTFT, TPOT and token
+ * rates that no implementation on that GPU can beat, from the analytic costs of each stage. */
+#include <math.h>
 #include <string.h>
 
 #include "llmprof/model.h"
+
+void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype dtype,
+                 struct lp_bound *b)
+{
+    double peak = g->tflops[dtype] * 1e12, fp32 = g->tflops[LP_DTYPE_FP32] * 1e12;
+    b->compute_s = (peak > 0 ? c->matmul_flops / peak : (c->matmul_flops > 0 ? INFINITY : 0)) +
+                   (fp32 > 0 ? c->other_flops / fp32 : 0);
+    b->memory_s = lp_cost_bytes(c) / (g->mem_bw_gbs * 1e9);
+    b->memory_bound = b->memory_s > b->compute_s;
+    b->bound_s = b->memory_bound ? b->memory_s : b->compute_s;
+}
 
 void lp_model_bounds(const struct lp_model_result *r, const struct lp_workload *w,
                      const struct lp_gpu *g, struct lp_model_bounds *b)

@@ -1,5 +1,5 @@
-/* The hardware table (data/hardware.tsv, compiled in) and the roofline: lower bounds of
- * time from FLOPs at dense peak and bytes at memory bandwidth, assuming full overlap. */
+/* The hardware table: data/hardware.tsv (compiled in) and a user's --hw-file rows, and the
+ * lookup of a GPU by table name or by the device name a trace records. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -13,30 +13,9 @@
 
 #define LP_HW_FILE_MAX_BYTES ((size_t)1 << 20)
 
-static const char *const dtype_names[LP_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16",
-                                                        "fp8",  "int8", "int4"};
-
-const char *lp_dtype_name(enum lp_dtype d) { return (unsigned)d < LP_DTYPE_COUNT ? dtype_names[d] : "?"; }
-
-double lp_dtype_bytes(enum lp_dtype d)
-{
-    static const double bytes[LP_DTYPE_COUNT] = {4, 4, 2, 2, 1, 1, 0.5};
-    return (unsigned)d < LP_DTYPE_COUNT ? bytes[d] : 0;
-}
-
-int lp_dtype_parse(const char *name, enum lp_dtype *d)
-{
-    for (int i = 0; i < LP_DTYPE_COUNT; i++)
-        if (!strcasecmp(name, dtype_names[i])) {
-            *d = (enum lp_dtype)i;
-            return 0;
-        }
-    return -1;
-}
-
 /* Parses TEXT's rows into T (prepending them when FIRST). NAME names the file in errors. */
-static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name, int first,
-                      char *err, size_t errlen)
+static enum lp_status parse_rows(struct lp_gpu_table *t, const char *text, const char *name, int first,
+                                 char *err, size_t errlen)
 {
     struct lp_gpu *rows = NULL;
     size_t n = 0, cap = 0;
@@ -50,7 +29,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
         if (len >= sizeof line) {
             snprintf(err, errlen, "%s:%d: line too long", name, line_no);
             free(rows);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         memcpy(line, p, len);
         line[len] = 0;
@@ -69,7 +48,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
                                   "tf32, bf16, fp16, fp8, int8, int4 (TFLOP/s), mem_gb, mem_bw_gbs",
                      name, line_no, nf);
             free(rows);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         snprintf(g.name, sizeof g.name, "%s", f[0]);
         snprintf(g.match, sizeof g.match, "%s", f[1]);
@@ -82,7 +61,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
                 snprintf(err, errlen, "%s:%d: column %d (\"%s\") must be a number >= 0", name,
                          line_no, 3 + i, f[2 + i]);
                 free(rows);
-                return -1;
+                return LP_ERR_FORMAT;
             }
             double max = i < 7 ? LP_MODEL_MAX_TFLOPS : i == 7 ? LP_MODEL_MAX_MEM_GB
                                                              : LP_MODEL_MAX_BW_GBS;
@@ -91,7 +70,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
                                       "(about 100 times any GPU's datasheet figure)",
                          name, line_no, 3 + i, f[2 + i], max);
                 free(rows);
-                return -1;
+                return LP_ERR_FORMAT;
             }
         }
         for (int i = 0; i < LP_DTYPE_COUNT; i++)
@@ -101,7 +80,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
         if (g.mem_bw_gbs <= 0) {
             snprintf(err, errlen, "%s:%d: mem_bw_gbs must be above 0", name, line_no);
             free(rows);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         if (n == cap) { /* geometric growth: linear in the rows */
             cap = cap ? 2 * cap : 16;
@@ -109,7 +88,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
             if (!r) {
                 free(rows);
                 snprintf(err, errlen, "out of memory");
-                return -1;
+                return LP_ERR_NOMEM;
             }
             rows = r;
         }
@@ -130,7 +109,7 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
     if (!all) {
         free(rows);
         snprintf(err, errlen, "out of memory");
-        return -1;
+        return LP_ERR_NOMEM;
     }
     /* the user's rows first, so they win the name matching */
     struct lp_gpu *front = first ? rows : t->v, *back = first ? t->v : rows;
@@ -143,33 +122,31 @@ static int parse_rows(struct lp_gpu_table *t, const char *text, const char *name
     free(rows);
     t->v = all;
     t->n += n;
-    return 0;
+    return LP_OK;
 }
 
-int lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err, size_t errlen)
+enum lp_status lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char *err,
+                                 size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    if (parse_rows(t, lp_hardware_tsv, "data/hardware.tsv", 0, err, errlen) != 0)
-        return -1;
-    if (!file)
-        return 0;
+    enum lp_status rc = parse_rows(t, lp_hardware_tsv, "data/hardware.tsv", 0, err, errlen);
+    if (rc != LP_OK || !file)
+        return rc;
     /* whole or not at all: a longer file was cut at 1 MiB, and a FIFO blocked the open */
     char *text = NULL;
     size_t len = 0;
-    int rc = lp_model_file_read(file, LP_HW_FILE_MAX_BYTES, "a hardware table (--hw-file, "
-                                "tab-separated rows as in data/hardware.tsv)", &text, &len, err,
-                                errlen);
-    if (rc == 0 && strlen(text) != len) {
+    rc = lp_model_file_read(file, LP_HW_FILE_MAX_BYTES, "a hardware table (--hw-file, "
+                            "tab-separated rows as in data/hardware.tsv)", &text, &len, NULL, err,
+                            errlen);
+    if (rc == LP_OK && strlen(text) != len) {
         snprintf(err, errlen, "%s: holds a NUL byte: not a hardware table", file);
-        rc = -1;
+        rc = LP_ERR_FORMAT;
     }
-    if (rc == 0)
+    if (rc == LP_OK)
         rc = parse_rows(t, text, file, 1, err, errlen);
     free(text);
-    if (rc != 0) {
+    if (rc != LP_OK)
         lp_gpu_table_free(t);
-        rc = -1;
-    }
     return rc;
 }
 
@@ -203,15 +180,4 @@ const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
         }
     }
     return NULL;
-}
-
-void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype dtype,
-                 struct lp_bound *b)
-{
-    double peak = g->tflops[dtype] * 1e12, fp32 = g->tflops[LP_DTYPE_FP32] * 1e12;
-    b->compute_s = (peak > 0 ? c->matmul_flops / peak : (c->matmul_flops > 0 ? INFINITY : 0)) +
-                   (fp32 > 0 ? c->other_flops / fp32 : 0);
-    b->memory_s = lp_cost_bytes(c) / (g->mem_bw_gbs * 1e9);
-    b->memory_bound = b->memory_s > b->compute_s;
-    b->bound_s = b->memory_bound ? b->memory_s : b->compute_s;
 }

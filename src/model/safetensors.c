@@ -107,8 +107,8 @@ static int get_u64(const json_t *v, uint64_t *x)
 /* Checks one tensor entry T named KEY and adds it to W. DATA_SIZE: the bytes after the
  * header, UINT64_MAX when unknown. Every size is a uint64 whose products are checked: no
  * input overflows or is taken at a wrong size. */
-static int add_tensor(const char *name, const char *key, json_t *t, uint64_t data_size,
-                      const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+static enum lp_status add_tensor(const char *name, const char *key, json_t *t, uint64_t data_size,
+                                 const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
 {
     json_t *dtype = json_object_get(t, "dtype"), *shape = json_object_get(t, "shape");
     json_t *off = json_object_get(t, "data_offsets");
@@ -116,7 +116,7 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
         !json_is_array(off) || json_array_size(off) != 2) {
         snprintf(err, errlen, "%s: tensor \"%.80s\" lacks dtype, shape or data_offsets (a pair)",
                  name, key);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     const char *dn = json_string_value(dtype);
     /* the element count: a zero dimension makes it 0 whatever the others are */
@@ -128,7 +128,7 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
         if (!get_u64(d, &dim)) {
             snprintf(err, errlen, "%s: tensor \"%.80s\": shape[%zu] is not a whole number >= 0",
                      name, key, i);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         zero |= dim == 0;
     }
@@ -136,7 +136,7 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
         if (!zero && __builtin_mul_overflow(numel, (uint64_t)json_integer_value(d), &numel)) {
             snprintf(err, errlen, "%s: tensor \"%.80s\": its shape's element count overflows 64 "
                                   "bits: the header is corrupt", name, key);
-            return -1;
+            return LP_ERR_FORMAT;
         }
     }
     if (zero)
@@ -145,13 +145,13 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
     if (!get_u64(json_array_get(off, 0), &begin) || !get_u64(json_array_get(off, 1), &end)) {
         snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets must be two whole numbers >= 0 "
                               "(begin, end): the header is corrupt", name, key);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     if (begin > end) {
         snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets begin at %llu, after their end "
                               "%llu: the header is corrupt", name, key, (unsigned long long)begin,
                  (unsigned long long)end);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     uint64_t size = dtype_size(dn), bytes = 0;
     if (size > 0 && (__builtin_mul_overflow(numel, size, &bytes) || end - begin != bytes)) {
@@ -160,24 +160,24 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
                  name, key, (unsigned long long)begin, (unsigned long long)end,
                  (unsigned long long)(end - begin), (unsigned long long)numel, dn,
                  bytes < numel ? "more than " : "", (unsigned long long)(bytes < numel ? numel : bytes));
-        return -1;
+        return LP_ERR_FORMAT;
     }
     if (size == 0 && numel / 8 > end - begin) {
         /* a dtype not in the table: no format packs more than 8 elements in a byte */
         snprintf(err, errlen, "%s: tensor \"%.80s\": %llu elements of %s in %llu bytes: the "
                               "header is corrupt", name, key, (unsigned long long)numel, dn,
                  (unsigned long long)(end - begin));
-        return -1;
+        return LP_ERR_FORMAT;
     }
     if (end > data_size) {
         snprintf(err, errlen, "%s: tensor \"%.80s\": data_offsets end at %llu, past the %llu bytes "
                               "of data after the header: the file is cut short or corrupt",
                  name, key, (unsigned long long)end, (unsigned long long)data_size);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     if (w->tensors == INT_MAX) {
         snprintf(err, errlen, "%s: more than %d tensors in all", name, INT_MAX);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     w->tensors++;
     w->params += (double)numel;
@@ -192,16 +192,16 @@ static int add_tensor(const char *name, const char *key, json_t *t, uint64_t dat
     }
     if (k < w->n_dtypes)
         w->by_dtype[k].params += (double)numel;
-    return 0;
+    return LP_OK;
 }
 
-static int parse_header(const char *text, size_t len, const char *name, uint64_t data_size,
-                        const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+static enum lp_status parse_header(const char *text, size_t len, const char *name, uint64_t data_size,
+                                   const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
 {
     if (len > LP_SAFETENSORS_MAX_HEADER) {
         snprintf(err, errlen, "%s: the safetensors header is %zu bytes, over the format's limit of "
                               "%llu", name, len, (unsigned long long)LP_SAFETENSORS_MAX_HEADER);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     char jerr[512];
     json_t *root = lp_model_json_parse(text, len, LP_WEIGHTS_MAX_VALUES, JSON_REJECT_DUPLICATES,
@@ -210,39 +210,39 @@ static int parse_header(const char *text, size_t len, const char *name, uint64_t
         snprintf(err, errlen, "%s: the safetensors header is not a JSON object (%s)", name,
                  root ? "other JSON" : jerr);
         json_decref(root);
-        return -1;
+        return LP_ERR_FORMAT;
     }
     const char *key;
     json_t *t;
-    int rc = 0;
+    enum lp_status rc = LP_OK;
     json_object_foreach(root, key, t) {
         if (strcmp(key, "__metadata__") != 0 &&
-            (rc = add_tensor(name, key, t, data_size, m, w, err, errlen)) != 0)
+            (rc = add_tensor(name, key, t, data_size, m, w, err, errlen)) != LP_OK)
             break;
     }
     json_decref(root);
     return rc;
 }
 
-int lp_safetensors_header_parse(const char *text, size_t len, const char *name,
-                                const struct lp_model *m, struct lp_weights *w, char *err,
-                                size_t errlen)
+enum lp_status lp_safetensors_header_parse(const char *text, size_t len, const char *name,
+                                           const struct lp_model *m, struct lp_weights *w,
+                                           char *err, size_t errlen)
 {
     return parse_header(text, len, name, UINT64_MAX, m, w, err, errlen);
 }
 
 /* Reads the header of the safetensors file PATH (checking its length against the file's
  * size before allocating) into W. */
-static int read_header(const char *path, const struct lp_model *m, struct lp_weights *w,
-                       char *err, size_t errlen)
+static enum lp_status read_header(const char *path, const struct lp_model *m,
+                                  struct lp_weights *w, char *err, size_t errlen)
 {
     /* O_NONBLOCK: a FIFO must not block the open; only regular files are read */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
+        return LP_ERR_IO;
     }
-    int rc = -1;
+    enum lp_status rc = LP_ERR_IO;
     char *text = NULL;
     struct stat st;
     unsigned char len8[8];
@@ -252,11 +252,13 @@ static int read_header(const char *path, const struct lp_model *m, struct lp_wei
     }
     if (!S_ISREG(st.st_mode)) {
         snprintf(err, errlen, "%s: not a regular file; a safetensors file is expected", path);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     uint64_t file_size = (uint64_t)st.st_size;
     if (file_size < 8 || pread(fd, len8, 8, 0) != 8) {
         snprintf(err, errlen, "%s: shorter than a safetensors header (8 bytes of length)", path);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     uint64_t n = 0;
@@ -266,12 +268,14 @@ static int read_header(const char *path, const struct lp_model *m, struct lp_wei
         snprintf(err, errlen, "%s: header length %llu is not plausible (1 to %llu bytes): not a "
                               "safetensors file", path, (unsigned long long)n,
                  (unsigned long long)LP_SAFETENSORS_MAX_HEADER);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     if (n > file_size - 8) {
         snprintf(err, errlen, "%s: header length %llu is past the end of the %llu-byte file: cut "
                               "short or not a safetensors file", path, (unsigned long long)n,
                  (unsigned long long)file_size);
+        rc = LP_ERR_FORMAT;
         goto out;
     }
     text = malloc(n);
@@ -286,10 +290,11 @@ static int read_header(const char *path, const struct lp_model *m, struct lp_wei
     }
     if (!text || got != n) {
         snprintf(err, errlen, "%s: %s", path, text ? "header cut short while read" : "out of memory");
+        rc = text ? LP_ERR_IO : LP_ERR_NOMEM;
         goto out;
     }
     rc = parse_header(text, n, path, file_size - 8 - n, m, w, err, errlen);
-    w->files += rc == 0;
+    w->files += rc == LP_OK;
 out:
     free(text);
     close(fd);
@@ -302,42 +307,43 @@ static int has_suffix(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights *w, char *err,
-                    size_t errlen)
+enum lp_status lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights *w,
+                               int *found, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
+    *found = 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     char *text = NULL;
     size_t len = 0;
-    int irc = lp_model_file_read(path, LP_SAFETENSORS_MAX_INDEX,
-                                 "a safetensors index (model.safetensors.index.json)", &text, &len,
-                                 err, errlen);
-    if (irc < 0)
-        return -1;
-    if (irc == 0) {
+    int missing = 0;
+    enum lp_status rc = lp_model_file_read(path, LP_SAFETENSORS_MAX_INDEX,
+                                           "a safetensors index (model.safetensors.index.json)",
+                                           &text, &len, &missing, err, errlen);
+    if (rc != LP_OK && !missing)
+        return rc;
+    if (rc == LP_OK) {
         json_t *index = lp_model_json_parse(text, len, LP_WEIGHTS_MAX_VALUES,
                                             JSON_REJECT_DUPLICATES, path, err, errlen);
         free(text);
         if (!index)
-            return -1;
+            return LP_ERR_FORMAT;
         json_t *map = json_object_get(index, "weight_map");
         if (!json_is_object(map)) {
             snprintf(err, errlen, "%s: no \"weight_map\" object", path);
             json_decref(index);
-            return -1;
+            return LP_ERR_FORMAT;
         }
         /* each shard once, in the order first named */
         json_t *seen = json_object();
         const char *key;
         json_t *file;
-        int rc = 0;
         json_object_foreach(map, key, file) {
             if (!json_is_string(file) || !*json_string_value(file) ||
                 strchr(json_string_value(file), '/')) {
                 snprintf(err, errlen, "%s: weight_map[\"%.80s\"] is not a file name in the "
                                       "directory", path, key);
-                rc = -1;
+                rc = LP_ERR_FORMAT;
                 break;
             }
             if (json_object_get(seen, json_string_value(file)))
@@ -345,24 +351,26 @@ int lp_weights_scan(const char *dir, const struct lp_model *m, struct lp_weights
             json_object_set_new(seen, json_string_value(file), json_true());
             char shard[4096 + 256];
             snprintf(shard, sizeof shard, "%s/%s", dir, json_string_value(file));
-            if ((rc = read_header(shard, m, w, err, errlen)) != 0)
+            if ((rc = read_header(shard, m, w, err, errlen)) != LP_OK)
                 break;
         }
         json_decref(seen);
         json_decref(index);
+        *found = rc == LP_OK;
         return rc;
     }
     DIR *d = opendir(dir);
     if (!d)
-        return 1;
+        return LP_OK; /* none found */
     struct dirent *e;
-    int rc = 1;
+    rc = LP_OK;
     while ((e = readdir(d))) {
         if (!has_suffix(e->d_name, ".safetensors"))
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if ((rc = read_header(path, m, w, err, errlen)) != 0)
+        if ((rc = read_header(path, m, w, err, errlen)) != LP_OK)
             break;
+        *found = 1;
     }
     closedir(d);
     return rc;

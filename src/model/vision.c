@@ -260,17 +260,18 @@ static void add_scaled(struct lp_cost *dst, const struct lp_cost *c, double k)
     dst->act_bytes += k * c->act_bytes;
 }
 
-int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, double wb, double ab,
-                      struct lp_model_result *r, char *err, size_t errlen)
+enum lp_status lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w,
+                                 double wb, double ab, struct lp_model_result *r, char *err,
+                                 size_t errlen)
 {
     if (m->vision.kind == LP_VISION_NONE || w->vision_mode == LP_VISION_MODE_NONE)
-        return 0;
+        return LP_OK;
     int ocr2 = m->vision.kind == LP_VISION_DEEPSEEK_OCR2;
     if (ocr2 && w->vision_mode != LP_VISION_MODE_BASE && w->vision_mode != LP_VISION_MODE_GUNDAM) {
         snprintf(err, errlen, "DeepSeek-OCR-2 reads a page as a 1024-pixel global view (vision "
                               "mode base), with local 768-pixel crops in gundam mode (--tiles "
                               "WxH), not in %s mode", lp_vision_mode_name(w->vision_mode));
-        return -1;
+        return LP_ERR_ARG;
     }
     int64_t tiles = 0;
     if (w->vision_mode == LP_VISION_MODE_GUNDAM) {
@@ -280,7 +281,7 @@ int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, dou
         if (tiles < 2 || tiles > 9) {
             snprintf(err, errlen, "Gundam mode takes 2 to 9 tiles in all (--tiles WxH), not %lldx%lld",
                      (long long)w->tiles_w, (long long)w->tiles_h);
-            return -1;
+            return LP_ERR_ARG;
         }
     }
     struct lp_cost *out = r->stage[LP_STAGE_VISION];
@@ -300,5 +301,5 @@ int lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w, dou
             add_scaled(&out[mod], &c[mod], b * counts[i]);
     }
     r->vision_tokens = lp_vision_slots(&m->vision, w->vision_mode, w->tiles_w, w->tiles_h);
-    return 0;
+    return LP_OK;
 }

@@ -18,21 +18,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     lp_fuzz_verdict = LP_FUZZ_REJECTED;
     if (!sink) {
-        if (lp_gpu_table_load(&gpus, NULL, err, sizeof err) == 0)
+        if (lp_gpu_table_load(&gpus, NULL, err, sizeof err) == LP_OK)
             gpu = lp_gpu_find(&gpus, "H200");
         sink = fopen("/dev/null", "w");
     }
     if (!gpu || !sink)
         return 0;
     struct lp_model m;
-    if (lp_model_parse((const char *)data, size, "fuzz.json", &m, err, sizeof err) != 0)
+    if (lp_model_parse((const char *)data, size, "fuzz.json", &m, err, sizeof err) != LP_OK)
         return 0;
     static struct lp_model_result r;
     struct lp_workload w;
     lp_workload_defaults(&w);
     w.prompt = 64;
     w.generated = 8;
-    if (lp_model_analyze(&m, &w, &r, err, sizeof err) != 0)
+    if (lp_model_analyze(&m, &w, &r, err, sizeof err) != LP_OK)
         return 0;
     struct lp_model_bounds b;
     lp_model_bounds(&r, &w, gpu, &b);

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct lp_weights w = {0};
     char err[512];
     lp_fuzz_verdict = lp_safetensors_header_parse((const char *)data, size, "fuzz.safetensors",
-                                                  NULL, &w, err, sizeof err) == 0
+                                                  NULL, &w, err, sizeof err) == LP_OK
                           ? LP_FUZZ_WHOLE
                           : LP_FUZZ_REJECTED;
     return 0;

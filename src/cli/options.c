@@ -1,0 +1,212 @@
+/* Parsing a subcommand's arguments, and its --help, from its option table (options.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The entry of TABLE (or of a table it takes in) spelt A, with *CTX moved to that table's
+ * struct; NULL when none is. */
+static const struct lp_cli_opt *find(const struct lp_cli_opt *table, const char *a, char **ctx)
+{
+    for (const struct lp_cli_opt *o = table; o->kind != LP_CLI_OPT_KIND_END; o++) {
+        if (o->kind == LP_CLI_OPT_KIND_TABLE) {
+            char *sub = *ctx + o->off;
+            const struct lp_cli_opt *hit = find(o->table, a, &sub);
+            if (hit) {
+                *ctx = sub;
+                return hit;
+            }
+        } else if (o->kind != LP_CLI_OPT_KIND_TEXT &&
+                   ((o->name && !strcmp(a, o->name)) || (o->alias && !strcmp(a, o->alias)))) {
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Sets O's value in CTX from ARG (NULL: the command line ended); A is how it was spelt. */
+static int take(const struct lp_cli_cmd *c, const struct lp_cli_opt *o, char *ctx,
+                const char *a, const char *arg)
+{
+    void *value = ctx + o->off;
+    switch (o->kind) {
+    case LP_CLI_OPT_KIND_FLAG:
+        *(int *)value = o->set;
+        return 0;
+    case LP_CLI_OPT_KIND_STRING:
+        if (!arg || (o->empty && !*arg)) {
+            lp_cli_error(c->name, "%s needs %s", a, arg ? o->empty : o->missing ? o->missing
+                                                                            : "a value");
+            return -1;
+        }
+        *(const char **)value = arg;
+        return 0;
+    case LP_CLI_OPT_KIND_INT:
+        return lp_cli_parse_range(c->name, a, arg, o->min, o->max, value);
+    case LP_CLI_OPT_KIND_DOUBLE:
+        return lp_cli_parse_double(c->name, a, arg, o->dmax, value);
+    case LP_CLI_OPT_KIND_CALLBACK:
+        return o->parse(o, value, c->name, a, arg);
+    default:
+        return -1;
+    }
+}
+
+int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, int *first)
+{
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (c->stops_at_command && !strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (c->stops_at_command && a[0] != '-')
+            break;
+        char *at = ctx;
+        const struct lp_cli_opt *o = a[0] == '-' ? find(c->opts, a, &at) : NULL;
+        if (o && o->kind == LP_CLI_OPT_KIND_HELP) {
+            lp_cli_help(c, stdout);
+            return 1;
+        }
+        if (o) {
+            /* a value is the next word, whatever it looks like */
+            const char *arg = o->arg && i + 1 < argc ? argv[i + 1] : NULL;
+            if (take(c, o, at, a, arg) != 0)
+                return -1;
+            i += o->arg != NULL;
+            continue;
+        }
+        const char **operand = c->operand ? (const char **)((char *)ctx + c->operand_off) : NULL;
+        if (a[0] != '-' && operand && !*operand) {
+            *operand = a;
+        } else if (a[0] != '-' && operand && c->too_many) {
+            lp_cli_error(c->name, "%s: '%s' and '%s'", c->too_many, *operand, a);
+            return -1;
+        } else {
+            lp_cli_error(c->name, "%s '%s'; see 'llmprof %s --help'",
+                         c->unexpected ? "unexpected" : "unknown option", a, c->name);
+            return -1;
+        }
+    }
+    if (first)
+        *first = i;
+    return 0;
+}
+
+int lp_cli_is_help(const struct lp_cli_cmd *c, const char *word)
+{
+    char none = 0, *at = &none;
+    const struct lp_cli_opt *o = find(c->opts, word, &at);
+    return o && o->kind == LP_CLI_OPT_KIND_HELP;
+}
+
+void lp_cli_wrap(FILE *f, const char *text, int width)
+{
+    int col = 0;
+    while (*text) {
+        size_t word = strcspn(text, " ");
+        if (col && col + 1 + (int)word > width) {
+            fputc('\n', f);
+            col = 0;
+        } else if (col) {
+            fputc(' ', f);
+            col++;
+        }
+        fwrite(text, 1, word, f);
+        col += (int)word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
+/* One option's lines: its spelling, then its help from the help column. */
+static void help_line(const struct lp_cli_cmd *c, const struct lp_cli_opt *o, FILE *f)
+{
+    char left[128];
+    if (o->spell)
+        snprintf(left, sizeof left, "%s", o->spell);
+    else
+        snprintf(left, sizeof left, "%s%s%s%s%s", o->alias ? o->alias : "",
+                 o->alias && o->name ? ", " : "", o->name ? o->name : "", o->arg ? " " : "",
+                 o->arg ? o->arg : "");
+    int pad = c->help_col - 2 - (int)strlen(left);
+    fprintf(f, "  %s%*s", left, pad < 3 ? 3 : pad, "");
+    for (const char *h = o->help; *h;) {
+        size_t n = strcspn(h, "\n");
+        fwrite(h, 1, n, f);
+        h += n;
+        if (*h) {
+            h++;
+            fprintf(f, "\n%*s", c->help_col, "");
+        }
+    }
+    fputc('\n', f);
+}
+
+void lp_cli_help(const struct lp_cli_cmd *c, FILE *f)
+{
+    for (const struct lp_cli_opt *o = c->opts; o->kind != LP_CLI_OPT_KIND_END; o++) {
+        if (o->kind == LP_CLI_OPT_KIND_TEXT && o->print)
+            o->print(f);
+        else if (o->kind == LP_CLI_OPT_KIND_TEXT)
+            fputs(o->help, f);
+        else if (o->kind != LP_CLI_OPT_KIND_TABLE && o->help)
+            help_line(c, o, f);
+    }
+}
+
+/* ---- values ---- */
+
+int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
+                       int64_t max, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    int range = errno == ERANGE;
+    if (v && *v && !*end && ((range && x > 0) || (!range && x > max))) {
+        lp_cli_error(cmd, "%s %s is too large (at most %lld)", opt, v, (long long)max);
+        return -1;
+    }
+    if (!v || !*v || *end || range || x < min) {
+        if (max < INT64_MAX)
+            lp_cli_error(cmd, "%s takes a whole number from %lld to %lld, not '%s'", opt,
+                         (long long)min, (long long)max, v ? v : "(nothing)");
+        else
+            lp_cli_error(cmd, "%s takes a whole number >= %lld, not '%s'", opt, (long long)min,
+                         v ? v : "(nothing)");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    int whole = v && *v && !*end;
+    if (whole && x > 0 && (isinf(x) || (errno == ERANGE && x > 1))) {
+        lp_cli_error(cmd, "%s %s is too large", opt, v);
+        return -1;
+    }
+    if (whole && errno == ERANGE && !signbit(x) && x <= 1) {
+        lp_cli_error(cmd, "%s %s is too small to be told from 0", opt, v);
+        return -1;
+    }
+    if (!whole || !(x > 0)) {
+        lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
+        return -1;
+    }
+    if (x > max) {
+        lp_cli_error(cmd, "%s %s is too large (at most %g)", opt, v, max);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
