@@ -96,34 +96,34 @@ static void test_llama_by_hand(void **state)
     struct lp_workload w = workload(1, 4, 3);
     const struct lp_model_result *r = analyze(&m, &w);
     /* per layer: q 8*8, k 8*4, v 8*4, o 8*8 = 192; mlp 3*8*16 = 384; norms 2*8 */
-    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], 2 * 192);
-    EXACT(r->params.per_module[LP_MOD_MLP], 2 * 384);
-    EXACT(r->params.per_module[LP_MOD_NORMS], 2 * 16 + 8);
+    EXACT(r->params.per_module[LP_MODULE_ATTN_PROJ], 2 * 192);
+    EXACT(r->params.per_module[LP_MODULE_MLP], 2 * 384);
+    EXACT(r->params.per_module[LP_MODULE_NORMS], 2 * 16 + 8);
     EXACT(r->params.total, 80 + 2 * (192 + 384 + 16) + 8 + 80);
     EXACT(r->params.active, r->params.total - 80); /* without the embedding table */
     /* prefill of 4: linear 2*T*params, attention core causal 4*5/2 = 10 pairs per head:
      * 2 heads * 2*(4+4) FLOPs * 10 pairs * 2 layers; lm_head on the last token only */
     const struct lp_cost *pre = r->stage[LP_STAGE_PREFILL];
-    EXACT(pre[LP_MOD_ATTN_PROJ].matmul_flops, 2.0 * 4 * 2 * 192);
-    EXACT(pre[LP_MOD_MLP].matmul_flops, 2.0 * 4 * 2 * 384);
-    EXACT(pre[LP_MOD_ATTN_CORE].matmul_flops, 2.0 * 16 * 10 * 2);
-    EXACT(pre[LP_MOD_LM_HEAD].matmul_flops, 2.0 * 1 * 80);
+    EXACT(pre[LP_MODULE_ATTN_PROJ].matmul_flops, 2.0 * 4 * 2 * 192);
+    EXACT(pre[LP_MODULE_MLP].matmul_flops, 2.0 * 4 * 2 * 384);
+    EXACT(pre[LP_MODULE_ATTN_CORE].matmul_flops, 2.0 * 16 * 10 * 2);
+    EXACT(pre[LP_MODULE_LM_HEAD].matmul_flops, 2.0 * 1 * 80);
     /* KV per token: 2 layers * 2 (K and V) * 1 kv head * 4 * 2 bytes = 32 bytes (GQA) */
     EXACT(r->kv_bytes_per_token, 32);
     /* end of request: 4 prompt + 2 more = 6 tokens cached */
     EXACT(r->kv_bytes_end, 6 * 32);
     /* decode step at context C = 4 + 3/2 = 5: core 4*heads*head_dim*C per layer */
     EXACT(r->decode_context, 5);
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MOD_ATTN_CORE].matmul_flops, 4.0 * 2 * 4 * 5 * 2);
+    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_ATTN_CORE].matmul_flops, 4.0 * 2 * 4 * 5 * 2);
     /* decode reads every weight once: (192 + 384) * 2 layers + norms + lm_head, bf16 */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MOD_MLP].weight_bytes, 2.0 * 384 * 2);
+    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_MLP].weight_bytes, 2.0 * 384 * 2);
     /* the request: prefill, then 2 steps attending 5 and 6 keys */
-    EXACT(r->stage[LP_STAGE_REQUEST][LP_MOD_ATTN_CORE].matmul_flops,
+    EXACT(r->stage[LP_STAGE_REQUEST][LP_MODULE_ATTN_CORE].matmul_flops,
           2.0 * 16 * 10 * 2 + 4.0 * 2 * 4 * (5 + 6) * 2);
     /* every prompt token's logits (HF's default) */
     w.prefill_logits_all = 1;
     r = analyze(&m, &w);
-    EXACT(r->stage[LP_STAGE_PREFILL][LP_MOD_LM_HEAD].matmul_flops, 2.0 * 4 * 80);
+    EXACT(r->stage[LP_STAGE_PREFILL][LP_MODULE_LM_HEAD].matmul_flops, 2.0 * 4 * 80);
 }
 
 static void test_sliding_window_and_qwen(void **state)
@@ -136,23 +136,23 @@ static void test_sliding_window_and_qwen(void **state)
     struct lp_workload w = workload(1, 6, 1);
     const struct lp_model_result *r = analyze(&m, &w);
     /* keys per query 1,2,3,3,3,3 = 15 pairs (not 21) */
-    EXACT(r->stage[LP_STAGE_PREFILL][LP_MOD_ATTN_CORE].matmul_flops, 2.0 * 2 * (4 + 4) * 15);
+    EXACT(r->stage[LP_STAGE_PREFILL][LP_MODULE_ATTN_CORE].matmul_flops, 2.0 * 2 * (4 + 4) * 15);
     EXACT(r->kv_bytes_end, 3.0 * 2 * 2 * 4 * 2); /* the window holds 3 tokens */
     /* Qwen2: q/k/v biases, tied; Qwen3: q/k norms, explicit head_dim */
     parse("{\"model_type\":\"qwen2\",\"hidden_size\":8,\"intermediate_size\":16,"
           "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
           "\"vocab_size\":10,\"tie_word_embeddings\":true}", &m);
     r = analyze(&m, &w);
-    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], 192 + 8 + 4 + 4);
-    EXACT(r->params.per_module[LP_MOD_LM_HEAD], 0);
+    EXACT(r->params.per_module[LP_MODULE_ATTN_PROJ], 192 + 8 + 4 + 4);
+    EXACT(r->params.per_module[LP_MODULE_LM_HEAD], 0);
     EXACT(r->params.total, 80 + 208 + 384 + 16 + 8);
     EXACT(r->params.active, r->params.total); /* tied: the table is the lm_head */
     parse("{\"model_type\":\"qwen3\",\"hidden_size\":8,\"intermediate_size\":16,"
           "\"num_hidden_layers\":1,\"num_attention_heads\":2,\"num_key_value_heads\":1,"
           "\"head_dim\":6,\"vocab_size\":10}", &m);
     r = analyze(&m, &w);
-    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], 8 * 12 + 8 * 6 + 8 * 6 + 12 * 8);
-    EXACT(r->params.per_module[LP_MOD_NORMS], 6 + 6 + 16 + 8);
+    EXACT(r->params.per_module[LP_MODULE_ATTN_PROJ], 8 * 12 + 8 * 6 + 8 * 6 + 12 * 8);
+    EXACT(r->params.per_module[LP_MODULE_NORMS], 6 + 6 + 16 + 8);
 }
 
 static void test_gpt2_by_hand(void **state)
@@ -177,17 +177,17 @@ static void test_moe_by_hand(void **state)
     struct lp_workload w = workload(1, 8, 2);
     const struct lp_model_result *r = analyze(&m, &w);
     double expert = 3 * 8 * 4;
-    EXACT(r->params.per_module[LP_MOD_EXPERTS], 4 * expert);
-    EXACT(r->params.per_module[LP_MOD_ROUTER], 8 * 4);
+    EXACT(r->params.per_module[LP_MODULE_EXPERTS], 4 * expert);
+    EXACT(r->params.per_module[LP_MODULE_ROUTER], 8 * 4);
     EXACT(r->params.total - r->params.active_with_embedding, 2 * expert); /* 2 of 4 idle */
     /* a decode step of one token touches E(1-(1-k/E)^1) = k = 2 experts */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MOD_EXPERTS].weight_bytes, 2 * expert * 2);
+    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 2 * expert * 2);
     /* FLOPs: top-k experts per token, 2 FLOPs per multiply-add */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MOD_EXPERTS].matmul_flops, 2.0 * 2 * expert);
+    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].matmul_flops, 2.0 * 2 * expert);
     /* batch 4 in decode: 4 * (1 - (1/2)^4) = 3.75 experts expected */
     w.batch = 4;
     r = analyze(&m, &w);
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MOD_EXPERTS].weight_bytes, 3.75 * expert * 2);
+    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 3.75 * expert * 2);
 }
 
 static void test_mla_and_deepseek_layers(void **state)
@@ -201,7 +201,7 @@ static void test_mla_and_deepseek_layers(void **state)
     EXACT(r->kv_bytes_per_token, 61.0 * 576 * 2);
     assert_int_equal(m.n_groups, 2); /* 3 dense layers, then 58 MoE layers */
     assert_int_equal(m.groups[0].count, 3);
-    assert_int_equal(m.groups[1].mlp.kind, LP_MLP_MOE);
+    assert_int_equal(m.groups[1].mlp.kind, LP_MLP_KIND_MOE);
     parse("{\"model_type\":\"deepseek_v2\",\"hidden_size\":16,\"intermediate_size\":32,"
           "\"moe_intermediate_size\":4,\"num_hidden_layers\":4,\"num_attention_heads\":2,"
           "\"n_routed_experts\":4,\"n_shared_experts\":1,\"num_experts_per_tok\":2,"
@@ -215,7 +215,7 @@ static void test_mla_and_deepseek_layers(void **state)
     assert_int_equal(m.groups[1].count, 1);
     assert_int_equal(m.last_group, 0);
     /* attention per layer: q 16*2*6, kv_a 16*(8+2), kv_b 8*2*(4+4), o 2*4*16 */
-    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], 4.0 * (192 + 160 + 128 + 128));
+    EXACT(r->params.per_module[LP_MODULE_ATTN_PROJ], 4.0 * (192 + 160 + 128 + 128));
 }
 
 static void test_deepseek_ocr_vision(void **state)
@@ -284,7 +284,7 @@ static void test_hf_counts(void **state)
         EXACT(p.total, json_integer_value(json_object_get(x, "total")));
         json_t *parts = json_object_get(x, "parts");
         size_t seen = 0;
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             json_t *v = json_object_get(parts, lp_module_name(mod));
             if (!v) {
                 EXACT(p.per_module[mod], 0);
@@ -310,11 +310,11 @@ static void test_deepseek_ocr2(void **state)
     (void)state;
     struct lp_model m;
     load("../../examples/deepseek-ocr2/config.json", &m);
-    assert_int_equal(m.vision.kind, LP_VISION_DEEPSEEK_OCR2);
+    assert_int_equal(m.vision.kind, LP_VISION_KIND_DEEPSEEK_OCR2);
     assert_int_equal(m.n_groups, 2);
-    assert_int_equal(m.groups[0].mlp.kind, LP_MLP_GATED);
+    assert_int_equal(m.groups[0].mlp.kind, LP_MLP_KIND_GATED);
     assert_int_equal(m.groups[0].count, 1);
-    assert_int_equal(m.groups[1].mlp.kind, LP_MLP_MOE);
+    assert_int_equal(m.groups[1].mlp.kind, LP_MLP_KIND_MOE);
     assert_int_equal(m.groups[1].count, 11);
     assert_int_equal(m.groups[1].attn.head_dim, 128);
     struct lp_workload w = workload(1, 33, 16);
@@ -323,17 +323,17 @@ static void test_deepseek_ocr2(void **state)
     assert_int_equal(r->prefill_tokens, 290);
     /* SAM at 1024: 4,096 tokens through 12 blocks, four of them global; by hand, its linear
      * layers alone: 2 x 4096 x (768 x 2304 + 768 x 768 + 2 x 768 x 3072) x 12 */
-    double sam = r->stage[LP_STAGE_VISION][LP_MOD_VISION_SAM].matmul_flops;
+    double sam = r->stage[LP_STAGE_VISION][LP_MODULE_VISION_SAM].matmul_flops;
     double sam_linear = 2.0 * 4096 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072) * 12;
     assert_true(sam > sam_linear && sam < 1.5 * sam_linear);
     /* the encoder over 256 SAM tokens and 256 queries: linear layers by hand, then attention
      * over 256^2 + 256 x 256 + 256 x 257 / 2 pairs */
-    double enc = r->stage[LP_STAGE_VISION][LP_MOD_VISION_ENCODER].matmul_flops;
+    double enc = r->stage[LP_STAGE_VISION][LP_MODULE_VISION_ENCODER].matmul_flops;
     double enc_linear = 2.0 * 512 * (896 * 896 * 2 + 2 * 896 * 128 + 3 * 896 * 4864) * 24;
     double pairs = 256.0 * 256 + 256.0 * 256 + 256.0 * 257 / 2;
     assert_true(fabs(enc - enc_linear - 4.0 * 896 * pairs * 24) < 1e-9 * enc);
-    EXACT(r->stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops, 2.0 * 256 * 896 * 1280);
-    EXACT(r->stage[LP_STAGE_VISION][LP_MOD_VISION_CLIP].matmul_flops, 0);
+    EXACT(r->stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops, 2.0 * 256 * 896 * 1280);
+    EXACT(r->stage[LP_STAGE_VISION][LP_MODULE_VISION_CLIP].matmul_flops, 0);
     double base = r->total[LP_STAGE_VISION].matmul_flops;
     w.vision_mode = LP_VISION_MODE_GUNDAM;
     w.tiles_w = 3;
@@ -453,7 +453,7 @@ static void test_roofline(void **state)
     struct lp_workload w = workload(1, 512, 128);
     const struct lp_model_result *r = analyze(&m, &w);
     struct lp_model_bounds mb;
-    lp_model_bounds(r, &w, h200, &mb);
+    lp_model_bounds_compute(r, &w, h200, &mb);
     assert_true(mb.decode_mean.memory_bound);
     assert_true(mb.tpot_s > 13.4e9 / 4.8e12 && mb.tpot_s < 14.2e9 / 4.8e12);
     assert_true(mb.stage[LP_STAGE_PREFILL].bound_s > 0);
@@ -646,7 +646,7 @@ static void test_safetensors_headers(void **state)
     EXACT(wt.bytes, 6672212480.0);
     assert_int_equal(wt.n_dtypes, 1);
     assert_string_equal(wt.by_dtype[0].name, "BF16");
-    for (int g = 0; g < LP_WG_COUNT; g++)
+    for (int g = 0; g < LP_WEIGHT_GROUP_COUNT; g++)
         if (wt.by_group[g] != lp_weights_analytic(&r->params, (enum lp_weight_group)g))
             fail_msg("group %s: weights %.0f, analytic %.0f", lp_weight_group_name(g),
                      wt.by_group[g], lp_weights_analytic(&r->params, (enum lp_weight_group)g));
@@ -1054,12 +1054,12 @@ static void test_grouped_layers(void **state)
                     if (counts[kind_moe] == 0)
                         continue;
                     assert_true(g < m.n_groups);
-                    assert_int_equal(m.groups[g].mlp.kind == LP_MLP_MOE, kind_moe);
+                    assert_int_equal(m.groups[g].mlp.kind == LP_MLP_KIND_MOE, kind_moe);
                     assert_int_equal(m.groups[g].count, counts[kind_moe]);
                     g++;
                 }
                 assert_int_equal(m.n_groups, g);
-                assert_int_equal(m.groups[m.last_group].mlp.kind == LP_MLP_MOE, last_moe);
+                assert_int_equal(m.groups[m.last_group].mlp.kind == LP_MLP_KIND_MOE, last_moe);
             }
         }
     }
@@ -1069,8 +1069,8 @@ static void test_grouped_layers(void **state)
     struct lp_model m;
     load("deepseek-ocr.json", &m);
     struct lp_workload w = workload(1, 16, 4);
-    double clip4 = analyze(&m, &w)->params.per_module[LP_MOD_VISION_CLIP];
-    double dec = analyze(&m, &w)->params.per_module[LP_MOD_ATTN_PROJ];
+    double clip4 = analyze(&m, &w)->params.per_module[LP_MODULE_VISION_CLIP];
+    double dec = analyze(&m, &w)->params.per_module[LP_MODULE_ATTN_PROJ];
     for (int g = 0; g < m.n_groups; g++)
         m.groups[g].count <<= 40;
     m.vision.sam_layers = (int64_t)1 << 31;
@@ -1079,11 +1079,11 @@ static void test_grouped_layers(void **state)
     const struct lp_model_result *r = analyze(&m, &w);
     assert_true(cpu_since(t0) < 0.5);
     assert_finite(r);
-    EXACT(r->params.per_module[LP_MOD_ATTN_PROJ], dec * 0x1p40);
+    EXACT(r->params.per_module[LP_MODULE_ATTN_PROJ], dec * 0x1p40);
     /* CLIP: the stem and positions once, then 2^31 times the 24 layers' blocks */
     double stem = 1024 + 3 * 14 * 14 * 1024 + 257 * 1024 + 2 * 1024;
-    assert_true(fabs(r->params.per_module[LP_MOD_VISION_CLIP] - (stem + (clip4 - stem) * 0x1p31)) <
-                1e-9 * r->params.per_module[LP_MOD_VISION_CLIP]);
+    assert_true(fabs(r->params.per_module[LP_MODULE_VISION_CLIP] - (stem + (clip4 - stem) * 0x1p31)) <
+                1e-9 * r->params.per_module[LP_MODULE_VISION_CLIP]);
     alarm(0);
 }
 
@@ -1168,7 +1168,7 @@ static void test_vision_fields(void **state)
     struct lp_model m;
     load("deepseek-ocr.json", &m);
     struct lp_workload w = workload(1, 16, 4);
-    double sam_params = analyze(&m, &w)->params.per_module[LP_MOD_VISION_SAM];
+    double sam_params = analyze(&m, &w)->params.per_module[LP_MODULE_VISION_SAM];
     json_t *root = json_loads(base_ocr, 0, NULL);
     json_t *sam = json_object_get(json_object_get(json_object_get(root, "vision_config"), "width"),
                                   "sam_vit_b");
@@ -1178,7 +1178,7 @@ static void test_vision_fields(void **state)
     parse(text, &m);
     free(text);
     assert_int_equal(m.vision.n_sam_global, 4);
-    EXACT(analyze(&m, &w)->params.per_module[LP_MOD_VISION_SAM], sam_params);
+    EXACT(analyze(&m, &w)->params.per_module[LP_MODULE_VISION_SAM], sam_params);
     /* a CLIP patch larger than its image */
     const char *keys[] = {CLIP "patch_size"};
     text = config_with(base_ocr, 1, keys, (json_int_t[]){300});

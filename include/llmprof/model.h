@@ -62,9 +62,9 @@ enum lp_status lp_dtype_check_compute(enum lp_dtype d, char *err, size_t errlen)
 
 /* ---- the architecture, as read from config.json ---- */
 
-enum lp_attn_kind { LP_ATTN_MHA, LP_ATTN_MLA };
-enum lp_mlp_kind { LP_MLP_GATED, LP_MLP_PLAIN, LP_MLP_MOE };
-enum lp_norm_kind { LP_NORM_RMS, LP_NORM_LAYER };
+enum lp_attn_kind { LP_ATTN_KIND_MHA, LP_ATTN_KIND_MLA };
+enum lp_mlp_kind { LP_MLP_KIND_GATED, LP_MLP_KIND_PLAIN, LP_MLP_KIND_MOE };
+enum lp_norm_kind { LP_NORM_KIND_RMS, LP_NORM_KIND_LAYER };
 
 struct lp_attn_spec {
     enum lp_attn_kind kind;
@@ -99,7 +99,7 @@ struct lp_layer_group {
 
 /* DeepSeek-OCR: SAM then CLIP-L; DeepSeek-OCR-2: SAM then a Qwen2-style encoder over the SAM
  * tokens and as many learned queries, whose outputs the decoder gets */
-enum lp_vision_kind { LP_VISION_NONE, LP_VISION_DEEPSEEK_OCR, LP_VISION_DEEPSEEK_OCR2 };
+enum lp_vision_kind { LP_VISION_KIND_NONE, LP_VISION_KIND_DEEPSEEK_OCR, LP_VISION_KIND_DEEPSEEK_OCR2 };
 
 struct lp_vision_spec {
     enum lp_vision_kind kind;
@@ -170,10 +170,10 @@ struct lp_cost {
 };
 
 enum lp_module {
-    LP_MOD_EMBED, LP_MOD_ATTN_PROJ, LP_MOD_ATTN_CORE, LP_MOD_MLP, LP_MOD_ROUTER,
-    LP_MOD_EXPERTS, LP_MOD_SHARED_EXPERTS, LP_MOD_NORMS, LP_MOD_LM_HEAD,
-    LP_MOD_VISION_SAM, LP_MOD_VISION_CLIP, LP_MOD_VISION_ENCODER, LP_MOD_VISION_PROJ,
-    LP_MOD_COUNT
+    LP_MODULE_EMBED, LP_MODULE_ATTN_PROJ, LP_MODULE_ATTN_CORE, LP_MODULE_MLP, LP_MODULE_ROUTER,
+    LP_MODULE_EXPERTS, LP_MODULE_SHARED_EXPERTS, LP_MODULE_NORMS, LP_MODULE_LM_HEAD,
+    LP_MODULE_VISION_SAM, LP_MODULE_VISION_CLIP, LP_MODULE_VISION_ENCODER, LP_MODULE_VISION_PROJ,
+    LP_MODULE_COUNT
 };
 const char *lp_module_name(enum lp_module m);
 
@@ -188,7 +188,7 @@ struct lp_params {
                                    table (one row read) unless tied, not vision, not MTP */
     double active_with_embedding; /* the same plus the embedding table (Mixtral's "12.9B") */
     double embedding, vision, mtp;
-    double per_module[LP_MOD_COUNT];
+    double per_module[LP_MODULE_COUNT];
 };
 
 struct lp_model_result {
@@ -198,7 +198,7 @@ struct lp_model_result {
     int64_t decode_context;     /* the context of the decode-step stage */
     double kv_bytes_per_token;  /* all layers, one sequence */
     double kv_bytes_end;        /* whole batch, at the end of the request */
-    struct lp_cost stage[LP_STAGE_COUNT][LP_MOD_COUNT];
+    struct lp_cost stage[LP_STAGE_COUNT][LP_MODULE_COUNT];
     struct lp_cost total[LP_STAGE_COUNT];
 };
 
@@ -216,9 +216,9 @@ const char *lp_vision_mode_name(enum lp_vision_mode v);
 
 /* ---- weights on disk: safetensors headers ---- */
 
-enum lp_weight_group { LP_WG_EMBED, LP_WG_ATTN, LP_WG_MLP, LP_WG_ROUTER, LP_WG_EXPERTS,
-                       LP_WG_SHARED, LP_WG_NORMS, LP_WG_LM_HEAD, LP_WG_VISION, LP_WG_MTP,
-                       LP_WG_OTHER, LP_WG_COUNT };
+enum lp_weight_group { LP_WEIGHT_GROUP_EMBED, LP_WEIGHT_GROUP_ATTN, LP_WEIGHT_GROUP_MLP, LP_WEIGHT_GROUP_ROUTER, LP_WEIGHT_GROUP_EXPERTS,
+                       LP_WEIGHT_GROUP_SHARED, LP_WEIGHT_GROUP_NORMS, LP_WEIGHT_GROUP_LM_HEAD, LP_WEIGHT_GROUP_VISION, LP_WEIGHT_GROUP_MTP,
+                       LP_WEIGHT_GROUP_OTHER, LP_WEIGHT_GROUP_COUNT };
 const char *lp_weight_group_name(enum lp_weight_group g);
 
 #define LP_MAX_DTYPES 16
@@ -227,7 +227,7 @@ struct lp_weights {
     int files, tensors;
     double params;              /* elements stored (packed formats count their containers) */
     double bytes;
-    double by_group[LP_WG_COUNT];
+    double by_group[LP_WEIGHT_GROUP_COUNT];
     struct {
         char name[16];
         double params;
@@ -293,7 +293,7 @@ struct lp_model_bounds {
     double decode_tokens_per_s;     /* <= batch / TPOT */
 };
 
-void lp_model_bounds(const struct lp_model_result *r, const struct lp_workload *w,
+void lp_model_bounds_compute(const struct lp_model_result *r, const struct lp_workload *w,
                      const struct lp_gpu *g, struct lp_model_bounds *b);
 
 #endif

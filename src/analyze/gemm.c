@@ -187,7 +187,7 @@ static int expert_call(const struct lp_model *m, const struct lp_gemm *g)
 {
     for (int i = 0; m && g->batch >= 2 && i < m->n_groups; i++) {
         const struct lp_mlp_spec *s = &m->groups[i].mlp;
-        if (s->kind != LP_MLP_MOE || g->batch > (uint64_t)s->experts)
+        if (s->kind != LP_MLP_KIND_MOE || g->batch > (uint64_t)s->experts)
             continue;
         uint64_t h = (uint64_t)m->hidden, w = (uint64_t)s->intermediate;
         const uint64_t out[] = {2 * w, w, h}, in[] = {h, h, w};

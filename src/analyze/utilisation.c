@@ -103,7 +103,7 @@ static void set_util(struct lp_stage_report *st, const struct lp_cost *per,
         return;
     st->has_util = 1;
     st->model_matmul_flops = per->matmul_flops;
-    st->model_linear_flops = per->matmul_flops - modules[LP_MOD_ATTN_CORE].matmul_flops;
+    st->model_linear_flops = per->matmul_flops - modules[LP_MODULE_ATTN_CORE].matmul_flops;
     st->model_flops = lp_cost_flops(per);
     st->model_bytes = lp_cost_bytes(per);
     st->achieved_tflops = st->model_flops * steps / secs / 1e12;
@@ -134,7 +134,7 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
     if (!rows || !r->llm.requests)
         return;
     r->image_rows = (int64_t)(rows / r->llm.requests);
-    if (v->kind != LP_VISION_DEEPSEEK_OCR2 || r->opt.vision_set)
+    if (v->kind != LP_VISION_KIND_DEEPSEEK_OCR2 || r->opt.vision_set)
         return;
     double want = 2.0 * (double)r->image_rows * (double)v->proj_in * (double)v->proj_out;
     for (int64_t crops = 0; crops <= 9; crops += crops ? 1 : 2) {
@@ -146,7 +146,7 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
         one.tiles_w = crops ? crops : 1; /* the slots depend on the count alone */
         one.tiles_h = 1;
         if (lp_model_analyze(m, &one, &res, e, sizeof e) == LP_OK &&
-            res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops == want) {
+            res.stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops == want) {
             w->vision_mode = one.vision_mode;
             w->tiles_w = one.tiles_w;
             w->tiles_h = 1;
@@ -165,21 +165,21 @@ static unsigned vision_modules(const struct lp_run *r, const char *name)
     static const struct {
         const char *prefix;
         unsigned mods;
-    } parts[] = {{"sam", 1u << LP_MOD_VISION_SAM},
-                 {"clip", 1u << LP_MOD_VISION_CLIP},
-                 {"vision_encoder", 1u << LP_MOD_VISION_ENCODER},
-                 {"encoder", 1u << LP_MOD_VISION_ENCODER},
-                 {"projector", 1u << LP_MOD_VISION_PROJ}};
+    } parts[] = {{"sam", 1u << LP_MODULE_VISION_SAM},
+                 {"clip", 1u << LP_MODULE_VISION_CLIP},
+                 {"vision_encoder", 1u << LP_MODULE_VISION_ENCODER},
+                 {"encoder", 1u << LP_MODULE_VISION_ENCODER},
+                 {"projector", 1u << LP_MODULE_VISION_PROJ}};
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         if (!strncasecmp(name, parts[i].prefix, strlen(parts[i].prefix)))
             return parts[i].mods;
-    unsigned all = 1u << LP_MOD_VISION_SAM | 1u << LP_MOD_VISION_CLIP |
-                   1u << LP_MOD_VISION_ENCODER;
+    unsigned all = 1u << LP_MODULE_VISION_SAM | 1u << LP_MODULE_VISION_CLIP |
+                   1u << LP_MODULE_VISION_ENCODER;
     for (size_t s = 0; s < r->n_stages; s++)
         if (r->stages[s].kind == LP_STAGE_KIND_VISION && r->stages[s].occurrences &&
             !strncasecmp(r->stages[s].name, "projector", 9))
             return all;
-    return all | 1u << LP_MOD_VISION_PROJ;
+    return all | 1u << LP_MODULE_VISION_PROJ;
 }
 
 /* Each measured vision stage against the modules it runs: the model's cost per request
@@ -192,10 +192,10 @@ static void vision_util(struct lp_run *r, const struct lp_model_result *res)
         if (st->kind != LP_STAGE_KIND_VISION || !st->occurrences)
             continue;
         unsigned mods = vision_modules(r, st->name);
-        struct lp_cost per = {0}, by_mod[LP_MOD_COUNT];
+        struct lp_cost per = {0}, by_mod[LP_MODULE_COUNT];
         memset(by_mod, 0, sizeof by_mod);
         double k = requests / (double)st->occurrences;
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             if (!(mods >> mod & 1))
                 continue;
             const struct lp_cost *c = &res->stage[LP_STAGE_VISION][mod];
@@ -268,7 +268,7 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         w.prompt = 1;
     /* the measured prompt holds the image slots: the model's text prompt is the rest. Without
      * a measured vision stage the images are not modelled (their work, if any, is unnamed). */
-    if (o->model->vision.kind == LP_VISION_NONE || v < 0)
+    if (o->model->vision.kind == LP_VISION_KIND_NONE || v < 0)
         w.vision_mode = LP_VISION_MODE_NONE;
     if (w.vision_mode != LP_VISION_MODE_NONE)
         image_rows(c, &w);
@@ -316,7 +316,7 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     if (res.vision_tokens > 0)
         vision_util(r, &res);
     const struct lp_vision_spec *vs = &o->model->vision;
-    double projected = res.stage[LP_STAGE_VISION][LP_MOD_VISION_PROJ].matmul_flops /
+    double projected = res.stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops /
                        (2.0 * (double)vs->proj_in * (double)vs->proj_out);
     if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
         (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->image_rows, 0, projected);

@@ -209,7 +209,7 @@ static int analyze_and_write(struct model_opts *o, const struct lp_gpu *gpu)
         lp_cli_error("model", "%s", err);
         goto done;
     }
-    if (m.vision.kind == LP_VISION_NONE)
+    if (m.vision.kind == LP_VISION_KIND_NONE)
         w->vision_mode = LP_VISION_MODE_NONE;
     if (!(r = malloc(sizeof *r)) || lp_model_analyze(&m, w, r, err, sizeof err) != LP_OK) {
         lp_cli_error("model", "%s", r ? err : "out of memory");
@@ -218,7 +218,7 @@ static int analyze_and_write(struct model_opts *o, const struct lp_gpu *gpu)
     }
     struct lp_model_bounds bounds;
     if (gpu)
-        lp_model_bounds(r, w, gpu, &bounds);
+        lp_model_bounds_compute(r, w, gpu, &bounds);
     /* a model directory: compare with the weights' headers */
     struct lp_weights wt;
     struct stat st;

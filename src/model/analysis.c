@@ -82,7 +82,7 @@ static void linear(struct lp_cost *c, double in, double out, int bias, double t,
 
 static double norm_params(const struct lp_model *m, double dim)
 {
-    return m->norm == LP_NORM_LAYER ? 2 * dim : dim;
+    return m->norm == LP_NORM_KIND_LAYER ? 2 * dim : dim;
 }
 
 static void norm(const struct lp_model *m, struct lp_cost *c, double dim, double t, double f,
@@ -90,7 +90,7 @@ static void norm(const struct lp_model *m, struct lp_cost *c, double dim, double
 {
     double p = norm_params(m, dim);
     c->params += p;
-    c->other_flops += t * dim * (m->norm == LP_NORM_LAYER ? FLOPS_LAYERNORM : FLOPS_RMSNORM);
+    c->other_flops += t * dim * (m->norm == LP_NORM_KIND_LAYER ? FLOPS_LAYERNORM : FLOPS_RMSNORM);
     c->weight_bytes += f * p * wb;
     c->act_bytes += 2 * t * dim * ab;
 }
@@ -109,7 +109,7 @@ static void attention(const struct lp_model *m, const struct lp_attn_spec *a, co
     double hd = (double)a->head_dim, vhd = (double)a->v_head_dim;
     double keys = keys_sum(p, a->sliding_window) * p->batch;
     double kv_per_token; /* elements cached per token in this layer */
-    if (a->kind == LP_ATTN_MHA) {
+    if (a->kind == LP_ATTN_KIND_MHA) {
         linear(proj, h, heads * hd, a->qkv_bias, t, f, d->w, d->a);
         linear(proj, h, kvh * hd, a->qkv_bias, t, f, d->w, d->a);
         linear(proj, h, kvh * vhd, a->qkv_bias, t, f, d->w, d->a);
@@ -156,13 +156,13 @@ static void mlp(const struct lp_model *m, const struct lp_mlp_spec *s, const str
                 struct lp_cost *experts, struct lp_cost *shared)
 {
     double h = (double)m->hidden, in = (double)s->intermediate, t = tokens(p), f = forwards(p);
-    if (s->kind == LP_MLP_PLAIN) {
+    if (s->kind == LP_MLP_KIND_PLAIN) {
         linear(dense, h, in, s->bias, t, f, d->w, d->a);
         linear(dense, in, h, s->bias, t, f, d->w, d->a);
         dense->other_flops += FLOPS_GELU * t * in;
         return;
     }
-    if (s->kind == LP_MLP_GATED) {
+    if (s->kind == LP_MLP_KIND_GATED) {
         linear(dense, h, in, s->bias, t, f, d->w, d->a);
         linear(dense, h, in, s->bias, t, f, d->w, d->a);
         linear(dense, in, h, s->bias, t, f, d->w, d->a);
@@ -200,33 +200,33 @@ static void mlp(const struct lp_model *m, const struct lp_mlp_spec *s, const str
 
 /* The decoder over pass P into OUT[module]. */
 static void decoder_pass(const struct lp_model *m, const struct pass *p, const struct dtypes *d,
-                         struct lp_cost out[LP_MOD_COUNT])
+                         struct lp_cost out[LP_MODULE_COUNT])
 {
     double h = (double)m->hidden, v = (double)m->vocab, t = tokens(p), f = forwards(p);
-    struct lp_cost *emb = &out[LP_MOD_EMBED];
+    struct lp_cost *emb = &out[LP_MODULE_EMBED];
     emb->params += v * h + (m->learned_positions ? (double)m->max_positions * h : 0);
     emb->weight_bytes += t * h * d->w * (m->learned_positions ? 2 : 1); /* rows gathered */
     emb->act_bytes += t * h * d->a;
     for (int g = 0; g < m->n_groups; g++) {
         const struct lp_layer_group *grp = &m->groups[g];
-        struct lp_cost one[LP_MOD_COUNT];
+        struct lp_cost one[LP_MODULE_COUNT];
         memset(one, 0, sizeof one);
-        attention(m, &grp->attn, p, d, &one[LP_MOD_ATTN_PROJ], &one[LP_MOD_ATTN_CORE],
-                  &one[LP_MOD_NORMS]);
-        mlp(m, &grp->mlp, p, d, &one[LP_MOD_MLP], &one[LP_MOD_ROUTER], &one[LP_MOD_EXPERTS],
-            &one[LP_MOD_SHARED_EXPERTS]);
-        norm(m, &one[LP_MOD_NORMS], h, t, f, d->w, d->a);
-        norm(m, &one[LP_MOD_NORMS], h, t, f, d->w, d->a);
-        one[LP_MOD_NORMS].other_flops += 2 * t * h; /* residual adds */
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+        attention(m, &grp->attn, p, d, &one[LP_MODULE_ATTN_PROJ], &one[LP_MODULE_ATTN_CORE],
+                  &one[LP_MODULE_NORMS]);
+        mlp(m, &grp->mlp, p, d, &one[LP_MODULE_MLP], &one[LP_MODULE_ROUTER], &one[LP_MODULE_EXPERTS],
+            &one[LP_MODULE_SHARED_EXPERTS]);
+        norm(m, &one[LP_MODULE_NORMS], h, t, f, d->w, d->a);
+        norm(m, &one[LP_MODULE_NORMS], h, t, f, d->w, d->a);
+        one[LP_MODULE_NORMS].other_flops += 2 * t * h; /* residual adds */
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             add(&out[mod], &one[mod], (double)grp->count);
             out[mod].params += one[mod].params * (double)grp->count;
         }
     }
     /* final norm and lm_head on the tokens whose logits are needed */
     double lt = p->decode ? t : p->batch * p->logits_per_seq;
-    norm(m, &out[LP_MOD_NORMS], h, lt, f, d->w, d->a);
-    struct lp_cost *head = &out[LP_MOD_LM_HEAD];
+    norm(m, &out[LP_MODULE_NORMS], h, lt, f, d->w, d->a);
+    struct lp_cost *head = &out[LP_MODULE_LM_HEAD];
     linear(head, h, v, 0, lt, f, d->w, d->a);
     if (m->tied_embeddings)
         head->params = 0; /* shares the embedding's matrix */
@@ -234,17 +234,17 @@ static void decoder_pass(const struct lp_model *m, const struct pass *p, const s
 
 const char *lp_module_name(enum lp_module mod)
 {
-    static const char *const names[LP_MOD_COUNT] = {
-        [LP_MOD_EMBED] = "embedding", [LP_MOD_ATTN_PROJ] = "attention projections",
-        [LP_MOD_ATTN_CORE] = "attention core", [LP_MOD_MLP] = "mlp (dense)",
-        [LP_MOD_ROUTER] = "moe router", [LP_MOD_EXPERTS] = "moe routed experts",
-        [LP_MOD_SHARED_EXPERTS] = "moe shared experts", [LP_MOD_NORMS] = "norms",
-        [LP_MOD_LM_HEAD] = "lm_head", [LP_MOD_VISION_SAM] = "vision: SAM-ViT + compressor",
-        [LP_MOD_VISION_CLIP] = "vision: CLIP-L",
-        [LP_MOD_VISION_ENCODER] = "vision: Qwen2 encoder + queries",
-        [LP_MOD_VISION_PROJ] = "vision: projector",
+    static const char *const names[LP_MODULE_COUNT] = {
+        [LP_MODULE_EMBED] = "embedding", [LP_MODULE_ATTN_PROJ] = "attention projections",
+        [LP_MODULE_ATTN_CORE] = "attention core", [LP_MODULE_MLP] = "mlp (dense)",
+        [LP_MODULE_ROUTER] = "moe router", [LP_MODULE_EXPERTS] = "moe routed experts",
+        [LP_MODULE_SHARED_EXPERTS] = "moe shared experts", [LP_MODULE_NORMS] = "norms",
+        [LP_MODULE_LM_HEAD] = "lm_head", [LP_MODULE_VISION_SAM] = "vision: SAM-ViT + compressor",
+        [LP_MODULE_VISION_CLIP] = "vision: CLIP-L",
+        [LP_MODULE_VISION_ENCODER] = "vision: Qwen2 encoder + queries",
+        [LP_MODULE_VISION_PROJ] = "vision: projector",
     };
-    return (unsigned)mod < LP_MOD_COUNT ? names[mod] : "?";
+    return (unsigned)mod < LP_MODULE_COUNT ? names[mod] : "?";
 }
 
 const char *lp_stage_name(enum lp_stage s)
@@ -285,13 +285,13 @@ static double layer_params(const struct lp_model *m, const struct lp_layer_group
 {
     struct pass one = {.batch = 1, .prompt = 1};
     struct dtypes d = {1, 1, 1};
-    struct lp_cost c[LP_MOD_COUNT];
+    struct lp_cost c[LP_MODULE_COUNT];
     memset(c, 0, sizeof c);
-    attention(m, &g->attn, &one, &d, &c[LP_MOD_ATTN_PROJ], &c[LP_MOD_ATTN_CORE], &c[LP_MOD_NORMS]);
-    mlp(m, &g->mlp, &one, &d, &c[LP_MOD_MLP], &c[LP_MOD_ROUTER], &c[LP_MOD_EXPERTS],
-        &c[LP_MOD_SHARED_EXPERTS]);
+    attention(m, &g->attn, &one, &d, &c[LP_MODULE_ATTN_PROJ], &c[LP_MODULE_ATTN_CORE], &c[LP_MODULE_NORMS]);
+    mlp(m, &g->mlp, &one, &d, &c[LP_MODULE_MLP], &c[LP_MODULE_ROUTER], &c[LP_MODULE_EXPERTS],
+        &c[LP_MODULE_SHARED_EXPERTS]);
     double sum = 2 * norm_params(m, (double)m->hidden);
-    for (int mod = 0; mod < LP_MOD_COUNT; mod++)
+    for (int mod = 0; mod < LP_MODULE_COUNT; mod++)
         sum += c[mod].params;
     return sum;
 }
@@ -300,22 +300,22 @@ void lp_model_count_params(const struct lp_model *m, struct lp_params *pp)
 {
     struct pass one = {.batch = 1, .prompt = 1, .logits_per_seq = 1};
     struct dtypes d = {1, 1, 1};
-    struct lp_cost mods[LP_MOD_COUNT];
+    struct lp_cost mods[LP_MODULE_COUNT];
     memset(mods, 0, sizeof mods);
     decoder_pass(m, &one, &d, mods);
     memset(pp, 0, sizeof *pp);
     double routed_inactive = 0;
     for (int g = 0; g < m->n_groups; g++) {
         const struct lp_mlp_spec *s = &m->groups[g].mlp;
-        if (s->kind == LP_MLP_MOE)
+        if (s->kind == LP_MLP_KIND_MOE)
             routed_inactive += (double)m->groups[g].count * (double)(s->experts - s->top_k) * 3 *
                                (double)m->hidden * (double)s->intermediate;
     }
-    for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+    for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
         pp->per_module[mod] = mods[mod].params;
         pp->total += mods[mod].params;
     }
-    pp->embedding = mods[LP_MOD_EMBED].params;
+    pp->embedding = mods[LP_MODULE_EMBED].params;
     /* active: the weights a decoder token's computation uses. The embedding table is left
      * out (a token reads one row of it) unless it is also the lm_head (tied), which every
      * token uses whole; inactive routed experts, vision and MTP are left out too. */
@@ -382,23 +382,23 @@ enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_worklo
     /* the request: vision, prefill (which yields the first token), then generated - 1 steps
      * attending prefill + 1 ... prefill + generated - 1 keys */
     struct lp_cost *req = r->stage[LP_STAGE_REQUEST];
-    for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+    for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
         add(&req[mod], &r->stage[LP_STAGE_VISION][mod], 1);
         add(&req[mod], &r->stage[LP_STAGE_PREFILL][mod], 1);
     }
     if (w->generated > 1) {
         struct pass steps = {.batch = b, .decode = 1, .steps = (double)(w->generated - 1),
                              .c0 = (double)prefill + 1};
-        struct lp_cost dec[LP_MOD_COUNT];
+        struct lp_cost dec[LP_MODULE_COUNT];
         memset(dec, 0, sizeof dec);
         decoder_pass(m, &steps, &d, dec);
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++)
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++)
             add(&req[mod], &dec[mod], 1);
     }
     /* a stage's params: the weights of the modules it runs */
     for (int s = 0; s < LP_STAGE_COUNT; s++) {
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
-            int vision_mod = mod >= LP_MOD_VISION_SAM;
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
+            int vision_mod = mod >= LP_MODULE_VISION_SAM;
             int runs = s == LP_STAGE_REQUEST || (s == LP_STAGE_VISION) == vision_mod;
             if (s == LP_STAGE_VISION && r->vision_tokens == 0)
                 runs = 0;
@@ -410,7 +410,7 @@ enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_worklo
     /* KV cache: elements per token over all layers; at the end, windows hold at most W */
     for (int g = 0; g < m->n_groups; g++) {
         const struct lp_attn_spec *a = &m->groups[g].attn;
-        double per = a->kind == LP_ATTN_MLA
+        double per = a->kind == LP_ATTN_KIND_MLA
                          ? (double)(a->kv_lora_rank + a->qk_rope_dim)
                          : (double)a->kv_heads * (double)(a->head_dim + a->v_head_dim);
         double layers = (double)m->groups[g].count;

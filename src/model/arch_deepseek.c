@@ -54,9 +54,9 @@ enum lp_status lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_m
     m->max_positions = lp_cfg_int(c, o, "max_position_embeddings", 0, 0, LP_MODEL_MAX_TOKENS);
     m->tied_embeddings = lp_cfg_bool(c, o, "tie_word_embeddings", 0);
     m->mtp_layers = lp_cfg_int(c, o, "num_nextn_predict_layers", 0, 0, LP_MODEL_MAX_LAYERS);
-    m->norm = LP_NORM_RMS;
+    m->norm = LP_NORM_KIND_RMS;
 
-    struct lp_attn_spec a = {.kind = LP_ATTN_MHA};
+    struct lp_attn_spec a = {.kind = LP_ATTN_KIND_MHA};
     a.heads = lp_cfg_int(c, o, "num_attention_heads", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
     a.kv_heads = lp_cfg_int(c, o, "num_key_value_heads", a.heads, 1, LP_MODEL_MAX_HEADS);
     int bias = lp_cfg_bool(c, o, "attention_bias", 0);
@@ -64,7 +64,7 @@ enum lp_status lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_m
     /* MLA unless use_mla says otherwise or there is no latent rank (DeepSeek-OCR) */
     int64_t kv_lora = lp_cfg_int(c, o, "kv_lora_rank", 0, 0, LP_MODEL_MAX_WIDTH);
     if (lp_cfg_bool(c, o, "use_mla", kv_lora > 0)) {
-        a.kind = LP_ATTN_MLA;
+        a.kind = LP_ATTN_KIND_MLA;
         a.kv_heads = a.heads;
         a.q_lora_rank = lp_cfg_int(c, o, "q_lora_rank", 0, 0, LP_MODEL_MAX_WIDTH);
         a.kv_lora_rank = lp_cfg_int(c, o, "kv_lora_rank", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_WIDTH);
@@ -82,9 +82,9 @@ enum lp_status lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_m
         a.head_dim = a.v_head_dim = m->hidden / a.heads;
     }
 
-    struct lp_mlp_spec dense = {.kind = LP_MLP_GATED};
+    struct lp_mlp_spec dense = {.kind = LP_MLP_KIND_GATED};
     dense.intermediate = lp_cfg_int(c, o, "intermediate_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_FFN);
-    struct lp_mlp_spec moe = {.kind = LP_MLP_MOE};
+    struct lp_mlp_spec moe = {.kind = LP_MLP_KIND_MOE};
     moe.experts = lp_cfg_int(c, o, "n_routed_experts", 0, 0, LP_MODEL_MAX_EXPERTS);
     int64_t first_dense = lp_cfg_int(c, o, "first_k_dense_replace", 0, 0, LP_MODEL_MAX_LAYERS);
     int64_t freq = lp_cfg_int(c, o, "moe_layer_freq", 1, 1, LP_MODEL_MAX_LAYERS);
@@ -119,7 +119,7 @@ enum lp_status lp_arch_deepseek_decoder(struct lp_cfg *c, json_t *o, struct lp_m
             return LP_ERR_FORMAT;
     }
     for (int g = 0; g < m->n_groups; g++)
-        if ((m->groups[g].mlp.kind == LP_MLP_MOE) == last_moe)
+        if ((m->groups[g].mlp.kind == LP_MLP_KIND_MOE) == last_moe)
             m->last_group = g;
     return c->failed ? LP_ERR_FORMAT : LP_OK;
 }
@@ -136,7 +136,7 @@ enum lp_status lp_arch_deepseek(struct lp_cfg *c, json_t *root, struct lp_model 
 static enum lp_status vision(struct lp_cfg *c, json_t *root, struct lp_model *m)
 {
     struct lp_vision_spec *v = &m->vision;
-    v->kind = LP_VISION_DEEPSEEK_OCR;
+    v->kind = LP_VISION_KIND_DEEPSEEK_OCR;
     json_t *vc = lp_cfg_obj(c, root, "vision_config", 1);
     json_t *pc = lp_cfg_obj(c, root, "projector_config", 1);
     if (c->failed)

@@ -102,7 +102,7 @@ enum lp_status lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_m
     c->section = "text_config";
     if (lp_arch_deepseek_decoder(c, text, m) != 0)
         return LP_ERR_FORMAT;
-    if (m->groups[0].attn.kind != LP_ATTN_MHA) {
+    if (m->groups[0].attn.kind != LP_ATTN_KIND_MHA) {
         lp_cfg_fail(c, "DeepSeek-OCR-2's decoder uses multi-head attention; text_config asks "
                        "for latent attention (kv_lora_rank)");
         return LP_ERR_FORMAT;
@@ -111,7 +111,7 @@ enum lp_status lp_arch_deepseek_ocr2(struct lp_cfg *c, json_t *root, struct lp_m
     /* the top level's tie_word_embeddings is the one the model ties by */
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", m->tied_embeddings);
     struct lp_vision_spec *v = &m->vision;
-    v->kind = LP_VISION_DEEPSEEK_OCR2;
+    v->kind = LP_VISION_KIND_DEEPSEEK_OCR2;
     if (sam(c, sc, v) != 0 || encoder(c, ec, v) != 0)
         return LP_ERR_FORMAT;
     c->section = NULL;

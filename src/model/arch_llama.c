@@ -19,7 +19,7 @@ enum lp_status lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     m->max_positions = lp_cfg_int(c, root, "max_position_embeddings", 0, 0,
                                    LP_MODEL_MAX_TOKENS);
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", 0);
-    m->norm = LP_NORM_RMS;
+    m->norm = LP_NORM_KIND_RMS;
     struct lp_attn_spec a = {0};
     if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
         return LP_ERR_FORMAT;
@@ -28,12 +28,12 @@ enum lp_status lp_arch_llama(struct lp_cfg *c, json_t *root, struct lp_model *m)
     a.o_bias = attention_bias;
     a.qk_norm = qwen3;
 
-    struct lp_mlp_spec mlp = {.kind = LP_MLP_GATED};
+    struct lp_mlp_spec mlp = {.kind = LP_MLP_KIND_GATED};
     mlp.intermediate = lp_cfg_int(c, root, "intermediate_size", LP_CFG_REQUIRED, 1,
                                   LP_MODEL_MAX_FFN);
     mlp.bias = lp_cfg_bool(c, root, "mlp_bias", 0);
     if (mixtral) {
-        mlp.kind = LP_MLP_MOE;
+        mlp.kind = LP_MLP_KIND_MOE;
         mlp.experts = lp_cfg_int(c, root, "num_local_experts", LP_CFG_REQUIRED, 1,
                                  LP_MODEL_MAX_EXPERTS);
         mlp.top_k = lp_cfg_int(c, root, "num_experts_per_tok", LP_CFG_REQUIRED, 1,

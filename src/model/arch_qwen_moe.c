@@ -17,7 +17,7 @@ enum lp_status lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model 
     m->vocab = lp_cfg_int(c, root, "vocab_size", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_VOCAB);
     m->max_positions = lp_cfg_int(c, root, "max_position_embeddings", 0, 0, LP_MODEL_MAX_TOKENS);
     m->tied_embeddings = lp_cfg_bool(c, root, "tie_word_embeddings", 0);
-    m->norm = LP_NORM_RMS;
+    m->norm = LP_NORM_KIND_RMS;
 
     struct lp_attn_spec a = {0};
     if (lp_cfg_gqa(c, root, m->hidden, &a) != 0)
@@ -29,10 +29,10 @@ enum lp_status lp_arch_qwen_moe(struct lp_cfg *c, json_t *root, struct lp_model 
         a.qkv_bias = lp_cfg_bool(c, root, "qkv_bias", 1);
     }
 
-    struct lp_mlp_spec dense = {.kind = LP_MLP_GATED};
+    struct lp_mlp_spec dense = {.kind = LP_MLP_KIND_GATED};
     dense.intermediate = lp_cfg_int(c, root, "intermediate_size", LP_CFG_REQUIRED, 1,
                                     LP_MODEL_MAX_FFN);
-    struct lp_mlp_spec moe = {.kind = LP_MLP_MOE};
+    struct lp_mlp_spec moe = {.kind = LP_MLP_KIND_MOE};
     /* HF saves Qwen3-MoE's count as num_local_experts; the published configs say num_experts */
     const char *experts_key = json_object_get(root, "num_experts") ? "num_experts"
                               : json_object_get(root, "num_local_experts") ? "num_local_experts"

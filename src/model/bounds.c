@@ -17,7 +17,7 @@ void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype 
     b->bound_s = b->memory_bound ? b->memory_s : b->compute_s;
 }
 
-void lp_model_bounds(const struct lp_model_result *r, const struct lp_workload *w,
+void lp_model_bounds_compute(const struct lp_model_result *r, const struct lp_workload *w,
                      const struct lp_gpu *g, struct lp_model_bounds *b)
 {
     memset(b, 0, sizeof *b);

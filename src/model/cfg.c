@@ -156,7 +156,7 @@ void lp_cfg_divides(struct lp_cfg *c, int64_t a, const char *a_key, int64_t b, c
 
 enum lp_status lp_cfg_gqa(struct lp_cfg *c, json_t *o, int64_t hidden, struct lp_attn_spec *a)
 {
-    a->kind = LP_ATTN_MHA;
+    a->kind = LP_ATTN_KIND_MHA;
     a->heads = lp_cfg_int(c, o, "num_attention_heads", LP_CFG_REQUIRED, 1, LP_MODEL_MAX_HEADS);
     a->kv_heads = lp_cfg_int(c, o, "num_key_value_heads", a->heads, 1, LP_MODEL_MAX_HEADS);
     a->head_dim = lp_cfg_int(c, o, "head_dim", 0, 1, LP_MODEL_MAX_HEAD_DIM);

@@ -19,25 +19,25 @@
 
 const char *lp_weight_group_name(enum lp_weight_group g)
 {
-    static const char *const names[LP_WG_COUNT] = {
+    static const char *const names[LP_WEIGHT_GROUP_COUNT] = {
         "embedding", "attention", "mlp (dense)", "moe router", "moe routed experts",
         "moe shared experts", "norms", "lm_head", "vision", "mtp", "other"};
-    return (unsigned)g < LP_WG_COUNT ? names[g] : "?";
+    return (unsigned)g < LP_WEIGHT_GROUP_COUNT ? names[g] : "?";
 }
 
 double lp_weights_analytic(const struct lp_params *p, enum lp_weight_group g)
 {
-    static const int module_of[LP_WG_COUNT] = {
-        [LP_WG_EMBED] = LP_MOD_EMBED,       [LP_WG_ATTN] = LP_MOD_ATTN_PROJ,
-        [LP_WG_MLP] = LP_MOD_MLP,           [LP_WG_ROUTER] = LP_MOD_ROUTER,
-        [LP_WG_EXPERTS] = LP_MOD_EXPERTS,   [LP_WG_SHARED] = LP_MOD_SHARED_EXPERTS,
-        [LP_WG_NORMS] = LP_MOD_NORMS,       [LP_WG_LM_HEAD] = LP_MOD_LM_HEAD,
-        [LP_WG_VISION] = -1, [LP_WG_MTP] = -1, [LP_WG_OTHER] = -1};
-    if (g == LP_WG_VISION)
+    static const int module_of[LP_WEIGHT_GROUP_COUNT] = {
+        [LP_WEIGHT_GROUP_EMBED] = LP_MODULE_EMBED,       [LP_WEIGHT_GROUP_ATTN] = LP_MODULE_ATTN_PROJ,
+        [LP_WEIGHT_GROUP_MLP] = LP_MODULE_MLP,           [LP_WEIGHT_GROUP_ROUTER] = LP_MODULE_ROUTER,
+        [LP_WEIGHT_GROUP_EXPERTS] = LP_MODULE_EXPERTS,   [LP_WEIGHT_GROUP_SHARED] = LP_MODULE_SHARED_EXPERTS,
+        [LP_WEIGHT_GROUP_NORMS] = LP_MODULE_NORMS,       [LP_WEIGHT_GROUP_LM_HEAD] = LP_MODULE_LM_HEAD,
+        [LP_WEIGHT_GROUP_VISION] = -1, [LP_WEIGHT_GROUP_MTP] = -1, [LP_WEIGHT_GROUP_OTHER] = -1};
+    if (g == LP_WEIGHT_GROUP_VISION)
         return p->vision;
-    if (g == LP_WG_MTP)
+    if (g == LP_WEIGHT_GROUP_MTP)
         return p->mtp;
-    return (unsigned)g < LP_WG_COUNT && module_of[g] >= 0 ? p->per_module[module_of[g]] : 0;
+    return (unsigned)g < LP_WEIGHT_GROUP_COUNT && module_of[g] >= 0 ? p->per_module[module_of[g]] : 0;
 }
 
 /* Bytes per element of a safetensors dtype; 0 for one this table does not know (packed
@@ -71,28 +71,28 @@ static enum lp_weight_group classify(const char *n, const struct lp_model *m)
 {
     long layer = layer_index(n);
     if (m && m->mtp_layers > 0 && layer >= m->layers)
-        return LP_WG_MTP;
+        return LP_WEIGHT_GROUP_MTP;
     if (strstr(n, "sam_model") || strstr(n, "vision_model") || strstr(n, "vision_tower") ||
         strstr(n, "visual.") || strstr(n, "projector") || strstr(n, "image_newline") ||
         strstr(n, "view_seperator") || strstr(n, "view_separator"))
-        return LP_WG_VISION;
+        return LP_WEIGHT_GROUP_VISION;
     if (strstr(n, "lm_head"))
-        return LP_WG_LM_HEAD;
+        return LP_WEIGHT_GROUP_LM_HEAD;
     if (strstr(n, "embed") || strstr(n, "wte.") || strstr(n, "wpe."))
-        return LP_WG_EMBED;
+        return LP_WEIGHT_GROUP_EMBED;
     if (strstr(n, "norm") || strstr(n, "ln_"))
-        return LP_WG_NORMS;
+        return LP_WEIGHT_GROUP_NORMS;
     if (strstr(n, "shared_expert"))
-        return LP_WG_SHARED;
+        return LP_WEIGHT_GROUP_SHARED;
     if (strstr(n, "experts."))
-        return LP_WG_EXPERTS;
+        return LP_WEIGHT_GROUP_EXPERTS;
     if (strstr(n, ".gate.") || strstr(n, "e_score_correction_bias") || strstr(n, "router"))
-        return LP_WG_ROUTER;
+        return LP_WEIGHT_GROUP_ROUTER;
     if (strstr(n, "attn") || strstr(n, "attention"))
-        return LP_WG_ATTN;
+        return LP_WEIGHT_GROUP_ATTN;
     if (strstr(n, "mlp") || strstr(n, "feed_forward"))
-        return LP_WG_MLP;
-    return LP_WG_OTHER;
+        return LP_WEIGHT_GROUP_MLP;
+    return LP_WEIGHT_GROUP_OTHER;
 }
 
 /* A whole number >= 0 at V into *X; 0 when V is not one. */

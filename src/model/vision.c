@@ -48,7 +48,7 @@ static int64_t ocr2_queries(int64_t sam_tokens) { return sam_tokens <= 144 ? 144
 int64_t lp_vision_slots(const struct lp_vision_spec *v, enum lp_vision_mode mode,
                         int64_t tiles_w, int64_t tiles_h)
 {
-    if (v->kind == LP_VISION_DEEPSEEK_OCR2) {
+    if (v->kind == LP_VISION_KIND_DEEPSEEK_OCR2) {
         /* the global view, each local crop, then the view separator */
         int64_t crops = mode == LP_VISION_MODE_GUNDAM ? tiles_w * tiles_h : 0;
         return ocr2_queries(ocr2_sam_tokens(v, 1024)) +
@@ -220,33 +220,33 @@ static void encoder_view(const struct lp_vision_spec *v, double n, double q, dou
 /* One view of SIDE pixels through the whole tower and the projector (SIDE = 0: parameters
  * only); the decoder-side learned rows (newline, separator) are the projector's. */
 static void encode_view(const struct lp_vision_spec *v, int64_t side, double wb, double ab,
-                        struct lp_cost out[LP_MOD_COUNT])
+                        struct lp_cost out[LP_MODULE_COUNT])
 {
-    sam_view(v, side, wb, ab, &out[LP_MOD_VISION_SAM]);
-    struct lp_cost *proj = &out[LP_MOD_VISION_PROJ];
-    if (v->kind == LP_VISION_DEEPSEEK_OCR2) {
+    sam_view(v, side, wb, ab, &out[LP_MODULE_VISION_SAM]);
+    struct lp_cost *proj = &out[LP_MODULE_VISION_PROJ];
+    if (v->kind == LP_VISION_KIND_DEEPSEEK_OCR2) {
         double n = side ? (double)ocr2_sam_tokens(v, side) : 0;
         double q = side ? (double)ocr2_queries(ocr2_sam_tokens(v, side)) : 0;
-        encoder_view(v, n, q, wb, ab, &out[LP_MOD_VISION_ENCODER]);
+        encoder_view(v, n, q, wb, ab, &out[LP_MODULE_VISION_ENCODER]);
         lin(proj, (double)v->proj_in, (double)v->proj_out, 1, q, wb, ab);
         table(proj, (double)v->proj_out, 0); /* the view separator: one row, once per image */
         return;
     }
     double g = (double)((side ? side : v->sam_image) / v->sam_patch);
     double n = side ? g * g / 16 : 0;
-    clip_view(v, n, wb, ab, &out[LP_MOD_VISION_CLIP]);
+    clip_view(v, n, wb, ab, &out[LP_MODULE_VISION_CLIP]);
     lin(proj, (double)v->proj_in, (double)v->proj_out, 1, n, wb, ab);
     table(proj, 2 * (double)v->proj_out, wb); /* image newline and view separator */
 }
 
 void lp_vision_params(const struct lp_model *m, struct lp_params *p)
 {
-    if (m->vision.kind == LP_VISION_NONE)
+    if (m->vision.kind == LP_VISION_KIND_NONE)
         return;
-    struct lp_cost c[LP_MOD_COUNT];
+    struct lp_cost c[LP_MODULE_COUNT];
     memset(c, 0, sizeof c);
     encode_view(&m->vision, 0, 1, 1, c);
-    for (int mod = LP_MOD_VISION_SAM; mod <= LP_MOD_VISION_PROJ; mod++) {
+    for (int mod = LP_MODULE_VISION_SAM; mod <= LP_MODULE_VISION_PROJ; mod++) {
         p->per_module[mod] = c[mod].params;
         p->vision += c[mod].params;
     }
@@ -264,9 +264,9 @@ enum lp_status lp_vision_analyze(const struct lp_model *m, const struct lp_workl
                                  double wb, double ab, struct lp_model_result *r, char *err,
                                  size_t errlen)
 {
-    if (m->vision.kind == LP_VISION_NONE || w->vision_mode == LP_VISION_MODE_NONE)
+    if (m->vision.kind == LP_VISION_KIND_NONE || w->vision_mode == LP_VISION_MODE_NONE)
         return LP_OK;
-    int ocr2 = m->vision.kind == LP_VISION_DEEPSEEK_OCR2;
+    int ocr2 = m->vision.kind == LP_VISION_KIND_DEEPSEEK_OCR2;
     if (ocr2 && w->vision_mode != LP_VISION_MODE_BASE && w->vision_mode != LP_VISION_MODE_GUNDAM) {
         snprintf(err, errlen, "DeepSeek-OCR-2 reads a page as a 1024-pixel global view (vision "
                               "mode base), with local 768-pixel crops in gundam mode (--tiles "
@@ -294,10 +294,10 @@ enum lp_status lp_vision_analyze(const struct lp_model *m, const struct lp_workl
     for (int i = 0; i < 2; i++) {
         if (!views[i] || counts[i] == 0)
             continue;
-        struct lp_cost c[LP_MOD_COUNT];
+        struct lp_cost c[LP_MODULE_COUNT];
         memset(c, 0, sizeof c);
         encode_view(&m->vision, views[i], wb, ab, c);
-        for (int mod = LP_MOD_VISION_SAM; mod <= LP_MOD_VISION_PROJ; mod++)
+        for (int mod = LP_MODULE_VISION_SAM; mod <= LP_MODULE_VISION_PROJ; mod++)
             add_scaled(&out[mod], &c[mod], b * counts[i]);
     }
     r->vision_tokens = lp_vision_slots(&m->vision, w->vision_mode, w->tiles_w, w->tiles_h);

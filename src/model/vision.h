@@ -5,7 +5,7 @@
 
 #include "llmprof/model.h"
 
-/* Adds the vision parameters to P (P->vision and P->per_module[LP_MOD_VISION_*]). */
+/* Adds the vision parameters to P (P->vision and P->per_module[LP_MODULE_VISION_*]). */
 void lp_vision_params(const struct lp_model *m, struct lp_params *p);
 /* Costs of encoding the images of W's batch into R->stage[LP_STAGE_VISION], and the number
  * of decoder positions they take into R->vision_tokens. LP_OK, or LP_ERR_ARG with ERR for a

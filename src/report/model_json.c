@@ -48,7 +48,7 @@ static json_t *weights(const struct lp_weights *wt, const struct lp_params *p)
         json_object_set_new(dt, wt->by_dtype[i].name, count(wt->by_dtype[i].params));
     json_object_set_new(o, "by_dtype", dt);
     json_t *groups = json_object();
-    for (int g = 0; g < LP_WG_COUNT; g++) {
+    for (int g = 0; g < LP_WEIGHT_GROUP_COUNT; g++) {
         double analytic = lp_weights_analytic(p, (enum lp_weight_group)g);
         if (wt->by_group[g] == 0 && analytic == 0)
             continue;
@@ -101,7 +101,7 @@ static json_t *params_obj(const struct lp_params *p)
     json_object_set_new(params, "vision", count(p->vision));
     json_object_set_new(params, "mtp", count(p->mtp));
     json_t *by = json_object();
-    for (int mod = 0; mod < LP_MOD_COUNT; mod++)
+    for (int mod = 0; mod < LP_MODULE_COUNT; mod++)
         if (p->per_module[mod] > 0)
             json_object_set_new(by, lp_module_name(mod), count(p->per_module[mod]));
     json_object_set_new(params, "by_module", by);
@@ -117,7 +117,7 @@ static json_t *stages_obj(const struct lp_model_result *r, const struct lp_model
             continue;
         json_t *st = cost(&r->total[s]);
         json_t *mods = json_object();
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++)
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++)
             if (lp_cost_flops(&r->stage[s][mod]) > 0 || lp_cost_bytes(&r->stage[s][mod]) > 0)
                 json_object_set_new(mods, lp_module_name(mod), cost(&r->stage[s][mod]));
         json_object_set_new(st, "modules", mods);

@@ -56,7 +56,7 @@ static void weights(FILE *o, const struct lp_weights *wt, const struct lp_params
     fprintf(o, "## Weights on disk (safetensors headers: %d files, %d tensors, %sB)\n\n",
             wt->files, wt->tensors, si(wt->bytes, x, sizeof x));
     fprintf(o, "| group | in the weights | analytic |\n|---|---|---|\n");
-    for (int g = 0; g < LP_WG_COUNT; g++) {
+    for (int g = 0; g < LP_WEIGHT_GROUP_COUNT; g++) {
         double analytic = lp_weights_analytic(p, (enum lp_weight_group)g);
         if (wt->by_group[g] > 0 || analytic > 0)
             fprintf(o, "| %s | %s | %s |\n", lp_weight_group_name((enum lp_weight_group)g),
@@ -86,7 +86,7 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
     fprintf(o, "| active with the embedding table | %s (%s) |\n",
             commas(r->params.active_with_embedding, x, sizeof x),
             si(r->params.active_with_embedding, y, sizeof y));
-    for (int mod = 0; mod < LP_MOD_COUNT; mod++)
+    for (int mod = 0; mod < LP_MODULE_COUNT; mod++)
         if (r->params.per_module[mod] > 0)
             fprintf(o, "| %s | %s |\n", lp_module_name(mod), commas(r->params.per_module[mod], x, sizeof x));
     if (m->tied_embeddings)
@@ -113,7 +113,7 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
         fprintf(o, "## Stage: %s\n\n", lp_stage_name(s));
         fprintf(o, "| module | params | matmul | other | weights read | activations | KV read "
                    "| KV written | FLOP/byte |\n|---|---|---|---|---|---|---|---|---|\n");
-        for (int mod = 0; mod < LP_MOD_COUNT; mod++) {
+        for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             const struct lp_cost *c = &r->stage[s][mod];
             if (lp_cost_flops(c) > 0 || lp_cost_bytes(c) > 0)
                 cost_row(o, lp_module_name(mod), c);

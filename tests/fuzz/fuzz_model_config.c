@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (lp_model_analyze(&m, &w, &r, err, sizeof err) != LP_OK)
         return 0;
     struct lp_model_bounds b;
-    lp_model_bounds(&r, &w, gpu, &b);
+    lp_model_bounds_compute(&r, &w, gpu, &b);
     struct lp_model_report rep = {&m, &w, &r, &b, NULL};
     if (lp_report_model_md(sink, &rep) == 0 && lp_report_model_json(sink, &rep) == 0)
         lp_fuzz_verdict = LP_FUZZ_WHOLE;
