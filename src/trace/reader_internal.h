@@ -2,16 +2,19 @@
 #ifndef LP_TRACE_READER_INTERNAL_H
 #define LP_TRACE_READER_INTERNAL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "llmprof/trace.h"
 
-/* Adds one line to T's warnings (dropped silently when memory runs out). */
+/* access.c: adds one line to T's warnings (dropped silently when memory runs out) */
 void lp_trace_warn(struct lp_trace *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The array of record TYPE in T and, in *N, its count; NULL for a type without one. */
+void lp_trace_vwarn(struct lp_trace *t, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+/* access.c: the array of record TYPE in T and, in *N, its count; NULL for a type without one. */
 void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n);
-/* Leaves records whose times cannot be true out of T's arrays, one warning per reason;
+/* plausible.c: leaves records whose times cannot be true out of T's arrays, one warning per reason;
  * LP_OK, or LP_ERR_NOMEM. */
 int lp_trace_drop_implausible(struct lp_trace *t);
 
