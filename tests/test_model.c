@@ -103,7 +103,7 @@ static void test_llama_by_hand(void **state)
     EXACT(r->params.active, r->params.total - 80); /* without the embedding table */
     /* prefill of 4: linear 2*T*params, attention core causal 4*5/2 = 10 pairs per head:
      * 2 heads * 2*(4+4) FLOPs * 10 pairs * 2 layers; lm_head on the last token only */
-    const struct lp_cost *pre = r->stage[LP_STAGE_PREFILL];
+    const struct lp_cost *pre = r->stage[LP_MODEL_STAGE_PREFILL];
     EXACT(pre[LP_MODULE_ATTN_PROJ].matmul_flops, 2.0 * 4 * 2 * 192);
     EXACT(pre[LP_MODULE_MLP].matmul_flops, 2.0 * 4 * 2 * 384);
     EXACT(pre[LP_MODULE_ATTN_CORE].matmul_flops, 2.0 * 16 * 10 * 2);
@@ -114,16 +114,16 @@ static void test_llama_by_hand(void **state)
     EXACT(r->kv_bytes_end, 6 * 32);
     /* decode step at context C = 4 + 3/2 = 5: core 4*heads*head_dim*C per layer */
     EXACT(r->decode_context, 5);
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_ATTN_CORE].matmul_flops, 4.0 * 2 * 4 * 5 * 2);
+    EXACT(r->stage[LP_MODEL_STAGE_DECODE_STEP][LP_MODULE_ATTN_CORE].matmul_flops, 4.0 * 2 * 4 * 5 * 2);
     /* decode reads every weight once: (192 + 384) * 2 layers + norms + lm_head, bf16 */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_MLP].weight_bytes, 2.0 * 384 * 2);
+    EXACT(r->stage[LP_MODEL_STAGE_DECODE_STEP][LP_MODULE_MLP].weight_bytes, 2.0 * 384 * 2);
     /* the request: prefill, then 2 steps attending 5 and 6 keys */
-    EXACT(r->stage[LP_STAGE_REQUEST][LP_MODULE_ATTN_CORE].matmul_flops,
+    EXACT(r->stage[LP_MODEL_STAGE_REQUEST][LP_MODULE_ATTN_CORE].matmul_flops,
           2.0 * 16 * 10 * 2 + 4.0 * 2 * 4 * (5 + 6) * 2);
     /* every prompt token's logits (HF's default) */
     w.prefill_logits_all = 1;
     r = analyze(&m, &w);
-    EXACT(r->stage[LP_STAGE_PREFILL][LP_MODULE_LM_HEAD].matmul_flops, 2.0 * 4 * 80);
+    EXACT(r->stage[LP_MODEL_STAGE_PREFILL][LP_MODULE_LM_HEAD].matmul_flops, 2.0 * 4 * 80);
 }
 
 static void test_sliding_window_and_qwen(void **state)
@@ -136,7 +136,7 @@ static void test_sliding_window_and_qwen(void **state)
     struct lp_workload w = workload(1, 6, 1);
     const struct lp_model_result *r = analyze(&m, &w);
     /* keys per query 1,2,3,3,3,3 = 15 pairs (not 21) */
-    EXACT(r->stage[LP_STAGE_PREFILL][LP_MODULE_ATTN_CORE].matmul_flops, 2.0 * 2 * (4 + 4) * 15);
+    EXACT(r->stage[LP_MODEL_STAGE_PREFILL][LP_MODULE_ATTN_CORE].matmul_flops, 2.0 * 2 * (4 + 4) * 15);
     EXACT(r->kv_bytes_end, 3.0 * 2 * 2 * 4 * 2); /* the window holds 3 tokens */
     /* Qwen2: q/k/v biases, tied; Qwen3: q/k norms, explicit head_dim */
     parse("{\"model_type\":\"qwen2\",\"hidden_size\":8,\"intermediate_size\":16,"
@@ -181,13 +181,13 @@ static void test_moe_by_hand(void **state)
     EXACT(r->params.per_module[LP_MODULE_ROUTER], 8 * 4);
     EXACT(r->params.total - r->params.active_with_embedding, 2 * expert); /* 2 of 4 idle */
     /* a decode step of one token touches E(1-(1-k/E)^1) = k = 2 experts */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 2 * expert * 2);
+    EXACT(r->stage[LP_MODEL_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 2 * expert * 2);
     /* FLOPs: top-k experts per token, 2 FLOPs per multiply-add */
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].matmul_flops, 2.0 * 2 * expert);
+    EXACT(r->stage[LP_MODEL_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].matmul_flops, 2.0 * 2 * expert);
     /* batch 4 in decode: 4 * (1 - (1/2)^4) = 3.75 experts expected */
     w.batch = 4;
     r = analyze(&m, &w);
-    EXACT(r->stage[LP_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 3.75 * expert * 2);
+    EXACT(r->stage[LP_MODEL_STAGE_DECODE_STEP][LP_MODULE_EXPERTS].weight_bytes, 3.75 * expert * 2);
 }
 
 static void test_mla_and_deepseek_layers(void **state)
@@ -234,7 +234,7 @@ static void test_deepseek_ocr_vision(void **state)
         const struct lp_model_result *r = analyze(&m, &w);
         assert_int_equal(r->vision_tokens, modes[i].slots);
         assert_int_equal(r->prefill_tokens, 10 + modes[i].slots);
-        assert_true(r->total[LP_STAGE_VISION].matmul_flops > 0);
+        assert_true(r->total[LP_MODEL_STAGE_VISION].matmul_flops > 0);
     }
     struct lp_workload w = workload(1, 10, 2);
     w.vision_mode = LP_VISION_MODE_GUNDAM;
@@ -243,11 +243,11 @@ static void test_deepseek_ocr_vision(void **state)
     const struct lp_model_result *r = analyze(&m, &w);
     assert_int_equal(r->vision_tokens, 272 + 20 * 31 + 1);
     /* Gundam = one Base view + 6 Small tiles: more vision work than Base alone */
-    double gundam = r->total[LP_STAGE_VISION].matmul_flops;
+    double gundam = r->total[LP_MODEL_STAGE_VISION].matmul_flops;
     w.vision_mode = LP_VISION_MODE_BASE;
-    double base = analyze(&m, &w)->total[LP_STAGE_VISION].matmul_flops;
+    double base = analyze(&m, &w)->total[LP_MODEL_STAGE_VISION].matmul_flops;
     w.vision_mode = LP_VISION_MODE_SMALL;
-    double small = analyze(&m, &w)->total[LP_STAGE_VISION].matmul_flops;
+    double small = analyze(&m, &w)->total[LP_MODEL_STAGE_VISION].matmul_flops;
     assert_true(gundam > base + 5.9 * small && gundam < base + 6.1 * small);
     char err[256];
     w.vision_mode = LP_VISION_MODE_GUNDAM;
@@ -323,24 +323,24 @@ static void test_deepseek_ocr2(void **state)
     assert_int_equal(r->prefill_tokens, 290);
     /* SAM at 1024: 4,096 tokens through 12 blocks, four of them global; by hand, its linear
      * layers alone: 2 x 4096 x (768 x 2304 + 768 x 768 + 2 x 768 x 3072) x 12 */
-    double sam = r->stage[LP_STAGE_VISION][LP_MODULE_VISION_SAM].matmul_flops;
+    double sam = r->stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_SAM].matmul_flops;
     double sam_linear = 2.0 * 4096 * (768 * 2304 + 768 * 768 + 2 * 768 * 3072) * 12;
     assert_true(sam > sam_linear && sam < 1.5 * sam_linear);
     /* the encoder over 256 SAM tokens and 256 queries: linear layers by hand, then attention
      * over 256^2 + 256 x 256 + 256 x 257 / 2 pairs */
-    double enc = r->stage[LP_STAGE_VISION][LP_MODULE_VISION_ENCODER].matmul_flops;
+    double enc = r->stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_ENCODER].matmul_flops;
     double enc_linear = 2.0 * 512 * (896 * 896 * 2 + 2 * 896 * 128 + 3 * 896 * 4864) * 24;
     double pairs = 256.0 * 256 + 256.0 * 256 + 256.0 * 257 / 2;
     assert_true(fabs(enc - enc_linear - 4.0 * 896 * pairs * 24) < 1e-9 * enc);
-    EXACT(r->stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops, 2.0 * 256 * 896 * 1280);
-    EXACT(r->stage[LP_STAGE_VISION][LP_MODULE_VISION_CLIP].matmul_flops, 0);
-    double base = r->total[LP_STAGE_VISION].matmul_flops;
+    EXACT(r->stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops, 2.0 * 256 * 896 * 1280);
+    EXACT(r->stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_CLIP].matmul_flops, 0);
+    double base = r->total[LP_MODEL_STAGE_VISION].matmul_flops;
     w.vision_mode = LP_VISION_MODE_GUNDAM;
     w.tiles_w = 3;
     w.tiles_h = 2;
     r = analyze(&m, &w);
     assert_int_equal(r->vision_tokens, 256 + 6 * 144 + 1);
-    assert_true(r->total[LP_STAGE_VISION].matmul_flops > base + 6 * 0.5 * base);
+    assert_true(r->total[LP_MODEL_STAGE_VISION].matmul_flops > base + 6 * 0.5 * base);
     char err[256];
     w.vision_mode = LP_VISION_MODE_SMALL;
     assert_int_equal(lp_model_analyze(&m, &w, &result, err, sizeof err), LP_ERR_ARG);
@@ -456,7 +456,7 @@ static void test_roofline(void **state)
     lp_model_bounds_compute(r, &w, h200, &mb);
     assert_true(mb.decode_mean.memory_bound);
     assert_true(mb.tpot_s > 13.4e9 / 4.8e12 && mb.tpot_s < 14.2e9 / 4.8e12);
-    assert_true(mb.stage[LP_STAGE_PREFILL].bound_s > 0);
+    assert_true(mb.stage[LP_MODEL_STAGE_PREFILL].bound_s > 0);
     lp_gpu_table_free(&t);
 
     /* a user's file: its rows come first, a known name is replaced, bad rows name the line */
@@ -841,11 +841,11 @@ static void assert_finite(const struct lp_model_result *r)
     const double *p = (const double *)&r->params;
     for (size_t i = 0; i < sizeof r->params / sizeof(double); i++)
         assert_true(isfinite(p[i]) && p[i] >= 0);
-    for (int s = 0; s < LP_STAGE_COUNT; s++) {
+    for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
         const double *c = (const double *)&r->total[s];
         for (size_t i = 0; i < sizeof r->total[s] / sizeof(double); i++)
             if (!isfinite(c[i]) || c[i] < 0)
-                fail_msg("stage %s: field %zu is %g", lp_stage_name(s), i, c[i]);
+                fail_msg("stage %s: field %zu is %g", lp_model_stage_name(s), i, c[i]);
     }
     assert_true(isfinite(r->kv_bytes_per_token) && isfinite(r->kv_bytes_end));
 }
@@ -936,7 +936,7 @@ static void test_all_at_limits(void **state)
         assert_true(cpu_since(t0) < 0.5);
         assert_finite(r);
         assert_true(r->params.total > 0x1p49 && r->params.total + r->params.mtp <= 0x1p53);
-        assert_true(r->total[LP_STAGE_REQUEST].matmul_flops > 1e30);
+        assert_true(r->total[LP_MODEL_STAGE_REQUEST].matmul_flops > 1e30);
         EXACT(r->prefill_tokens, LP_MODEL_MAX_TOKENS);
     }
     /* DeepSeek-V3's shape at the bounds (tests/configs/edge-deepseek-v3-at-bounds.json):

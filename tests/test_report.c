@@ -542,9 +542,9 @@ static void test_mfu_from_model(void **state)
     struct lp_model_result res;
     assert_int_equal(lp_model_analyze(&m, &w2, &res, err, sizeof err), 0);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
-    double pf = lp_cost_flops(&res.total[LP_STAGE_PREFILL]);
+    double pf = lp_cost_flops(&res.total[LP_MODEL_STAGE_PREFILL]);
     assert_true(fabs(p->mfu - pf / 1e12 / r.gpu.tflops[LP_DTYPE_BF16]) < 1e-9);
-    double db = lp_cost_bytes(&res.total[LP_STAGE_DECODE_STEP]);
+    double db = lp_cost_bytes(&res.total[LP_MODEL_STAGE_DECODE_STEP]);
     assert_true(fabs(d->mbu - db / 0.01 / 1e9 / r.gpu.mem_bw_gbs) < 1e-9);
     assert_true(fabs(r.request_s - (1.0 + 10 * 0.01)) < 1e-9);
     lp_run_free(&r);

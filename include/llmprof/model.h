@@ -177,9 +177,14 @@ enum lp_module {
 };
 const char *lp_module_name(enum lp_module m);
 
-enum lp_stage { LP_STAGE_VISION, LP_STAGE_PREFILL, LP_STAGE_DECODE_STEP, LP_STAGE_REQUEST,
-                LP_STAGE_COUNT };
-const char *lp_stage_name(enum lp_stage s);
+/* The analytic model's stages: the vision encoder, the prefill, one decode step and the
+ * whole request. A measured stage of a run (llmprof/analyze.h, enum lp_stage_kind) is a
+ * named part of a trace; utilisation holds its prefill, decode and vision kinds to these. */
+enum lp_model_stage {
+    LP_MODEL_STAGE_VISION, LP_MODEL_STAGE_PREFILL, LP_MODEL_STAGE_DECODE_STEP,
+    LP_MODEL_STAGE_REQUEST, LP_MODEL_STAGE_COUNT
+};
+const char *lp_model_stage_name(enum lp_model_stage s);
 
 struct lp_params {
     double total;               /* decoder + vision (MTP apart) */
@@ -198,8 +203,8 @@ struct lp_model_result {
     int64_t decode_context;     /* the context of the decode-step stage */
     double kv_bytes_per_token;  /* all layers, one sequence */
     double kv_bytes_end;        /* whole batch, at the end of the request */
-    struct lp_cost stage[LP_STAGE_COUNT][LP_MODULE_COUNT];
-    struct lp_cost total[LP_STAGE_COUNT];
+    struct lp_cost stage[LP_MODEL_STAGE_COUNT][LP_MODULE_COUNT];
+    struct lp_cost total[LP_MODEL_STAGE_COUNT];
 };
 
 /* Fills R for workload W (M as lp_model_parse fills it). LP_OK, or LP_ERR_ARG with ERR for a
@@ -285,7 +290,7 @@ void lp_roofline(const struct lp_cost *c, const struct lp_gpu *g, enum lp_dtype 
 struct lp_model_bounds {
     struct lp_gpu gpu;
     enum lp_dtype matmul_dtype;     /* the activation dtype: weight-only formats dequantise */
-    struct lp_bound stage[LP_STAGE_COUNT];
+    struct lp_bound stage[LP_MODEL_STAGE_COUNT];
     struct lp_bound decode_mean;    /* one decode step, averaged over the request */
     double ttft_s;                  /* TTFT >= vision + prefill */
     double tpot_s;                  /* TPOT >= the mean decode step */

@@ -146,7 +146,7 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
         one.tiles_w = crops ? crops : 1; /* the slots depend on the count alone */
         one.tiles_h = 1;
         if (lp_model_analyze(m, &one, &res, e, sizeof e) == LP_OK &&
-            res.stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops == want) {
+            res.stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops == want) {
             w->vision_mode = one.vision_mode;
             w->tiles_w = one.tiles_w;
             w->tiles_h = 1;
@@ -198,7 +198,7 @@ static void vision_util(struct lp_run *r, const struct lp_model_result *res)
         for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             if (!(mods >> mod & 1))
                 continue;
-            const struct lp_cost *c = &res->stage[LP_STAGE_VISION][mod];
+            const struct lp_cost *c = &res->stage[LP_MODEL_STAGE_VISION][mod];
             struct lp_cost *d = &by_mod[mod];
             d->matmul_flops = k * c->matmul_flops;
             d->other_flops = k * c->other_flops;
@@ -308,22 +308,22 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         return LP_OK;
     }
     r->has_util = 1;
-    set_util(&r->stages[p], &res.total[LP_STAGE_PREFILL], res.stage[LP_STAGE_PREFILL],
+    set_util(&r->stages[p], &res.total[LP_MODEL_STAGE_PREFILL], res.stage[LP_MODEL_STAGE_PREFILL],
              (double)ps->occurrences, &r->gpu, r->dtype);
     if (d >= 0 && steps > 0)
-        set_util(&r->stages[d], &res.total[LP_STAGE_DECODE_STEP], res.stage[LP_STAGE_DECODE_STEP],
+        set_util(&r->stages[d], &res.total[LP_MODEL_STAGE_DECODE_STEP], res.stage[LP_MODEL_STAGE_DECODE_STEP],
                  steps, &r->gpu, r->dtype);
     if (res.vision_tokens > 0)
         vision_util(r, &res);
     const struct lp_vision_spec *vs = &o->model->vision;
-    double projected = res.stage[LP_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops /
+    double projected = res.stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops /
                        (2.0 * (double)vs->proj_in * (double)vs->proj_out);
     if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
         (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->image_rows, 0, projected);
     /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
     r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
-    r->request_flops = lp_cost_flops(&res.total[LP_STAGE_REQUEST]);
-    r->request_bytes = lp_cost_bytes(&res.total[LP_STAGE_REQUEST]);
+    r->request_flops = lp_cost_flops(&res.total[LP_MODEL_STAGE_REQUEST]);
+    r->request_bytes = lp_cost_bytes(&res.total[LP_MODEL_STAGE_REQUEST]);
     if (r->request_s > 0) {
         r->request_tflops = r->request_flops / r->request_s / 1e12;
         r->request_gbs = r->request_bytes / r->request_s / 1e9;

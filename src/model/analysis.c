@@ -247,12 +247,12 @@ const char *lp_module_name(enum lp_module mod)
     return (unsigned)mod < LP_MODULE_COUNT ? names[mod] : "?";
 }
 
-const char *lp_stage_name(enum lp_stage s)
+const char *lp_model_stage_name(enum lp_model_stage s)
 {
-    static const char *const names[LP_STAGE_COUNT] = {
-        [LP_STAGE_VISION] = "vision", [LP_STAGE_PREFILL] = "prefill",
-        [LP_STAGE_DECODE_STEP] = "decode_step", [LP_STAGE_REQUEST] = "request"};
-    return (unsigned)s < LP_STAGE_COUNT ? names[s] : "?";
+    static const char *const names[LP_MODEL_STAGE_COUNT] = {
+        [LP_MODEL_STAGE_VISION] = "vision", [LP_MODEL_STAGE_PREFILL] = "prefill",
+        [LP_MODEL_STAGE_DECODE_STEP] = "decode_step", [LP_MODEL_STAGE_REQUEST] = "request"};
+    return (unsigned)s < LP_MODEL_STAGE_COUNT ? names[s] : "?";
 }
 
 double lp_cost_bytes(const struct lp_cost *c)
@@ -375,16 +375,16 @@ enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_worklo
     }
     struct pass pre = {.batch = b, .prompt = (double)prefill,
                        .logits_per_seq = w->prefill_logits_all ? (double)prefill : 1};
-    decoder_pass(m, &pre, &d, r->stage[LP_STAGE_PREFILL]);
+    decoder_pass(m, &pre, &d, r->stage[LP_MODEL_STAGE_PREFILL]);
     r->decode_context = w->decode_context > 0 ? w->decode_context : prefill + w->generated / 2;
     struct pass step = {.batch = b, .decode = 1, .steps = 1, .c0 = (double)r->decode_context};
-    decoder_pass(m, &step, &d, r->stage[LP_STAGE_DECODE_STEP]);
+    decoder_pass(m, &step, &d, r->stage[LP_MODEL_STAGE_DECODE_STEP]);
     /* the request: vision, prefill (which yields the first token), then generated - 1 steps
      * attending prefill + 1 ... prefill + generated - 1 keys */
-    struct lp_cost *req = r->stage[LP_STAGE_REQUEST];
+    struct lp_cost *req = r->stage[LP_MODEL_STAGE_REQUEST];
     for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
-        add(&req[mod], &r->stage[LP_STAGE_VISION][mod], 1);
-        add(&req[mod], &r->stage[LP_STAGE_PREFILL][mod], 1);
+        add(&req[mod], &r->stage[LP_MODEL_STAGE_VISION][mod], 1);
+        add(&req[mod], &r->stage[LP_MODEL_STAGE_PREFILL][mod], 1);
     }
     if (w->generated > 1) {
         struct pass steps = {.batch = b, .decode = 1, .steps = (double)(w->generated - 1),
@@ -396,11 +396,11 @@ enum lp_status lp_model_analyze(const struct lp_model *m, const struct lp_worklo
             add(&req[mod], &dec[mod], 1);
     }
     /* a stage's params: the weights of the modules it runs */
-    for (int s = 0; s < LP_STAGE_COUNT; s++) {
+    for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
         for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
             int vision_mod = mod >= LP_MODULE_VISION_SAM;
-            int runs = s == LP_STAGE_REQUEST || (s == LP_STAGE_VISION) == vision_mod;
-            if (s == LP_STAGE_VISION && r->vision_tokens == 0)
+            int runs = s == LP_MODEL_STAGE_REQUEST || (s == LP_MODEL_STAGE_VISION) == vision_mod;
+            if (s == LP_MODEL_STAGE_VISION && r->vision_tokens == 0)
                 runs = 0;
             r->stage[s][mod].params = runs ? r->params.per_module[mod] : 0;
             add(&r->total[s], &r->stage[s][mod], 1);

@@ -23,11 +23,11 @@ void lp_model_bounds_compute(const struct lp_model_result *r, const struct lp_wo
     memset(b, 0, sizeof *b);
     b->gpu = *g;
     b->matmul_dtype = w->activations;
-    for (int s = 0; s < LP_STAGE_COUNT; s++)
+    for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++)
         lp_roofline(&r->total[s], g, b->matmul_dtype, &b->stage[s]);
     /* the decode part of the request, per step */
-    struct lp_cost dec = r->total[LP_STAGE_REQUEST];
-    const struct lp_cost *pre = &r->total[LP_STAGE_PREFILL], *vis = &r->total[LP_STAGE_VISION];
+    struct lp_cost dec = r->total[LP_MODEL_STAGE_REQUEST];
+    const struct lp_cost *pre = &r->total[LP_MODEL_STAGE_PREFILL], *vis = &r->total[LP_MODEL_STAGE_VISION];
     double steps = (double)(w->generated > 1 ? w->generated - 1 : 1);
     dec.matmul_flops = (dec.matmul_flops - pre->matmul_flops - vis->matmul_flops) / steps;
     dec.other_flops = (dec.other_flops - pre->other_flops - vis->other_flops) / steps;
@@ -36,11 +36,11 @@ void lp_model_bounds_compute(const struct lp_model_result *r, const struct lp_wo
     dec.kv_read_bytes = (dec.kv_read_bytes - pre->kv_read_bytes - vis->kv_read_bytes) / steps;
     dec.kv_write_bytes = (dec.kv_write_bytes - pre->kv_write_bytes - vis->kv_write_bytes) / steps;
     lp_roofline(&dec, g, b->matmul_dtype, &b->decode_mean);
-    b->ttft_s = b->stage[LP_STAGE_VISION].bound_s + b->stage[LP_STAGE_PREFILL].bound_s;
+    b->ttft_s = b->stage[LP_MODEL_STAGE_VISION].bound_s + b->stage[LP_MODEL_STAGE_PREFILL].bound_s;
     b->tpot_s = w->generated > 1 ? b->decode_mean.bound_s : 0;
-    if (b->stage[LP_STAGE_PREFILL].bound_s > 0)
+    if (b->stage[LP_MODEL_STAGE_PREFILL].bound_s > 0)
         b->prefill_tokens_per_s = (double)w->batch * (double)r->prefill_tokens /
-                                  b->stage[LP_STAGE_PREFILL].bound_s;
+                                  b->stage[LP_MODEL_STAGE_PREFILL].bound_s;
     if (b->tpot_s > 0)
         b->decode_tokens_per_s = (double)w->batch / b->tpot_s;
 }

@@ -284,7 +284,7 @@ enum lp_status lp_vision_analyze(const struct lp_model *m, const struct lp_workl
             return LP_ERR_ARG;
         }
     }
-    struct lp_cost *out = r->stage[LP_STAGE_VISION];
+    struct lp_cost *out = r->stage[LP_MODEL_STAGE_VISION];
     double b = (double)w->batch;
     /* one image per sequence: weights are read once per view, activations per token */
     int gundam = w->vision_mode == LP_VISION_MODE_GUNDAM;

@@ -7,7 +7,7 @@
 
 /* Adds the vision parameters to P (P->vision and P->per_module[LP_MODULE_VISION_*]). */
 void lp_vision_params(const struct lp_model *m, struct lp_params *p);
-/* Costs of encoding the images of W's batch into R->stage[LP_STAGE_VISION], and the number
+/* Costs of encoding the images of W's batch into R->stage[LP_MODEL_STAGE_VISION], and the number
  * of decoder positions they take into R->vision_tokens. LP_OK, or LP_ERR_ARG with ERR for a
  * mode or tiles the encoder does not take. */
 enum lp_status lp_vision_analyze(const struct lp_model *m, const struct lp_workload *w,

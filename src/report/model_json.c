@@ -112,8 +112,8 @@ static json_t *params_obj(const struct lp_params *p)
 static json_t *stages_obj(const struct lp_model_result *r, const struct lp_model_bounds *b)
 {
     json_t *stages = json_object();
-    for (int s = 0; s < LP_STAGE_COUNT; s++) {
-        if (s == LP_STAGE_VISION && r->vision_tokens == 0)
+    for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
+        if (s == LP_MODEL_STAGE_VISION && r->vision_tokens == 0)
             continue;
         json_t *st = cost(&r->total[s]);
         json_t *mods = json_object();
@@ -123,7 +123,7 @@ static json_t *stages_obj(const struct lp_model_result *r, const struct lp_model
         json_object_set_new(st, "modules", mods);
         if (b)
             json_object_set_new(st, "roofline", bound(&b->stage[s]));
-        json_object_set_new(stages, lp_stage_name(s), st);
+        json_object_set_new(stages, lp_model_stage_name(s), st);
     }
     return stages;
 }

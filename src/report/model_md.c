@@ -107,10 +107,10 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
                "one decode step at context %lld.\n\n", (long long)w->generated,
             lp_dtype_name(w->weights), lp_dtype_name(w->activations), lp_dtype_name(w->kv),
             w->prefill_logits_all ? "every token" : "last token", (long long)r->decode_context);
-    for (int s = 0; s < LP_STAGE_COUNT; s++) {
-        if (s == LP_STAGE_VISION && r->vision_tokens == 0)
+    for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
+        if (s == LP_MODEL_STAGE_VISION && r->vision_tokens == 0)
             continue;
-        fprintf(o, "## Stage: %s\n\n", lp_stage_name(s));
+        fprintf(o, "## Stage: %s\n\n", lp_model_stage_name(s));
         fprintf(o, "| module | params | matmul | other | weights read | activations | KV read "
                    "| KV written | FLOP/byte |\n|---|---|---|---|---|---|---|---|---|\n");
         for (int mod = 0; mod < LP_MODULE_COUNT; mod++) {
@@ -126,11 +126,11 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
                    "%.0f GB/s)\n\n| stage | compute | memory | lower bound | bound by |\n|---|---|---|---|---|\n",
                 b->gpu.name, lp_dtype_name(b->matmul_dtype), b->gpu.tflops[b->matmul_dtype],
                 b->gpu.tflops[LP_DTYPE_FP32], b->gpu.mem_bw_gbs);
-        for (int s = 0; s < LP_STAGE_COUNT; s++) {
-            if (s == LP_STAGE_VISION && r->vision_tokens == 0)
+        for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
+            if (s == LP_MODEL_STAGE_VISION && r->vision_tokens == 0)
                 continue;
             const struct lp_bound *bd = &b->stage[s];
-            fprintf(o, "| %s | %.4g ms | %.4g ms | %.4g ms | %s |\n", lp_stage_name(s),
+            fprintf(o, "| %s | %.4g ms | %.4g ms | %.4g ms | %s |\n", lp_model_stage_name(s),
                     bd->compute_s * 1e3, bd->memory_s * 1e3, bd->bound_s * 1e3,
                     bd->memory_bound ? "memory" : "compute");
         }
