@@ -99,7 +99,8 @@ struct lp_layer_group {
 
 /* DeepSeek-OCR: SAM then CLIP-L; DeepSeek-OCR-2: SAM then a Qwen2-style encoder over the SAM
  * tokens and as many learned queries, whose outputs the decoder gets */
-enum lp_vision_kind { LP_VISION_KIND_NONE, LP_VISION_KIND_DEEPSEEK_OCR, LP_VISION_KIND_DEEPSEEK_OCR2 };
+enum lp_vision_kind { LP_VISION_KIND_NONE, LP_VISION_KIND_DEEPSEEK_OCR,
+                      LP_VISION_KIND_DEEPSEEK_OCR2 };
 
 struct lp_vision_spec {
     enum lp_vision_kind kind;
@@ -221,9 +222,10 @@ const char *lp_vision_mode_name(enum lp_vision_mode v);
 
 /* ---- weights on disk: safetensors headers ---- */
 
-enum lp_weight_group { LP_WEIGHT_GROUP_EMBED, LP_WEIGHT_GROUP_ATTN, LP_WEIGHT_GROUP_MLP, LP_WEIGHT_GROUP_ROUTER, LP_WEIGHT_GROUP_EXPERTS,
-                       LP_WEIGHT_GROUP_SHARED, LP_WEIGHT_GROUP_NORMS, LP_WEIGHT_GROUP_LM_HEAD, LP_WEIGHT_GROUP_VISION, LP_WEIGHT_GROUP_MTP,
-                       LP_WEIGHT_GROUP_OTHER, LP_WEIGHT_GROUP_COUNT };
+enum lp_weight_group { LP_WEIGHT_GROUP_EMBED, LP_WEIGHT_GROUP_ATTN, LP_WEIGHT_GROUP_MLP,
+                       LP_WEIGHT_GROUP_ROUTER, LP_WEIGHT_GROUP_EXPERTS, LP_WEIGHT_GROUP_SHARED,
+                       LP_WEIGHT_GROUP_NORMS, LP_WEIGHT_GROUP_LM_HEAD, LP_WEIGHT_GROUP_VISION,
+                       LP_WEIGHT_GROUP_MTP, LP_WEIGHT_GROUP_OTHER, LP_WEIGHT_GROUP_COUNT };
 const char *lp_weight_group_name(enum lp_weight_group g);
 
 #define LP_MAX_DTYPES 16

@@ -311,8 +311,8 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     set_util(&r->stages[p], &res.total[LP_MODEL_STAGE_PREFILL], res.stage[LP_MODEL_STAGE_PREFILL],
              (double)ps->occurrences, &r->gpu, r->dtype);
     if (d >= 0 && steps > 0)
-        set_util(&r->stages[d], &res.total[LP_MODEL_STAGE_DECODE_STEP], res.stage[LP_MODEL_STAGE_DECODE_STEP],
-                 steps, &r->gpu, r->dtype);
+        set_util(&r->stages[d], &res.total[LP_MODEL_STAGE_DECODE_STEP],
+                 res.stage[LP_MODEL_STAGE_DECODE_STEP], steps, &r->gpu, r->dtype);
     if (res.vision_tokens > 0)
         vision_util(r, &res);
     const struct lp_vision_spec *vs = &o->model->vision;

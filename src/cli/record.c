@@ -701,7 +701,8 @@ int lp_cmd_record(int argc, char **argv)
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     if (first >= argc) {
-        lp_cli_error("record", "no command to run; usage: llmprof record [options] -- CMD [ARGS...]");
+        lp_cli_error("record",
+                     "no command to run; usage: llmprof record [options] -- CMD [ARGS...]");
         return 2;
     }
     o.cmd = argv + first;

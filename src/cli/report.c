@@ -110,7 +110,8 @@ static int parse_gap_us(const struct lp_cli_opt *o, void *value, const char *cmd
     return 0;
 }
 
-#define RUN_OPT(field) (offsetof(struct lp_cli_report, run_opt) + offsetof(struct lp_run_options, field))
+#define RUN_OPT(field)                                                                        \
+    (offsetof(struct lp_cli_report, run_opt) + offsetof(struct lp_run_options, field))
 #define TOKENS(nm, field, hl)                                                                 \
     {.kind = LP_CLI_OPT_KIND_INT, .name = nm, .arg = "N", .help = hl, .off = RUN_OPT(field),  \
      .min = 1, .max = INT64_MAX}
@@ -138,8 +139,8 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     TOKENS("--prefill-tokens", prefill_tokens, "tokens of one prefill range (all sequences)"),
     TOKENS("--decode-tokens", decode_tokens, "tokens of one decode range (all sequences)"),
     TOKENS("--batch", batch, "sequences per step (default: batch= in range names, else 1)"),
-    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--keep-warmup", .help = "count warmup ranges as measured",
-     .off = RUN_OPT(keep_warmup), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--keep-warmup",
+     .help = "count warmup ranges as measured", .off = RUN_OPT(keep_warmup), .set = 1},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "utilisation (MFU, MBU) from the analytic model:\n"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--model", .arg = "CONFIG",
      .help = "config.json (or its directory) of the model that ran",
@@ -156,7 +157,8 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     LP_CLI_OPT_PREFILL_LOGITS(WL, NULL, "logits for every prompt token or the last (default:\n"
                                         "what the prefill's lm_head GEMM shows, else last)"),
     LP_CLI_OPT_GPU(WL, NULL, "hardware table row (default: the recorded GPU)"),
-    LP_CLI_OPT_HW_FILE(WL, NULL, "extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks"),
+    LP_CLI_OPT_HW_FILE(WL, NULL,
+                       "extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks"),
     LP_CLI_OPT_PEAK_TFLOPS(WL, NULL, NULL),
     LP_CLI_OPT_MEM_BW(WL, NULL, NULL),
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "output:\n"},

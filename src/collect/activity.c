@@ -136,8 +136,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     }
     pthread_mutex_unlock(&pool_lock);
     if (buffer && !ours) /* only if another CUPTI client re-registered callbacks */
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "a buffer of another CUPTI client reached llmprof "
-                                              "and was left alone: its records are not recorded");
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                        "a buffer of another CUPTI client reached llmprof "
+                        "and was left alone: its records are not recorded");
     if (dropped)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
                         "CUPTI dropped activity records (buffers full); counts are in the trace");

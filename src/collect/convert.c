@@ -141,7 +141,8 @@ static int api_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
     o->end = api->end;
     o->correlation = api->correlationId;
     o->thread = api->threadId;
-    o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_DOMAIN_RUNTIME : LP_API_DOMAIN_DRIVER;
+    o->domain = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? LP_API_DOMAIN_RUNTIME
+                                                       : LP_API_DOMAIN_DRIVER;
     o->cbid = api->cbid;
     o->name = ctx->api_name ? intern(ctx, ctx->api_name(ctx->user, o->domain, o->cbid)) : 0;
     o->status = api->returnValue;

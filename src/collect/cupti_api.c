@@ -114,6 +114,7 @@ CUptiResult lp_cupti_check(CUptiResult rc, const char *what)
     const char *msg = NULL;
     if (!lp_cupti.GetResultString || lp_cupti.GetResultString(rc, &msg) != CUPTI_SUCCESS)
         msg = NULL;
-    lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "%s failed: %s (%d)", what, msg ? msg : "unknown", (int)rc);
+    lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "%s failed: %s (%d)", what,
+                    msg ? msg : "unknown", (int)rc);
     return rc;
 }

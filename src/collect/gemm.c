@@ -8,9 +8,9 @@
  *
  * A wrapper forwards to the function of the loaded libcublas/libcublasLt found by path
  * (dl_iterate_phdr), and to RTLD_NEXT's only when there is none: RTLD_NEXT alone misses
- * libraries dlopen'ed RTLD_LOCAL (Python extensions). Calls made inside a recorded call (cuBLAS calling cublasLtMatmul) are not
- * recorded again. Kernels are tied to a record in analysis: launches on the same thread
- * within the call's [start, end]. */
+ * libraries dlopen'ed RTLD_LOCAL (Python extensions). Calls made inside a recorded call
+ * (cuBLAS calling cublasLtMatmul) are not recorded again. Kernels are tied to a record in
+ * analysis: launches on the same thread within the call's [start, end]. */
 #include "gemm.h"
 
 #include <cublasLt.h>

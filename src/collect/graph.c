@@ -121,7 +121,8 @@ void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void))
     if (!lp_cupti.EnableCallback || !lp_cupti.GetGraphNodeId || !lp_cupti.GetGraphId ||
         !lp_cupti.GetGraphExecId) {
         lp_sink_set_meta("graph_nodes", "off: this CUPTI lacks the graph id functions");
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "this CUPTI (%u) cannot name graph nodes: kernels "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                        "this CUPTI (%u) cannot name graph nodes: kernels "
                         "replayed from CUDA graphs keep no GEMM shape or capture range",
                         lp_cupti.version);
         return;
@@ -141,7 +142,8 @@ void lp_graph_drain(void)
     uint64_t lost;
     struct lp_graph *batch = lp_queue_take(&queue, &n, &lost);
     if (lost)
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, lost, "graph node records dropped: the queue of %d "
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, lost,
+                        "graph node records dropped: the queue of %d "
                         "was full between two flushes; replays of those nodes keep no GEMM "
                         "shape or capture range", QUEUE_CAP);
     if (!batch)

@@ -45,7 +45,8 @@ static double env_double(const char *name, double def)
     errno = 0;
     double d = strtod(v, &end);
     if (errno || *end || d < 0) {
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number", name, v);
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number",
+                        name, v);
         return def;
     }
     return d;

@@ -246,8 +246,8 @@ int lp_nvml_start(double hz)
     }
     int rc = nv.Init();
     if (rc != 0) {
-        lp_collect_warn(LP_LOSS_SOURCE_NVML, 0, "nvmlInit failed (%d): power, clocks and utilisation "
-                                         "are not recorded", rc);
+        lp_collect_warn(LP_LOSS_SOURCE_NVML, 0, "nvmlInit failed (%d): power, clocks and "
+                                         "utilisation are not recorded", rc);
         return -1;
     }
     char version[96] = "";

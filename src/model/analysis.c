@@ -213,8 +213,8 @@ static void decoder_pass(const struct lp_model *m, const struct pass *p, const s
         memset(one, 0, sizeof one);
         attention(m, &grp->attn, p, d, &one[LP_MODULE_ATTN_PROJ], &one[LP_MODULE_ATTN_CORE],
                   &one[LP_MODULE_NORMS]);
-        mlp(m, &grp->mlp, p, d, &one[LP_MODULE_MLP], &one[LP_MODULE_ROUTER], &one[LP_MODULE_EXPERTS],
-            &one[LP_MODULE_SHARED_EXPERTS]);
+        mlp(m, &grp->mlp, p, d, &one[LP_MODULE_MLP], &one[LP_MODULE_ROUTER],
+            &one[LP_MODULE_EXPERTS], &one[LP_MODULE_SHARED_EXPERTS]);
         norm(m, &one[LP_MODULE_NORMS], h, t, f, d->w, d->a);
         norm(m, &one[LP_MODULE_NORMS], h, t, f, d->w, d->a);
         one[LP_MODULE_NORMS].other_flops += 2 * t * h; /* residual adds */
@@ -287,7 +287,8 @@ static double layer_params(const struct lp_model *m, const struct lp_layer_group
     struct dtypes d = {1, 1, 1};
     struct lp_cost c[LP_MODULE_COUNT];
     memset(c, 0, sizeof c);
-    attention(m, &g->attn, &one, &d, &c[LP_MODULE_ATTN_PROJ], &c[LP_MODULE_ATTN_CORE], &c[LP_MODULE_NORMS]);
+    attention(m, &g->attn, &one, &d, &c[LP_MODULE_ATTN_PROJ], &c[LP_MODULE_ATTN_CORE],
+              &c[LP_MODULE_NORMS]);
     mlp(m, &g->mlp, &one, &d, &c[LP_MODULE_MLP], &c[LP_MODULE_ROUTER], &c[LP_MODULE_EXPERTS],
         &c[LP_MODULE_SHARED_EXPERTS]);
     double sum = 2 * norm_params(m, (double)m->hidden);

@@ -27,7 +27,8 @@ void lp_model_bounds_compute(const struct lp_model_result *r, const struct lp_wo
         lp_roofline(&r->total[s], g, b->matmul_dtype, &b->stage[s]);
     /* the decode part of the request, per step */
     struct lp_cost dec = r->total[LP_MODEL_STAGE_REQUEST];
-    const struct lp_cost *pre = &r->total[LP_MODEL_STAGE_PREFILL], *vis = &r->total[LP_MODEL_STAGE_VISION];
+    const struct lp_cost *pre = &r->total[LP_MODEL_STAGE_PREFILL],
+                         *vis = &r->total[LP_MODEL_STAGE_VISION];
     double steps = (double)(w->generated > 1 ? w->generated - 1 : 1);
     dec.matmul_flops = (dec.matmul_flops - pre->matmul_flops - vis->matmul_flops) / steps;
     dec.other_flops = (dec.other_flops - pre->other_flops - vis->other_flops) / steps;

@@ -51,7 +51,8 @@ int64_t lp_cfg_int(struct lp_cfg *c, json_t *obj, const char *key, int64_t def, 
     json_t *v = obj ? json_object_get(obj, key) : NULL;
     if (!v || json_is_null(v)) {
         if (def == LP_CFG_REQUIRED)
-            lp_cfg_fail(c, "key \"%s\" is missing; model_type \"%s\" needs it", path, c->model_type);
+            lp_cfg_fail(c, "key \"%s\" is missing; model_type \"%s\" needs it", path,
+                        c->model_type);
         return def == LP_CFG_REQUIRED ? 0 : def;
     }
     if (!json_is_integer(v)) {
@@ -108,7 +109,8 @@ json_t *lp_cfg_obj(struct lp_cfg *c, json_t *obj, const char *key, int required)
     json_t *v = obj ? json_object_get(obj, key) : NULL;
     if (!v || json_is_null(v)) {
         if (required)
-            lp_cfg_fail(c, "key \"%s\" is missing; model_type \"%s\" needs it", path, c->model_type);
+            lp_cfg_fail(c, "key \"%s\" is missing; model_type \"%s\" needs it", path,
+                        c->model_type);
         return NULL;
     }
     if (!json_is_object(v)) {

@@ -8,7 +8,10 @@
 static const char *const dtype_names[LP_DTYPE_COUNT] = {"fp32", "tf32", "bf16", "fp16",
                                                         "fp8",  "int8", "int4"};
 
-const char *lp_dtype_name(enum lp_dtype d) { return (unsigned)d < LP_DTYPE_COUNT ? dtype_names[d] : "?"; }
+const char *lp_dtype_name(enum lp_dtype d)
+{
+    return (unsigned)d < LP_DTYPE_COUNT ? dtype_names[d] : "?";
+}
 
 double lp_dtype_bytes(enum lp_dtype d)
 {

@@ -14,8 +14,8 @@
 #define LP_HW_FILE_MAX_BYTES ((size_t)1 << 20)
 
 /* Parses TEXT's rows into T (prepending them when FIRST). NAME names the file in errors. */
-static enum lp_status parse_rows(struct lp_gpu_table *t, const char *text, const char *name, int first,
-                                 char *err, size_t errlen)
+static enum lp_status parse_rows(struct lp_gpu_table *t, const char *text, const char *name,
+                                 int first, char *err, size_t errlen)
 {
     struct lp_gpu *rows = NULL;
     size_t n = 0, cap = 0;

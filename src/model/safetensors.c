@@ -28,16 +28,22 @@ const char *lp_weight_group_name(enum lp_weight_group g)
 double lp_weights_analytic(const struct lp_params *p, enum lp_weight_group g)
 {
     static const int module_of[LP_WEIGHT_GROUP_COUNT] = {
-        [LP_WEIGHT_GROUP_EMBED] = LP_MODULE_EMBED,       [LP_WEIGHT_GROUP_ATTN] = LP_MODULE_ATTN_PROJ,
-        [LP_WEIGHT_GROUP_MLP] = LP_MODULE_MLP,           [LP_WEIGHT_GROUP_ROUTER] = LP_MODULE_ROUTER,
-        [LP_WEIGHT_GROUP_EXPERTS] = LP_MODULE_EXPERTS,   [LP_WEIGHT_GROUP_SHARED] = LP_MODULE_SHARED_EXPERTS,
-        [LP_WEIGHT_GROUP_NORMS] = LP_MODULE_NORMS,       [LP_WEIGHT_GROUP_LM_HEAD] = LP_MODULE_LM_HEAD,
+        [LP_WEIGHT_GROUP_EMBED] = LP_MODULE_EMBED,
+        [LP_WEIGHT_GROUP_ATTN] = LP_MODULE_ATTN_PROJ,
+        [LP_WEIGHT_GROUP_MLP] = LP_MODULE_MLP,
+        [LP_WEIGHT_GROUP_ROUTER] = LP_MODULE_ROUTER,
+        [LP_WEIGHT_GROUP_EXPERTS] = LP_MODULE_EXPERTS,
+        [LP_WEIGHT_GROUP_SHARED] = LP_MODULE_SHARED_EXPERTS,
+        [LP_WEIGHT_GROUP_NORMS] = LP_MODULE_NORMS,
+        [LP_WEIGHT_GROUP_LM_HEAD] = LP_MODULE_LM_HEAD,
         [LP_WEIGHT_GROUP_VISION] = -1, [LP_WEIGHT_GROUP_MTP] = -1, [LP_WEIGHT_GROUP_OTHER] = -1};
     if (g == LP_WEIGHT_GROUP_VISION)
         return p->vision;
     if (g == LP_WEIGHT_GROUP_MTP)
         return p->mtp;
-    return (unsigned)g < LP_WEIGHT_GROUP_COUNT && module_of[g] >= 0 ? p->per_module[module_of[g]] : 0;
+    return (unsigned)g < LP_WEIGHT_GROUP_COUNT && module_of[g] >= 0
+               ? p->per_module[module_of[g]]
+               : 0;
 }
 
 /* Bytes per element of a safetensors dtype; 0 for one this table does not know (packed
@@ -108,7 +114,8 @@ static int get_u64(const json_t *v, uint64_t *x)
  * header, UINT64_MAX when unknown. Every size is a uint64 whose products are checked: no
  * input overflows or is taken at a wrong size. */
 static enum lp_status add_tensor(const char *name, const char *key, json_t *t, uint64_t data_size,
-                                 const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+                                 const struct lp_model *m, struct lp_weights *w, char *err,
+                                 size_t errlen)
 {
     json_t *dtype = json_object_get(t, "dtype"), *shape = json_object_get(t, "shape");
     json_t *off = json_object_get(t, "data_offsets");
@@ -195,8 +202,9 @@ static enum lp_status add_tensor(const char *name, const char *key, json_t *t, u
     return LP_OK;
 }
 
-static enum lp_status parse_header(const char *text, size_t len, const char *name, uint64_t data_size,
-                                   const struct lp_model *m, struct lp_weights *w, char *err, size_t errlen)
+static enum lp_status parse_header(const char *text, size_t len, const char *name,
+                                   uint64_t data_size, const struct lp_model *m,
+                                   struct lp_weights *w, char *err, size_t errlen)
 {
     if (len > LP_SAFETENSORS_MAX_HEADER) {
         snprintf(err, errlen, "%s: the safetensors header is %zu bytes, over the format's limit of "

@@ -578,7 +578,8 @@ static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h
     }
     if (h->type != LP_CHUNK_META && h->type != LP_CHUNK_RECORDS && h->type != LP_CHUNK_END)
         return CHUNK_SKIPPED;
-    if (h->raw_size > RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd->chunk_bytes + total) - rd->raw_total) {
+    if (h->raw_size >
+        RAW_BASE + (uint64_t)RAW_PER_BYTE * (rd->chunk_bytes + total) - rd->raw_total) {
         rd->budget_chunks++;
         rd->budget_bytes += total;
         return CHUNK_DROPPED;
