@@ -30,6 +30,11 @@ int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
 int lp_report_gemms_csv(FILE *out, const struct lp_run *r);   /* one row per GEMM shape */
+/* The numbers every output prints, one way: "12.345 ms", "870.2 us", "1.234 s", "640 ns";
+ * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
+const char *lp_fmt_ns(double ns, char *buf, size_t len);
+const char *lp_fmt_bytes(double bytes, char *buf, size_t len);
+
 /* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
  * and CUDA calls per thread, NVML counters, launch-to-kernel flows. Only events overlapping
  * [FROM_MS, TO_MS] after the first record are written (TO_MS 0: to the end). */

@@ -46,8 +46,6 @@ int lp_cli_meta_path(const char *path, char *buf, size_t len);
  * string is written as BAD, or left out when BAD is NULL. Returns how many were not strings,
  * -1 (nothing written) when CMD is not an array. */
 int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
-void lp_cli_format_bytes(uint64_t bytes, char *buf, size_t len);
-void lp_cli_format_ns(uint64_t ns, char *buf, size_t len);
 
 /* A dtype's name: LP_DTYPE_*, or -1 with "OPT takes fp32, tf32, ... or int4, not 'V'". */
 int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);

@@ -188,7 +188,7 @@ int lp_cmd_export(int argc, char **argv)
         goto out;
     rc = 1;
     struct stat st;
-    lp_cli_format_bytes(stat(traces[0], &st) == 0 ? (uint64_t)st.st_size : 0, a, sizeof a);
+    lp_fmt_bytes(stat(traces[0], &st) == 0 ? (uint64_t)st.st_size : 0, a, sizeof a);
     lp_cli_progress("export", "reading %s (%s)", traces[0], a);
     if (lp_trace_read(&t, traces[0], err, sizeof err) != LP_OK) {
         lp_cli_error("export", "%s", err);
@@ -207,9 +207,9 @@ int lp_cmd_export(int argc, char **argv)
     if (window && e.events == 0)
         lp_cli_error("export", "warning: nothing of %s overlaps --window %llu:%llu; the trace "
                                "spans 0 to %.1f ms", traces[0], from, to, span_ms);
-    lp_cli_format_bytes(e.bytes, a, sizeof a);
+    lp_fmt_bytes(e.bytes, a, sizeof a);
     if (e.bytes >= warn_bytes()) {
-        lp_cli_format_bytes(warn_bytes(), b, sizeof b);
+        lp_fmt_bytes(warn_bytes(), b, sizeof b);
         lp_cli_error("export", "warning: the export will be about %s (%llu kernels, over %s); "
                                "--window FROM_MS:TO_MS keeps a part (the trace spans 0 to %.1f "
                                "ms)", a, (unsigned long long)e.kernels, b, span_ms);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "llmprof/report.h"
 #include "llmprof/analyze.h"
 #include "llmprof/trace.h"
 
@@ -96,10 +97,10 @@ static void print_ranges(const struct lp_trace_summary *s)
     for (size_t i = 0; i < shown; i++) {
         const struct lp_range_group *g = &s->top[i];
         char tot[32], mean[32], mn[32], mx[32];
-        lp_cli_format_ns(g->total_ns, tot, sizeof tot);
-        lp_cli_format_ns(g->total_ns / g->count, mean, sizeof mean);
-        lp_cli_format_ns(g->min_ns, mn, sizeof mn);
-        lp_cli_format_ns(g->max_ns, mx, sizeof mx);
+        lp_fmt_ns(g->total_ns, tot, sizeof tot);
+        lp_fmt_ns(g->total_ns / g->count, mean, sizeof mean);
+        lp_fmt_ns(g->min_ns, mn, sizeof mn);
+        lp_fmt_ns(g->max_ns, mx, sizeof mx);
         printf("    %-32.32s %7zu %12s %12s %12s %12s\n", g->name[0] ? g->name : "(unnamed)",
                g->count, tot, mean, mn, mx);
     }
@@ -142,23 +143,23 @@ static int info_trace(const char *path)
            lp_trace_meta(t, "host") ? lp_trace_meta(t, "host") : "?", mode ? mode : "?",
            t->version_major, t->version_minor);
     char a[32], b[32];
-    lp_cli_format_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
-    lp_cli_format_ns(s.kernel_ns, b, sizeof b);
+    lp_fmt_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
+    lp_fmt_ns(s.kernel_ns, b, sizeof b);
     printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",
            t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,
            t->n_nvml, t->n_overheads);
     if (t->n_memcpys || t->n_memsets) {
-        lp_cli_format_bytes(s.memcpy_bytes, a, sizeof a);
-        lp_cli_format_bytes(s.memset_bytes, b, sizeof b);
+        lp_fmt_bytes(s.memcpy_bytes, a, sizeof a);
+        lp_fmt_bytes(s.memset_bytes, b, sizeof b);
         printf("  bytes    %s copied, %s set\n", a, b);
     }
     if (t->n_nvml) {
-        lp_cli_format_ns(s.nvml_interval_ns, a, sizeof a);
-        lp_cli_format_ns(s.nvml_query_p50_ns, b, sizeof b);
+        lp_fmt_ns(s.nvml_interval_ns, a, sizeof a);
+        lp_fmt_ns(s.nvml_query_p50_ns, b, sizeof b);
         char c[32];
-        lp_cli_format_ns(s.nvml_query_p99_ns, c, sizeof c);
+        lp_fmt_ns(s.nvml_query_p99_ns, c, sizeof c);
         printf("  nvml     %zu samples of %zu GPU%s, one every %s; each read took %s (p99 %s), "
                "its time is the midpoint\n", t->n_nvml, s.n_nvml_devices,
                s.n_nvml_devices == 1 ? "" : "s", a, b, c);
@@ -179,7 +180,7 @@ static int info_trace(const char *path)
         printf("    - reader: %s\n", t->warnings[i]);
     for (size_t i = 0; i < t->n_devices; i++) {
         const struct lp_device *d = &t->devices[i];
-        lp_cli_format_bytes(d->mem_bytes, a, sizeof a);
+        lp_fmt_bytes(d->mem_bytes, a, sizeof a);
         printf("  gpu %u    %s, cc %u.%u, %u SMs, %s", d->id, lp_trace_str(t, d->name), d->cc_major,
                d->cc_minor, d->sm_count, a);
         if (d->max_sm_mhz)
@@ -188,7 +189,7 @@ static int info_trace(const char *path)
             printf(", power limit %u W", d->power_limit_mw / 1000);
         printf("\n");
     }
-    lp_cli_format_bytes(t->file_bytes, a, sizeof a);
+    lp_fmt_bytes(t->file_bytes, a, sizeof a);
     printf("  file     %s", a);
     if (t->n_kernels)
         printf(", %.1f bytes per kernel (all records included)", (double)t->file_bytes / (double)t->n_kernels);

@@ -376,7 +376,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
     struct lp_run r;
     int rc = -1, analysed = 0;
     struct stat st;
-    lp_cli_format_bytes(stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, sz, sizeof sz);
+    lp_fmt_bytes(stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, sz, sizeof sz);
     lp_cli_progress(o->cmd, "reading %s (%s)", path, sz);
     if (lp_trace_read(&t, path, err, sizeof err) != LP_OK) {
         lp_cli_error(o->cmd, "%s", err);

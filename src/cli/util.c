@@ -101,28 +101,6 @@ void lp_cli_free_list(char **paths, int n)
     free(paths);
 }
 
-void lp_cli_format_bytes(uint64_t b, char *buf, size_t len)
-{
-    if (b >= (1ull << 30))
-        snprintf(buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
-    else if (b >= (1ull << 20))
-        snprintf(buf, len, "%.2f MiB", (double)b / (double)(1ull << 20));
-    else if (b >= 1024)
-        snprintf(buf, len, "%.1f KiB", (double)b / 1024.0);
-    else
-        snprintf(buf, len, "%llu B", (unsigned long long)b);
-}
-
-void lp_cli_format_ns(uint64_t ns, char *buf, size_t len)
-{
-    if (ns >= 10000000000ull)
-        snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-    else if (ns >= 1000000)
-        snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
-    else
-        snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-}
-
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
                            const char *what)
 {

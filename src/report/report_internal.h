@@ -41,10 +41,6 @@ const char *lp_text_gap_cause_key(enum lp_gap_cause c);
 const char *lp_text_throttle(int bit);       /* NVML clock-event reason bit */
 const char *lp_text_throttle_key(int bit);
 
-/* "12.345 ms", "870.2 us", "1.234 s" into BUF */
-const char *lp_fmt_ns(double ns, char *buf, size_t len);
-/* "1.5 GiB" into BUF */
-const char *lp_fmt_bytes(double bytes, char *buf, size_t len);
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
 /* Markdown table cell: '|' and newlines escaped */
