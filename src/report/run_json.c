@@ -335,18 +335,8 @@ static json_t *trace_json(const struct lp_trace *t, const struct lp_run *r)
     return o;
 }
 
-json_t *lp_report_run_json_value(const struct lp_run *r)
+static json_t *llm_json(const struct lp_run *r)
 {
-    const struct lp_run_options *op = &r->opt;
-    json_t *root = json_pack("{s:s,s:s}", "schema", LP_REPORT_SCHEMA, "llmprof_version",
-                             LLMPROF_VERSION);
-    json_object_set_new(root, "trace", trace_json(r->trace, r));
-    json_object_set_new(root, "options",
-                        json_pack("{s:I,s:o,s:b,s:I,s:I,s:I}", "top_k", (json_int_t)op->top_k,
-                                  "gap_threshold_ns", u64(op->gap_ns), "keep_warmup",
-                                  op->keep_warmup, "prefill_tokens",
-                                  (json_int_t)op->prefill_tokens, "decode_tokens",
-                                  (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
     const struct lp_llm_metrics *m = &r->llm;
     static const char *const logits[] = {NULL, "last", "every"};
     json_t *llm = json_pack(
@@ -391,19 +381,24 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                         "mode_source",
                                         r->vision_from_rows ? "projector rows" : "option")
                             : json_null());
-    json_object_set_new(root, "llm", llm);
+    return llm;
+}
+
+static json_t *warmup_json(const struct lp_run *r)
+{
     static const char *const causes[] = {NULL, "ttft", "tpot", "stage_time"};
     const struct lp_warmup_found *w = &r->warmup;
-    json_object_set_new(root, "warmup_found",
-                        w->cause == LP_WARMUP_NONE
-                            ? json_null()
-                            : json_pack("{s:s,s:s?,s:o,s:o,s:o,s:I,s:I}", "cause",
-                                        causes[w->cause], "stage",
-                                        w->stage >= 0 ? r->stages[w->stage].name : NULL,
-                                        "value_ns", num(w->value_ns), "median_ns",
-                                        num(w->median_ns), "ratio", num(w->ratio), "others",
-                                        (json_int_t)w->others,
-                                        "occurrences", (json_int_t)w->occurrences));
+    if (w->cause == LP_WARMUP_NONE)
+        return json_null();
+    return json_pack("{s:s,s:s?,s:o,s:o,s:o,s:I,s:I}", "cause", causes[w->cause], "stage",
+                     w->stage >= 0 ? r->stages[w->stage].name : NULL, "value_ns",
+                     num(w->value_ns), "median_ns", num(w->median_ns), "ratio", num(w->ratio),
+                     "others", (json_int_t)w->others, "occurrences", (json_int_t)w->occurrences);
+}
+
+/* the assumptions of MFU and MBU, or why they are missing, and the request figures */
+static json_t *util_json(const struct lp_run *r)
+{
     char note[1024];
     lp_text_util(r, note, sizeof note);
     json_t *util = json_pack("{s:b,s:s}", "available", r->has_util, "note", note);
@@ -418,20 +413,11 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
         json_object_set_new(util, "mfu", num(r->mfu));
         json_object_set_new(util, "mbu", num(r->mbu));
     }
-    json_object_set_new(root, "utilisation", util);
-    json_t *stages = json_array();
-    for (size_t i = 0; i < r->n_stages; i++)
-        json_array_append_new(stages, stage_json(r, &r->stages[i]));
-    json_object_set_new(root, "stages", stages);
-    json_object_set_new(root, "attribution",
-                        json_pack("{s:I,s:I,s:I,s:o}", "by_launch",
-                                  (json_int_t)r->kernels_by_launch, "by_time",
-                                  (json_int_t)r->kernels_by_time, "outside_stages",
-                                  (json_int_t)r->kernels_outside, "operator_ranges",
-                                  u64(r->op_ranges)));
-    json_object_set_new(root, "gemms", gemms_json(r));
-    json_object_set_new(root, "graphs", graphs_json(r));
-    json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
+    return util;
+}
+
+static json_t *operators_json(const struct lp_run *r)
+{
     json_t *ops = json_array();
     for (size_t i = 0; i < r->n_ops; i++) {
         const struct lp_op_row *o = &r->ops[i];
@@ -447,9 +433,11 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                              u64(o->self_gpu_ns), "kernels", u64(o->kernels),
                                              "top_kernels", top));
     }
-    json_object_set_new(root, "operators", ops);
-    json_object_set_new(root, "timeline", timeline(r));
-    json_object_set_new(root, "power", power(r));
+    return ops;
+}
+
+static json_t *centres_json(const struct lp_run *r)
+{
     json_t *cc = json_array();
     for (size_t i = 0; i < r->n_centres; i++) {
         const struct lp_cost_centre *c = &r->centres[i];
@@ -459,14 +447,12 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                           num(c->share), "top_kernel",
                           c->top_group != SIZE_MAX ? r->short_names[c->top_group] : NULL));
     }
-    json_object_set_new(root, "cost_centres", cc);
-    json_object_set_new(root, "cost_centres_base_ns", u64(r->measured_gpu_ns));
-    json_t *spans = json_array();
-    for (size_t i = 0; i < r->n_spans; i++)
-        json_array_append_new(spans, json_pack("[o,o,s]", u64(r->spans[i].start),
-                                               u64(r->spans[i].end),
-                                               r->stages[r->spans[i].stage].name));
-    json_object_set_new(root, "stage_spans", spans);
+    return cc;
+}
+
+/* each finding: its machine key, severity and the sentences text.c makes */
+static json_t *findings_json(const struct lp_run *r)
+{
     json_t *fs = json_array();
     for (size_t i = 0; i < r->n_findings; i++) {
         const struct lp_finding *f = &r->findings[i];
@@ -477,7 +463,49 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                             f->severity, "title", x.title, "evidence",
                                             x.evidence, "advice", x.advice));
     }
-    json_object_set_new(root, "findings", fs);
+    return fs;
+}
+
+json_t *lp_report_run_json_value(const struct lp_run *r)
+{
+    const struct lp_run_options *op = &r->opt;
+    json_t *root = json_pack("{s:s,s:s}", "schema", LP_REPORT_SCHEMA, "llmprof_version",
+                             LLMPROF_VERSION);
+    json_object_set_new(root, "trace", trace_json(r->trace, r));
+    json_object_set_new(root, "options",
+                        json_pack("{s:I,s:o,s:b,s:I,s:I,s:I}", "top_k", (json_int_t)op->top_k,
+                                  "gap_threshold_ns", u64(op->gap_ns), "keep_warmup",
+                                  op->keep_warmup, "prefill_tokens",
+                                  (json_int_t)op->prefill_tokens, "decode_tokens",
+                                  (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
+    json_object_set_new(root, "llm", llm_json(r));
+    json_object_set_new(root, "warmup_found", warmup_json(r));
+    json_object_set_new(root, "utilisation", util_json(r));
+    json_t *stages = json_array();
+    for (size_t i = 0; i < r->n_stages; i++)
+        json_array_append_new(stages, stage_json(r, &r->stages[i]));
+    json_object_set_new(root, "stages", stages);
+    json_object_set_new(root, "attribution",
+                        json_pack("{s:I,s:I,s:I,s:o}", "by_launch",
+                                  (json_int_t)r->kernels_by_launch, "by_time",
+                                  (json_int_t)r->kernels_by_time, "outside_stages",
+                                  (json_int_t)r->kernels_outside, "operator_ranges",
+                                  u64(r->op_ranges)));
+    json_object_set_new(root, "gemms", gemms_json(r));
+    json_object_set_new(root, "graphs", graphs_json(r));
+    json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
+    json_object_set_new(root, "operators", operators_json(r));
+    json_object_set_new(root, "timeline", timeline(r));
+    json_object_set_new(root, "power", power(r));
+    json_object_set_new(root, "cost_centres", centres_json(r));
+    json_object_set_new(root, "cost_centres_base_ns", u64(r->measured_gpu_ns));
+    json_t *spans = json_array();
+    for (size_t i = 0; i < r->n_spans; i++)
+        json_array_append_new(spans, json_pack("[o,o,s]", u64(r->spans[i].start),
+                                               u64(r->spans[i].end),
+                                               r->stages[r->spans[i].stage].name));
+    json_object_set_new(root, "stage_spans", spans);
+    json_object_set_new(root, "findings", findings_json(r));
     json_t *notes = json_array(), *codes = json_array();
     for (size_t i = 0; i < r->n_notes; i++) {
         char text[1024];
