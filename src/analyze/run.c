@@ -7,8 +7,10 @@
 
 #include "run_internal.h"
 
-/* The passes in the order each needs the ones before it; each fills its part of struct
- * lp_run and frees it (FREE NULL: it only fills plain fields, or the context). */
+/* The passes in the order each needs the ones before it. Each part of struct lp_run that
+ * holds memory is freed by the pass whose section it is (stages, with their tables and spans;
+ * operators; ...), whichever pass allocated it; lp_run_free calls every free, also after a
+ * failure midway (FREE NULL: the pass fills plain fields or the context only). */
 struct lp_pass {
     int (*run)(struct lp_run_ctx *c);
     void (*free)(struct lp_run *r);

@@ -26,9 +26,8 @@ int lp_cli_exe_dir(char *buf, size_t len);
 /* Lists DIR's trace files (sorted); returns the count, -1 if DIR cannot be read. */
 int lp_cli_list_traces(const char *dir, char ***paths);
 void lp_cli_free_list(char **paths, int n);
-/* mkdir -p: 0, or -1 with errno (ENOTDIR when DIR is something else, ENOENT when empty) */
-int lp_cli_mkdir_p(const char *dir);
-/* lp_cli_mkdir_p that appends each level it created (top down, malloc'd) to *MADE, *N_MADE
+/* mkdir -p (0, or -1 with errno: ENOTDIR when DIR is something else, ENOENT when empty)
+ * that appends each level it created (top down, malloc'd) to *MADE, *N_MADE
  * (both start NULL, 0), also when it fails, so that a failed command removes them. */
 int lp_cli_mkdir_made(const char *dir, char ***made, size_t *n_made);
 /* rmdir of each of MADE when REMOVE, deepest first (one that holds files stays); frees MADE. */
@@ -48,7 +47,6 @@ int lp_cli_meta_path(const char *path, char *buf, size_t len);
 int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
 
 /* A dtype's name: LP_DTYPE_*, or -1 with "OPT takes fp32, tf32, ... or int4, not 'V'". */
-int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);

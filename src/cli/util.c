@@ -204,11 +204,6 @@ void lp_cli_unmake_dirs(char **made, size_t n_made, int remove)
     free(made);
 }
 
-int lp_cli_mkdir_p(const char *dir)
-{
-    return lp_cli_mkdir_made(dir, NULL, NULL);
-}
-
 int lp_cli_meta_path(const char *path, char *buf, size_t len)
 {
     struct stat st;

@@ -25,7 +25,7 @@ static void names_or(char *buf, size_t len, int n, const char *(*name)(int))
 static const char *dtype_at(int k) { return lp_dtype_name((enum lp_dtype)k); }
 static const char *vision_mode_at(int k) { return lp_vision_mode_name((enum lp_vision_mode)k); }
 
-int lp_cli_parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d)
+static int parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_dtype *d)
 {
     if (v && lp_dtype_parse(v, d) == LP_OK)
         return 0;
@@ -39,7 +39,7 @@ int lp_cli_opt_dtype(const struct lp_cli_opt *o, void *value, const char *cmd, c
                      const char *arg)
 {
     (void)o;
-    return lp_cli_parse_dtype(cmd, opt, arg, value);
+    return parse_dtype(cmd, opt, arg, value);
 }
 
 /* the activation dtype: matmuls run in it, so a weight-only format is refused */

@@ -1,4 +1,5 @@
-/* Number formatting shared by the table writers: durations, bytes, shares. */
+/* Number formatting shared by every output (the writers here and the CLI's messages):
+ * durations, bytes, shares. */
 #include <stdio.h>
 
 #include "report_internal.h"

@@ -477,7 +477,7 @@ static void kernels(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         fprintf(f, "| %s |", s->name);
         for (int c = 0; c < LP_KCAT_COUNT; c++)
-            fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_ns[c] / (double)s->gpu_ns) : "-");
+            fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_share[c]) : "-");
         fprintf(f, "\n");
     }
     for (size_t i = 0; i < r->n_stages; i++) {

@@ -16,21 +16,20 @@ struct label {
     const char *key, *text;
 };
 
-static const struct label tokens_sources[LP_TOKENS_SOURCE_COUNT] = {
-    [LP_TOKENS_NONE] = {"none", "unknown"},
-    [LP_TOKENS_FLAG] = {"flag", "flag"},
-    [LP_TOKENS_RANGE_NAME] = {"range_name", "range name"},
-    [LP_TOKENS_SHAPES] = {"gemm_shapes", "GEMM shapes"},
-    [LP_TOKENS_STEPS] = {"steps", "steps x batch"},
+/* token and step sources: their labels are also report.json's values */
+static const char *const tokens_sources[LP_TOKENS_SOURCE_COUNT] = {
+    [LP_TOKENS_NONE] = "unknown",          [LP_TOKENS_FLAG] = "flag",
+    [LP_TOKENS_RANGE_NAME] = "range name", [LP_TOKENS_SHAPES] = "GEMM shapes",
+    [LP_TOKENS_STEPS] = "steps x batch",
 };
 
-static const struct label steps_sources[LP_STEPS_SOURCE_COUNT] = {
-    [LP_STEPS_NONE] = {"none", "not found"},
-    [LP_STEPS_TOKENS] = {"tokens", "token count / batch"},
-    [LP_STEPS_RANGES] = {"ranges", "one per range"},
-    [LP_STEPS_LM_HEAD] = {"lm_head", "lm_head GEMMs"},
-    [LP_STEPS_GRAPHS] = {"graphs", "CUDA graph launches"},
-    [LP_STEPS_SEQUENCE] = {"sequence", "repeating kernel sequence"},
+static const char *const steps_sources[LP_STEPS_SOURCE_COUNT] = {
+    [LP_STEPS_NONE] = "not found",
+    [LP_STEPS_TOKENS] = "token count / batch",
+    [LP_STEPS_RANGES] = "one per range",
+    [LP_STEPS_LM_HEAD] = "lm_head GEMMs",
+    [LP_STEPS_GRAPHS] = "CUDA graph launches",
+    [LP_STEPS_SEQUENCE] = "repeating kernel sequence",
 };
 
 static const struct label gap_causes[LP_GAP_CAUSE_COUNT] = {
@@ -53,12 +52,12 @@ static const struct label throttles[LP_THROTTLE_BITS] = {
 
 const char *lp_text_tokens_source(enum lp_tokens_source s)
 {
-    return LABEL(tokens_sources, s, text);
+    return (unsigned)s < LP_TOKENS_SOURCE_COUNT ? tokens_sources[s] : "unknown";
 }
 
 const char *lp_text_steps_source(enum lp_steps_source s)
 {
-    return LABEL(steps_sources, s, text);
+    return (unsigned)s < LP_STEPS_SOURCE_COUNT ? steps_sources[s] : "not found";
 }
 
 const char *lp_text_gap_cause(enum lp_gap_cause c)
@@ -139,9 +138,11 @@ static void launch_bound(const struct lp_run *r, const struct lp_finding *f,
     char mbu[64] = "";
     if (s->has_util)
         snprintf(mbu, sizeof mbu, "; MBU %.1f %%", 100 * s->mbu);
-    PUT(title, "%c%s is launch bound",
-        s->name[0] >= 'a' && s->name[0] <= 'z' ? s->name[0] - 'a' + 'A' : s->name[0],
-        s->name + 1);
+    char title[96]; /* a long stage name is cut here, as the title always was */
+    snprintf(title, sizeof title, "%c%s is launch bound",
+             s->name[0] >= 'a' && s->name[0] <= 'z' ? s->name[0] - 'a' + 'A' : s->name[0],
+             s->name + 1);
+    PUT(title, "%s", title);
     const char *how = s->graph_kernels
                           ? "Part of the work already runs in CUDA graphs: capture the rest"
                           : "Capture it in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
