@@ -13,10 +13,15 @@ echo "built build/gpu/gemm"
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/graphs tests/gpu/graphs.cu \
     -I"$CUDA/include" -L"$CUDA/lib64" -lcublas -ldl -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/graphs"
-# the counters probe is C: an empty <string> stands in for CUDA 13.0's C++ include in
-# cupti_profiler_host.h (the collector will declare its prototypes instead)
+# the counters probe (issue 13) is C: an empty <string> stands in for CUDA 13.0's C++ include
+# in cupti_profiler_host.h. Not needed by the tests or the demo: a failure only says so.
 mkdir -p build/gpu/shim && : >build/gpu/shim/string
-cc -std=c17 -O2 -Wall -Wextra -Werror -Wno-missing-field-initializers -o build/gpu/counters_probe tests/gpu/counters_probe.c \
-    -Ibuild/gpu/shim -I"$CUDA/include" -L"$CUDA/lib64" -L"$CUDA/lib64/stubs" -lcupti -lcublas \
-    -lcuda -Wl,-rpath,"$CUDA/lib64"
-echo "built build/gpu/counters_probe"
+if cc -std=c17 -O2 -Wall -Wextra -Werror -Wno-missing-field-initializers \
+    -o build/gpu/counters_probe tests/gpu/counters_probe.c -Ibuild/gpu/shim -I"$CUDA/include" \
+    -I"$CUDA/extras/CUPTI/include" -L"$CUDA/lib64" -L"$CUDA/extras/CUPTI/lib64" \
+    -L"$CUDA/lib64/stubs" -lcupti -lcublas -lcuda -Wl,-rpath,"$CUDA/lib64" \
+    -Wl,-rpath,"$CUDA/extras/CUPTI/lib64"; then
+    echo "built build/gpu/counters_probe"
+else
+    echo "counters_probe not built (it needs CUPTI 13's range profiler headers); the other programs are built"
+fi
