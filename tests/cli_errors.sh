@@ -32,6 +32,12 @@ expect 0 "usage: llmprof info" "info --help" -- "$LP" info --help
 expect 2 "no command to run" "record without a command" -- "$LP" record -o "$T/r0"
 expect 2 "no command to run" "record with only --" -- "$LP" record -o "$T/r0" --
 expect 2 "unknown option '--bogus'" "record with an unknown option" -- "$LP" record --bogus -- true
+expect 2 "--counter-dtypes: unknown tensor dtype 'int4' (known: bf16, fp16, fp8, tf32)" \
+    "record with an unknown counter dtype" -- "$LP" record --counter-dtypes bf16,int4 -o "$T/r0" -- true
+expect 2 "--counter-dtypes needs a list of tensor dtypes" "record --counter-dtypes without a value" \
+    -- "$LP" record --counter-dtypes
+expect 2 "--counter-ranges '(' is not a regular expression" "record with a bad counter regex" \
+    -- "$LP" record --counter-ranges '(' -o "$T/r0" -- true
 expect 2 "needs a directory" "-o without a value" -- "$LP" record -o
 expect 2 "needs a directory" "record -o with an empty value" -- "$LP" record -o "" -- true
 expect 2 "needs a directory" "profile -o with an empty value" -- "$LP" profile -o "" -- true

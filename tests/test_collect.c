@@ -229,6 +229,7 @@ int main(void)
         cmocka_unit_test(test_kinds_parse),
         cmocka_unit_test(test_kinds_default),
         cmocka_unit_test(test_dl_bind),
+
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1277,6 +1277,75 @@ static void test_harness_llama(void **state)
     }
 }
 
+/* Hardware counters (record --counters) on the common harness, recorded on the H200: each
+ * stage's segments found; dense Llama's prefill tensor FLOPs equal to the model's matmul
+ * FLOPs (1.008: attention runs on the tensor cores too, so 1.031 of the cuBLAS calls' linear
+ * FLOPs), its decode DRAM bytes per step to the model's weights and KV cache (1.010), and
+ * decode's tensor work about 9 times the model's (one token padded to the MMA tile); the MoE's
+ * counted FLOPs reach the model's where the cuBLAS shapes fall short (grouped experts). */
+static void test_harness_counters(void **state)
+{
+    (void)state;
+    struct lp_run r;
+    struct lp_trace *t;
+    struct timed x;
+    harness("ctr-hf-llama", &r, &t, &x);
+    assert_int_equal(r.counters.segments, 12);
+    assert_int_equal(r.counters.outside, 8); /* warm-up's four, and the gaps after each stage */
+    assert_non_null(strstr(r.counters.metrics, "sm__ops_path_tensor_src_bf16_dst_fp32.sum"));
+    const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL),
+                                 *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+    assert_int_equal(p->ctr.segments, 2);
+    assert_int_equal(d->ctr.segments, 2);
+    assert_true(p->ctr.valid & (1u << LP_COUNTER_TENSOR_BF16));
+    assert_true(fabs(p->ctr.vs_model_flops - 1) < 0.03);
+    assert_true(p->ctr.vs_gemm_flops > 1 && p->ctr.vs_gemm_flops < 1.05);
+    assert_true(fabs(d->ctr.vs_model_bytes - 1) < 0.10);
+    assert_true(d->ctr.vs_model_flops > 8 && d->ctr.vs_model_flops < 10);
+    assert_true(fabs(d->ctr.units - (double)d->steps) < 0.5);
+    assert_true(p->ctr.mfu > 0 && p->ctr.mfu < 1 && d->ctr.mbu > 0 && d->ctr.mbu < 1);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    harness("ctr-hf-moe", &r, &t, &x);
+    p = kind_stage(&r, LP_STAGE_KIND_PREFILL);
+    d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+    assert_true(p->gemm_vs_model < 0.6);       /* the cuBLAS shapes alone fall short */
+    assert_true(p->ctr.vs_model_flops > 1.0);  /* the counters do not */
+    assert_true(d->ctr.vs_model_flops > 1.0);
+    assert_true(fabs(d->ctr.vs_model_bytes - 1) < 0.10);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Three cuBLAS GEMMs, one per stage range (tests/gpu/counters_check.c): each range's
+ * counters against Nsight Compute's values for the same kernel (ncu.csv beside the trace,
+ * `ncu --metrics ... --cache-control none`): tensor FLOPs equal (2mnk; 8 x 2mnk for the
+ * one-token GEMV, padded to the MMA tile); DRAM reads of the GEMV and the middle GEMM within
+ * 2 %, the square GEMM's within 6 % (what it reads again from DRAM varies run to run). */
+static void test_fixture_counters_ncu(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("ctr-check");
+    static const struct {
+        double flops, dram_read, tol;
+    } ncu[] = {{137438953472.0, 141223936, 0.06}, {1073741824.0, 131088640, 0.02},
+               {4294967296.0, 10498560, 0.02}};
+    size_t k = 0;
+    for (size_t i = 0; i < t->n_counters && k < 3; i++) {
+        const struct lp_counters *c = &t->counters[i];
+        if (!c->value[LP_COUNTER_TENSOR_BF16])
+            continue; /* the segments between the ranges */
+        assert_true((double)c->value[LP_COUNTER_TENSOR_BF16] == ncu[k].flops);
+        double dr = (double)c->value[LP_COUNTER_DRAM_READ] / ncu[k].dram_read - 1;
+        print_message("range %zu: FLOPs equal, DRAM read %+.2f %% of ncu's\n", k, 100 * dr);
+        assert_true(fabs(dr) < ncu[k].tol);
+        k++;
+    }
+    assert_int_equal(k, 3);
+    lp_trace_free(t);
+}
+
 /* HF DeepSeek-V2-Lite: the routed experts run as CUTLASS grouped GEMMs no cuBLAS call
  * launched: GEMM time without shapes, its name demangled (1,270 characters mangled) */
 static void test_harness_moe(void **state)
@@ -1576,6 +1645,8 @@ int main(void)
         cmocka_unit_test(test_implausible_kernel),
         cmocka_unit_test(test_harness_llama),
         cmocka_unit_test(test_harness_moe),
+        cmocka_unit_test(test_harness_counters),
+        cmocka_unit_test(test_fixture_counters_ncu),
         cmocka_unit_test(test_harness_ocr2),
         cmocka_unit_test(test_harness_generate),
         cmocka_unit_test(test_harness_graph),

@@ -140,6 +140,13 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
                 .exec_id = (uint32_t)rnd(), .node_type = 0, .node_id = 2ull << 32 | i,
                 .original_node_id = rnd()};
             break;
+        case LP_REC_COUNTERS:
+            r->u.counters = (struct lp_counters){.start = ts, .end = ts + rnd() % 90000000,
+                .thread = 12345, .device = 1, .index = (uint32_t)i,
+                .valid = (1u << LP_COUNTER_COUNT) - 1};
+            for (size_t k = 0; k < LP_COUNTER_COUNT; k++)
+                r->u.counters.value[k] = rnd() >> (k * 4);
+            break;
         }
     }
 }
@@ -1000,10 +1007,34 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
+/* The tensor dtypes --counters takes, as their counters; an unknown one is named. */
+static void test_counter_dtypes(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    unsigned bits = 99;
+    assert_int_equal(lp_counter_parse_dtypes("", &bits, err, sizeof err), LP_OK);
+    assert_int_equal(bits, 0);
+    assert_int_equal(lp_counter_parse_dtypes("bf16,fp8", &bits, err, sizeof err), LP_OK);
+    assert_int_equal(bits, 1u << LP_COUNTER_TENSOR_BF16 | 1u << LP_COUNTER_TENSOR_FP8);
+    assert_int_equal(lp_counter_parse_dtypes("tf32,fp16,", &bits, err, sizeof err), LP_OK);
+    assert_int_equal(bits, 1u << LP_COUNTER_TENSOR_TF32 | 1u << LP_COUNTER_TENSOR_FP16);
+    assert_int_equal(lp_counter_parse_dtypes("bf16,int4", &bits, err, sizeof err), LP_ERR_ARG);
+    assert_string_equal(err, "unknown tensor dtype 'int4' (known: bf16, fp16, fp8, tf32)");
+    assert_int_equal(lp_counter_parse_dtypes("bf1", &bits, err, sizeof err), LP_ERR_ARG);
+    /* every counter has a name; only the tensor ones a dtype */
+    for (unsigned c = 0; c < LP_COUNTER_COUNT; c++) {
+        assert_non_null(lp_counter_name(c));
+        assert_true(!lp_counter_dtype(c) == (c < LP_COUNTER_TENSOR_BF16));
+    }
+    assert_null(lp_counter_name(LP_COUNTER_COUNT));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
+        cmocka_unit_test(test_counter_dtypes),
         cmocka_unit_test(test_torn_at_every_length),
         cmocka_unit_test(test_corrupt_chunk_is_skipped),
         cmocka_unit_test(test_bad_magic_and_newer_version),

@@ -183,6 +183,34 @@ struct lp_substage {
     double ttft_share;            /* wall_ns / the measured requests' TTFT summed; 0 n/a */
 };
 
+/* Hardware counters (record --counters, trace format 1.3) of a stage's measured occurrences:
+ * sums over the segments whose middle falls inside one of them. Counted by the GPU; the
+ * ratios set beside them come from the model (--model) and the cuBLAS calls. */
+struct lp_stage_counters {
+    size_t segments;
+    unsigned valid;                  /* bits (1 << enum lp_counter) counted */
+    double value[LP_COUNTER_COUNT];  /* sums */
+    double tensor_flops;             /* the tensor counters summed (tensor-core FLOPs) */
+    double dram_bytes;               /* read + written */
+    double tflops, mfu;              /* tensor_flops over the wall time; of the dense peak of
+                                        the run's dtype (0 n/a) */
+    double gbs, mbu;                 /* dram_bytes over the wall time; of peak bandwidth */
+    double units;                    /* what per_unit is per: decode steps, else occurrences */
+    double flops_per_unit, bytes_per_unit;
+    double vs_model_flops;           /* flops_per_unit / the model's matmul FLOPs; 0 n/a */
+    double vs_model_bytes;           /* bytes_per_unit / the model's bytes; 0 n/a */
+    double vs_gemm_flops;            /* tensor_flops / the cuBLAS calls' 2mnk FLOPs; 0 n/a */
+};
+
+/* The whole run's counters: every segment, and those outside any measured occurrence. */
+struct lp_run_counters {
+    size_t segments, outside;        /* outside: warm-up, gaps between stages */
+    unsigned valid;
+    double value[LP_COUNTER_COUNT];
+    const char *metrics;             /* the trace's "counters_metrics" header, NULL absent */
+    const char *chip;
+};
+
 struct lp_stage_report {
     char *name;
     enum lp_stage_kind kind;
@@ -243,6 +271,7 @@ struct lp_stage_report {
     double ttft_share;            /* vision and prefill: time over the measured requests'
                                      TTFT summed (vision inside a prefill is its own stage) */
     double ttft_ns_per_request;   /* its time per measured request */
+    struct lp_stage_counters ctr; /* hardware counters (segments 0: none) */
     struct lp_kernel_table top;
     struct lp_substage *sub;      /* nested stage ranges: notes, not added twice */
     size_t n_sub;
@@ -469,6 +498,11 @@ struct lp_graph_row {
                                      lp_run.ranges.v), -1 unknown */
 };
 
+/* The default stage rules as one regular expression (extended, case-insensitive) matching
+ * the name of any range one of them matches: what `record --counters` cuts segments at.
+ * Allocated; NULL out of memory. */
+char *lp_stage_rules_regex(void);
+
 struct lp_run_options {
     const char *const *stage_rules; /* "NAME=REGEX" (extended, case-insensitive); NULL: defaults */
     size_t n_stage_rules;
@@ -580,6 +614,7 @@ struct lp_run {
     uint64_t measured_gpu_ns;           /* GPU time of the measured stages (warmup and work
                                            outside the stages left out): the centres' base */
     uint64_t lost_records;              /* sum of the trace's loss counts */
+    struct lp_run_counters counters;    /* segments 0: no counters recorded */
     struct lp_ranges ranges;
 };
 

@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 2
+#define LP_TRACE_VERSION_MINOR 3
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -29,6 +29,7 @@ enum lp_rec_type {
     LP_REC_LOSS = 11,    /* records that were not recorded, with the reason */
     LP_REC_GEMM = 12,    /* one cuBLAS/cuBLASLt matrix multiply call (format 1.1) */
     LP_REC_GRAPH = 13,   /* a CUDA graph node made, copied or changed (format 1.2) */
+    LP_REC_COUNTERS = 14, /* hardware counters of one segment of the run (format 1.3) */
     LP_REC_TYPE_COUNT
 };
 
@@ -158,6 +159,7 @@ enum lp_loss_source {
     LP_LOSS_SOURCE_WRITE = 4,            /* records that could not be written (disk full ...) */
     LP_LOSS_SOURCE_NVML = 5,             /* NVML unavailable or failing */
     LP_LOSS_SOURCE_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
+    LP_LOSS_SOURCE_COUNTERS = 7,         /* hardware counters refused, busy or not decoded */
 };
 
 struct lp_loss {
@@ -215,6 +217,36 @@ struct lp_graph {
     uint64_t node_id, original_node_id; /* CUPTI's ids, 0 when not given */
 };
 
+/* The hardware counters a counters record can carry, in their on-disk slot order (never
+ * renumber). Each is a sum over the segment as CUPTI's range profiler evaluated it
+ * (docs/collector.md names the metric behind each). */
+enum lp_counter {
+    LP_COUNTER_GPU_NS = 0,        /* GPU time of the segment, ns */
+    LP_COUNTER_SM_CYCLES = 1,     /* elapsed SM cycles (the busiest SM) */
+    LP_COUNTER_DRAM_READ = 2,     /* bytes read from DRAM */
+    LP_COUNTER_DRAM_WRITE = 3,    /* bytes written to DRAM */
+    LP_COUNTER_L2_BYTES = 4,      /* bytes of L2 traffic */
+    LP_COUNTER_TENSOR_BF16 = 5,   /* tensor-core FLOPs with bf16 inputs (fp32 accumulate) */
+    LP_COUNTER_TENSOR_FP16 = 6,   /* tensor-core FLOPs with fp16 inputs */
+    LP_COUNTER_TENSOR_FP8 = 7,    /* tensor-core FLOPs with fp8 inputs */
+    LP_COUNTER_TENSOR_TF32 = 8,   /* tensor-core FLOPs with tf32 inputs */
+    LP_COUNTER_COUNT
+};
+#define LP_COUNTER_SLOTS 16       /* values every counters record has room for */
+
+/* The counters of one segment. Segments tile the run on one thread from the first counted
+ * NVTX range on: each starts and ends where such a range starts or ends, so a segment holds
+ * the GPU work launched on its context between START and END (host times of the profiler's
+ * range push and pop). VALID has bit (1 << enum lp_counter) for each value collected. */
+struct lp_counters {
+    uint64_t start, end;          /* host, trace clock */
+    uint32_t thread;              /* same id space as lp_api.thread */
+    uint32_t device;              /* CUDA device ordinal */
+    uint32_t index;               /* the segment's number in the run, from 0 */
+    uint32_t valid;               /* bits of enum lp_counter */
+    uint64_t value[LP_COUNTER_SLOTS];
+};
+
 struct lp_record {
     uint32_t type; /* enum lp_rec_type */
     union {
@@ -230,8 +262,18 @@ struct lp_record {
         struct lp_loss loss;
         struct lp_gemm gemm;
         struct lp_graph graph;
+        struct lp_counters counters;
     } u;
 };
+
+/* A counter's short name ("gpu_ns", "dram_read", "tensor_bf16", ...), NULL past the list. */
+const char *lp_counter_name(enum lp_counter c);
+/* The input dtype a tensor-core counter counts ("bf16", "fp16", "fp8", "tf32"), NULL for
+ * the counters that are not tensor work. */
+const char *lp_counter_dtype(enum lp_counter c);
+/* LIST of dtypes, comma-separated ("bf16,fp8"), as bits (1 << enum lp_counter) of their
+ * tensor counters in *BITS; LP_ERR_ARG naming an unknown one in ERR. */
+int lp_counter_parse_dtypes(const char *list, unsigned *bits, char *err, size_t errlen);
 
 /* ---- writer: single-threaded; callers serialise access ---- */
 
@@ -293,6 +335,7 @@ struct lp_trace {
     struct lp_loss *losses;           size_t n_losses;
     struct lp_gemm *gemms;            size_t n_gemms;
     struct lp_graph *graphs;          size_t n_graphs;
+    struct lp_counters *counters;     size_t n_counters;
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;

@@ -149,6 +149,7 @@ int lp_run_utilisation(struct lp_run_ctx *c);  /* utilisation.c: MFU and MBU */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
 void lp_run_gemms_free(struct lp_run *r);
 int lp_run_graphs(struct lp_run_ctx *c);       /* graphs.c: replays per graph and stage */
+int lp_run_counters(struct lp_run_ctx *c);     /* counters.c: hardware counters per stage */
 void lp_run_graphs_free(struct lp_run *r);
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
 void lp_run_findings_free(struct lp_run *r);

@@ -17,6 +17,21 @@ static const char *const default_rules[] = {
     "decode=^decode",
 };
 
+char *lp_stage_rules_regex(void)
+{
+    size_t n = sizeof default_rules / sizeof *default_rules, len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(default_rules[i]) + 3;
+    char *re = malloc(len);
+    if (!re)
+        return NULL;
+    re[0] = 0;
+    for (size_t i = 0; i < n; i++) /* "(A)|(B)": each rule's regex, after its "NAME=" */
+        strcat(strcat(strcat(strcat(re, i ? "|" : ""), "("), strchr(default_rules[i], '=') + 1),
+               ")");
+    return re;
+}
+
 static enum lp_stage_kind kind_of(const char *name)
 {
     if (!strncasecmp(name, "prefill", 7))

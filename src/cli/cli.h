@@ -141,6 +141,9 @@ struct lp_cli_record_opts {
     double nvml_hz;
     int light, quiet, force;
     int gemm;                     /* -1: the default (on unless --light) */
+    int counters;                 /* hardware counters per segment (--counters) */
+    const char *counter_dtypes;   /* tensor dtypes counted; NULL: the collector's default */
+    const char *counter_ranges;   /* regex of the NVTX ranges that cut; NULL: stage rules' */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

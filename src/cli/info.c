@@ -120,6 +120,27 @@ static void print_gemms(const struct lp_trace *t, const struct lp_trace_summary 
                                                        : "on; the program made no cuBLAS GEMM call");
 }
 
+/* hardware counters (record --counters): segments and each counter's total */
+static void print_counters(const struct lp_trace *t)
+{
+    const char *metrics = lp_trace_meta(t, "counters_metrics");
+    if (!t->n_counters && !metrics)
+        return;
+    double sum[LP_COUNTER_COUNT] = {0};
+    unsigned valid = 0;
+    for (size_t i = 0; i < t->n_counters; i++) {
+        valid |= t->counters[i].valid;
+        for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
+            sum[k] += (double)t->counters[i].value[k];
+    }
+    printf("  counters %zu segments (%s); totals:", t->n_counters,
+           metrics ? metrics : "no metrics recorded");
+    for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
+        if (valid & (1u << k))
+            printf(" %s %.6g", lp_counter_name(k), sum[k]);
+    printf("\n");
+}
+
 static int info_trace(const char *path)
 {
     struct lp_trace *t = NULL;
@@ -168,6 +189,7 @@ static int info_trace(const char *path)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
     print_gemms(t, &s);
+    print_counters(t);
     printf("  lost     %" PRIu64 " records", s.lost_records);
     if (t->implausible)
         printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,

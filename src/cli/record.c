@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "build_info.h"
 #include "cli.h"
+#include "llmprof/analyze.h"
 #include "llmprof/trace.h"
 #include "llmprof/version.h"
 
@@ -42,11 +44,51 @@ static int parse_nvml_hz(const struct lp_cli_opt *o, void *value, const char *cm
     return 0;
 }
 
+static int parse_counter_dtypes(const struct lp_cli_opt *o, void *value, const char *cmd,
+                                const char *opt, const char *arg)
+{
+    (void)o;
+    char err[256];
+    unsigned bits = 0;
+    if (!arg || !*arg) {
+        lp_cli_error(cmd, "%s needs a list of tensor dtypes, e.g. bf16,fp8", opt);
+        return -1;
+    }
+    if (lp_counter_parse_dtypes(arg, &bits, err, sizeof err) != LP_OK) {
+        lp_cli_error(cmd, "%s: %s", opt, err);
+        return -1;
+    }
+    *(const char **)value = arg;
+    return 0;
+}
+
+static int parse_counter_ranges(const struct lp_cli_opt *o, void *value, const char *cmd,
+                                const char *opt, const char *arg)
+{
+    (void)o;
+    if (!arg || !*arg) {
+        lp_cli_error(cmd, "%s needs a regular expression, e.g. '^(prefill|decode)'", opt);
+        return -1;
+    }
+    regex_t re;
+    int rc = regcomp(&re, arg, REG_EXTENDED | REG_ICASE | REG_NOSUB);
+    if (rc != 0) {
+        char err[256];
+        regerror(rc, &re, err, sizeof err);
+        lp_cli_error(cmd, "%s '%s' is not a regular expression: %s", opt, arg, err);
+        return -1;
+    }
+    regfree(&re);
+    *(const char **)value = arg;
+    return 0;
+}
+
 #define OPT(field) offsetof(struct lp_cli_record_opts, field)
 
 const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
+    "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
     "                      [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
@@ -94,11 +136,31 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet",
      .help = "no collector warnings on stderr (they stay in the trace)", .off = OPT(quiet),
      .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters",
+     .help = "also count tensor-core FLOPs and DRAM bytes in hardware, per stage\n"
+             "range (CUPTI range profiler: one pass, no replay; see below)",
+     .off = OPT(counters), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--counter-dtypes", .arg = "LIST",
+     .help = "tensor dtypes to count, of bf16, fp16, fp8, tf32 (default bf16,fp8,\n"
+             "the pair that fits one pass on an H100/H200); implies --counters",
+     .off = OPT(counter_dtypes), .parse = parse_counter_dtypes},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--counter-ranges", .arg = "REGEX",
+     .help = "NVTX ranges whose start and end cut the counted segments\n"
+             "(default: the report's stage rules); implies --counters",
+     .off = OPT(counter_ranges), .parse = parse_counter_ranges},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
+    "Hardware counters (--counters): from the first NVTX range that matches the stage rules,\n"
+    "the start and end of every such range (on that thread) cut the run into segments, and\n"
+    "each segment's GPU work is counted: GPU time, tensor-core FLOPs by dtype, DRAM and L2\n"
+    "bytes. A metric set that needs more than one pass is refused; counters held by another\n"
+    "tool, or restricted to administrators by the driver, leave the run as it is with one\n"
+    "warning. The counter data is decoded every 512 segments, which waits for the GPU.\n"
+    "\n"
     "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
+    "  llmprof record --counters -o run3 -- python3 infer.py\n"
     "  llmprof record --light -o run2 ./my_cuda_app\n"
     "  llmprof info run1\n"},
     {.kind = LP_CLI_OPT_KIND_END},
@@ -460,6 +522,7 @@ static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolve
     json_object_set_new(opts, "nvml_hz", json_real(o->light ? 0 : o->nvml_hz));
     json_object_set_new(opts, "light", json_boolean(o->light));
     json_object_set_new(opts, "gemm", json_boolean(o->gemm));
+    json_object_set_new(opts, "counters", json_boolean(o->counters));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -611,6 +674,18 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     if (o->quiet)
         setenv("LLMPROF_QUIET", "1", 1);
     setenv("LLMPROF_GEMM", o->gemm ? "1" : "0", 1);
+    if (o->counters) {
+        setenv("LLMPROF_COUNTERS", o->counter_dtypes ? o->counter_dtypes : "1", 1);
+        char *ranges = o->counter_ranges ? strdup(o->counter_ranges) : lp_stage_rules_regex();
+        if (!ranges) {
+            lp_cli_error("record", "out of memory");
+            return -1;
+        }
+        setenv("LLMPROF_COUNTER_RANGES", ranges, 1);
+        free(ranges);
+    } else {
+        unsetenv("LLMPROF_COUNTERS");
+    }
     /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
      * to stdout unless given a file; a user who logs keeps their own settings */
     if (o->gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
@@ -714,6 +789,8 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     *ran = 0;
     if (o->gemm < 0)
         o->gemm = !o->light;
+    if (o->counter_dtypes || o->counter_ranges)
+        o->counters = 1;
     char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
     if (resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);

@@ -6,6 +6,11 @@
 #define LP_COLLECT_CUPTI_API_H
 
 #include <cupti.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include "profiler_host.h"
 
 /* The CUPTI functions the collector uses, the one list they are declared and bound from:
  * X(NAME, REQUIRED, PARAMETERS) is cupti<NAME>, returning CUptiResult. Optional ones are
@@ -29,7 +34,32 @@
       (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))        \
     X(GetGraphNodeId, 0, (CUgraphNode, uint64_t *))                                      \
     X(GetGraphId, 0, (CUgraph, uint32_t *))                                              \
-    X(GetGraphExecId, 0, (CUgraphExec, uint32_t *))
+    X(GetGraphExecId, 0, (CUgraphExec, uint32_t *))                                      \
+    /* the range profiler (counters.c), CUPTI 12.6 and later */                          \
+    X(ProfilerInitialize, 0, (CUpti_Profiler_Initialize_Params *))                       \
+    X(DeviceGetChipName, 0, (CUpti_Device_GetChipName_Params *))                         \
+    X(ProfilerGetCounterAvailability, 0, (CUpti_Profiler_GetCounterAvailability_Params *)) \
+    X(ProfilerHostInitialize, 0, (struct lp_host_init_params *))                         \
+    X(ProfilerHostDeinitialize, 0, (struct lp_host_deinit_params *))                     \
+    X(ProfilerHostConfigAddMetrics, 0, (struct lp_host_add_metrics_params *))            \
+    X(ProfilerHostGetConfigImageSize, 0, (struct lp_host_config_size_params *))          \
+    X(ProfilerHostGetConfigImage, 0, (struct lp_host_config_image_params *))             \
+    X(ProfilerHostGetNumOfPasses, 0, (struct lp_host_passes_params *))                   \
+    X(ProfilerHostEvaluateToGpuValues, 0, (struct lp_host_evaluate_params *))            \
+    X(RangeProfilerEnable, 0, (CUpti_RangeProfiler_Enable_Params *))                     \
+    X(RangeProfilerDisable, 0, (CUpti_RangeProfiler_Disable_Params *))                   \
+    X(RangeProfilerGetCounterDataSize, 0, (CUpti_RangeProfiler_GetCounterDataSize_Params *)) \
+    X(RangeProfilerCounterDataImageInitialize, 0,                                        \
+      (CUpti_RangeProfiler_CounterDataImage_Initialize_Params *))                        \
+    X(RangeProfilerSetConfig, 0, (CUpti_RangeProfiler_SetConfig_Params *))               \
+    X(RangeProfilerStart, 0, (CUpti_RangeProfiler_Start_Params *))                       \
+    X(RangeProfilerStop, 0, (CUpti_RangeProfiler_Stop_Params *))                         \
+    X(RangeProfilerPushRange, 0, (CUpti_RangeProfiler_PushRange_Params *))               \
+    X(RangeProfilerPopRange, 0, (CUpti_RangeProfiler_PopRange_Params *))                 \
+    X(RangeProfilerDecodeData, 0, (CUpti_RangeProfiler_DecodeData_Params *))             \
+    X(RangeProfilerGetCounterDataInfo, 0, (CUpti_RangeProfiler_GetCounterDataInfo_Params *)) \
+    X(RangeProfilerCounterDataGetRangeInfo, 0,                                           \
+      (CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *))
 
 struct lp_cupti_api {
     void *handle;

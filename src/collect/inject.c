@@ -5,7 +5,8 @@
  *
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
- * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS (docs/collector.md). */
+ * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
+ * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 
 #include "activity.h"
 #include "clock.h"
+#include "counters.h"
 #include "cupti_api.h"
 #include "gemm.h"
 #include "graph.h"
@@ -108,6 +110,14 @@ static void *flush_loop(void *arg)
     return NULL;
 }
 
+/* llmprof's one CUPTI subscriber: each part takes the domains it enabled */
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
+                                 CUpti_CallbackId cbid, const void *data)
+{
+    lp_graph_callback(userdata, domain, cbid, data);
+    lp_counters_callback(domain, cbid, data);
+}
+
 static void shutdown_collector(void)
 {
     if (!started || getpid() != owner_pid)
@@ -121,6 +131,7 @@ static void shutdown_collector(void)
         pthread_join(flusher, NULL);
     }
     lp_nvml_stop();
+    lp_counters_stop();
     lp_activity_flush(1);
     lp_activity_drain();
     lp_activity_finish();
@@ -182,7 +193,7 @@ static void init(void)
             .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
-            .callback = lp_graph_callback,
+            .callback = on_callback,
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
@@ -204,11 +215,13 @@ static void init(void)
             lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                             "CUPTI activity could not be enabled (see the CUPTI error before "
                             "this): kernels are not recorded; the program runs on");
-        if (act == 0)
+        if (act == 0) {
             lp_graph_start(lp_activity_subscriber(), wake_flusher);
-        else
+            lp_counters_start(lp_activity_subscriber());
+        } else {
             lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
                                             "(see the warnings)");
+        }
         point_nvtx_here();
     }
     lp_gemm_start(wake_flusher);

@@ -63,6 +63,43 @@ static json_t *copies(const uint64_t *b, uint64_t set)
     return o;
 }
 
+static json_t *or_null(double v) { return v > 0 ? num(v) : json_null(); }
+
+/* the counters by their short names (lp_counter_name), those counted */
+static json_t *counter_values(unsigned valid, const double *v)
+{
+    json_t *o = json_object();
+    for (unsigned i = 0; i < LP_COUNTER_COUNT; i++)
+        if (valid & (1u << i))
+            json_object_set_new(o, lp_counter_name(i), num(v[i]));
+    return o;
+}
+
+static json_t *stage_counters(const struct lp_stage_counters *k)
+{
+    if (!k->segments)
+        return json_null();
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "segments",
+                     u64(k->segments), "values", counter_values(k->valid, k->value),
+                     "tensor_flops", num(k->tensor_flops), "dram_bytes", num(k->dram_bytes),
+                     "tflops", num(k->tflops), "mfu", or_null(k->mfu), "gbs", num(k->gbs), "mbu",
+                     or_null(k->mbu), "units", num(k->units), "flops_per_unit",
+                     num(k->flops_per_unit), "bytes_per_unit", num(k->bytes_per_unit),
+                     "over_model_flops", or_null(k->vs_model_flops), "over_model_bytes",
+                     or_null(k->vs_model_bytes), "over_gemm_flops", or_null(k->vs_gemm_flops));
+}
+
+static json_t *run_counters(const struct lp_run *r)
+{
+    const struct lp_run_counters *k = &r->counters;
+    if (!k->segments && !k->metrics)
+        return json_null();
+    return json_pack("{s:o,s:o,s:o,s:o,s:o}", "segments", u64(k->segments), "outside",
+                     u64(k->outside), "metrics", k->metrics ? json_string(k->metrics) : json_null(),
+                     "chip", k->chip ? json_string(k->chip) : json_null(), "values",
+                     counter_values(k->valid, k->value));
+}
+
 static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *s)
 {
     json_t *cats = json_object();
@@ -145,6 +182,7 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
                                   s->gemm_vs_model > 0 ? num(s->gemm_vs_model) : json_null(),
                                   "measured_over_model_linear",
                                   s->gemm_vs_linear > 0 ? num(s->gemm_vs_linear) : json_null()));
+    json_object_set_new(o, "counters", stage_counters(&s->ctr));
     json_object_set_new(o, "kernels_top", kernel_table(r, &s->top, s->top.n));
     return o;
 }
@@ -491,6 +529,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)r->kernels_by_time, "outside_stages",
                                   (json_int_t)r->kernels_outside, "operator_ranges",
                                   u64(r->op_ranges)));
+    json_object_set_new(root, "counters", run_counters(r));
     json_object_set_new(root, "gemms", gemms_json(r));
     json_object_set_new(root, "graphs", graphs_json(r));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));

@@ -263,6 +263,46 @@ static void utilisation(FILE *f, const struct lp_run *r)
             100 * r->mbu);
 }
 
+/* a ratio, or "-" when there is nothing to divide by */
+static const char *ratio(double v, char *buf, size_t len)
+{
+    if (v > 0)
+        snprintf(buf, len, "%.3f", v);
+    else
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+static void counters(FILE *f, const struct lp_run *r)
+{
+    const struct lp_run_counters *k = &r->counters;
+    if (!k->segments && !k->metrics)
+        return;
+    fprintf(f, "\n## Hardware counters\n\nCounted by the GPU (CUPTI range profiler, one pass, "
+               "no replay%s%s): %zu segments cut at the stage ranges, %zu of them outside the "
+               "measured stages (warm-up, gaps). Tensor FLOPs are what the tensor cores did "
+               "(the counters of %s); DRAM bytes what was read and written. Per step for decode, "
+               "per occurrence otherwise; ratios against the model's matmul FLOPs and bytes "
+               "(analytic) and the cuBLAS calls' FLOPs (shapes). Tensor FLOPs above the "
+               "model's are work the tensor cores did that the model does not need: a few "
+               "tokens padded to the MMA tile (decode), padded expert groups (MoE).\n\n",
+            k->chip ? ", " : "", k->chip ? k->chip : "", k->segments, k->outside,
+            k->metrics ? k->metrics : "no metrics named");
+    fprintf(f, "| stage | segments | tensor FLOPs/unit | tensor TFLOP/s | MFU (counters) | DRAM "
+               "bytes/unit | DRAM GB/s | MBU (counters) | / model FLOPs | / cuBLAS FLOPs | / "
+               "model bytes |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    char a[32], b[32], c[32];
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_counters *s = &r->stages[i].ctr;
+        if (!s->segments)
+            continue;
+        fprintf(f, "| %s | %zu | %.4g | %.1f | %.2f %% | %.4g | %.0f | %.2f %% | %s | %s | %s |\n",
+                r->stages[i].name, s->segments, s->flops_per_unit, s->tflops, 100 * s->mfu,
+                s->bytes_per_unit, s->gbs, 100 * s->mbu, ratio(s->vs_model_flops, a, sizeof a),
+                ratio(s->vs_gemm_flops, b, sizeof b), ratio(s->vs_model_bytes, c, sizeof c));
+    }
+}
+
 static const char *const trans_names = "NTC";
 
 static void gemm_stages(FILE *f, const struct lp_run *r)
@@ -632,6 +672,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     findings(f, r);
     stages(f, r);
     utilisation(f, r);
+    counters(f, r);
     gemms(f, r);
     graphs(f, r);
     kernels(f, r);

@@ -44,6 +44,7 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
     CASE(LP_REC_LOSS, losses, n_losses);
     CASE(LP_REC_GEMM, gemms, n_gemms);
     CASE(LP_REC_GRAPH, graphs, n_graphs);
+    CASE(LP_REC_COUNTERS, counters, n_counters);
     default: *n = NULL; return NULL;
     }
 #undef CASE
@@ -64,4 +65,51 @@ const char *lp_trace_str(const struct lp_trace *t, lp_str id)
     if (id < t->n_strings && t->strings[id])
         return t->strings[id];
     return "<unknown>";
+}
+
+static const struct {
+    const char *name, *dtype;
+} counters[LP_COUNTER_COUNT] = {
+    [LP_COUNTER_GPU_NS] = {"gpu_ns", NULL},
+    [LP_COUNTER_SM_CYCLES] = {"sm_cycles", NULL},
+    [LP_COUNTER_DRAM_READ] = {"dram_read", NULL},
+    [LP_COUNTER_DRAM_WRITE] = {"dram_write", NULL},
+    [LP_COUNTER_L2_BYTES] = {"l2_bytes", NULL},
+    [LP_COUNTER_TENSOR_BF16] = {"tensor_bf16", "bf16"},
+    [LP_COUNTER_TENSOR_FP16] = {"tensor_fp16", "fp16"},
+    [LP_COUNTER_TENSOR_FP8] = {"tensor_fp8", "fp8"},
+    [LP_COUNTER_TENSOR_TF32] = {"tensor_tf32", "tf32"},
+};
+
+const char *lp_counter_name(enum lp_counter c)
+{
+    return (unsigned)c < LP_COUNTER_COUNT ? counters[c].name : NULL;
+}
+
+const char *lp_counter_dtype(enum lp_counter c)
+{
+    return (unsigned)c < LP_COUNTER_COUNT ? counters[c].dtype : NULL;
+}
+
+int lp_counter_parse_dtypes(const char *list, unsigned *bits, char *err, size_t errlen)
+{
+    *bits = 0;
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (unsigned c = 0; c < LP_COUNTER_COUNT; c++) {
+            const char *d = counters[c].dtype;
+            if (d && strlen(d) == len && !strncmp(d, p, len)) {
+                *bits |= 1u << c;
+                found = 1;
+            }
+        }
+        if (!found && len) {
+            snprintf(err, errlen, "unknown tensor dtype '%.*s' (known: bf16, fp16, fp8, tf32)",
+                     (int)(len > 32 ? 32 : len), p);
+            return LP_ERR_ARG;
+        }
+        p += len + (p[len] == ',');
+    }
+    return LP_OK;
 }

@@ -112,6 +112,17 @@ static const struct field graph_fields[] = {
     FLD(lp_graph, node_id, F_U64), FLD(lp_graph, original_node_id, F_U64),
 };
 
+#define CTR(i) FLD(lp_counters, value[i], F_U64)
+static const struct field counters_fields[] = {
+    FLD(lp_counters, start, F_TS), FLD(lp_counters, end, F_END),
+    FLD(lp_counters, thread, F_U32), FLD(lp_counters, device, F_U32),
+    FLD(lp_counters, index, F_U32), FLD(lp_counters, valid, F_U32),
+    CTR(0), CTR(1), CTR(2), CTR(3), CTR(4), CTR(5), CTR(6), CTR(7),
+    CTR(8), CTR(9), CTR(10), CTR(11), CTR(12), CTR(13), CTR(14), CTR(15),
+};
+#undef CTR
+_Static_assert(LP_COUNTER_COUNT <= LP_COUNTER_SLOTS, "counters record slots");
+
 /* MIN is how many fields every record of the type carries: all of them as of format 1.1.
  * A later minor version that appends fields keeps MIN at the old count, so old records,
  * which lack the new fields, still decode (the new fields read as 0). A record shorter
@@ -135,6 +146,7 @@ static const struct {
     [LP_REC_LOSS] = TABLE(loss_fields, lp_loss),
     [LP_REC_GEMM] = TABLE(gemm_fields, lp_gemm),
     [LP_REC_GRAPH] = TABLE(graph_fields, lp_graph),
+    [LP_REC_COUNTERS] = TABLE(counters_fields, lp_counters),
 };
 
 int lp_record_type_known(uint32_t type)

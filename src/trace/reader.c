@@ -220,6 +220,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_LOSS: return APPEND(losses, n_losses, loss);
     case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
     case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
+    case LP_REC_COUNTERS: return APPEND(counters, n_counters, counters);
     default: return LP_OK;
     }
 #undef APPEND
@@ -752,6 +753,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->losses);
     free(t->gemms);
     free(t->graphs);
+    free(t->counters);
     free(t->path);
     free(t);
 }

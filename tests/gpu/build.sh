@@ -25,3 +25,7 @@ if cc -std=c17 -O2 -Wall -Wextra -Werror -Wno-missing-field-initializers \
 else
     echo "counters_probe not built (it needs CUPTI 13's range profiler headers); the other programs are built"
 fi
+cc -std=c17 -O2 -Wall -Wextra -Werror -o build/gpu/counters_check tests/gpu/counters_check.c \
+    -I"$CUDA/include" -L"$CUDA/lib64" -L"$CUDA/lib64/stubs" -lcublas -lcuda -ldl \
+    -Wl,-rpath,"$CUDA/lib64"
+echo "built build/gpu/counters_check"
