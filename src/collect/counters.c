@@ -68,6 +68,7 @@ static struct {
     int open;                     /* a range is pushed and not popped */
     uint64_t other_threads;       /* cuts seen on other threads, ignored */
     uint64_t written, dropped;
+    int finished;                 /* lp_counters_stop has said its totals */
 } c;
 
 static CUresult (*cuCtxGetCurrent_p)(CUcontext *);
@@ -584,6 +585,8 @@ void lp_counters_start(CUpti_SubscriberHandle subscriber)
     lp_sink_set_meta_u64("counters_segments_per_decode", c.per_pass);
 }
 
+void lp_counters_forget(void) { __atomic_store_n(&c.state, ST_OFF, __ATOMIC_RELAXED); }
+
 void lp_counters_stop(void)
 {
     pthread_mutex_lock(&mu);
@@ -597,7 +600,8 @@ void lp_counters_stop(void)
             CALL(RangeProfilerDisable, &dis);
         }
     }
-    if (st != ST_OFF) {
+    if (st != ST_OFF && !c.finished) { /* once: context destruction, then exit */
+        c.finished = 1;
         __atomic_store_n(&c.state, ST_DONE, __ATOMIC_RELEASE);
         lp_sink_set_meta_u64("counters_records", c.written);
         lp_sink_set_meta_u64("counters_segments", c.next);

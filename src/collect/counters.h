@@ -15,7 +15,10 @@
 void lp_counters_start(CUpti_SubscriberHandle subscriber);
 /* The subscriber's callback for the NVTX and resource domains (inject.c dispatches). */
 void lp_counters_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
-/* Closes the open segment, decodes and writes what is left; at exit. */
+/* Closes the open segment, decodes and writes what is left; at context destruction or exit
+ * (the first of the two). */
 void lp_counters_stop(void);
+/* In a forked child: the parent's profiler and context are not the child's. */
+void lp_counters_forget(void);
 
 #endif

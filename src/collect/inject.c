@@ -149,6 +149,7 @@ static void in_child_after_fork(void)
     flusher_running = 0;
     lp_gemm_forget();
     lp_graph_forget();
+    lp_counters_forget();
 }
 
 /* Makes NVTX deliver to CUPTI when the program starts using NVTX after CUDA. */
