@@ -1,6 +1,6 @@
 /* A loaded trace's accessors, shared by the reader and the plausibility pass (and, for the
- * public ones, every later layer): header pairs, strings, the array of a record type, and
- * the reader's warnings. */
+ * public ones, every later layer): header pairs, strings, the array of a record type, the
+ * reader's warnings, and the names and dtypes of the counters a counters record carries. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
