@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
 # its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUDA
-# graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens) and
+# graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
@@ -65,6 +65,16 @@ check "ocr2 fixture: image and text tokens" grep -q '257 image slots' "$T/dom.ht
 check "ocr2 fixture: TTFT by part" grep -q '<h3>TTFT by part</h3>' "$T/dom.html"
 check "ocr2 fixture: SAM's share" grep -q 'sam 26.7 %' "$T/dom.html"
 check "ocr2 fixture: MoE expert time" grep -q '4.407 ms (29.5 %)' "$T/dom.html"
+# PM sampling, counters-only (no kernels): the sampled throughputs on the samples' own axis
+"$LP" report "$FIX/pm-hf-llama-only" -o "$T/pm" --quiet ||
+    { echo "not ok - llmprof report failed on pm-hf-llama-only"; exit 1; }
+render "$T/pm/report.html"
+check "pm fixture: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "pm fixture: no console messages" test ! -s "$T/console.txt"
+check "pm fixture: throughput chart" grep -q 'aria-label="GPU throughput sampled over time"' "$T/dom.html"
+check "pm fixture: tensor-pipe line drawn" grep -q 'stroke="#d64545"' "$T/dom.html"
+check "pm fixture: per-stage table" grep -q '<td class="t">(whole run)</td>' "$T/dom.html"
+check "pm fixture: time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

@@ -18,6 +18,7 @@ SAME(lp_host_init_params, CUpti_Profiler_Host_Initialize_Params, pChipName);
 SAME(lp_host_init_params, CUpti_Profiler_Host_Initialize_Params, pCounterAvailabilityImage);
 SAME(lp_host_init_params, CUpti_Profiler_Host_Initialize_Params, pHostObject);
 _Static_assert((int)LP_PROFILER_TYPE_RANGE_PROFILER == (int)CUPTI_PROFILER_TYPE_RANGE_PROFILER, "type");
+_Static_assert((int)LP_PROFILER_TYPE_PM_SAMPLING == (int)CUPTI_PROFILER_TYPE_PM_SAMPLING, "type");
 _Static_assert(sizeof(int) == sizeof(CUpti_ProfilerType), "enum size");
 
 SIZE(lp_host_deinit_params, CUpti_Profiler_Host_Deinitialize_Params);

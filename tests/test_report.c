@@ -1318,6 +1318,100 @@ static void test_harness_counters(void **state)
     lp_trace_free(t);
 }
 
+/* PM sampling (record --pm-sampling 200), recorded on the H200. counters_check's square GEMM
+ * kernel lies in the sample whose tensor pipe is busiest, samples a millisecond away from
+ * any kernel see an idle tensor pipe (the samples are on the trace's clock). The common
+ * harness recorded --counters-only (no kernels): samples fall in prefill, decode and outside;
+ * prefill keeps the tensor pipe busier than decode; decode's DRAM bandwidth is the weights
+ * read per step; the whole run's DRAM bytes read equal, within 1 %, those the range
+ * profiler counted in another process of the same program (ctr-hf-llama-only). Counters held
+ * by Nsight Compute in another process: no samples, one PM loss, the run whole. */
+static void test_fixture_pm(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("pm-check");
+    assert_true(t->n_pm > 300);
+    const struct lp_kernel *big = NULL;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (!big || t->kernels[i].end - t->kernels[i].start > big->end - big->start)
+            big = &t->kernels[i];
+    assert_non_null(big);
+    double in_big = 0, far_max = 0;
+    size_t far = 0;
+    for (size_t i = 0; i < t->n_pm; i++) {
+        const struct lp_pm_sample *s = &t->pm[i];
+        double tensor = lp_pm_value(s, LP_PM_TENSOR);
+        if (s->start < big->end && s->end > big->start && tensor > in_big)
+            in_big = tensor;
+        int near = 0;
+        for (size_t k = 0; k < t->n_kernels && !near; k++)
+            near = s->start < t->kernels[k].end + 1000000 && s->end + 1000000 > t->kernels[k].start;
+        if (!near) {
+            far++;
+            if (tensor > far_max)
+                far_max = tensor;
+        }
+    }
+    assert_true(in_big > 30); /* the kernel may straddle two samples */
+    /* the busiest sample overlaps a kernel of that GEMM (it ran twice: warm-up and range) */
+    const struct lp_pm_sample *top = &t->pm[0];
+    for (size_t i = 0; i < t->n_pm; i++)
+        if (lp_pm_value(&t->pm[i], LP_PM_TENSOR) > lp_pm_value(top, LP_PM_TENSOR))
+            top = &t->pm[i];
+    int top_in_gemm = 0;
+    for (size_t k = 0; k < t->n_kernels; k++)
+        top_in_gemm |= t->kernels[k].name == big->name && top->start < t->kernels[k].end &&
+                       top->end > t->kernels[k].start;
+    assert_true(top_in_gemm);
+    assert_true(far > 100);
+    assert_true(far_max < 1);
+    lp_trace_free(t);
+
+    static struct lp_model m;
+    static struct lp_gpu_table gpus;
+    char err[256];
+    assert_int_equal(lp_model_load(LP_FIXTURES "/pm-hf-llama-only/config.json", &m, err,
+                                   sizeof err), 0);
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_run_options o = {.model = &m, .gpus = &gpus};
+    struct lp_run r;
+    t = fixture("pm-hf-llama-only");
+    analyze(t, &o, &r);
+    assert_int_equal(r.kernels_recorded, 0);
+    assert_int_equal(r.pm.all.samples, t->n_pm);
+    assert_int_equal(r.pm.interval_ns, 200000);
+    const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL),
+                                 *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+    assert_true(p->pm.samples > 50 && d->pm.samples > 500);
+    assert_int_equal(p->pm.samples + d->pm.samples + r.pm.outside.samples, r.pm.all.samples);
+    assert_true(p->pm.mean[LP_PM_TENSOR] > 5 * d->pm.mean[LP_PM_TENSOR]);
+    assert_true(d->pm.dram_gbs > 100 && d->pm.mbu > 0.01 && d->pm.mbu < 0.2);
+    assert_true(r.pm.n_bins > 100 && r.pm.n_bins <= LP_PM_BINS);
+    double pm_read = 0;
+    for (size_t i = 0; i < t->n_pm; i++)
+        pm_read += lp_pm_value(&t->pm[i], LP_PM_DRAM_READ);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    t = fixture("ctr-hf-llama-only");
+    assert_int_equal(t->n_kernels, 0);
+    double ctr_read = 0;
+    for (size_t i = 0; i < t->n_counters; i++)
+        ctr_read += (double)t->counters[i].value[LP_COUNTER_DRAM_READ];
+    print_message("DRAM read: PM samples %.6g, range profiler %.6g (%+.3f %%)\n", pm_read,
+                  ctr_read, 100 * (pm_read / ctr_read - 1));
+    assert_true(fabs(pm_read / ctr_read - 1) < 0.01);
+    lp_trace_free(t);
+
+    t = fixture("pm-busy");
+    assert_int_equal(t->n_pm, 0);
+    assert_true(t->n_kernels > 0);
+    size_t pm_losses = 0;
+    for (size_t i = 0; i < t->n_losses; i++)
+        pm_losses += t->losses[i].source == LP_LOSS_SOURCE_PM;
+    assert_int_equal(pm_losses, 1);
+    lp_trace_free(t);
+}
+
 /* Three cuBLAS GEMMs, one per stage range (tests/gpu/counters_check.c): each range's
  * counters against Nsight Compute's values for the same kernel (ncu.csv beside the trace,
  * `ncu --metrics ... --cache-control none`): tensor FLOPs equal (2mnk; 8 x 2mnk for the
@@ -1646,6 +1740,7 @@ int main(void)
         cmocka_unit_test(test_harness_llama),
         cmocka_unit_test(test_harness_moe),
         cmocka_unit_test(test_harness_counters),
+        cmocka_unit_test(test_fixture_pm),
         cmocka_unit_test(test_fixture_counters_ncu),
         cmocka_unit_test(test_harness_ocr2),
         cmocka_unit_test(test_harness_generate),

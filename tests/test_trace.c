@@ -147,6 +147,12 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             for (size_t k = 0; k < LP_COUNTER_COUNT; k++)
                 r->u.counters.value[k] = rnd() >> (k * 4);
             break;
+        case LP_REC_PM_SAMPLE:
+            r->u.pm = (struct lp_pm_sample){.start = ts, .end = ts + 200000 + rnd() % 900,
+                .device = 2, .valid = (1u << LP_PM_COUNT) - 1};
+            for (size_t k = 0; k < LP_PM_COUNT; k++)
+                r->u.pm.value[k] = (uint32_t)(rnd() % 10001);
+            break;
         }
     }
 }
@@ -1028,6 +1034,15 @@ static void test_counter_dtypes(void **state)
         assert_true(!lp_counter_dtype(c) == (c < LP_COUNTER_TENSOR_BF16));
     }
     assert_null(lp_counter_name(LP_COUNTER_COUNT));
+    /* PM values: names for all; percent from hundredths, bytes from KiB, the clock as is */
+    for (unsigned p = 0; p < LP_PM_COUNT; p++)
+        assert_non_null(lp_pm_name(p));
+    assert_null(lp_pm_name(LP_PM_COUNT));
+    struct lp_pm_sample s = {.value = {[LP_PM_TENSOR] = 4321, [LP_PM_DRAM_READ] = 3,
+                                       [LP_PM_GPC_MHZ] = 1980}};
+    assert_true(lp_pm_value(&s, LP_PM_TENSOR) == 43.21);
+    assert_true(lp_pm_value(&s, LP_PM_DRAM_READ) == 3072);
+    assert_true(lp_pm_value(&s, LP_PM_GPC_MHZ) == 1980);
 }
 
 int main(void)

@@ -211,6 +211,34 @@ struct lp_run_counters {
     const char *chip;
 };
 
+/* PM samples (record --pm-sampling, trace format 1.4) over a span of time: means weighted
+ * by each sample's duration. Sampled by the GPU whatever runs; DRAM bytes are counted. */
+struct lp_pm_stats {
+    size_t samples;
+    unsigned valid;                  /* bits (1 << enum lp_pm) sampled */
+    double seconds;                  /* time the samples cover */
+    double mean[LP_PM_COUNT];        /* percent of peak (throughputs), MHz (clock); for
+                                        DRAM read and write: GB/s */
+    double dram_bytes;               /* read + written */
+    double dram_gbs, mbu;            /* dram_bytes over SECONDS; of peak bandwidth (0 n/a) */
+};
+
+/* The run's PM samples: all of them, those outside any measured stage occurrence (warm-up,
+ * gaps), and the timeline drawn in report.html (at most LP_PM_BINS bins of equal time). */
+#define LP_PM_BINS 600
+struct lp_pm_bin {
+    uint64_t start, end;
+    struct lp_pm_stats s;
+};
+struct lp_run_pm {
+    struct lp_pm_stats all, outside;
+    uint64_t interval_ns;            /* the trace's "pm_interval_ns", 0 absent */
+    uint64_t first_ns, last_ns;      /* span of the samples */
+    const char *metrics, *chip;      /* the trace's headers, NULL absent */
+    struct lp_pm_bin *bins;
+    size_t n_bins;
+};
+
 struct lp_stage_report {
     char *name;
     enum lp_stage_kind kind;
@@ -272,6 +300,7 @@ struct lp_stage_report {
                                      TTFT summed (vision inside a prefill is its own stage) */
     double ttft_ns_per_request;   /* its time per measured request */
     struct lp_stage_counters ctr; /* hardware counters (segments 0: none) */
+    struct lp_pm_stats pm;        /* PM samples in its measured occurrences (samples 0: none) */
     struct lp_kernel_table top;
     struct lp_substage *sub;      /* nested stage ranges: notes, not added twice */
     size_t n_sub;
@@ -595,6 +624,7 @@ struct lp_run {
     char gemm_state[160];               /* the trace's "gemm" header: on, or off and why;
                                            "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
+    int kernels_recorded;               /* 0: the record kept no kernels (--counters-only) */
     uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
     size_t n_unshaped;
@@ -615,6 +645,7 @@ struct lp_run {
                                            outside the stages left out): the centres' base */
     uint64_t lost_records;              /* sum of the trace's loss counts */
     struct lp_run_counters counters;    /* segments 0: no counters recorded */
+    struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
     struct lp_ranges ranges;
 };
 

@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 3
+#define LP_TRACE_VERSION_MINOR 4
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -30,6 +30,7 @@ enum lp_rec_type {
     LP_REC_GEMM = 12,    /* one cuBLAS/cuBLASLt matrix multiply call (format 1.1) */
     LP_REC_GRAPH = 13,   /* a CUDA graph node made, copied or changed (format 1.2) */
     LP_REC_COUNTERS = 14, /* hardware counters of one segment of the run (format 1.3) */
+    LP_REC_PM_SAMPLE = 15, /* one PM sample of the GPU's throughput counters (format 1.4) */
     LP_REC_TYPE_COUNT
 };
 
@@ -160,6 +161,7 @@ enum lp_loss_source {
     LP_LOSS_SOURCE_NVML = 5,             /* NVML unavailable or failing */
     LP_LOSS_SOURCE_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
     LP_LOSS_SOURCE_COUNTERS = 7,         /* hardware counters refused, busy or not decoded */
+    LP_LOSS_SOURCE_PM = 8,               /* PM samples refused, busy or lost (buffer overflow) */
 };
 
 struct lp_loss {
@@ -247,6 +249,34 @@ struct lp_counters {
     uint64_t value[LP_COUNTER_SLOTS];
 };
 
+/* The values a PM sample can carry, in their on-disk slot order (never renumber): CUPTI's
+ * PM sampling over the sample's interval, percentages of the peak sustained rate in
+ * hundredths (10000 = 100 %), except DRAM (KiB moved) and the clock (docs/collector.md
+ * names the metric behind each). */
+enum lp_pm {
+    LP_PM_GR_ACTIVE = 0,     /* the compute engine had work: % of cycles */
+    LP_PM_SM_ACTIVE = 1,     /* SMs with a warp in flight: % of SM cycles */
+    LP_PM_SM_ISSUE = 2,      /* warp schedulers that issued: % of cycles */
+    LP_PM_TENSOR = 3,        /* tensor pipes active: % of cycles */
+    LP_PM_DRAM_READ = 4,     /* DRAM read: KiB in the sample */
+    LP_PM_DRAM_WRITE = 5,    /* DRAM written: KiB in the sample */
+    LP_PM_L2 = 6,            /* L2 throughput: % of peak */
+    LP_PM_IDLE_SM_WARPS = 7, /* warp slots unused because their SM is idle: % of all */
+    LP_PM_GPC_MHZ = 8,       /* GPC clock, MHz (not hundredths) */
+    LP_PM_COUNT
+};
+#define LP_PM_SLOTS 12       /* values every PM sample has room for */
+
+/* One PM sample: the device's counters over [START, END), sampled by the GPU at a fixed
+ * interval whatever runs (record --counters). VALID has bit (1 << enum lp_pm) for each
+ * value collected. */
+struct lp_pm_sample {
+    uint64_t start, end;     /* trace clock (CUPTI's sample timestamps) */
+    uint32_t device;         /* CUDA device ordinal */
+    uint32_t valid;          /* bits of enum lp_pm */
+    uint32_t value[LP_PM_SLOTS];
+};
+
 struct lp_record {
     uint32_t type; /* enum lp_rec_type */
     union {
@@ -263,6 +293,7 @@ struct lp_record {
         struct lp_gemm gemm;
         struct lp_graph graph;
         struct lp_counters counters;
+        struct lp_pm_sample pm;
     } u;
 };
 
@@ -274,6 +305,11 @@ const char *lp_counter_dtype(enum lp_counter c);
 /* LIST of dtypes, comma-separated ("bf16,fp8"), as bits (1 << enum lp_counter) of their
  * tensor counters in *BITS; LP_ERR_ARG naming an unknown one in ERR. */
 int lp_counter_parse_dtypes(const char *list, unsigned *bits, char *err, size_t errlen);
+/* A PM value's short name ("gr_active", "tensor", "dram_read", ...), NULL past the list. */
+const char *lp_pm_name(enum lp_pm p);
+/* The value in its unit: percent for the throughputs (hundredths on disk), bytes for DRAM
+ * (KiB on disk), MHz for the clock. */
+double lp_pm_value(const struct lp_pm_sample *s, enum lp_pm p);
 
 /* ---- writer: single-threaded; callers serialise access ---- */
 
@@ -336,6 +372,7 @@ struct lp_trace {
     struct lp_gemm *gemms;            size_t n_gemms;
     struct lp_graph *graphs;          size_t n_graphs;
     struct lp_counters *counters;     size_t n_counters;
+    struct lp_pm_sample *pm;          size_t n_pm;
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;

@@ -43,6 +43,7 @@ static const struct lp_pass passes[] = {
     {lp_run_gemms, lp_run_gemms_free},             /* gemm.c: GEMM table, per-stage FLOPs */
     {lp_run_graphs, lp_run_graphs_free},           /* graphs.c: replays per graph and stage */
     {lp_run_counters, NULL},                       /* counters.c: hardware counters per stage */
+    {lp_run_pm, lp_run_pm_free},                   /* pm.c: PM samples per stage, timeline */
     {lp_run_diagnose, lp_run_findings_free},       /* diagnosis.c: reads all of the above */
 };
 

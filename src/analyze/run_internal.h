@@ -150,6 +150,8 @@ int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage 
 void lp_run_gemms_free(struct lp_run *r);
 int lp_run_graphs(struct lp_run_ctx *c);       /* graphs.c: replays per graph and stage */
 int lp_run_counters(struct lp_run_ctx *c);     /* counters.c: hardware counters per stage */
+int lp_run_pm(struct lp_run_ctx *c);           /* pm.c: PM samples per stage, timeline */
+void lp_run_pm_free(struct lp_run *r);
 void lp_run_graphs_free(struct lp_run *r);
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
 void lp_run_findings_free(struct lp_run *r);
@@ -158,6 +160,8 @@ void lp_run_findings_free(struct lp_run *r);
 
 /* stages.c: the occurrence of host work on THREAD at TS, as a launch there would get, -1 */
 int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
+/* The occurrence whose span holds TS, on any thread (for what has no thread), or -1. */
+int32_t lp_run_occ_span_at(const struct lp_run_ctx *c, uint64_t ts);
 /* stages.c: the warmup stage's index, made when missing; -1 out of memory */
 int lp_run_warmup_stage(struct lp_run_ctx *c);
 /* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run by

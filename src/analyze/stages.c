@@ -395,6 +395,14 @@ static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
     return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
 }
 
+int32_t lp_run_occ_span_at(const struct lp_run_ctx *c, uint64_t ts)
+{
+    if (c->r->n_stages == 1 && c->r->stages[0].kind == LP_STAGE_KIND_RUN)
+        return 0;
+    int32_t occ = occ_by_time(c, ts);
+    return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
+}
+
 int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
 {
     const struct lp_run *r = c->r;

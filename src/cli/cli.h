@@ -144,6 +144,8 @@ struct lp_cli_record_opts {
     int counters;                 /* hardware counters per segment (--counters) */
     const char *counter_dtypes;   /* tensor dtypes counted; NULL: the collector's default */
     const char *counter_ranges;   /* regex of the NVTX ranges that cut; NULL: stage rules' */
+    double pm_sampling_us;        /* PM sampling interval (--pm-sampling); 0: off */
+    int counters_only;            /* NVTX, counters, NVML: no kernel or API records */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

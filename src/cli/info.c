@@ -141,6 +141,39 @@ static void print_counters(const struct lp_trace *t)
     printf("\n");
 }
 
+/* PM samples (record --counters): how many, when relative to the trace's start, and each
+ * value's mean over them */
+static void print_pm(const struct lp_trace *t)
+{
+    const char *metrics = lp_trace_meta(t, "pm_metrics");
+    if (!t->n_pm && !metrics)
+        return;
+    double sum[LP_PM_COUNT] = {0};
+    size_t n[LP_PM_COUNT] = {0};
+    for (size_t i = 0; i < t->n_pm; i++)
+        for (unsigned k = 0; k < LP_PM_COUNT; k++)
+            if (t->pm[i].valid & (1u << k)) {
+                sum[k] += lp_pm_value(&t->pm[i], k);
+                n[k]++;
+            }
+    printf("  pm       %zu samples (%s)", t->n_pm, metrics ? metrics : "no metrics recorded");
+    const char *s0 = lp_trace_meta(t, "start_trace_ns");
+    if (t->n_pm && s0) {
+        double base = strtod(s0, NULL);
+        printf(", from %+.3f s to %+.3f s of the trace's start",
+               ((double)t->pm[0].start - base) / 1e9, ((double)t->pm[t->n_pm - 1].end - base) / 1e9);
+    }
+    printf("; means:");
+    for (unsigned k = 0; k < LP_PM_COUNT; k++)
+        if (n[k] && k != LP_PM_DRAM_READ && k != LP_PM_DRAM_WRITE)
+            printf(" %s %.4g%s", lp_pm_name(k), sum[k] / (double)n[k], k == LP_PM_GPC_MHZ ? " MHz" : "%");
+    printf("; totals:");
+    for (unsigned k = LP_PM_DRAM_READ; k <= LP_PM_DRAM_WRITE; k++)
+        if (n[k])
+            printf(" %s %.6g bytes", lp_pm_name(k), sum[k]);
+    printf("\n");
+}
+
 static int info_trace(const char *path)
 {
     struct lp_trace *t = NULL;
@@ -190,6 +223,7 @@ static int info_trace(const char *path)
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
     print_gemms(t, &s);
     print_counters(t);
+    print_pm(t);
     printf("  lost     %" PRIu64 " records", s.lost_records);
     if (t->implausible)
         printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,

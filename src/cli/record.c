@@ -83,13 +83,29 @@ static int parse_counter_ranges(const struct lp_cli_opt *o, void *value, const c
     return 0;
 }
 
+static int parse_pm_sampling(const struct lp_cli_opt *o, void *value, const char *cmd,
+                             const char *opt, const char *arg)
+{
+    (void)o;
+    char *end = NULL;
+    errno = 0;
+    double us = arg ? strtod(arg, &end) : -1;
+    if (!arg || errno || !*arg || *end || !(us >= 10 && us <= 100000)) {
+        lp_cli_error(cmd, "%s takes an interval in microseconds from 10 to 100000 (200 is a "
+                     "good start), not '%s'", opt, arg ? arg : "");
+        return -1;
+    }
+    *(double *)value = us;
+    return 0;
+}
+
 #define OPT(field) offsetof(struct lp_cli_record_opts, field)
 
 const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--counters-only] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -148,6 +164,14 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .help = "NVTX ranges whose start and end cut the counted segments\n"
              "(default: the report's stage rules); implies --counters",
      .off = OPT(counter_ranges), .parse = parse_counter_ranges},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--pm-sampling", .arg = "US",
+     .help = "instead of --counters, sample the GPU's throughputs every US\n"
+             "microseconds (CUPTI PM sampling; see below)",
+     .off = OPT(pm_sampling_us), .parse = parse_pm_sampling},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters-only",
+     .help = "NVTX ranges, counters (--counters unless --pm-sampling) and NVML;\n"
+             "no kernel, copy or API records: the cheap way to watch a long run",
+     .off = OPT(counters_only), .set = 1},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
@@ -157,6 +181,11 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "bytes. A metric set that needs more than one pass is refused; counters held by another\n"
     "tool, or restricted to administrators by the driver, leave the run as it is with one\n"
     "warning. The counter data is decoded every 512 segments, which waits for the GPU.\n"
+    "\n"
+    "PM sampling (--pm-sampling US): the GPU reads its tensor-pipe, DRAM, L2, SM-issue and\n"
+    "idle-SM throughputs every US microseconds, whatever runs, also in programs without\n"
+    "stage ranges; the report draws them over time and averages them per stage. The GPU's\n"
+    "counters serve one of the two at a time: choose --counters or --pm-sampling.\n"
     "\n"
     "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
@@ -523,6 +552,8 @@ static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolve
     json_object_set_new(opts, "light", json_boolean(o->light));
     json_object_set_new(opts, "gemm", json_boolean(o->gemm));
     json_object_set_new(opts, "counters", json_boolean(o->counters));
+    json_object_set_new(opts, "pm_sampling_us", json_real(o->pm_sampling_us));
+    json_object_set_new(opts, "counters_only", json_boolean(o->counters_only));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -686,6 +717,17 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     } else {
         unsetenv("LLMPROF_COUNTERS");
     }
+    if (o->pm_sampling_us > 0) {
+        char us[32];
+        snprintf(us, sizeof us, "%g", o->pm_sampling_us);
+        setenv("LLMPROF_PM_SAMPLING", us, 1);
+    } else {
+        unsetenv("LLMPROF_PM_SAMPLING");
+    }
+    if (o->counters_only)
+        setenv("LLMPROF_COUNTERS_ONLY", "1", 1);
+    else
+        unsetenv("LLMPROF_COUNTERS_ONLY");
     /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
      * to stdout unless given a file; a user who logs keeps their own settings */
     if (o->gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
@@ -787,10 +829,20 @@ int lp_cmd_record(int argc, char **argv)
 int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
 {
     *ran = 0;
+    if (o->counters_only && o->light) {
+        lp_cli_error("record", "--counters-only and --light are two different modes: choose one");
+        return 2;
+    }
     if (o->gemm < 0)
-        o->gemm = !o->light;
-    if (o->counter_dtypes || o->counter_ranges)
+        o->gemm = !o->light && !o->counters_only;
+    if (o->counter_dtypes || o->counter_ranges || (o->counters_only && !o->pm_sampling_us))
         o->counters = 1;
+    if (o->counters && o->pm_sampling_us > 0) {
+        /* measured on an H200: whichever starts second gets CUPTI_ERROR_HARDWARE_BUSY */
+        lp_cli_error("record", "--counters and --pm-sampling both need the GPU's performance "
+                     "counters, which serve one of them at a time: choose one");
+        return 2;
+    }
     char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
     if (resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);

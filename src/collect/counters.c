@@ -20,6 +20,7 @@
 #include "cupti_api.h"
 #include "dlbind.h"
 #include "log.h"
+#include "metric_config.h"
 #include "sink.h"
 
 /* The metric behind each counter on GH100-class chips (tests/gpu/counters_probe.md), in the
@@ -55,12 +56,9 @@ static struct {
     CUcontext ctx;
     uint32_t device;
     CUpti_RangeProfiler_Object *rp;
-    CUpti_Profiler_Host_Object *host;
-    uint8_t *config, *data;
-    size_t config_size, data_size;
-    const char *names[N_METRICS];
-    enum lp_counter ids[N_METRICS];
-    size_t n;
+    struct lp_metric_config cfg;  /* the metrics, their config image and host object */
+    uint8_t *data;
+    size_t data_size;
     size_t per_pass, in_pass;     /* ranges an image holds; pushed into this one */
     uint32_t first;               /* segment number of this image's first range */
     uint64_t *t_start, *t_end;    /* per range of this image */
@@ -113,103 +111,31 @@ static const char *why(CUptiResult rc)
     }
 }
 
-/* The host object for the chip, with METRICS added: passes needed, or 0 when refused. */
-static size_t passes_of(const char *chip, const uint8_t *avail, const char **names, size_t n)
-{
-    struct lp_host_init_params hi = LP_HOST_PARAMS(lp_host_init_params);
-    hi.profilerType = LP_PROFILER_TYPE_RANGE_PROFILER;
-    hi.pChipName = chip;
-    hi.pCounterAvailabilityImage = avail;
-    if (CALL(ProfilerHostInitialize, &hi) != CUPTI_SUCCESS)
-        return 0;
-    size_t passes = 0;
-    struct lp_host_add_metrics_params am = LP_HOST_PARAMS(lp_host_add_metrics_params);
-    am.pHostObject = hi.pHostObject;
-    am.ppMetricNames = names;
-    am.numMetrics = n;
-    struct lp_host_config_size_params cs = LP_HOST_PARAMS(lp_host_config_size_params);
-    cs.pHostObject = hi.pHostObject;
-    uint8_t *config = NULL;
-    if (lp_cupti.ProfilerHostConfigAddMetrics(&am) == CUPTI_SUCCESS &&
-        CALL(ProfilerHostGetConfigImageSize, &cs) == CUPTI_SUCCESS &&
-        (config = calloc(1, cs.configImageSize ? cs.configImageSize : 1))) {
-        struct lp_host_config_image_params ci = LP_HOST_PARAMS(lp_host_config_image_params);
-        ci.pHostObject = hi.pHostObject;
-        ci.configImageSize = cs.configImageSize;
-        ci.pConfigImage = config;
-        struct lp_host_passes_params np = LP_HOST_PARAMS(lp_host_passes_params);
-        np.configImageSize = cs.configImageSize;
-        np.pConfigImage = config;
-        if (CALL(ProfilerHostGetConfigImage, &ci) == CUPTI_SUCCESS &&
-            CALL(ProfilerHostGetNumOfPasses, &np) == CUPTI_SUCCESS)
-            passes = np.numOfPasses;
-    }
-    if (passes == 1) { /* kept: the object evaluates, the image configures */
-        free(c.config);
-        c.config = config;
-        c.config_size = cs.configImageSize;
-        if (c.host) {
-            struct lp_host_deinit_params hd = LP_HOST_PARAMS(lp_host_deinit_params);
-            hd.pHostObject = c.host;
-            lp_cupti.ProfilerHostDeinitialize(&hd);
-        }
-        c.host = hi.pHostObject;
-        return 1;
-    }
-    free(config);
-    struct lp_host_deinit_params hd = LP_HOST_PARAMS(lp_host_deinit_params);
-    hd.pHostObject = hi.pHostObject;
-    lp_cupti.ProfilerHostDeinitialize(&hd);
-    return passes;
-}
-
 /* Picks the metrics: the wanted set if it fits one pass; else, for the default set, those
  * that fit in list order; for a chosen set, none (refused, with what would fit). */
 static int choose_metrics(const char *chip, const uint8_t *avail)
 {
     const char *all[N_METRICS];
-    enum lp_counter ids[N_METRICS];
+    unsigned ids[N_METRICS];
     size_t n = 0;
     for (size_t i = 0; i < N_METRICS; i++)
         if (c.wanted & (1u << metrics[i].id)) {
             ids[n] = metrics[i].id;
             all[n++] = metrics[i].metric;
         }
-    size_t passes = passes_of(chip, avail, all, n);
-    if (passes == 1) {
-        memcpy(c.names, all, n * sizeof *all);
-        memcpy(c.ids, ids, n * sizeof *ids);
-        c.n = n;
-        return 0;
-    }
-    /* greedy: each metric in order, kept when the set still fits one pass */
-    size_t kept = 0;
-    char left[512] = "", fits[1024] = "";
-    for (size_t i = 0; i < n; i++) {
-        c.names[kept] = all[i];
-        c.ids[kept] = ids[i];
-        if (passes_of(chip, avail, c.names, kept + 1) == 1) {
-            kept++;
-            snprintf(fits + strlen(fits), sizeof fits - strlen(fits), "%s%s", kept > 1 ? ", " : "",
-                     all[i]);
-        } else {
-            snprintf(left + strlen(left), sizeof left - strlen(left), "%s%s", *left ? ", " : "",
-                     all[i]);
-        }
-    }
+    enum lp_metric_choice got = lp_metric_config_choose(&c.cfg, LP_PROFILER_TYPE_RANGE_PROFILER,
+                                                        chip, avail, all, ids, n, c.user_set);
     char msg[2048];
-    if (c.user_set || kept == 0) {
+    if (got == LP_METRIC_CHOICE_NONE) {
         snprintf(msg, sizeof msg, "the counters asked for need %zu passes on %s (llmprof counts in "
-                 "one, without replay): left out: %s; one pass holds: %s", passes, chip, left,
-                 *fits ? fits : "none");
+                 "one, without replay): left out: %s; one pass holds: %s", c.cfg.passes, chip,
+                 c.cfg.left, *c.cfg.fits ? c.cfg.fits : "none");
         fail(0, msg, "");
         return -1;
     }
-    passes_of(chip, avail, c.names, kept); /* the kept set's config and host object */
-    c.n = kept;
-    snprintf(msg, sizeof msg, "%s cannot count every default metric in one pass: left out %s",
-             chip, left);
-    lp_collect_warn(LP_LOSS_SOURCE_COUNTERS, 0, "hardware counters: %s", msg);
+    if (got == LP_METRIC_CHOICE_TRIMMED)
+        lp_collect_warn(LP_LOSS_SOURCE_COUNTERS, 0, "hardware counters: %s cannot count every "
+                        "default metric in one pass: left out %s", chip, c.cfg.left);
     return 0;
 }
 
@@ -222,8 +148,8 @@ static int set_config(void)
     di.pCounterData = c.data;
     CUpti_RangeProfiler_SetConfig_Params sc = {CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE};
     sc.pRangeProfilerObject = c.rp;
-    sc.configSize = c.config_size;
-    sc.pConfig = c.config;
+    sc.configSize = c.cfg.image_size;
+    sc.pConfig = c.cfg.image;
     sc.counterDataImageSize = c.data_size;
     sc.pCounterDataImage = c.data;
     sc.range = CUPTI_UserRange;
@@ -252,7 +178,6 @@ static int enable(void)
         return 1; /* no context yet: try at the next cut */
     if (cuCtxGetDevice_p && cuCtxGetDevice_p(&dev) != 0)
         dev = 0;
-    CUpti_Profiler_Initialize_Params pi = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
     CUpti_Device_GetChipName_Params cn = {CUpti_Device_GetChipName_Params_STRUCT_SIZE};
     cn.deviceIndex = (size_t)dev;
     CUpti_Profiler_GetCounterAvailability_Params ca = {
@@ -260,7 +185,7 @@ static int enable(void)
     ca.ctx = ctx;
     /* called plainly: a refusal here (counters busy or restricted) is said once, below */
     CUptiResult rc;
-    if ((rc = lp_cupti.ProfilerInitialize(&pi)) != CUPTI_SUCCESS ||
+    if ((rc = lp_profiler_load()) != CUPTI_SUCCESS ||
         (rc = lp_cupti.DeviceGetChipName(&cn)) != CUPTI_SUCCESS ||
         (rc = lp_cupti.ProfilerGetCounterAvailability(&ca)) != CUPTI_SUCCESS) {
         char msg[160];
@@ -291,8 +216,8 @@ static int enable(void)
     CUpti_RangeProfiler_GetCounterDataSize_Params ds = {
         CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
     ds.pRangeProfilerObject = c.rp;
-    ds.pMetricNames = c.names;
-    ds.numMetrics = c.n;
+    ds.pMetricNames = c.cfg.names;
+    ds.numMetrics = c.cfg.n;
     ds.maxNumOfRanges = c.per_pass;
     ds.maxNumRangeTreeNodes = c.per_pass;
     if (CALL(RangeProfilerGetCounterDataSize, &ds) != CUPTI_SUCCESS ||
@@ -307,10 +232,8 @@ static int enable(void)
         fail(0, "the range profiler could not start", why(CUPTI_SUCCESS));
         return -1;
     }
-    char names[1024] = "";
-    for (size_t i = 0; i < c.n; i++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? "," : "",
-                 c.names[i]);
+    char names[1024];
+    lp_metric_config_list(&c.cfg, names, sizeof names);
     lp_sink_set_meta("counters_metrics", names);
     lp_sink_set_meta("counters_chip", cn.pChipName);
     lp_sink_set_meta_u64("counters_image_bytes", c.data_size);
@@ -353,12 +276,12 @@ static int end_pass(void)
         ri.rangeIndex = i;
         ri.rangeDelimiter = "/";
         struct lp_host_evaluate_params ev = LP_HOST_PARAMS(lp_host_evaluate_params);
-        ev.pHostObject = c.host;
+        ev.pHostObject = c.cfg.host;
         ev.pCounterDataImage = c.data;
         ev.counterDataImageSize = c.data_size;
         ev.rangeIndex = i;
-        ev.ppMetricNames = c.names;
-        ev.numMetrics = c.n;
+        ev.ppMetricNames = c.cfg.names;
+        ev.numMetrics = c.cfg.n;
         ev.pMetricValues = v;
         /* the range's name is its segment number: ranges CUPTI dropped leave no hole */
         char *end = NULL;
@@ -372,10 +295,10 @@ static int end_pass(void)
         struct lp_counters r = {.start = c.t_start[seg - c.first], .end = c.t_end[seg - c.first],
                                 .thread = (uint32_t)c.owner, .device = c.device,
                                 .index = (uint32_t)seg};
-        for (size_t k = 0; k < c.n; k++)
+        for (size_t k = 0; k < c.cfg.n; k++)
             if (!isnan(v[k])) {
-                r.valid |= 1u << c.ids[k];
-                r.value[c.ids[k]] = to_u64(v[k]);
+                r.valid |= 1u << c.cfg.ids[k];
+                r.value[c.cfg.ids[k]] = to_u64(v[k]);
             }
         lp_sink_add(&(struct lp_record){.type = LP_REC_COUNTERS, .u.counters = r});
         c.written++;
@@ -422,6 +345,8 @@ static void pop(uint64_t now)
         fail(0, "a profiler range could not be closed", "");
 }
 
+static void stop_at_exit(void) { lp_counters_stop(); }
+
 /* A counted range started or ended on THREAD: the open segment ends, the next begins. */
 static void cut(uint64_t thread)
 {
@@ -433,6 +358,9 @@ static void cut(uint64_t thread)
         } else if (st == ST_WAITING) {
             int rc = enable();
             if (rc == 0) {
+                /* after the profiler's first use: runs before the exit handlers of the state
+                 * that use built (see pmsample.c), so the last decode finds it whole */
+                atexit(stop_at_exit);
                 c.owner = thread;
                 c.has_owner = 1;
                 __atomic_store_n(&c.state, ST_ON, __ATOMIC_RELEASE);

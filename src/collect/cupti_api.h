@@ -6,6 +6,7 @@
 #define LP_COLLECT_CUPTI_API_H
 
 #include <cupti.h>
+#include <cupti_pmsampling.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
@@ -35,6 +36,7 @@
     X(GetGraphNodeId, 0, (CUgraphNode, uint64_t *))                                      \
     X(GetGraphId, 0, (CUgraph, uint32_t *))                                              \
     X(GetGraphExecId, 0, (CUgraphExec, uint32_t *))                                      \
+    X(GetDeviceId, 0, (CUcontext, uint32_t *))                                           \
     /* the range profiler (counters.c), CUPTI 12.6 and later */                          \
     X(ProfilerInitialize, 0, (CUpti_Profiler_Initialize_Params *))                       \
     X(DeviceGetChipName, 0, (CUpti_Device_GetChipName_Params *))                         \
@@ -59,7 +61,21 @@
     X(RangeProfilerDecodeData, 0, (CUpti_RangeProfiler_DecodeData_Params *))             \
     X(RangeProfilerGetCounterDataInfo, 0, (CUpti_RangeProfiler_GetCounterDataInfo_Params *)) \
     X(RangeProfilerCounterDataGetRangeInfo, 0,                                           \
-      (CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *))
+      (CUpti_RangeProfiler_CounterData_GetRangeInfo_Params *))                           \
+    /* PM sampling (pmsample.c), CUPTI 12.6 and later */                                 \
+    X(PmSamplingGetCounterAvailability, 0, (CUpti_PmSampling_GetCounterAvailability_Params *)) \
+    X(PmSamplingEnable, 0, (CUpti_PmSampling_Enable_Params *))                           \
+    X(PmSamplingDisable, 0, (CUpti_PmSampling_Disable_Params *))                         \
+    X(PmSamplingSetConfig, 0, (CUpti_PmSampling_SetConfig_Params *))                     \
+    X(PmSamplingStart, 0, (CUpti_PmSampling_Start_Params *))                             \
+    X(PmSamplingStop, 0, (CUpti_PmSampling_Stop_Params *))                               \
+    X(PmSamplingDecodeData, 0, (CUpti_PmSampling_DecodeData_Params *))                   \
+    X(PmSamplingGetCounterDataSize, 0, (CUpti_PmSampling_GetCounterDataSize_Params *))   \
+    X(PmSamplingCounterDataImageInitialize, 0,                                           \
+      (CUpti_PmSampling_CounterDataImage_Initialize_Params *))                           \
+    X(PmSamplingGetCounterDataInfo, 0, (CUpti_PmSampling_GetCounterDataInfo_Params *))   \
+    X(PmSamplingCounterDataGetSampleInfo, 0,                                             \
+      (CUpti_PmSampling_CounterData_GetSampleInfo_Params *))
 
 struct lp_cupti_api {
     void *handle;

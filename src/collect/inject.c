@@ -4,9 +4,10 @@
  * here fails open: a problem becomes a warning and a loss record, never an abort.
  *
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
- * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
+ * LLMPROF_COUNTERS_ONLY, LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
- * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS (docs/collector.md). */
+ * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB
+ * (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "graph.h"
 #include "log.h"
 #include "nvml.h"
+#include "pmsample.h"
 #include "procinfo.h"
 #include "sink.h"
 
@@ -116,6 +118,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 {
     lp_graph_callback(userdata, domain, cbid, data);
     lp_counters_callback(domain, cbid, data);
+    lp_pmsample_callback(domain, cbid, data);
 }
 
 static void shutdown_collector(void)
@@ -132,6 +135,7 @@ static void shutdown_collector(void)
     }
     lp_nvml_stop();
     lp_counters_stop();
+    lp_pmsample_stop();
     lp_activity_flush(1);
     lp_activity_drain();
     lp_activity_finish();
@@ -150,6 +154,7 @@ static void in_child_after_fork(void)
     lp_gemm_forget();
     lp_graph_forget();
     lp_counters_forget();
+    lp_pmsample_forget();
 }
 
 /* Makes NVTX deliver to CUPTI when the program starts using NVTX after CUDA. */
@@ -172,9 +177,11 @@ static void init(void)
     char cupti_err[512] = "";
     int cupti_ok = lp_cupti_load(cupti_err, sizeof cupti_err) == 0;
     int light = env_double("LLMPROF_LIGHT", 0) > 0;
+    /* counters-only: NVTX, counters and NVML; no per-kernel, copy or API records */
+    int counters_only = !light && env_double("LLMPROF_COUNTERS_ONLY", 0) > 0;
     lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
     lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
-    lp_sink_set_meta("mode", light ? "light" : "default");
+    lp_sink_set_meta("mode", light ? "light" : counters_only ? "counters-only" : "default");
     char err[512];
     if (lp_sink_open(dir, err, sizeof err) != 0) {
         fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
@@ -184,13 +191,14 @@ static void init(void)
     started = 1;
     lp_cond_init_monotonic(&flusher_cv); /* before CUPTI can call wake_flusher */
     pthread_atfork(NULL, NULL, in_child_after_fork);
-    atexit(shutdown_collector);
     if (!cupti_ok) {
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "%s: no kernels or NVTX ranges are recorded",
                         cupti_err);
     } else {
         struct lp_activity_options ao = {
-            .kinds = light ? LP_KINDS_LIGHT : LP_KINDS_DEFAULT,
+            .kinds = light ? LP_KINDS_LIGHT
+                     : counters_only ? LP_KIND_MARKER | LP_KIND_DEVICE | LP_KIND_OVERHEAD
+                                     : LP_KINDS_DEFAULT,
             .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
@@ -219,6 +227,7 @@ static void init(void)
         if (act == 0) {
             lp_graph_start(lp_activity_subscriber(), wake_flusher);
             lp_counters_start(lp_activity_subscriber());
+            lp_pmsample_start(lp_activity_subscriber());
         } else {
             lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
                                             "(see the warnings)");
@@ -238,6 +247,7 @@ static void init(void)
     else
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "cannot start the flusher thread: records are "
                                               "written only when buffers fill and at exit");
+    atexit(shutdown_collector);
 }
 
 LP_EXPORT int InitializeInjection(void)

@@ -11,7 +11,10 @@
 
 typedef struct CUpti_Profiler_Host_Object CUpti_Profiler_Host_Object;
 
-enum lp_profiler_type { LP_PROFILER_TYPE_RANGE_PROFILER = 0 }; /* CUpti_ProfilerType */
+enum lp_profiler_type { /* CUpti_ProfilerType */
+    LP_PROFILER_TYPE_RANGE_PROFILER = 0,
+    LP_PROFILER_TYPE_PM_SAMPLING = 1,
+};
 
 struct lp_host_init_params {
     size_t structSize;

@@ -100,6 +100,53 @@ static json_t *run_counters(const struct lp_run *r)
                      counter_values(k->valid, k->value));
 }
 
+/* the means of the values sampled, by name (percent; MHz for the clock; GB/s for DRAM) */
+static json_t *pm_stats(const struct lp_pm_stats *k)
+{
+    if (!k->samples)
+        return json_null();
+    json_t *means = json_object();
+    for (unsigned i = 0; i < LP_PM_COUNT; i++)
+        if (k->valid & (1u << i))
+            json_object_set_new(means, lp_pm_name(i), num(k->mean[i]));
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "samples", u64(k->samples), "seconds",
+                     num(k->seconds), "means", means, "dram_bytes", num(k->dram_bytes),
+                     "dram_gbs", num(k->dram_gbs), "mbu", or_null(k->mbu));
+}
+
+/* the bins' columns, in the order run_pm writes them */
+static const enum lp_pm pm_bin_columns[] = {LP_PM_TENSOR, LP_PM_SM_ISSUE, LP_PM_GR_ACTIVE,
+                                            LP_PM_IDLE_SM_WARPS, LP_PM_L2, LP_PM_GPC_MHZ};
+
+static json_t *run_pm(const struct lp_run *r)
+{
+    const struct lp_run_pm *k = &r->pm;
+    if (!k->all.samples && !k->metrics)
+        return json_null();
+    json_t *cols = json_pack("[s,s]", "start_ns", "end_ns");
+    for (size_t c = 0; c < sizeof pm_bin_columns / sizeof *pm_bin_columns; c++)
+        json_array_append_new(cols, json_string(lp_pm_name(pm_bin_columns[c])));
+    json_array_append_new(cols, json_string("dram_gbs"));
+    json_array_append_new(cols, json_string("mbu"));
+    json_t *bins = json_array();
+    for (size_t i = 0; i < k->n_bins; i++) {
+        const struct lp_pm_bin *b = &k->bins[i];
+        json_t *row = json_pack("[o,o]", u64(b->start), u64(b->end));
+        for (size_t c = 0; c < sizeof pm_bin_columns / sizeof *pm_bin_columns; c++)
+            json_array_append_new(row, b->s.valid & (1u << pm_bin_columns[c])
+                                           ? num(b->s.mean[pm_bin_columns[c]])
+                                           : json_null());
+        json_array_append_new(row, num(b->s.dram_gbs));
+        json_array_append_new(row, or_null(b->s.mbu));
+        json_array_append_new(bins, row);
+    }
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "interval_ns", u64(k->interval_ns),
+                     "metrics", k->metrics ? json_string(k->metrics) : json_null(), "chip",
+                     k->chip ? json_string(k->chip) : json_null(), "first_ns", u64(k->first_ns),
+                     "last_ns", u64(k->last_ns), "all", pm_stats(&k->all), "outside",
+                     pm_stats(&k->outside), "bins_columns", cols, "bins", bins);
+}
+
 static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *s)
 {
     json_t *cats = json_object();
@@ -183,6 +230,7 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
                                   "measured_over_model_linear",
                                   s->gemm_vs_linear > 0 ? num(s->gemm_vs_linear) : json_null()));
     json_object_set_new(o, "counters", stage_counters(&s->ctr));
+    json_object_set_new(o, "pm", pm_stats(&s->pm));
     json_object_set_new(o, "kernels_top", kernel_table(r, &s->top, s->top.n));
     return o;
 }
@@ -291,9 +339,9 @@ static json_t *timeline(const struct lp_run *r)
     for (size_t i = 0; i < r->n_bins; i++)
         json_array_append_new(bins, json_pack("[o,o]", u64(r->bins[i].start),
                                               num(round(r->bins[i].busy * 1000) / 1000)));
-    json_t *o = json_pack("{s:o,s:o,s:o,s:o}", "first_ns", u64(r->first_ns), "last_ns",
+    json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:b}", "first_ns", u64(r->first_ns), "last_ns",
                           u64(r->last_ns), "busy_ns", u64(r->busy_ns), "busy_share",
-                          num(r->busy_share));
+                          num(r->busy_share), "kernels_recorded", r->kernels_recorded);
     json_object_set_new(o, "gaps", json_pack("{s:o,s:I,s:o,s:o,s:o,s:o}", "threshold_ns",
                                              u64(r->opt.gap_ns), "count", (json_int_t)r->n_gaps,
                                              "total_ns", u64(r->gap_ns), "by_cause_ns", by,
@@ -530,6 +578,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)r->kernels_outside, "operator_ranges",
                                   u64(r->op_ranges)));
     json_object_set_new(root, "counters", run_counters(r));
+    json_object_set_new(root, "pm", run_pm(r));
     json_object_set_new(root, "gemms", gemms_json(r));
     json_object_set_new(root, "graphs", graphs_json(r));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));

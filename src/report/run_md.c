@@ -303,6 +303,49 @@ static void counters(FILE *f, const struct lp_run *r)
     }
 }
 
+static void pm_row(FILE *f, const char *name, const struct lp_pm_stats *s)
+{
+    char m[LP_PM_COUNT][24];
+    for (unsigned k = 0; k < LP_PM_COUNT; k++) {
+        if (!(s->valid & (1u << k)))
+            snprintf(m[k], sizeof m[k], "-");
+        else if (k == LP_PM_GPC_MHZ)
+            snprintf(m[k], sizeof m[k], "%.0f", s->mean[k]);
+        else
+            snprintf(m[k], sizeof m[k], "%.1f %%", s->mean[k]);
+    }
+    char mbu[24] = "-";
+    if (s->mbu > 0)
+        snprintf(mbu, sizeof mbu, "%.1f %%", 100 * s->mbu);
+    fprintf(f, "| %s | %zu | %.3f | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, s->samples,
+            s->seconds, m[LP_PM_TENSOR], m[LP_PM_SM_ISSUE], m[LP_PM_GR_ACTIVE], m[LP_PM_SM_ACTIVE],
+            m[LP_PM_IDLE_SM_WARPS], s->dram_gbs, mbu, m[LP_PM_GPC_MHZ]);
+}
+
+static void pm(FILE *f, const struct lp_run *r)
+{
+    const struct lp_run_pm *k = &r->pm;
+    if (!k->all.samples && !k->metrics)
+        return;
+    fprintf(f, "\n## GPU throughput sampled over time\n\nSampled by the GPU (CUPTI PM sampling%s%s, "
+               "every %.0f us): %zu samples, %zu of them outside the measured stages (warm-up, "
+               "gaps). Means over each stage's measured occurrences, weighted by time: tensor "
+               "pipe, SM issue slots, compute engine (GR) and SMs active, as percentages of their "
+               "peak; warp slots left empty because their SM had no work; DRAM bandwidth from the "
+               "bytes counted (MBU: of the GPU's peak). report.html draws them over time.\n\n",
+            k->chip ? ", " : "", k->chip ? k->chip : "", (double)k->interval_ns / 1e3,
+            k->all.samples, k->outside.samples);
+    fprintf(f, "| stage | samples | seconds | tensor pipe | SM issue | GR active | SMs active | "
+               "idle-SM warp slots | DRAM GB/s | MBU (sampled) | GPC MHz |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (r->stages[i].pm.samples)
+            pm_row(f, r->stages[i].name, &r->stages[i].pm);
+    if (k->outside.samples)
+        pm_row(f, "(outside stages)", &k->outside);
+    pm_row(f, "(whole run)", &k->all);
+}
+
 static const char *const trans_names = "NTC";
 
 static void gemm_stages(FILE *f, const struct lp_run *r)
@@ -673,6 +716,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     stages(f, r);
     utilisation(f, r);
     counters(f, r);
+    pm(f, r);
     gemms(f, r);
     graphs(f, r);
     kernels(f, r);
@@ -743,8 +787,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                    "apart as warm-up.\n",
                 r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
                 NS(r->warmup.value_ns), r->warmup.ratio);
-    fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
-            100 * r->busy_share);
+    if (r->kernels_recorded)
+        fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
+                100 * r->busy_share);
+    else
+        fprintf(f, "- No kernels were recorded (--counters-only): GPU time, kernels and "
+                   "decode steps found from kernels are not known; see the counters.\n");
     if (r->has_util)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",

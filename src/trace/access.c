@@ -1,6 +1,7 @@
 /* A loaded trace's accessors, shared by the reader and the plausibility pass (and, for the
  * public ones, every later layer): header pairs, strings, the array of a record type, the
- * reader's warnings, and the names and dtypes of the counters a counters record carries. */
+ * reader's warnings, the names and dtypes of the counters a counters record carries, and
+ * the names and units of a PM sample's values. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
     CASE(LP_REC_GEMM, gemms, n_gemms);
     CASE(LP_REC_GRAPH, graphs, n_graphs);
     CASE(LP_REC_COUNTERS, counters, n_counters);
+    CASE(LP_REC_PM_SAMPLE, pm, n_pm);
     default: *n = NULL; return NULL;
     }
 #undef CASE
@@ -112,4 +114,23 @@ int lp_counter_parse_dtypes(const char *list, unsigned *bits, char *err, size_t 
         p += len + (p[len] == ',');
     }
     return LP_OK;
+}
+
+static const char *const pm_names[LP_PM_COUNT] = {
+    [LP_PM_GR_ACTIVE] = "gr_active",   [LP_PM_SM_ACTIVE] = "sm_active",
+    [LP_PM_SM_ISSUE] = "sm_issue",     [LP_PM_TENSOR] = "tensor",
+    [LP_PM_DRAM_READ] = "dram_read",   [LP_PM_DRAM_WRITE] = "dram_write",
+    [LP_PM_L2] = "l2",                 [LP_PM_IDLE_SM_WARPS] = "idle_sm_warps",
+    [LP_PM_GPC_MHZ] = "gpc_mhz",
+};
+
+const char *lp_pm_name(enum lp_pm p) { return (unsigned)p < LP_PM_COUNT ? pm_names[p] : NULL; }
+
+double lp_pm_value(const struct lp_pm_sample *s, enum lp_pm p)
+{
+    if ((unsigned)p >= LP_PM_SLOTS)
+        return 0;
+    if (p == LP_PM_DRAM_READ || p == LP_PM_DRAM_WRITE)
+        return s->value[p] * 1024.0;
+    return p == LP_PM_GPC_MHZ ? (double)s->value[p] : s->value[p] / 100.0;
 }

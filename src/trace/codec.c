@@ -123,6 +123,16 @@ static const struct field counters_fields[] = {
 #undef CTR
 _Static_assert(LP_COUNTER_COUNT <= LP_COUNTER_SLOTS, "counters record slots");
 
+#define PMV(i) FLD(lp_pm_sample, value[i], F_U32)
+static const struct field pm_fields[] = {
+    FLD(lp_pm_sample, start, F_TS), FLD(lp_pm_sample, end, F_END),
+    FLD(lp_pm_sample, device, F_U32), FLD(lp_pm_sample, valid, F_U32),
+    PMV(0), PMV(1), PMV(2), PMV(3), PMV(4), PMV(5), PMV(6), PMV(7), PMV(8), PMV(9), PMV(10),
+    PMV(11),
+};
+#undef PMV
+_Static_assert(LP_PM_COUNT <= LP_PM_SLOTS, "PM sample slots");
+
 /* MIN is how many fields every record of the type carries: all of them as of format 1.1.
  * A later minor version that appends fields keeps MIN at the old count, so old records,
  * which lack the new fields, still decode (the new fields read as 0). A record shorter
@@ -147,6 +157,7 @@ static const struct {
     [LP_REC_GEMM] = TABLE(gemm_fields, lp_gemm),
     [LP_REC_GRAPH] = TABLE(graph_fields, lp_graph),
     [LP_REC_COUNTERS] = TABLE(counters_fields, lp_counters),
+    [LP_REC_PM_SAMPLE] = TABLE(pm_fields, lp_pm_sample),
 };
 
 int lp_record_type_known(uint32_t type)

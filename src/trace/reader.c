@@ -221,6 +221,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
     case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
     case LP_REC_COUNTERS: return APPEND(counters, n_counters, counters);
+    case LP_REC_PM_SAMPLE: return APPEND(pm, n_pm, pm);
     default: return LP_OK;
     }
 #undef APPEND
@@ -754,6 +755,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->gemms);
     free(t->graphs);
     free(t->counters);
+    free(t->pm);
     free(t->path);
     free(t);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 13 on the GPU machine: `record --counters` on the harness scripts, the three-GEMM
-# program against `ncu --metrics`, fail-open cases, and (LLMPROF_COUNTERS_OVERHEAD=N) the
-# overhead as N interleaved rounds of plain / default / --counters / counters-only runs.
+# Issue 13 on the GPU machine: `record --counters` (range profiler and PM sampling) on the
+# harness scripts, the three-GEMM program against `ncu --metrics`, fail-open cases, and
+# (step overhead, LLMPROF_COUNTERS_OVERHEAD=N rounds) the overhead as interleaved rounds of
+# plain / default / --counters / --counters-only runs.
 # Expects build/ carried (bin/llmprof, lib/libllmprof.so, gpu/). Writes $OUT/counters-log.txt
 # and $OUT/counters-runs.tar.gz (the run directories, for fixtures).
 set -u
@@ -15,7 +16,10 @@ PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 step() { echo; echo "=== $*"; }
-only=${LLMPROF_COUNTERS_ONLY:-all}
+# LLMPROF_GPU_STEPS: the steps to run, comma-separated (default: all but overhead):
+# probe check ncu busy workload llama hf moe pm overhead
+steps=",${LLMPROF_GPU_STEPS:-probe,check,ncu,busy,workload,llama,hf,moe,pm},"
+want() { case $steps in *,"$1",*) return 0 ;; esac; return 1; }
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
@@ -30,13 +34,19 @@ run() { # NAME [record options] -- CMD...: record, side files, info
     timeout 400 "$B/bin/llmprof" record "${opts[@]}" -o "$T/$name" -- "$@"
     echo "record exit $?"
     cp "$T/$name.side"/*.json "$T/$name/" 2>/dev/null
-    "$B/bin/llmprof" info "$T/$name" | grep -E -i "records|counter|loss|warn"
+    "$B/bin/llmprof" info "$T/$name" | grep -E -i "mode|records|kernels|counter|pm |loss|warn|  - "
     grep -o '"counters[a-z_]*": *"[^"]*"' "$T/$name"/trace*.lpt 2>/dev/null | head
 }
 
-if [ "$only" = all ] || [ "$only" = functional ]; then
+if want probe; then
+step "PM-sampling metrics of this chip (triage set names)"
+"$B/gpu/counters_probe" pm 2>&1 | head -150
+fi
+if want check; then
 step "three GEMMs, one per range, --counters"
 run ctr-check --counters -- "$B/gpu/counters_check"
+fi
+if want ncu; then
 step "the same kernels under ncu (no cache flush, clocks as they are)"
 if command -v ncu >/dev/null; then
     ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,lts__t_bytes.sum \
@@ -47,7 +57,7 @@ if command -v ncu >/dev/null; then
     mkdir -p "$T/ctr-check"; cp "$T/ctr-check.ncu.csv" "$T/ctr-check/ncu.csv"
 fi
 fi
-if [ "$only" = all ] || [ "$only" = busy ]; then
+if want busy; then
 step "counters while ncu profiles another process on the GPU: the run goes on, one warning"
 if command -v ncu >/dev/null; then
     ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum --replay-mode application \
@@ -55,31 +65,68 @@ if command -v ncu >/dev/null; then
     npid=$!
     sleep 6
     run ctr-busy --counters -- "$B/gpu/counters_check"
+    run pm-busy --pm-sampling 200 -- "$B/gpu/counters_check"
     kill "$npid" 2>/dev/null; wait "$npid" 2>/dev/null
     tail -3 "$T/busy-ncu.log"
 fi
+fi
+if want workload; then
 step "C workload, 4 segments per decode (the image filled and started again)"
 LLMPROF_COUNTER_SEGMENTS=4 run ctr-workload --counters --counter-ranges '.' -- "$B/gpu/workload"
+fi
+if want llama; then
 step "Llama-style decoder, named steps: prompt 512, 32 new tokens"
 run ctr-llama --counters -- "$PY" bench/llama_decode.py --new-tokens 32 --runs 1 --warmup 1
+fi
+if want hf; then
 step "HF Llama, the common harness (prefill range, one decode range, warm-up first)"
 run ctr-hf-llama --counters -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
     --requests 2 --timer "$T/ctr-hf-llama.side/timer.json" --config-out "$T/ctr-hf-llama.side/config.json"
+step "HF Llama, the common harness, --counters-only"
+run ctr-hf-llama-only --counters-only -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
+    --requests 2 --timer "$T/ctr-hf-llama-only.side/timer.json" --config-out "$T/ctr-hf-llama-only.side/config.json"
+fi
+if want moe; then
 step "HF DeepSeek-V2-Lite (MoE: routed experts in CUTLASS grouped GEMMs)"
 run ctr-hf-moe --counters -- "$PY" tests/gpu/hf_loop.py --arch deepseek-v2-lite --new-tokens 16 \
     --requests 2 --timer "$T/ctr-hf-moe.side/timer.json" --config-out "$T/ctr-hf-moe.side/config.json"
 fi
+if want pm; then
+step "PM sampling alone (the collector without record, no range profiler), kernels on"
+mkdir -p "$T/pm-alone"
+env CUDA_INJECTION64_PATH="$B/lib/libllmprof.so" LLMPROF_OUT="$T/pm-alone" \
+    LLMPROF_PM_SAMPLING=200 "$B/gpu/counters_check"
+echo "exit $?"
+"$B/bin/llmprof" info "$T/pm-alone" | grep -E -i "mode|records|kernels|counter|pm |loss|warn|  - "
+step "--pm-sampling 200 on the three GEMMs"
+run pm-check --pm-sampling 200 -- "$B/gpu/counters_check"
+step "--counters-only on the three GEMMs"
+run ctr-check-only --counters-only -- "$B/gpu/counters_check"
+step "--pm-sampling 100 on the C workload"
+run pm-workload --pm-sampling 100 -- "$B/gpu/workload"
+step "HF Llama, the common harness, --pm-sampling 200"
+run pm-hf-llama --pm-sampling 200 -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
+    --requests 2 --timer "$T/pm-hf-llama.side/timer.json" --config-out "$T/pm-hf-llama.side/config.json"
+step "HF Llama, the common harness, --counters-only --pm-sampling 200"
+run pm-hf-llama-only --counters-only --pm-sampling 200 -- "$PY" tests/gpu/hf_loop.py --arch llama \
+    --new-tokens 16 --requests 2 --timer "$T/pm-hf-llama-only.side/timer.json" \
+    --config-out "$T/pm-hf-llama-only.side/config.json"
+fi
 
-if [ -n "${LLMPROF_COUNTERS_OVERHEAD:-}" ]; then
-step "overhead: HF Llama eager decode, ${LLMPROF_COUNTERS_OVERHEAD} interleaved rounds"
-for i in $(seq "$LLMPROF_COUNTERS_OVERHEAD"); do
-    for mode in plain default counters; do
+if want overhead; then
+step "overhead: HF Llama eager decode, ${LLMPROF_COUNTERS_OVERHEAD:-3} interleaved rounds"
+for i in $(seq "${LLMPROF_COUNTERS_OVERHEAD:-3}"); do
+    for mode in plain default counters only pm; do
         f="$T/ovh.$mode.$i.json"
         case $mode in
         plain) "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
         default) "$B/bin/llmprof" record --quiet -o "$T/ovh-$mode-$i" -- "$PY" tests/gpu/hf_loop.py \
             --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
         counters) "$B/bin/llmprof" record --quiet --counters -o "$T/ovh-$mode-$i" -- "$PY" \
+            tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
+        only) "$B/bin/llmprof" record --quiet --counters-only -o "$T/ovh-$mode-$i" -- "$PY" \
+            tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
+        pm) "$B/bin/llmprof" record --quiet --pm-sampling 200 -o "$T/ovh-$mode-$i" -- "$PY" \
             tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
         esac
         rm -rf "$T/ovh-$mode-$i"
@@ -95,5 +142,5 @@ done
 fi
 
 step "pack"
-tar -C "$T" -czf "$OUT/counters-runs.tar.gz" $(cd "$T" && ls -d ctr-* 2>/dev/null | grep -v side)
+tar -C "$T" -czf "$OUT/counters-runs.tar.gz" $(cd "$T" && ls -d ctr-* pm-* 2>/dev/null | grep -v side)
 ls -la "$OUT"

@@ -8,6 +8,7 @@
  * include of cupti_profiler_host.h in CUDA 13.0). */
 #include <cublas_v2.h>
 #include <cuda.h>
+#include <cupti_pmsampling.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -193,7 +194,43 @@ static int measure(CUcontext ctx, const char *label, const char **names, size_t 
     return 0;
 }
 
-int main(void)
+/* `counters_probe pm`: the PM-sampling base metrics of the chip whose names the triage set
+ * (pmsample.c) draws from, then exit */
+static int list_pm_metrics(void)
+{
+    CUpti_Profiler_Host_Initialize_Params hi = {CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
+    hi.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
+    hi.pChipName = chip;
+    CUpti_PmSampling_GetCounterAvailability_Params ca = {
+        CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE};
+    ca.deviceIndex = 0;
+    CHECK(cuptiPmSamplingGetCounterAvailability(&ca));
+    uint8_t *pm_avail = calloc(1, ca.counterAvailabilityImageSize);
+    ca.pCounterAvailabilityImage = pm_avail;
+    CHECK(cuptiPmSamplingGetCounterAvailability(&ca));
+    hi.pCounterAvailabilityImage = pm_avail;
+    CHECK(cuptiProfilerHostInitialize(&hi));
+    static const char *const want[] = {"lts__", "dramc__", "realtime", "gr__cycles", "gpc__cycles",
+                                       "sm__cycles_active", "pcie__", "nvl"};
+    for (int type = 0; type < CUPTI_METRIC_TYPE__COUNT; type++) {
+        CUpti_Profiler_Host_GetBaseMetrics_Params bm = {
+            CUpti_Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE};
+        bm.pHostObject = hi.pHostObject;
+        bm.metricType = (CUpti_MetricType)type;
+        CHECK(cuptiProfilerHostGetBaseMetrics(&bm));
+        printf("PM sampling base metrics of type %d: %zu\n", type, bm.numMetrics);
+        for (size_t i = 0; i < bm.numMetrics; i++)
+            for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+                if (strstr(bm.ppMetricNames[i], want[k])) {
+                    printf("  pm %d %s\n", type, bm.ppMetricNames[i]);
+                    break;
+                }
+    }
+    free(pm_avail);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -207,6 +244,8 @@ int main(void)
     cn.deviceIndex = 0;
     CHECK(cuptiDeviceGetChipName(&cn));
     chip = cn.pChipName;
+    if (argc > 1 && !strcmp(argv[1], "pm"))
+        return list_pm_metrics();
     CUpti_Profiler_GetCounterAvailability_Params ca = {
         CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE};
     ca.ctx = ctx;
