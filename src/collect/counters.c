@@ -358,8 +358,9 @@ static void cut(uint64_t thread)
         } else if (st == ST_WAITING) {
             int rc = enable();
             if (rc == 0) {
-                /* after the profiler's first use: runs before the exit handlers of the state
-                 * that use built (see pmsample.c), so the last decode finds it whole */
+                /* registered after the profiler's first use, so it runs before the exit
+                 * handlers of the state that use built (see pmsample.c): the last decode
+                 * finds that state whole */
                 atexit(stop_at_exit);
                 c.owner = thread;
                 c.has_owner = 1;
