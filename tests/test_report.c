@@ -1387,6 +1387,15 @@ static void test_fixture_pm(void **state)
     assert_true(p->pm.mean[LP_PM_TENSOR] > 5 * d->pm.mean[LP_PM_TENSOR]);
     assert_true(d->pm.dram_gbs > 100 && d->pm.mbu > 0.01 && d->pm.mbu < 0.2);
     assert_true(r.pm.n_bins > 100 && r.pm.n_bins <= LP_PM_BINS);
+    /* the summary says no kernels were recorded, not that the GPU sat idle */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_summary_md(f, &r), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "No kernels were recorded (--counters-only)"));
+    assert_null(strstr(buf, "The GPU was busy"));
+    free(buf);
     double pm_read = 0;
     for (size_t i = 0; i < t->n_pm; i++)
         pm_read += lp_pm_value(&t->pm[i], LP_PM_DRAM_READ);

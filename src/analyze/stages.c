@@ -385,22 +385,27 @@ static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
     return lo ? (int32_t)(lo - 1) : -1;
 }
 
+/* The occurrence whose span holds TS, or -1. */
+static int32_t occ_holding(const struct lp_run_ctx *c, uint64_t ts)
+{
+    int32_t occ = occ_by_time(c, ts);
+    return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
+}
+
 /* The occurrence host work at TS belongs to, given RANGE, the innermost range open on its
  * thread: the range's, or with inferred stages the one whose span holds TS. */
 static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
 {
     if (!c->r->stages_inferred)
         return range >= 0 ? c->ri[range].occ : -1;
-    int32_t occ = occ_by_time(c, ts);
-    return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
+    return occ_holding(c, ts);
 }
 
 int32_t lp_run_occ_span_at(const struct lp_run_ctx *c, uint64_t ts)
 {
     if (c->r->n_stages == 1 && c->r->stages[0].kind == LP_STAGE_KIND_RUN)
         return 0;
-    int32_t occ = occ_by_time(c, ts);
-    return occ >= 0 && ts <= c->occ[occ].end ? occ : -1;
+    return occ_holding(c, ts);
 }
 
 int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)

@@ -83,6 +83,17 @@ static void fail(const char *what, CUptiResult rc)
                     why);
 }
 
+/* The counter-data image emptied, for the next decode. */
+static CUptiResult reset_image(void)
+{
+    CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
+        CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
+    di.pPmSamplingObject = p.obj;
+    di.counterDataSize = p.data_size;
+    di.pCounterData = p.data;
+    return lp_cupti.PmSamplingCounterDataImageInitialize(&di);
+}
+
 /* A sampler on the device with the chosen config and a fresh image, started. */
 static CUptiResult enable_sampler(int first)
 {
@@ -115,12 +126,7 @@ static CUptiResult enable_sampler(int first)
             return CUPTI_ERROR_OUT_OF_MEMORY;
         p.data_size = ds.counterDataSize;
     }
-    CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
-        CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-    di.pPmSamplingObject = p.obj;
-    di.counterDataSize = p.data_size;
-    di.pCounterData = p.data;
-    if ((rc = lp_cupti.PmSamplingCounterDataImageInitialize(&di)) != CUPTI_SUCCESS)
+    if ((rc = reset_image()) != CUPTI_SUCCESS)
         return rc;
     CUpti_PmSampling_Start_Params st = {CUpti_PmSampling_Start_Params_STRUCT_SIZE};
     st.pPmSamplingObject = p.obj;
@@ -293,12 +299,7 @@ static int decode(void)
             return -1;
         }
         write_samples();
-        CUpti_PmSampling_CounterDataImage_Initialize_Params di = {
-            CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE};
-        di.pPmSamplingObject = p.obj;
-        di.counterDataSize = p.data_size;
-        di.pCounterData = p.data;
-        if ((rc = lp_cupti.PmSamplingCounterDataImageInitialize(&di)) != CUPTI_SUCCESS) {
+        if ((rc = reset_image()) != CUPTI_SUCCESS) {
             fail("the sample image could not be reset", rc);
             return -1;
         }
@@ -406,9 +407,15 @@ void lp_pmsample_start(CUpti_SubscriberHandle subscriber)
         return;
     }
     const char *mb = getenv("LLMPROF_PM_BUFFER_MB");
-    double buf = mb && *mb ? strtod(mb, NULL) : 64;
-    if (!(buf >= 1 && buf <= 4096))
-        buf = 64;
+    double buf = 64;
+    if (mb && *mb) {
+        buf = strtod(mb, &end);
+        if (*end || !(buf >= 1 && buf <= 4096)) {
+            lp_collect_warn(LP_LOSS_SOURCE_PM, 0, "ignoring LLMPROF_PM_BUFFER_MB=%.40s: not a "
+                            "size from 1 to 4096 MiB; 64 MiB is used", mb);
+            buf = 64;
+        }
+    }
     p.interval_ns = (uint64_t)(us * 1000);
     p.hw_bytes = (size_t)buf << 20;
     /* room for eight decode periods: a late decode does not fill the image */
