@@ -4,29 +4,19 @@
 # Usage: launch_overhead.sh ROUNDS N RESULTS.jsonl WORKDIR
 # LLMPROF_BENCH_CMD replaces the program (it must print one JSON line with ns_per_launch),
 # e.g. "python3 bench/torch_launch.py" for PyTorch's launch path.
-# Modes ($LLMPROF_BENCH_MODES, default "none default light"): none, default, light,
-# light-noflush (100 s flush period), light-bigbuf (32 MiB buffers), k:LIST (LLMPROF_KINDS=LIST)
+# Modes ($LLMPROF_BENCH_MODES, default "none default light"): see bench/modes.sh.
 set -u
 cd "$(dirname "$0")/.."
 rounds=$1 n=$2 results=$3 work=$4
 B=$PWD/build
+. bench/modes.sh
 read -r -a modes <<<"${LLMPROF_BENCH_MODES:-none default light}"
 m=${#modes[@]}
 mkdir -p "$work"
 for ((i = 0; i < rounds; i++)); do
     for ((j = 0; j < m; j++)); do
         mode=${modes[$(((i + j) % m))]}
-        rec=(env "$B/bin/llmprof" record --quiet -o "$work/${mode//[:,]/_}-$i")
-        case $mode in
-        none) rec=() ;;
-        default) ;;
-        light) rec+=(--light) ;;
-        light-noflush) rec=(env LLMPROF_FLUSH_MS=100000 "${rec[@]:1}" --light) ;;
-        light-bigbuf) rec=(env LLMPROF_BUFFER_KB=32768 "${rec[@]:1}" --light) ;;
-        light-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]:1}" --light) ;;
-        k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]:1}") ;;
-        *) echo "unknown mode $mode" >&2; exit 2 ;;
-        esac
+        lp_bench_rec "$mode" "$work/${mode//[:,]/_}-$i" || { echo "unknown mode $mode" >&2; exit 2; }
         read -r -a cmd <<<"${LLMPROF_BENCH_CMD:-$B/gpu/workload --launches $n}"
         line=$("${rec[@]}" "${cmd[@]}" | tail -1)
         echo "{\"round\": $i, \"mode\": \"$mode\", \"run\": $line}" | tee -a "$results"

@@ -1,11 +1,17 @@
 """Summarises bench/overhead.sh results. The machine drifts between rounds by more than
 the effect measured, so overhead is taken per round (a mode against the unprofiled run of
 the same round) and its median over rounds is reported, beside the plain medians.
-Usage: summarize.py RESULTS.jsonl"""
+Usage: summarize.py RESULTS.jsonl [--min] [A/B ...]: each A/B also compares mode A against
+mode B, paired per round (e.g. light-counters/light: what the range profiler costs over PM
+sampling). --min takes each run's least disturbed request (prefill_ms_min,
+decode_ms_per_token_min) instead of its median, for a host whose noise swamps the median."""
 import json
 import statistics
 import sys
 
+args = sys.argv[2:]
+stat = "_min" if "--min" in args else "_median"
+args = [a for a in args if a != "--min"]
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 runs = {}
 for r in rows:
@@ -17,10 +23,10 @@ if "none" not in modes:
 
 
 def metric(r, key):
-    return r["run"][key + "_median"]
+    return r["run"][key + stat]
 
 
-print(f"{len(rounds)} rounds; per run: median of the in-process runs")
+print(f"{len(rounds)} rounds; per run: {stat[1:]} of the in-process runs")
 print("| mode | prefill ms | decode ms/token | prefill overhead (paired) | "
       "decode overhead (paired) | decode overhead range | bytes/kernel |")
 print("|---|---|---|---|---|---|---|")
@@ -38,15 +44,20 @@ for mode in modes:
         print(f"| none | {pf:.2f} | {dc:.3f} | - | - | - | - |")
         continue
     d = ratios["decode_ms_per_token"]
+    per_kernel = f"{statistics.median(bpk):.1f}" if bpk else "-"  # counters-only: no kernels
     print(f"| {mode} | {pf:.2f} | {dc:.3f} | {100 * statistics.median(ratios['prefill_ms']):+.1f} % | "
           f"{100 * statistics.median(d):+.1f} % | {100 * min(d):+.1f} … {100 * max(d):+.1f} % | "
-          f"{statistics.median(bpk):.1f} |")
+          f"{per_kernel} |")
 
 
-# GEMM capture alone: default (with it) against default-nogemm, paired per round
-if "default" in modes and "default-nogemm" in modes:
+# GEMM capture alone: default (with it) against default-nogemm, paired per round; and the
+# pairs asked for on the command line
+pairs = [("default", "default-nogemm")] + [tuple(a.split("/", 1)) for a in args]
+for a, b in pairs:
+    if a not in modes or b not in modes:
+        continue
     for k in ("prefill_ms", "decode_ms_per_token"):
-        d = [metric(runs[(i, "default")], k) / metric(runs[(i, "default-nogemm")], k) - 1
-             for i in rounds if (i, "default") in runs and (i, "default-nogemm") in runs]
-        print(f"GEMM capture, {k}: median {100 * statistics.median(d):+.1f} % "
+        d = [metric(runs[(i, a)], k) / metric(runs[(i, b)], k) - 1
+             for i in rounds if (i, a) in runs and (i, b) in runs]
+        print(f"{a} against {b}, {k}: median {100 * statistics.median(d):+.1f} % "
               f"(range {100 * min(d):+.1f} … {100 * max(d):+.1f} %, {len(d)} pairs)")

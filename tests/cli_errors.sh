@@ -44,8 +44,8 @@ expect 2 "--pm-sampling takes an interval in microseconds from 10 to 100000" \
     "record with a PM interval that is not a number" -- "$LP" record --pm-sampling 2ms -o "$T/r0" -- true
 expect 2 "--counters and --pm-sampling both need the GPU's performance counters" \
     "record with both counter clients" -- "$LP" record --counters --pm-sampling 200 -o "$T/r0" -- true
-expect 2 "--counters-only and --light are two different modes" \
-    "record with two modes" -- "$LP" record --counters-only --light -o "$T/r0" -- true
+expect 2 "--counters and --pm-sampling both need the GPU's performance counters" \
+    "record --light with both counter clients" -- "$LP" record --light --counters --pm-sampling 200 -o "$T/r0" -- true
 expect 2 "needs a directory" "-o without a value" -- "$LP" record -o
 expect 2 "needs a directory" "record -o with an empty value" -- "$LP" record -o "" -- true
 expect 2 "needs a directory" "profile -o with an empty value" -- "$LP" profile -o "" -- true

@@ -233,6 +233,27 @@ signal_test TERM 15
 signal_test HUP 1
 set +m
 
+# what --light asks of the collector: no kernels or GEMM capture, PM sampling every 200 us,
+# NVML on; --light --counters: the range profiler instead of PM sampling
+envof() { "$LP" record --quiet --force -o "$T/envrun" "$@" -- env 2>/dev/null | grep '^LLMPROF_' | sort | tr '\n' ' '; }
+e=$(envof --light)
+grep -q "LLMPROF_GEMM=0 " <<<"$e" && grep -q "LLMPROF_LIGHT=1 " <<<"$e" &&
+    grep -q "LLMPROF_NVML_HZ=20 " <<<"$e" && grep -q "LLMPROF_PM_SAMPLING=200 " <<<"$e" &&
+    ! grep -q "LLMPROF_COUNTERS=" <<<"$e" &&
+    grep -q '"pm_sampling_us": 200' "$T/envrun/meta.json" && grep -q '"light": true' "$T/envrun/meta.json" &&
+    ok "--light: no GEMM capture, PM sampling every 200 us, NVML on" || bad "--light: $e; $(cat "$T/envrun/meta.json")"
+e=$(envof --counters-only --counters)
+grep -q "LLMPROF_LIGHT=1 " <<<"$e" && grep -q "LLMPROF_COUNTERS=1 " <<<"$e" &&
+    ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
+    ok "--counters-only is --light; with --counters, the range profiler and no PM sampling" ||
+    bad "--counters-only --counters: $e"
+e=$(envof --light --pm-sampling 500)
+grep -q "LLMPROF_PM_SAMPLING=500 " <<<"$e" && ok "--light --pm-sampling 500 keeps the interval asked for" ||
+    bad "--light --pm-sampling 500: $e"
+e=$(envof)
+grep -q "LLMPROF_LIGHT=0 " <<<"$e" && grep -q "LLMPROF_GEMM=1 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
+    ok "the default: kernels, GEMM capture, no counters" || bad "default record: $e"
+
 # installed: bin/llmprof finds lib/libllmprof.so
 if [ -f "$BUILD/CMakeCache.txt" ] && [ -e "$BUILD/lib/libllmprof.so" ] && command -v "$CMAKE" >/dev/null; then
     P=$T/prefix

@@ -65,7 +65,7 @@ check "ocr2 fixture: image and text tokens" grep -q '257 image slots' "$T/dom.ht
 check "ocr2 fixture: TTFT by part" grep -q '<h3>TTFT by part</h3>' "$T/dom.html"
 check "ocr2 fixture: SAM's share" grep -q 'sam 26.7 %' "$T/dom.html"
 check "ocr2 fixture: MoE expert time" grep -q '4.407 ms (29.5 %)' "$T/dom.html"
-# PM sampling, counters-only (no kernels): the sampled throughputs on the samples' own axis
+# PM sampling, --light (no kernels): the sampled throughputs on the samples' own axis
 "$LP" report "$FIX/pm-hf-llama-only" -o "$T/pm" --quiet ||
     { echo "not ok - llmprof report failed on pm-hf-llama-only"; exit 1; }
 render "$T/pm/report.html"

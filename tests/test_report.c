@@ -1321,11 +1321,12 @@ static void test_harness_counters(void **state)
 /* PM sampling (record --pm-sampling 200), recorded on the H200. counters_check's square GEMM
  * kernel lies in the sample whose tensor pipe is busiest, samples a millisecond away from
  * any kernel see an idle tensor pipe (the samples are on the trace's clock). The common
- * harness recorded --counters-only (no kernels): samples fall in prefill, decode and outside;
- * prefill keeps the tensor pipe busier than decode; decode's DRAM bandwidth is the weights
- * read per step; the whole run's DRAM bytes read equal, within 1 %, those the range
- * profiler counted in another process of the same program (ctr-hf-llama-only). Counters held
- * by Nsight Compute in another process: no samples, one PM loss, the run whole. */
+ * harness recorded --counters-only --pm-sampling 200, what --light is now (no kernels):
+ * samples fall in prefill, decode and outside; prefill keeps the tensor pipe busier than
+ * decode; decode's DRAM bandwidth is the weights read per step; the whole run's DRAM
+ * bytes read equal, within 1 %, those the range profiler counted in another process of the
+ * same program (ctr-hf-llama-only); nothing says how busy the GPU was. Counters held by
+ * Nsight Compute in another process: no samples, one PM loss, the run whole. */
 static void test_fixture_pm(void **state)
 {
     (void)state;
@@ -1393,12 +1394,51 @@ static void test_fixture_pm(void **state)
     FILE *f = open_memstream(&buf, &len);
     assert_int_equal(lp_report_summary_md(f, &r), 0);
     fclose(f);
-    assert_non_null(strstr(buf, "No kernels were recorded (--counters-only)"));
+    assert_non_null(strstr(buf, "No kernels were recorded (--light)"));
     assert_null(strstr(buf, "The GPU was busy"));
+    free(buf);
+    /* how busy the GPU was is not known: absent, not 0; no finding built on it (launch
+     * bound), and no writer prints it as a number */
+    assert_true(isnan(r.busy_share) && isnan(d->busy_share) && isnan(d->host_wait_share) &&
+                isnan(d->kernels_per_occurrence));
+    for (size_t i = 0; i < r.n_findings; i++)
+        assert_int_not_equal(r.findings[i].code, LP_FINDING_LAUNCH_BOUND);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_run_md(f, &r), 0);
+    assert_int_equal(lp_report_stages_csv(f, &r), 0);
+    assert_int_equal(lp_report_run_json(f, &r), 0);
+    fclose(f);
+    assert_null(strstr(buf, "nan"));
+    assert_non_null(strstr(buf, "| decode | 2 | "));
+    assert_non_null(strstr(buf, " | - | - | - | - | - | - | not found |"));
+    assert_non_null(strstr(buf, "Kernels: not recorded (--light)"));
+    assert_non_null(strstr(buf, "\"busy_share\": null"));
     free(buf);
     double pm_read = 0;
     for (size_t i = 0; i < t->n_pm; i++)
         pm_read += lp_pm_value(&t->pm[i], LP_PM_DRAM_READ);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    /* the same harness recorded with --light (PM sampling): its header says light, no kernels;
+     * both stages vary (CV over 10 %) and the summary gives that advice once */
+    t = fixture("pm-hf-llama-light");
+    assert_string_equal(lp_trace_meta(t, "mode"), "light");
+    assert_int_equal(t->n_kernels, 0);
+    assert_true(t->n_pm > 10000);
+    analyze(t, &o, &r);
+    size_t varies = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        varies += r.findings[i].code == LP_FINDING_VARIANCE;
+    assert_int_equal(varies, 2);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_summary_md(f, &r), 0);
+    fclose(f);
+    const char *once = strstr(buf, "Stage time varies between repeats");
+    assert_non_null(once);
+    assert_null(strstr(once + 1, "Stage time varies between repeats"));
+    free(buf);
     lp_run_free(&r);
     lp_trace_free(t);
     t = fixture("ctr-hf-llama-only");

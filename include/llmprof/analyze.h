@@ -246,7 +246,9 @@ struct lp_stage_report {
     struct lp_stat wall, busy;    /* per occurrence: range wall time, GPU busy time */
     int variable;                 /* wall CV above 10 % */
     uint64_t busy_ns;             /* union of its GPU work (kernels, copies, sets) */
-    double busy_share;            /* busy_ns / wall (can pass 1: work outlives its ranges) */
+    double busy_share;            /* busy_ns / wall (can pass 1: work outlives its ranges);
+                                     NaN, as host_wait_share and kernels_per_occurrence, when
+                                     no kernels were recorded (lp_run.kernels_recorded) */
     uint64_t gpu_ns;              /* sum of durations */
     double kernels_per_occurrence;
     size_t kernels, graph_kernels;
@@ -572,7 +574,7 @@ struct lp_run {
     /* timeline */
     uint64_t first_ns, last_ns;         /* span of GPU work */
     uint64_t busy_ns;
-    double busy_share;                  /* of the GPU span */
+    double busy_share;                  /* of the GPU span; NaN: no kernels recorded */
     size_t n_gaps;
     uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
     struct lp_gap *top_gaps;            /* the longest, by duration */
@@ -624,7 +626,7 @@ struct lp_run {
     char gemm_state[160];               /* the trace's "gemm" header: on, or off and why;
                                            "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
-    int kernels_recorded;               /* 0: the record kept no kernels (--counters-only) */
+    int kernels_recorded;               /* 0: the record kept no kernels (--light) */
     uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
     size_t n_unshaped;

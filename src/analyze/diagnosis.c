@@ -34,9 +34,10 @@ static int losses(struct lp_run *r)
 static int launch_bound(struct lp_run *r, int stage)
 {
     const struct lp_stage_report *s = &r->stages[stage];
-    /* one kernel per occurrence (a projector) has nothing a graph would batch */
-    if (s->occurrences == 0 || s->busy_share >= 0.8 || s->host_wait_share < 0.5 ||
-        s->kernels_per_occurrence < 2)
+    /* one kernel per occurrence (a projector) has nothing a graph would batch; without
+     * kernel records (--light) busy and host wait are not known */
+    if (!r->kernels_recorded || s->occurrences == 0 || s->busy_share >= 0.8 ||
+        s->host_wait_share < 0.5 || s->kernels_per_occurrence < 2)
         return LP_OK;
     int decode = s->kind == LP_STAGE_KIND_DECODE && s->steps > 0;
     double units = decode ? (double)s->steps : (double)s->occurrences;

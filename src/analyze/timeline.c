@@ -2,6 +2,7 @@
  * waited (the next work launched after the GPU went idle means it waited on the host), what
  * the launching thread did meanwhile, utilisation over time, copy volume and device memory
  * held through cudaMalloc. */
+#include <math.h>
 #include <string.h>
 
 #include "run_internal.h"
@@ -291,6 +292,14 @@ int lp_run_timeline(struct lp_run_ctx *c)
     if (rc == LP_OK) {
         copies(c);
         rc = device_memory(c);
+    }
+    if (!c->r->kernels_recorded) {
+        /* --light: how busy the GPU was is not known, not 0 (NaN: writers say so) */
+        c->r->busy_share = NAN;
+        for (size_t i = 0; i < c->r->n_stages; i++) {
+            struct lp_stage_report *s = &c->r->stages[i];
+            s->busy_share = s->host_wait_share = s->kernels_per_occurrence = NAN;
+        }
     }
     return rc;
 }

@@ -139,13 +139,12 @@ void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_tr
 struct lp_cli_record_opts {
     const char *out;
     double nvml_hz;
-    int light, quiet, force;
+    int light, quiet, force;      /* light: NVTX, counters, NVML; no kernel or API records */
     int gemm;                     /* -1: the default (on unless --light) */
     int counters;                 /* hardware counters per segment (--counters) */
     const char *counter_dtypes;   /* tensor dtypes counted; NULL: the collector's default */
     const char *counter_ranges;   /* regex of the NVTX ranges that cut; NULL: stage rules' */
     double pm_sampling_us;        /* PM sampling interval (--pm-sampling); 0: off */
-    int counters_only;            /* NVTX, counters, NVML: no kernel or API records */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

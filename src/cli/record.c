@@ -101,11 +101,15 @@ static int parse_pm_sampling(const struct lp_cli_opt *o, void *value, const char
 
 #define OPT(field) offsetof(struct lp_cli_record_opts, field)
 
+/* --light's PM sampling interval: 5,000 samples a second, about 5 bytes each in a trace
+ * (measured on an H200: tests/fixtures/pm-hf-llama-only) */
+#define LIGHT_PM_SAMPLING_US 200
+
 const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--pm-sampling US] [--counters-only] [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -140,14 +144,16 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .help = "NVML samples per second per GPU (default 20; 0 turns NVML off)",
      .off = OPT(nvml_hz), .parse = parse_nvml_hz},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--light",
-     .help = "kernels and NVTX only: lowest overhead (implies --no-gemm)", .off = OPT(light),
-     .set = 1},
+     .help = "the cheap way to watch a long run: NVTX ranges, the GPU's throughputs\n"
+             "sampled every 200 us (--pm-sampling) and NVML; no kernel, copy or\n"
+             "API records and no GEMM capture (see below)",
+     .off = OPT(light), .set = 1},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--no-gemm",
      .help = "do not preload the collector to see cuBLAS GEMM calls", .off = OPT(gemm),
      .set = 0},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--gemm",
-     .help = "see GEMM calls even with --light (their kernels are then tied by\n"
-             "time only if launch records are missing: see docs/collector.md)",
+     .help = "see GEMM calls even with --light (no kernels are then recorded to\n"
+             "tie them to: see docs/collector.md)",
      .off = OPT(gemm), .set = 1},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet",
      .help = "no collector warnings on stderr (they stay in the trace)", .off = OPT(quiet),
@@ -169,9 +175,7 @@ const struct lp_cli_opt lp_cli_record_options[] = {
              "microseconds (CUPTI PM sampling; see below)",
      .off = OPT(pm_sampling_us), .parse = parse_pm_sampling},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters-only",
-     .help = "NVTX ranges, counters (--counters unless --pm-sampling) and NVML;\n"
-             "no kernel, copy or API records: the cheap way to watch a long run",
-     .off = OPT(counters_only), .set = 1},
+     .help = "the same as --light", .off = OPT(light), .set = 1},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
@@ -186,6 +190,13 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "idle-SM throughputs every US microseconds, whatever runs, also in programs without\n"
     "stage ranges; the report draws them over time and averages them per stage. The GPU's\n"
     "counters serve one of the two at a time: choose --counters or --pm-sampling.\n"
+    "\n"
+    "Light (--light): CUPTI's kernel tracing costs about a microsecond of CPU time per\n"
+    "launch, which launch-bound decode pays on every kernel; --light records no kernels and\n"
+    "adds no measurable time per launch (docs/benchmarks.md). The report then has stage\n"
+    "times from NVTX, the GPU's throughputs per stage from PM sampling, and no kernel,\n"
+    "operator or GEMM tables. --light --counters counts per stage with the range profiler\n"
+    "instead, which costs about as much per launch as kernel tracing.\n"
     "\n"
     "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
@@ -548,12 +559,11 @@ static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolve
     json_object_set_new(m, "host", json_string(host));
     json_object_set_new(m, "collector", json_string(lib));
     json_t *opts = json_object();
-    json_object_set_new(opts, "nvml_hz", json_real(o->light ? 0 : o->nvml_hz));
+    json_object_set_new(opts, "nvml_hz", json_real(o->nvml_hz));
     json_object_set_new(opts, "light", json_boolean(o->light));
     json_object_set_new(opts, "gemm", json_boolean(o->gemm));
     json_object_set_new(opts, "counters", json_boolean(o->counters));
     json_object_set_new(opts, "pm_sampling_us", json_real(o->pm_sampling_us));
-    json_object_set_new(opts, "counters_only", json_boolean(o->counters_only));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -696,7 +706,7 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     if (prev && *prev && strcmp(prev, lib) != 0)
         fprintf(stderr, "llmprof record: note: replacing CUDA_INJECTION64_PATH=%s\n", prev);
     char hz[32];
-    snprintf(hz, sizeof hz, "%g", o->light ? 0.0 : o->nvml_hz);
+    snprintf(hz, sizeof hz, "%g", o->nvml_hz);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("NVTX_INJECTION64_PATH", lib, 1);
     setenv("LLMPROF_OUT", abs_dir, 1);
@@ -724,10 +734,6 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     } else {
         unsetenv("LLMPROF_PM_SAMPLING");
     }
-    if (o->counters_only)
-        setenv("LLMPROF_COUNTERS_ONLY", "1", 1);
-    else
-        unsetenv("LLMPROF_COUNTERS_ONLY");
     /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
      * to stdout unless given a file; a user who logs keeps their own settings */
     if (o->gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
@@ -829,14 +835,12 @@ int lp_cmd_record(int argc, char **argv)
 int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
 {
     *ran = 0;
-    if (o->counters_only && o->light) {
-        lp_cli_error("record", "--counters-only and --light are two different modes: choose one");
-        return 2;
-    }
     if (o->gemm < 0)
-        o->gemm = !o->light && !o->counters_only;
-    if (o->counter_dtypes || o->counter_ranges || (o->counters_only && !o->pm_sampling_us))
+        o->gemm = !o->light;
+    if (o->counter_dtypes || o->counter_ranges)
         o->counters = 1;
+    if (o->light && !o->counters && !o->pm_sampling_us)
+        o->pm_sampling_us = LIGHT_PM_SAMPLING_US;
     if (o->counters && o->pm_sampling_us > 0) {
         /* measured on an H200: whichever starts second gets CUPTI_ERROR_HARDWARE_BUSY */
         lp_cli_error("record", "--counters and --pm-sampling both need the GPU's performance "

@@ -10,10 +10,12 @@
 /* What to record: the one list of activity kinds. X(ID, NAME, ALIAS, CUPTI_KIND, LIGHT):
  * NAME (and ALIAS, or NULL) is what LLMPROF_KINDS takes, CUPTI_KIND the activity enabled
  * for it (INVALID: none; API enables single calls instead, see activity.c), LIGHT 1 when
- * --light keeps it. A kind's bit is its place in the list and the trace header's "kinds"
- * holds those bits: add kinds at the end only. The default records every kind. */
+ * --light keeps it (no per-launch record: CUPTI's kernel tracing costs about a microsecond
+ * per launch, the marker, device and overhead kinds nothing measurable). A kind's bit is its
+ * place in the list and the trace header's "kinds" holds those bits: add kinds at the end
+ * only. The default records every kind. */
 #define LP_KIND_LIST(X)                                                                     \
-    X(KERNEL, "kernel", NULL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1)                     \
+    X(KERNEL, "kernel", NULL, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0)                     \
     X(MARKER, "marker", "nvtx", CUPTI_ACTIVITY_KIND_MARKER, 1) /* NVTX */                   \
     X(DEVICE, "device", NULL, CUPTI_ACTIVITY_KIND_DEVICE, 1)                                \
     X(OVERHEAD, "overhead", NULL, CUPTI_ACTIVITY_KIND_OVERHEAD, 1)                          \

@@ -4,7 +4,7 @@
  * here fails open: a problem becomes a warning and a loss record, never an abort.
  *
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
- * LLMPROF_COUNTERS_ONLY, LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
+ * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
  * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB
  * (docs/collector.md). */
@@ -176,12 +176,11 @@ static void init(void)
         dir = ".";
     char cupti_err[512] = "";
     int cupti_ok = lp_cupti_load(cupti_err, sizeof cupti_err) == 0;
+    /* light: NVTX, counters and NVML; no per-kernel, copy or API records */
     int light = env_double("LLMPROF_LIGHT", 0) > 0;
-    /* counters-only: NVTX, counters and NVML; no per-kernel, copy or API records */
-    int counters_only = !light && env_double("LLMPROF_COUNTERS_ONLY", 0) > 0;
     lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
     lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
-    lp_sink_set_meta("mode", light ? "light" : counters_only ? "counters-only" : "default");
+    lp_sink_set_meta("mode", light ? "light" : "default");
     char err[512];
     if (lp_sink_open(dir, err, sizeof err) != 0) {
         fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
@@ -196,9 +195,7 @@ static void init(void)
                         cupti_err);
     } else {
         struct lp_activity_options ao = {
-            .kinds = light ? LP_KINDS_LIGHT
-                     : counters_only ? LP_KIND_MARKER | LP_KIND_DEVICE | LP_KIND_OVERHEAD
-                                     : LP_KINDS_DEFAULT,
+            .kinds = light ? LP_KINDS_LIGHT : LP_KINDS_DEFAULT,
             .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
@@ -236,7 +233,7 @@ static void init(void)
     }
     lp_gemm_start(wake_flusher);
     double hz = env_double("LLMPROF_NVML_HZ", 20);
-    if (!light && hz > 0)
+    if (hz > 0)
         lp_nvml_start(hz);
     flush_ms = (unsigned)env_double("LLMPROF_FLUSH_MS", 500);
     if (flush_ms < 10)

@@ -31,7 +31,7 @@ const char *lp_fmt_bytes(double b, char *buf, size_t len)
 
 const char *lp_fmt_pct(double share, char *buf, size_t len)
 {
-    if (share < 0)
+    if (!(share >= 0)) /* negative or NaN: not known */
         snprintf(buf, len, "-");
     else
         snprintf(buf, len, "%.1f %%", 100 * share);

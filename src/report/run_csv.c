@@ -1,5 +1,6 @@
 /* kernels.csv, operators.csv, stages.csv, gemms.csv: RFC 4180 (quoted where needed), one header row,
  * times in ns, shares as fractions, for spreadsheets and scripts. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -63,6 +64,53 @@ int lp_report_operators_csv(FILE *f, const struct lp_run *r)
     return ferror(f) ? -1 : 0;
 }
 
+/* A share to 4 places; empty when not known (NaN: no kernels recorded). */
+static const char *share(double v, char *buf, size_t len)
+{
+    if (isfinite(v))
+        snprintf(buf, len, "%.4f", v);
+    else
+        buf[0] = 0;
+    return buf;
+}
+
+/* ctr_segments ... ctr_mbu: empty past the segment count when the stage has no counters;
+ * MFU and MBU empty when they could not be made (0: no peak known) */
+static void counter_fields(FILE *f, const struct lp_stage_counters *c)
+{
+    fprintf(f, "%zu,", c->segments);
+    if (!c->segments) {
+        fprintf(f, ",,,,,,");
+        return;
+    }
+    fprintf(f, "%.6g,%.4f,", c->tensor_flops, c->tflops);
+    if (c->mfu > 0)
+        fprintf(f, "%.5f", c->mfu);
+    fprintf(f, ",%.6g,%.2f,", c->dram_bytes, c->gbs);
+    if (c->mbu > 0)
+        fprintf(f, "%.5f", c->mbu);
+    fprintf(f, ",");
+}
+
+/* pm_samples, one mean per PM metric (empty when not sampled), pm_dram_gbs, pm_mbu */
+static void pm_fields(FILE *f, const struct lp_pm_stats *p)
+{
+    fprintf(f, "%zu", p->samples);
+    for (int i = 0; i < LP_PM_COUNT; i++)
+        if (p->samples && (p->valid & 1u << i))
+            fprintf(f, ",%.4g", p->mean[i]);
+        else
+            fprintf(f, ",");
+    if (p->samples)
+        fprintf(f, ",%.4g", p->dram_gbs);
+    else
+        fprintf(f, ",");
+    if (p->samples && p->mbu > 0)
+        fprintf(f, ",%.5f", p->mbu);
+    else
+        fprintf(f, ",");
+}
+
 int lp_report_stages_csv(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "stage,kind,occurrences,wall_total_ns,wall_mean_ns,wall_std_ns,wall_cv,"
@@ -71,17 +119,23 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                "tokens,tokens_source,batch,tokens_per_s,steps,steps_source,step_p50_ns,"
                "step_p90_ns,step_p99_ns,mfu,mbu,achieved_tflops,achieved_gbs,"
                "power_mean_w,power_peak_w,energy_j,j_per_token,htod_bytes,dtoh_bytes,dtod_bytes,"
-               "peak_alloc_bytes\n");
+               "peak_alloc_bytes,ctr_segments,ctr_tensor_flops,ctr_tflops,ctr_mfu,"
+               "ctr_dram_bytes,ctr_gbs,ctr_mbu,pm_samples");
+    for (int p = 0; p < LP_PM_COUNT; p++)
+        fprintf(f, ",pm_%s", lp_pm_name((enum lp_pm)p));
+    fprintf(f, ",pm_dram_gbs,pm_mbu\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         field(f, s->name);
-        fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%llu,%.4f,%llu,%zu,%zu,%zu,%llu,"
-                   "%llu,%.4f,%llu,%lld,%s,%lld,%.2f,",
+        char busy[32], wait[32];
+        fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%llu,%s,%llu,%zu,%zu,%zu,%llu,"
+                   "%llu,%s,%llu,%lld,%s,%lld,%.2f,",
                 lp_stage_kind_name(s->kind), s->occurrences, s->wall.total, s->wall.mean,
                 s->wall.std, s->wall.cv, s->wall.min, s->wall.max, s->variable,
-                (unsigned long long)s->busy_ns, s->busy_share, (unsigned long long)s->gpu_ns,
-                s->kernels, s->graph_kernels, s->gaps, (unsigned long long)s->gap_ns,
-                (unsigned long long)s->host_wait_ns, s->host_wait_share,
+                (unsigned long long)s->busy_ns, share(s->busy_share, busy, sizeof busy),
+                (unsigned long long)s->gpu_ns, s->kernels, s->graph_kernels, s->gaps,
+                (unsigned long long)s->gap_ns, (unsigned long long)s->host_wait_ns,
+                share(s->host_wait_share, wait, sizeof wait),
                 (unsigned long long)s->launch_delay_p50_ns, (long long)s->tokens,
                 lp_text_tokens_source(s->tokens_source), (long long)s->batch, s->tokens_per_s);
         if (s->kind == LP_STAGE_KIND_DECODE)
@@ -97,10 +151,13 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                     s->achieved_gbs);
         else
             fprintf(f, ",,,,");
-        fprintf(f, "%.2f,%.2f,%.3f,%.5f,%llu,%llu,%llu,%llu\n", s->power_mean_w, s->power_peak_w,
+        fprintf(f, "%.2f,%.2f,%.3f,%.5f,%llu,%llu,%llu,%llu,", s->power_mean_w, s->power_peak_w,
                 s->energy_j, s->j_per_token, (unsigned long long)s->memcpy_bytes[0],
                 (unsigned long long)s->memcpy_bytes[1], (unsigned long long)s->memcpy_bytes[2],
                 (unsigned long long)s->peak_alloc_bytes);
+        counter_fields(f, &s->ctr);
+        pm_fields(f, &s->pm);
+        fprintf(f, "\n");
     }
     return ferror(f) ? -1 : 0;
 }

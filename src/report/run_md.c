@@ -31,8 +31,12 @@ static void header(FILE *f, const struct lp_run *r)
         fprintf(f, "- GPU %u: %s, cc %u.%u, %u SMs, %s\n", t->devices[i].id,
                 lp_trace_str(t, t->devices[i].name), t->devices[i].cc_major,
                 t->devices[i].cc_minor, t->devices[i].sm_count, BYTES(t->devices[i].mem_bytes));
-    fprintf(f, "- GPU work from first to last: %s; GPU busy %.1f %% of it (measured)\n",
-            NS(r->last_ns - r->first_ns), 100 * r->busy_share);
+    if (r->kernels_recorded)
+        fprintf(f, "- GPU work from first to last: %s; GPU busy %.1f %% of it (measured)\n",
+                NS(r->last_ns - r->first_ns), 100 * r->busy_share);
+    else
+        fprintf(f, "- GPU work: no kernels recorded (--light), so how busy the GPU was is not "
+                   "known; stage times come from the NVTX ranges\n");
 }
 
 /* "| TTFT | 16.1 ms | 17.0 ms | 18.2 ms | 16.4 ms | 3 requests | source |" */
@@ -212,8 +216,11 @@ static void stages(FILE *f, const struct lp_run *r)
         fprintf(f, "%s | ", s->occurrences ? NS2(s->wall.max) : "-");
         fprintf(f, "%s | ", s->occurrences ? PCT(s->busy_share) : NS(s->busy_ns));
         fprintf(f, "%s | ", s->occurrences ? PCT(s->host_wait_share) : "-");
-        fprintf(f, "%.1f | %zu | ", s->occurrences ? s->kernels_per_occurrence : (double)s->kernels,
-                s->gaps);
+        if (r->kernels_recorded)
+            fprintf(f, "%.1f | %zu | ",
+                    s->occurrences ? s->kernels_per_occurrence : (double)s->kernels, s->gaps);
+        else
+            fprintf(f, "- | - | ");
         if (s->tokens > 0)
             fprintf(f, "%lld (%s) | %.1f | ", (long long)s->tokens,
                     lp_text_tokens_source(s->tokens_source), s->tokens_per_s);
@@ -233,9 +240,13 @@ static void stages(FILE *f, const struct lp_run *r)
                     NS2(s->sub[j].gpu_ns), s->name, s->sub[j].ttft_share > 0 ? "; of TTFT " : "",
                     s->sub[j].ttft_share > 0 ? PCT(s->sub[j].ttft_share) : "");
     }
-    fprintf(f, "\n\nKernels: %zu tied to a stage through their launching call, %zu by time "
-               "(no launch recorded), %zu outside every stage.\n",
-            r->kernels_by_launch, r->kernels_by_time, r->kernels_outside);
+    if (r->kernels_recorded)
+        fprintf(f, "\n\nKernels: %zu tied to a stage through their launching call, %zu by time "
+                   "(no launch recorded), %zu outside every stage.\n",
+                r->kernels_by_launch, r->kernels_by_time, r->kernels_outside);
+    else
+        fprintf(f, "\n\nKernels: not recorded (--light); GPU busy, host wait, kernels and gaps "
+                   "are not known.\n");
 }
 
 static void utilisation(FILE *f, const struct lp_run *r)
@@ -608,6 +619,11 @@ static void operators(FILE *f, const struct lp_run *r)
 static void timeline(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32], b3[32], b4[32];
+    if (!r->kernels_recorded) {
+        fprintf(f, "\n## Timeline\n\nNot recorded (--light: no kernels). The GPU's sampled "
+                   "throughputs over time are in report.html.\n");
+        return;
+    }
     fprintf(f, "\n## Timeline\n\nMeasured. GPU busy %.1f %% of %s of GPU work. %zu idle gaps "
                "over %s, %s in all:\n\n",
             100 * r->busy_share, NS(r->last_ns - r->first_ns), r->n_gaps, NS2(r->opt.gap_ns),
@@ -791,7 +807,7 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
                 100 * r->busy_share);
     else
-        fprintf(f, "- No kernels were recorded (--counters-only): GPU time, kernels and "
+        fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
                    "decode steps found from kernels are not known; see the counters.\n");
     if (r->has_util)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
@@ -843,9 +859,17 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     }
     fprintf(f, "\n\n## What to look at\n\n");
     size_t shown = 0;
+    char said[3][sizeof ((struct lp_finding_text *)0)->title];
     for (size_t i = 0; i < r->n_findings && shown < 3; i++) {
         struct lp_finding_text t;
         lp_text_finding(r, &r->findings[i], &t);
+        /* a title already said (the same finding for a second stage) says nothing new */
+        size_t j = 0;
+        while (j < shown && strcmp(said[j], t.title) != 0)
+            j++;
+        if (j < shown)
+            continue;
+        snprintf(said[shown], sizeof said[shown], "%s", t.title);
         fprintf(f, "- **%s.** %s\n", t.title, t.advice);
         shown++;
     }

@@ -315,8 +315,8 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
                        "NVTX ranges to see them apart)");
         break;
     case LP_NOTE_WORK_BY_TIME:
-        put(buf, len, "%lld of %lld pieces of GPU work have no recorded launch call (--light, "
-                      "or records lost): they are given to the stage that began last before "
+        put(buf, len, "%lld of %lld pieces of GPU work have no recorded launch call (API records "
+                      "off, or lost): they are given to the stage that began last before "
                       "they ran", count, of);
         break;
     case LP_NOTE_TOKENS_PARTIAL:
@@ -328,8 +328,8 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
     case LP_NOTE_GEMMS_UNLINKED:
         put(buf, len, "%lld of %lld successful GEMM calls launched no recorded kernel (captured "
                       "into a CUDA graph never replayed or whose nodes were not recorded, "
-                      "launch records missing, or --light): their FLOPs are left out of the "
-                      "GEMM figures", count, of);
+                      "launch records missing, or no kernels recorded): their FLOPs are left "
+                      "out of the GEMM figures", count, of);
         break;
     case LP_NOTE_VISION_ROWS:
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Issue 13 on the GPU machine: `record --counters` (range profiler and PM sampling) on the
 # harness scripts, the three-GEMM program against `ncu --metrics`, fail-open cases, and
-# (step overhead, LLMPROF_COUNTERS_OVERHEAD=N rounds) the overhead as interleaved rounds of
-# plain / default / --counters / --counters-only runs.
-# Expects build/ carried (bin/llmprof, lib/libllmprof.so, gpu/). Writes $OUT/counters-log.txt
-# and $OUT/counters-runs.tar.gz (the run directories, for fixtures).
+# (steps launch and overhead, LLMPROF_COUNTERS_OVERHEAD=N rounds) the overhead as interleaved
+# rounds in rotating order (bench/launch_overhead.sh, bench/overhead.sh; modes in bench/modes.sh,
+# chosen with LLMPROF_LAUNCH_MODES and LLMPROF_OVERHEAD_MODES).
+# Expects build/ carried (bin/llmprof, lib/libllmprof.so, gpu/). Writes $OUT/counters-log.txt,
+# $OUT/counters-runs.tar.gz (the run directories, for fixtures) and the benchmarks' *.jsonl.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/llmprof-gpu-out}
@@ -16,8 +17,8 @@ PY=$(command -v python3)
 [ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 step() { echo; echo "=== $*"; }
-# LLMPROF_GPU_STEPS: the steps to run, comma-separated (default: all but overhead):
-# probe check ncu busy workload llama hf moe pm overhead
+# LLMPROF_GPU_STEPS: the steps to run, comma-separated (default: all but launch and overhead):
+# probe check ncu busy workload llama hf moe pm launch overhead
 steps=",${LLMPROF_GPU_STEPS:-probe,check,ncu,busy,workload,llama,hf,moe,pm},"
 want() { case $steps in *,"$1",*) return 0 ;; esac; return 1; }
 
@@ -100,45 +101,43 @@ echo "exit $?"
 "$B/bin/llmprof" info "$T/pm-alone" | grep -E -i "mode|records|kernels|counter|pm |loss|warn|  - "
 step "--pm-sampling 200 on the three GEMMs"
 run pm-check --pm-sampling 200 -- "$B/gpu/counters_check"
-step "--counters-only on the three GEMMs"
-run ctr-check-only --counters-only -- "$B/gpu/counters_check"
+step "--light --counters on the three GEMMs (the range profiler, no kernels)"
+run ctr-check-only --light --counters -- "$B/gpu/counters_check"
+step "--light on the C workload (PM sampling, no kernels)"
+run light-workload --light -- "$B/gpu/workload"
 step "--pm-sampling 100 on the C workload"
 run pm-workload --pm-sampling 100 -- "$B/gpu/workload"
 step "HF Llama, the common harness, --pm-sampling 200"
 run pm-hf-llama --pm-sampling 200 -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
     --requests 2 --timer "$T/pm-hf-llama.side/timer.json" --config-out "$T/pm-hf-llama.side/config.json"
-step "HF Llama, the common harness, --counters-only --pm-sampling 200"
-run pm-hf-llama-only --counters-only --pm-sampling 200 -- "$PY" tests/gpu/hf_loop.py --arch llama \
-    --new-tokens 16 --requests 2 --timer "$T/pm-hf-llama-only.side/timer.json" \
-    --config-out "$T/pm-hf-llama-only.side/config.json"
+step "HF Llama, the common harness, --light, and its report"
+run pm-hf-llama-light --light -- "$PY" tests/gpu/hf_loop.py --arch llama \
+    --new-tokens 16 --requests 2 --timer "$T/pm-hf-llama-light.side/timer.json" \
+    --config-out "$T/pm-hf-llama-light.side/config.json"
+"$B/bin/llmprof" report "$T/pm-hf-llama-light" --model "$T/pm-hf-llama-light/config.json" \
+    -o "$T/pm-hf-llama-light.report" >/dev/null
+echo "report exit $?"
+grep -E "No kernels|throughput|^\| (prefill|decode)" "$T/pm-hf-llama-light.report/report.md" | head
 fi
 
+if want launch; then
+step "CPU time per launch (C loop, then PyTorch), ${LLMPROF_COUNTERS_OVERHEAD:-3} rounds"
+export LLMPROF_BENCH_MODES=${LLMPROF_LAUNCH_MODES:-none attach attach-nosub light-nocounters light-counters light kernels}
+bash bench/launch_overhead.sh "${LLMPROF_COUNTERS_OVERHEAD:-3}" 200000 "$OUT/launch-c.jsonl" "$T/launch-c"
+LLMPROF_BENCH_CMD="$PY bench/torch_launch.py" bash bench/launch_overhead.sh \
+    "${LLMPROF_COUNTERS_OVERHEAD:-3}" 0 "$OUT/launch-torch.jsonl" "$T/launch-torch"
+rm -rf "$T/launch-c" "$T/launch-torch"
+fi
 if want overhead; then
-step "overhead: HF Llama eager decode, ${LLMPROF_COUNTERS_OVERHEAD:-3} interleaved rounds"
-for i in $(seq "${LLMPROF_COUNTERS_OVERHEAD:-3}"); do
-    for mode in plain default counters only pm; do
-        f="$T/ovh.$mode.$i.json"
-        case $mode in
-        plain) "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
-        default) "$B/bin/llmprof" record --quiet -o "$T/ovh-$mode-$i" -- "$PY" tests/gpu/hf_loop.py \
-            --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
-        counters) "$B/bin/llmprof" record --quiet --counters -o "$T/ovh-$mode-$i" -- "$PY" \
-            tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
-        only) "$B/bin/llmprof" record --quiet --counters-only -o "$T/ovh-$mode-$i" -- "$PY" \
-            tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
-        pm) "$B/bin/llmprof" record --quiet --pm-sampling 200 -o "$T/ovh-$mode-$i" -- "$PY" \
-            tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests 3 --timer "$f" >/dev/null ;;
-        esac
-        rm -rf "$T/ovh-$mode-$i"
-        "$PY" - "$f" "$mode" "$i" <<'PYEOF'
-import json, sys, statistics
-t = json.load(open(sys.argv[1]))
-reqs = t.get("requests", t)
-tpot = [r["tpot_ms"] for r in reqs if not r.get("warmup")] if isinstance(reqs, list) else []
-print(f"round {sys.argv[3]} {sys.argv[2]:9s} tpot_ms {statistics.median(tpot) if tpot else 'n/a'} raw {json.dumps(t)[:300]}")
-PYEOF
-    done
+step "overhead: HF Llama eager decode, ${LLMPROF_COUNTERS_OVERHEAD:-3} rounds in rotating order"
+export LLMPROF_BENCH_MODES=${LLMPROF_OVERHEAD_MODES:-none default light counters pm}
+LLMPROF_BENCH_CMD="$PY tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests ${LLMPROF_OVERHEAD_REQUESTS:-5}" \
+    bash bench/overhead.sh "${LLMPROF_COUNTERS_OVERHEAD:-3}" "$OUT/overhead.jsonl" "$T/ovh"
+for stat in "" --min; do
+    python3 bench/summarize.py "$OUT/overhead.jsonl" $stat counters/default pm/default light/none \
+        light-counters/light light-nocounters/none default/light
 done
+rm -rf "$T/ovh"
 fi
 
 step "pack"

@@ -11,6 +11,7 @@ Writes the model's config.json to --config-out and one JSON object with per-requ
 to --timer (and stdout)."""
 import argparse
 import json
+import statistics
 import time
 
 import torch
@@ -93,8 +94,15 @@ def request():
 
 runs = [dict(request(), warmup=True)]  # the warm-up: no name, like most scripts
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
+timed = [r for r in runs if not r["warmup"]]
 res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
        "batch": args.batch, "new_tokens": args.new_tokens, "requests": runs,
+       # what bench/overhead.sh and bench/summarize.py read
+       "prefill_ms_median": statistics.median(r["prefill_ms"] for r in timed),
+       "decode_ms_per_token_median": statistics.median(r["tpot_ms"] for r in timed),
+       # the least disturbed request: on a shared host the overhead shows there first
+       "prefill_ms_min": min(r["prefill_ms"] for r in timed),
+       "decode_ms_per_token_min": min(r["tpot_ms"] for r in timed),
        "torch": torch.__version__, "transformers": transformers.__version__}
 print(json.dumps(res))
 if args.timer:

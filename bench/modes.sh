@@ -1,0 +1,50 @@
+# The recording modes the overhead benchmarks compare: one list, sourced by overhead.sh and
+# launch_overhead.sh. lp_bench_rec MODE DIR fills the array rec with the command that runs a
+# program in MODE (empty for none); it returns 1 for an unknown mode.
+#   none                  the program alone
+#   default, light        llmprof record, and --light (NVTX, PM sampling, NVML; no kernels)
+#   default-nonvml        --nvml-hz 0
+#   default-nogemm        --no-gemm (GEMM capture's cost: default against this)
+#   default-nosub         without holding CUPTI's subscriber slot (LLMPROF_SUBSCRIBE=0)
+#   kernels               kernel, NVTX, device and overhead records only, no GEMM capture, no
+#                         NVML (what --light was before PM sampling): CUPTI's kernel tracing
+#   kernels-nosub, kernels-noflush, kernels-bigbuf   the same without the subscriber slot,
+#                         with a periodic flush every 100 s, with 32 MiB activity buffers
+#   counters, pm          --counters; --pm-sampling 200 (on top of the default)
+#   light-counters        --light --counters: the range profiler instead of PM sampling
+#   light-nocounters      what --light enables without its counters: marker, device and
+#                         overhead activity, NVTX, NVML, no GEMM capture
+#   attach                CUPTI attached and subscribed, device record only, no NVML, no
+#                         GEMM capture: what CUPTI's presence alone costs
+#   attach-nosub          the same without the subscriber
+#   k:LIST                llmprof record with LLMPROF_KINDS=LIST
+lp_bench_rec() {
+    local mode=$1 dir=$2
+    rec=("$B/bin/llmprof" record --quiet -o "$dir")
+    case $mode in
+    none) rec=() ;;
+    default) ;;
+    light) rec+=(--light) ;;
+    default-nonvml) rec+=(--nvml-hz 0) ;;
+    default-nogemm) rec+=(--no-gemm) ;;
+    default-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}") ;;
+    kernels*)
+        rec=(env LLMPROF_KINDS=kernel,marker,device,overhead "${rec[@]}" --no-gemm --nvml-hz 0)
+        case $mode in
+        kernels) ;;
+        kernels-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]:1}") ;;
+        kernels-noflush) rec=(env LLMPROF_FLUSH_MS=100000 "${rec[@]:1}") ;;
+        kernels-bigbuf) rec=(env LLMPROF_BUFFER_KB=32768 "${rec[@]:1}") ;;
+        *) return 1 ;;
+        esac ;;
+    counters) rec+=(--counters) ;;
+    pm) rec+=(--pm-sampling 200) ;;
+    light-counters) rec+=(--light --counters) ;;
+    light-nocounters) rec=(env LLMPROF_KINDS=marker,device,overhead "${rec[@]}" --no-gemm) ;;
+    attach) rec=(env LLMPROF_KINDS=device "${rec[@]}" --no-gemm --nvml-hz 0) ;;
+    attach-nosub) rec=(env LLMPROF_KINDS=device LLMPROF_SUBSCRIBE=0 "${rec[@]}" --no-gemm --nvml-hz 0) ;;
+    k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]}") ;;
+    *) return 1 ;;
+    esac
+    return 0
+}
