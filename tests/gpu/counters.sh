@@ -18,7 +18,7 @@ PY=$(command -v python3)
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 step() { echo; echo "=== $*"; }
 # LLMPROF_GPU_STEPS: the steps to run, comma-separated (default: all but launch and overhead):
-# probe check ncu busy workload llama hf moe pm launch overhead
+# probe check ncu ncurep busy workload llama hf moe pm launch overhead
 steps=",${LLMPROF_GPU_STEPS:-probe,check,ncu,busy,workload,llama,hf,moe,pm},"
 want() { case $steps in *,"$1",*) return 0 ;; esac; return 1; }
 
@@ -57,6 +57,16 @@ if command -v ncu >/dev/null; then
     tail -3 "$T/ctr-check.ncu.err"
     mkdir -p "$T/ctr-check"; cp "$T/ctr-check.ncu.csv" "$T/ctr-check/ncu.csv"
 fi
+fi
+if want ncurep; then
+step "the three GEMMs measured twice per run, under --counters and under ncu, alternating"
+for i in 1 2 3; do
+    run ctr-rep-$i --counters -- "$B/gpu/counters_check" --twice >/dev/null
+    ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__ops_path_tensor_src_bf16_dst_fp32.sum,lts__t_bytes.sum \
+        --cache-control none --clock-control none --csv --print-units base \
+        --launch-skip 3 "$B/gpu/counters_check" --twice >"$T/ctr-rep-$i/ncu.csv" 2>/dev/null
+    echo "round $i: ncu exit $?"
+done
 fi
 if want busy; then
 step "counters while ncu profiles another process on the GPU: the run goes on, one warning"

@@ -2,12 +2,14 @@
  * cross-check: `llmprof record --counters` counts each range, `ncu --metrics` each kernel;
  * the two must agree. Shapes: a compute-bound square GEMM, a decode-like GEMV (one token
  * through an 8192 x 8192 weight: memory bound) and a middle one. Each runs once warm
- * outside any range first, so the ranges hold exactly one GEMM each.
+ * outside any range first, so the ranges hold exactly one GEMM each. --twice measures the
+ * three twice (the first range of a run also holds the range profiler's start).
  * Build: tests/gpu/build.sh. */
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <string.h>
 
 #define CHECK(call)                                                                        \
     do {                                                                                   \
@@ -27,8 +29,9 @@ static const struct {
     {"prefill mid 2048x512", 2048, 512, 2048},
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int passes = argc > 1 && !strcmp(argv[1], "--twice") ? 3 : 2;
     CUdevice dev;
     CUcontext ctx;
     CHECK(cuInit(0));
@@ -45,7 +48,7 @@ int main(void)
     CHECK(cuMemsetD8(a, 0x3c, bytes));
     CHECK(cuMemsetD8(b, 0x3c, bytes));
     const float one = 1, zero = 0;
-    for (int pass = 0; pass < 2; pass++) /* the first pass warms up, outside any range */
+    for (int pass = 0; pass < passes; pass++) /* the first warms up, outside any range */
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
             if (pass)
                 nvtxRangePushA(shapes[i].range);
