@@ -18,7 +18,8 @@ for ((i = 0; i < rounds; i++)); do
         mode=${modes[$(((i + j) % m))]}
         lp_bench_rec "$mode" "$work/${mode//[:,]/_}-$i" || { echo "unknown mode $mode" >&2; exit 2; }
         read -r -a cmd <<<"${LLMPROF_BENCH_CMD:-$B/gpu/workload --launches $n}"
-        line=$("${rec[@]}" "${cmd[@]}" | tail -1)
+        line=$(${rec[@]+"${rec[@]}"} "${cmd[@]}" | tail -1)
+        case $line in "{"*) ;; *) echo "round $i, $mode: the run printed no JSON line: left out" >&2; continue ;; esac
         echo "{\"round\": $i, \"mode\": \"$mode\", \"run\": $line}" | tee -a "$results"
     done
 done

@@ -20,16 +20,17 @@ mkdir -p "$work"
 for ((i = 0; i < rounds; i++)); do
     for ((j = 0; j < n; j++)); do
         mode=${modes[$(((i + j) % n))]}
-        dir="$work/$mode-$i"
+        dir="$work/${mode//[:,]/_}-$i"
         lp_bench_rec "$mode" "$dir" || { echo "unknown mode $mode" >&2; exit 2; }
         cmd=("$PY" bench/llama_decode.py "$@")
         [ -n "${LLMPROF_BENCH_CMD:-}" ] && read -r -a cmd <<<"$LLMPROF_BENCH_CMD"
-        line=$("${rec[@]}" "${cmd[@]}" | tail -1)
+        line=$(${rec[@]+"${rec[@]}"} "${cmd[@]}" | tail -1)
+        case $line in "{"*) ;; *) echo "round $i, $mode: the run printed no JSON line: left out" >&2; continue ;; esac
         bytes=0 kernels=0
         if [ "$mode" != none ]; then
-            trace=$(ls "$dir"/trace.*.lpt | head -1)
-            bytes=$(stat -c %s "$trace")
-            kernels=$("$B/bin/llmprof" info "$trace" | sed -n 's/^  records  \([0-9]*\) kernels.*/\1/p')
+            trace=$(ls "$dir"/trace.*.lpt 2>/dev/null | head -1)
+            [ -n "$trace" ] && bytes=$(stat -c %s "$trace")
+            [ -n "$trace" ] && kernels=$("$B/bin/llmprof" info "$trace" | sed -n 's/^  records  \([0-9]*\) kernels.*/\1/p')
         fi
         echo "{\"round\": $i, \"mode\": \"$mode\", \"trace_bytes\": $bytes, \"kernels\": ${kernels:-0}, \"run\": $line}" | tee -a "$results"
     done

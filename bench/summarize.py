@@ -13,6 +13,9 @@ args = sys.argv[2:]
 stat = "_min" if "--min" in args else "_median"
 args = [a for a in args if a != "--min"]
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+if stat == "_min" and any("decode_ms_per_token_min" not in r["run"] for r in rows):
+    sys.exit("--min needs runs that give prefill_ms_min and decode_ms_per_token_min "
+             "(tests/gpu/hf_loop.py does; bench/llama_decode.py does not)")
 runs = {}
 for r in rows:
     runs[(r["round"], r["mode"])] = r

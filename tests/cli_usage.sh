@@ -250,6 +250,11 @@ grep -q "LLMPROF_LIGHT=1 " <<<"$e" && grep -q "LLMPROF_COUNTERS=1 " <<<"$e" &&
 e=$(envof --light --pm-sampling 500)
 grep -q "LLMPROF_PM_SAMPLING=500 " <<<"$e" && ok "--light --pm-sampling 500 keeps the interval asked for" ||
     bad "--light --pm-sampling 500: $e"
+e=$(envof --light --counter-dtypes bf16)
+grep -q "LLMPROF_COUNTERS=bf16 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
+    ok "--light --counter-dtypes: the range profiler, no PM sampling" || bad "--light --counter-dtypes bf16: $e"
+"$LP" info "$FIX/pm-hf-llama-light" | grep -q "kernels not recorded" &&
+    ok "info on a --light trace: kernels not recorded (not 0 ns)" || bad "info on pm-hf-llama-light"
 e=$(envof)
 grep -q "LLMPROF_LIGHT=0 " <<<"$e" && grep -q "LLMPROF_GEMM=1 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
     ok "the default: kernels, GEMM capture, no counters" || bad "default record: $e"

@@ -75,6 +75,15 @@ check "pm fixture: throughput chart" grep -q 'aria-label="GPU throughput sampled
 check "pm fixture: tensor-pipe line drawn" grep -q 'stroke="#d64545"' "$T/dom.html"
 check "pm fixture: per-stage table" grep -q '<td class="t">(whole run)</td>' "$T/dom.html"
 check "pm fixture: time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
+check "pm fixture: no busy chart, said so" grep -q 'GPU busy and idle gaps: not recorded' "$T/dom.html"
+check "pm fixture: no attribution counts" grep -q 'Kernels: not recorded (--light)' "$T/dom.html"
+# --light --counters: no kernels and no PM samples; the stage ranges give the time axis
+"$LP" report "$FIX/ctr-hf-llama-only" -o "$T/ctronly" --quiet ||
+    { echo "not ok - llmprof report failed on ctr-hf-llama-only"; exit 1; }
+render "$T/ctronly/report.html"
+check "counters, no kernels: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "counters, no kernels: no console messages" test ! -s "$T/console.txt"
+check "counters, no kernels: time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 6
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

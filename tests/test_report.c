@@ -1440,6 +1440,30 @@ static void test_fixture_pm(void **state)
     assert_null(strstr(once + 1, "Stage time varies between repeats"));
     free(buf);
     lp_run_free(&r);
+    /* with a prompt length MFU is computed (over wall time); the finding on it reads no
+     * kernel shares and prints no NaN in any writer */
+    o.prefill_tokens = 512;
+    analyze(t, &o, &r);
+    assert_true(kind_stage(&r, LP_STAGE_KIND_PREFILL)->has_util);
+    size_t low_mfu = 0;
+    for (size_t i = 0; i < r.n_findings; i++)
+        if (r.findings[i].code == LP_FINDING_PREFILL_LOW_MFU) {
+            struct lp_finding_text ft;
+            lp_text_finding(&r, &r.findings[i], &ft);
+            assert_non_null(strstr(ft.advice, "Record without --light"));
+            low_mfu++;
+        }
+    assert_int_equal(low_mfu, 1);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_run_md(f, &r), 0);
+    assert_int_equal(lp_report_summary_md(f, &r), 0);
+    assert_int_equal(lp_report_stages_csv(f, &r), 0);
+    assert_int_equal(lp_report_run_json(f, &r), 0);
+    fclose(f);
+    assert_null(strstr(buf, "nan"));
+    free(buf);
+    lp_run_free(&r);
     lp_trace_free(t);
     t = fixture("ctr-hf-llama-only");
     assert_int_equal(t->n_kernels, 0);

@@ -392,6 +392,9 @@ struct lp_trace {
 int lp_trace_read(struct lp_trace **t, const char *path, char *err, size_t errlen);
 void lp_trace_free(struct lp_trace *t);
 const char *lp_trace_meta(const struct lp_trace *t, const char *key);
+/* 1 when the collector recorded kernels: bit 0 of the header's "kinds" (the collector's
+ * list); traces without the header (older ones) recorded them. 0: --light. */
+int lp_trace_kernels_recorded(const struct lp_trace *t);
 /* Never NULL: unknown ids (from a lost chunk) read as "<unknown>". */
 const char *lp_trace_str(const struct lp_trace *t, lp_str id);
 /* Decodes PATH from an in-memory image; used by the fuzzer and tests. */

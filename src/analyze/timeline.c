@@ -275,10 +275,7 @@ int lp_run_timeline(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
     c->r->t0_ns = earliest(c);
-    /* the trace header's kinds: bit 0 is kernels (the collector's list); without the header
-     * (older traces) they were recorded */
-    const char *kinds = lp_trace_meta(t, "kinds");
-    c->r->kernels_recorded = !kinds || (strtoull(kinds, NULL, 10) & 1u);
+    c->r->kernels_recorded = lp_trace_kernels_recorded(t);
     struct lp_kv *apis = malloc((t->n_apis ? t->n_apis : 1) * 2 * sizeof *apis);
     if (!apis)
         return LP_ERR_NOMEM;

@@ -199,7 +199,10 @@ static int info_trace(const char *path)
     char a[32], b[32];
     lp_fmt_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
     lp_fmt_ns(s.kernel_ns, b, sizeof b);
-    printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
+    if (lp_trace_kernels_recorded(t))
+        printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
+    else
+        printf("  span     %s from first to last record; kernels not recorded\n", a);
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",
            t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,

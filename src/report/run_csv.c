@@ -74,6 +74,16 @@ static const char *share(double v, char *buf, size_t len)
     return buf;
 }
 
+/* V into BUF (32 bytes), or empty when not KNOWN */
+static const char *known(int is_known, uint64_t v, char *buf)
+{
+    if (is_known)
+        snprintf(buf, 32, "%llu", (unsigned long long)v);
+    else
+        buf[0] = 0;
+    return buf;
+}
+
 /* ctr_segments ... ctr_mbu: empty past the segment count when the stage has no counters;
  * MFU and MBU empty when they could not be made (0: no peak known) */
 static void counter_fields(FILE *f, const struct lp_stage_counters *c)
@@ -127,16 +137,17 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         field(f, s->name);
-        char busy[32], wait[32];
-        fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%llu,%s,%llu,%zu,%zu,%zu,%llu,"
-                   "%llu,%s,%llu,%lld,%s,%lld,%.2f,",
+        char busy[32], wait[32], t[5][32];
+        const int k = r->kernels_recorded; /* times made from kernels: empty without them */
+        fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%s,%s,%s,%zu,%zu,%zu,%s,"
+                   "%s,%s,%s,%lld,%s,%lld,%.2f,",
                 lp_stage_kind_name(s->kind), s->occurrences, s->wall.total, s->wall.mean,
                 s->wall.std, s->wall.cv, s->wall.min, s->wall.max, s->variable,
-                (unsigned long long)s->busy_ns, share(s->busy_share, busy, sizeof busy),
-                (unsigned long long)s->gpu_ns, s->kernels, s->graph_kernels, s->gaps,
-                (unsigned long long)s->gap_ns, (unsigned long long)s->host_wait_ns,
+                known(k, s->busy_ns, t[0]), share(s->busy_share, busy, sizeof busy),
+                known(k, s->gpu_ns, t[1]), s->kernels, s->graph_kernels, s->gaps,
+                known(k, s->gap_ns, t[2]), known(k, s->host_wait_ns, t[3]),
                 share(s->host_wait_share, wait, sizeof wait),
-                (unsigned long long)s->launch_delay_p50_ns, (long long)s->tokens,
+                known(k, s->launch_delay_p50_ns, t[4]), (long long)s->tokens,
                 lp_text_tokens_source(s->tokens_source), (long long)s->batch, s->tokens_per_s);
         if (s->kind == LP_STAGE_KIND_DECODE)
             fprintf(f, "%lld,%s,", (long long)s->steps, lp_text_steps_source(s->steps_source));

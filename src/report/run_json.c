@@ -149,6 +149,8 @@ static json_t *run_pm(const struct lp_run *r)
 
 static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *s)
 {
+    /* figures made from kernels: null, not 0, when none were recorded (--light) */
+    const int k = r->kernels_recorded;
     json_t *cats = json_object();
     for (int c = 0; c < LP_KCAT_COUNT; c++)
         json_object_set_new(cats, lp_kcat_name((enum lp_kcat)c), num(s->cat_ns[c]));
@@ -164,12 +166,14 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
     json_t *o = json_pack(
         "{s:s,s:s,s:I,s:o,s:o,s:b,s:o,s:o,s:o,s:I,s:I,s:o,s:I,s:o,s:o,s:o,s:o}", "name", s->name,
         "kind", lp_stage_kind_name(s->kind), "occurrences", (json_int_t)s->occurrences, "wall",
-        stat_json(&s->wall), "gpu_busy", stat_json(&s->busy), "variable", s->variable,
-        "busy_ns", u64(s->busy_ns), "busy_share", num(s->busy_share), "gpu_ns", u64(s->gpu_ns),
-        "kernels", (json_int_t)s->kernels, "graph_kernels", (json_int_t)s->graph_kernels,
+        stat_json(&s->wall), "gpu_busy", k ? stat_json(&s->busy) : json_null(), "variable",
+        s->variable, "busy_ns", k ? u64(s->busy_ns) : json_null(), "busy_share",
+        num(s->busy_share), "gpu_ns", k ? u64(s->gpu_ns) : json_null(), "kernels",
+        (json_int_t)s->kernels, "graph_kernels", (json_int_t)s->graph_kernels,
         "kernels_per_occurrence", num(s->kernels_per_occurrence), "gaps", (json_int_t)s->gaps,
-        "gap_ns", u64(s->gap_ns), "host_wait_ns", u64(s->host_wait_ns), "host_wait_share",
-        num(s->host_wait_share), "launch_delay_p50_ns", u64(s->launch_delay_p50_ns));
+        "gap_ns", k ? u64(s->gap_ns) : json_null(), "host_wait_ns",
+        k ? u64(s->host_wait_ns) : json_null(), "host_wait_share", num(s->host_wait_share),
+        "launch_delay_p50_ns", k ? u64(s->launch_delay_p50_ns) : json_null());
     json_object_set_new(o, "graph_replays", u64(s->graph_replays));
     json_object_set_new(o, "ttft", s->ttft_share > 0
                                        ? json_pack("{s:o,s:o}", "share", num(s->ttft_share),

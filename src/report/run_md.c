@@ -554,6 +554,11 @@ static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel
 static void kernels(FILE *f, const struct lp_run *r)
 {
     char b1[32], b3[32];
+    if (!r->kernels_recorded) {
+        fprintf(f, "\n## Top kernels\n\nNot recorded (--light: no kernels). Record without "
+                   "--light to see them.\n");
+        return;
+    }
     fprintf(f, "\n## Top kernels\n\nMeasured (CUPTI kernel, memcpy and memset activity). "
                "%% GPU: share of all GPU time of the run (%s, warm-up and work outside the "
                "stages included); in the per-stage tables, of that stage's GPU time. Full "
@@ -620,8 +625,9 @@ static void timeline(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32], b3[32], b4[32];
     if (!r->kernels_recorded) {
-        fprintf(f, "\n## Timeline\n\nNot recorded (--light: no kernels). The GPU's sampled "
-                   "throughputs over time are in report.html.\n");
+        fprintf(f, "\n## Timeline\n\nNot recorded (--light: no kernels).%s\n",
+                r->pm.all.samples ? " The GPU's sampled throughputs over time are in report.html."
+                                  : "");
         return;
     }
     fprintf(f, "\n## Timeline\n\nMeasured. GPU busy %.1f %% of %s of GPU work. %zu idle gaps "
@@ -847,7 +853,9 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         }
         fprintf(f, ".\n");
     }
-    if (r->n_centres == 0)
+    if (!r->kernels_recorded)
+        fprintf(f, "Not known: no kernels were recorded (--light).\n");
+    else if (r->n_centres == 0)
         fprintf(f, "No GPU work was recorded in a measured stage.\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];

@@ -182,6 +182,13 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
         break;
     case LP_FINDING_PREFILL_LOW_MFU:
         PUT(title, "Prefill is far from the compute peak");
+        if (!r->kernels_recorded) { /* --light: no kernel shares to read */
+            PUT(advice, "Record without --light to see which kernels take the prefill's time.");
+            PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s) over its wall time",
+                s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
+                lp_dtype_name(r->dtype));
+            break;
+        }
         PUT(advice, "%s",
             cat[LP_KCAT_GEMM] < 0.5
                 ? "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
@@ -399,7 +406,7 @@ void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len)
 const char *lp_text_gemm_state(const struct lp_run *r)
 {
     return r->gemm_state[0] ? r->gemm_state
-                            : "not recorded (a trace of format 1.0, or llmprof record --light)";
+                            : "not recorded (a trace of format 1.0, or an older --light)";
 }
 
 /* ---- utilisation ---- */

@@ -60,6 +60,12 @@ const char *lp_trace_meta(const struct lp_trace *t, const char *key)
     return NULL;
 }
 
+int lp_trace_kernels_recorded(const struct lp_trace *t)
+{
+    const char *kinds = lp_trace_meta(t, "kinds");
+    return !kinds || (strtoull(kinds, NULL, 10) & 1u);
+}
+
 const char *lp_trace_str(const struct lp_trace *t, lp_str id)
 {
     if (id == 0)

@@ -93,8 +93,8 @@ if want hf; then
 step "HF Llama, the common harness (prefill range, one decode range, warm-up first)"
 run ctr-hf-llama --counters -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
     --requests 2 --timer "$T/ctr-hf-llama.side/timer.json" --config-out "$T/ctr-hf-llama.side/config.json"
-step "HF Llama, the common harness, --counters-only"
-run ctr-hf-llama-only --counters-only -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
+step "HF Llama, the common harness, --light --counters (the range profiler, no kernels)"
+run ctr-hf-llama-only --light --counters -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 \
     --requests 2 --timer "$T/ctr-hf-llama-only.side/timer.json" --config-out "$T/ctr-hf-llama-only.side/config.json"
 fi
 if want moe; then
@@ -127,7 +127,8 @@ run pm-hf-llama-light --light -- "$PY" tests/gpu/hf_loop.py --arch llama \
 "$B/bin/llmprof" report "$T/pm-hf-llama-light" --model "$T/pm-hf-llama-light/config.json" \
     -o "$T/pm-hf-llama-light.report" >/dev/null
 echo "report exit $?"
-grep -E "No kernels|throughput|^\| (prefill|decode)" "$T/pm-hf-llama-light.report/report.md" | head
+grep -E "No kernels" "$T/pm-hf-llama-light.report/summary.md"
+grep -E "throughput|^\| (prefill|decode)" "$T/pm-hf-llama-light.report/report.md" | head
 fi
 
 if want launch; then
@@ -144,7 +145,7 @@ export LLMPROF_BENCH_MODES=${LLMPROF_OVERHEAD_MODES:-none default light counters
 LLMPROF_BENCH_CMD="$PY tests/gpu/hf_loop.py --arch llama --new-tokens 64 --requests ${LLMPROF_OVERHEAD_REQUESTS:-5}" \
     bash bench/overhead.sh "${LLMPROF_COUNTERS_OVERHEAD:-3}" "$OUT/overhead.jsonl" "$T/ovh"
 for stat in "" --min; do
-    python3 bench/summarize.py "$OUT/overhead.jsonl" $stat counters/default pm/default light/none \
+    python3 bench/summarize.py "$OUT/overhead.jsonl" ${stat:+"$stat"} counters/default pm/default light/none \
         light-counters/light light-nocounters/none default/light
 done
 rm -rf "$T/ovh"
