@@ -11,16 +11,17 @@
 #                                    summary (executions, edges, features, crashes, timeouts)
 #   bench/fuzz.sh seeds              remakes the trace seeds from tests/fixtures (fuzz_make_seeds)
 #   bench/fuzz.sh corpus TARGET      the corpus directory (under tests/fuzz/corpus/) TARGET reads
+#   bench/fuzz.sh targets            every fuzz target (the one list; scripts/test.sh reads it)
 # Environment: LLMPROF_FUZZ_BUILD (default build-fuzzbench), LLMPROF_FUZZ_OUT (results; default
 # $LLMPROF_FUZZ_BUILD/results-DATE), LLMPROF_FUZZ_FOUND_KB (bound of each found/, default 384),
-# LLMPROF_FUZZ_TARGETS (those to run, default all five, e.g. "fuzz_trace_records").
+# LLMPROF_FUZZ_TARGETS (those to run, default all, e.g. "fuzz_trace_records").
 # On the GPU host: carry $LLMPROF_FUZZ_BUILD/bin, set LLMPROF_FUZZ_OUT=$OUT; bring back
 # summary.txt and corpus/, then `cp -r RESULTS/corpus/. tests/fuzz/corpus/` here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${LLMPROF_FUZZ_BUILD:-build-fuzzbench}
 all_targets=(fuzz_trace_reader fuzz_trace_records fuzz_trace_parse fuzz_model_config
-    fuzz_safetensors_header)
+    fuzz_safetensors_header fuzz_ncu_raw)
 # the corpus a target reads: its name less fuzz_, or the target whose input format it shares
 # (as LP_FUZZ_CORPUS_<target> in tests/CMakeLists.txt)
 corpus_of() { case $1 in fuzz_trace_parse) echo trace_records ;; *) echo "${1#fuzz_}" ;; esac; }
@@ -159,5 +160,6 @@ build) cmd_build ;;
 run) shift; cmd_run "$@" ;;
 seeds) cmd_seeds ;;
 corpus) corpus_of "${2:-}" ;;
+targets) echo "${all_targets[*]}" ;;
 *) usage ;;
 esac

@@ -22,8 +22,7 @@ secs=${LLMPROF_FUZZ_SECONDS:-30}
 if [ "$secs" -gt 0 ]; then
     # every library instrumented (coverage, ASan, UBSan); a crash, leak, hang (-timeout) or
     # huge allocation (-rss_limit_mb, which also bounds one malloc) fails the script
-    targets=(fuzz_trace_reader fuzz_trace_records fuzz_trace_parse fuzz_model_config
-        fuzz_safetensors_header)
+    read -r -a targets <<<"$(bench/fuzz.sh targets)"
     echo "== fuzz the parsers of user files, ${secs} s in all (build-fuzz/)"
     CC=clang cmake -S . -B build-fuzz -DLLMPROF_FUZZ=ON -DLLMPROF_COLLECTOR=OFF \
         -DLLMPROF_STATIC_DEPS=OFF >/dev/null

@@ -3,7 +3,7 @@
 - no file of src/ calls a function of another file that calls it back (directly or round
   a longer circle), by the lp_ functions each file defines and calls;
 - no include goes against the flow: collect -> trace -> analyze -> report, model beside
-  analyze, the CLI on top;
+  analyze, ncu (Nsight Compute's CSV) beside trace, the CLI on top;
 - the analysis writes no flag names (--model ...): the report layer says what to pass.
 Usage: layers.py SOURCE_DIR. Prints what is wrong and exits 1, else says ok."""
 import collections
@@ -72,12 +72,13 @@ for f in files:
 allowed = {
     'collect': {'trace'},
     'trace': set(),
+    'ncu': set(),
     'model': set(),
-    'analyze': {'trace', 'model'},
-    'report': {'trace', 'model', 'analyze'},
-    'cli': {'trace', 'model', 'analyze', 'report'},
+    'analyze': {'trace', 'model', 'ncu'},
+    'report': {'trace', 'model', 'analyze', 'ncu'},
+    'cli': {'trace', 'model', 'analyze', 'report', 'ncu'},
 }
-header_layer = {'trace.h': 'trace', 'model.h': 'model', 'analyze.h': 'analyze',
+header_layer = {'trace.h': 'trace', 'model.h': 'model', 'analyze.h': 'analyze', 'ncu.h': 'ncu',
                 'report.h': 'report', 'status.h': None, 'version.h': None}
 for f in sorted(glob.glob(os.path.join(src, '*', '*.[ch]'))):
     layer = os.path.basename(os.path.dirname(f))

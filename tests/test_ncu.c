@@ -1,0 +1,169 @@
+/* The reader of Nsight Compute's raw page (src/ncu/raw.c) on real exports from the H200
+ * (tests/fixtures/ncu-raw-h200, made by tests/gpu/deep.sh) and on bad ones: values in base
+ * units, stall reasons found by their columns' names, and a clear error naming the file and
+ * the column for everything it cannot read. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "llmprof/ncu.h"
+#include "llmprof/status.h"
+
+static struct lp_ncu_report *read_fixture(const char *file)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/ncu-raw-h200/%s", LP_FIXTURES, file);
+    struct lp_ncu_report *r = NULL;
+    int rc = lp_ncu_read(&r, path, err, sizeof err);
+    if (rc != LP_OK)
+        print_message("%s\n", err);
+    assert_int_equal(rc, LP_OK);
+    return r;
+}
+
+static int has(const struct lp_ncu_kernel *k, enum lp_ncu_metric m)
+{
+    return (k->valid >> m) & 1;
+}
+
+/* the three GEMMs of counters_check: ncu's own numbers, in base units */
+static void test_check(void **state)
+{
+    (void)state;
+    struct lp_ncu_report *r = read_fixture("deep-check.raw.csv");
+    assert_int_equal(r->n_kernels, 3);
+    assert_string_equal(r->device, "NVIDIA H200");
+    const struct lp_ncu_kernel *sq = &r->kernels[0], *gemv = &r->kernels[1];
+    assert_int_equal(sq->id, 0);
+    assert_non_null(strstr(sq->name, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA"));
+    assert_true(fabs(sq->metric[LP_NCU_DURATION] - 157440) < 1); /* 157.44 us */
+    assert_true(fabs(sq->metric[LP_NCU_SOL_SM] - 90.371997) < 1e-6);
+    assert_true(fabs(gemv->metric[LP_NCU_SOL_DRAM] - 76.979393) < 1e-6);
+    assert_true(fabs(gemv->metric[LP_NCU_DRAM_BW] - 3.700049e12) < 1e6); /* Tbyte/s */
+    assert_true(sq->metric[LP_NCU_SM_CLOCK] > 1e9 && sq->metric[LP_NCU_SM_CLOCK] < 2.1e9);
+    for (int m = 0; m < LP_NCU_METRIC_COUNT; m++)
+        assert_true(has(sq, (enum lp_ncu_metric)m)); /* the sections deep.sh asks for */
+    assert_int_equal((int)sq->metric[LP_NCU_GRID], 132);
+    assert_int_equal((int)sq->metric[LP_NCU_BLOCK], 384);
+    assert_int_equal((int)sq->metric[LP_NCU_SM_COUNT], 132);
+    assert_int_equal((int)sq->metric[LP_NCU_LIMIT_REGISTERS], 1);
+    /* the stall reasons ncu 2025.3 reports, gmma (Hopper's warpgroup MMA) among them */
+    assert_int_equal(r->n_stalls, 19);
+    size_t gmma = r->n_stalls;
+    for (size_t i = 0; i < r->n_stalls; i++)
+        if (!strcmp(r->stall_names[i], "gmma"))
+            gmma = i;
+    assert_true(gmma < r->n_stalls);
+    assert_true(sq->stall[gmma] > 0);
+    lp_ncu_free(r);
+}
+
+/* decode's GEMVs and prefill's GEMMs of the HF harness */
+static void test_harness(void **state)
+{
+    (void)state;
+    struct lp_ncu_report *d = read_fixture("deep-hf-decode.raw.csv");
+    assert_int_equal(d->n_kernels, 4);
+    assert_true(fabs(d->kernels[0].metric[LP_NCU_DURATION] - 7680) < 1);
+    assert_true(d->kernels[0].metric[LP_NCU_WAVES] < 1); /* 32 blocks on 132 SMs */
+    assert_true(fabs(d->kernels[1].metric[LP_NCU_SOL_DRAM] - 52.354704) < 1e-6);
+    lp_ncu_free(d);
+    struct lp_ncu_report *p = read_fixture("deep-hf-prefill.raw.csv");
+    assert_int_equal(p->n_kernels, 4);
+    assert_true(p->kernels[0].metric[LP_NCU_TENSOR] > 60);
+    lp_ncu_free(p);
+}
+
+/* units converted, thousands separators read, an absent value left absent */
+static void test_units(void **state)
+{
+    (void)state;
+    const char *csv =
+        "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+        "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+        "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\","
+        "\"dram__bytes.sum.per_second\",\"sm__cycles_elapsed.avg.per_second\","
+        "\"launch__grid_size\"\n"
+        "\"\",\"\",\"msecond\",\"%\",\"%\",\"Gbyte/s\",\"Mhz\",\"\"\n"
+        "\"7\",\"k\",\"1.5\",\"10\",\"20\",\"1,200.5\",\"1,755\",\"n/a\"\n";
+    char err[512];
+    struct lp_ncu_report *r;
+    assert_int_equal(lp_ncu_parse(&r, csv, strlen(csv), "t.csv", err, sizeof err), LP_OK);
+    const struct lp_ncu_kernel *k = &r->kernels[0];
+    assert_int_equal(k->id, 7);
+    assert_true(fabs(k->metric[LP_NCU_DURATION] - 1.5e6) < 1e-3);
+    assert_true(fabs(k->metric[LP_NCU_DRAM_BW] - 1.2005e12) < 1);
+    assert_true(fabs(k->metric[LP_NCU_SM_CLOCK] - 1.755e9) < 1);
+    assert_false(has(k, LP_NCU_GRID));
+    assert_false(has(k, LP_NCU_SOL_DRAM));
+    assert_int_equal(r->n_stalls, 0);
+    lp_ncu_free(r);
+}
+
+/* each bad input: refused, and the message names the file and what is wrong */
+static void test_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *csv, *says;
+    } cases[] = {
+        {"", "empty"},
+        {"a,b\n1,2\n", "no 'ID' column"},
+        {"\"ID\",\"Kernel Name\"\n\"\",\"\"\n\"0\",\"k\"\n", "no 'gpu__time_duration.sum' column"},
+        {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+         "\"\",\"\",\"fortnight\",\"%\",\"%\"\n\"0\",\"k\",\"1\",\"2\",\"3\"\n",
+         "'gpu__time_duration.sum' is in 'fortnight'"},
+        {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+         "\"\",\"\",\"us\",\"%\",\"%\"\n", "no kernel rows"},
+        {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+         "\"0\",\"k\",\"1\",\"2\",\"3\"\n", "not the units row"},
+        {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+         "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"1\",\"2\"\n", "row 3 has 4 fields"},
+        {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+         "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"fast\",\"2\",\"3\"\n",
+         "'gpu__time_duration.sum' is 'fast', not a number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char err[512] = "";
+        struct lp_ncu_report *r = (void *)1;
+        int rc = lp_ncu_parse(&r, cases[i].csv, strlen(cases[i].csv), "bad.csv", err,
+                              sizeof err);
+        print_message("%s\n", err);
+        assert_int_equal(rc, LP_ERR_FORMAT);
+        assert_null(r);
+        assert_true(!strncmp(err, "bad.csv: ", 9));
+        assert_non_null(strstr(err, cases[i].says));
+    }
+    char err[512];
+    struct lp_ncu_report *r;
+    assert_int_equal(lp_ncu_read(&r, "/nonexistent/x.csv", err, sizeof err), LP_ERR_IO);
+    assert_int_equal(lp_ncu_read(&r, "/dev/null", err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(strstr(err, "not a regular file"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_harness),
+        cmocka_unit_test(test_units),
+        cmocka_unit_test(test_bad),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
