@@ -1,17 +1,20 @@
 /* The reader of Nsight Compute's raw page (src/ncu/raw.c) on real exports from the H200
  * (tests/fixtures/ncu-raw-h200, made by tests/gpu/deep.sh) and on bad ones: values in base
  * units, stall reasons found by their columns' names, and a clear error naming the file and
- * the column for everything it cannot read. */
+ * the column for everything it cannot read. Then each kernel judged (src/analyze/deep.c):
+ * bound class, occupancy limit, largest stalls. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "llmprof/analyze.h"
 #include "llmprof/ncu.h"
 #include "llmprof/status.h"
 
@@ -157,9 +160,84 @@ static void test_bad(void **state)
     assert_non_null(strstr(err, "not a regular file"));
 }
 
+static size_t stall_index(const struct lp_ncu_report *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_stalls; i++)
+        if (!strcmp(r->stall_names[i], name))
+            return i;
+    return (size_t)-1;
+}
+
+/* The classes on the H200 kernels: the square GEMM compute bound (SOL SM 90 %), the
+ * 8192 x 8192 GEMV memory bound (77 %), the middle GEMM (both under 60 %, a full wave)
+ * latency bound; the HF decode GEMVs too small (0.24 and 0.67 waves: 32 and 88 blocks on 132
+ * SMs), prefill's largest GEMM compute bound. Occupancy: registers and shared memory tie at
+ * one block per SM. The square GEMM's warps wait most at barriers, then on their warpgroup
+ * MMAs (gmma); the GEMV's on memory (long scoreboard). "selected" is never a stall. */
+static void test_judge(void **state)
+{
+    (void)state;
+    struct lp_ncu_report *r = read_fixture("deep-check.raw.csv");
+    struct lp_deep_kernel *d;
+    assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+    assert_int_equal(d[0].bound, LP_DEEP_BOUND_COMPUTE);
+    assert_int_equal(d[1].bound, LP_DEEP_BOUND_MEMORY);
+    assert_int_equal(d[2].bound, LP_DEEP_BOUND_LATENCY);
+    assert_int_equal(d[0].limits,
+                     1u << LP_DEEP_LIMIT_REGISTERS | 1u << LP_DEEP_LIMIT_SHARED_MEM);
+    assert_true(d[0].limit_blocks == 1);
+    assert_int_equal((size_t)d[0].stall[0], stall_index(r, "barrier"));
+    assert_int_equal((size_t)d[0].stall[1], stall_index(r, "gmma"));
+    assert_int_equal((size_t)d[1].stall[0], stall_index(r, "long_scoreboard"));
+    for (size_t i = 0; i < r->n_kernels; i++) {
+        /* the three largest, largest first, none twice */
+        const double *v = r->kernels[i].stall;
+        assert_true(d[i].stall[0] >= 0 && d[i].stall[1] >= 0 && d[i].stall[2] >= 0);
+        assert_true(v[d[i].stall[0]] >= v[d[i].stall[1]] && v[d[i].stall[1]] >= v[d[i].stall[2]]);
+        assert_true(d[i].stall[0] != d[i].stall[1] && d[i].stall[1] != d[i].stall[2] &&
+                    d[i].stall[0] != d[i].stall[2]);
+        size_t selected = stall_index(r, "selected");
+        for (size_t s = 0; s < r->n_stalls; s++)
+            if ((int)s != d[i].stall[0] && (int)s != d[i].stall[1] && (int)s != d[i].stall[2] &&
+                s != selected)
+                assert_true(!(v[s] > v[d[i].stall[2]]));
+        assert_true(d[i].stall[0] != (int)selected && d[i].stall[1] != (int)selected &&
+                    d[i].stall[2] != (int)selected);
+    }
+    free(d);
+    lp_ncu_free(r);
+    r = read_fixture("deep-hf-decode.raw.csv");
+    assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+    for (size_t i = 0; i < r->n_kernels; i++)
+        assert_int_equal(d[i].bound, LP_DEEP_BOUND_SMALL);
+    free(d);
+    lp_ncu_free(r);
+    r = read_fixture("deep-hf-prefill.raw.csv");
+    assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+    assert_int_equal(d[0].bound, LP_DEEP_BOUND_COMPUTE);
+    free(d);
+    lp_ncu_free(r);
+    /* only the required columns: low throughputs and no waves read as latency bound, no
+     * limits and no stalls as none */
+    const char *csv =
+        "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+        "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+        "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+        "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"1\",\"2\",\"3\"\n";
+    char err[256];
+    assert_int_equal(lp_ncu_parse(&r, csv, strlen(csv), "t.csv", err, sizeof err), LP_OK);
+    assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+    assert_int_equal(d[0].bound, LP_DEEP_BOUND_LATENCY);
+    assert_int_equal(d[0].limits, 0);
+    assert_true(d[0].stall[0] == -1 && d[0].stall[1] == -1 && d[0].stall[2] == -1);
+    free(d);
+    lp_ncu_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_judge),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_harness),
         cmocka_unit_test(test_units),

@@ -655,6 +655,50 @@ struct lp_run {
  * group (lp_run.names index) of copies in that direction; group 4 is memset. */
 int lp_copy_direction(uint32_t copy_kind);
 
+/* ---- kernels in depth: Nsight Compute's metrics judged (deep.c) ---- */
+
+struct lp_ncu_report;
+struct lp_ncu_kernel;
+
+/* What bounds a kernel, by Nsight Compute's own Speed Of Light rule: a unit at 60 % of its
+ * peak or more bounds it (compute: the SM; memory: the busiest memory unit); below 60 % on
+ * both the kernel is latency bound, or too small when its grid fills less than 80 % of one
+ * wave of the GPU's SMs (a fifth of the SMs idle, not stalls, then hold it back). */
+enum lp_deep_bound {
+    LP_DEEP_BOUND_COMPUTE,
+    LP_DEEP_BOUND_MEMORY,
+    LP_DEEP_BOUND_LATENCY,
+    LP_DEEP_BOUND_SMALL,
+    LP_DEEP_BOUND_UNKNOWN,       /* a metric it needs is missing */
+};
+#define LP_DEEP_BOUND_PCT 60.0
+#define LP_DEEP_SMALL_WAVES 0.8
+
+/* The launch limits on blocks per SM; the smallest caps the theoretical occupancy. */
+enum lp_deep_limit {
+    LP_DEEP_LIMIT_REGISTERS,
+    LP_DEEP_LIMIT_SHARED_MEM,
+    LP_DEEP_LIMIT_WARPS,
+    LP_DEEP_LIMIT_BLOCKS,
+    LP_DEEP_LIMIT_COUNT
+};
+
+#define LP_DEEP_STALLS 3
+struct lp_deep_kernel {
+    const struct lp_ncu_kernel *k;
+    enum lp_deep_bound bound;
+    unsigned limits;             /* bits (1 << enum lp_deep_limit) of the smallest limits (a
+                                    tie sets several); 0: the limits were not reported */
+    double limit_blocks;         /* blocks per SM they allow */
+    int stall[LP_DEEP_STALLS];   /* the largest stall reasons (lp_ncu_report.stall_names
+                                    indices; "selected", the issuing warp, left out),
+                                    largest first; -1 past the last */
+};
+
+/* Judges every kernel of R into OUT (R's order), which the caller frees. Returns LP_OK or
+ * LP_ERR_NOMEM. */
+int lp_deep_judge(const struct lp_ncu_report *r, struct lp_deep_kernel **out);
+
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,
                    struct lp_run *r, char *err, size_t errlen);
