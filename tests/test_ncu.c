@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -80,6 +82,10 @@ static void test_harness(void **state)
     struct lp_ncu_report *p = read_fixture("deep-hf-prefill.raw.csv");
     assert_int_equal(p->n_kernels, 4);
     assert_true(p->kernels[0].metric[LP_NCU_TENSOR] > 60);
+    /* profiled with --nvtx: each kernel's ranges, the stage among them */
+    for (size_t i = 0; i < p->n_kernels; i++)
+        assert_non_null(strstr(p->kernels[i].nvtx, ":prefill:"));
+    assert_true(p->kernels[0].metric[LP_NCU_LIMIT_BARRIERS] == 21);
     lp_ncu_free(p);
 }
 
@@ -136,17 +142,21 @@ static void test_bad(void **state)
          "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
          "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
          "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"1\",\"2\"\n", "row 3 has 4 fields"},
+        {"\"ID\",\"Kernel Name\",\"ID\"\n", "column 'ID' appears twice"},
         {"\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
          "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
          "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
-         "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"fast\",\"2\",\"3\"\n",
-         "'gpu__time_duration.sum' is 'fast', not a number"},
+         "\"\",\"\",\"us\",\"%\",\"%\"\n\"0\",\"k\",\"1\",\"2\",\"3", "the file is cut"},
+        {"\xff\xfeI\0D\0", "NUL byte"},
+        {"\xff\xfeID,Kernel Name\n", "UTF-16"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char err[512] = "";
         struct lp_ncu_report *r = (void *)1;
-        int rc = lp_ncu_parse(&r, cases[i].csv, strlen(cases[i].csv), "bad.csv", err,
-                              sizeof err);
+        size_t len = strlen(cases[i].csv);
+        if (!strncmp(cases[i].csv, "\xff\xfeI", 3))
+            len = 6; /* UTF-16 with its NULs */
+        int rc = lp_ncu_parse(&r, cases[i].csv, len, "bad.csv", err, sizeof err);
         print_message("%s\n", err);
         assert_int_equal(rc, LP_ERR_FORMAT);
         assert_null(r);
@@ -158,6 +168,61 @@ static void test_bad(void **state)
     assert_int_equal(lp_ncu_read(&r, "/nonexistent/x.csv", err, sizeof err), LP_ERR_IO);
     assert_int_equal(lp_ncu_read(&r, "/dev/null", err, sizeof err), LP_ERR_FORMAT);
     assert_non_null(strstr(err, "not a regular file"));
+    /* a FIFO is refused at once, not waited on */
+    char fifo[] = "/tmp/lp_ncu_fifo.XXXXXX";
+    assert_non_null(mkdtemp(fifo));
+    char path[64];
+    snprintf(path, sizeof path, "%s/f", fifo);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(lp_ncu_read(&r, path, err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(strstr(err, "not a regular file"));
+    unlink(path);
+    rmdir(fifo);
+    /* more stall columns than ncu writes: refused before a row is read */
+    size_t cap = 100 * 80 + 256, n = 0;
+    char *many = malloc(cap);
+    assert_non_null(many);
+    n += (size_t)snprintf(many + n, cap - n, "ID,Kernel Name");
+    for (int i = 0; i < 65; i++)
+        n += (size_t)snprintf(many + n, cap - n,
+                              ",smsp__average_warps_issue_stalled_r%d_per_issue_active.ratio", i);
+    n += (size_t)snprintf(many + n, cap - n, "\n");
+    assert_int_equal(lp_ncu_parse(&r, many, n, "many.csv", err, sizeof err), LP_ERR_FORMAT);
+    assert_non_null(strstr(err, "65 warp-stall columns, more than 64"));
+    free(many);
+}
+
+/* what is forgiven: a UTF-8 byte-order mark, an optional metric in a unit not read (left
+ * absent), a required one that is no number (absent: the kernel's bound is then unknown),
+ * older ncu's cycle/nsecond and byte/second units */
+static void test_forgiven(void **state)
+{
+    (void)state;
+    const char *csv =
+        "\xef\xbb\xbf\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\","
+        "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
+        "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\","
+        "\"launch__waves_per_multiprocessor\",\"sm__cycles_elapsed.avg.per_second\","
+        "\"dram__bytes.sum.per_second\",\"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed\"\n"
+        "\"\",\"\",\"us\",\"%\",\"%\",\"\",\"cycle/nsecond\",\"Gbyte/second\",\"ratio\"\n"
+        "\"0\",\"k\",\"1\",\"n/a\",\"3\",\"2\",\"1.98\",\"10\",\"5\"\n";
+    char err[512];
+    struct lp_ncu_report *r;
+    int rc = lp_ncu_parse(&r, csv, strlen(csv), "f.csv", err, sizeof err);
+    if (rc)
+        print_message("%s\n", err);
+    assert_int_equal(rc, LP_OK);
+    const struct lp_ncu_kernel *k = &r->kernels[0];
+    assert_false(has(k, LP_NCU_SOL_SM));
+    assert_false(has(k, LP_NCU_SOL_DRAM)); /* "ratio" is no percentage */
+    assert_true(fabs(k->metric[LP_NCU_SM_CLOCK] - 1.98e9) < 1);
+    assert_true(fabs(k->metric[LP_NCU_DRAM_BW] - 1e10) < 1);
+    assert_string_equal(k->nvtx, "");
+    struct lp_deep_kernel *d;
+    assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+    assert_int_equal(d[0].bound, LP_DEEP_BOUND_UNKNOWN);
+    free(d);
+    lp_ncu_free(r);
 }
 
 static size_t stall_index(const struct lp_ncu_report *r, const char *name)
@@ -234,10 +299,47 @@ static void test_judge(void **state)
     lp_ncu_free(r);
 }
 
+/* the rules at their edges: 60 % bounds, the higher unit names it (a tie: compute); 0.8
+ * waves and more is a full enough grid */
+static void test_judge_edges(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sm, *mem, *waves;
+        enum lp_deep_bound bound;
+    } cases[] = {
+        {"60", "10", "0.1", LP_DEEP_BOUND_COMPUTE},   {"59.99", "10", "0.8", LP_DEEP_BOUND_LATENCY},
+        {"10", "60", "0.1", LP_DEEP_BOUND_MEMORY},    {"70", "70", "1", LP_DEEP_BOUND_COMPUTE},
+        {"70", "70.01", "1", LP_DEEP_BOUND_MEMORY},   {"10", "10", "0.79", LP_DEEP_BOUND_SMALL},
+        {"10", "10", "0.8", LP_DEEP_BOUND_LATENCY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char csv[1024], err[256];
+        snprintf(csv, sizeof csv,
+                 "ID,Kernel Name,gpu__time_duration.sum,"
+                 "sm__throughput.avg.pct_of_peak_sustained_elapsed,"
+                 "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed,"
+                 "launch__waves_per_multiprocessor,launch__occupancy_limit_warps,"
+                 "launch__occupancy_limit_barriers\n,,us,%%,%%,,block,block\n"
+                 "0,k,1,%s,%s,%s,4,2\n", cases[i].sm, cases[i].mem, cases[i].waves);
+        struct lp_ncu_report *r;
+        assert_int_equal(lp_ncu_parse(&r, csv, strlen(csv), "e.csv", err, sizeof err), LP_OK);
+        struct lp_deep_kernel *d;
+        assert_int_equal(lp_deep_judge(r, &d), LP_OK);
+        assert_int_equal(d[0].bound, cases[i].bound);
+        assert_int_equal(d[0].limits, 1u << LP_DEEP_LIMIT_BARRIERS);
+        assert_true(d[0].limit_blocks == 2);
+        free(d);
+        lp_ncu_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_judge_edges),
+        cmocka_unit_test(test_forgiven),
         cmocka_unit_test(test_check),
         cmocka_unit_test(test_harness),
         cmocka_unit_test(test_units),

@@ -660,10 +660,11 @@ int lp_copy_direction(uint32_t copy_kind);
 struct lp_ncu_report;
 struct lp_ncu_kernel;
 
-/* What bounds a kernel, by Nsight Compute's own Speed Of Light rule: a unit at 60 % of its
- * peak or more bounds it (compute: the SM; memory: the busiest memory unit); below 60 % on
- * both the kernel is latency bound, or too small when its grid fills less than 80 % of one
- * wave of the GPU's SMs (a fifth of the SMs idle, not stalls, then hold it back). */
+/* What bounds a kernel. Nsight Compute's Speed Of Light rule: a unit at 60 % of its peak or
+ * more bounds it (compute: the SM; memory: the busiest memory unit; the higher names it, a
+ * tie compute). Below 60 % on both, llmprof's own rule: too small when its grid fills less
+ * than 0.8 of one wave of the GPU's SMs (a fifth of the SMs idle: idleness, not stalls, holds
+ * it back; a grid a few blocks short of a wave is not), latency bound otherwise. */
 enum lp_deep_bound {
     LP_DEEP_BOUND_COMPUTE,
     LP_DEEP_BOUND_MEMORY,
@@ -680,6 +681,7 @@ enum lp_deep_limit {
     LP_DEEP_LIMIT_SHARED_MEM,
     LP_DEEP_LIMIT_WARPS,
     LP_DEEP_LIMIT_BLOCKS,
+    LP_DEEP_LIMIT_BARRIERS,
     LP_DEEP_LIMIT_COUNT
 };
 

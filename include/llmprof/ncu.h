@@ -13,13 +13,16 @@
 enum lp_ncu_unit {
     LP_NCU_UNIT_TIME,    /* ns, us, ms, s (or nsecond ...): to ns */
     LP_NCU_UNIT_PCT,     /* %: percent as written */
-    LP_NCU_UNIT_RATE,    /* byte/s with K, M, G, T prefixes (powers of 1000): to byte/s */
-    LP_NCU_UNIT_FREQ,    /* hz with K, M, G prefixes: to Hz */
+    LP_NCU_UNIT_RATE,    /* byte/s or byte/second with K, M, G, T prefixes (powers of 1000,
+                            as ncu's Kbyte is 1000 bytes): to byte/s */
+    LP_NCU_UNIT_FREQ,    /* hz with K, M, G prefixes, or cycle/second, cycle/usecond,
+                            cycle/nsecond (older ncu): to Hz */
     LP_NCU_UNIT_ANY,     /* counts (block, SM, register/thread, none): as written */
 };
 
 /* The metrics read: X(ID, COLUMN, UNIT, REQUIRED). A file without a required column is
- * refused; a missing optional one leaves the metric absent. Add at the end only. */
+ * refused; an optional one missing, or in a unit not read, leaves the metric absent, as does
+ * a value that is no number ("n/a") in any column. Add at the end only. */
 #define LP_NCU_METRIC_LIST(X)                                                                  \
     X(DURATION, "gpu__time_duration.sum", LP_NCU_UNIT_TIME, 1)                                \
     X(SOL_SM, "sm__throughput.avg.pct_of_peak_sustained_elapsed", LP_NCU_UNIT_PCT, 1)          \
@@ -40,7 +43,8 @@ enum lp_ncu_unit {
     X(BLOCK, "launch__block_size", LP_NCU_UNIT_ANY, 0)                                        \
     X(SM_COUNT, "launch__sm_count", LP_NCU_UNIT_ANY, 0)                                       \
     X(WAVES, "launch__waves_per_multiprocessor", LP_NCU_UNIT_ANY, 0)                          \
-    X(SM_CLOCK, "sm__cycles_elapsed.avg.per_second", LP_NCU_UNIT_FREQ, 0)
+    X(SM_CLOCK, "sm__cycles_elapsed.avg.per_second", LP_NCU_UNIT_FREQ, 0)                    \
+    X(LIMIT_BARRIERS, "launch__occupancy_limit_barriers", LP_NCU_UNIT_ANY, 0)
 
 enum lp_ncu_metric {
 #define LP_NCU_METRIC_ID(id, column, unit, required) LP_NCU_##id,
@@ -54,6 +58,9 @@ enum lp_ncu_metric {
 struct lp_ncu_kernel {
     uint32_t id;                       /* ncu's ID: the order it profiled the kernels in */
     char *name;                        /* the kernel's name as ncu wrote it */
+    char *nvtx;                        /* the push/pop ranges open on its thread as ncu wrote
+                                          them with --nvtx ("<default domain>:decode:..."),
+                                          "" without */
     double metric[LP_NCU_METRIC_COUNT];
     uint32_t valid;                    /* bit (1 << enum lp_ncu_metric): the value was there */
     double *stall;                     /* lp_ncu_report.n_stalls values; NaN: not there */
@@ -68,7 +75,8 @@ struct lp_ncu_report {
     size_t n_stalls;
 };
 
-/* Bounds: files over 256 MiB, more than 100,000 kernels or 20,000 columns are refused. */
+/* Bounds: files over 256 MiB, more than 100,000 kernels, 20,000 columns or 64 stall columns
+ * are refused. */
 #define LP_NCU_MAX_BYTES ((size_t)256 << 20)
 
 /* Reads PATH (lp_ncu_parse on its bytes). Returns LP_OK, or an error with ERR saying which

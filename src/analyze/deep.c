@@ -1,6 +1,6 @@
-/* Kernels in depth: what bounds each kernel Nsight Compute profiled (Speed Of Light, by
- * ncu's own 60 % rule), what caps its occupancy, and its largest warp stalls. Facts and
- * codes only: the report says them (issue 14). */
+/* Kernels in depth: what bounds each kernel Nsight Compute profiled (Speed Of Light, ncu's
+ * 60 % rule; "too small" is llmprof's), what caps its occupancy, and its largest warp
+ * stalls. Facts and codes only: the report says them (issue 14). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,7 @@ static unsigned limits_of(const struct lp_ncu_kernel *k, double *blocks)
         [LP_DEEP_LIMIT_SHARED_MEM] = LP_NCU_LIMIT_SHARED_MEM,
         [LP_DEEP_LIMIT_WARPS] = LP_NCU_LIMIT_WARPS,
         [LP_DEEP_LIMIT_BLOCKS] = LP_NCU_LIMIT_BLOCKS,
+        [LP_DEEP_LIMIT_BARRIERS] = LP_NCU_LIMIT_BARRIERS,
     };
     unsigned bits = 0;
     *blocks = INFINITY;

@@ -18,6 +18,10 @@
 
 #define MAX_KERNELS 100000
 #define MAX_COLUMNS 20000
+#define MAX_STALLS 64            /* ncu 2025.3 reports 19 */
+#define NVTX_COLUMN "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+_Static_assert(LP_NCU_METRIC_COUNT <= 32, "lp_ncu_kernel.valid has 32 bits");
 #define STALL_PREFIX "smsp__average_warps_issue_stalled_"
 #define STALL_SUFFIX "_per_issue_active.ratio"
 
@@ -37,7 +41,7 @@ const char *lp_ncu_metric_column(enum lp_ncu_metric m)
 }
 
 /* What a column is for: an identification field, a metric, a stall reason, or nothing. */
-enum role { ROLE_SKIP, ROLE_ID, ROLE_NAME, ROLE_DEVICE, ROLE_METRIC, ROLE_STALL };
+enum role { ROLE_SKIP, ROLE_ID, ROLE_NAME, ROLE_DEVICE, ROLE_NVTX, ROLE_METRIC, ROLE_STALL };
 struct column {
     enum role role;
     int index;                 /* the metric or the stall reason */
@@ -48,7 +52,7 @@ struct parse {
     const char *name;
     char *err;
     size_t errlen;
-    int failed;
+    int failed;                /* the status: LP_ERR_FORMAT or LP_ERR_NOMEM */
     size_t row, field;         /* row 0 names, row 1 units, then kernels */
     char **cells;              /* this row's fields */
     size_t n_cells, cap_cells;
@@ -63,7 +67,9 @@ static void fail(struct parse *p, const char *fmt, ...)
 {
     if (p->failed)
         return;
-    p->failed = 1;
+    p->failed = strcmp(fmt, "out of memory") ? LP_ERR_FORMAT : LP_ERR_NOMEM;
+    if (!p->err || !p->errlen)
+        return;
     int n = snprintf(p->err, p->errlen, "%s: ", p->name);
     if (n < 0 || (size_t)n >= p->errlen)
         return;
@@ -78,6 +84,11 @@ static void on_field(void *s, size_t len, void *data)
     struct parse *p = data;
     if (p->failed)
         return;
+    if (memchr(s, 0, len)) {
+        fail(p, "row %zu, field %zu holds a NUL byte: not a CSV file", p->row + 1,
+             p->n_cells + 1);
+        return;
+    }
     if (p->n_cells >= MAX_COLUMNS) {
         fail(p, "row %zu has more than %d columns: not an Nsight Compute raw page", p->row + 1,
              MAX_COLUMNS);
@@ -116,6 +127,10 @@ static double unit_scale(enum lp_ncu_unit kind, const char *u)
         double ns;
     } times[] = {{"ns", 1},     {"nsecond", 1},     {"us", 1e3}, {"usecond", 1e3},
                  {"ms", 1e6},   {"msecond", 1e6},   {"s", 1e9},  {"second", 1e9}};
+    static const struct {
+        const char *unit;
+        double hz;
+    } cycles[] = {{"cycle/second", 1}, {"cycle/usecond", 1e6}, {"cycle/nsecond", 1e9}};
     char want[32];
     switch (kind) {
     case LP_NCU_UNIT_TIME:
@@ -126,10 +141,16 @@ static double unit_scale(enum lp_ncu_unit kind, const char *u)
     case LP_NCU_UNIT_PCT: return !strcmp(u, "%") ? 1 : 0;
     case LP_NCU_UNIT_RATE:
     case LP_NCU_UNIT_FREQ:
+        for (size_t i = 0; kind == LP_NCU_UNIT_FREQ && i < sizeof cycles / sizeof *cycles; i++)
+            if (!strcmp(u, cycles[i].unit))
+                return cycles[i].hz;
         for (size_t i = 0; i < sizeof si / sizeof *si; i++) {
             snprintf(want, sizeof want, "%s%s", si[i].prefix,
                      kind == LP_NCU_UNIT_RATE ? "byte/s" : "hz");
             if (!strcasecmp(u, want))
+                return si[i].scale;
+            snprintf(want, sizeof want, "%sbyte/second", si[i].prefix);
+            if (kind == LP_NCU_UNIT_RATE && !strcasecmp(u, want))
                 return si[i].scale;
         }
         return 0;
@@ -153,31 +174,48 @@ static void map_names(struct parse *p)
         const char *h = p->cells[i];
         struct column *c = &p->cols[i];
         size_t hl = strlen(h), pl = strlen(STALL_PREFIX), sl = strlen(STALL_SUFFIX);
-        if (!strcmp(h, "ID") && !have_id) {
+        if (!strcmp(h, "ID")) {
             c->role = ROLE_ID;
-            have_id = 1;
-        } else if (!strcmp(h, "Kernel Name") && !have_name) {
+            have_id++;
+        } else if (!strcmp(h, "Kernel Name")) {
             c->role = ROLE_NAME;
-            have_name = 1;
+            have_name++;
         } else if (!strcmp(h, "device__attribute_display_name")) {
             c->role = ROLE_DEVICE;
+        } else if (!strcmp(h, NVTX_COLUMN)) {
+            c->role = ROLE_NVTX;
         } else if (hl > pl + sl && !strncmp(h, STALL_PREFIX, pl) &&
                    !strcmp(h + hl - sl, STALL_SUFFIX)) {
             c->role = ROLE_STALL;
             c->index = (int)stalls++;
         } else {
             for (int m = 0; m < LP_NCU_METRIC_COUNT; m++)
-                if (!have[m] && !strcmp(h, metrics[m].column)) {
+                if (!strcmp(h, metrics[m].column)) {
                     c->role = ROLE_METRIC;
                     c->index = m;
-                    have[m] = 1;
+                    have[m]++;
                     break;
                 }
         }
+        /* a column read twice would be read from either: refused */
+        for (size_t j = 0; j < i && c->role != ROLE_SKIP; j++)
+            if (!strcmp(p->cells[j], h)) {
+                fail(p, "column '%.200s' appears twice: not a raw page as ncu writes it", h);
+                return;
+            }
+    }
+    if (stalls > MAX_STALLS) {
+        fail(p, "%zu warp-stall columns, more than %d: not a raw page as ncu writes it", stalls,
+             MAX_STALLS);
+        return;
     }
     if (!have_id || !have_name) {
-        fail(p, "no '%s' column: not the raw page of an Nsight Compute report (export it with "
-             "ncu -i REPORT.ncu-rep --csv --page raw)", have_id ? "Kernel Name" : "ID");
+        int utf16 = p->n_cells && (!strncmp(p->cells[0], "\xff\xfe", 2) ||
+                                   !strncmp(p->cells[0], "\xfe\xff", 2));
+        fail(p, "no '%s' column: %s (export it with ncu -i REPORT.ncu-rep --csv --page raw > "
+             "FILE.csv)", have_id ? "Kernel Name" : "ID",
+             utf16 ? "the file is UTF-16 (as PowerShell's > writes): write it as UTF-8"
+                   : "not the raw page of an Nsight Compute report");
         return;
     }
     for (int m = 0; m < LP_NCU_METRIC_COUNT; m++)
@@ -208,22 +246,26 @@ static void map_names(struct parse *p)
 static void map_units(struct parse *p)
 {
     if (p->n_cells != p->n_cols) {
-        fail(p, "row 2 has %zu fields, the names row %zu: the file is cut or not a raw page",
-             p->n_cells, p->n_cols);
+        fail(p, "row 2 has %zu fields, the names row %zu: the file is cut or not a raw page "
+             "(export it again with ncu -i REPORT.ncu-rep --csv --page raw)", p->n_cells,
+             p->n_cols);
         return;
     }
     for (size_t i = 0; i < p->n_cols; i++) {
         struct column *c = &p->cols[i];
         if (c->role == ROLE_ID && p->cells[i][0]) {
-            fail(p, "row 2 is not the units row (its ID is '%.20s'): export the raw page with "
-                 "units (ncu -i REPORT --csv --page raw, without --print-units none)", p->cells[i]);
+            fail(p, "row 2 is not the units row (its ID is '%.20s'): export the raw page as ncu "
+                 "writes it, units row included (ncu -i REPORT.ncu-rep --csv --page raw)",
+                 p->cells[i]);
             return;
         }
         c->scale = 1;
         if (c->role != ROLE_METRIC)
             continue;
         c->scale = unit_scale(metrics[c->index].unit, p->cells[i]);
-        if (c->scale == 0) {
+        if (c->scale == 0 && !metrics[c->index].required) {
+            c->role = ROLE_SKIP; /* an optional metric in another unit: left absent */
+        } else if (c->scale == 0) {
             fail(p, "column '%s' is in '%.40s', a unit llmprof does not read: export with "
                  "--print-units base", metrics[c->index].column, p->cells[i]);
             return;
@@ -239,7 +281,7 @@ static int number(const char *s, double *v)
     for (; *s && n + 1 < sizeof buf; s++)
         if (*s != ',')
             buf[n++] = *s;
-    if (*s || n == 0)
+    if (*s || n == 0 || strpbrk(buf, "xXpP")) /* no hexadecimal */
         return 0;
     buf[n] = 0;
     char *end;
@@ -255,8 +297,9 @@ static void add_kernel(struct parse *p)
 {
     struct lp_ncu_report *r = p->r;
     if (p->n_cells != p->n_cols) {
-        fail(p, "row %zu has %zu fields, the names row %zu: the file is cut or not a raw page",
-             p->row + 1, p->n_cells, p->n_cols);
+        fail(p, "row %zu has %zu fields, the names row %zu: the file is cut or not a raw page "
+             "(export it again with ncu -i REPORT.ncu-rep --csv --page raw)", p->row + 1,
+             p->n_cells, p->n_cols);
         return;
     }
     if (r->n_kernels >= MAX_KERNELS) {
@@ -292,13 +335,22 @@ static void add_kernel(struct parse *p)
         case ROLE_SKIP: break;
         case ROLE_ID:
             if (!number(cell, &v) || v < 0 || v > UINT32_MAX || v != floor(v)) {
-                fail(p, "row %zu: ID '%.20s' is not a kernel number", p->row + 1, cell);
+                fail(p, "row %zu: ID '%.20s' is not a kernel number: not a raw page as ncu "
+                     "writes it (export it again with ncu -i REPORT.ncu-rep --csv --page raw)",
+                     p->row + 1, cell);
                 return;
             }
             k->id = (uint32_t)v;
             break;
         case ROLE_NAME:
             if (!(k->name = strdup(cell))) {
+                fail(p, "out of memory");
+                return;
+            }
+            break;
+        case ROLE_NVTX:
+            free(k->nvtx);
+            if (!(k->nvtx = strdup(cell))) {
                 fail(p, "out of memory");
                 return;
             }
@@ -313,11 +365,7 @@ static void add_kernel(struct parse *p)
             if (number(cell, &v)) {
                 k->metric[c->index] = v * c->scale;
                 k->valid |= 1u << c->index;
-            } else if (metrics[c->index].required) {
-                fail(p, "row %zu (kernel %.60s): '%s' is '%.20s', not a number", p->row + 1,
-                     k->name ? k->name : "?", metrics[c->index].column, cell);
-                return;
-            }
+            } /* else absent: "n/a", or what ncu could not measure */
             break;
         case ROLE_STALL:
             if (number(cell, &v))
@@ -325,6 +373,8 @@ static void add_kernel(struct parse *p)
             break;
         }
     }
+    if (!k->nvtx && !(k->nvtx = strdup("")))
+        fail(p, "out of memory");
 }
 
 static void on_row(int terminator, void *data)
@@ -351,6 +401,7 @@ void lp_ncu_free(struct lp_ncu_report *r)
         return;
     for (size_t i = 0; i < r->n_kernels; i++) {
         free(r->kernels[i].name);
+        free(r->kernels[i].nvtx);
         free(r->kernels[i].stall);
     }
     for (size_t i = 0; i < r->n_stalls; i++)
@@ -379,15 +430,22 @@ int lp_ncu_parse(struct lp_ncu_report **out, const void *data, size_t size, cons
         return LP_ERR_NOMEM;
     }
     struct csv_parser csv;
-    if (csv_init(&csv, CSV_APPEND_NULL) != 0) {
+    /* strict: stray quotes are errors, and a file cut inside a quoted field is refused, not
+     * read short */
+    if (csv_init(&csv, CSV_APPEND_NULL | CSV_STRICT | CSV_STRICT_FINI) != 0) {
         lp_ncu_free(p.r);
         fail(&p, "out of memory");
         return LP_ERR_NOMEM;
     }
+    if (size >= 3 && !memcmp(data, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte-order mark */
+        data = (const char *)data + 3;
+        size -= 3;
+    }
     if (csv_parse(&csv, data, size, on_field, on_row, &p) != size && !p.failed)
         fail(&p, "row %zu: %s", p.row + 1, csv_strerror(csv_error(&csv)));
-    if (!p.failed)
-        csv_fini(&csv, on_field, on_row, &p);
+    if (!p.failed && csv_fini(&csv, on_field, on_row, &p) != 0)
+        fail(&p, "row %zu: %s: the file is cut (export it again)", p.row + 1,
+             csv_strerror(csv_error(&csv)));
     csv_free(&csv);
     for (size_t i = 0; i < p.n_cells; i++)
         free(p.cells[i]);
@@ -401,7 +459,7 @@ int lp_ncu_parse(struct lp_ncu_report **out, const void *data, size_t size, cons
              "and --launch-skip filters)");
     if (p.failed) {
         lp_ncu_free(p.r);
-        return strstr(err, "out of memory") ? LP_ERR_NOMEM : LP_ERR_FORMAT;
+        return p.failed;
     }
     *out = p.r;
     return LP_OK;
