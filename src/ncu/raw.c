@@ -281,9 +281,9 @@ static int number(const char *s, double *v)
     for (; *s && n + 1 < sizeof buf; s++)
         if (*s != ',')
             buf[n++] = *s;
-    if (*s || n == 0 || strpbrk(buf, "xXpP")) /* no hexadecimal */
-        return 0;
     buf[n] = 0;
+    if (*s || n == 0 || strpbrk(buf, "xXpP")) /* too long, empty, or hexadecimal */
+        return 0;
     char *end;
     errno = 0;
     *v = strtod(buf, &end);
