@@ -1418,6 +1418,11 @@ static void test_fixture_pm(void **state)
     double pm_read = 0;
     for (size_t i = 0; i < t->n_pm; i++)
         pm_read += lp_pm_value(&t->pm[i], LP_PM_DRAM_READ);
+    struct lp_trace_summary sum; /* what llmprof info prints: the bytes as a total */
+    assert_int_equal(lp_trace_summarize(t, &sum), LP_OK);
+    assert_true(sum.pm_value[LP_PM_DRAM_READ] == pm_read && sum.pm_n[LP_PM_TENSOR] == t->n_pm);
+    assert_true(sum.pm_value[LP_PM_TENSOR] > 0 && sum.pm_value[LP_PM_TENSOR] < 100);
+    lp_trace_summary_free(&sum);
     lp_run_free(&r);
     lp_trace_free(t);
     /* the same harness recorded with --light (PM sampling): its header says light, no kernels;
@@ -1470,6 +1475,10 @@ static void test_fixture_pm(void **state)
     double ctr_read = 0;
     for (size_t i = 0; i < t->n_counters; i++)
         ctr_read += (double)t->counters[i].value[LP_COUNTER_DRAM_READ];
+    assert_int_equal(lp_trace_summarize(t, &sum), LP_OK);
+    assert_true(sum.counter_total[LP_COUNTER_DRAM_READ] == ctr_read &&
+                (sum.counter_valid & 1u << LP_COUNTER_DRAM_READ));
+    lp_trace_summary_free(&sum);
     print_message("DRAM read: PM samples %.6g, range profiler %.6g (%+.3f %%)\n", pm_read,
                   ctr_read, 100 * (pm_read / ctr_read - 1));
     assert_true(fabs(pm_read / ctr_read - 1) < 0.01);

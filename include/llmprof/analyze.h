@@ -65,6 +65,14 @@ struct lp_trace_summary {
      * half of it) and the mean interval between samples of one device */
     uint64_t nvml_query_p50_ns, nvml_query_p99_ns, nvml_interval_ns;
     size_t n_nvml_devices;
+    /* hardware counters: each counter's total over the segments, bits (1 << enum
+     * lp_counter) counted in any */
+    double counter_total[LP_COUNTER_COUNT];
+    unsigned counter_valid;
+    /* PM samples: each value's mean over the samples that have it (lp_pm_value's unit),
+     * DRAM read and write as totals in bytes; pm_n: samples with the value */
+    double pm_value[LP_PM_COUNT];
+    size_t pm_n[LP_PM_COUNT];
     struct lp_range_group *top;    /* top-level NVTX ranges grouped by name, by total desc */
     size_t n_top;
     struct lp_ranges ranges;

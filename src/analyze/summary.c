@@ -179,6 +179,20 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
         if (t->losses[i].count == 0)
             s->n_loss_notes++;
     }
+    for (size_t i = 0; i < t->n_counters; i++) {
+        s->counter_valid |= t->counters[i].valid;
+        for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
+            s->counter_total[k] += (double)t->counters[i].value[k];
+    }
+    for (size_t i = 0; i < t->n_pm; i++)
+        for (unsigned k = 0; k < LP_PM_COUNT; k++)
+            if (t->pm[i].valid & (1u << k)) {
+                s->pm_value[k] += lp_pm_value(&t->pm[i], k);
+                s->pm_n[k]++;
+            }
+    for (unsigned k = 0; k < LP_PM_COUNT; k++) /* sums to means, but for the bytes moved */
+        if (s->pm_n[k] && k != LP_PM_DRAM_READ && k != LP_PM_DRAM_WRITE)
+            s->pm_value[k] /= (double)s->pm_n[k];
     s->n_launch_matched = count_matched(t);
     if (count_gemms(t, s) != LP_OK)
         return LP_ERR_NOMEM;

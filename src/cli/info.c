@@ -121,41 +121,27 @@ static void print_gemms(const struct lp_trace *t, const struct lp_trace_summary 
 }
 
 /* hardware counters (record --counters): segments and each counter's total */
-static void print_counters(const struct lp_trace *t)
+static void print_counters(const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *metrics = lp_trace_meta(t, "counters_metrics");
     if (!t->n_counters && !metrics)
         return;
-    double sum[LP_COUNTER_COUNT] = {0};
-    unsigned valid = 0;
-    for (size_t i = 0; i < t->n_counters; i++) {
-        valid |= t->counters[i].valid;
-        for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
-            sum[k] += (double)t->counters[i].value[k];
-    }
     printf("  counters %zu segments (%s); totals:", t->n_counters,
            metrics ? metrics : "no metrics recorded");
     for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
-        if (valid & (1u << k))
-            printf(" %s %.6g", lp_counter_name(k), sum[k]);
+        if (s->counter_valid & (1u << k))
+            printf(" %s %.6g", lp_counter_name(k), s->counter_total[k]);
     printf("\n");
 }
 
-/* PM samples (record --counters): how many, when relative to the trace's start, and each
- * value's mean over them */
-static void print_pm(const struct lp_trace *t)
+/* PM samples (record --pm-sampling): how many, when relative to the trace's start, each
+ * value's mean and the DRAM bytes moved */
+static void print_pm(const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *metrics = lp_trace_meta(t, "pm_metrics");
     if (!t->n_pm && !metrics)
         return;
-    double sum[LP_PM_COUNT] = {0};
-    size_t n[LP_PM_COUNT] = {0};
-    for (size_t i = 0; i < t->n_pm; i++)
-        for (unsigned k = 0; k < LP_PM_COUNT; k++)
-            if (t->pm[i].valid & (1u << k)) {
-                sum[k] += lp_pm_value(&t->pm[i], k);
-                n[k]++;
-            }
+    const size_t *n = s->pm_n;
     printf("  pm       %zu samples (%s)", t->n_pm, metrics ? metrics : "no metrics recorded");
     const char *s0 = lp_trace_meta(t, "start_trace_ns");
     if (t->n_pm && s0) {
@@ -166,11 +152,11 @@ static void print_pm(const struct lp_trace *t)
     printf("; means:");
     for (unsigned k = 0; k < LP_PM_COUNT; k++)
         if (n[k] && k != LP_PM_DRAM_READ && k != LP_PM_DRAM_WRITE)
-            printf(" %s %.4g%s", lp_pm_name(k), sum[k] / (double)n[k], k == LP_PM_GPC_MHZ ? " MHz" : "%");
+            printf(" %s %.4g%s", lp_pm_name(k), s->pm_value[k], k == LP_PM_GPC_MHZ ? " MHz" : "%");
     printf("; totals:");
     for (unsigned k = LP_PM_DRAM_READ; k <= LP_PM_DRAM_WRITE; k++)
         if (n[k])
-            printf(" %s %.6g bytes", lp_pm_name(k), sum[k]);
+            printf(" %s %.6g bytes", lp_pm_name(k), s->pm_value[k]);
     printf("\n");
 }
 
@@ -225,8 +211,8 @@ static int info_trace(const char *path)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
     print_gemms(t, &s);
-    print_counters(t);
-    print_pm(t);
+    print_counters(t, &s);
+    print_pm(t, &s);
     printf("  lost     %" PRIu64 " records", s.lost_records);
     if (t->implausible)
         printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
