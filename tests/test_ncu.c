@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "llmprof/analyze.h"
 #include "llmprof/ncu.h"
@@ -52,8 +53,14 @@ static void test_check(void **state)
     assert_true(fabs(gemv->metric[LP_NCU_SOL_DRAM] - 76.979393) < 1e-6);
     assert_true(fabs(gemv->metric[LP_NCU_DRAM_BW] - 3.700049e12) < 1e6); /* Tbyte/s */
     assert_true(sq->metric[LP_NCU_SM_CLOCK] > 1e9 && sq->metric[LP_NCU_SM_CLOCK] < 2.1e9);
-    for (int m = 0; m < LP_NCU_METRIC_COUNT; m++)
-        assert_true(has(sq, (enum lp_ncu_metric)m)); /* the sections deep.sh asks for */
+    for (int m = 0; m < LP_NCU_METRIC_COUNT; m++) /* the sections' metrics; not the extra
+                                                     ones deep.sh did not ask for */
+        assert_int_equal(has(sq, (enum lp_ncu_metric)m), m < LP_NCU_OPS_BF16);
+    assert_int_equal(sq->grid[0], 2);
+    assert_int_equal(sq->grid[1], 66);
+    assert_int_equal(sq->grid[2], 1);
+    assert_int_equal(sq->block[0], 384);
+    assert_int_equal(sq->block[1], 1);
     assert_int_equal((int)sq->metric[LP_NCU_GRID], 132);
     assert_int_equal((int)sq->metric[LP_NCU_BLOCK], 384);
     assert_int_equal((int)sq->metric[LP_NCU_SM_COUNT], 132);
@@ -98,9 +105,13 @@ static void test_units(void **state)
         "\"sm__throughput.avg.pct_of_peak_sustained_elapsed\","
         "\"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed\","
         "\"dram__bytes.sum.per_second\",\"sm__cycles_elapsed.avg.per_second\","
-        "\"launch__grid_size\"\n"
-        "\"\",\"\",\"msecond\",\"%\",\"%\",\"Gbyte/s\",\"Mhz\",\"\"\n"
-        "\"7\",\"k\",\"1.5\",\"10\",\"20\",\"1,200.5\",\"1,755\",\"n/a\"\n";
+        "\"launch__grid_size\",\"sm__ops_path_tensor_src_bf16_dst_fp32.sum\","
+        "\"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum\","
+        "\"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum\",\"Grid Size\",\"Block Size\"\n"
+        "\"\",\"\",\"msecond\",\"%\",\"%\",\"Gbyte/s\",\"Mhz\",\"\",\"Gop\",\"inst\",\"\",\"\","
+        "\"\"\n"
+        "\"7\",\"k\",\"1.5\",\"10\",\"20\",\"1,200.5\",\"1,755\",\"n/a\",\"2.5\",\"3\",\"4\","
+        "\"(4, 22, 1)\",\"(384, 1)\"\n";
     char err[512];
     struct lp_ncu_report *r;
     assert_int_equal(lp_ncu_parse(&r, csv, strlen(csv), "t.csv", err, sizeof err), LP_OK);
@@ -111,6 +122,10 @@ static void test_units(void **state)
     assert_true(fabs(k->metric[LP_NCU_SM_CLOCK] - 1.755e9) < 1);
     assert_false(has(k, LP_NCU_GRID));
     assert_false(has(k, LP_NCU_SOL_DRAM));
+    assert_true(fabs(k->metric[LP_NCU_OPS_BF16] - 2.5e9) < 1); /* a prefix on a count */
+    assert_true(k->metric[LP_NCU_FFMA] == 3 && k->metric[LP_NCU_FADD] == 4);
+    assert_int_equal(k->grid[1], 22);
+    assert_int_equal(k->block[0], 0); /* not three sizes: left absent */
     assert_int_equal(r->n_stalls, 0);
     lp_ncu_free(r);
 }
@@ -334,6 +349,188 @@ static void test_judge_edges(void **state)
     }
 }
 
+/* ---- a deep dive set in its run: tests/fixtures/deep-* (llmprof deep on the H200) ---- */
+
+struct dived {
+    struct lp_trace *t;
+    struct lp_run r;
+};
+
+static void dive_read(struct dived *d, const char *run, const char *csv)
+{
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/%s", LP_FIXTURES, run);
+    DIR *dir = opendir(path);
+    assert_non_null(dir);
+    struct dirent *e;
+    char trace[768] = "";
+    while ((e = readdir(dir)))
+        if (strstr(e->d_name, ".lpt"))
+            snprintf(trace, sizeof trace, "%s/%s", path, e->d_name);
+    closedir(dir);
+    assert_int_equal(lp_trace_read(&d->t, trace, err, sizeof err), LP_OK);
+    struct lp_gpu_table *gpus = malloc(sizeof *gpus);
+    assert_int_equal(lp_gpu_table_load(gpus, NULL, err, sizeof err), LP_OK);
+    struct lp_run_options o = {.gpus = gpus};
+    assert_int_equal(lp_run_analyze(d->t, &o, &d->r, err, sizeof err), LP_OK);
+    lp_gpu_table_free(gpus);
+    free(gpus);
+    if (csv) {
+        struct lp_ncu_report *n;
+        snprintf(path, sizeof path, "%s/%s/deep/%s", LP_FIXTURES, run, csv);
+        assert_int_equal(lp_ncu_read(&n, path, err, sizeof err), LP_OK);
+        assert_int_equal(lp_run_deep(&d->r, n), LP_OK);
+    }
+}
+
+static void dive_free(struct dived *d)
+{
+    lp_run_free(&d->r);
+    lp_trace_free(d->t);
+}
+
+static const struct lp_deep_row *first_row(const struct lp_run *r, enum lp_stage_kind kind)
+{
+    for (size_t i = 0; i < r->deep->n_rows; i++)
+        if (r->stages[r->deep->rows[i].stage].kind == kind)
+            return &r->deep->rows[i];
+    return NULL;
+}
+
+/* the issue's checks on Llama-3-8B's layer shape: the top decode GEMV memory bound at half of
+ * DRAM bandwidth or more, the top prefill GEMM compute bound; each kernel in the stage its
+ * NVTX ranges name */
+static void test_deep_llama(void **state)
+{
+    (void)state;
+    struct dived d;
+    dive_read(&d, "deep-llama3-8b", "ncu-raw.csv");
+    const struct lp_deep *dp = d.r.deep;
+    assert_int_equal(dp->n_kernels, 21);
+    assert_int_equal(dp->unmatched, 0);
+    const struct lp_deep_row *dec = first_row(&d.r, LP_STAGE_KIND_DECODE);
+    const struct lp_deep_row *pre = first_row(&d.r, LP_STAGE_KIND_PREFILL);
+    assert_non_null(dec);
+    assert_non_null(pre);
+    assert_non_null(strstr(d.r.names[dec->group], "_v_bz_")); /* a GEMV (nvjet's v tiles) */
+    assert_int_equal(dec->j.bound, LP_DEEP_BOUND_MEMORY);
+    assert_true(dec->j.k->metric[LP_NCU_SOL_DRAM] >= 50);
+    assert_int_equal(dec->advice, LP_DEEP_ADVICE_FEWER_BYTES);
+    assert_true(dec->intensity < dec->ridge);
+    /* the prefill's top GEMM keeps SM and memory (L1, shared) past 60 %: the roofline puts it
+     * above the ridge, compute bound */
+    assert_int_equal(pre->j.bound, LP_DEEP_BOUND_COMPUTE);
+    assert_true(pre->flags & LP_DEEP_ROW_BY_ROOFLINE);
+    assert_true(pre->intensity > pre->ridge && pre->ridge > 100);
+    assert_int_equal(pre->peak_dtype, LP_DTYPE_BF16);
+    for (size_t i = 0; i < dp->n_rows; i++) {
+        const struct lp_deep_row *w = &dp->rows[i];
+        char want[64];
+        snprintf(want, sizeof want, ":%s:", d.r.stages[w->stage].name);
+        assert_non_null(strstr(w->j.k->nvtx, want));
+        assert_true(w->instances >= 1 && w->run_calls >= w->instances);
+        assert_true(i == 0 || w->stage > dp->rows[i - 1].stage ||
+                    w->run_ns <= dp->rows[i - 1].run_ns);
+    }
+    dive_free(&d);
+}
+
+/* the plan: what was asked of ncu on the H200 is what it measured (21 kernels); the range
+ * profiler's own WaitNs kernels of a --counters run are not picked */
+static void test_deep_plan(void **state)
+{
+    (void)state;
+    struct dived d;
+    char err[256];
+    dive_read(&d, "deep-llama3-8b", NULL);
+    struct lp_deep_plan p;
+    struct lp_deep_plan_options o = {.top = 4, .skip = UINT64_MAX, .instances = 2};
+    assert_int_equal(lp_deep_plan_make(&d.r, &o, &p, err, sizeof err), LP_OK);
+    assert_int_equal(p.profiled, 21);
+    assert_int_equal(p.skip, 1);
+    assert_true(p.by_nvtx);
+    assert_int_equal(p.n_ranges, 2);
+    for (size_t i = 0; i < p.n_ranges; i++) {
+        assert_int_equal(p.ranges[i].n_names, 1);
+        assert_null(p.ranges[i].prefix);
+        assert_string_equal(p.ranges[i].names[0], d.r.stages[p.ranges[i].stage].name);
+    }
+    lp_deep_plan_free(&p);
+    dive_free(&d);
+    dive_read(&d, "deep-ctr-check", NULL);
+    assert_int_equal(lp_deep_plan_make(&d.r, &o, &p, err, sizeof err), LP_OK);
+    assert_int_equal(p.profiled, 3); /* what ncu measured: WaitNs left out */
+    for (size_t i = 0; i < p.n_picks; i++)
+        assert_string_not_equal(d.r.names[p.picks[i].group], "WaitNs");
+    lp_deep_plan_free(&p);
+    dive_free(&d);
+}
+
+/* the deep dive's tensor FLOPs against 2 m n k and against record --counters on the same
+ * program: equal */
+static void test_deep_flops(void **state)
+{
+    (void)state;
+    struct dived d;
+    dive_read(&d, "deep-ctr-check", "ncu-raw.csv");
+    const struct lp_deep *dp = d.r.deep;
+    assert_int_equal(dp->n_rows, 3);
+    int seen = 0;
+    for (size_t i = 0; i < dp->n_rows; i++) {
+        const struct lp_deep_row *w = &dp->rows[i];
+        const struct lp_stage_report *s = &d.r.stages[w->stage];
+        if (strstr(d.r.names[w->group], "256x128")) { /* the square GEMM, 4096^3 */
+            assert_true(fabs(w->tensor_flops / (2.0 * 4096 * 4096 * 4096) - 1) < 1e-5);
+            seen++;
+        }
+        if (s->kind == LP_STAGE_KIND_DECODE) { /* the stage's one GEMV, counted by both */
+            assert_true(s->ctr.segments > 0);
+            assert_true(fabs(w->tensor_flops / s->ctr.tensor_flops - 1) < 1e-3);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 2);
+    dive_free(&d);
+}
+
+/* the raw page in ncu's default units (us, Tbyte/s, Ghz ...; what llmprof deep imports now)
+ * reads as the one exported with --print-units base (what the fixtures' ncu-raw.csv hold):
+ * the import equals ncu's own numbers in either, within what each prints (base units give
+ * percentages and ratios two decimals; scaled units about four significant digits). */
+static void test_deep_units(void **state)
+{
+    (void)state;
+    const char *runs[] = {"deep-llama3-8b", "deep-ctr-check"};
+    for (size_t q = 0; q < 2; q++) {
+        char a[512], b[512], err[512];
+        snprintf(a, sizeof a, "%s/%s/deep/ncu-raw.csv", LP_FIXTURES, runs[q]);
+        snprintf(b, sizeof b, "%s/%s/deep/ncu-default-units.csv", LP_FIXTURES, runs[q]);
+        struct lp_ncu_report *base, *dflt;
+        assert_int_equal(lp_ncu_read(&base, a, err, sizeof err), LP_OK);
+        assert_int_equal(lp_ncu_read(&dflt, b, err, sizeof err), LP_OK);
+        assert_int_equal(base->n_kernels, dflt->n_kernels);
+        size_t compared = 0;
+        for (size_t i = 0; i < base->n_kernels; i++) {
+            const struct lp_ncu_kernel *x = &base->kernels[i], *y = &dflt->kernels[i];
+            assert_int_equal(x->id, y->id);
+            for (int m = 0; m < LP_NCU_METRIC_COUNT; m++) {
+                if (!has(x, (enum lp_ncu_metric)m) || !has(y, (enum lp_ncu_metric)m))
+                    continue;
+                double u = x->metric[m], v = y->metric[m];
+                if (fabs(u - v) > 1e-3 * fabs(u) + 0.005) {
+                    print_message("%s kernel %u %s: %g against %g\n", runs[q], x->id,
+                                  lp_ncu_metric_column((enum lp_ncu_metric)m), u, v);
+                    fail();
+                }
+                compared++;
+            }
+        }
+        assert_true(compared > 20 * base->n_kernels);
+        lp_ncu_free(base);
+        lp_ncu_free(dflt);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +541,10 @@ int main(void)
         cmocka_unit_test(test_harness),
         cmocka_unit_test(test_units),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_deep_llama),
+        cmocka_unit_test(test_deep_plan),
+        cmocka_unit_test(test_deep_flops),
+        cmocka_unit_test(test_deep_units),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

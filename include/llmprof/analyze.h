@@ -570,6 +570,8 @@ struct lp_run {
     enum lp_kcat *cats;
     size_t n_names;
     uint32_t *kernel_group;             /* group of each of the trace's kernels */
+    int32_t *kernel_stage;              /* stage of each of the trace's kernels (index into
+                                           stages: warmup and outside are stages too), -1 */
     uint64_t t0_ns;                     /* earliest timestamp of any record */
     struct lp_stage_report *stages;
     size_t n_stages;
@@ -648,6 +650,8 @@ struct lp_run {
                                            was captured in, -1; NULL without graph records */
     struct lp_warmup_found warmup;      /* cause NONE: nothing set apart by the rule */
     struct lp_span *spans;              /* stage spans in time order */
+    int32_t *range_stage;               /* per range (ranges.v): the stage of the occurrence
+                                           it opens, -1 when it opens none */
     size_t n_spans;
     struct lp_cost_centre centres[3];
     size_t n_centres;
@@ -657,6 +661,7 @@ struct lp_run {
     struct lp_run_counters counters;    /* segments 0: no counters recorded */
     struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
     struct lp_ranges ranges;
+    struct lp_deep *deep;               /* kernels in depth (lp_run_deep); NULL: none */
 };
 
 /* Copy direction of a CUpti memcpy kind: 0 HtoD, 1 DtoH, 2 DtoD, 3 other. It is also the
@@ -708,6 +713,125 @@ struct lp_deep_kernel {
 /* Judges every kernel of R into OUT (R's order), which the caller frees. Returns LP_OK or
  * LP_ERR_NOMEM. */
 int lp_deep_judge(const struct lp_ncu_report *r, struct lp_deep_kernel **out);
+
+/* ---- kernels in depth: which to profile (deep_pick.c) ---- */
+
+/* One launch configuration (kernel, grid, block) of a picked kernel: what Nsight Compute's
+ * --filter-mode per-launch-config counts its --launch-skip and --launch-count on. */
+struct lp_deep_config {
+    size_t pick;                 /* index into lp_deep_plan.picks: the first stage that runs it */
+    int32_t grid[3], block[3];
+    uint64_t launches;           /* in the picked stages and warm-up (ncu's filter sees both) */
+    uint64_t profiled;           /* what ncu will profile: launches past the skip, at most
+                                    the instances */
+};
+
+struct lp_deep_pick {
+    int stage;                   /* index into lp_run.stages */
+    size_t group;                /* index into lp_run.names */
+    const char *mangled;         /* its name in the trace, as ncu's filter sees it */
+    uint64_t gpu_ns;             /* in the stage's measured occurrences */
+    double share;                /* of the stage's GPU time */
+    uint64_t profiled;           /* over its configurations */
+};
+
+/* The range names that open a picked stage's occurrences (warm-up's too), for ncu's NVTX
+ * filter: at most LP_DEEP_MAX_RANGE_NAMES distinct ones, else their common prefix. */
+#define LP_DEEP_MAX_RANGE_NAMES 16
+struct lp_deep_stage_ranges {
+    int stage;
+    const char *domain;          /* "" the default domain */
+    const char *names[LP_DEEP_MAX_RANGE_NAMES];
+    size_t n_names;
+    char *prefix;                /* when there are more names: what all begin with (malloc'd),
+                                    else NULL */
+};
+
+struct lp_deep_plan_options {
+    size_t top;                  /* kernels per stage by GPU time (0: 10) */
+    double share;                /* ... and every kernel above this share of its stage (0: 5 %) */
+    uint64_t skip;               /* per configuration: launches skipped (UINT64_MAX: 1, or 0
+                                    when a picked configuration runs only once) */
+    uint64_t instances;          /* ... then profiled (0: 1) */
+};
+
+struct lp_deep_plan {
+    struct lp_deep_pick *picks;  /* by stage, then GPU time */
+    size_t n_picks;
+    struct lp_deep_config *configs;
+    size_t n_configs;
+    struct lp_deep_stage_ranges *ranges; /* one per stage picked from, when it has ranges */
+    size_t n_ranges;
+    int by_nvtx;                 /* the stages are NVTX ranges (not inferred, not the whole run):
+                                    ncu filters on them */
+    uint64_t profiled;           /* kernels ncu will profile in all */
+    uint64_t skip, instances;    /* as used */
+};
+
+/* Picks the kernels of R's measured stages to profile, and counts what Nsight Compute will
+ * profile of them. LP_OK; LP_ERR_ARG with ERR when R has no kernels or no stage with any;
+ * LP_ERR_NOMEM. */
+int lp_deep_plan_make(const struct lp_run *r, const struct lp_deep_plan_options *o,
+                      struct lp_deep_plan *p, char *err, size_t errlen);
+void lp_deep_plan_free(struct lp_deep_plan *p);
+
+/* ---- kernels in depth: Nsight Compute's results in the run's stages (deep_join.c) ---- */
+
+/* What the numbers point at first, for the one next step the report gives. */
+enum lp_deep_advice {
+    LP_DEEP_ADVICE_FEWER_FLOPS,  /* compute bound on the tensor cores: less math per result */
+    LP_DEEP_ADVICE_TENSOR_CORES, /* compute bound with the tensor pipe idle: FP32 on CUDA cores */
+    LP_DEEP_ADVICE_FEWER_BYTES,  /* memory bound: move fewer bytes (fuse, quantise, batch) */
+    LP_DEEP_ADVICE_OCCUPANCY,    /* latency bound, achieved occupancy low and capped by a limit */
+    LP_DEEP_ADVICE_STALL,        /* latency bound: the largest stall is the lead */
+    LP_DEEP_ADVICE_MORE_WORK,    /* too small: more work per launch (batch, fuse, graphs) */
+    LP_DEEP_ADVICE_NONE,         /* a metric it needs is missing */
+};
+
+enum lp_deep_row_flag {
+    LP_DEEP_ROW_BY_NVTX = 1 << 0,   /* its configuration ran in several stages: the stage is
+                                       the one its NVTX ranges name */
+    LP_DEEP_ROW_UNSEEN = 1 << 1,    /* its configuration is not in the recorded run: the stage
+                                       is the one where its kernel spent the most time */
+    LP_DEEP_ROW_BY_ROOFLINE = 1 << 2, /* SM and memory both past 60 %: the bound is the
+                                       roofline's (FLOP/byte against the ridge) */
+};
+
+/* One launch configuration of a kernel in one stage, as Nsight Compute measured it: the
+ * instance of median duration, judged. */
+struct lp_deep_row {
+    int stage;
+    size_t group;
+    int32_t grid[3], block[3];
+    uint32_t flags;              /* enum lp_deep_row_flag */
+    uint64_t run_ns, run_calls;  /* the recorded run: its GPU time and launches in the stage */
+    double share;                /* run_ns of the stage's GPU time */
+    size_t instances;            /* measured by ncu */
+    double dur_min_ns, dur_max_ns;
+    struct lp_deep_kernel j;     /* the median instance (j.k), judged; when SM and memory are
+                                    both past 60 %, the bound is set by the roofline */
+    double tensor_flops, fp32_flops; /* counted: tensor-core ops, 2 ffma + fadd + fmul */
+    double flops_per_s;          /* (tensor + FP32) / duration; NaN not counted */
+    double dram_bytes;           /* DRAM bandwidth x duration; NaN absent */
+    double intensity;            /* FLOPs per DRAM byte; NaN n/a */
+    int peak_dtype;              /* enum lp_dtype of the peak it is set against, -1 none */
+    double peak_flops, ridge;    /* that dense peak (FLOP/s) and peak / bandwidth (FLOP/byte);
+                                    0 n/a (GPU not in the table) */
+    enum lp_deep_advice advice;
+};
+
+struct lp_deep {
+    struct lp_ncu_report *ncu;   /* owned */
+    struct lp_deep_row *rows;    /* by stage, then the run's GPU time */
+    size_t n_rows;
+    size_t n_kernels;            /* ncu's measurements */
+    size_t unmatched;            /* of them, kernels the run does not have (by name) */
+    double mem_bw;               /* the GPU's peak bandwidth, byte/s (0 n/a) */
+};
+
+/* Joins NCU (taken: freed with R, also on failure) to R's stages into R->deep. LP_OK or
+ * LP_ERR_NOMEM. */
+int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu);
 
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,

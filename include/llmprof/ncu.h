@@ -18,6 +18,8 @@ enum lp_ncu_unit {
     LP_NCU_UNIT_FREQ,    /* hz with K, M, G prefixes, or cycle/second, cycle/usecond,
                             cycle/nsecond (older ncu): to Hz */
     LP_NCU_UNIT_ANY,     /* counts (block, SM, register/thread, none): as written */
+    LP_NCU_UNIT_COUNT,   /* counts of work (inst, op, none) with K, M, G, T prefixes (ncu
+                            scales them unless exported with --print-units base): to one */
 };
 
 /* The metrics read: X(ID, COLUMN, UNIT, REQUIRED). A file without a required column is
@@ -44,7 +46,14 @@ enum lp_ncu_unit {
     X(SM_COUNT, "launch__sm_count", LP_NCU_UNIT_ANY, 0)                                       \
     X(WAVES, "launch__waves_per_multiprocessor", LP_NCU_UNIT_ANY, 0)                          \
     X(SM_CLOCK, "sm__cycles_elapsed.avg.per_second", LP_NCU_UNIT_FREQ, 0)                    \
-    X(LIMIT_BARRIERS, "launch__occupancy_limit_barriers", LP_NCU_UNIT_ANY, 0)
+    X(LIMIT_BARRIERS, "launch__occupancy_limit_barriers", LP_NCU_UNIT_ANY, 0)                 \
+    X(OPS_BF16, "sm__ops_path_tensor_src_bf16_dst_fp32.sum", LP_NCU_UNIT_COUNT, 0)            \
+    X(OPS_FP16, "sm__ops_path_tensor_src_fp16.sum", LP_NCU_UNIT_COUNT, 0)                     \
+    X(OPS_FP8, "sm__ops_path_tensor_src_fp8.sum", LP_NCU_UNIT_COUNT, 0)                       \
+    X(OPS_TF32, "sm__ops_path_tensor_src_tf32_dst_fp32.sum", LP_NCU_UNIT_COUNT, 0)            \
+    X(FFMA, "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", LP_NCU_UNIT_COUNT, 0)      \
+    X(FADD, "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", LP_NCU_UNIT_COUNT, 0)      \
+    X(FMUL, "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", LP_NCU_UNIT_COUNT, 0)
 
 enum lp_ncu_metric {
 #define LP_NCU_METRIC_ID(id, column, unit, required) LP_NCU_##id,
@@ -53,11 +62,23 @@ enum lp_ncu_metric {
     LP_NCU_METRIC_COUNT
 };
 
+/* The metrics the sections llmprof deep asks for do not hold, added with --metrics: the
+ * tensor-core FLOPs by input type (the counters `record --counters` reads) and the FP32
+ * instructions, for achieved FLOP/s and arithmetic intensity. */
+#define LP_NCU_EXTRA_METRICS                                                                   \
+    "sm__ops_path_tensor_src_bf16_dst_fp32.sum,sm__ops_path_tensor_src_fp16.sum,"              \
+    "sm__ops_path_tensor_src_fp8.sum,sm__ops_path_tensor_src_tf32_dst_fp32.sum,"               \
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,"                                     \
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"                                     \
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"
+
 /* Warp stall reasons are the columns smsp__average_warps_issue_stalled_<REASON>_per_issue_
  * active.ratio: warps stalled for REASON per issued instruction. */
 struct lp_ncu_kernel {
     uint32_t id;                       /* ncu's ID: the order it profiled the kernels in */
-    char *name;                        /* the kernel's name as ncu wrote it */
+    char *name;                        /* the kernel's name as ncu wrote it (mangled when
+                                          exported with --print-kernel-base mangled) */
+    int32_t grid[3], block[3];         /* "Grid Size" and "Block Size"; 0 when absent */
     char *nvtx;                        /* the push/pop ranges open on its thread as ncu wrote
                                           them with --nvtx ("<default domain>:decode:..."),
                                           "" without */

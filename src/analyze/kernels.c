@@ -288,11 +288,18 @@ int lp_run_kernels(struct lp_run_ctx *c)
     int rc = LP_ERR_NOMEM;
     if (!kv || !stage_ns)
         goto out;
+    r->kernel_stage = malloc((c->t->n_kernels ? c->t->n_kernels : 1) * sizeof *r->kernel_stage);
+    if (!r->kernel_stage)
+        goto out;
+    for (size_t i = 0; i < c->t->n_kernels; i++)
+        r->kernel_stage[i] = -1;
     uint64_t total = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t d = w->end - w->start;
         total += d;
+        if (w->kind == LP_OP_KERNEL)
+            r->kernel_stage[w->index] = w->stage;
         kv[i] = (struct lp_kv){((uint64_t)w->group << DUR_BITS) | dur_key(d), d};
         struct lp_stage_report *s = &r->stages[w->stage];
         stage_ns[w->stage] += d;
@@ -358,6 +365,7 @@ void lp_run_names_free(struct lp_run *r)
 
 void lp_run_kernels_free(struct lp_run *r)
 {
+    free(r->kernel_stage);
     free(r->kernels.v);
     free(r->all_kernels.v);
 }

@@ -51,6 +51,7 @@ void lp_run_free(struct lp_run *r)
 {
     if (!r)
         return;
+    lp_run_deep_free(r);
     for (size_t i = sizeof passes / sizeof *passes; i-- > 0;)
         if (passes[i].free)
             passes[i].free(r);

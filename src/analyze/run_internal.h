@@ -154,6 +154,7 @@ int lp_run_pm(struct lp_run_ctx *c);           /* pm.c: PM samples per stage, ti
 void lp_run_pm_free(struct lp_run *r);
 void lp_run_graphs_free(struct lp_run *r);
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
+void lp_run_deep_free(struct lp_run *r);       /* deep_join.c: what lp_run_deep made */
 void lp_run_findings_free(struct lp_run *r);
 
 /* ---- what passes call in the passes before them ---- */

@@ -537,10 +537,15 @@ static int stage_spans(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     r->spans = malloc((c->n_occ ? c->n_occ : 1) * sizeof *r->spans);
-    if (!r->spans)
+    r->range_stage = malloc((r->ranges.n ? r->ranges.n : 1) * sizeof *r->range_stage);
+    if (!r->spans || !r->range_stage)
         return LP_ERR_NOMEM;
+    for (size_t i = 0; i < r->ranges.n; i++)
+        r->range_stage[i] = -1;
     for (size_t i = 0; i < c->n_occ; i++) {
         const struct lp_occ *o = &c->occ[i];
+        if (o->range >= 0 && (size_t)o->range < r->ranges.n)
+            r->range_stage[o->range] = o->stage;
         struct lp_span *last = r->n_spans ? &r->spans[r->n_spans - 1] : NULL;
         if (last && last->stage == o->stage && o->start <= last->end + (o->end - o->start)) {
             last->end = o->end > last->end ? o->end : last->end;
@@ -600,4 +605,5 @@ void lp_run_stages_free(struct lp_run *r)
     }
     free(r->stages);
     free(r->spans);
+    free(r->range_stage);
 }

@@ -18,6 +18,9 @@ int lp_cmd_model(int argc, char **argv);
 int lp_cmd_report(int argc, char **argv);
 int lp_cmd_export(int argc, char **argv);
 int lp_cmd_profile(int argc, char **argv);
+int lp_cmd_deep(int argc, char **argv);
+/* The files llmprof deep writes into RUN/deep/, NULL-terminated (record --force removes them). */
+extern const char *const lp_cli_deep_files[];
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -16,6 +16,7 @@ static const struct {
     {"info", lp_cmd_info, "a quick look at a recorded run: duration, counts, losses, GPUs, ranges"},
     {"report", lp_cmd_report, "stages, TTFT/TPOT, kernels, operators, MFU/MBU, power, diagnosis"},
     {"profile", lp_cmd_profile, "record a command, then report on it"},
+    {"deep", lp_cmd_deep, "Nsight Compute on the top kernels of each stage (into RUN/deep/)"},
     {"export", lp_cmd_export, "write a trace for ui.perfetto.dev (--perfetto)"},
     {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };

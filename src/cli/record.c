@@ -358,6 +358,22 @@ static int old_collect(const char *dir, struct old_run *r)
     lp_cli_free_list(traces, n);
     if (!rc && (old_add(r, dir, "meta.json", 0) != 0 || old_add_reports(r, dir) != 0))
         rc = -2;
+    /* llmprof deep's results measured the previous run's program */
+    char deep[PATH_MAX + 16];
+    struct stat st;
+    snprintf(deep, sizeof deep, "%s/deep", dir);
+    if (!rc && lstat(deep, &st) == 0 && S_ISDIR(st.st_mode)) {
+        char **v = realloc(r->dirs, (r->n_dirs + 1) * sizeof *v);
+        if (v)
+            r->dirs = v;
+        if (!v || !(v[r->n_dirs] = strdup(deep)))
+            rc = -2;
+        else
+            r->n_dirs++;
+        for (size_t i = 0; !rc && lp_cli_deep_files[i]; i++)
+            if (old_add(r, deep, lp_cli_deep_files[i], 2) != 0)
+                rc = -2;
+    }
     if (rc == -2)
         lp_cli_error("record", "out of memory");
     return rc ? -1 : 0;

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "llmprof/analyze.h"
+#include "llmprof/ncu.h"
 #include "llmprof/report.h"
 
 /* The files of a report, in the order they are written and listed. */
@@ -24,6 +25,7 @@ const struct lp_cli_report_output lp_cli_report_outputs[] = {
     {"operators.csv", lp_report_operators_csv, NULL},
     {"stages.csv", lp_report_stages_csv, NULL},
     {"gemms.csv", lp_report_gemms_csv, NULL},
+    {"deep.csv", lp_report_deep_csv, "kernels in depth, after llmprof deep"},
     {"report.html", lp_report_run_html, "self-contained, opens offline"},
     {NULL, NULL, NULL},
 };
@@ -364,6 +366,30 @@ done:
     return rc;
 }
 
+/* The deep dive beside trace PATH (RUN/deep/ncu-raw.csv, from llmprof deep) joined to R: 0,
+ * also when there is none or it cannot be read (said: the report goes on without it); -1 out
+ * of memory. */
+static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_run *r)
+{
+    char csv[PATH_MAX + 32], err[512];
+    const char *slash = strrchr(path, '/');
+    snprintf(csv, sizeof csv, "%.*s/deep/ncu-raw.csv", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
+    if (access(csv, F_OK) != 0)
+        return 0;
+    struct lp_ncu_report *n = NULL;
+    if (lp_ncu_read(&n, csv, err, sizeof err) != LP_OK) {
+        lp_cli_error(o->cmd, "%s; \"Kernels in depth\" is left out (llmprof deep --force "
+                     "measures again)", err);
+        return 0;
+    }
+    if (lp_run_deep(r, n) != LP_OK) {
+        lp_cli_error(o->cmd, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 /* Reads and analyses one trace, writes its files under temporary names and keeps its
  * summary (printed once every file is in place). */
 static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
@@ -389,6 +415,8 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         goto done;
     }
     analysed = 1;
+    if (read_deep(o, path, &r) != 0)
+        goto done;
     if (lp_cli_outs_mkdir(outs, dir) != 0) {
         lp_cli_error(o->cmd, "cannot create %s: %s", dir, strerror(errno));
         goto done;

@@ -41,7 +41,10 @@ const char *lp_ncu_metric_column(enum lp_ncu_metric m)
 }
 
 /* What a column is for: an identification field, a metric, a stall reason, or nothing. */
-enum role { ROLE_SKIP, ROLE_ID, ROLE_NAME, ROLE_DEVICE, ROLE_NVTX, ROLE_METRIC, ROLE_STALL };
+enum role {
+    ROLE_SKIP, ROLE_ID, ROLE_NAME, ROLE_DEVICE, ROLE_NVTX, ROLE_GRID, ROLE_BLOCK, ROLE_METRIC,
+    ROLE_STALL
+};
 struct column {
     enum role role;
     int index;                 /* the metric or the stall reason */
@@ -155,6 +158,12 @@ static double unit_scale(enum lp_ncu_unit kind, const char *u)
         }
         return 0;
     case LP_NCU_UNIT_ANY: return 1;
+    case LP_NCU_UNIT_COUNT:
+        /* "Minst", "Kop": a prefix when a lowercase word follows it */
+        for (size_t i = 1; i < sizeof si / sizeof *si; i++)
+            if (u[0] == si[i].prefix[0] && islower((unsigned char)u[1]))
+                return si[i].scale;
+        return 1;
     }
     return 0;
 }
@@ -184,6 +193,10 @@ static void map_names(struct parse *p)
             c->role = ROLE_DEVICE;
         } else if (!strcmp(h, NVTX_COLUMN)) {
             c->role = ROLE_NVTX;
+        } else if (!strcmp(h, "Grid Size")) {
+            c->role = ROLE_GRID;
+        } else if (!strcmp(h, "Block Size")) {
+            c->role = ROLE_BLOCK;
         } else if (hl > pl + sl && !strncmp(h, STALL_PREFIX, pl) &&
                    !strcmp(h + hl - sl, STALL_SUFFIX)) {
             c->role = ROLE_STALL;
@@ -292,6 +305,20 @@ static int number(const char *s, double *v)
     return *end == 0 && errno == 0 && isfinite(*v);
 }
 
+/* "(4, 22, 1)" -> {4, 22, 1}; all 0 when the text is not three counts so written. */
+static void dims(const char *s, int32_t out[3])
+{
+    long v[3];
+    char tail;
+    if (sscanf(s, " (%ld ,%ld ,%ld )%c", &v[0], &v[1], &v[2], &tail) != 3 || v[0] < 0 ||
+        v[1] < 0 || v[2] < 0 || v[0] > INT32_MAX || v[1] > INT32_MAX || v[2] > INT32_MAX) {
+        out[0] = out[1] = out[2] = 0;
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        out[i] = (int32_t)v[i];
+}
+
 /* Rows 2 on: one kernel each. */
 static void add_kernel(struct parse *p)
 {
@@ -355,6 +382,8 @@ static void add_kernel(struct parse *p)
                 return;
             }
             break;
+        case ROLE_GRID: dims(cell, k->grid); break;
+        case ROLE_BLOCK: dims(cell, k->block); break;
         case ROLE_DEVICE:
             if (!r->device && !(r->device = strdup(cell))) {
                 fail(p, "out of memory");

@@ -41,6 +41,16 @@ const char *lp_text_gap_cause_key(enum lp_gap_cause c);
 const char *lp_text_throttle(int bit);       /* NVML clock-event reason bit */
 const char *lp_text_throttle_key(int bit);
 
+/* kernels in depth: labels and keys of the bound class and the occupancy limits; the next
+ * step, citing the row's numbers, into BUF (320 bytes hold every one) */
+const char *lp_text_deep_bound(enum lp_deep_bound b);
+const char *lp_text_deep_bound_key(enum lp_deep_bound b);
+const char *lp_text_deep_limit(int limit);
+const char *lp_text_deep_limit_key(int limit);
+const char *lp_text_deep_advice_key(enum lp_deep_advice a);
+void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, char *buf,
+                         size_t len);
+
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
 /* Markdown table cell: '|' and newlines escaped */

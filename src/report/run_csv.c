@@ -1,9 +1,10 @@
-/* kernels.csv, operators.csv, stages.csv, gemms.csv: RFC 4180 (quoted where needed), one header row,
+/* kernels.csv, operators.csv, stages.csv, gemms.csv, deep.csv: RFC 4180 (quoted where needed), one header row,
  * times in ns, shares as fractions, for spreadsheets and scripts. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "llmprof/ncu.h"
 #include "llmprof/report.h"
 #include "report_internal.h"
 
@@ -203,6 +204,61 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
         lp_text_gemm_hint(g, hint, sizeof hint);
         field(f, hint);
         fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* deep.csv: one row per measured launch configuration and stage (llmprof deep); the header
+ * alone when the run has no deep dive */
+int lp_report_deep_csv(FILE *f, const struct lp_run *r)
+{
+    fprintf(f, "stage,kernel,name,grid,block,share,run_gpu_ns,instances,duration_ns,sol_sm_pct,"
+               "sol_memory_pct,sol_dram_pct,dram_bytes_per_s,occupancy_achieved_pct,"
+               "occupancy_theoretical_pct,occupancy_limits,tensor_pipe_pct,tensor_flops,"
+               "fp32_flops,flops_per_s,flops_per_byte,ridge_flops_per_byte,stall1,stall2,stall3,"
+               "bound,advice\n");
+    const struct lp_deep *d = r->deep;
+    for (size_t i = 0; d && i < d->n_rows; i++) {
+        const struct lp_deep_row *w = &d->rows[i];
+        const struct lp_ncu_kernel *k = w->j.k;
+        char dims[96], limits[96] = "";
+        field(f, r->stages[w->stage].name);
+        fputc(',', f);
+        field(f, r->short_names[w->group]);
+        fputc(',', f);
+        field(f, r->names[w->group]);
+        snprintf(dims, sizeof dims, ",%dx%dx%d,%dx%dx%d,", w->grid[0], w->grid[1], w->grid[2],
+                 w->block[0], w->block[1], w->block[2]);
+        fprintf(f, "%s%.6f,%llu,%zu", dims, w->share, (unsigned long long)w->run_ns,
+                w->instances);
+        static const enum lp_ncu_metric ms[] = {
+            LP_NCU_DURATION, LP_NCU_SOL_SM, LP_NCU_SOL_MEMORY, LP_NCU_SOL_DRAM, LP_NCU_DRAM_BW,
+            LP_NCU_OCC_ACHIEVED, LP_NCU_OCC_THEORETICAL};
+        for (size_t m = 0; m < sizeof ms / sizeof *ms; m++)
+            if ((k->valid >> ms[m]) & 1)
+                fprintf(f, ",%.6g", k->metric[ms[m]]);
+            else
+                fputc(',', f);
+        for (int l = 0; l < LP_DEEP_LIMIT_COUNT; l++)
+            if (w->j.limits & (1u << l))
+                snprintf(limits + strlen(limits), sizeof limits - strlen(limits), "%s%s",
+                         limits[0] ? "+" : "", lp_text_deep_limit_key(l));
+        fprintf(f, ",%s,", limits);
+        if ((k->valid >> LP_NCU_TENSOR) & 1)
+            fprintf(f, "%.6g", k->metric[LP_NCU_TENSOR]);
+        fprintf(f, ",%.6g,%.6g,", w->tensor_flops, w->fp32_flops);
+        if (isfinite(w->flops_per_s))
+            fprintf(f, "%.6g", w->flops_per_s);
+        fputc(',', f);
+        if (isfinite(w->intensity))
+            fprintf(f, "%.6g", w->intensity);
+        fputc(',', f);
+        if (w->ridge > 0)
+            fprintf(f, "%.6g", w->ridge);
+        for (int s = 0; s < LP_DEEP_STALLS; s++)
+            fprintf(f, ",%s", w->j.stall[s] >= 0 ? d->ncu->stall_names[w->j.stall[s]] : "");
+        fprintf(f, ",%s,%s\n", lp_text_deep_bound_key(w->j.bound),
+                lp_text_deep_advice_key(w->advice));
     }
     return ferror(f) ? -1 : 0;
 }

@@ -8,6 +8,7 @@
 
 #include "llmprof/report.h"
 #include "llmprof/version.h"
+#include "llmprof/ncu.h"
 #include "report_internal.h"
 
 static json_t *num(double v)
@@ -556,6 +557,80 @@ static json_t *findings_json(const struct lp_run *r)
     return fs;
 }
 
+/* a metric of K, null when ncu did not give it */
+static json_t *ncu_metric(const struct lp_ncu_kernel *k, enum lp_ncu_metric m)
+{
+    return (k->valid >> m) & 1 ? num(k->metric[m]) : json_null();
+}
+
+static json_t *deep_json(const struct lp_run *r)
+{
+    const struct lp_deep *d = r->deep;
+    if (!d)
+        return json_null();
+    json_t *rows = json_array();
+    for (size_t i = 0; i < d->n_rows; i++) {
+        const struct lp_deep_row *w = &d->rows[i];
+        const struct lp_ncu_kernel *k = w->j.k;
+        json_t *limits = json_array(), *stalls = json_array();
+        for (int l = 0; l < LP_DEEP_LIMIT_COUNT; l++)
+            if (w->j.limits & (1u << l))
+                json_array_append_new(limits, json_string(lp_text_deep_limit_key(l)));
+        for (int s = 0; s < LP_DEEP_STALLS && w->j.stall[s] >= 0; s++)
+            json_array_append_new(stalls, json_pack("{s:s,s:o}", "reason",
+                                                    d->ncu->stall_names[w->j.stall[s]],
+                                                    "per_issue", num(k->stall[w->j.stall[s]])));
+        char next[512];
+        lp_text_deep_advice(d, w, next, sizeof next);
+        json_t *o = json_object();
+        json_object_set_new(o, "stage", json_string(r->stages[w->stage].name));
+        json_object_set_new(o, "kernel", json_string(r->short_names[w->group]));
+        json_object_set_new(o, "name", json_string(r->names[w->group]));
+        json_object_set_new(o, "grid", json_pack("[iii]", w->grid[0], w->grid[1], w->grid[2]));
+        json_object_set_new(o, "block", json_pack("[iii]", w->block[0], w->block[1], w->block[2]));
+        json_object_set_new(o, "config_in_run", json_boolean(!(w->flags & LP_DEEP_ROW_UNSEEN)));
+        json_object_set_new(o, "stage_by_nvtx", json_boolean(w->flags & LP_DEEP_ROW_BY_NVTX));
+        json_object_set_new(o, "run_gpu_ns", u64(w->run_ns));
+        json_object_set_new(o, "run_calls", u64(w->run_calls));
+        json_object_set_new(o, "share", num(w->share));
+        json_object_set_new(o, "ncu_id", u64(k->id));
+        json_object_set_new(o, "instances", u64(w->instances));
+        json_object_set_new(o, "duration_ns", ncu_metric(k, LP_NCU_DURATION));
+        json_object_set_new(o, "duration_min_ns", num(w->dur_min_ns));
+        json_object_set_new(o, "duration_max_ns", num(w->dur_max_ns));
+        json_object_set_new(o, "sol_sm_pct", ncu_metric(k, LP_NCU_SOL_SM));
+        json_object_set_new(o, "sol_memory_pct", ncu_metric(k, LP_NCU_SOL_MEMORY));
+        json_object_set_new(o, "sol_dram_pct", ncu_metric(k, LP_NCU_SOL_DRAM));
+        json_object_set_new(o, "dram_bytes_per_s", ncu_metric(k, LP_NCU_DRAM_BW));
+        json_object_set_new(o, "occupancy_achieved_pct", ncu_metric(k, LP_NCU_OCC_ACHIEVED));
+        json_object_set_new(o, "occupancy_theoretical_pct", ncu_metric(k, LP_NCU_OCC_THEORETICAL));
+        json_object_set_new(o, "occupancy_limits", limits);
+        json_object_set_new(o, "limit_blocks_per_sm", w->j.limits ? num(w->j.limit_blocks)
+                                                                   : json_null());
+        json_object_set_new(o, "registers_per_thread", ncu_metric(k, LP_NCU_REGISTERS));
+        json_object_set_new(o, "waves", ncu_metric(k, LP_NCU_WAVES));
+        json_object_set_new(o, "tensor_pipe_pct", ncu_metric(k, LP_NCU_TENSOR));
+        json_object_set_new(o, "tensor_flops", num(w->tensor_flops));
+        json_object_set_new(o, "fp32_flops", num(w->fp32_flops));
+        json_object_set_new(o, "flops_per_s", num(w->flops_per_s));
+        json_object_set_new(o, "dram_bytes", num(w->dram_bytes));
+        json_object_set_new(o, "flops_per_byte", num(w->intensity));
+        json_object_set_new(o, "ridge_flops_per_byte", w->ridge > 0 ? num(w->ridge) : json_null());
+        json_object_set_new(o, "peak_flops_per_s", w->ridge > 0 ? num(w->peak_flops) : json_null());
+        json_object_set_new(o, "peak_dtype", w->peak_dtype >= 0 ?
+                            json_string(lp_dtype_name((enum lp_dtype)w->peak_dtype)) : json_null());
+        json_object_set_new(o, "stalls", stalls);
+        json_object_set_new(o, "bound", json_string(lp_text_deep_bound_key(w->j.bound)));
+        json_object_set_new(o, "advice", json_string(lp_text_deep_advice_key(w->advice)));
+        json_object_set_new(o, "next_step", json_string(next));
+        json_array_append_new(rows, o);
+    }
+    return json_pack("{s:s,s:s?,s:I,s:I,s:o,s:o}", "source", "Nsight Compute (llmprof deep)",
+                     "device", d->ncu->device, "kernels_measured", (json_int_t)d->n_kernels,
+                     "kernels_not_in_run", (json_int_t)d->unmatched, "peak_bytes_per_s",
+                     d->mem_bw > 0 ? num(d->mem_bw) : json_null(), "rows", rows);
+}
+
 json_t *lp_report_run_json_value(const struct lp_run *r)
 {
     const struct lp_run_options *op = &r->opt;
@@ -586,6 +661,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     json_object_set_new(root, "gemms", gemms_json(r));
     json_object_set_new(root, "graphs", graphs_json(r));
     json_object_set_new(root, "kernels", kernel_table(r, &r->kernels, r->kernels.n));
+    json_object_set_new(root, "deep", deep_json(r));
     json_object_set_new(root, "operators", operators_json(r));
     json_object_set_new(root, "timeline", timeline(r));
     json_object_set_new(root, "power", power(r));

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmprof/ncu.h"
 #include "llmprof/report.h"
 #include "report_internal.h"
 
@@ -588,6 +589,92 @@ static void kernels(FILE *f, const struct lp_run *r)
     }
 }
 
+/* a percentage metric of K as "12.3 %", "-" when ncu did not give it */
+static const char *metric(const struct lp_ncu_kernel *k, enum lp_ncu_metric m, char *buf,
+                          size_t len)
+{
+    if (!((k->valid >> m) & 1))
+        return "-";
+    snprintf(buf, len, "%.1f %%", k->metric[m]);
+    return buf;
+}
+
+static void deep_section(FILE *f, const struct lp_run *r)
+{
+    const struct lp_deep *d = r->deep;
+    if (!d)
+        return;
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], next[512];
+    fprintf(f, "\n## Kernels in depth\n\nMeasured by Nsight Compute (`llmprof deep`, %s): "
+               "%zu kernels profiled, each replayed for its metrics (caches flushed between "
+               "passes, so a kernel's DRAM traffic is its cold-cache traffic). One row per launch "
+               "configuration and stage, shown by its instance of median duration; \"share\" "
+               "is of the stage's GPU time in the recorded run. Bound: a unit at 60 %% of its "
+               "peak or more (Nsight Compute's rule; both: the roofline decides), else too small under 0.8 waves of the "
+               "SMs, else latency. FLOP/s and FLOP/byte are counted (tensor-core ops and FP32 "
+               "instructions over DRAM bytes); the ridge is the dense peak of the dominant type "
+               "over the peak bandwidth.\n",
+            d->ncu->device ? d->ncu->device : "device unknown", d->n_kernels);
+    if (d->unmatched)
+        fprintf(f, "\n%zu of the measured kernels are not in this run (another program or "
+                   "shape): left out.\n", d->unmatched);
+    int stage = -1;
+    for (size_t i = 0; i < d->n_rows; i++) {
+        const struct lp_deep_row *w = &d->rows[i];
+        const struct lp_ncu_kernel *k = w->j.k;
+        if (w->stage != stage) {
+            stage = w->stage;
+            fprintf(f, "\n### Stage %s\n\n| kernel | grid x block | share | time | SOL SM | "
+                       "SOL mem | SOL DRAM | occupancy (theor.) | limit | tensor | TFLOP/s | "
+                       "FLOP/B (ridge) | stalls | bound | next step |\n"
+                       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+                    r->stages[stage].name);
+        }
+        fprintf(f, "| `");
+        lp_md_cell(f, r->short_names[w->group]);
+        fprintf(f, "`%s | (%d,%d,%d)x(%d,%d,%d) | %s | %s", w->flags & LP_DEEP_ROW_UNSEEN ?
+                " (config not in run)" : "", w->grid[0], w->grid[1], w->grid[2], w->block[0],
+                w->block[1], w->block[2], PCT(w->share), NS(k->metric[LP_NCU_DURATION]));
+        if (w->instances > 1)
+            fprintf(f, " (%zu: %s-%s)", w->instances, lp_fmt_ns(w->dur_min_ns, b2, sizeof b2),
+                    lp_fmt_ns(w->dur_max_ns, b4, sizeof b4));
+        fprintf(f, " | %s | %s | %s | %s (%s) | ",
+                metric(k, LP_NCU_SOL_SM, b2, sizeof b2),
+                metric(k, LP_NCU_SOL_MEMORY, b4, sizeof b4),
+                metric(k, LP_NCU_SOL_DRAM, b5, sizeof b5),
+                metric(k, LP_NCU_OCC_ACHIEVED, b6, sizeof b6),
+                metric(k, LP_NCU_OCC_THEORETICAL, b7, sizeof b7));
+        for (int l = 0, first = 1; l < LP_DEEP_LIMIT_COUNT; l++)
+            if (w->j.limits & (1u << l)) {
+                fprintf(f, "%s%s", first ? "" : ", ", lp_text_deep_limit(l));
+                first = 0;
+            }
+        if (w->j.limits)
+            fprintf(f, " (%.0f block%s/SM)", w->j.limit_blocks, w->j.limit_blocks == 1 ? "" : "s");
+        else
+            fprintf(f, "-");
+        fprintf(f, " | %s | ", metric(k, LP_NCU_TENSOR, b8, sizeof b8));
+        if (w->flops_per_s == w->flops_per_s)
+            fprintf(f, "%.2f", w->flops_per_s / 1e12);
+        else
+            fprintf(f, "-");
+        if (w->intensity == w->intensity)
+            fprintf(f, " | %.1f", w->intensity);
+        else
+            fprintf(f, " | -");
+        if (w->ridge > 0)
+            fprintf(f, " (%.0f %s)", w->ridge, lp_dtype_name((enum lp_dtype)w->peak_dtype));
+        fprintf(f, " | ");
+        for (int s = 0; s < LP_DEEP_STALLS && w->j.stall[s] >= 0; s++)
+            fprintf(f, "%s%s %.1f", s ? ", " : "", d->ncu->stall_names[w->j.stall[s]],
+                    k->stall[w->j.stall[s]]);
+        lp_text_deep_advice(d, w, next, sizeof next);
+        fprintf(f, " | **%s** | ", lp_text_deep_bound(w->j.bound));
+        lp_md_cell(f, next);
+        fprintf(f, " |\n");
+    }
+}
+
 static void operators(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32];
@@ -742,6 +829,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     gemms(f, r);
     graphs(f, r);
     kernels(f, r);
+    deep_section(f, r);
     operators(f, r);
     timeline(f, r);
     power(f, r);

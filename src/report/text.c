@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmprof/ncu.h"
 #include "report_internal.h"
 
 /* ---- labels and keys of the analysis' enums, one table each ---- */
@@ -459,4 +460,123 @@ void lp_text_util(const struct lp_run *r, char *buf, size_t len)
         w->prefill_logits_all ? "every prompt token" : "the last token",
         logits[r->util_logits_source], r->gpu.name, r->gpu.tflops[r->dtype],
         lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+}
+
+/* ---- kernels in depth ---- */
+
+static const struct label deep_bounds[] = {
+    [LP_DEEP_BOUND_COMPUTE] = {"compute", "compute"},
+    [LP_DEEP_BOUND_MEMORY] = {"memory", "memory"},
+    [LP_DEEP_BOUND_LATENCY] = {"latency", "latency"},
+    [LP_DEEP_BOUND_SMALL] = {"small", "too small"},
+    [LP_DEEP_BOUND_UNKNOWN] = {"unknown", "unknown"},
+};
+
+static const struct label deep_limits[LP_DEEP_LIMIT_COUNT] = {
+    [LP_DEEP_LIMIT_REGISTERS] = {"registers", "registers"},
+    [LP_DEEP_LIMIT_SHARED_MEM] = {"shared_memory", "shared memory"},
+    [LP_DEEP_LIMIT_WARPS] = {"warps", "warps (block size)"},
+    [LP_DEEP_LIMIT_BLOCKS] = {"blocks", "blocks per SM"},
+    [LP_DEEP_LIMIT_BARRIERS] = {"barriers", "barriers"},
+};
+
+static const char *const deep_advice_keys[] = {
+    [LP_DEEP_ADVICE_FEWER_FLOPS] = "fewer_flops", [LP_DEEP_ADVICE_TENSOR_CORES] = "tensor_cores",
+    [LP_DEEP_ADVICE_FEWER_BYTES] = "fewer_bytes", [LP_DEEP_ADVICE_OCCUPANCY] = "occupancy",
+    [LP_DEEP_ADVICE_STALL] = "stall",             [LP_DEEP_ADVICE_MORE_WORK] = "more_work",
+    [LP_DEEP_ADVICE_NONE] = "none",
+};
+
+const char *lp_text_deep_bound(enum lp_deep_bound b) { return LABEL(deep_bounds, b, text); }
+const char *lp_text_deep_bound_key(enum lp_deep_bound b) { return LABEL(deep_bounds, b, key); }
+const char *lp_text_deep_limit(int l) { return LABEL(deep_limits, l, text); }
+const char *lp_text_deep_limit_key(int l) { return LABEL(deep_limits, l, key); }
+
+const char *lp_text_deep_advice_key(enum lp_deep_advice a)
+{
+    return (unsigned)a < sizeof deep_advice_keys / sizeof *deep_advice_keys ? deep_advice_keys[a]
+                                                                           : "none";
+}
+
+/* what a stall reason means, for the next step */
+static const char *stall_meaning(const char *reason)
+{
+    static const struct label m[] = {
+        {"long_scoreboard", "waiting on global or local memory (L1TEX): fewer or coalesced "
+                            "loads, or more warps in flight to hide them"},
+        {"barrier", "waiting at __syncthreads: uneven work between warps of a block"},
+        {"gmma", "waiting on warpgroup MMA (Hopper tensor cores): the math itself"},
+        {"math_pipe_throttle", "a math pipe is saturated"},
+        {"mio_throttle", "shared-memory instruction queue full: fewer shared-memory accesses"},
+        {"short_scoreboard", "waiting on shared memory or special functions"},
+        {"wait", "fixed-latency dependencies: more independent instructions per warp"},
+        {"lg_throttle", "the global-memory queue is full: wider, fewer loads"},
+        {"not_selected", "eligible but another warp issued: enough warps"},
+        {"membar", "waiting at memory barriers"},
+        {"sleeping", "warps asleep (nanosleep, spin-waits)"},
+        {"branch_resolving", "branch targets: divergent control flow"},
+        {"dispatch_stall", "the dispatcher stalled"},
+        {"drain", "draining memory stores at exit"},
+        {"imc_miss", "constant-cache misses"},
+        {"no_instruction", "instruction-cache misses or branch targets"},
+        {"tex_throttle", "the texture queue is full"},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+        if (!strcmp(reason, m[i].key))
+            return m[i].text;
+    return "see Nsight Compute's Warp State section";
+}
+
+void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, char *buf,
+                         size_t len)
+{
+    const struct lp_ncu_kernel *k = w->j.k;
+    const double *m = k->metric;
+    char limits[96] = "";
+    for (int l = 0; l < LP_DEEP_LIMIT_COUNT; l++)
+        if (w->j.limits & (1u << l))
+            snprintf(limits + strlen(limits), sizeof limits - strlen(limits), "%s%s",
+                     limits[0] ? " and " : "", lp_text_deep_limit(l));
+    const char *stall = w->j.stall[0] >= 0 ? d->ncu->stall_names[w->j.stall[0]] : NULL;
+    buf[0] = 0;
+    switch (w->advice) {
+    case LP_DEEP_ADVICE_FEWER_FLOPS:
+        put(buf, len, "SM at %.0f %% of peak (tensor pipe %.0f %%): the math bounds it; less of "
+                      "it per result (FP8, fused epilogues) is what is left",
+            m[LP_NCU_SOL_SM], m[LP_NCU_TENSOR]);
+        return;
+    case LP_DEEP_ADVICE_TENSOR_CORES:
+        put(buf, len, "SM at %.0f %% of peak with the tensor pipe at %.0f %%: the work runs on "
+                      "the CUDA cores in FP32; a tensor-core kernel (BF16/TF32) would lift its "
+                      "ceiling", m[LP_NCU_SOL_SM], m[LP_NCU_TENSOR]);
+        return;
+    case LP_DEEP_ADVICE_FEWER_BYTES:
+        put(buf, len, "memory at %.0f %% of peak (DRAM %.0f %%, %.2f TB/s)%s: move fewer bytes "
+                      "(fuse with its neighbours, quantise weights, batch more tokens per read)",
+            m[LP_NCU_SOL_MEMORY], m[LP_NCU_SOL_DRAM], m[LP_NCU_DRAM_BW] / 1e12,
+            w->ridge > 0 && w->intensity < w->ridge ? ", under the ridge" : "");
+        return;
+    case LP_DEEP_ADVICE_OCCUPANCY:
+        put(buf, len, "neither unit past 60 %% (SM %.0f %%, memory %.0f %%); warps wait on "
+                      "memory (%s) and %s cap occupancy at %.0f %%: fewer registers or less "
+                      "shared memory per block would put more warps in flight",
+            m[LP_NCU_SOL_SM], m[LP_NCU_SOL_MEMORY], stall ? stall : "-", limits,
+            m[LP_NCU_OCC_THEORETICAL]);
+        return;
+    case LP_DEEP_ADVICE_STALL:
+        put(buf, len, "neither unit past 60 %% (SM %.0f %%, memory %.0f %%); the largest stall "
+                      "is %s (%.1f cycles per issue): %s", m[LP_NCU_SOL_SM],
+            m[LP_NCU_SOL_MEMORY], stall, k->stall[w->j.stall[0]], stall_meaning(stall));
+        return;
+    case LP_DEEP_ADVICE_MORE_WORK:
+        put(buf, len, "%.0f blocks fill %.2f waves of the %.0f SMs (SM %.0f %%, memory %.0f %%): "
+                      "too little work per launch; batch more tokens, fuse it with its "
+                      "neighbours, or split its reduction (split-K)", m[LP_NCU_GRID],
+            m[LP_NCU_WAVES], m[LP_NCU_SM_COUNT], m[LP_NCU_SOL_SM], m[LP_NCU_SOL_MEMORY]);
+        return;
+    case LP_DEEP_ADVICE_NONE:
+        put(buf, len, "a metric the judgement needs is missing (profile with the sections "
+                      "llmprof deep asks for)");
+        return;
+    }
 }

@@ -4,6 +4,8 @@ decode loop ("decode"), no token counts in the names, an unnamed warm-up request
 the script's own timer. The report has to find steps, tokens and warm-up from the trace.
 
 --arch llama: TinyLlama-1.1B's shape (22 layers, hidden 2048, GQA 32/4, SwiGLU 5632).
+--arch llama3-8b: Llama-3-8B's layer shape (hidden 4096, GQA 32/8, SwiGLU 14336, vocabulary
+128256), --layers of them (default 4): decode GEMVs large enough to fill an H200.
 --arch deepseek-v2-lite: DeepSeek-V2-Lite's real config (27 layers, MLA, 64 routed experts of
 which 6 per token, 2 shared): the routed experts run as grouped GEMMs outside cuBLAS.
 
@@ -18,7 +20,8 @@ import torch
 import transformers
 
 p = argparse.ArgumentParser()
-p.add_argument("--arch", choices=["llama", "deepseek-v2-lite"], default="llama")
+p.add_argument("--arch", choices=["llama", "llama3-8b", "deepseek-v2-lite"], default="llama")
+p.add_argument("--layers", type=int, default=4, help="llama3-8b: decoder layers")
 p.add_argument("--prompt", type=int, default=512)
 p.add_argument("--new-tokens", type=int, default=32)
 p.add_argument("--batch", type=int, default=1)
@@ -49,6 +52,11 @@ if args.arch == "llama":
                                    num_hidden_layers=22, num_attention_heads=32,
                                    num_key_value_heads=4, vocab_size=32000,
                                    max_position_embeddings=4096)
+elif args.arch == "llama3-8b":
+    cfg = transformers.LlamaConfig(hidden_size=4096, intermediate_size=14336,
+                                   num_hidden_layers=args.layers, num_attention_heads=32,
+                                   num_key_value_heads=8, vocab_size=128256,
+                                   max_position_embeddings=8192, rope_theta=500000.0)
 else:
     d = dict(DEEPSEEK_V2_LITE)
     d.pop("model_type")

@@ -1,0 +1,813 @@
+/* llmprof deep: Nsight Compute on the kernels that matter. From a recorded run it picks the
+ * top kernels of each stage (analyze/deep_pick.c), predicts the time, runs the program once
+ * under ncu profiling only those kernels inside their stages' NVTX ranges, and imports ncu's
+ * raw page into RUN/deep/, where `llmprof report` finds it ("Kernels in depth"). Partial
+ * results are kept when the budget runs out or the user interrupts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "llmprof/analyze.h"
+#include "llmprof/ncu.h"
+#include "llmprof/report.h"
+
+/* Measured on an H200 with Nsight Compute 2025.3.1 and the sections below (tests/gpu/deep.md,
+ * docs/benchmarks.md): seconds per profiled kernel, ncu's start, and the program's own time
+ * under ncu against its time under llmprof record. */
+#define S_PER_KERNEL 0.7
+#define START_S 1.0
+#define PROGRAM_FACTOR 1.2
+/* after an interrupt or the budget, how long ncu gets to write what it has */
+#define GRACE_S 30
+#define MIN_NCU_YEAR 2023
+
+static const char *const sections[] = {
+    "SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis",
+    "ComputeWorkloadAnalysis", "SpeedOfLight_RooflineChart", "WarpStateStats", "SchedulerStats",
+};
+#define N_SECTIONS (sizeof sections / sizeof *sections)
+
+struct deep_opts {
+    const char *run, *ncu, *clock;
+    int64_t top, instances, skip;
+    double budget_min;
+    int dry_run, force, quiet;
+};
+
+static const struct lp_cli_opt options[] = {
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
+    "usage: llmprof deep RUN [options] [-- CMD [ARGS...]]\n"
+    "\n"
+    "Profiles the kernels that matter with Nsight Compute (ncu). From the recorded RUN it\n"
+    "picks the top kernels of each measured stage by GPU time (and any above 5 % of a stage),\n"
+    "then runs CMD once under ncu (default: the command RUN recorded, in its directory),\n"
+    "profiling only those kernels, only inside their stages' NVTX ranges, a few launches of\n"
+    "each launch configuration after the first, with the sections for speed of light,\n"
+    "occupancy, launch statistics, memory and compute workload, roofline, warp state and\n"
+    "scheduler, plus the tensor-core and FP32 FLOP counts. Kernels replayed from CUDA graphs\n"
+    "are reachable (--graph-profiling node). Clocks are left free (--clock-control none), as\n"
+    "they run in production; 'base' locks them to base clocks, repeatable but slower than what\n"
+    "the run saw.\n"
+    "\n"
+    "Before it starts it predicts the time (about 0.7 s per profiled kernel on an H200, plus the\n"
+    "program's own time) and trims the instances, then the kernels, to fit --budget; past the\n"
+    "budget, or on Ctrl-C, ncu is stopped and what it measured is kept. Results go to\n"
+    "RUN/deep/: deep.ncu-rep (open it in Nsight Compute), ncu-raw.csv (its raw page, which\n"
+    "'llmprof report RUN' reads into \"Kernels in depth\"), deep.json (what was asked and what\n"
+    "came back) and ncu.log (ncu's and the program's output).\n"
+    "\n"
+    "example:\n"
+    "  llmprof record -o run1 -- python3 infer.py\n"
+    "  llmprof deep run1\n"
+    "  llmprof report run1\n"
+    "\n"
+    "options:\n"},
+    {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--top", .arg = "N",
+     .help = "kernels per stage by GPU time (default 10; any above 5 % of a stage too)",
+     .off = offsetof(struct deep_opts, top), .min = 1, .max = 1000},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--instances", .arg = "N",
+     .help = "launches profiled per launch configuration (default 2)",
+     .off = offsetof(struct deep_opts, instances), .min = 1, .max = 100},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--skip", .arg = "N",
+     .help = "launches skipped first per configuration (default 1, or 0 when a picked\n"
+             "configuration runs once)",
+     .off = offsetof(struct deep_opts, skip), .min = 0, .max = 1000000},
+    {.kind = LP_CLI_OPT_KIND_DOUBLE, .name = "--budget", .arg = "MIN",
+     .help = "the most minutes the deep dive may take (default 30)",
+     .off = offsetof(struct deep_opts, budget_min), .dmax = 24 * 60},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--ncu", .arg = "PATH",
+     .help = "the ncu to run (default: ncu in PATH, then /usr/local/cuda/bin/ncu)",
+     .off = offsetof(struct deep_opts, ncu), .missing = "a path"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--clock-control", .arg = "none|base",
+     .help = "ncu's clock control (default none: clocks as the program runs them)",
+     .off = offsetof(struct deep_opts, clock), .missing = "none or base"},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--dry-run",
+     .help = "print the kernels picked, the prediction and the ncu command; run nothing",
+     .off = offsetof(struct deep_opts, dry_run), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force",
+     .help = "replace RUN/deep/ when it holds an earlier deep dive",
+     .off = offsetof(struct deep_opts, force), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet", .alias = "-q",
+     .help = "no progress and no summary", .off = offsetof(struct deep_opts, quiet), .set = 1},
+    {.kind = LP_CLI_OPT_KIND_END},
+};
+
+static const struct lp_cli_cmd deep_cmd = {
+    .name = "deep", .opts = options, .operand = 1, .operand_off = offsetof(struct deep_opts, run),
+    .too_many = "one run at a time",
+};
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* a growing argv */
+struct args {
+    char **v;
+    size_t n, cap;
+    int failed;
+};
+
+static void add(struct args *a, const char *s)
+{
+    if (a->failed)
+        return;
+    if (a->n + 2 > a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        char **v = realloc(a->v, cap * sizeof *v);
+        if (!v) {
+            a->failed = 1;
+            return;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    if (!(a->v[a->n] = strdup(s))) {
+        a->failed = 1;
+        return;
+    }
+    a->v[++a->n] = NULL;
+}
+
+static void args_free(struct args *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+}
+
+/* S with every character that is not a letter, digit or '_' escaped for a regex (and, with
+ * NVTX set, NVTX's quantifiers escaped too: ncu reads them before the regex) */
+static char *escaped(const char *s, const char *prefix, const char *suffix, int regex)
+{
+    size_t n = strlen(prefix) + 2 * strlen(s) + strlen(suffix) + 1;
+    char *o = malloc(n), *p = o;
+    if (!o)
+        return NULL;
+    p += sprintf(p, "%s", prefix);
+    for (; *s; s++) {
+        int plain = (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                    (*s >= '0' && *s <= '9') || *s == '_' || *s == ' ' || *s == '=';
+        if (!plain && (regex || strchr("@,[]/*+\\", *s)))
+            *p++ = '\\';
+        *p++ = *s;
+    }
+    strcpy(p, suffix);
+    return o;
+}
+
+/* ncu's command line for PLAN; NULL out of memory */
+static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *p,
+                    const char *rep, const char *clock, char *const *cmd)
+{
+    char num[32];
+    add(a, ncu);
+    add(a, "--config-file");
+    add(a, "off");
+    add(a, "-o");
+    add(a, rep);
+    add(a, "-f");
+    for (size_t i = 0; i < N_SECTIONS; i++) {
+        add(a, "--section");
+        add(a, sections[i]);
+    }
+    add(a, "--metrics");
+    add(a, LP_NCU_EXTRA_METRICS);
+    add(a, "--clock-control");
+    add(a, clock);
+    add(a, "--graph-profiling");
+    add(a, "node");
+    add(a, "--kernel-name-base");
+    add(a, "mangled");
+    /* one regex for every picked kernel, each by its exact mangled name */
+    size_t len = 16;
+    for (size_t i = 0; i < p->n_picks; i++)
+        len += 2 * strlen(p->picks[i].mangled) + 1;
+    char *re = malloc(len), *q = re;
+    if (!re) {
+        a->failed = 1;
+        return -1;
+    }
+    q += sprintf(q, "regex:^(");
+    for (size_t i = 0; i < p->n_picks; i++) {
+        int dup = 0;
+        for (size_t j = 0; j < i; j++)
+            dup |= !strcmp(p->picks[j].mangled, p->picks[i].mangled);
+        if (dup)
+            continue;
+        char *e = escaped(p->picks[i].mangled, q == re + 8 ? "" : "|", "", 1);
+        if (!e) {
+            free(re);
+            a->failed = 1;
+            return -1;
+        }
+        q += sprintf(q, "%s", e);
+        free(e);
+    }
+    strcpy(q, ")$");
+    add(a, "-k");
+    add(a, re);
+    free(re);
+    add(a, "--filter-mode");
+    add(a, "per-launch-config");
+    snprintf(num, sizeof num, "%llu", (unsigned long long)p->skip);
+    add(a, "--launch-skip");
+    add(a, num);
+    snprintf(num, sizeof num, "%llu", (unsigned long long)p->instances);
+    add(a, "--launch-count");
+    add(a, num);
+    add(a, "--nvtx"); /* each kernel's ranges in the raw page, filtered or not */
+    for (size_t s = 0; p->by_nvtx && s < p->n_ranges; s++) {
+        const struct lp_deep_stage_ranges *g = &p->ranges[s];
+        char *dom = g->domain[0] ? escaped(g->domain, "", "@", !!g->prefix) : strdup("");
+        if (!dom) {
+            a->failed = 1;
+            return -1;
+        }
+        for (size_t i = 0; i < (g->prefix ? 1 : g->n_names); i++) {
+            char *pre = malloc(strlen(dom) + 8);
+            char *e = pre ? (g->prefix ? escaped(g->prefix, strcat(strcpy(pre, "regex:"), dom),
+                                                 ".*/", 1)
+                                       : escaped(g->names[i], strcpy(pre, dom), "/", 0))
+                          : NULL;
+            free(pre);
+            if (!e) {
+                free(dom);
+                a->failed = 1;
+                return -1;
+            }
+            add(a, "--nvtx-include");
+            add(a, e);
+            free(e);
+        }
+        free(dom);
+    }
+    for (size_t i = 0; cmd[i]; i++)
+        add(a, cmd[i]);
+    return a->failed ? -1 : 0;
+}
+
+/* "ncu" in PATH, then the CUDA toolkit's */
+static int find_ncu(const char *given, char *path, size_t len)
+{
+    if (given) {
+        snprintf(path, len, "%s", given);
+        return access(path, X_OK) == 0 ? 0 : -1;
+    }
+    const char *env = getenv("PATH");
+    char *dirs = strdup(env && *env ? env : "/usr/bin:/bin");
+    int rc = -1;
+    for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d;
+         d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, len, "%s/ncu", *d ? d : ".");
+        if (access(path, X_OK) == 0) {
+            rc = 0;
+            break;
+        }
+    }
+    free(dirs);
+    if (rc != 0) {
+        snprintf(path, len, "/usr/local/cuda/bin/ncu");
+        rc = access(path, X_OK) == 0 ? 0 : -1;
+    }
+    return rc;
+}
+
+/* Runs ARGV with its output to LOG_FD (and to OUT when not NULL, read back); waits at most
+ * DEADLINE_S seconds (0: no limit), then or on an interrupt sends SIGINT to its process group,
+ * and SIGKILL GRACE_S later. *PROFILED counts ncu's "==PROF== Profiling" lines, shown as
+ * progress against PREDICTED. Returns the wait status, -1 when it could not start. */
+static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadline_s,
+                   uint64_t predicted, int quiet, uint64_t *profiled, int *stopped)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        if (cwd && chdir(cwd) != 0) {
+            fprintf(stderr, "llmprof deep: cannot enter %s: %s\n", cwd, strerror(errno));
+            _exit(127);
+        }
+        execv(argv[0], argv);
+        fprintf(stderr, "llmprof deep: cannot execute %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    double t0 = now_s(), kill_at = 0;
+    char buf[8192], line[512];
+    size_t ll = 0;
+    int status = 0, done = 0, open_pipe = 1;
+    *profiled = 0;
+    *stopped = 0;
+    while (!done) {
+        struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+        int pr = open_pipe ? poll(&pf, 1, 1000) : (usleep(200000), 0);
+        if (pr > 0) {
+            ssize_t n = read(fds[0], buf, sizeof buf);
+            if (n <= 0) {
+                open_pipe = 0;
+            } else {
+                if (write(log_fd, buf, (size_t)n) != n) { /* the log is best effort */
+                }
+                for (ssize_t i = 0; i < n; i++) {
+                    if (buf[i] != '\n') {
+                        if (ll + 1 < sizeof line)
+                            line[ll++] = buf[i];
+                        continue;
+                    }
+                    line[ll] = 0;
+                    if (!strncmp(line, "==PROF== Profiling", 18))
+                        (*profiled)++;
+                    else if (!strncmp(line, "==ERROR==", 9) || !strncmp(line, "==WARNING==", 11))
+                        lp_cli_error("deep", "ncu said: %s", line);
+                    ll = 0;
+                }
+            }
+        }
+        double el = now_s() - t0;
+        if (!quiet)
+            lp_cli_progress("deep", "%llu of %llu kernels profiled, %.0f s", (unsigned long long)
+                            *profiled, (unsigned long long)predicted, el);
+        if (!*stopped && (interrupted || (deadline_s > 0 && el > deadline_s))) {
+            *stopped = interrupted ? 2 : 1;
+            kill(-pid, SIGINT);
+            kill_at = el + GRACE_S;
+        }
+        if (kill_at > 0 && el > kill_at) {
+            kill(-pid, SIGKILL);
+            kill_at = 0;
+        }
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid && !open_pipe)
+            done = 1;
+        else if (w == pid) {
+            /* ncu is gone; the program it ran may still hold the pipe: drain what is there */
+            int fl = fcntl(fds[0], F_GETFL);
+            fcntl(fds[0], F_SETFL, fl | O_NONBLOCK);
+            ssize_t n;
+            while ((n = read(fds[0], buf, sizeof buf)) > 0)
+                if (write(log_fd, buf, (size_t)n) != n) {
+                }
+            done = 1;
+        }
+    }
+    lp_cli_progress_end();
+    close(fds[0]);
+    return status;
+}
+
+/* Runs ARGV with its standard output to OUT_PATH: 0 when it exited 0. */
+static int run_to_file(char *const *argv, const char *out_path, int err_fd)
+{
+    int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd, 1);
+        if (err_fd >= 0)
+            dup2(err_fd, 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd);
+    int status;
+    if (pid < 0)
+        return -1;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* ncu's version as "2025.3.1.0"; 0 when it is recent enough, -1 with a message */
+static int check_version(const char *ncu, const char *tmpdir, char *version, size_t len)
+{
+    char path[PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/version.txt", tmpdir);
+    char *argv[] = {(char *)ncu, "--version", NULL};
+    version[0] = 0;
+    if (run_to_file(argv, path, -1) != 0) {
+        lp_cli_error("deep", "%s --version failed: is it Nsight Compute's ncu? (--ncu PATH)", ncu);
+        return -1;
+    }
+    FILE *f = fopen(path, "r");
+    char line[256];
+    int year = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *v = strstr(line, "Version ");
+        if (v && sscanf(v + 8, "%d", &year) == 1) {
+            snprintf(version, len, "%.*s", (int)strcspn(v + 8, " \n"), v + 8);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    unlink(path);
+    if (year < MIN_NCU_YEAR) {
+        lp_cli_error("deep", "%s is %s: llmprof deep needs Nsight Compute %d.1 or newer (NVTX "
+                     "regular expressions, per-launch-config filters); install a newer one or "
+                     "give it with --ncu PATH", ncu, version[0] ? version : "of unknown version",
+                     MIN_NCU_YEAR);
+        return -1;
+    }
+    return 0;
+}
+
+static double predict_s(const struct lp_deep_plan *p, double program_s)
+{
+    return START_S + program_s * PROGRAM_FACTOR + S_PER_KERNEL * (double)p->profiled;
+}
+
+/* the plan that fits BUDGET_S: fewer instances first, then fewer kernels per stage */
+static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, double program_s,
+                       double budget_s, struct lp_deep_plan *p, int *trimmed)
+{
+    char err[512];
+    *trimmed = 0;
+    for (;;) {
+        if (lp_deep_plan_make(r, po, p, err, sizeof err) != LP_OK) {
+            lp_cli_error("deep", "%s", err);
+            return -1;
+        }
+        if (predict_s(p, program_s) <= budget_s)
+            return 0;
+        if (po->instances <= 1 && po->top <= 1) {
+            lp_cli_error("deep", "even one kernel per stage is predicted to take %.0f s (the "
+                         "program alone %.0f s under llmprof record), more than --budget %.1f "
+                         "min: raise the budget", predict_s(p, program_s), program_s,
+                         budget_s / 60);
+            lp_deep_plan_free(p);
+            return -1;
+        }
+        if (po->instances > 1)
+            po->instances--;
+        else
+            po->top--;
+        po->share = 1; /* trimming: the share rule adds nothing past the top */
+        *trimmed = 1;
+        lp_deep_plan_free(p);
+    }
+}
+
+static void print_plan(FILE *f, const struct lp_run *r, const struct lp_deep_plan *p,
+                       double predicted)
+{
+    char ns[32];
+    for (size_t i = 0; i < p->n_picks; i++) {
+        const struct lp_deep_pick *k = &p->picks[i];
+        size_t nc = 0;
+        for (size_t c = 0; c < p->n_configs; c++)
+            nc += p->configs[c].pick == i;
+        fprintf(f, "  %-10s %5.1f %%  %9s  %2zu config%s %3llu to profile  %s\n",
+                r->stages[k->stage].name, 100 * k->share, lp_fmt_ns((double)k->gpu_ns, ns,
+                sizeof ns), nc, nc == 1 ? ", " : "s,", (unsigned long long)k->profiled,
+                r->short_names[k->group]);
+    }
+    fprintf(f, "%llu kernels to profile (skip %llu, then %llu per configuration), predicted "
+            "%.0f s\n", (unsigned long long)p->profiled, (unsigned long long)p->skip,
+            (unsigned long long)p->instances, predicted);
+}
+
+static json_t *plan_json(const struct lp_run *r, const struct lp_deep_plan *p)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < p->n_picks; i++) {
+        const struct lp_deep_pick *k = &p->picks[i];
+        json_t *cfgs = json_array();
+        for (size_t c = 0; c < p->n_configs; c++) {
+            const struct lp_deep_config *g = &p->configs[c];
+            if (g->pick != i)
+                continue;
+            json_array_append_new(cfgs, json_pack("{s:[iii],s:[iii],s:I,s:I}", "grid",
+                                                  g->grid[0], g->grid[1], g->grid[2], "block",
+                                                  g->block[0], g->block[1], g->block[2],
+                                                  "launches", (json_int_t)g->launches,
+                                                  "profiled", (json_int_t)g->profiled));
+        }
+        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:f,s:o}", "stage",
+                                           r->stages[k->stage].name, "kernel",
+                                           r->short_names[k->group], "mangled", k->mangled,
+                                           "gpu_ns", (json_int_t)k->gpu_ns, "share", k->share,
+                                           "configs", cfgs));
+    }
+    return a;
+}
+
+static int write_json(const char *path, json_t *j)
+{
+    return json_dump_file(j, path, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : -1;
+}
+
+const char *const lp_cli_deep_files[] = {"deep.ncu-rep", "ncu-raw.csv", "deep.json", "ncu.log",
+                                         "version.txt", NULL};
+
+/* Removes DIR and the files deep writes in it (one that holds others stays). */
+static void remove_dir(const char *dir)
+{
+    char path[PATH_MAX + 128];
+    for (size_t i = 0; lp_cli_deep_files[i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, lp_cli_deep_files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* The command to run: after "--", else the one RUN recorded (and its directory) */
+static int recorded_cmd(const char *run, json_t **meta, char ***cmd, const char **cwd)
+{
+    char path[PATH_MAX + 16];
+    *cmd = NULL;
+    *cwd = NULL;
+    if (lp_cli_meta_path(run, path, sizeof path) != 0 || !(*meta = json_load_file(path, 0, NULL))) {
+        lp_cli_error("deep", "%s has no meta.json to take the command from: give it after "
+                     "'--' (llmprof deep RUN -- CMD ARGS)", run);
+        return -1;
+    }
+    json_t *c = json_object_get(*meta, "command");
+    size_t n = json_array_size(c);
+    if (!n) {
+        lp_cli_error("deep", "%s: meta.json has no command: give it after '--'", path);
+        return -1;
+    }
+    *cmd = calloc(n + 1, sizeof **cmd);
+    for (size_t i = 0; *cmd && i < n; i++) {
+        const char *w = json_string_value(json_array_get(c, i));
+        if (!w) {
+            lp_cli_error("deep", "%s: command word %zu is not a string: give the command after "
+                         "'--'", path, i + 1);
+            free(*cmd);
+            *cmd = NULL;
+            return -1;
+        }
+        (*cmd)[i] = (char *)w;
+    }
+    *cwd = json_string_value(json_object_get(*meta, "cwd"));
+    return *cmd ? 0 : -1;
+}
+
+int lp_cmd_deep(int argc, char **argv)
+{
+    struct deep_opts o = {.budget_min = 30, .skip = -1};
+    int dash = argc;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--")) {
+            dash = i;
+            break;
+        }
+    int rc = lp_cli_parse(&deep_cmd, &o, dash, argv, NULL);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (!o.run) {
+        lp_cli_error("deep", "which run? usage: llmprof deep RUN [options] [-- CMD ARGS]");
+        return 2;
+    }
+    if (o.clock && strcmp(o.clock, "none") && strcmp(o.clock, "base")) {
+        lp_cli_error("deep", "--clock-control takes none or base, not '%s'", o.clock);
+        return 2;
+    }
+    if (dash < argc && dash + 1 == argc) {
+        lp_cli_error("deep", "no command after '--'");
+        return 2;
+    }
+    char ncu[PATH_MAX], err[512], dir[PATH_MAX + 16], tmp[PATH_MAX + 64], rep[PATH_MAX + 96],
+        path[PATH_MAX + 128], version[64] = "";
+    char **traces = NULL, **cmd = NULL;
+    const char *cwd = NULL;
+    json_t *meta = NULL, *out = NULL;
+    struct lp_trace *t = NULL;
+    struct lp_run r;
+    int analysed = 0, n = 0, log_fd = -1;
+    struct lp_deep_plan plan = {0};
+    struct args a = {0};
+    struct lp_gpu_table gpus = {0};
+    rc = 2;
+    struct stat st;
+    if (stat(o.run, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        lp_cli_error("deep", "%s is not a run directory (llmprof record -o DIR makes one)", o.run);
+        goto done;
+    }
+    if ((n = lp_cli_run_traces("deep", o.run, &traces)) <= 0)
+        goto done;
+    if (n > 1) {
+        lp_cli_error("deep", "%s holds %d traces (several processes); llmprof deep takes a run "
+                     "of one", o.run, n);
+        goto done;
+    }
+    snprintf(dir, sizeof dir, "%s/deep", o.run);
+    if (stat(dir, &st) == 0 && !o.force && !o.dry_run) {
+        lp_cli_error("deep", "%s already holds a deep dive: --force replaces it", dir);
+        goto done;
+    }
+    if (dash < argc) {
+        cmd = argv + dash + 1;
+    } else if (recorded_cmd(o.run, &meta, &cmd, &cwd) != 0) {
+        goto done;
+    }
+    if (!meta) {
+        char mp[PATH_MAX + 16];
+        if (lp_cli_meta_path(o.run, mp, sizeof mp) == 0)
+            meta = json_load_file(mp, 0, NULL);
+    }
+    double program_s = json_real_value(json_object_get(meta, "duration_s"));
+    if (find_ncu(o.ncu, ncu, sizeof ncu) != 0 && !o.dry_run) {
+        lp_cli_error("deep", o.ncu ? "%s is not an executable file (--ncu PATH)"
+                                   : "ncu not found in PATH or /usr/local/cuda/bin: install "
+                                     "Nsight Compute or give it with --ncu PATH", ncu);
+        goto done;
+    }
+    /* the run's kernels and stages */
+    if (lp_trace_read(&t, traces[0], err, sizeof err) != LP_OK) {
+        lp_cli_error("deep", "%s", err);
+        goto done;
+    }
+    struct lp_run_options ro = {0};
+    if (lp_gpu_table_load(&gpus, NULL, err, sizeof err) == LP_OK)
+        ro.gpus = &gpus;
+    if (lp_run_analyze(t, &ro, &r, err, sizeof err) != LP_OK) {
+        lp_cli_error("deep", "%s: %s", traces[0], err);
+        goto done;
+    }
+    analysed = 1;
+    struct lp_deep_plan_options po = {
+        .top = o.top ? (size_t)o.top : 10, .skip = o.skip < 0 ? UINT64_MAX : (uint64_t)o.skip,
+        .instances = o.instances ? (uint64_t)o.instances : 2};
+    int trimmed;
+    double budget_s = o.budget_min * 60;
+    if (plan_to_fit(&r, &po, program_s, budget_s, &plan, &trimmed) != 0)
+        goto done;
+    double predicted = predict_s(&plan, program_s);
+    if (!o.quiet || o.dry_run) {
+        printf("llmprof deep: %s, stages by %s\n", o.run,
+               plan.by_nvtx ? "their NVTX ranges" : "launch configuration (no ranges to filter on)");
+        print_plan(stdout, &r, &plan, predicted);
+        if (trimmed)
+            printf("trimmed to fit --budget %.1f min: --top %zu, --instances %llu\n",
+                   o.budget_min, po.top, (unsigned long long)plan.instances);
+        fflush(stdout);
+    }
+    /* results go into a directory beside RUN/deep, moved in at the end */
+    snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o.run, (long)getpid());
+    if (mkdir(tmp, 0755) != 0 && !o.dry_run) {
+        lp_cli_error("deep", "cannot create %s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    /* ncu adds .ncu-rep to the name it is given */
+    snprintf(rep, sizeof rep, "%s/deep", tmp);
+    if (ncu_args(&a, ncu, &plan, rep, o.clock ? o.clock : "none", cmd) != 0) {
+        lp_cli_error("deep", "out of memory");
+        goto done;
+    }
+    if (o.dry_run) {
+        rmdir(tmp);
+        for (size_t i = 0; i < a.n; i++)
+            printf("%s'%s'", i ? " " : "", a.v[i]);
+        printf("\n");
+        rc = 0;
+        goto done;
+    }
+    if (check_version(ncu, tmp, version, sizeof version) != 0)
+        goto fail_tmp;
+    snprintf(path, sizeof path, "%s/ncu.log", tmp);
+    log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        lp_cli_error("deep", "cannot write %s: %s", path, strerror(errno));
+        goto fail_tmp;
+    }
+    struct sigaction act = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGINT, &act, &old_int);
+    sigaction(SIGTERM, &act, &old_term);
+    double t0 = now_s();
+    uint64_t profiled;
+    int stopped;
+    int status = run_ncu(a.v, log_fd, dash < argc ? NULL : cwd, budget_s, plan.profiled,
+                         o.quiet, &profiled, &stopped);
+    double elapsed = now_s() - t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (status < 0) {
+        lp_cli_error("deep", "cannot run %s: %s", ncu, strerror(errno));
+        goto fail_tmp;
+    }
+    /* the raw page, as the report reads it */
+    strcat(rep, ".ncu-rep");
+    int have_rep = stat(rep, &st) == 0;
+    size_t measured = 0;
+    if (have_rep) {
+        char csv[PATH_MAX + 128];
+        snprintf(csv, sizeof csv, "%s/ncu-raw.csv", tmp);
+        /* ncu's default units: base units print percentages with two decimals only */
+        char *iv[] = {ncu, "-i", rep, "--csv", "--page", "raw", "--print-kernel-base",
+                      "mangled", NULL};
+        struct lp_ncu_report *nr = NULL;
+        if (run_to_file(iv, csv, log_fd) != 0 || lp_ncu_read(&nr, csv, err, sizeof err) != LP_OK) {
+            lp_cli_error("deep", "ncu's raw page of %s could not be read%s%s (see %s/ncu.log)",
+                         rep, nr ? "" : ": ", nr ? "" : err, dir);
+            unlink(csv);
+        } else {
+            measured = nr->n_kernels;
+        }
+        lp_ncu_free(nr);
+    }
+    out = json_pack("{s:s,s:s,s:s,s:o,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
+                    "format", "llmprof-deep", "ncu", ncu, "ncu_version", version,
+                    "command", json_array(), "predicted_s", predicted, "elapsed_s", elapsed,
+                    "budget_s", budget_s, "predicted_kernels", (json_int_t)plan.profiled,
+                    "measured_kernels", (json_int_t)measured, "skip", (json_int_t)plan.skip,
+                    "instances", (json_int_t)plan.instances, "by_nvtx", plan.by_nvtx,
+                    "stopped", stopped == 2 ? "interrupted" : stopped ? "budget" : "no",
+                    "picks", plan_json(&r, &plan));
+    for (size_t i = 0; out && i < a.n; i++)
+        json_array_append_new(json_object_get(out, "command"), json_string(a.v[i]));
+    if (out && WIFEXITED(status))
+        json_object_set_new(out, "ncu_exit", json_integer(WEXITSTATUS(status)));
+    snprintf(path, sizeof path, "%s/deep.json", tmp);
+    if (!out || write_json(path, out) != 0) {
+        lp_cli_error("deep", "cannot write %s", path);
+        goto fail_tmp;
+    }
+    close(log_fd);
+    log_fd = -1;
+    /* in place of an earlier one (--force) */
+    char aside[PATH_MAX + 64];
+    snprintf(aside, sizeof aside, "%s/.deep-old.%ld", o.run, (long)getpid());
+    int had = stat(dir, &st) == 0;
+    if ((had && rename(dir, aside) != 0) || rename(tmp, dir) != 0) {
+        lp_cli_error("deep", "cannot move the results into %s: %s (they are in %s)", dir,
+                     strerror(errno), tmp);
+        if (had)
+            rename(aside, dir);
+        goto done;
+    }
+    if (had)
+        remove_dir(aside);
+    rc = 0;
+    if (stopped)
+        lp_cli_error("deep", "%s after %.0f s: %zu kernels measured, kept in %s",
+                     stopped == 2 ? "interrupted" : "over the budget", elapsed, measured, dir);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        lp_cli_error("deep", "ncu %s %d (its output: %s/ncu.log)",
+                     WIFEXITED(status) ? "exited with" : "was killed by signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir);
+        rc = 1;
+    }
+    if (measured == 0) {
+        lp_cli_error("deep", "ncu measured no kernel: its filters matched none (did the program "
+                     "run as it did when recorded? %s/ncu.log has its output)", dir);
+        rc = 1;
+    }
+    if (!o.quiet)
+        printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
+               "'llmprof report %s' adds \"Kernels in depth\"\n", measured, elapsed,
+               (unsigned long long)plan.profiled, predicted, dir, o.run);
+    goto done;
+fail_tmp:
+    remove_dir(tmp);
+done:
+    if (log_fd >= 0)
+        close(log_fd);
+    args_free(&a);
+    json_decref(out);
+    lp_deep_plan_free(&plan);
+    if (analysed)
+        lp_run_free(&r);
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+    if (dash >= argc)
+        free(cmd);
+    json_decref(meta);
+    lp_cli_free_list(traces, n > 0 ? n : 0);
+    return rc;
+}
