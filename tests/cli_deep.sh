@@ -46,6 +46,10 @@ expect 2 "more than --budget" "a budget the program alone exceeds" -- \
 expect 0 "trimmed to fit --budget" "a tight budget trims the instances first" -- \
     "$L" deep "$T/r8" --force --budget 0.5 --ncu "$NCU" -- true
 expect 0 "regex:^(" "--dry-run prints the ncu command" -- "$L" deep "$T/r8" --dry-run --ncu "$NCU"
+if ls -a "$T/r8" | grep -q '^\.deep'; then bad "--dry-run wrote a directory"; else
+    ok "--dry-run writes nothing"; fi
+if grep -q "\"$T/r8/deep/deep\"" "$T/r8/deep/deep.json"; then ok "deep.json names the report where it is"
+else bad "deep.json's -o is not the final place: $(grep -A1 '"-o"' "$T/r8/deep/deep.json")"; fi
 expect 1 "measured no kernel" "ncu measuring nothing is said" -- \
     env FAKE_NCU_CSV= "$L" deep "$T/r8" --force --ncu "$NCU" -- true
 expect 2 "usage: llmprof deep RUN" "no run" -- "$L" deep

@@ -133,3 +133,8 @@ void lp_run_notes_free(struct lp_run *r)
 {
     free(r->notes);
 }
+
+int lp_stage_measured(const struct lp_stage_report *s)
+{
+    return s->kind != LP_STAGE_KIND_WARMUP && s->kind != LP_STAGE_KIND_OUTSIDE;
+}

@@ -32,12 +32,23 @@ struct measured {
     uint32_t flags;
 };
 
-static long group_of(const struct lp_run *r, const char *const *mangled, const char *name)
+/* a name and its group, sorted by name for lookups */
+struct named {
+    const char *name;
+    long group;
+};
+
+static int cmp_named(const void *a, const void *b)
 {
-    for (size_t g = 0; g < r->n_names; g++)
-        if ((mangled[g] && !strcmp(mangled[g], name)) || !strcmp(r->names[g], name))
-            return (long)g;
-    return -1;
+    return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+}
+
+/* the group of NAME: BY holds each group's mangled and demangled names, sorted (2 n) */
+static long group_of(const struct named *by, size_t n, const char *name)
+{
+    struct named key = {name, -1};
+    const struct named *hit = bsearch(&key, by, n, sizeof *by, cmp_named);
+    return hit ? hit->group : -1;
 }
 
 /* whether one of the ranges that open STAGE's occurrences is named in NVTX, as ncu writes
@@ -56,18 +67,13 @@ static int nvtx_names_stage(const struct lp_run *r, int stage, const char *nvtx)
     return 0;
 }
 
-static int measured_stage(const struct lp_stage_report *s)
-{
-    return s->kind != LP_STAGE_KIND_WARMUP && s->kind != LP_STAGE_KIND_OUTSIDE;
-}
-
 /* the stage of a measured kernel: where its configuration ran */
 static void place(const struct lp_run *r, const struct config *c, const struct lp_ncu_kernel *k,
                   struct measured *m)
 {
     int best = -1, n = 0;
     for (size_t s = 0; s < r->n_stages; s++) {
-        if (!c->calls[s] || !measured_stage(&r->stages[s]))
+        if (!c->calls[s] || !lp_stage_measured(&r->stages[s]))
             continue;
         n++;
         if (best < 0 || c->ns[s] > c->ns[best])
@@ -75,7 +81,7 @@ static void place(const struct lp_run *r, const struct config *c, const struct l
     }
     if (n > 1)
         for (size_t s = 0; s < r->n_stages; s++)
-            if (c->calls[s] && measured_stage(&r->stages[s]) &&
+            if (c->calls[s] && lp_stage_measured(&r->stages[s]) &&
                 nvtx_names_stage(r, (int)s, k->nvtx)) {
                 best = (int)s;
                 m->flags |= LP_DEEP_ROW_BY_NVTX;
@@ -86,7 +92,7 @@ static void place(const struct lp_run *r, const struct config *c, const struct l
         uint64_t most = 0;
         for (size_t s = 0; s < r->n_stages; s++) {
             const struct lp_stage_report *st = &r->stages[s];
-            for (size_t i = 0; measured_stage(st) && i < st->top.n_groups; i++)
+            for (size_t i = 0; lp_stage_measured(st) && i < st->top.n_groups; i++)
                 if (st->top.v[i].group == c->group && st->top.v[i].total_ns > most) {
                     most = st->top.v[i].total_ns;
                     best = (int)s;
@@ -220,10 +226,12 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
     struct config *cf = calloc(ncu->n_kernels ? ncu->n_kernels : 1, sizeof *cf);
     struct measured *ms = calloc(ncu->n_kernels ? ncu->n_kernels : 1, sizeof *ms);
     struct key *keys = calloc(ncu->n_kernels ? ncu->n_kernels : 1, sizeof *keys);
+    struct named *by = calloc(2 * (r->n_names ? r->n_names : 1), sizeof *by);
+    size_t n_by = 0;
     struct lp_deep_kernel *judged = NULL;
     size_t n_cf = 0;
     int rc = LP_ERR_NOMEM;
-    if (!d || !mangled || !first || !cf || !ms || !keys) {
+    if (!d || !mangled || !first || !cf || !ms || !keys || !by) {
         lp_ncu_free(ncu);
         free(d);
         d = NULL;
@@ -240,11 +248,18 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
     for (size_t i = 0; i < t->n_kernels; i++)
         if (!mangled[r->kernel_group[i]])
             mangled[r->kernel_group[i]] = lp_trace_str(t, t->kernels[i].name);
+    for (size_t g = 0; g < r->n_names; g++) {
+        if (mangled[g])
+            by[n_by++] = (struct named){mangled[g], (long)g};
+        if (!mangled[g] || strcmp(mangled[g], r->names[g]))
+            by[n_by++] = (struct named){r->names[g], (long)g};
+    }
+    qsort(by, n_by, sizeof *by, cmp_named);
     /* the distinct configurations ncu measured, chained per group */
     for (size_t i = 0; i < ncu->n_kernels; i++) {
         const struct lp_ncu_kernel *k = &ncu->kernels[i];
         ms[i] = (struct measured){.kernel = i, .config = -1, .stage = -1};
-        long g = k->name ? group_of(r, mangled, k->name) : -1;
+        long g = k->name ? group_of(by, n_by, k->name) : -1;
         if (g < 0) {
             d->unmatched++;
             continue;
@@ -328,6 +343,7 @@ out:
     free(ms);
     free(keys);
     free(judged);
+    free(by);
     free(mangled);
     free(first);
     if (!d)

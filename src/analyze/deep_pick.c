@@ -7,16 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmprof/analyze.h"
-#include "llmprof/status.h"
+#include "run_internal.h"
 
 #define DEFAULT_TOP 10
 #define DEFAULT_SHARE 0.05
-
-static int measured(const struct lp_stage_report *s)
-{
-    return s->kind != LP_STAGE_KIND_WARMUP && s->kind != LP_STAGE_KIND_OUTSIDE;
-}
 
 /* a launch of a picked kernel, for sorting into configurations */
 struct launch {
@@ -67,7 +61,7 @@ static int pick_kernels(const struct lp_run *r, const struct lp_deep_plan_option
     const struct lp_trace *t = r->trace;
     for (size_t s = 0; s < r->n_stages; s++) {
         const struct lp_stage_report *st = &r->stages[s];
-        if (!measured(st))
+        if (!lp_stage_measured(st))
             continue;
         size_t taken = 0;
         for (size_t i = 0; i < st->top.n_groups; i++) {

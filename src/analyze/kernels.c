@@ -231,11 +231,6 @@ static uint64_t dur_key(uint64_t d)
     return d < cap ? d : cap;
 }
 
-static int measured_stage(const struct lp_stage_report *st)
-{
-    return st->kind != LP_STAGE_KIND_WARMUP && st->kind != LP_STAGE_KIND_OUTSIDE;
-}
-
 /* The three (stage, category) pairs with the most GPU time, warmup and work outside the
  * stages left out, each with its costliest kernel; shares are of the measured stages' GPU
  * time. */
@@ -243,14 +238,14 @@ static void cost_centres(struct lp_run *r)
 {
     double all = 0;
     for (size_t s = 0; s < r->n_stages; s++)
-        if (measured_stage(&r->stages[s]))
+        if (lp_stage_measured(&r->stages[s]))
             all += (double)r->stages[s].gpu_ns;
     r->measured_gpu_ns = (uint64_t)all;
     for (size_t k = 0; k < 3; k++) {
         struct lp_cost_centre best = {.stage = -1};
         for (size_t s = 0; s < r->n_stages; s++) {
             const struct lp_stage_report *st = &r->stages[s];
-            if (!measured_stage(st))
+            if (!lp_stage_measured(st))
                 continue;
             for (int cat = 0; cat < LP_KCAT_COUNT; cat++) {
                 int taken = 0;

@@ -187,6 +187,8 @@ int lp_cmp_double(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
+/* a stage whose time is measured: not warm-up, not the work outside the stages */
+int lp_stage_measured(const struct lp_stage_report *s);
 
 /* ---- gemm_types.c: GEMM shapes ---- */
 

@@ -24,6 +24,9 @@ extern const char *const lp_cli_deep_files[];
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Finds CMD like execvp would (a path with '/' as it is, else through PATH): 0 with PATH
+ * set to an executable regular file, else -1. */
+int lp_cli_resolve(const char *cmd, char *path, size_t len);
 /* Directory of the running executable, without trailing slash. */
 int lp_cli_exe_dir(char *buf, size_t len);
 /* Lists DIR's trace files (sorted); returns the count, -1 if DIR cannot be read. */

@@ -267,30 +267,15 @@ static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *
     return a->failed ? -1 : 0;
 }
 
-/* "ncu" in PATH, then the CUDA toolkit's */
+/* GIVEN, else "ncu" in PATH, else the CUDA toolkit's */
 static int find_ncu(const char *given, char *path, size_t len)
 {
-    if (given) {
-        snprintf(path, len, "%s", given);
-        return access(path, X_OK) == 0 ? 0 : -1;
-    }
-    const char *env = getenv("PATH");
-    char *dirs = strdup(env && *env ? env : "/usr/bin:/bin");
-    int rc = -1;
-    for (char *save = NULL, *d = dirs ? strtok_r(dirs, ":", &save) : NULL; d;
-         d = strtok_r(NULL, ":", &save)) {
-        snprintf(path, len, "%s/ncu", *d ? d : ".");
-        if (access(path, X_OK) == 0) {
-            rc = 0;
-            break;
-        }
-    }
-    free(dirs);
-    if (rc != 0) {
-        snprintf(path, len, "/usr/local/cuda/bin/ncu");
-        rc = access(path, X_OK) == 0 ? 0 : -1;
-    }
-    return rc;
+    if (lp_cli_resolve(given ? given : "ncu", path, len) == 0)
+        return 0;
+    if (given)
+        return -1;
+    snprintf(path, len, "/usr/local/cuda/bin/ncu");
+    return access(path, X_OK) == 0 ? 0 : -1;
 }
 
 /* Runs ARGV with its output to LOG_FD (and to OUT when not NULL, read back); waits at most
@@ -679,7 +664,7 @@ int lp_cmd_deep(int argc, char **argv)
     }
     /* results go into a directory beside RUN/deep, moved in at the end */
     snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o.run, (long)getpid());
-    if (mkdir(tmp, 0755) != 0 && !o.dry_run) {
+    if (!o.dry_run && mkdir(tmp, 0755) != 0) {
         lp_cli_error("deep", "cannot create %s: %s", tmp, strerror(errno));
         goto done;
     }
@@ -690,7 +675,6 @@ int lp_cmd_deep(int argc, char **argv)
         goto done;
     }
     if (o.dry_run) {
-        rmdir(tmp);
         for (size_t i = 0; i < a.n; i++)
             printf("%s'%s'", i ? " " : "", a.v[i]);
         printf("\n");
@@ -749,8 +733,12 @@ int lp_cmd_deep(int argc, char **argv)
                     "instances", (json_int_t)plan.instances, "by_nvtx", plan.by_nvtx,
                     "stopped", stopped == 2 ? "interrupted" : stopped ? "budget" : "no",
                     "picks", plan_json(&r, &plan));
+    /* the report as it is named once moved into place */
+    char final_rep[PATH_MAX + 32];
+    snprintf(final_rep, sizeof final_rep, "%s/deep", dir);
     for (size_t i = 0; out && i < a.n; i++)
-        json_array_append_new(json_object_get(out, "command"), json_string(a.v[i]));
+        json_array_append_new(json_object_get(out, "command"),
+                              json_string(i && !strcmp(a.v[i - 1], "-o") ? final_rep : a.v[i]));
     if (out && WIFEXITED(status))
         json_object_set_new(out, "ncu_exit", json_integer(WEXITSTATUS(status)));
     snprintf(path, sizeof path, "%s/deep.json", tmp);

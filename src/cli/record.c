@@ -218,29 +218,6 @@ void lp_cli_record_init(struct lp_cli_record_opts *o)
     o->gemm = -1;
 }
 
-/* Finds CMD like execvp would; 0 with PATH set, else -1. */
-static int resolve(const char *cmd, char *path, size_t len)
-{
-    if (strchr(cmd, '/')) {
-        snprintf(path, len, "%s", cmd);
-        struct stat st;
-        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0 ? 0 : -1;
-    }
-    const char *env = getenv("PATH");
-    char *dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
-    int rc = -1;
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        snprintf(path, len, "%s/%s", *d ? d : ".", cmd);
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0) {
-            rc = 0;
-            break;
-        }
-    }
-    free(dirs);
-    return rc;
-}
-
 static int find_collector(char *path, size_t len)
 {
     const char *env = getenv("LLMPROF_LIB");
@@ -865,7 +842,7 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
         return 2;
     }
     char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
-    if (resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
+    if (lp_cli_resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);
         return 127;
     }

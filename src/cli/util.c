@@ -274,3 +274,25 @@ int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad)
     }
     return n_bad;
 }
+
+int lp_cli_resolve(const char *cmd, char *path, size_t len)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(path, len, "%s", cmd);
+        struct stat st;
+        return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0 ? 0 : -1;
+    }
+    const char *env = getenv("PATH");
+    char *dirs = strdup(env && *env ? env : "/usr/local/bin:/usr/bin:/bin");
+    int rc = -1;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, len, "%s/%s", *d ? d : ".", cmd);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0) {
+            rc = 0;
+            break;
+        }
+    }
+    free(dirs);
+    return rc;
+}
