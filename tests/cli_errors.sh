@@ -429,19 +429,45 @@ expect 2 "--gap-us 99999999999999999 is too large" "report --gap-us that overflo
 expect 2 "--batch 99999999999999999999 is too large" "model --batch out of range" -- "$LP" model "$CFG/gpt2.json" --batch 99999999999999999999
 expect 2 "--peak-tflops 1e999 is too large" "report --peak-tflops out of range" -- "$LP" report "$T/lr" --peak-tflops 1e999
 
-# profile checks every report option before the program runs
+# profile checks every report option, and with --deep deep's and ncu, before the program runs
+NCU=$(dirname "$0")/fake/ncu
 for bad_opt in "--top 0" "--bogus" "--model $T/none.json" "--stage decode=(" "--gpu TPU" \
-    "--top 99999999999999999999" "--prefill-logits some"; do
-    # shellcheck disable=SC2086 # the option and its value are two words
+    "--top 99999999999999999999" "--prefill-logits some" "--deep 3 --ncu $T/no-ncu" \
+    "--ncu $NCU" "--deep-budget 5" "--deep 0" "--deep 2 --light" "--deep 2 --deep-budget 0"; do
+    # shellcheck disable=SC2086 # the options and their values are words
     out=$("$LP" profile -o "$T/pm" $bad_opt -- sh -c "touch '$T/marker'" 2>&1)
     rc=$?
-    if [ "$rc" -eq 2 ] && [ ! -e "$T/marker" ] && [ ! -e "$T/pm" ] && grep -q "llmprof profile: " <<<"$out"; then
+    if [ "$rc" -eq 2 ] && [ ! -e "$T/marker" ] && [ ! -e "$T/pm" ] && grep -Eq "llmprof (profile|deep): " <<<"$out"; then
         ok "profile $bad_opt: refused before the program ran"; else bad "profile $bad_opt: status $rc, marker: $([ -e "$T/marker" ] && echo yes || echo no), $out"; fi
     rm -rf "$T/marker" "$T/pm"
 done
 expect 0 "removed the previous run" "profile passes --force to record" -- \
     sh -c '"$@" </dev/null' sh "$LP" profile -o "$T/prof" --force --quiet -- "$FAKE" 0
+# a deep dive of the previous run goes with it; a file of the user's in deep/ keeps the folder
+mkdir -p "$T/prof/deep" && for f in deep.ncu-rep ncu-raw.csv deep.json ncu.log; do echo x >"$T/prof/deep/$f"; done
+expect 0 "removed the previous run" "record --force on a run with a deep dive" -- \
+    sh -c '"$@" </dev/null' sh "$LP" record -o "$T/prof" --force --quiet -- "$FAKE" 0
+[ ! -e "$T/prof/deep" ] && ok "record --force removed deep/" || bad "deep/ left: $(ls -A "$T/prof/deep")"
+mkdir -p "$T/prof/deep" && echo x >"$T/prof/deep/deep.json" && echo mine >"$T/prof/deep/notes.txt"
+expect 0 "removed the previous run" "record --force, deep/ holding a user's file" -- \
+    sh -c '"$@" </dev/null' sh "$LP" record -o "$T/prof" --force --quiet -- "$FAKE" 0
+[ -s "$T/prof/deep/notes.txt" ] && [ ! -e "$T/prof/deep/deep.json" ] && ok "... the user's file stays, deep's go" ||
+    bad "deep/ after --force: $(ls -A "$T/prof/deep" 2>&1)"
 expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names itself in the message" -- \
     "$LP" profile -o "$T/pm" --bogus -- true
+
+# profile --deep: no deep dive of a program that failed (it would run again); the deep dive
+# runs after record, before report (tests/cli_deep.sh covers the deep dive itself)
+expect 2 "needs Nsight Compute 2023.1 or newer" "profile --deep checks ncu's version first" -- \
+    env FAKE_NCU_VERSION=2022.1.0 "$LP" profile -o "$T/pm" --deep 2 --ncu "$NCU" -- true
+[ ! -e "$T/pm" ] && ok "profile --deep with an old ncu: nothing recorded" || bad "profile recorded: $(ls -A "$T/pm")"
+expect 3 "the deep dive, which runs it again, is skipped" "profile --deep of a failing program" -- \
+    sh -c '"$@" </dev/null' sh "$LP" profile -o "$T/pd1" --deep 2 --ncu "$NCU" -- "$FAKE" 3
+[ -s "$T/pd1/report.md" ] && [ ! -e "$T/pd1/deep" ] && ok "... reported, no deep dive" || bad "pd1: $(ls -A "$T/pd1")"
+out=$("$LP" profile -o "$T/pd2" --deep 2 --ncu "$NCU" -- "$FAKE" 0 </dev/null 2>&1)
+rc=$?
+# the fake program launches no kernel: the deep dive says so, the report is still written
+if [ "$rc" -eq 1 ] && grep -q "llmprof deep: the run recorded no kernels" <<<"$out" && [ -s "$T/pd2/report.md" ]; then
+    ok "profile --deep runs the deep dive on the run, then reports"; else bad "profile --deep: status $rc, $out"; fi
 
 finish

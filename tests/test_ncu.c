@@ -435,6 +435,54 @@ static void test_deep_llama(void **state)
     dive_free(&d);
 }
 
+/* a CUDA-graph decode: ncu reached the kernels replayed from the graph (--graph-profiling
+ * node) inside the decode range, and the join puts them in decode; the plan asked for what
+ * ncu measured (48 kernels) */
+static void test_deep_graph(void **state)
+{
+    (void)state;
+    struct dived d;
+    char err[256];
+    dive_read(&d, "deep-graph-decode", NULL);
+    struct lp_deep_plan p;
+    struct lp_deep_plan_options o = {.top = 6, .skip = UINT64_MAX, .instances = 2};
+    assert_int_equal(lp_deep_plan_make(&d.r, &o, &p, err, sizeof err), LP_OK);
+    assert_int_equal(p.profiled, 48);
+    lp_deep_plan_free(&p);
+    dive_free(&d);
+
+    dive_read(&d, "deep-graph-decode", "ncu-raw.csv");
+    const struct lp_deep *dp = d.r.deep;
+    assert_int_equal(dp->n_kernels, 48);
+    assert_int_equal(dp->unmatched, 0);
+    size_t decode_rows = 0;
+    for (size_t i = 0; i < dp->n_rows; i++) {
+        const struct lp_deep_row *w = &dp->rows[i];
+        if (d.r.stages[w->stage].kind != LP_STAGE_KIND_DECODE)
+            continue;
+        decode_rows++;
+        /* every launch of this configuration in decode came from the graph */
+        size_t launches = 0;
+        for (size_t k = 0; k < d.t->n_kernels; k++) {
+            const struct lp_kernel *kk = &d.t->kernels[k];
+            if (d.r.kernel_group[k] != w->group || d.r.kernel_stage[k] != w->stage ||
+                memcmp(kk->grid, w->grid, sizeof kk->grid) || memcmp(kk->block, w->block,
+                                                                    sizeof kk->block))
+                continue;
+            launches++;
+            assert_true(kk->flags & LP_KERNEL_FLAG_GRAPH);
+        }
+        assert_int_equal(launches, w->run_calls);
+    }
+    assert_true(decode_rows >= 6);
+    /* the top decode GEMV (4096 -> 2 x 5632, grid 4x22) */
+    const struct lp_deep_row *dec = first_row(&d.r, LP_STAGE_KIND_DECODE);
+    assert_non_null(strstr(d.r.names[dec->group], "_v_bz_"));
+    assert_int_equal(dec->j.bound, LP_DEEP_BOUND_MEMORY);
+    assert_true(dec->j.k->metric[LP_NCU_SOL_DRAM] >= 50);
+    dive_free(&d);
+}
+
 /* the plan: what was asked of ncu on the H200 is what it measured (21 kernels); the range
  * profiler's own WaitNs kernels of a --counters run are not picked */
 static void test_deep_plan(void **state)
@@ -543,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_deep_llama),
         cmocka_unit_test(test_deep_plan),
+        cmocka_unit_test(test_deep_graph),
         cmocka_unit_test(test_deep_flops),
         cmocka_unit_test(test_deep_units),
     };

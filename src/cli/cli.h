@@ -19,8 +19,6 @@ int lp_cmd_report(int argc, char **argv);
 int lp_cmd_export(int argc, char **argv);
 int lp_cmd_profile(int argc, char **argv);
 int lp_cmd_deep(int argc, char **argv);
-/* The files llmprof deep writes into RUN/deep/, NULL-terminated (record --force removes them). */
-extern const char *const lp_cli_deep_files[];
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -161,5 +159,25 @@ extern const struct lp_cli_opt lp_cli_record_options[];
  * record refused or failed first (then the run directory is as it was). O->out is the run
  * directory after. */
 int lp_cli_record(struct lp_cli_record_opts *o, int *ran);
+
+/* ---- deep, shared with profile (deep.c) ---- */
+
+/* The files llmprof deep writes into RUN/deep/, NULL-terminated (record --force removes them). */
+extern const char *const lp_cli_deep_files[];
+struct lp_cli_deep_opts {
+    const char *run, *ncu, *clock;  /* clock: ncu's --clock-control; NULL: none */
+    int64_t top, instances, skip;   /* 0, 0, -1: the defaults (10, 2, automatic) */
+    double budget_min;
+    int dry_run, force, quiet;
+    char ncu_path[4096], version[64]; /* set by lp_cli_deep_prepare */
+};
+void lp_cli_deep_init(struct lp_cli_deep_opts *o);
+/* Checks the options and finds ncu and its version (not for a dry run), before any work:
+ * 0, or -1 with a message. */
+int lp_cli_deep_prepare(struct lp_cli_deep_opts *o);
+/* The deep dive of O->run: runs CMD (in this directory; NULL: the command the run recorded,
+ * in its directory) under ncu. The exit status: 0, 1 (ncu failed or measured
+ * nothing; what there is was kept) or 2 (refused before ncu ran: nothing written). */
+int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *cmd);
 
 #endif

@@ -37,13 +37,6 @@ static const char *const sections[] = {
 };
 #define N_SECTIONS (sizeof sections / sizeof *sections)
 
-struct deep_opts {
-    const char *run, *ncu, *clock;
-    int64_t top, instances, skip;
-    double budget_min;
-    int dry_run, force, quiet;
-};
-
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof deep RUN [options] [-- CMD [ARGS...]]\n"
@@ -75,36 +68,36 @@ static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_INT, .name = "--top", .arg = "N",
      .help = "kernels per stage by GPU time (default 10; any above 5 % of a stage too)",
-     .off = offsetof(struct deep_opts, top), .min = 1, .max = 1000},
+     .off = offsetof(struct lp_cli_deep_opts, top), .min = 1, .max = 1000},
     {.kind = LP_CLI_OPT_KIND_INT, .name = "--instances", .arg = "N",
      .help = "launches profiled per launch configuration (default 2)",
-     .off = offsetof(struct deep_opts, instances), .min = 1, .max = 100},
+     .off = offsetof(struct lp_cli_deep_opts, instances), .min = 1, .max = 100},
     {.kind = LP_CLI_OPT_KIND_INT, .name = "--skip", .arg = "N",
      .help = "launches skipped first per configuration (default 1, or 0 when a picked\n"
              "configuration runs once)",
-     .off = offsetof(struct deep_opts, skip), .min = 0, .max = 1000000},
+     .off = offsetof(struct lp_cli_deep_opts, skip), .min = 0, .max = 1000000},
     {.kind = LP_CLI_OPT_KIND_DOUBLE, .name = "--budget", .arg = "MIN",
      .help = "the most minutes the deep dive may take (default 30)",
-     .off = offsetof(struct deep_opts, budget_min), .dmax = 24 * 60},
+     .off = offsetof(struct lp_cli_deep_opts, budget_min), .dmax = 24 * 60},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--ncu", .arg = "PATH",
      .help = "the ncu to run (default: ncu in PATH, then /usr/local/cuda/bin/ncu)",
-     .off = offsetof(struct deep_opts, ncu), .missing = "a path"},
+     .off = offsetof(struct lp_cli_deep_opts, ncu), .missing = "a path"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--clock-control", .arg = "none|base",
-     .help = "ncu's clock control (default none: clocks as the program runs them)",
-     .off = offsetof(struct deep_opts, clock), .missing = "none or base"},
+     .help = "ncu's clock control (default none: clocks as the\nprogram runs them)",
+     .off = offsetof(struct lp_cli_deep_opts, clock), .missing = "none or base"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--dry-run",
      .help = "print the kernels picked, the prediction and the ncu command; run nothing",
-     .off = offsetof(struct deep_opts, dry_run), .set = 1},
+     .off = offsetof(struct lp_cli_deep_opts, dry_run), .set = 1},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force",
      .help = "replace RUN/deep/ when it holds an earlier deep dive",
-     .off = offsetof(struct deep_opts, force), .set = 1},
+     .off = offsetof(struct lp_cli_deep_opts, force), .set = 1},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--quiet", .alias = "-q",
-     .help = "no progress and no summary", .off = offsetof(struct deep_opts, quiet), .set = 1},
+     .help = "no progress and no summary", .off = offsetof(struct lp_cli_deep_opts, quiet), .set = 1},
     {.kind = LP_CLI_OPT_KIND_END},
 };
 
 static const struct lp_cli_cmd deep_cmd = {
-    .name = "deep", .opts = options, .operand = 1, .operand_off = offsetof(struct deep_opts, run),
+    .name = "deep", .opts = options, .help_col = 21, .operand = 1, .operand_off = offsetof(struct lp_cli_deep_opts, run),
     .too_many = "one run at a time",
 };
 
@@ -396,30 +389,62 @@ static int run_to_file(char *const *argv, const char *out_path, int err_fd)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-/* ncu's version as "2025.3.1.0"; 0 when it is recent enough, -1 with a message */
-static int check_version(const char *ncu, const char *tmpdir, char *version, size_t len)
+/* The first LEN - 1 bytes ARGV writes on its standard output, its error output dropped: 0
+ * when it exited 0. */
+static int run_capture(char *const *argv, char *buf, size_t len)
 {
-    char path[PATH_MAX + 128];
-    snprintf(path, sizeof path, "%s/version.txt", tmpdir);
-    char *argv[] = {(char *)ncu, "--version", NULL};
+    int fds[2];
+    buf[0] = 0;
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(fds[1], 1);
+        if (null >= 0)
+            dup2(null, 2);
+        close(fds[0]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t n;
+    /* read to the end, keeping the first LEN - 1 bytes: a child blocked on a full pipe
+     * would never exit */
+    char sink[4096];
+    while ((n = read(fds[0], got + 1 < len ? buf + got : sink,
+                     got + 1 < len ? len - 1 - got : sizeof sink)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        if (got + 1 < len)
+            got += (size_t)n;
+    }
+    buf[got] = 0;
+    close(fds[0]);
+    int status;
+    if (pid < 0)
+        return -1;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* ncu's version as "2025.3.1.0"; 0 when it is recent enough, -1 with a message */
+static int check_version(const char *ncu, char *version, size_t len)
+{
+    char *argv[] = {(char *)ncu, "--version", NULL}, out[2048];
+    int year = 0;
     version[0] = 0;
-    if (run_to_file(argv, path, -1) != 0) {
+    if (run_capture(argv, out, sizeof out) != 0) {
         lp_cli_error("deep", "%s --version failed: is it Nsight Compute's ncu? (--ncu PATH)", ncu);
         return -1;
     }
-    FILE *f = fopen(path, "r");
-    char line[256];
-    int year = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        char *v = strstr(line, "Version ");
-        if (v && sscanf(v + 8, "%d", &year) == 1) {
-            snprintf(version, len, "%.*s", (int)strcspn(v + 8, " \n"), v + 8);
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    unlink(path);
+    char *v = strstr(out, "Version ");
+    if (v && sscanf(v + 8, "%d", &year) == 1)
+        snprintf(version, len, "%.*s", (int)strcspn(v + 8, " \n"), v + 8);
     if (year < MIN_NCU_YEAR) {
         lp_cli_error("deep", "%s is %s: llmprof deep needs Nsight Compute %d.1 or newer (NVTX "
                      "regular expressions, per-launch-config filters); install a newer one or "
@@ -516,7 +541,7 @@ static int write_json(const char *path, json_t *j)
 }
 
 const char *const lp_cli_deep_files[] = {"deep.ncu-rep", "ncu-raw.csv", "deep.json", "ncu.log",
-                                         "version.txt", NULL};
+                                         NULL};
 
 /* Removes DIR and the files deep writes in it (one that holds others stays). */
 static void remove_dir(const char *dir)
@@ -562,9 +587,32 @@ static int recorded_cmd(const char *run, json_t **meta, char ***cmd, const char 
     return *cmd ? 0 : -1;
 }
 
+void lp_cli_deep_init(struct lp_cli_deep_opts *o)
+{
+    *o = (struct lp_cli_deep_opts){.budget_min = 30, .skip = -1};
+}
+
+int lp_cli_deep_prepare(struct lp_cli_deep_opts *o)
+{
+    if (o->clock && strcmp(o->clock, "none") && strcmp(o->clock, "base")) {
+        lp_cli_error("deep", "--clock-control takes none or base, not '%s'", o->clock);
+        return -1;
+    }
+    if (find_ncu(o->ncu, o->ncu_path, sizeof o->ncu_path) != 0) {
+        if (o->dry_run)
+            return 0; /* the dry run prints the command it would give */
+        lp_cli_error("deep", o->ncu ? "%s is not an executable file (--ncu PATH)"
+                                    : "ncu not found in PATH or /usr/local/cuda/bin: install "
+                                      "Nsight Compute or give it with --ncu PATH", o->ncu_path);
+        return -1;
+    }
+    return o->dry_run ? 0 : check_version(o->ncu_path, o->version, sizeof o->version);
+}
+
 int lp_cmd_deep(int argc, char **argv)
 {
-    struct deep_opts o = {.budget_min = 30, .skip = -1};
+    struct lp_cli_deep_opts o;
+    lp_cli_deep_init(&o);
     int dash = argc;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--")) {
@@ -578,17 +626,21 @@ int lp_cmd_deep(int argc, char **argv)
         lp_cli_error("deep", "which run? usage: llmprof deep RUN [options] [-- CMD ARGS]");
         return 2;
     }
-    if (o.clock && strcmp(o.clock, "none") && strcmp(o.clock, "base")) {
-        lp_cli_error("deep", "--clock-control takes none or base, not '%s'", o.clock);
-        return 2;
-    }
     if (dash < argc && dash + 1 == argc) {
         lp_cli_error("deep", "no command after '--'");
         return 2;
     }
-    char ncu[PATH_MAX], err[512], dir[PATH_MAX + 16], tmp[PATH_MAX + 64], rep[PATH_MAX + 96],
-        path[PATH_MAX + 128], version[64] = "";
-    char **traces = NULL, **cmd = NULL;
+    if (lp_cli_deep_prepare(&o) != 0)
+        return 2;
+    return lp_cli_deep_run(&o, dash < argc ? argv + dash + 1 : NULL);
+}
+
+int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
+{
+    char *ncu = o->ncu_path;
+    char err[512], dir[PATH_MAX + 16], tmp[PATH_MAX + 64], rep[PATH_MAX + 96],
+        path[PATH_MAX + 128];
+    char **traces = NULL, **cmd = (char **)given;
     const char *cwd = NULL;
     json_t *meta = NULL, *out = NULL;
     struct lp_trace *t = NULL;
@@ -597,41 +649,32 @@ int lp_cmd_deep(int argc, char **argv)
     struct lp_deep_plan plan = {0};
     struct args a = {0};
     struct lp_gpu_table gpus = {0};
-    rc = 2;
+    int rc = 2;
     struct stat st;
-    if (stat(o.run, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        lp_cli_error("deep", "%s is not a run directory (llmprof record -o DIR makes one)", o.run);
+    if (stat(o->run, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        lp_cli_error("deep", "%s is not a run directory (llmprof record -o DIR makes one)", o->run);
         goto done;
     }
-    if ((n = lp_cli_run_traces("deep", o.run, &traces)) <= 0)
+    if ((n = lp_cli_run_traces("deep", o->run, &traces)) <= 0)
         goto done;
     if (n > 1) {
         lp_cli_error("deep", "%s holds %d traces (several processes); llmprof deep takes a run "
-                     "of one", o.run, n);
+                     "of one", o->run, n);
         goto done;
     }
-    snprintf(dir, sizeof dir, "%s/deep", o.run);
-    if (stat(dir, &st) == 0 && !o.force && !o.dry_run) {
+    snprintf(dir, sizeof dir, "%s/deep", o->run);
+    if (stat(dir, &st) == 0 && !o->force && !o->dry_run) {
         lp_cli_error("deep", "%s already holds a deep dive: --force replaces it", dir);
         goto done;
     }
-    if (dash < argc) {
-        cmd = argv + dash + 1;
-    } else if (recorded_cmd(o.run, &meta, &cmd, &cwd) != 0) {
+    if (!given && recorded_cmd(o->run, &meta, &cmd, &cwd) != 0)
         goto done;
-    }
     if (!meta) {
         char mp[PATH_MAX + 16];
-        if (lp_cli_meta_path(o.run, mp, sizeof mp) == 0)
+        if (lp_cli_meta_path(o->run, mp, sizeof mp) == 0)
             meta = json_load_file(mp, 0, NULL);
     }
     double program_s = json_real_value(json_object_get(meta, "duration_s"));
-    if (find_ncu(o.ncu, ncu, sizeof ncu) != 0 && !o.dry_run) {
-        lp_cli_error("deep", o.ncu ? "%s is not an executable file (--ncu PATH)"
-                                   : "ncu not found in PATH or /usr/local/cuda/bin: install "
-                                     "Nsight Compute or give it with --ncu PATH", ncu);
-        goto done;
-    }
     /* the run's kernels and stages */
     if (lp_trace_read(&t, traces[0], err, sizeof err) != LP_OK) {
         lp_cli_error("deep", "%s", err);
@@ -646,43 +689,41 @@ int lp_cmd_deep(int argc, char **argv)
     }
     analysed = 1;
     struct lp_deep_plan_options po = {
-        .top = o.top ? (size_t)o.top : 10, .skip = o.skip < 0 ? UINT64_MAX : (uint64_t)o.skip,
-        .instances = o.instances ? (uint64_t)o.instances : 2};
+        .top = o->top ? (size_t)o->top : 10, .skip = o->skip < 0 ? UINT64_MAX : (uint64_t)o->skip,
+        .instances = o->instances ? (uint64_t)o->instances : 2};
     int trimmed;
-    double budget_s = o.budget_min * 60;
+    double budget_s = o->budget_min * 60;
     if (plan_to_fit(&r, &po, program_s, budget_s, &plan, &trimmed) != 0)
         goto done;
     double predicted = predict_s(&plan, program_s);
-    if (!o.quiet || o.dry_run) {
-        printf("llmprof deep: %s, stages by %s\n", o.run,
+    if (!o->quiet || o->dry_run) {
+        printf("llmprof deep: %s, stages by %s\n", o->run,
                plan.by_nvtx ? "their NVTX ranges" : "launch configuration (no ranges to filter on)");
         print_plan(stdout, &r, &plan, predicted);
         if (trimmed)
             printf("trimmed to fit --budget %.1f min: --top %zu, --instances %llu\n",
-                   o.budget_min, po.top, (unsigned long long)plan.instances);
+                   o->budget_min, po.top, (unsigned long long)plan.instances);
         fflush(stdout);
     }
     /* results go into a directory beside RUN/deep, moved in at the end */
-    snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o.run, (long)getpid());
-    if (!o.dry_run && mkdir(tmp, 0755) != 0) {
+    snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o->run, (long)getpid());
+    if (!o->dry_run && mkdir(tmp, 0755) != 0) {
         lp_cli_error("deep", "cannot create %s: %s", tmp, strerror(errno));
         goto done;
     }
     /* ncu adds .ncu-rep to the name it is given */
     snprintf(rep, sizeof rep, "%s/deep", tmp);
-    if (ncu_args(&a, ncu, &plan, rep, o.clock ? o.clock : "none", cmd) != 0) {
+    if (ncu_args(&a, ncu, &plan, rep, o->clock ? o->clock : "none", cmd) != 0) {
         lp_cli_error("deep", "out of memory");
         goto done;
     }
-    if (o.dry_run) {
+    if (o->dry_run) {
         for (size_t i = 0; i < a.n; i++)
             printf("%s'%s'", i ? " " : "", a.v[i]);
         printf("\n");
         rc = 0;
         goto done;
     }
-    if (check_version(ncu, tmp, version, sizeof version) != 0)
-        goto fail_tmp;
     snprintf(path, sizeof path, "%s/ncu.log", tmp);
     log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (log_fd < 0) {
@@ -695,9 +736,9 @@ int lp_cmd_deep(int argc, char **argv)
     sigaction(SIGTERM, &act, &old_term);
     double t0 = now_s();
     uint64_t profiled;
-    int stopped;
-    int status = run_ncu(a.v, log_fd, dash < argc ? NULL : cwd, budget_s, plan.profiled,
-                         o.quiet, &profiled, &stopped);
+    int stopped = 0;
+    int status = run_ncu(a.v, log_fd, given ? NULL : cwd, budget_s, plan.profiled,
+                         o->quiet, &profiled, &stopped);
     double elapsed = now_s() - t0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -726,7 +767,7 @@ int lp_cmd_deep(int argc, char **argv)
         lp_ncu_free(nr);
     }
     out = json_pack("{s:s,s:s,s:s,s:o,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
-                    "format", "llmprof-deep", "ncu", ncu, "ncu_version", version,
+                    "format", "llmprof-deep", "ncu", ncu, "ncu_version", o->version,
                     "command", json_array(), "predicted_s", predicted, "elapsed_s", elapsed,
                     "budget_s", budget_s, "predicted_kernels", (json_int_t)plan.profiled,
                     "measured_kernels", (json_int_t)measured, "skip", (json_int_t)plan.skip,
@@ -750,7 +791,7 @@ int lp_cmd_deep(int argc, char **argv)
     log_fd = -1;
     /* in place of an earlier one (--force) */
     char aside[PATH_MAX + 64];
-    snprintf(aside, sizeof aside, "%s/.deep-old.%ld", o.run, (long)getpid());
+    snprintf(aside, sizeof aside, "%s/.deep-old.%ld", o->run, (long)getpid());
     int had = stat(dir, &st) == 0;
     if ((had && rename(dir, aside) != 0) || rename(tmp, dir) != 0) {
         lp_cli_error("deep", "cannot move the results into %s: %s (they are in %s)", dir,
@@ -776,10 +817,10 @@ int lp_cmd_deep(int argc, char **argv)
                      "run as it did when recorded? %s/ncu.log has its output)", dir);
         rc = 1;
     }
-    if (!o.quiet)
+    if (!o->quiet)
         printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
                "'llmprof report %s' adds \"Kernels in depth\"\n", measured, elapsed,
-               (unsigned long long)plan.profiled, predicted, dir, o.run);
+               (unsigned long long)plan.profiled, predicted, dir, o->run);
     goto done;
 fail_tmp:
     remove_dir(tmp);
@@ -793,7 +834,7 @@ done:
         lp_run_free(&r);
     lp_trace_free(t);
     lp_gpu_table_free(&gpus);
-    if (dash >= argc)
+    if (!given)
         free(cmd);
     json_decref(meta);
     lp_cli_free_list(traces, n > 0 ? n : 0);

@@ -1,5 +1,6 @@
-/* llmprof profile: record then report, in one command. It takes the options of both (their
- * own tables) before the command; the report goes into the run directory. */
+/* llmprof profile: record, then (with --deep N) the deep dive, then report, in one command.
+ * It takes the options of record and report (their own tables) and three of deep's before
+ * the command; the report goes into the run directory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,22 +10,37 @@
 struct profile_opts {
     struct lp_cli_record_opts rec;
     struct lp_cli_report rep;
+    struct lp_cli_deep_opts deep;
 };
 
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
-    "usage: llmprof profile [record and report options] [--] CMD [ARGS...]\n"
+    "usage: llmprof profile [record, deep and report options] [--] CMD [ARGS...]\n"
     "\n"
-    "Runs 'llmprof record' on CMD, then 'llmprof report' on the run directory. It takes the\n"
-    "options of both (see their --help): -o DIR, --nvml-hz N, --light, --gemm, --no-gemm,\n"
-    "--force and --quiet go to record (--quiet to report too); --model, --stage, --gpu and the rest\n"
-    "to report. Every option is checked before CMD starts (status 2 on a mistake, CMD not\n"
-    "run). Exits with CMD's status, or 1 when CMD succeeded and the report failed; when\n"
-    "record does not start CMD (an output that holds a run, a command not found), nothing\n"
-    "is reported and record's status is returned.\n"
+    "Runs 'llmprof record' on CMD, with --deep N then 'llmprof deep' (CMD runs a second time,\n"
+    "under Nsight Compute), then 'llmprof report' on the run directory. It takes the\n"
+    "options of record and report (see their --help): -o DIR, --nvml-hz N, --light, --gemm,\n"
+    "--no-gemm, --force and --quiet go to record (--quiet to deep and report too); --model,\n"
+    "--stage, --gpu and the rest to report. Every option is checked, and with --deep ncu\n"
+    "found, before CMD starts (status 2 on a mistake, CMD not run). Exits with CMD's status,\n"
+    "or 1 when CMD succeeded and the deep dive or the report failed; when CMD fails there is\n"
+    "no deep dive; when record does not start CMD (an output that holds a run, a command not\n"
+    "found), nothing is reported and record's status is returned.\n"
     "\n"
     "example:\n"
-    "  llmprof profile -o run1 --model config.json -- python3 infer.py\n"},
+    "  llmprof profile -o run1 --model config.json -- python3 infer.py\n"
+    "  llmprof profile -o run2 --deep 5 -- python3 infer.py\n"
+    "\n"
+    "deep dive options (see 'llmprof deep --help'):\n"},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--deep", .arg = "N",
+     .help = "then profile the top N kernels of each stage with Nsight Compute",
+     .off = offsetof(struct profile_opts, deep.top), .min = 1, .max = 1000},
+    {.kind = LP_CLI_OPT_KIND_DOUBLE, .name = "--deep-budget", .arg = "MIN",
+     .help = "the most minutes the deep dive may take (default 30)",
+     .off = offsetof(struct profile_opts, deep.budget_min), .dmax = 24 * 60},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--ncu", .arg = "PATH",
+     .help = "the ncu to run (default: ncu in PATH, then /usr/local/cuda/bin/ncu)",
+     .off = offsetof(struct profile_opts, deep.ncu), .missing = "a path"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     /* record's first: its -o and --quiet are profile's */
     {.kind = LP_CLI_OPT_KIND_TABLE, .table = lp_cli_record_options,
@@ -35,7 +51,7 @@ static const struct lp_cli_opt options[] = {
 };
 
 static const struct lp_cli_cmd profile_cmd = {
-    .name = "profile", .opts = options, .stops_at_command = 1,
+    .name = "profile", .opts = options, .help_col = 22, .stops_at_command = 1,
 };
 
 int lp_cmd_profile(int argc, char **argv)
@@ -43,6 +59,7 @@ int lp_cmd_profile(int argc, char **argv)
     struct profile_opts o;
     lp_cli_record_init(&o.rec);
     lp_cli_report_init(&o.rep, "profile");
+    lp_cli_deep_init(&o.deep);
     int first, rc = lp_cli_parse(&profile_cmd, &o, argc, argv, &first);
     if (rc != 0) {
         rc = rc > 0 ? 0 : 2;
@@ -57,6 +74,15 @@ int lp_cmd_profile(int argc, char **argv)
     /* everything the report needs is checked now: a mistake must not cost a whole run */
     if (lp_cli_report_prepare(&o.rep) != 0)
         goto done;
+    if (!o.deep.top && (o.deep.ncu || o.deep.budget_min != 30)) {
+        lp_cli_error("profile", "--deep-budget and --ncu go with --deep N");
+        goto done;
+    }
+    if (o.deep.top && (o.rec.light || lp_cli_deep_prepare(&o.deep) != 0)) {
+        if (o.rec.light)
+            lp_cli_error("profile", "--deep needs the kernels --light does not record");
+        goto done;
+    }
     o.rec.cmd = argv + first;
     int ran = 0;
     rc = lp_cli_record(&o.rec, &ran);
@@ -67,6 +93,16 @@ int lp_cmd_profile(int argc, char **argv)
     char **traces = NULL;
     int n = lp_cli_run_traces("profile", o.rec.out, &traces);
     lp_cli_free_list(traces, n > 0 ? n : 0);
+    if (n > 0 && o.deep.top && rc != 0) {
+        lp_cli_error("profile", "the program exited with status %d: the deep dive, which runs "
+                     "it again, is skipped", rc);
+    } else if (n > 0 && o.deep.top) {
+        o.deep.run = o.rec.out;
+        o.deep.quiet = o.rec.quiet;
+        if (lp_cli_deep_run(&o.deep, o.rec.cmd) != 0)
+            rc = 1;
+        fflush(stdout);
+    }
     if (n > 0) {
         int r = lp_cli_report_run(&o.rep, o.rec.out);
         if (rc == 0 && r != 0)

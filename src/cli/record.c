@@ -691,8 +691,43 @@ static int pending_signal(const sigset_t *old_mask)
     return 0;
 }
 
+/* Every variable set_environment may set, put back as they were once CMD has ended: what
+ * runs after record in this process (profile's deep dive, under ncu, which refuses another
+ * injection) must not inherit them. */
+static const char *const env_names[] = {
+    "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LLMPROF_OUT", "LLMPROF_NVML_HZ",
+    "LLMPROF_LIGHT", "LLMPROF_QUIET", "LLMPROF_GEMM", "LLMPROF_COUNTERS",
+    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "CUBLASLT_LOG_FILE", "LD_PRELOAD",
+    "TEARDOWN_CUPTI",
+};
+#define N_ENV (sizeof env_names / sizeof *env_names)
+struct saved_env {
+    char *value[N_ENV]; /* NULL: unset, or set and not copied (out of memory: left alone) */
+    int was_set[N_ENV];
+};
+
+static void env_save(struct saved_env *e)
+{
+    for (size_t i = 0; i < N_ENV; i++) {
+        const char *v = getenv(env_names[i]);
+        e->was_set[i] = v != NULL;
+        e->value[i] = v ? strdup(v) : NULL;
+    }
+}
+
+static void env_restore(struct saved_env *e)
+{
+    for (size_t i = 0; i < N_ENV; i++) {
+        if (e->value[i])
+            setenv(env_names[i], e->value[i], 1);
+        else if (!e->was_set[i])
+            unsetenv(env_names[i]);
+        free(e->value[i]);
+    }
+}
+
 /* The collector's settings for CMD's processes, in the environment it inherits: 0, or -1
- * with a message. */
+ * with a message. Only variables of env_names. */
 static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
                            const char *abs_dir)
 {
@@ -866,6 +901,8 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     size_t n_made = 0;
     json_t *meta = NULL;
     int status = 0, meta_written = 0, sig, rc = 2;
+    struct saved_env env;
+    env_save(&env);
     if (prepare_dir(o->out, o->force, abs_dir, &old, &made, &n_made) != 0 ||
         set_environment(o, lib, abs_dir) != 0)
         goto restore;
@@ -914,6 +951,7 @@ restore:
     }
     old_free(&old);
     lp_cli_unmake_dirs(made, n_made, !*ran);
+    env_restore(&env);
     restore_signals(&held);
     json_decref(meta);
     return rc;

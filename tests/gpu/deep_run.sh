@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Issue 14 on the GPU machine, end to end: llmprof record, then llmprof deep with the real
-# Nsight Compute, then llmprof report, on the HF Llama harness (TinyLlama's shape, and
-# Llama-3-8B's layer shape, whose decode GEMVs fill an H200) and on counters_check (recorded
-# with --counters, so the deep dive's tensor FLOPs can be set against the counters'). Each
-# deep dive is timed against its prediction. Expects build/ carried (bin, lib, gpu/). Writes
-# $OUT/deep-run-log.txt and $OUT/deep-run.tar.gz (the runs with deep/ and their reports; each
-# report also exported by ncu with its default units, for checking the import).
+# Nsight Compute, then llmprof report. Each deep dive is timed against its prediction.
+# usage: deep_run.sh [fit|check]
+#   fit (default): the HF Llama harness (TinyLlama's shape, and Llama-3-8B's layer shape,
+#     whose decode GEMVs fill an H200) and counters_check (recorded with --counters, so the
+#     deep dive's tensor FLOPs can be set against the counters'): the runs the time
+#     constants were fitted on.
+#   check: runs the constants were not fitted on (other shapes, --top and --instances, one
+#     repeated for the noise), the CUDA-graph decode (kernels replayed from graphs, reached
+#     through --graph-profiling node), and llmprof profile --deep.
+# Expects build/ carried (bin, lib, gpu/). Writes $OUT/deep-run-log.txt and
+# $OUT/deep-run.tar.gz (the runs with deep/ and their reports; each report also exported by
+# ncu with its default units, for checking the import).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/llmprof-gpu-out}
@@ -28,6 +34,7 @@ dive() {
     shift
     step "$name: record"
     "$L" record -o "$T/$name" "${REC_OPTS[@]}" -- "$@" | tail -3
+    grep '"duration_s"' "$T/$name/meta.json"
     step "$name: deep ${dopts[*]}"
     local t0=$EPOCHREALTIME
     "$L" deep "$T/$name" "${dopts[@]}"
@@ -42,13 +49,33 @@ dive() {
 }
 
 REC_OPTS=()
-dive hf-llama -- "$PY" tests/gpu/hf_loop.py --arch llama --new-tokens 16 --requests 1
-dive hf-llama3-8b --top 4 -- "$PY" tests/gpu/hf_loop.py --arch llama3-8b --layers 4 \
-    --new-tokens 16 --requests 1
-REC_OPTS=(--counters)
-dive ctr-check -- "$B/gpu/counters_check" --twice
+HF=("$PY" tests/gpu/hf_loop.py --requests 1)
+case "${1:-fit}" in
+fit)
+    dive hf-llama -- "${HF[@]}" --arch llama --new-tokens 16
+    dive hf-llama3-8b --top 4 -- "${HF[@]}" --arch llama3-8b --layers 4 --new-tokens 16
+    REC_OPTS=(--counters)
+    dive ctr-check -- "$B/gpu/counters_check" --twice
+    ;;
+check)
+    dive l8b-a --top 6 --instances 1 -- "${HF[@]}" --arch llama3-8b --layers 4 --new-tokens 16
+    dive l8b-b --top 6 --instances 1 -- "${HF[@]}" --arch llama3-8b --layers 4 --new-tokens 16
+    dive l8b-8 --top 8 -- "${HF[@]}" --arch llama3-8b --layers 8 --new-tokens 24
+    dive tiny-5x3 --top 5 --instances 3 -- "${HF[@]}" --arch llama --new-tokens 16
+    dive graph --top 6 -- "$PY" tests/gpu/graph_decode.py --requests 1 --new-tokens 32
+    # which kernels of the graph decode ncu reached, and in which stage the report put them
+    cut -d, -f1-12 "$T/graph/deep.csv" | head -20
+    step "profile --deep 4"
+    t0=$EPOCHREALTIME
+    "$L" profile -o "$T/profile" --deep 4 --quiet -- "${HF[@]}" --arch llama --new-tokens 8
+    echo "profile exit $?, wall $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $t0 }") s"
+    grep -E '"(predicted_s|elapsed_s|predicted_kernels|measured_kernels)"' "$T/profile/deep/deep.json"
+    sed -n '/## Kernels in depth/,/## Operators/p' "$T/profile/report.md" | cut -c1-300 | head -20
+    ;;
+*) echo "usage: deep_run.sh [fit|check]"; exit 2 ;;
+esac
 
 step "pack"
-for d in "$T"/*/; do rm -f "$d"/report.html; done
-tar -C "$T" -czf "$OUT/deep-run.tar.gz" .
+# the .ncu-rep files stay behind (megabytes each; deep-ctr-check's is a committed fixture)
+tar -C "$T" --exclude='*.ncu-rep' --exclude=report.html -czf "$OUT/deep-run.tar.gz" .
 ls -la "$OUT"; du -sh "$T"/*
