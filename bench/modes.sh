@@ -18,6 +18,9 @@
 #                         GEMM capture: what CUPTI's presence alone costs
 #   attach-nosub          the same without the subscriber
 #   k:LIST                llmprof record with LLMPROF_KINDS=LIST
+#   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
+#   floor-stop-disable, floor-stop-finalize   the floor, kernel activity disabled (and CUPTI
+#                         finalized) when the program calls cudaProfilerStop
 lp_bench_rec() {
     local mode=$1 dir=$2
     rec=("$B/bin/llmprof" record --quiet -o "$dir")
@@ -44,6 +47,9 @@ lp_bench_rec() {
     attach) rec=(env LLMPROF_KINDS=device "${rec[@]}" --no-gemm --nvml-hz 0) ;;
     attach-nosub) rec=(env LLMPROF_KINDS=device LLMPROF_SUBSCRIBE=0 "${rec[@]}" --no-gemm --nvml-hz 0) ;;
     k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]}") ;;
+    floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
+    floor-stop-disable|floor-stop-finalize)
+        rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;
     *) return 1 ;;
     esac
     return 0

@@ -9,6 +9,10 @@ the script's own timer. The report has to find steps, tokens and warm-up from th
 --arch deepseek-v2-lite: DeepSeek-V2-Lite's real config (27 layers, MLA, 64 routed experts of
 which 6 per token, 2 shared): the routed experts run as grouped GEMMs outside cuBLAS.
 
+--cuda-profiler warmup|timed: torch.cuda.profiler.start() before and stop() after the warm-up
+request, or around the timed ones (cudaProfilerStart/Stop, as vLLM's "cuda" profiler mode and
+nsys --capture-range=cudaProfilerApi use them).
+
 Writes the model's config.json to --config-out and one JSON object with per-request timings
 to --timer (and stdout)."""
 import argparse
@@ -28,6 +32,8 @@ p.add_argument("--batch", type=int, default=1)
 p.add_argument("--requests", type=int, default=3, help="timed requests after the warm-up")
 p.add_argument("--timer", help="write the timings here (JSON)")
 p.add_argument("--config-out", help="write the model's config.json here")
+p.add_argument("--cuda-profiler", choices=["warmup", "timed"],
+               help="call torch.cuda.profiler.start/stop around these requests")
 args = p.parse_args()
 
 DEEPSEEK_V2_LITE = {
@@ -100,8 +106,14 @@ def request():
             "tpot_ms": (t2 - t1) * 1e3 / steps}
 
 
+if args.cuda_profiler == "warmup":
+    torch.cuda.profiler.start()
 runs = [dict(request(), warmup=True)]  # the warm-up: no name, like most scripts
+if args.cuda_profiler:
+    (torch.cuda.profiler.stop if args.cuda_profiler == "warmup" else torch.cuda.profiler.start)()
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
+if args.cuda_profiler == "timed":
+    torch.cuda.profiler.stop()
 timed = [r for r in runs if not r["warmup"]]
 res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
        "batch": args.batch, "new_tokens": args.new_tokens, "requests": runs,
