@@ -18,6 +18,8 @@
 #                         GEMM capture: what CUPTI's presence alone costs
 #   attach-nosub          the same without the subscriber
 #   k:LIST                llmprof record with LLMPROF_KINDS=LIST
+#   capture, capture-nogemm   record --capture cuda-profiler (and --no-gemm): kernels only
+#                         between the program's cudaProfilerStart and Stop
 #   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
 #   floor-stop-disable, floor-stop-finalize   the floor, kernel activity disabled (and CUPTI
 #                         finalized) when the program calls cudaProfilerStop
@@ -47,6 +49,8 @@ lp_bench_rec() {
     attach) rec=(env LLMPROF_KINDS=device "${rec[@]}" --no-gemm --nvml-hz 0) ;;
     attach-nosub) rec=(env LLMPROF_KINDS=device LLMPROF_SUBSCRIBE=0 "${rec[@]}" --no-gemm --nvml-hz 0) ;;
     k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]}") ;;
+    capture) rec+=(--capture cuda-profiler) ;;
+    capture-nogemm) rec+=(--capture cuda-profiler --no-gemm) ;;
     floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
     floor-stop-disable|floor-stop-finalize)
         rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;

@@ -456,6 +456,20 @@ expect 0 "removed the previous run" "record --force, deep/ holding a user's file
 expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names itself in the message" -- \
     "$LP" profile -o "$T/pm" --bogus -- true
 
+# record --capture: the mode reaches the collector, a bad one or one with --light is refused
+# before the program runs
+expect 2 "--capture takes all or cuda-profiler, not 'steps'" "record --capture with a bad mode" -- \
+    "$LP" record -o "$T/cap0" --capture steps -- true
+expect 2 "--light records none: choose one" "record --capture with --light" -- \
+    "$LP" record -o "$T/cap0" --light --capture cuda-profiler -- true
+[ ! -e "$T/cap0" ] && ok "--capture refusals: nothing written" || bad "cap0: $(ls -A "$T/cap0")"
+expect 0 "" "record --capture cuda-profiler" -- \
+    sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap1" --quiet --capture cuda-profiler -- "$FAKE" 0
+# without a GPU CUPTI gives no callbacks: the collector falls back to recording everything
+# and says so in the trace
+expect 0 "capture windows need CUPTI's callbacks" "--capture without CUPTI's callbacks: said, all recorded" -- \
+    "$LP" info "$T/cap1"
+
 # profile --deep: no deep dive of a program that failed (it would run again); the deep dive
 # runs after record, before report (tests/cli_deep.sh covers the deep dive itself)
 expect 2 "needs Nsight Compute 2023.1 or newer" "profile --deep checks ncu's version first" -- \

@@ -1694,6 +1694,10 @@ static void test_harness_graph(void **state)
     assert_true(r.has_util);
     const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
     assert_true(d->graph_kernels > d->kernels / 2);
+    /* the busy share is over the time after the leading warm-up, the warm-up's work left
+     * out of it too (counted in, this graph decode was "busy" over 100 %) */
+    assert_true(r.bins_from_ns > r.first_ns);
+    assert_true(r.busy_share > 0.1 && r.busy_share <= 1);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -1810,9 +1814,134 @@ static void test_text_tables(void **state)
     assert_null(lp_text_gemm_hint_key(LP_GEMM_HINT_BITS));
 }
 
+/* record --capture: a warm-up request before the first window (left out), a decode range
+ * cut at the first window's end, another cut to the second window; the GPU time between the
+ * windows is neither busy nor idle; the reports say which spans were recorded */
+static void window(struct tb *b, uint64_t a, uint64_t e)
+{
+    struct lp_record r = {.type = LP_REC_WINDOW, .u.window = {.start = a, .end = e,
+                          .cause = LP_WINDOW_CAUSE_PROFILER_API, .thread = 1}};
+    add(b, &r);
+}
+
+static void test_capture_windows(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    lp_trace_writer_set_meta(b.w, "start_trace_ns", "1");
+    lp_trace_writer_set_meta(b.w, "end_trace_ns", "40001");
+    range(&b, "prefill", 1, 100, 1000);   /* the warm-up, not recorded */
+    range(&b, "decode", 1, 1000, 2000);
+    range(&b, "prefill", 1, 10000, 11000);
+    kernel(&b, "gemm_a", 1, 10100, 10200, 10800);
+    range(&b, "decode", 1, 11000, 20000); /* cut at 12500 */
+    kernel(&b, "gemm_b", 1, 11100, 11200, 11900);
+    kernel(&b, "gemm_b", 1, 12000, 12100, 12400);
+    range(&b, "decode", 1, 29000, 33000); /* cut to 30000 .. 32000 */
+    kernel(&b, "gemm_b", 1, 30100, 30200, 31000);
+    window(&b, 9000, 12500);
+    window(&b, 30000, 32000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    struct lp_run_options o = {.gap_ns = 100};
+    analyze(t, &o, &r);
+    const struct lp_capture_facts *c = &r.capture;
+    assert_true(c->windowed);
+    assert_string_equal(c->mode, "cuda-profiler");
+    assert_int_equal(c->n_windows, 2);
+    assert_int_equal(c->recorded_ns, 3500 + 2000);
+    assert_int_equal(c->span_ns, 40000);
+    assert_int_equal(c->occ_outside, 2);
+    assert_int_equal(c->occ_cut, 2);
+    assert_int_equal(c->occ_across, 0);
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(d->occurrences, 2);
+    assert_true(d->wall.total == 1500 + 2000);
+    assert_int_equal(r.kernels_outside, 0);
+    /* from 10.2 us to 31 us of GPU work, 17.8 us between the windows */
+    assert_int_equal(r.unrecorded_ns, 30200 - 12400);
+    assert_true(fabs(r.busy_share - 2400.0 / 3000.0) < 1e-9);
+    /* the gaps inside the first window; none from one window to the next */
+    assert_int_equal(r.n_gaps, 2);
+    assert_int_equal(r.gap_ns, 400 + 200);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "kernels were recorded in 2 windows"));
+    assert_non_null(strstr(md, "2 stage ranges outside them left out, 2 cut"));
+    assert_non_null(strstr(md, "between capture windows (not recorded)"));
+    free(md);
+    json_t *j = lp_report_run_json_value(&r);
+    json_t *cj = json_object_get(j, "capture");
+    assert_int_equal(json_integer_value(json_object_get(cj, "windows")), 2);
+    assert_int_equal(json_integer_value(json_object_get(cj, "stage_ranges_outside")), 2);
+    assert_int_equal(json_array_size(json_object_get(cj, "list")), 2);
+    json_decref(j);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* a windowed record whose program never opened a window */
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    range(&b, "prefill", 1, 100, 1000);
+    t = tb_read(&b, 1);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.capture.n_windows, 0);
+    assert_int_equal(r.capture.occ_outside, 1);
+    md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "never opened one"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* the H200 runs of tests/gpu/capture.sh: the window held the timed requests, and their
+ * stages have the kernels the same command recorded without --capture had there (HF eager:
+ * prefill 1,804 and decode 28,380; the CUDA-graph decode: 1,032 and 38,006), steps found as
+ * then, the GEMM calls tied to their kernels inside the window */
+static void test_capture_fixtures(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        size_t prefill, decode;
+        int64_t steps;
+        enum lp_steps_source source;
+    } runs[] = {{"capture-hf", 1804, 28380, 30, LP_STEPS_LM_HEAD},
+                {"capture-graph", 1032, 38006, 62, LP_STEPS_GRAPHS}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct lp_trace *t = fixture(runs[i].name);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        assert_true(r.capture.windowed);
+        assert_int_equal(r.capture.n_windows, 1);
+        assert_int_equal(r.capture.occ_outside, 2); /* the warm-up's prefill and decode */
+        assert_int_equal(r.capture.occ_cut, 0);
+        const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL),
+                                     *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+        assert_int_equal(p->occurrences, 2);
+        assert_int_equal(d->occurrences, 2);
+        assert_int_equal(p->kernels, runs[i].prefill);
+        assert_int_equal(d->kernels, runs[i].decode);
+        assert_int_equal(d->steps, runs[i].steps);
+        assert_int_equal(d->steps_source, runs[i].source);
+        assert_int_equal(r.kernels_outside, 0);
+        assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
+        assert_true(r.gemm_linked > 0);
+        assert_true(r.busy_share > 0 && r.busy_share <= 1);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_capture_windows),
+        cmocka_unit_test(test_capture_fixtures),
         cmocka_unit_test(test_text_tables),
         cmocka_unit_test(test_launch_correlation_not_overlap),
         cmocka_unit_test(test_nested_substages),

@@ -153,6 +153,10 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             for (size_t k = 0; k < LP_PM_COUNT; k++)
                 r->u.pm.value[k] = (uint32_t)(rnd() % 10001);
             break;
+        case LP_REC_WINDOW:
+            r->u.window = (struct lp_window){.start = ts, .end = ts + rnd() % 900000000,
+                .cause = LP_WINDOW_CAUSE_PROFILER_API, .thread = (uint32_t)rnd()};
+            break;
         }
     }
 }

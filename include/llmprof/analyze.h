@@ -73,6 +73,7 @@ struct lp_trace_summary {
      * DRAM read and write as totals in bytes; pm_n: samples with the value */
     double pm_value[LP_PM_COUNT];
     size_t pm_n[LP_PM_COUNT];
+    uint64_t window_ns;            /* capture windows: their summed lengths */
     struct lp_range_group *top;    /* top-level NVTX ranges grouped by name, by total desc */
     size_t n_top;
     struct lp_ranges ranges;
@@ -562,6 +563,21 @@ struct lp_run_options {
     const char *command;          /* the recorded command line, for the reports; may be NULL */
 };
 
+/* Capture windows (record --capture): kernels were recorded only inside them, so stage and
+ * step figures come only from the stage ranges' parts inside a window. */
+struct lp_capture_facts {
+    int windowed;                 /* the trace's "capture" is not "all": 1 */
+    const char *mode;             /* that header value (the trace's string), NULL: all */
+    size_t n_windows;
+    uint64_t recorded_ns;         /* summed window lengths */
+    uint64_t span_ns;             /* the recording's span (header start to end, else the
+                                     records'), 0 unknown */
+    size_t occ_outside;           /* stage range occurrences outside every window: left out */
+    size_t occ_cut;               /* occurrences cut at a window's edge */
+    size_t occ_across;            /* occurrences over two windows or more: kept from the first
+                                     window's part to the last's, gaps included */
+};
+
 struct lp_run {
     const struct lp_trace *trace;
     struct lp_run_options opt;
@@ -584,7 +600,9 @@ struct lp_run {
     /* timeline */
     uint64_t first_ns, last_ns;         /* span of GPU work */
     uint64_t busy_ns;
-    double busy_share;                  /* of the GPU span; NaN: no kernels recorded */
+    double busy_share;                  /* of the GPU span, less unrecorded_ns; NaN: no
+                                           kernels recorded */
+    uint64_t unrecorded_ns;             /* of the GPU span, between capture windows */
     size_t n_gaps;
     uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
     struct lp_gap *top_gaps;            /* the longest, by duration */
@@ -637,6 +655,7 @@ struct lp_run {
                                            "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     int kernels_recorded;               /* 0: the record kept no kernels (--light) */
+    struct lp_capture_facts capture;    /* windows.c */
     uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
     size_t n_unshaped;

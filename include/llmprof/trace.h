@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 4
+#define LP_TRACE_VERSION_MINOR 5
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -31,6 +31,7 @@ enum lp_rec_type {
     LP_REC_GRAPH = 13,   /* a CUDA graph node made, copied or changed (format 1.2) */
     LP_REC_COUNTERS = 14, /* hardware counters of one segment of the run (format 1.3) */
     LP_REC_PM_SAMPLE = 15, /* one PM sample of the GPU's throughput counters (format 1.4) */
+    LP_REC_WINDOW = 16,  /* a capture window: kernels recorded from start to end (format 1.5) */
     LP_REC_TYPE_COUNT
 };
 
@@ -277,6 +278,21 @@ struct lp_pm_sample {
     uint32_t value[LP_PM_SLOTS];
 };
 
+/* What opened a capture window (record --capture). */
+enum lp_window_cause {
+    LP_WINDOW_CAUSE_PROFILER_API = 1, /* cudaProfilerStart ... cudaProfilerStop */
+};
+
+/* A capture window: kernels, copies, sets and allocations were recorded from START to END
+ * (host times of the calls that opened and closed it; END is the end of the recording when
+ * the program never closed it). Outside every window only NVTX, launch calls, NVML, GEMM
+ * shapes and device facts were recorded. A trace has windows only when its header's "capture" is not "all". */
+struct lp_window {
+    uint64_t start, end;          /* trace clock */
+    uint32_t cause;               /* enum lp_window_cause */
+    uint32_t thread;              /* the thread that opened it (same id space as lp_api.thread) */
+};
+
 struct lp_record {
     uint32_t type; /* enum lp_rec_type */
     union {
@@ -294,6 +310,7 @@ struct lp_record {
         struct lp_graph graph;
         struct lp_counters counters;
         struct lp_pm_sample pm;
+        struct lp_window window;
     } u;
 };
 
@@ -373,6 +390,7 @@ struct lp_trace {
     struct lp_graph *graphs;          size_t n_graphs;
     struct lp_counters *counters;     size_t n_counters;
     struct lp_pm_sample *pm;          size_t n_pm;
+    struct lp_window *windows;        size_t n_windows;
     uint64_t n_records;           /* all records decoded */
     uint64_t n_chunks;
     uint64_t file_bytes;

@@ -63,6 +63,21 @@ void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
     s->cv = s->mean > 0 ? s->std / s->mean : 0;
 }
 
+size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t x;
+        memcpy(&x, (const char *)v + mid * size + offset, sizeof x);
+        if (x <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int lp_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

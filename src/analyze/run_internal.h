@@ -72,6 +72,8 @@ struct lp_run_ctx {
     struct lp_occ *occ;           /* sorted by start */
     size_t n_occ, occ_cap;
     struct lp_range_info *ri;     /* parallel to r->ranges.v */
+    struct lp_window *windows;    /* capture windows by start (windows.c); NULL: none */
+    size_t n_windows;
     /* stage rules */
     char **rule_names;
     size_t n_rules;
@@ -125,6 +127,11 @@ int lp_run_name_groups(struct lp_run_ctx *c);
 void lp_run_names_free(struct lp_run *r);
 /* stages.c: stage rules, ranges classified into occurrences, work attributed to them */
 int lp_run_stages(struct lp_run_ctx *c);
+/* windows.c: with capture windows, occurrences kept only for their parts inside them
+ * (lp_run.capture); between classifying the ranges and making the stages. */
+int lp_run_windows_clip(struct lp_run_ctx *c);
+/* The last capture window that starts at or before T, -1 before the first (or none). */
+int64_t lp_run_window_of(const struct lp_run_ctx *c, uint64_t t);
 void lp_run_stages_free(struct lp_run *r);
 /* steps.c: GEMM links (graphs.c's replays first), effective spans, tokens from GEMM shapes,
  * decode steps */
@@ -184,6 +191,9 @@ void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 void lp_dist_compute(struct lp_dist *d, double *v, size_t n);
 /* qsort comparators */
 int lp_cmp_double(const void *a, const void *b);
+/* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
+ * before T. */
+size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t);
 int lp_cmp_u64(const void *a, const void *b);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);

@@ -374,15 +374,9 @@ static uint32_t work_correlation(const struct lp_trace *t, const struct lp_work 
 /* Work without a launch record: the latest occurrence that began before it. */
 static int32_t occ_by_time(const struct lp_run_ctx *c, uint64_t ts)
 {
-    size_t lo = 0, hi = c->n_occ;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->occ[mid].start <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo ? (int32_t)(lo - 1) : -1;
+    size_t n = lp_count_until(c->occ, c->n_occ, sizeof *c->occ, offsetof(struct lp_occ, start),
+                              ts);
+    return n ? (int32_t)(n - 1) : -1;
 }
 
 /* The occurrence whose span holds TS, or -1. */
@@ -563,6 +557,8 @@ int lp_run_stages(struct lp_run_ctx *c)
     int rc = compile_rules(c, &rs);
     if (rc == LP_OK)
         rc = classify_ranges(c, &rs);
+    if (rc == LP_OK)
+        rc = lp_run_windows_clip(c);
     if (rc == LP_OK)
         rc = make_stages(c);
     if (rc == LP_OK) {

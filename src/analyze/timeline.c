@@ -100,10 +100,17 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
     if (r->n_bins && !bins)
         return LP_ERR_NOMEM;
-    uint64_t end = 0;
+    uint64_t end = 0, unrecorded = 0, busy_in_span = 0;
+    int64_t window = c->n_work && c->windows ? lp_run_window_of(c, c->work[0].start) : -1;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        if (i > 0 && w->start > end) {
+        int64_t ww = c->windows ? lp_run_window_of(c, w->start) : -1;
+        if (i > 0 && w->start > end && ww != window) {
+            /* from one capture window to the next: not recorded, neither busy nor idle (the
+             * part after bins_from_ns, where the span starts) */
+            uint64_t from = end > r->bins_from_ns ? end : r->bins_from_ns;
+            unrecorded += w->start > from ? w->start - from : 0;
+        } else if (i > 0 && w->start > end) {
             uint64_t idle = w->start - end;
             struct lp_stage_report *s = &r->stages[w->stage];
             enum lp_gap_cause cause = !w->launch             ? LP_GAP_UNKNOWN
@@ -128,12 +135,19 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         uint64_t a = w->start > end ? w->start : end;
         if (w->end > a) {
             r->busy_ns += w->end - a;
+            /* the share is over the span from bins_from_ns: a leading warm-up's work is not
+             * in it (it was, and shares passed 100 % on a graph decode) */
+            uint64_t from = a > r->bins_from_ns ? a : r->bins_from_ns;
+            busy_in_span += w->end > from ? w->end - from : 0;
             add_busy(r, bin_ns, bins, a, w->end);
         }
         if (w->end > end)
             end = w->end;
+        window = ww;
     }
-    r->busy_share = span ? (double)r->busy_ns / (double)span : 0;
+    r->unrecorded_ns = unrecorded;
+    span -= unrecorded < span ? unrecorded : span;
+    r->busy_share = span ? (double)busy_in_span / (double)span : 0;
     for (size_t i = 0; i < r->n_stages; i++) {
         struct lp_stage_report *s = &r->stages[i];
         double idle = s->wall.total - (double)s->busy_ns;

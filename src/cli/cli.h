@@ -149,6 +149,7 @@ struct lp_cli_record_opts {
     const char *counter_dtypes;   /* tensor dtypes counted; NULL: the collector's default */
     const char *counter_ranges;   /* regex of the NVTX ranges that cut; NULL: stage rules' */
     double pm_sampling_us;        /* PM sampling interval (--pm-sampling); 0: off */
+    const char *capture;          /* --capture: all or cuda-profiler; NULL: all */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

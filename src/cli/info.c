@@ -189,6 +189,12 @@ static int info_trace(const char *path)
         printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
     else
         printf("  span     %s from first to last record; kernels not recorded\n", a);
+    const char *capture = lp_trace_meta(t, "capture");
+    if (capture && strcmp(capture, "all")) {
+        lp_fmt_ns((double)s.window_ns, a, sizeof a);
+        printf("  capture  %s: kernels recorded only in %zu window%s, %s in all\n", capture,
+               t->n_windows, t->n_windows == 1 ? "" : "s", a);
+    }
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",
            t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,

@@ -109,7 +109,7 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--pm-sampling US] [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--capture all|cuda-profiler] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -174,6 +174,10 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .help = "instead of --counters, sample the GPU's throughputs every US\n"
              "microseconds (CUPTI PM sampling; see below)",
      .off = OPT(pm_sampling_us), .parse = parse_pm_sampling},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--capture", .arg = "MODE",
+     .help = "when kernels are recorded: all (default), or cuda-profiler: only\n"
+             "between the program's cudaProfilerStart and cudaProfilerStop (see below)",
+     .off = OPT(capture), .missing = "all or cuda-profiler"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters-only",
      .help = "the same as --light", .off = OPT(light), .set = 1},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
@@ -198,6 +202,14 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "operator or GEMM tables; decode steps (TPOT) only from range names (tokens=N, or one\n"
     "range per step) or report --decode-tokens. --light --counters counts per stage with\n"
     "the range profiler instead, which costs about as much per launch as kernel tracing.\n"
+    "\n"
+    "Capture windows (--capture cuda-profiler): kernels, copies and allocations are recorded\n"
+    "only between the program's cudaProfilerStart and cudaProfilerStop (in PyTorch\n"
+    "torch.cuda.profiler.start() and stop(); vLLM's \"cuda\" profiler calls them), as nsys\n"
+    "--capture-range=cudaProfilerApi does; NVTX ranges, launch calls, NVML and GEMM shapes\n"
+    "stay on. Outside the windows kernel tracing is off, but the launch calls' records and\n"
+    "GEMM capture still cost about what they do in a full record (docs/benchmarks.md). The\n"
+    "report's stage and step figures then come from the windows only, and say so.\n"
     "\n"
     "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
@@ -697,8 +709,8 @@ static int pending_signal(const sigset_t *old_mask)
 static const char *const env_names[] = {
     "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LLMPROF_OUT", "LLMPROF_NVML_HZ",
     "LLMPROF_LIGHT", "LLMPROF_QUIET", "LLMPROF_GEMM", "LLMPROF_COUNTERS",
-    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "CUBLASLT_LOG_FILE", "LD_PRELOAD",
-    "TEARDOWN_CUPTI",
+    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "LLMPROF_CAPTURE", "CUBLASLT_LOG_FILE",
+    "LD_PRELOAD", "TEARDOWN_CUPTI",
 };
 #define N_ENV (sizeof env_names / sizeof *env_names)
 struct saved_env {
@@ -756,6 +768,10 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     } else {
         unsetenv("LLMPROF_COUNTERS");
     }
+    if (o->capture)
+        setenv("LLMPROF_CAPTURE", o->capture, 1);
+    else
+        unsetenv("LLMPROF_CAPTURE");
     if (o->pm_sampling_us > 0) {
         char us[32];
         snprintf(us, sizeof us, "%g", o->pm_sampling_us);
@@ -874,6 +890,15 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
         /* measured on an H200: whichever starts second gets CUPTI_ERROR_HARDWARE_BUSY */
         lp_cli_error("record", "--counters and --pm-sampling both need the GPU's performance "
                      "counters, which serve one of them at a time: choose one");
+        return 2;
+    }
+    if (o->capture && strcmp(o->capture, "all") && strcmp(o->capture, "cuda-profiler")) {
+        lp_cli_error("record", "--capture takes all or cuda-profiler, not '%s'", o->capture);
+        return 2;
+    }
+    if (o->capture && o->light && strcmp(o->capture, "all")) {
+        lp_cli_error("record", "--capture chooses when kernels are recorded, and --light "
+                     "records none: choose one");
         return 2;
     }
     char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";

@@ -221,6 +221,30 @@ static unsigned enable_apis(CUpti_CallbackDomain domain, const char *const *pref
     return n;
 }
 
+/* the kinds capture windows switch: the per-launch activity kinds */
+static int windowed_kind(unsigned i)
+{
+    return !(LP_KINDS_LIGHT & 1u << i) && kinds_info[i].cupti != CUPTI_ACTIVITY_KIND_INVALID;
+}
+
+/* The launch calls' API records are not switched: enabled per call in mid-run (in the
+ * callback that opens a window), CUPTI 13.0 returned success and delivered none, also when
+ * they had been enabled at start and disabled (measured on an H200). They stay on all run:
+ * kernels are tied to their threads and GEMM calls inside the windows. */
+int lp_activity_set_recording(int on)
+{
+    int rc = 0;
+    for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
+        if (!(opts.kinds & 1u << i) || !windowed_kind(i))
+            continue;
+        CUptiResult r = on ? LP_CUPTI(ActivityEnable, kinds_info[i].cupti)
+                           : LP_CUPTI(ActivityDisable, kinds_info[i].cupti);
+        if (r != CUPTI_SUCCESS && on && i == LP_KIND_INDEX_KERNEL)
+            rc = -1;
+    }
+    return rc;
+}
+
 static void CUPTIAPI no_callbacks(void *userdata, CUpti_CallbackDomain domain,
                                   CUpti_CallbackId cbid, const void *data)
 {
@@ -257,7 +281,8 @@ int lp_activity_start(const struct lp_activity_options *o)
         return -1;
     unsigned kinds = opts.kinds;
     for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
-        if (!(kinds & 1u << i) || kinds_info[i].cupti == CUPTI_ACTIVITY_KIND_INVALID)
+        if (!(kinds & 1u << i) || kinds_info[i].cupti == CUPTI_ACTIVITY_KIND_INVALID ||
+            (opts.windowed && windowed_kind(i)))
             continue;
         /* kernels are what every report hangs on: without them activity is of no use */
         if (LP_CUPTI(ActivityEnable, kinds_info[i].cupti) != CUPTI_SUCCESS &&

@@ -55,11 +55,17 @@ struct lp_activity_options {
                                     enabled one by one (NULL: none) */
     size_t buffer_bytes;    /* size of one CUPTI buffer */
     unsigned max_buffers;   /* bound on buffers outstanding */
+    int windowed;           /* the per-launch kinds (those --light leaves out) start off:
+                               lp_activity_set_recording switches them (capture windows) */
 };
 
 /* Enables activity collection: 0 when at least kernels are being recorded, 1 when
  * another CUPTI client holds CUPTI (warned), -1 on failure. */
 int lp_activity_start(const struct lp_activity_options *opt);
+/* Switches the per-launch activity kinds (kernels, copies, sets, allocations; the launch
+ * calls' API records stay on, see activity.c) on or off, for capture windows: 0, or -1 when kernel activity could not be enabled (warned).
+ * Called with one caller at a time. */
+int lp_activity_set_recording(int on);
 /* The subscriber held since lp_activity_start, or NULL. */
 CUpti_SubscriberHandle lp_activity_subscriber(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */

@@ -6,8 +6,8 @@
  * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
- * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB
- * (docs/collector.md). */
+ * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
+ * LLMPROF_CAPTURE (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -28,6 +28,7 @@
 #include "pmsample.h"
 #include "procinfo.h"
 #include "sink.h"
+#include "window.h"
 
 #define LP_EXPORT __attribute__((visibility("default")))
 
@@ -117,6 +118,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data)
 {
     lp_graph_callback(userdata, domain, cbid, data);
+    lp_window_callback(domain, cbid, data);
     lp_counters_callback(domain, cbid, data);
     lp_pmsample_callback(domain, cbid, data);
 }
@@ -136,6 +138,7 @@ static void shutdown_collector(void)
     lp_nvml_stop();
     lp_counters_stop();
     lp_pmsample_stop();
+    lp_window_stop();
     lp_activity_flush(1);
     lp_activity_drain();
     lp_activity_finish();
@@ -181,6 +184,9 @@ static void init(void)
     lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
     lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
     lp_sink_set_meta("mode", light ? "light" : "default");
+    /* windows only where kernels are recorded at all */
+    enum lp_capture capture = light ? LP_CAPTURE_ALL : lp_window_mode();
+    lp_sink_set_meta("capture", capture == LP_CAPTURE_CUDA_PROFILER ? "cuda-profiler" : "all");
     char err[512];
     if (lp_sink_open(dir, err, sizeof err) != 0) {
         fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
@@ -200,6 +206,7 @@ static void init(void)
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
             .callback = on_callback,
+            .windowed = capture != LP_CAPTURE_ALL,
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
@@ -225,6 +232,7 @@ static void init(void)
             lp_graph_start(lp_activity_subscriber(), wake_flusher);
             lp_counters_start(lp_activity_subscriber());
             lp_pmsample_start(lp_activity_subscriber());
+            lp_window_start(lp_activity_subscriber(), capture);
         } else {
             lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
                                             "(see the warnings)");

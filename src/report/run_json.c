@@ -631,6 +631,25 @@ static json_t *deep_json(const struct lp_run *r)
                      d->mem_bw > 0 ? num(d->mem_bw) : json_null(), "rows", rows);
 }
 
+/* the capture windows (record --capture), null when everything was recorded */
+static json_t *capture_json(const struct lp_run *r)
+{
+    const struct lp_capture_facts *c = &r->capture;
+    if (!c->windowed)
+        return json_null();
+    json_t *list = json_array();
+    for (size_t i = 0; i < r->trace->n_windows; i++)
+        json_array_append_new(list, json_pack("{s:o,s:o}", "start_ns",
+                                              u64(r->trace->windows[i].start), "end_ns",
+                                              u64(r->trace->windows[i].end)));
+    return json_pack("{s:s,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o}", "mode", c->mode, "windows",
+                     (json_int_t)c->n_windows, "recorded_ns", u64(c->recorded_ns), "span_ns",
+                     c->span_ns ? u64(c->span_ns) : json_null(), "stage_ranges_outside",
+                     (json_int_t)c->occ_outside, "stage_ranges_cut", (json_int_t)c->occ_cut,
+                     "stage_ranges_across", (json_int_t)c->occ_across, "gpu_span_unrecorded_ns",
+                     u64(r->unrecorded_ns), "list", list);
+}
+
 json_t *lp_report_run_json_value(const struct lp_run *r)
 {
     const struct lp_run_options *op = &r->opt;
@@ -643,6 +662,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   op->keep_warmup, "prefill_tokens",
                                   (json_int_t)op->prefill_tokens, "decode_tokens",
                                   (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
+    json_object_set_new(root, "capture", capture_json(r));
     json_object_set_new(root, "llm", llm_json(r));
     json_object_set_new(root, "warmup_found", warmup_json(r));
     json_object_set_new(root, "utilisation", util_json(r));

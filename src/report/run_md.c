@@ -19,10 +19,44 @@ static const char *command(const struct lp_run *r)
     return v ? v : "";
 }
 
+/* the busy share's span starts after a leading warm-up (lp_run.bins_from_ns) */
+static const char *after_warmup(const struct lp_run *r)
+{
+    return r->bins_from_ns > r->first_ns ? " after the warm-up" : "";
+}
+
+/* "- Capture windows ...": which spans were recorded (record --capture) */
+static void capture_line(FILE *f, const struct lp_run *r)
+{
+    const struct lp_capture_facts *c = &r->capture;
+    char b1[32], b2[32];
+    if (!c->windowed)
+        return;
+    if (c->n_windows == 0) {
+        fprintf(f, "- **Capture windows** (`--capture %s`): the program never opened one "
+                   "(cudaProfilerStart), so no kernels were recorded.\n", c->mode);
+        return;
+    }
+    fprintf(f, "- **Capture windows** (`--capture %s`, the program's cudaProfilerStart to "
+               "cudaProfilerStop): kernels were recorded in %zu window%s, %s", c->mode,
+            c->n_windows, c->n_windows == 1 ? "" : "s", NS(c->recorded_ns));
+    if (c->span_ns)
+        fprintf(f, " of the %s recorded", NS2(c->span_ns));
+    fprintf(f, "; stage and step figures come from the windows only");
+    if (c->occ_outside || c->occ_cut)
+        fprintf(f, " (%zu stage range%s outside them left out, %zu cut at a window's edge)",
+                c->occ_outside, c->occ_outside == 1 ? "" : "s", c->occ_cut);
+    if (c->occ_across)
+        fprintf(f, "; %zu stage range%s spanning two windows or more keep%s the time between "
+                   "them", c->occ_across, c->occ_across == 1 ? "" : "s",
+                c->occ_across == 1 ? "s" : "");
+    fprintf(f, ".\n");
+}
+
 static void header(FILE *f, const struct lp_run *r)
 {
     const struct lp_trace *t = r->trace;
-    char b1[32], b4[32];
+    char b1[32], b2[32], b4[32];
     fprintf(f, "- trace: `%s` (format %u.%u, %s, %llu records, %s)\n", t->path ? t->path : "",
             t->version_major, t->version_minor, t->complete ? "complete" : "INCOMPLETE",
             (unsigned long long)t->n_records, BYTES(t->file_bytes));
@@ -32,9 +66,14 @@ static void header(FILE *f, const struct lp_run *r)
         fprintf(f, "- GPU %u: %s, cc %u.%u, %u SMs, %s\n", t->devices[i].id,
                 lp_trace_str(t, t->devices[i].name), t->devices[i].cc_major,
                 t->devices[i].cc_minor, t->devices[i].sm_count, BYTES(t->devices[i].mem_bytes));
-    if (r->kernels_recorded)
-        fprintf(f, "- GPU work from first to last: %s; GPU busy %.1f %% of it (measured)\n",
-                NS(r->last_ns - r->first_ns), 100 * r->busy_share);
+    if (r->kernels_recorded && r->unrecorded_ns)
+        fprintf(f, "- GPU work from first to last: %s, %s of it between capture windows (not "
+                   "recorded); GPU busy %.1f %% of the rest%s (measured)\n",
+                NS(r->last_ns - r->first_ns), NS2(r->unrecorded_ns), 100 * r->busy_share,
+                after_warmup(r));
+    else if (r->kernels_recorded)
+        fprintf(f, "- GPU work from first to last: %s; GPU busy %.1f %% of it%s (measured)\n",
+                NS(r->last_ns - r->first_ns), 100 * r->busy_share, after_warmup(r));
     else
         fprintf(f, "- GPU work: no kernels recorded (--light), so how busy the GPU was is not "
                    "known; stage times come from the NVTX ranges\n");
@@ -717,9 +756,10 @@ static void timeline(FILE *f, const struct lp_run *r)
                                   : "");
         return;
     }
-    fprintf(f, "\n## Timeline\n\nMeasured. GPU busy %.1f %% of %s of GPU work. %zu idle gaps "
-               "over %s, %s in all:\n\n",
-            100 * r->busy_share, NS(r->last_ns - r->first_ns), r->n_gaps, NS2(r->opt.gap_ns),
+    fprintf(f, "\n## Timeline\n\nMeasured. GPU busy %.1f %% of the time%s (GPU work from first "
+               "to last: %s). %zu idle gaps over %s, %s in all:\n\n",
+            100 * r->busy_share, after_warmup(r), NS(r->last_ns - r->first_ns), r->n_gaps,
+            NS2(r->opt.gap_ns),
             lp_fmt_ns((double)r->gap_ns, b3, sizeof b3));
     for (int c = 0; c < LP_GAP_CAUSE_COUNT; c++)
         fprintf(f, "- %s: %s\n", lp_text_gap_cause((enum lp_gap_cause)c),
@@ -820,6 +860,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "# llmprof report\n\n");
     header(f, r);
+    capture_line(f, r);
     llm_section(f, r);
     findings(f, r);
     stages(f, r);
@@ -897,9 +938,11 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                    "apart as warm-up.\n",
                 r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
                 NS(r->warmup.value_ns), r->warmup.ratio);
+    capture_line(f, r);
     if (r->kernels_recorded)
-        fprintf(f, "- The GPU was busy %.0f %% of the time between its first and last kernel.\n",
-                100 * r->busy_share);
+        fprintf(f, "- The GPU was busy %.0f %% of the %stime between its first and last "
+                   "kernel%s.\n", 100 * r->busy_share, r->unrecorded_ns ? "recorded " : "",
+                after_warmup(r));
     else
         fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
                    "decode steps found from kernels are not known; see the counters.\n");

@@ -47,6 +47,7 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
     CASE(LP_REC_GRAPH, graphs, n_graphs);
     CASE(LP_REC_COUNTERS, counters, n_counters);
     CASE(LP_REC_PM_SAMPLE, pm, n_pm);
+    CASE(LP_REC_WINDOW, windows, n_windows);
     default: *n = NULL; return NULL;
     }
 #undef CASE

@@ -133,6 +133,11 @@ static const struct field pm_fields[] = {
 #undef PMV
 _Static_assert(LP_PM_COUNT <= LP_PM_SLOTS, "PM sample slots");
 
+static const struct field window_fields[] = {
+    FLD(lp_window, start, F_TS), FLD(lp_window, end, F_END), FLD(lp_window, cause, F_U32),
+    FLD(lp_window, thread, F_U32),
+};
+
 /* MIN is how many fields every record of the type carries: all of them as of format 1.1.
  * A later minor version that appends fields keeps MIN at the old count, so old records,
  * which lack the new fields, still decode (the new fields read as 0). A record shorter
@@ -158,6 +163,7 @@ static const struct {
     [LP_REC_GRAPH] = TABLE(graph_fields, lp_graph),
     [LP_REC_COUNTERS] = TABLE(counters_fields, lp_counters),
     [LP_REC_PM_SAMPLE] = TABLE(pm_fields, lp_pm_sample),
+    [LP_REC_WINDOW] = TABLE(window_fields, lp_window),
 };
 
 int lp_record_type_known(uint32_t type)

@@ -24,6 +24,7 @@ static const char *const type_names[LP_REC_TYPE_COUNT] = {
     [LP_REC_MEMORY] = "memory", [LP_REC_MARKER] = "marker", [LP_REC_API] = "api",
     [LP_REC_NVML] = "nvml",     [LP_REC_OVERHEAD] = "overhead", [LP_REC_GEMM] = "gemm",
     [LP_REC_GRAPH] = "graph", [LP_REC_COUNTERS] = "counters", [LP_REC_PM_SAMPLE] = "pm sample",
+    [LP_REC_WINDOW] = "window",
 };
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }

@@ -222,6 +222,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
     case LP_REC_COUNTERS: return APPEND(counters, n_counters, counters);
     case LP_REC_PM_SAMPLE: return APPEND(pm, n_pm, pm);
+    case LP_REC_WINDOW: return APPEND(windows, n_windows, window);
     default: return LP_OK;
     }
 #undef APPEND
@@ -756,6 +757,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->graphs);
     free(t->counters);
     free(t->pm);
+    free(t->windows);
     free(t->path);
     free(t);
 }

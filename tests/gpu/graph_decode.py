@@ -4,6 +4,8 @@ engines do. Prefill runs eagerly. One NVTX range around each prompt ("prefill") 
 around each decode loop ("decode"), no token counts, an unnamed warm-up request first, and
 the script's own timer (--timer, JSON). Per step: two small eager copies (the next token and
 its position) and one graph replay of the whole forward pass with the argmax.
+--cuda-profiler warmup|timed: torch.cuda.profiler.start/stop around the warm-up request or
+around the timed ones.
 
 Default shape: 16 layers, hidden 2048, GQA 32/8 heads, SwiGLU 5632, vocab 32000, bf16."""
 import argparse
@@ -26,6 +28,8 @@ p.add_argument("--batch", type=int, default=1)
 p.add_argument("--requests", type=int, default=3)
 p.add_argument("--timer")
 p.add_argument("--config-out", help="write an HF Llama config.json of this shape here")
+p.add_argument("--cuda-profiler", choices=["warmup", "timed"],
+               help="call torch.cuda.profiler.start/stop around these requests")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -129,8 +133,14 @@ def request():
             "tpot_ms": (t2 - t1) * 1e3 / steps}
 
 
+if args.cuda_profiler == "warmup":
+    torch.cuda.profiler.start()
 runs = [dict(request(), warmup=True)]
+if args.cuda_profiler:
+    (torch.cuda.profiler.stop if args.cuda_profiler == "warmup" else torch.cuda.profiler.start)()
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
+if args.cuda_profiler == "timed":
+    torch.cuda.profiler.stop()
 res = {"arch": "llama-graph", "style": "cuda-graph decode", "prompt": args.prompt, "batch": B,
        "new_tokens": args.new_tokens, "layers": args.layers, "requests": runs,
        "torch": torch.__version__}
