@@ -1863,12 +1863,13 @@ static void test_capture_windows(void **state)
     assert_int_equal(d->occurrences, 2);
     assert_true(d->wall.total == 1500 + 2000);
     assert_int_equal(r.kernels_outside, 0);
-    /* from 10.2 us to 31 us of GPU work, 17.8 us between the windows */
-    assert_int_equal(r.unrecorded_ns, 30200 - 12400);
-    assert_true(fabs(r.busy_share - 2400.0 / 3000.0) < 1e-9);
-    /* the gaps inside the first window; none from one window to the next */
-    assert_int_equal(r.n_gaps, 2);
-    assert_int_equal(r.gap_ns, 400 + 200);
+    /* from 10.2 us to 31 us of GPU work, 17.5 us between the windows */
+    assert_int_equal(r.unrecorded_ns, 30000 - 12500);
+    assert_true(fabs(r.busy_share - 2400.0 / (20800 - 17500)) < 1e-9);
+    /* the gaps inside the first window, and the idle time inside the windows around the
+     * time between them (12.4-12.5 us and 30.0-30.2 us) as one */
+    assert_int_equal(r.n_gaps, 3);
+    assert_int_equal(r.gap_ns, 400 + 200 + 300);
     char *md = write_to_string(lp_report_run_md, &r);
     assert_non_null(strstr(md, "kernels were recorded in 2 windows"));
     assert_non_null(strstr(md, "2 stage ranges outside them left out, 2 cut"));
@@ -1880,6 +1881,43 @@ static void test_capture_windows(void **state)
     assert_int_equal(json_integer_value(json_object_get(cj, "stage_ranges_outside")), 2);
     assert_int_equal(json_array_size(json_object_get(cj, "list")), 2);
     json_decref(j);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* no stage ranges: the run is one occurrence per window (to its last work's end) */
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    kernel(&b, "k", 1, 1100, 1200, 1900);
+    kernel(&b, "k", 1, 2000, 2100, 2600); /* runs past its window's end */
+    kernel(&b, "k", 1, 10100, 10200, 10500);
+    window(&b, 1000, 2500);
+    window(&b, 10000, 11000);
+    t = tb_read(&b, 1);
+    analyze(t, NULL, &r);
+    const struct lp_stage_report *run = &r.stages[0];
+    assert_int_equal(r.n_stages, 1);
+    assert_int_equal(run->kind, LP_STAGE_KIND_RUN);
+    assert_int_equal(run->occurrences, 2);
+    assert_true(run->wall.total == (2600 - 1000) + (11000 - 10000));
+    assert_int_equal(run->busy_ns, 700 + 500 + 300);
+    assert_int_equal(r.unrecorded_ns, 10000 - 2600);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* a killed process: its window was written when it opened (end = start) and never
+     * closed; it runs to the last kernel */
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    range(&b, "prefill", 1, 100, 1000);
+    range(&b, "prefill", 1, 5000, 6000);
+    kernel(&b, "k", 1, 5100, 5200, 5900);
+    window(&b, 4000, 4000);
+    t = tb_read(&b, 1); /* closed here only for the header value, set after the start */
+    analyze(t, NULL, &r);
+    assert_int_equal(r.capture.n_windows, 1);
+    assert_int_equal(r.capture.recorded_ns, 5900 - 4000);
+    assert_int_equal(r.capture.occ_outside, 1);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 1);
     lp_run_free(&r);
     lp_trace_free(t);
 
@@ -1931,6 +1969,8 @@ static void test_capture_fixtures(void **state)
         assert_int_equal(r.kernels_outside, 0);
         assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
         assert_true(r.gemm_linked > 0);
+        /* the calls made outside the window (the warm-up's) are left out, not "unlinked" */
+        assert_int_equal(r.gemm_calls - r.gemm_failed, r.gemm_linked);
         assert_true(r.busy_share > 0 && r.busy_share <= 1);
         lp_run_free(&r);
         lp_trace_free(t);

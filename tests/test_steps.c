@@ -867,6 +867,50 @@ static void test_unshaped_gemm(void **state)
     lp_trace_free(t);
 }
 
+/* record --capture on a program without ranges: GEMM calls are recorded all run, kernels only
+ * in the window; the stages inferred from the calls before the window (a warm-up request
+ * whose kernels were not recorded) are left out, the request in the window is measured */
+static void test_inferred_in_window(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    uint64_t t0 = 1000000;
+    for (int i = 0; i < 5; i++, t0 += 10000) /* the warm-up: calls, no kernels */
+        gemm_call(&b, 1, t0, t0 + 5000, i < 4 ? 2048 : 32000, 512, 2048, 14);
+    t0 += 100000;
+    for (int s = 0; s < 3; s++, t0 += 50000)
+        for (int i = 0; i < 5; i++, t0 += 10000)
+            gemm_call(&b, 1, t0, t0 + 5000, i < 4 ? 2048 : 32000, 1, 2048, 14);
+    uint64_t w0 = 3000000;
+    t0 = w0 + 1000;
+    for (int i = 0; i < 5; i++, t0 += 10000)
+        gemm_k(&b, t0, i < 4 ? 2048 : 32000, 512, 2048, 3000);
+    t0 += 100000;
+    for (int s = 0; s < 3; s++, t0 += 50000)
+        for (int i = 0; i < 5; i++, t0 += 10000)
+            gemm_k(&b, t0, i < 4 ? 2048 : 32000, 1, 2048, 2000);
+    struct lp_record w = {.type = LP_REC_WINDOW, .u.window = {.start = w0, .end = t0,
+                          .cause = LP_WINDOW_CAUSE_PROFILER_API, .thread = 1}};
+    add(&b, &w);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.stages_inferred, 1);
+    assert_int_equal(r.capture.occ_outside, 4); /* the warm-up's prefill and 3 steps */
+    const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
+    assert_non_null(p);
+    assert_non_null(d);
+    assert_int_equal(p->occurrences, 1);
+    assert_int_equal(d->occurrences, 3);
+    assert_int_equal(r.llm.ttft.n, 1);
+    assert_int_equal(r.gemm_calls, 20); /* the window's; the warm-up's left out */
+    assert_int_equal(r.gemm_linked, 20);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -887,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_longer_prompt_is_no_warmup),
         cmocka_unit_test(test_no_llm),
         cmocka_unit_test(test_no_llm_interleaved),
+        cmocka_unit_test(test_inferred_in_window),
         cmocka_unit_test(test_flags_and_names_win),
         cmocka_unit_test(test_unshaped_gemm),
     };

@@ -285,8 +285,9 @@ enum lp_window_cause {
 
 /* A capture window: kernels, copies, sets and allocations were recorded from START to END
  * (host times of the calls that opened and closed it; END is the end of the recording when
- * the program never closed it). Outside every window only NVTX, launch calls, NVML, GEMM
- * shapes and device facts were recorded. A trace has windows only when its header's "capture" is not "all". */
+ * the program never closed it; the collector writes one with END = START when it opens, in
+ * case it never closes). Outside every window only NVTX, launch calls, NVML, GEMM shapes,
+ * graph records, counters, PM samples and device facts were recorded. A trace has windows only when its header's "capture" is not "all". */
 struct lp_window {
     uint64_t start, end;          /* trace clock */
     uint32_t cause;               /* enum lp_window_cause */

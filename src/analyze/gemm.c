@@ -85,6 +85,8 @@ static int cmp_rows(const void *a, const void *b)
 struct call_info {
     int32_t stage;
     uint8_t captured, replayed;   /* a call captured into a graph; one replay of such a call */
+    uint8_t unrecorded;           /* made outside the capture windows, no kernel recorded: left
+                                     out (its kernels were not recorded) */
     uint32_t kernels;
     uint64_t ns, top_ns;
     uint32_t top_group;
@@ -110,7 +112,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     for (size_t i = 0; i < c->n_gemms; i++) {
         const struct lp_gemm *g = &c->gemms[i];
         int stage = ci[i].stage;
-        if (ci[i].captured) /* it ran in its replays */
+        if (ci[i].captured || ci[i].unrecorded) /* it ran in its replays; or unrecorded */
             continue;
         if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
             r->gemm_warmup_calls++; /* counted, kept out of the table */
@@ -203,7 +205,7 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 {
     struct lp_run *r = c->r;
     for (size_t i = 0; i < c->n_gemms; i++) {
-        if (ci[i].stage < 0 || ci[i].captured)
+        if (ci[i].stage < 0 || ci[i].captured || ci[i].unrecorded)
             continue;
         struct lp_stage_report *st = &r->stages[ci[i].stage];
         st->gemm_calls++;
@@ -331,14 +333,18 @@ int lp_run_gemms(struct lp_run_ctx *c)
         }
     }
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
-    for (size_t i = 0; i < c->n_gemms; i++)
+    for (size_t i = 0; i < c->n_gemms; i++) {
         if (!ci[i].kernels && c->gemm_occ[i] >= 0)
             ci[i].stage = c->occ[c->gemm_occ[i]].stage;
+        ci[i].unrecorded = !ci[i].kernels && !lp_run_in_window(c, c->gemms[i].start);
+    }
     for (size_t i = 0; i < c->n_gemms; i++) {
         if (ci[i].captured) {
             r->gemm_captured++;
             continue;
         }
+        if (ci[i].unrecorded)
+            continue;
         r->gemm_calls++;
         r->gemm_replayed += ci[i].replayed;
         r->gemm_failed += c->gemms[i].status != 0;

@@ -127,11 +127,17 @@ int lp_run_name_groups(struct lp_run_ctx *c);
 void lp_run_names_free(struct lp_run *r);
 /* stages.c: stage rules, ranges classified into occurrences, work attributed to them */
 int lp_run_stages(struct lp_run_ctx *c);
-/* windows.c: with capture windows, occurrences kept only for their parts inside them
- * (lp_run.capture); between classifying the ranges and making the stages. */
-int lp_run_windows_clip(struct lp_run_ctx *c);
+/* windows.c: the capture windows (lp_run.capture, c->windows: by start, merged, closed);
+ * then occurrences from FIRST on kept only for their parts inside them (after classifying
+ * the ranges, and again after inferring stages). */
+int lp_run_windows_load(struct lp_run_ctx *c);
+int lp_run_windows_clip(struct lp_run_ctx *c, size_t first);
 /* The last capture window that starts at or before T, -1 before the first (or none). */
 int64_t lp_run_window_of(const struct lp_run_ctx *c, uint64_t t);
+/* 1 when host time T was recorded: inside a window, or the run has none. */
+int lp_run_in_window(const struct lp_run_ctx *c, uint64_t t);
+/* How much of [A, B) lies outside every window (0 in a run without windows). */
+uint64_t lp_run_outside_windows(const struct lp_run_ctx *c, uint64_t a, uint64_t b);
 void lp_run_stages_free(struct lp_run *r);
 /* steps.c: GEMM links (graphs.c's replays first), effective spans, tokens from GEMM shapes,
  * decode steps */

@@ -288,6 +288,13 @@ int lp_run_warmup_stage(struct lp_run_ctx *c)
     return c->warmup_stage;
 }
 
+/* run mode: the occurrence of work starting at T (one per capture window, else one) */
+static int32_t run_window(const struct lp_run_ctx *c, uint64_t t)
+{
+    int64_t k = c->n_windows ? lp_run_window_of(c, t) : 0;
+    return k < 0 ? 0 : (int32_t)k;
+}
+
 /* Stage reports: one per rule with occurrences (rule order), then warmup when named; the work
  * outside every stage and a warmup found later (requests.c) are appended when they appear;
  * or one stage for the whole run. Occurrences get their stage index. */
@@ -322,7 +329,10 @@ static int make_stages(struct lp_run_ctx *c)
         }
     }
     if (c->t->n_gemms && vision_only(c)) {
+        size_t first = c->n_occ;
         int rc = infer_stages(c);
+        if (rc == LP_OK) /* inferred from GEMM calls, which are recorded outside windows too */
+            rc = lp_run_windows_clip(c, first);
         if (rc)
             return rc;
     }
@@ -337,6 +347,26 @@ static int make_stages(struct lp_run_ctx *c)
         c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0, .carved_from = -1,
                                     .range = -1, .request = -1};
         c->n_occ = 1;
+        if (c->n_windows) {
+            /* capture windows: one occurrence per window, to the end of its last work, so
+             * the time between windows is in no occurrence */
+            struct lp_occ *p = realloc(c->occ, c->n_windows * sizeof *p);
+            if (!p)
+                return LP_ERR_NOMEM;
+            c->occ = p;
+            c->occ_cap = c->n_occ = c->n_windows;
+            for (size_t k = 0; k < c->n_windows; k++)
+                c->occ[k] = (struct lp_occ){.start = c->windows[k].start,
+                                            .end = c->windows[k].end, .stage = 0,
+                                            .carved_from = -1, .range = -1, .request = -1};
+            for (size_t i = 0; i < c->n_work; i++) {
+                struct lp_occ *o = &c->occ[run_window(c, c->work[i].start)];
+                if (c->work[i].end > o->end)
+                    o->end = c->work[i].end;
+            }
+            for (size_t k = 0; k < c->n_windows; k++)
+                c->occ[k].range_end = c->occ[k].end;
+        }
         int rc = lp_run_note(r, LP_NOTE_ONE_STAGE, -1, (int64_t)r->ranges.n, 0, 0);
         if (rc)
             return rc;
@@ -390,6 +420,8 @@ static int32_t occ_holding(const struct lp_run_ctx *c, uint64_t ts)
  * thread: the range's, or with inferred stages the one whose span holds TS. */
 static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
 {
+    if (!lp_run_in_window(c, ts)) /* a call outside the windows: in no occurrence */
+        return -1;
     if (!c->r->stages_inferred)
         return range >= 0 ? c->ri[range].occ : -1;
     return occ_holding(c, ts);
@@ -406,7 +438,7 @@ int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts)
 {
     const struct lp_run *r = c->r;
     return r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN
-               ? 0
+               ? run_window(c, ts)
                : occ_at(c, lp_ranges_at(&r->ranges, thread, ts), ts);
 }
 
@@ -431,11 +463,11 @@ static int attribute_work(struct lp_run_ctx *c)
             r->kernels_by_launch++;
         } else {
             w->by_time = 1;
-            w->occ = run_mode ? 0 : occ_by_time(c, w->start);
+            w->occ = run_mode ? run_window(c, w->start) : occ_by_time(c, w->start);
             r->kernels_by_time++;
         }
         if (run_mode)
-            w->occ = 0;
+            w->occ = run_window(c, w->start);
         if (w->occ >= 0) {
             w->stage = c->occ[w->occ].stage;
         } else {
@@ -558,7 +590,9 @@ int lp_run_stages(struct lp_run_ctx *c)
     if (rc == LP_OK)
         rc = classify_ranges(c, &rs);
     if (rc == LP_OK)
-        rc = lp_run_windows_clip(c);
+        rc = lp_run_windows_load(c);
+    if (rc == LP_OK)
+        rc = lp_run_windows_clip(c, 0);
     if (rc == LP_OK)
         rc = make_stages(c);
     if (rc == LP_OK) {

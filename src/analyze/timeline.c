@@ -101,17 +101,17 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     if (r->n_bins && !bins)
         return LP_ERR_NOMEM;
     uint64_t end = 0, unrecorded = 0, busy_in_span = 0;
-    int64_t window = c->n_work && c->windows ? lp_run_window_of(c, c->work[0].start) : -1;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        int64_t ww = c->windows ? lp_run_window_of(c, w->start) : -1;
-        if (i > 0 && w->start > end && ww != window) {
-            /* from one capture window to the next: not recorded, neither busy nor idle (the
-             * part after bins_from_ns, where the span starts) */
+        /* idle time outside the capture windows was not recorded: neither busy nor idle (the
+         * part after bins_from_ns, where the span starts, leaves the span) */
+        uint64_t outside = i > 0 && w->start > end ? lp_run_outside_windows(c, end, w->start) : 0;
+        if (outside) {
             uint64_t from = end > r->bins_from_ns ? end : r->bins_from_ns;
-            unrecorded += w->start > from ? w->start - from : 0;
-        } else if (i > 0 && w->start > end) {
-            uint64_t idle = w->start - end;
+            unrecorded += lp_run_outside_windows(c, from, w->start);
+        }
+        if (i > 0 && w->start > end + outside) {
+            uint64_t idle = w->start - end - outside;
             struct lp_stage_report *s = &r->stages[w->stage];
             enum lp_gap_cause cause = !w->launch             ? LP_GAP_UNKNOWN
                                       : w->launch >= end     ? LP_GAP_HOST
@@ -143,7 +143,6 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         }
         if (w->end > end)
             end = w->end;
-        window = ww;
     }
     r->unrecorded_ns = unrecorded;
     span -= unrecorded < span ? unrecorded : span;

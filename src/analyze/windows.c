@@ -1,9 +1,11 @@
 /* Capture windows (record --capture): kernels exist only inside the trace's windows, so a
- * stage range occurrence counts only for its part inside them. Runs between classifying
- * the ranges and making the stages: occurrences outside every window are left out (their
- * ranges open none), those that cross a window's edge are cut to it, and the facts are
- * kept in lp_run.capture. A trace without windows (capture "all", or older) is left as it
- * is. */
+ * stage range occurrence counts only for its part inside them. lp_run_windows_load reads the
+ * windows (a window the program never closed, as in a killed process, runs to the last
+ * kernel), lp_run_windows_clip then leaves out the occurrences outside every window (their
+ * ranges open none) and cuts those that cross a window's edge; the facts go to
+ * lp_run.capture. A trace without windows (capture "all", or older) is left as it is, and so
+ * is one that says windowed but has kernels and no window (the collector fell back to
+ * recording everything before it could say so). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,9 @@
 static int cmp_window(const void *a, const void *b)
 {
     const struct lp_window *x = a, *y = b;
-    return x->start < y->start ? -1 : x->start > y->start;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->end < y->end) - (x->end > y->end); /* the closed one (later end) first */
 }
 
 static uint64_t meta_u64(const struct lp_trace *t, const char *key)
@@ -22,36 +26,62 @@ static uint64_t meta_u64(const struct lp_trace *t, const char *key)
     return s ? strtoull(s, NULL, 10) : 0;
 }
 
-int lp_run_windows_clip(struct lp_run_ctx *c)
+int lp_run_windows_load(struct lp_run_ctx *c)
 {
-    struct lp_run *r = c->r;
-    struct lp_capture_facts *f = &r->capture;
+    struct lp_capture_facts *f = &c->r->capture;
     const struct lp_trace *t = c->t;
     const char *mode = lp_trace_meta(t, "capture");
     memset(f, 0, sizeof *f);
-    if (!mode || !strcmp(mode, "all"))
+    if (!mode || !strcmp(mode, "all") || (t->n_windows == 0 && t->n_kernels > 0))
         return LP_OK;
     f->windowed = 1;
     f->mode = mode;
-    f->n_windows = t->n_windows;
     uint64_t a = meta_u64(t, "start_trace_ns"), b = meta_u64(t, "end_trace_ns");
     f->span_ns = b > a && a ? b - a : 0;
     struct lp_window *w = malloc((t->n_windows ? t->n_windows : 1) * sizeof *w);
-    int32_t *map = malloc((c->n_occ ? c->n_occ : 1) * sizeof *map);
-    if (!w || !map) {
-        free(w);
-        free(map);
+    if (!w)
         return LP_ERR_NOMEM;
-    }
-    memcpy(w, t->windows, t->n_windows * sizeof *w);
+    if (t->n_windows)
+        memcpy(w, t->windows, t->n_windows * sizeof *w);
     qsort(w, t->n_windows, sizeof *w, cmp_window);
-    for (size_t i = 0; i < t->n_windows; i++)
-        f->recorded_ns += w[i].end > w[i].start ? w[i].end - w[i].start : 0;
-    size_t kept = 0;
-    for (size_t i = 0; i < c->n_occ; i++) {
+    /* the collector writes a window when it opens (end = start) and again when it closes */
+    uint64_t last = 0;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (t->kernels[i].end > last)
+            last = t->kernels[i].end;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_windows; i++) {
+        if (n && w[n - 1].start == w[i].start)
+            continue;
+        w[n] = w[i];
+        if (w[n].end <= w[n].start) /* never closed: to the last kernel */
+            w[n].end = last > w[n].start ? last : w[n].start;
+        f->recorded_ns += w[n].end - w[n].start;
+        n++;
+    }
+    c->windows = w;
+    c->n_windows = n;
+    f->n_windows = n;
+    return LP_OK;
+}
+
+int lp_run_windows_clip(struct lp_run_ctx *c, size_t first)
+{
+    struct lp_run *r = c->r;
+    struct lp_capture_facts *f = &r->capture;
+    if (!f->windowed || first >= c->n_occ)
+        return LP_OK;
+    const struct lp_window *w = c->windows;
+    int32_t *map = malloc(c->n_occ * sizeof *map);
+    if (!map)
+        return LP_ERR_NOMEM;
+    size_t kept = first;
+    for (size_t i = 0; i < first; i++)
+        map[i] = (int32_t)i;
+    for (size_t i = first; i < c->n_occ; i++) {
         struct lp_occ o = c->occ[i];
         /* the first window ending after the occurrence starts, then those it overlaps */
-        size_t lo = 0, hi = t->n_windows;
+        size_t lo = 0, hi = c->n_windows;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
             if (w[mid].end <= o.start)
@@ -60,7 +90,7 @@ int lp_run_windows_clip(struct lp_run_ctx *c)
                 hi = mid;
         }
         size_t last = lo, n_over = 0;
-        for (size_t k = lo; k < t->n_windows && w[k].start < o.end; k++, n_over++)
+        for (size_t k = lo; k < c->n_windows && w[k].start < o.end; k++, n_over++)
             last = k;
         if (n_over == 0) {
             map[i] = -1;
@@ -73,9 +103,11 @@ int lp_run_windows_clip(struct lp_run_ctx *c)
         f->occ_across += n_over > 1;
         o.start = s;
         o.end = e;
-        o.carved_from = o.carved_from >= 0 && (size_t)o.carved_from < i ? map[o.carved_from] : -1;
         if (o.range_end > e)
             o.range_end = e;
+        if (o.open_start && o.open_start < s) /* a request's start, before the vision */
+            o.open_start = s;
+        o.carved_from = o.carved_from >= 0 && (size_t)o.carved_from < i ? map[o.carved_from] : -1;
         map[i] = (int32_t)kept;
         c->occ[kept++] = o;
     }
@@ -83,8 +115,6 @@ int lp_run_windows_clip(struct lp_run_ctx *c)
     for (size_t i = 0; i < r->ranges.n; i++)
         if (c->ri[i].occ >= 0)
             c->ri[i].occ = map[c->ri[i].occ];
-    c->windows = w;
-    c->n_windows = t->n_windows;
     free(map);
     return LP_OK;
 }
@@ -93,4 +123,26 @@ int64_t lp_run_window_of(const struct lp_run_ctx *c, uint64_t t)
 {
     return (int64_t)lp_count_until(c->windows, c->n_windows, sizeof *c->windows,
                                    offsetof(struct lp_window, start), t) - 1;
+}
+
+int lp_run_in_window(const struct lp_run_ctx *c, uint64_t t)
+{
+    if (!c->r->capture.windowed)
+        return 1;
+    int64_t k = lp_run_window_of(c, t);
+    return k >= 0 && t <= c->windows[k].end;
+}
+
+uint64_t lp_run_outside_windows(const struct lp_run_ctx *c, uint64_t a, uint64_t b)
+{
+    if (!c->r->capture.windowed || b <= a)
+        return 0;
+    uint64_t inside = 0;
+    int64_t k = lp_run_window_of(c, a);
+    for (size_t i = k < 0 ? 0 : (size_t)k; i < c->n_windows && c->windows[i].start < b; i++) {
+        uint64_t s = c->windows[i].start > a ? c->windows[i].start : a;
+        uint64_t e = c->windows[i].end < b ? c->windows[i].end : b;
+        inside += e > s ? e - s : 0;
+    }
+    return b - a - inside;
 }

@@ -37,6 +37,16 @@ enum lp_capture lp_window_mode(void)
     return LP_CAPTURE_ALL;
 }
 
+/* With the lock held: the window as it is now. It is written when it opens (end = start)
+ * and again when it closes, so a killed process's trace still has the one it was in. */
+static void write_window(void)
+{
+    struct lp_record r = {.type = LP_REC_WINDOW, .u.window = current};
+    lp_sink_lock();
+    lp_sink_add(&r);
+    lp_sink_unlock();
+}
+
 /* With the lock held. */
 static void close_window(uint64_t now)
 {
@@ -44,10 +54,7 @@ static void close_window(uint64_t now)
         return;
     lp_activity_set_recording(0);
     current.end = now;
-    struct lp_record r = {.type = LP_REC_WINDOW, .u.window = current};
-    lp_sink_lock();
-    lp_sink_add(&r);
-    lp_sink_unlock();
+    write_window();
     open_ = 0;
     n_windows++;
 }
@@ -72,11 +79,15 @@ void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
         return;
     uint64_t now = lp_clock_ns();
     pthread_mutex_lock(&lock);
-    if (start && !open_) {
+    if (!__atomic_load_n(&active, __ATOMIC_RELAXED)) {
+        /* lp_window_stop came first (exit) */
+    } else if (start && !open_) {
         if (lp_activity_set_recording(1) == 0) {
-            current = (struct lp_window){.start = now, .cause = LP_WINDOW_CAUSE_PROFILER_API,
+            current = (struct lp_window){.start = now, .end = now,
+                                         .cause = LP_WINDOW_CAUSE_PROFILER_API,
                                          .thread = (uint32_t)pthread_self()};
             open_ = 1;
+            write_window();
         } else {
             lp_activity_set_recording(0);
             lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "a capture window could not enable "
@@ -107,10 +118,11 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, enum lp_capture mode)
         ok = LP_CUPTI(EnableCallback, 1, subscriber, calls[i].domain, calls[i].cbid) ==
              CUPTI_SUCCESS;
     if (!ok) {
+        int on = lp_activity_set_recording(1) == 0;
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows need CUPTI's callbacks, "
-                        "which llmprof could not enable here: kernels are recorded for the "
-                        "whole run");
-        lp_activity_set_recording(1);
+                        "which llmprof could not enable here: %s", on
+                        ? "kernels are recorded for the whole run"
+                        : "and kernel activity could not be enabled: no kernels are recorded");
         lp_sink_set_meta("capture", "all");
         return;
     }
