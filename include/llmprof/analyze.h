@@ -73,7 +73,8 @@ struct lp_trace_summary {
      * DRAM read and write as totals in bytes; pm_n: samples with the value */
     double pm_value[LP_PM_COUNT];
     size_t pm_n[LP_PM_COUNT];
-    uint64_t window_ns;            /* capture windows: their summed lengths */
+    uint64_t window_ns;            /* capture windows: their summed lengths (closed ones) */
+    size_t n_windows;              /* and how many (a window is written open, then closed) */
     struct lp_range_group *top;    /* top-level NVTX ranges grouped by name, by total desc */
     size_t n_top;
     struct lp_ranges ranges;
@@ -569,6 +570,8 @@ struct lp_capture_facts {
     int windowed;                 /* the trace's "capture" is not "all": 1 */
     const char *mode;             /* that header value (the trace's string), NULL: all */
     size_t n_windows;
+    struct lp_window *windows;    /* by start, each once, closed (one never closed: to the last
+                                     kernel) */
     uint64_t recorded_ns;         /* summed window lengths */
     uint64_t span_ns;             /* the recording's span (header start to end, else the
                                      records'), 0 unknown */

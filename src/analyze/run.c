@@ -61,7 +61,6 @@ void lp_run_free(struct lp_run *r)
 
 static void ctx_free(struct lp_run_ctx *c)
 {
-    free(c->windows);
     free(c->work);
     free(c->occ);
     free(c->ri);

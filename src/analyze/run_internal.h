@@ -72,7 +72,7 @@ struct lp_run_ctx {
     struct lp_occ *occ;           /* sorted by start */
     size_t n_occ, occ_cap;
     struct lp_range_info *ri;     /* parallel to r->ranges.v */
-    struct lp_window *windows;    /* capture windows by start (windows.c); NULL: none */
+    const struct lp_window *windows; /* lp_run.capture.windows (windows.c); NULL: none */
     size_t n_windows;
     /* stage rules */
     char **rule_names;

@@ -625,6 +625,7 @@ int lp_run_stage_stats(struct lp_run_ctx *c)
 
 void lp_run_stages_free(struct lp_run *r)
 {
+    free(r->capture.windows);
     for (size_t i = 0; i < r->n_stages; i++) {
         struct lp_stage_report *s = &r->stages[i];
         free(s->name);

@@ -162,9 +162,11 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
         if (t->kernels[i].end > t->kernels[i].start)
             s->kernel_ns += t->kernels[i].end - t->kernels[i].start;
     }
-    for (size_t i = 0; i < t->n_windows; i++)
+    for (size_t i = 0; i < t->n_windows; i++) {
+        s->n_windows += i == 0 || t->windows[i].start != t->windows[i - 1].start;
         if (t->windows[i].end > t->windows[i].start)
             s->window_ns += t->windows[i].end - t->windows[i].start;
+    }
     for (size_t i = 0; i < t->n_memcpys; i++) {
         span(s, t->memcpys[i].start, t->memcpys[i].end);
         s->memcpy_bytes += t->memcpys[i].bytes;

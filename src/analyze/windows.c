@@ -59,9 +59,8 @@ int lp_run_windows_load(struct lp_run_ctx *c)
         f->recorded_ns += w[n].end - w[n].start;
         n++;
     }
-    c->windows = w;
-    c->n_windows = n;
-    f->n_windows = n;
+    c->windows = f->windows = w;
+    c->n_windows = f->n_windows = n;
     return LP_OK;
 }
 

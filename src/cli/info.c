@@ -193,7 +193,7 @@ static int info_trace(const char *path)
     if (capture && strcmp(capture, "all")) {
         lp_fmt_ns((double)s.window_ns, a, sizeof a);
         printf("  capture  %s: kernels recorded only in %zu window%s, %s in all\n", capture,
-               t->n_windows, t->n_windows == 1 ? "" : "s", a);
+               s.n_windows, s.n_windows == 1 ? "" : "s", a);
     }
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",

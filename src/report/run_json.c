@@ -638,10 +638,9 @@ static json_t *capture_json(const struct lp_run *r)
     if (!c->windowed)
         return json_null();
     json_t *list = json_array();
-    for (size_t i = 0; i < r->trace->n_windows; i++)
-        json_array_append_new(list, json_pack("{s:o,s:o}", "start_ns",
-                                              u64(r->trace->windows[i].start), "end_ns",
-                                              u64(r->trace->windows[i].end)));
+    for (size_t i = 0; i < c->n_windows; i++)
+        json_array_append_new(list, json_pack("{s:o,s:o}", "start_ns", u64(c->windows[i].start),
+                                              "end_ns", u64(c->windows[i].end)));
     return json_pack("{s:s,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o}", "mode", c->mode, "windows",
                      (json_int_t)c->n_windows, "recorded_ns", u64(c->recorded_ns), "span_ns",
                      c->span_ns ? u64(c->span_ns) : json_null(), "stage_ranges_outside",
