@@ -104,8 +104,12 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     FLOOR_FUNCTIONS(FLOOR_BIND)
 #undef FLOOR_BIND
     const char *m = getenv("LP_FLOOR");
-    mode = !m || !strcmp(m, "kernel") ? FLOOR_KERNEL
-           : !strcmp(m, "stop-disable") ? FLOOR_STOP_DISABLE : FLOOR_STOP_FINALIZE;
+    mode = !m || !strcmp(m, "kernel")  ? FLOOR_KERNEL
+           : !strcmp(m, "stop-disable") ? FLOOR_STOP_DISABLE
+           : !strcmp(m, "stop-finalize") ? FLOOR_STOP_FINALIZE
+                                         : (fprintf(stderr, "libfloor: LP_FLOOR=%s is not kernel, "
+                                                    "stop-disable or stop-finalize: kernel\n", m),
+                                            FLOOR_KERNEL);
     if (cupti.ActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
         cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
         fprintf(stderr, "libfloor: CUPTI kernel activity could not be enabled\n");

@@ -61,6 +61,24 @@ static uint64_t gemm_k(struct tb *b, uint64_t t, uint64_t m, uint64_t n, uint64_
     return t + 2000 + dur;
 }
 
+/* A model's prefill (512 tokens: 4 projections and the lm_head) then 3 decode steps, from T on
+ * thread 1, no ranges: GEMM calls whose kernels were recorded when KERNELS, else calls alone
+ * (made outside a capture window). Returns the end of the last call. */
+static uint64_t unnamed_request(struct tb *b, uint64_t t, int kernels)
+{
+    for (int s = 0; s < 4; s++) { /* the prefill, then the steps */
+        for (int i = 0; i < 5; i++, t += 10000) {
+            uint64_t m = i < 4 ? 2048 : 32000, n = s ? 1 : 512;
+            if (kernels)
+                gemm_k(b, t, m, n, 2048, s ? 2000 : 3000);
+            else
+                gemm_call(b, 1, t, t + 5000, m, n, 2048, 14);
+        }
+        t += s ? 50000 : 100000;
+    }
+    return t;
+}
+
 /* One request from T on thread 1: a range PNAME of PRE ns holding 4 projections 2048 x PN x
  * 2048 and the lm_head 32000 x PN x 2048 (8 us kernels, the last ending at T + 71 us); then
  * 50 us after it a range "decode" of STEPS steps 100 us apart, each with 4 projections
@@ -717,13 +735,7 @@ static void test_no_llm(void **state)
 
     /* one model's prefill (512 tokens) and 3 decode steps, no ranges */
     tb_open(&b);
-    t0 = 1000000;
-    for (int i = 0; i < 5; i++, t0 += 10000)
-        gemm_k(&b, t0, i < 4 ? 2048 : 32000, 512, 2048, 3000);
-    t0 += 100000;
-    for (int s = 0; s < 3; s++, t0 += 50000)
-        for (int i = 0; i < 5; i++, t0 += 10000)
-            gemm_k(&b, t0, i < 4 ? 2048 : 32000, 1, 2048, 2000);
+    unnamed_request(&b, 1000000, 1);
     t = tb_read(&b, 1);
     analyze(t, NULL, &r);
     assert_int_equal(r.stages_inferred, 1);
@@ -876,21 +888,8 @@ static void test_inferred_in_window(void **state)
     struct tb b;
     tb_open(&b);
     lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
-    uint64_t t0 = 1000000;
-    for (int i = 0; i < 5; i++, t0 += 10000) /* the warm-up: calls, no kernels */
-        gemm_call(&b, 1, t0, t0 + 5000, i < 4 ? 2048 : 32000, 512, 2048, 14);
-    t0 += 100000;
-    for (int s = 0; s < 3; s++, t0 += 50000)
-        for (int i = 0; i < 5; i++, t0 += 10000)
-            gemm_call(&b, 1, t0, t0 + 5000, i < 4 ? 2048 : 32000, 1, 2048, 14);
-    uint64_t w0 = 3000000;
-    t0 = w0 + 1000;
-    for (int i = 0; i < 5; i++, t0 += 10000)
-        gemm_k(&b, t0, i < 4 ? 2048 : 32000, 512, 2048, 3000);
-    t0 += 100000;
-    for (int s = 0; s < 3; s++, t0 += 50000)
-        for (int i = 0; i < 5; i++, t0 += 10000)
-            gemm_k(&b, t0, i < 4 ? 2048 : 32000, 1, 2048, 2000);
+    unnamed_request(&b, 1000000, 0); /* the warm-up: calls, no kernels */
+    uint64_t w0 = 3000000, t0 = unnamed_request(&b, w0 + 1000, 1);
     struct lp_record w = {.type = LP_REC_WINDOW, .u.window = {.start = w0, .end = t0,
                           .cause = LP_WINDOW_CAUSE_PROFILER_API, .thread = 1}};
     add(&b, &w);

@@ -74,7 +74,9 @@ int lp_cmd_profile(int argc, char **argv)
     /* everything the report needs is checked now: a mistake must not cost a whole run */
     if (lp_cli_report_prepare(&o.rep) != 0)
         goto done;
-    if (!o.deep.top && (o.deep.ncu || o.deep.budget_min != 30)) {
+    struct lp_cli_deep_opts deep_default;
+    lp_cli_deep_init(&deep_default);
+    if (!o.deep.top && (o.deep.ncu || o.deep.budget_min != deep_default.budget_min)) {
         lp_cli_error("profile", "--deep-budget and --ncu go with --deep N");
         goto done;
     }
