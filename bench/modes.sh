@@ -20,6 +20,12 @@
 #   k:LIST                llmprof record with LLMPROF_KINDS=LIST
 #   capture, capture-nogemm   record --capture cuda-profiler (and --no-gemm): kernels only
 #                         between the program's cudaProfilerStart and Stop
+#   windowed              record --capture 'nvtx:^step$/8': one decode step in 8 (the
+#                         program's NVTX ranges "step", as the harnesses' --step-ranges make)
+#   windowed-nolaunch     the same without launch records (LLMPROF_KINDS without api): only
+#                         kernel activity and GEMM capture are switched
+#   activity              the default with launch calls from CUPTI's API activity records
+#                         (LLMPROF_LAUNCH=activity), as before the callbacks
 #   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
 #   floor-stop-disable, floor-stop-finalize   the floor, kernel activity disabled (and CUPTI
 #                         finalized) when the program calls cudaProfilerStop
@@ -51,6 +57,11 @@ lp_bench_rec() {
     k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]}") ;;
     capture) rec+=(--capture cuda-profiler) ;;
     capture-nogemm) rec+=(--capture cuda-profiler --no-gemm) ;;
+    windowed) rec+=(--capture 'nvtx:^step$/8') ;;
+    windowed-nolaunch)
+        rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"
+             --capture 'nvtx:^step$/8') ;;
+    activity) rec=(env LLMPROF_LAUNCH=activity "${rec[@]}") ;;
     floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
     floor-stop-disable|floor-stop-finalize)
         rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;

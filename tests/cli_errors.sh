@@ -458,8 +458,16 @@ expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names
 
 # record --capture: the mode reaches the collector, a bad one or one with --light is refused
 # before the program runs
-expect 2 "--capture takes all or cuda-profiler, not 'steps'" "record --capture with a bad mode" -- \
-    "$LP" record -o "$T/cap0" --capture steps -- true
+expect 2 "--capture takes all, cuda-profiler, signal or nvtx:REGEX" \
+    "record --capture with a bad mode" -- "$LP" record -o "$T/cap0" --capture steps -- true
+expect 2 "--capture 'nvtx:@8': no range is named" "record --capture nvtx: without a range" -- \
+    "$LP" record -o "$T/cap0" --capture nvtx:@8 -- true
+expect 2 "'step(' is not a regular expression" "record --capture nvtx: with a bad expression" -- \
+    "$LP" record -o "$T/cap0" --capture 'nvtx:step(@2' -- true
+expect 2 "LAST is before FIRST" "record --capture nvtx: LAST before FIRST" -- \
+    "$LP" record -o "$T/cap0" --capture 'nvtx:step@9-3' -- true
+expect 2 "EVERY is at least 1" "record --capture nvtx: every 0" -- \
+    "$LP" record -o "$T/cap0" --capture 'nvtx:step/0' -- true
 expect 2 "--light records none: choose one" "record --capture with --light" -- \
     "$LP" record -o "$T/cap0" --light --capture cuda-profiler -- true
 [ ! -e "$T/cap0" ] && ok "--capture refusals: nothing written" || bad "cap0: $(ls -A "$T/cap0")"
@@ -467,8 +475,12 @@ expect 0 "" "record --capture cuda-profiler" -- \
     sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap1" --quiet --capture cuda-profiler -- "$FAKE" 0
 # without a GPU CUPTI gives no callbacks: the collector falls back to recording everything
 # and says so in the trace
-expect 0 "capture windows need CUPTI's callbacks" "--capture without CUPTI's callbacks: said, all recorded" -- \
-    "$LP" info "$T/cap1"
+expect 0 "capture windows (cuda-profiler) cannot open here: CUPTI's callbacks could not be enabled" \
+    "--capture without CUPTI's callbacks: said, all recorded" -- "$LP" info "$T/cap1"
+expect 0 "" "record --capture nvtx:" -- \
+    sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap2" --quiet --capture 'nvtx:^step/8' -- "$FAKE" 0
+expect 0 "capture windows (nvtx:^step/8) cannot open here" "--capture nvtx: without callbacks: said" \
+    -- "$LP" info "$T/cap2"
 
 # profile --deep: no deep dive of a program that failed (it would run again); the deep dive
 # runs after record, before report (tests/cli_deep.sh covers the deep dive itself)

@@ -1,5 +1,6 @@
 /* The collector's fail-open paths, without a GPU: a write failure (disk full), NVML
- * missing, CUPTI missing. Each must leave a warning and a loss record, never a crash. */
+ * missing, CUPTI missing. Each must leave a warning and a loss record, never a crash.
+ * Then launch records and capture windows, driven through a fake CUPTI. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <cmocka.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <generated_nvtx_meta.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +16,19 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect/activity.h"
 #include "collect/cupti_api.h"
 #include "collect/dlbind.h"
+#include "collect/launch.h"
+#include "collect/log.h"
 #include "collect/nvml.h"
+#include "collect/nvtx.h"
 #include "collect/sink.h"
+#include "collect/window.h"
+#include "llmprof/capture.h"
 #include "llmprof/trace.h"
 
 static char dir[] = "/tmp/lp_test_collect_XXXXXX";
@@ -206,6 +214,481 @@ static void test_dl_bind(void **state)
     assert_null(lp_dl_sym(NULL, "strlen", LP_DL_FALLBACK_DEFAULT, self));
 }
 
+/* Launch records and capture windows, driven through a fake CUPTI. The collector's modules
+ * keep their state in file statics with no reset, so each scenario runs in a forked child
+ * against a sink of its own; the parent reads the trace back. A child cannot report through
+ * cmocka (a failed assertion would unwind into the child's copy of the runner, which would
+ * run the remaining tests), so it checks with NEED: the line and condition on stderr, and
+ * exit status 1. */
+#define NEED(cond)                                                                         \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: child check failed: %s\n", __FILE__, __LINE__, #cond); \
+            _exit(1);                                                                      \
+        }                                                                                  \
+    } while (0)
+
+static int subscriber_token, context_token, domain_token;
+#define FAKE_SUB ((CUpti_SubscriberHandle)&subscriber_token)
+#define FAKE_CTX ((CUcontext)&context_token)
+#define FAKE_NVTX_DOMAIN ((nvtxDomainHandle_t)&domain_token)
+enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3 }; /* runtime; the driver's 1 and 2 */
+
+static CUptiResult fake_callback_name(CUpti_CallbackDomain domain, uint32_t cbid,
+                                      const char **name)
+{
+    static const char *const runtime[] = {[CB_LAUNCH] = "cudaLaunchKernel_v7000",
+                                          [CB_MALLOC] = "cudaMalloc_v3020",
+                                          [CB_GRAPH] = "cudaGraphLaunch_v10000"};
+    static const char *const driver[] = {[1] = "cuLaunchKernel", [2] = "cuMemAlloc_v2"};
+    const char *n = NULL;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < sizeof runtime / sizeof *runtime)
+        n = runtime[cbid];
+    else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < sizeof driver / sizeof *driver)
+        n = driver[cbid];
+    if (!n)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *name = n;
+    return CUPTI_SUCCESS;
+}
+
+struct enable_call {
+    uint32_t on;
+    CUpti_SubscriberHandle sub;
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId cbid;
+};
+static struct enable_call enables[64];
+static size_t n_enables;
+
+static CUptiResult fake_enable_callback(uint32_t on, CUpti_SubscriberHandle sub,
+                                        CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    if (n_enables < sizeof enables / sizeof *enables)
+        enables[n_enables] = (struct enable_call){on, sub, domain, cbid};
+    n_enables++;
+    return CUPTI_SUCCESS;
+}
+
+/* The trace clock: strictly increasing (1 us a reading) from the real time, so that a
+ * window's close is always after its open and the reader finds the times plausible. */
+static uint64_t fake_now;
+static CUptiResult fake_timestamp(uint64_t *t)
+{
+    *t = __atomic_add_fetch(&fake_now, 1000, __ATOMIC_RELAXED);
+    return CUPTI_SUCCESS;
+}
+
+/* Runs SCENARIO in a child with the fake CUPTI and a sink in DIR/NAME; the child must exit 0.
+ * Its stderr goes to DIR/NAME.stderr, shown when it fails (the sink's count of records lost
+ * by earlier tests, inherited through fork, would only be noise). */
+static void in_child(const char *name, void (*scenario)(void))
+{
+    char sub[256], errfile[300];
+    make_subdir(name, sub, sizeof sub);
+    snprintf(errfile, sizeof errfile, "%s.stderr", sub);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0)
+            dup2(fd, 2);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        fake_now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        lp_cupti.GetCallbackName = fake_callback_name;
+        lp_cupti.EnableCallback = fake_enable_callback;
+        lp_cupti.GetTimestamp = fake_timestamp;
+        unsetenv("LLMPROF_LAUNCH");
+        lp_collect_set_quiet(1);
+        char err[256];
+        NEED(lp_sink_open(sub, err, sizeof err) == 0);
+        scenario();
+        lp_sink_close();
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        FILE *f = fopen(errfile, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            fprintf(stderr, "child: %s", line);
+        if (f)
+            fclose(f);
+    }
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* One callback of a runtime or driver call, as CUPTI delivers it. */
+static void api_site(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                     CUpti_ApiCallbackSite site, uint32_t correlation, uint64_t *slot, int rv)
+{
+    CUpti_CallbackData cd = {.callbackSite = site, .functionReturnValue = &rv,
+                             .context = FAKE_CTX, .correlationData = slot,
+                             .correlationId = correlation};
+    lp_launch_callback(domain, cbid, &cd);
+}
+
+/* A whole cudaLaunchKernel of CORRELATION, entry and exit. */
+static void launch_kernel(uint32_t correlation)
+{
+    uint64_t slot = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, correlation, &slot, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, correlation, &slot, 0);
+}
+
+static void launch_records_child(void)
+{
+    NEED(lp_launch_context() == NULL);
+    NEED(lp_launch_start(FAKE_SUB, 0, NULL) == 0);
+    /* every call is named, with the version suffix cut; only the traced are switched on */
+    NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, CB_LAUNCH), "cudaLaunchKernel"));
+    NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, CB_MALLOC), "cudaMalloc"));
+    NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, CB_GRAPH), "cudaGraphLaunch"));
+    NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_DRIVER, 2), "cuMemAlloc"));
+    NEED(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, 4) == NULL);
+    NEED(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, 1u << 20) == NULL);
+    NEED(lp_launch_api_name(0, CB_LAUNCH) == NULL);
+    NEED(n_enables == 3);
+    const struct enable_call want[] = {
+        {1, FAKE_SUB, CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH},
+        {1, FAKE_SUB, CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH},
+        {1, FAKE_SUB, CUPTI_CB_DOMAIN_DRIVER_API, 1},
+    };
+    for (size_t i = 0; i < 3; i++)
+        NEED(enables[i].on == want[i].on && enables[i].sub == want[i].sub &&
+             enables[i].domain == want[i].domain && enables[i].cbid == want[i].cbid);
+
+    /* cudaLaunchKernel (10) makes the runtime's own cuLaunchKernel (11): one record */
+    uint64_t rt = 0, drv = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, 10, &rt, 0);
+    NEED(rt != 0); /* the start, kept for the exit */
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 11, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 11, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 10, &rt, 0);
+    NEED(lp_launch_context() == FAKE_CTX);
+    /* the program's own cuLaunchKernel (12), failing: recorded with its status */
+    drv = 0;
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 12, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 12, &drv, 700);
+    /* untraced: cudaMalloc and the driver call it makes */
+    uint64_t m = 0, ma = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_MALLOC, CUPTI_API_ENTER, 13, &m, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 2, CUPTI_API_ENTER, 14, &ma, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 2, CUPTI_API_EXIT, 14, &ma, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_MALLOC, CUPTI_API_EXIT, 13, &m, 0);
+    NEED(m == 0 && ma == 0);
+    /* an exit whose entry was not seen (no start) is no record */
+    uint64_t none = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_EXIT, 15, &none, 0);
+    lp_launch_drain();
+    lp_launch_stop();
+    /* after exit nothing more is kept */
+    launch_kernel(16);
+    lp_launch_drain();
+    NEED(n_enables == 3); /* never switched off: not windowed */
+}
+
+static const struct lp_api *api_of(const struct lp_trace *t, uint32_t correlation)
+{
+    for (size_t i = 0; i < t->n_apis; i++)
+        if (t->apis[i].correlation == correlation)
+            return &t->apis[i];
+    return NULL;
+}
+
+/* Launch records from the callbacks: a runtime launch is one record, not two (its driver
+ * call is the runtime's own), a direct driver launch is one, untraced calls and exits
+ * without an entry none; names, domains, status and times reach the trace, and only the
+ * traced calls' callbacks were switched on (recording every call cost +43...57 %). */
+static void test_launch_records(void **state)
+{
+    (void)state;
+    in_child("launch", launch_records_child);
+    struct lp_trace *t = read_only_trace("launch");
+    assert_int_equal(t->n_apis, 2);
+    const struct lp_api *rt = api_of(t, 10), *drv = api_of(t, 12);
+    assert_non_null(rt);
+    assert_non_null(drv);
+    assert_string_equal(lp_trace_str(t, rt->name), "cudaLaunchKernel");
+    assert_int_equal(rt->domain, LP_API_DOMAIN_RUNTIME);
+    assert_int_equal(rt->cbid, CB_LAUNCH);
+    assert_int_equal(rt->status, 0);
+    assert_true(rt->start < rt->end);
+    assert_string_equal(lp_trace_str(t, drv->name), "cuLaunchKernel");
+    assert_int_equal(drv->domain, LP_API_DOMAIN_DRIVER);
+    assert_int_equal(drv->cbid, 1);
+    assert_int_equal(drv->status, 700);
+    assert_true(drv->start < drv->end);
+    assert_true(rt->end < drv->start);
+    assert_int_equal(rt->thread, drv->thread);
+    assert_string_equal(lp_trace_meta(t, "launch_records"), "callbacks");
+    assert_string_equal(lp_trace_meta(t, "api_calls_traced_runtime"), "2");
+    assert_string_equal(lp_trace_meta(t, "api_calls_traced_driver"), "1");
+    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "2");
+    assert_string_equal(lp_trace_meta(t, "launch_records_dropped"), "0");
+    assert_null(lp_trace_meta(t, "capture_after_close")); /* not windowed */
+    lp_trace_free(t);
+}
+
+static unsigned outside; /* in_window's answers of 0 */
+
+static int in_window(uint32_t correlation)
+{
+    int in = lp_launch_in_window(correlation);
+    outside += !in;
+    return in;
+}
+
+static void launch_windowed_child(void)
+{
+    NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
+    /* switched on once (can they be?), then off until a window opens */
+    NEED(n_enables == 6);
+    for (size_t i = 0; i < 6; i++)
+        NEED(enables[i].on == (i < 3));
+    NEED(in_window(5) == 0); /* before any window */
+    NEED(lp_launch_in_window(0) == 1); /* no correlation: kept */
+    lp_launch_set_recording(1);
+    NEED(n_enables == 9 && enables[8].on == 1);
+    launch_kernel(20);
+    launch_kernel(25);
+    lp_launch_set_recording(0);
+    lp_launch_set_recording(0); /* no change: nothing switched */
+    NEED(n_enables == 12 && enables[11].on == 0);
+    lp_launch_set_recording(1); /* a window that launches nothing */
+    lp_launch_set_recording(0);
+    lp_launch_set_recording(1);
+    launch_kernel(40);
+    lp_launch_set_recording(0);
+    NEED(n_enables == 24);
+    NEED(in_window(19) == 0);
+    NEED(in_window(20) == 1);
+    NEED(in_window(22) == 1);
+    NEED(in_window(25) == 1);
+    NEED(in_window(26) == 0);
+    NEED(in_window(39) == 0);
+    NEED(in_window(40) == 1);
+    NEED(in_window(41) == 0);
+    /* the open window's span has no end yet */
+    lp_launch_set_recording(1);
+    launch_kernel(50);
+    NEED(in_window(50) == 1);
+    NEED(in_window(60) == 1);
+    lp_launch_set_recording(0);
+    NEED(in_window(60) == 0);
+    NEED(in_window(50) == 1);
+    NEED(outside == 6);
+    lp_launch_stop();
+}
+
+/* Windowed launch records (record --capture): the callbacks start switched off and each
+ * window switches them; lp_launch_in_window tells kernels launched inside a window (their
+ * correlation id within a window's span) from those launched after it closed, also with a
+ * window that launched nothing in between, and counts the others in the header. */
+static void test_launch_windowed(void **state)
+{
+    (void)state;
+    in_child("windowed", launch_windowed_child);
+    struct lp_trace *t = read_only_trace("windowed");
+    assert_int_equal(t->n_apis, 4);
+    const uint32_t launched[] = {20, 25, 40, 50};
+    for (size_t i = 0; i < 4; i++)
+        assert_non_null(api_of(t, launched[i]));
+    assert_string_equal(lp_trace_meta(t, "capture_after_close"), "6");
+    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "4");
+    lp_trace_free(t);
+}
+
+/* What the capture windows switch: K (kernel activity, first) and L, logged in order. */
+static char switch_log[256];
+static int kernel_switch_fails; /* switching K on fails */
+
+static int log_switch(char name, int on)
+{
+    size_t n = strlen(switch_log);
+    if (n + 3 <= sizeof switch_log) {
+        switch_log[n] = name;
+        switch_log[n + 1] = on ? '+' : '-';
+        switch_log[n + 2] = 0;
+    }
+    return 0;
+}
+static int kernel_switch(int on)
+{
+    log_switch('K', on);
+    return on && kernel_switch_fails ? -1 : 0;
+}
+static int launch_switch(int on) { return log_switch('L', on); }
+static const lp_window_switch test_switches[] = {kernel_switch, launch_switch, NULL};
+
+static void nvtx_call(CUpti_CallbackId cbid, const void *params)
+{
+    CUpti_NvtxData d = {.functionName = "nvtx", .functionParams = params};
+    lp_nvtx_callback(CUPTI_CB_DOMAIN_NVTX, cbid, &d);
+}
+static void push(const char *name)
+{
+    nvtxRangePushA_params p = {name};
+    nvtx_call(CUPTI_CBID_NVTX_nvtxRangePushA, &p);
+}
+static void pop(void)
+{
+    nvtxRangePop_params p = {NULL};
+    nvtx_call(CUPTI_CBID_NVTX_nvtxRangePop, &p);
+}
+
+static void start_windows(const char *text, CUpti_SubscriberHandle sub)
+{
+    struct lp_capture_spec spec;
+    char err[256];
+    NEED(lp_capture_parse(text, &spec, err, sizeof err) == 0);
+    lp_window_start(sub, &spec, text, test_switches);
+}
+
+static void nvtx_windows_child(void)
+{
+    start_windows("nvtx:^step$@2/2", FAKE_SUB);
+    NEED(!strcmp(switch_log, "K-L-")); /* everything starts off */
+    /* the NVTX range callbacks, switched on for the subscriber */
+    NEED(n_enables == 6);
+    for (size_t i = 0; i < 6; i++)
+        NEED(enables[i].on == 1 && enables[i].sub == FAKE_SUB &&
+             enables[i].domain == CUPTI_CB_DOMAIN_NVTX);
+    NEED(lp_launch_context() == NULL); /* no launch: windows close at once, not deferred */
+    const char *off = "K-L-";
+    const char *a = "K-L-K+L+", *a_closed = "K-L-K+L+K-L-";
+    push("step"); /* occurrence 1 */
+    NEED(!strcmp(switch_log, off));
+    pop();
+    push("step"); /* 2: opens A */
+    NEED(!strcmp(switch_log, a));
+    push("step"); /* 3, nested */
+    pop();
+    push("step"); /* 4, nested: selected, but a window is open */
+    NEED(!strcmp(switch_log, a));
+    pop(); /* not the pop of A's range */
+    NEED(!strcmp(switch_log, a));
+    pop(); /* A's */
+    NEED(!strcmp(switch_log, a_closed));
+    push("decode"); /* no match: no occurrence */
+    pop();
+    push("steps");
+    pop();
+    push("Step"); /* 5 (the expression is case-insensitive) */
+    pop();
+    NEED(!strcmp(switch_log, a_closed));
+    push("step"); /* 6: opens B */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+"));
+    push("step"); /* 7, nested: counted all the same, or 8 would not be the next */
+    pop();
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+"));
+    pop(); /* B's */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-"));
+    push("step"); /* 8: opens C */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-K+L+"));
+    /* a range of another NVTX domain inside C: the default domain's pop still ends C */
+    nvtxEventAttributes_t attr = {.version = NVTX_VERSION, .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+                                  .messageType = NVTX_MESSAGE_TYPE_ASCII,
+                                  .message.ascii = "layer"};
+    nvtxDomainRangePushEx_params dpush = {.domain = FAKE_NVTX_DOMAIN, .core = {&attr}};
+    nvtx_call(CUPTI_CBID_NVTX_nvtxDomainRangePushEx, &dpush);
+    pop();
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-K+L+K-L-"));
+    nvtxDomainRangePop_params dpop = {FAKE_NVTX_DOMAIN};
+    nvtx_call(CUPTI_CBID_NVTX_nvtxDomainRangePop, &dpop);
+    lp_window_stop();
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-K+L+K-L-")); /* none was open */
+}
+
+/* Capture windows on NVTX ranges (--capture nvtx:^step$@2/2): occurrences 2, 6 and 8 of
+ * the range open a window at their push and close it at their pop, switching everything
+ * on and off at once (kernel activity is not deferred: nothing was launched). Nested
+ * matching pushes count as occurrences (capture.h) but neither open a window nor close
+ * the open one at their pop; other names do not count. Each window is written when it
+ * opens (end = start) and again closed, and the header counts 3. */
+static void test_nvtx_windows(void **state)
+{
+    (void)state;
+    in_child("nvtx", nvtx_windows_child);
+    struct lp_trace *t = read_only_trace("nvtx");
+    assert_int_equal(t->n_windows, 6);
+    for (size_t i = 0; i < 6; i++) {
+        const struct lp_window *w = &t->windows[i];
+        assert_int_equal(w->cause, LP_WINDOW_CAUSE_NVTX);
+        assert_int_equal(w->thread, t->windows[0].thread);
+        if (i % 2 == 0) { /* opened */
+            assert_true(w->end == w->start);
+        } else { /* the same one, closed */
+            assert_true(w->start == t->windows[i - 1].start);
+            assert_true(w->end > w->start);
+        }
+        if (i >= 2 && i % 2 == 0)
+            assert_true(w->start > t->windows[i - 1].end);
+    }
+    assert_string_equal(lp_trace_meta(t, "capture"), "nvtx:^step$@2/2");
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "3");
+    assert_non_null(lp_trace_meta(t, "capture_switch_ns"));
+    lp_trace_free(t);
+}
+
+static void kernel_refused_child(void)
+{
+    kernel_switch_fails = 1;
+    start_windows("nvtx:^step$", FAKE_SUB);
+    push("step");
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-")); /* tried, and everything went off again */
+    pop();
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-"));
+    lp_window_stop();
+}
+
+static void no_subscriber_child(void)
+{
+    start_windows("nvtx:^step$", NULL);
+    NEED(!strcmp(switch_log, "K-L-K+L+")); /* windows cannot open: all is recorded */
+    NEED(n_enables == 0);
+    push("step"); /* no client: nothing happens */
+    pop();
+    NEED(!strcmp(switch_log, "K-L-K+L+"));
+    lp_window_stop();
+}
+
+static int has_loss(const struct lp_trace *t, const char *text)
+{
+    for (size_t i = 0; i < t->n_losses; i++)
+        if (strstr(lp_trace_str(t, t->losses[i].what), text))
+            return 1;
+    return 0;
+}
+
+/* Capture windows fail open: a window whose kernel activity cannot be switched on stays
+ * shut (and says so) instead of recording launches without kernels; without a subscriber
+ * no window can open, so everything is recorded and the header says "all". */
+static void test_windows_fail_open(void **state)
+{
+    (void)state;
+    in_child("refused", kernel_refused_child);
+    struct lp_trace *t = read_only_trace("refused");
+    assert_int_equal(t->n_windows, 0);
+    assert_true(has_loss(t, "could not enable kernel activity"));
+    assert_string_equal(lp_trace_meta(t, "capture"), "nvtx:^step$");
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "0");
+    lp_trace_free(t);
+
+    in_child("nosub", no_subscriber_child);
+    t = read_only_trace("nosub");
+    assert_int_equal(t->n_windows, 0);
+    assert_true(has_loss(t, "capture windows (nvtx:^step$) cannot open here"));
+    assert_string_equal(lp_trace_meta(t, "capture"), "all");
+    assert_null(lp_trace_meta(t, "capture_windows"));
+    lp_trace_free(t);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -229,7 +712,10 @@ int main(void)
         cmocka_unit_test(test_kinds_parse),
         cmocka_unit_test(test_kinds_default),
         cmocka_unit_test(test_dl_bind),
-
+        cmocka_unit_test(test_launch_records),
+        cmocka_unit_test(test_launch_windowed),
+        cmocka_unit_test(test_nvtx_windows),
+        cmocka_unit_test(test_windows_fail_open),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/capture.h"
 #include "llmprof/report.h"
 #include "report/report_internal.h"
 #include "tracebuild.h"
@@ -1936,6 +1937,88 @@ static void test_capture_windows(void **state)
     lp_trace_free(t);
 }
 
+/* the H200 runs of tests/gpu/launch.sh with --capture 'nvtx:^step$/8': every window holds
+ * one decode step with as many kernels as a step of a full record of the same command (HF
+ * eager 946, the CUDA-graph decode 613), each tied to its launch (callbacks switched with
+ * the windows); the graph kernels, still running when their windows closed, have their
+ * own end times (the collector waited for the GPU before switching kernel activity off) */
+static void test_capture_nvtx_fixtures(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        size_t windows, per_step;
+        uint64_t after_close;
+    } runs[] = {{"capture-nvtx-hf", 6, 946, 1}, {"capture-nvtx-graph", 12, 613, 44208}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct lp_trace *t = fixture(runs[i].name);
+        assert_string_equal(lp_trace_meta(t, "launch_records"), "callbacks");
+        assert_int_equal(strtoull(lp_trace_meta(t, "capture_after_close"), NULL, 10),
+                         runs[i].after_close);
+        struct lp_run r;
+        struct lp_run_options o = {.keep_warmup = 1};
+        analyze(t, &o, &r);
+        assert_int_equal(r.capture.kind, LP_CAPTURE_MODE_NVTX);
+        assert_int_equal(r.capture.n_windows, runs[i].windows);
+        assert_int_equal(t->n_kernels, runs[i].windows * runs[i].per_step);
+        /* kernels, copies and sets: all tied to their launch */
+        assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+        assert_int_equal(r.kernels_by_time, 0);
+        const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
+        assert_int_equal(d->occurrences, runs[i].windows); /* one part per window */
+        assert_int_equal(d->kernels, t->n_kernels);
+        assert_int_equal(r.llm.tpot.n, 0); /* cut decode ranges: no TPOT */
+        uint64_t longest = 0;
+        for (size_t k = 0; k < t->n_kernels; k++)
+            if (t->kernels[k].end - t->kernels[k].start > longest)
+                longest = t->kernels[k].end - t->kernels[k].start;
+        assert_true(longest < 1000000); /* under 1 ms: no end time from a later window */
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
+/* Windows on one decode step in two (record --capture nvtx:^step$/2): the decode range
+ * spans both windows, so it counts one part per window, each with its own step's kernel,
+ * and neither the time between them nor a TPOT (its time is the windows', not the range's) */
+static void test_capture_split(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "nvtx:^step$/2");
+    range(&b, "decode", 1, 1000, 10000);
+    for (uint64_t s = 0; s < 4; s++)
+        range(&b, "step", 1, 2000 + 2000 * s, 3000 + 2000 * s);
+    kernel(&b, "gemm_a", 1, 2100, 2200, 2800);
+    kernel(&b, "gemm_b", 1, 6100, 6200, 6950);
+    window(&b, 2000, 3000);
+    window(&b, 6000, 7000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    struct lp_run_options o = {.keep_warmup = 1};
+    analyze(t, &o, &r);
+    const struct lp_capture_facts *c = &r.capture;
+    assert_int_equal(c->kind, LP_CAPTURE_MODE_NVTX);
+    assert_int_equal(c->occ_across, 1);
+    assert_int_equal(c->occ_cut, 1);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->occurrences, 2);
+    assert_int_equal(d->kernels, 2);
+    assert_true(d->wall.total == 1000 + 1000); /* the parts, each to its window's end */
+    assert_int_equal(r.llm.tpot.n, 0);
+    assert_int_equal(r.llm.itl.n, 0);
+    assert_int_equal(r.llm.cut_requests, 1);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "the chosen NVTX ranges, each from its push to its pop"));
+    assert_non_null(strstr(md, "1 stage range spanning two windows or more counts one part"));
+    assert_non_null(strstr(md, "stage ranges cut by capture windows"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* the H200 runs of tests/gpu/capture.sh: the window held the timed requests, and their
  * stages have the kernels the same command recorded without --capture had there (HF eager:
  * prefill 1,804 and decode 28,380; the CUDA-graph decode: 1,032 and 38,006), steps found as
@@ -1981,6 +2064,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_windows),
+        cmocka_unit_test(test_capture_split),
+        cmocka_unit_test(test_capture_nvtx_fixtures),
         cmocka_unit_test(test_capture_fixtures),
         cmocka_unit_test(test_text_tables),
         cmocka_unit_test(test_launch_correlation_not_overlap),

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <zstd.h>
 
+#include "llmprof/capture.h"
 #include "llmprof/trace.h"
 #include "trace/codec.h"
 #include "trace/reader_internal.h"
@@ -1049,6 +1050,108 @@ static void test_counter_dtypes(void **state)
     assert_true(lp_pm_value(&s, LP_PM_GPC_MHZ) == 1980);
 }
 
+/* Parses TEXT, which must be accepted, and checks what it asks for. */
+static void capture_ok(const char *text, enum lp_capture_mode mode, const char *range,
+                       uint64_t first, uint64_t last, uint64_t every)
+{
+    struct lp_capture_spec s;
+    char err[512] = "";
+    assert_int_equal(lp_capture_parse(text, &s, err, sizeof err), 0);
+    assert_int_equal(s.mode, mode);
+    assert_string_equal(s.range, range);
+    assert_int_equal(s.first, first);
+    assert_int_equal(s.last, last);
+    assert_int_equal(s.every, every);
+}
+
+/* Parses TEXT, which must be refused with exactly WHY. */
+static void capture_refused(const char *text, const char *why)
+{
+    struct lp_capture_spec s;
+    char err[512] = "";
+    assert_int_equal(lp_capture_parse(text, &s, err, sizeof err), -1);
+    assert_string_equal(err, why);
+}
+
+/* --capture's values: the modes by name, the nvtx selection read from the right (so a
+ * regular expression may itself end in "-5" or a number), and every refusal saying what is
+ * wrong, since the CLI passes the text on to the user as it is. */
+static void test_capture_parse(void **state)
+{
+    (void)state;
+    capture_ok(NULL, LP_CAPTURE_MODE_ALL, "", 0, 0, 0);
+    capture_ok("", LP_CAPTURE_MODE_ALL, "", 0, 0, 0);
+    capture_ok("all", LP_CAPTURE_MODE_ALL, "", 0, 0, 0);
+    capture_ok("cuda-profiler", LP_CAPTURE_MODE_CUDA_PROFILER, "", 0, 0, 0);
+    capture_ok("signal", LP_CAPTURE_MODE_SIGNAL, "", 0, 0, 0);
+    capture_ok("nvtx:^step$", LP_CAPTURE_MODE_NVTX, "^step$", 1, 0, 1);
+    capture_ok("nvtx:step@100-131", LP_CAPTURE_MODE_NVTX, "step", 100, 131, 1);
+    capture_ok("nvtx:step@5", LP_CAPTURE_MODE_NVTX, "step", 5, 0, 1);
+    capture_ok("nvtx:step/8", LP_CAPTURE_MODE_NVTX, "step", 1, 0, 8);
+    capture_ok("nvtx:step@3/2", LP_CAPTURE_MODE_NVTX, "step", 3, 0, 2);
+    capture_ok("nvtx:x@2-9/3", LP_CAPTURE_MODE_NVTX, "x", 2, 9, 3);
+    capture_ok("nvtx:step@7-7", LP_CAPTURE_MODE_NVTX, "step", 7, 7, 1);
+    /* no '@' before the "-5": all of it is the expression, nothing is selected */
+    capture_ok("nvtx:a-5", LP_CAPTURE_MODE_NVTX, "a-5", 1, 0, 1);
+    capture_ok("nvtx:v1-5", LP_CAPTURE_MODE_NVTX, "v1-5", 1, 0, 1);
+    capture_ok("nvtx:12-34", LP_CAPTURE_MODE_NVTX, "12-34", 1, 0, 1);
+    capture_ok("nvtx:layer10", LP_CAPTURE_MODE_NVTX, "layer10", 1, 0, 1);
+    capture_ok("nvtx:a|b@2", LP_CAPTURE_MODE_NVTX, "a|b", 2, 0, 1);
+
+    capture_refused("nvtx:@4", "--capture 'nvtx:@4': no range is named: give a regular "
+                               "expression of range names, e.g. nvtx:^decode@100-131");
+    capture_refused("nvtx:", "--capture 'nvtx:': no range is named: give a regular "
+                             "expression of range names, e.g. nvtx:^decode@100-131");
+    capture_refused("nvtx:a@5-3", "--capture 'nvtx:a@5-3': LAST is before FIRST");
+    capture_refused("nvtx:a/0", "--capture 'nvtx:a/0': occurrences count from 1 and EVERY is "
+                                "at least 1");
+    capture_refused("nvtx:a@0", "--capture 'nvtx:a@0': occurrences count from 1 and EVERY is "
+                                "at least 1");
+    capture_refused("bogus", "--capture takes all, cuda-profiler, signal or "
+                             "nvtx:REGEX[@FIRST[-LAST]][/EVERY], not 'bogus'");
+    capture_refused("NVTX:step", "--capture takes all, cuda-profiler, signal or "
+                                 "nvtx:REGEX[@FIRST[-LAST]][/EVERY], not 'NVTX:step'");
+    /* the regex library's own words follow: only the start is ours */
+    struct lp_capture_spec s;
+    char err[512] = "";
+    assert_int_equal(lp_capture_parse("nvtx:(a", &s, err, sizeof err), -1);
+    const char *head = "--capture 'nvtx:(a': '(a' is not a regular expression: ";
+    assert_memory_equal(err, head, strlen(head));
+    assert_true(strlen(err) > strlen(head));
+    /* a short ERR is cut, never overrun */
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    assert_int_equal(lp_capture_parse("bogus", &s, tiny, 4), -1);
+    assert_string_equal(tiny, "--c");
+    assert_int_equal(tiny[4], 'x');
+}
+
+/* Which occurrences open a window: from FIRST, every EVERY-th, up to LAST (0: no end). */
+static void test_capture_selects(void **state)
+{
+    (void)state;
+    struct lp_capture_spec s;
+    char err[256];
+    assert_int_equal(lp_capture_parse("nvtx:x@2-9/3", &s, err, sizeof err), 0);
+    char got[32] = "", want[] = ".x..x..x............";
+    for (uint64_t n = 1; n <= 20; n++)
+        got[n - 1] = lp_capture_selects(&s, n) ? 'x' : '.';
+    assert_string_equal(got, want); /* 2, 5 and 8 only */
+    assert_false(lp_capture_selects(&s, 0));
+    assert_int_equal(lp_capture_parse("nvtx:^step$", &s, err, sizeof err), 0);
+    for (uint64_t n = 1; n <= 20; n++)
+        assert_true(lp_capture_selects(&s, n));
+    assert_true(lp_capture_selects(&s, UINT64_MAX)); /* no LAST: no end */
+    assert_int_equal(lp_capture_parse("nvtx:step@3/2", &s, err, sizeof err), 0);
+    for (uint64_t n = 1; n <= 20; n++)
+        assert_int_equal(lp_capture_selects(&s, n), n >= 3 && n % 2 == 1);
+    assert_int_equal(lp_capture_parse("nvtx:step@100-131", &s, err, sizeof err), 0);
+    assert_false(lp_capture_selects(&s, 99));
+    assert_true(lp_capture_selects(&s, 100));
+    assert_true(lp_capture_selects(&s, 131));
+    assert_false(lp_capture_selects(&s, 132));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1075,6 +1178,8 @@ int main(void)
         cmocka_unit_test(test_implausible_times),
         cmocka_unit_test(test_header_window_disagrees),
         cmocka_unit_test(test_fixtures_lose_nothing),
+        cmocka_unit_test(test_capture_parse),
+        cmocka_unit_test(test_capture_selects),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

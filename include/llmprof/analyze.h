@@ -439,6 +439,8 @@ struct lp_llm_metrics {
     enum lp_llm_why_not why_not;
     size_t requests;              /* measured ones */
     size_t decode_requests;       /* of them, those with a decode */
+    size_t cut_requests;          /* of them, those whose prefill or decode a capture window
+                                     cut: no TTFT, TPOT or ITL from them */
     double ttft_s, tpot_s;        /* medians; 0: not measurable */
     struct lp_dist ttft, tpot, itl;
     double prefill_tokens_per_s, decode_tokens_per_s;
@@ -569,6 +571,7 @@ struct lp_run_options {
 struct lp_capture_facts {
     int windowed;                 /* the trace's "capture" is not "all": 1 */
     const char *mode;             /* that header value (the trace's string), NULL: all */
+    int kind;                     /* what opened the windows: enum lp_capture_mode */
     size_t n_windows;
     struct lp_window *windows;    /* by start, each once, closed (one never closed: to the last
                                      kernel) */
@@ -577,8 +580,8 @@ struct lp_capture_facts {
                                      records'), 0 unknown */
     size_t occ_outside;           /* stage range occurrences outside every window: left out */
     size_t occ_cut;               /* occurrences cut at a window's edge */
-    size_t occ_across;            /* occurrences over two windows or more: kept from the first
-                                     window's part to the last's, gaps included */
+    size_t occ_across;            /* occurrences over two windows or more: one part per
+                                     window, the time between them left out */
 };
 
 struct lp_run {

@@ -163,6 +163,7 @@ enum lp_loss_source {
     LP_LOSS_SOURCE_GEMM = 6,             /* GEMM records dropped or GEMM capture failing */
     LP_LOSS_SOURCE_COUNTERS = 7,         /* hardware counters refused, busy or not decoded */
     LP_LOSS_SOURCE_PM = 8,               /* PM samples refused, busy or lost (buffer overflow) */
+    LP_LOSS_SOURCE_LAUNCH = 9,           /* launch records dropped (their queue was full) */
 };
 
 struct lp_loss {
@@ -281,13 +282,17 @@ struct lp_pm_sample {
 /* What opened a capture window (record --capture). */
 enum lp_window_cause {
     LP_WINDOW_CAUSE_PROFILER_API = 1, /* cudaProfilerStart ... cudaProfilerStop */
+    LP_WINDOW_CAUSE_NVTX = 2,         /* an NVTX range chosen by name and occurrence */
+    LP_WINDOW_CAUSE_SIGNAL = 3,       /* SIGUSR1 ... SIGUSR1 */
 };
 
 /* A capture window: kernels, copies, sets and allocations were recorded from START to END
  * (host times of the calls that opened and closed it; END is the end of the recording when
  * the program never closed it; the collector writes one with END = START when it opens, in
- * case it never closes). Outside every window only NVTX, launch calls, NVML, GEMM shapes,
- * graph records, counters, PM samples and device facts were recorded. A trace has windows only when its header's "capture" is not "all". */
+ * case it never closes). Outside every window only NVTX, NVML, graph records, counters, PM
+ * samples and device facts are recorded; launch calls and GEMM calls too when the header's
+ * "launch_records" is not "callbacks". A trace has windows only when its header's "capture"
+ * is not "all". */
 struct lp_window {
     uint64_t start, end;          /* trace clock */
     uint32_t cause;               /* enum lp_window_cause */

@@ -47,6 +47,7 @@ struct request {
     double decode_ns;
     int64_t steps;
     int uncounted, measured, decode;
+    int cut_prefill, cut_decode; /* cut by a capture window: no TTFT, no TPOT */
 };
 
 /* Inferred prefills have no range of their own. A request opened by a vision range (a hook
@@ -116,6 +117,8 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
             x->prefill_end = o->end;
             x->prefill_tokens = o->n_tokens;
         }
+        x->cut_prefill |= o->cut && k == LP_STAGE_KIND_PREFILL;
+        x->cut_decode |= o->cut && k == LP_STAGE_KIND_DECODE;
         if (k == LP_STAGE_KIND_DECODE) {
             x->decode_ns += (double)(o->end - o->start);
             x->uncounted |= o->steps <= 0 || __builtin_add_overflow(x->steps, o->steps, &x->steps);
@@ -131,12 +134,14 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
 
 static double ttft_of(const struct request *x)
 {
-    return x->prefill_end > x->start ? (double)(x->prefill_end - x->start) : 0;
+    return x->prefill_end > x->start && !x->cut_prefill ? (double)(x->prefill_end - x->start)
+                                                          : 0;
 }
 
 static double tpot_of(const struct request *x)
 {
-    return x->steps > 0 && !x->uncounted ? x->decode_ns / (double)x->steps : 0;
+    return x->steps > 0 && !x->uncounted && !x->cut_decode ? x->decode_ns / (double)x->steps
+                                                            : 0;
 }
 
 static int move_to_warmup(struct lp_run_ctx *c, int32_t request, int32_t occ)
@@ -314,6 +319,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++) {
         m->requests += q[i].measured;
         m->decode_requests += q[i].decode;
+        m->cut_requests += q[i].measured && (q[i].cut_prefill || q[i].cut_decode);
         if (tpot_of(&q[i]) > 0)
             v[k++] = tpot_of(&q[i]);
     }
@@ -321,7 +327,8 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     k = 0;
     for (size_t i = 0; i < c->n_occ; i++) {
         const struct lp_occ *o = &c->occ[i];
-        if (measured(c, o) && lp_occ_kind(c, o) == LP_STAGE_KIND_DECODE)
+        /* a cut decode's steps end where its window did, not where the step did */
+        if (measured(c, o) && lp_occ_kind(c, o) == LP_STAGE_KIND_DECODE && !o->cut)
             for (uint32_t j = 0; j < o->n_step_ns; j++)
                 v[k++] = c->step_ns[o->first_step + j];
     }

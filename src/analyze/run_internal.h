@@ -54,6 +54,10 @@ struct lp_occ {
     uint8_t tokens_source;        /* enum lp_tokens_source */
     uint8_t steps_source;         /* enum lp_steps_source */
     uint32_t first_step, n_step_ns; /* its step durations in ctx step_ns, when found */
+    uint32_t part;                /* capture windows: its range's part in the k-th window it
+                                     spans (0: the first, the one the range names) */
+    uint8_t cut;                  /* capture windows: shorter than its range (cut at a
+                                     window's edge): its time is not the stage's */
 };
 
 struct lp_range_info {

@@ -422,8 +422,14 @@ static int32_t occ_at(const struct lp_run_ctx *c, int32_t range, uint64_t ts)
 {
     if (!lp_run_in_window(c, ts)) /* a call outside the windows: in no occurrence */
         return -1;
-    if (!c->r->stages_inferred)
-        return range >= 0 ? c->ri[range].occ : -1;
+    if (!c->r->stages_inferred) {
+        int32_t o = range >= 0 ? c->ri[range].occ : -1;
+        /* a range split at capture windows: its part that holds TS */
+        for (int32_t j = o + 1; o >= 0 && (size_t)j < c->n_occ && c->occ[j].start <= ts; j++)
+            if (c->occ[j].range == c->occ[o].range && c->occ[j].part)
+                o = j;
+        return o;
+    }
     return occ_holding(c, ts);
 }
 
@@ -605,7 +611,7 @@ int lp_run_stages(struct lp_run_ctx *c)
     }
     if (rc == LP_OK) {
         for (size_t i = 0; i < c->n_occ; i++)
-            if (c->occ[i].range >= 0)
+            if (c->occ[i].range >= 0 && !c->occ[i].part) /* the range names its first part */
                 occ_new[c->ri[c->occ[i].range].occ] = (int32_t)i;
         for (size_t i = 0; i < c->r->ranges.n; i++)
             if (c->ri[i].occ >= 0)

@@ -3,13 +3,16 @@
  * windows (a window the program never closed, as in a killed process, runs to the last
  * kernel), lp_run_windows_clip then leaves out the occurrences outside every window (their
  * ranges open none) and cuts those that cross a window's edge; the facts go to
- * lp_run.capture. A trace without windows (capture "all", or older) is left as it is, and so
+ * lp_run.capture. An occurrence that spans several windows becomes one part per window (the
+ * time between them was not recorded); its range still names the first part. A trace
+ * without windows (capture "all", or older) is left as it is, and so
  * is one that says windowed but has kernels and no window (the collector fell back to
  * recording everything before it could say so). */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmprof/capture.h"
 #include "run_internal.h"
 
 static int cmp_window(const void *a, const void *b)
@@ -36,6 +39,10 @@ int lp_run_windows_load(struct lp_run_ctx *c)
         return LP_OK;
     f->windowed = 1;
     f->mode = mode;
+    struct lp_capture_spec spec;
+    char err[256];
+    /* a mode this build does not know (a newer collector's) is still windowed */
+    f->kind = lp_capture_parse(mode, &spec, err, sizeof err) == 0 ? (int)spec.mode : -1;
     uint64_t a = meta_u64(t, "start_trace_ns"), b = meta_u64(t, "end_trace_ns");
     f->span_ns = b > a && a ? b - a : 0;
     struct lp_window *w = malloc((t->n_windows ? t->n_windows : 1) * sizeof *w);
@@ -64,6 +71,20 @@ int lp_run_windows_load(struct lp_run_ctx *c)
     return LP_OK;
 }
 
+/* The first window that ends after T. */
+static size_t window_ending_after(const struct lp_run_ctx *c, uint64_t t)
+{
+    size_t lo = 0, hi = c->n_windows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->windows[mid].end <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 int lp_run_windows_clip(struct lp_run_ctx *c, size_t first)
 {
     struct lp_run *r = c->r;
@@ -72,44 +93,57 @@ int lp_run_windows_clip(struct lp_run_ctx *c, size_t first)
         return LP_OK;
     const struct lp_window *w = c->windows;
     int32_t *map = malloc(c->n_occ * sizeof *map);
-    if (!map)
+    /* one part per window an occurrence overlaps */
+    size_t n_parts = first;
+    for (size_t i = first; i < c->n_occ; i++)
+        for (size_t k = window_ending_after(c, c->occ[i].start);
+             k < c->n_windows && w[k].start < c->occ[i].end; k++)
+            n_parts++;
+    struct lp_occ *out = malloc((n_parts ? n_parts : 1) * sizeof *out);
+    if (!map || !out) {
+        free(map);
+        free(out);
         return LP_ERR_NOMEM;
+    }
+    memcpy(out, c->occ, first * sizeof *out);
     size_t kept = first;
     for (size_t i = 0; i < first; i++)
         map[i] = (int32_t)i;
     for (size_t i = first; i < c->n_occ; i++) {
-        struct lp_occ o = c->occ[i];
+        const struct lp_occ o = c->occ[i];
         /* the first window ending after the occurrence starts, then those it overlaps */
-        size_t lo = 0, hi = c->n_windows;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (w[mid].end <= o.start)
-                lo = mid + 1;
-            else
-                hi = mid;
+        size_t n_over = 0;
+        for (size_t k = window_ending_after(c, o.start);
+             k < c->n_windows && w[k].start < o.end; k++, n_over++) {
+            /* one part per window: the time between windows was not recorded */
+            struct lp_occ p = o;
+            p.start = o.start > w[k].start ? o.start : w[k].start;
+            p.end = o.end < w[k].end ? o.end : w[k].end;
+            if (p.range_end > p.end)
+                p.range_end = p.end;
+            /* a request's start, before the vision: the first part's */
+            p.open_start = n_over == 0 && o.open_start ? (o.open_start < p.start ? p.start
+                                                                                : o.open_start)
+                                                       : 0;
+            p.carved_from = o.carved_from >= 0 && (size_t)o.carved_from < i
+                                ? map[o.carved_from] : -1;
+            p.part = (uint32_t)n_over;
+            /* an inferred stage's bounds are the gaps between GEMM calls: not cut */
+            p.cut = o.range >= 0 && (p.start != o.start || p.end != o.end);
+            out[kept++] = p;
         }
-        size_t last = lo, n_over = 0;
-        for (size_t k = lo; k < c->n_windows && w[k].start < o.end; k++, n_over++)
-            last = k;
         if (n_over == 0) {
             map[i] = -1;
             f->occ_outside++;
             continue;
         }
-        uint64_t s = o.start > w[lo].start ? o.start : w[lo].start;
-        uint64_t e = o.end < w[last].end ? o.end : w[last].end;
-        f->occ_cut += s != o.start || e != o.end;
+        map[i] = (int32_t)(kept - n_over);
         f->occ_across += n_over > 1;
-        o.start = s;
-        o.end = e;
-        if (o.range_end > e)
-            o.range_end = e;
-        if (o.open_start && o.open_start < s) /* a request's start, before the vision */
-            o.open_start = s;
-        o.carved_from = o.carved_from >= 0 && (size_t)o.carved_from < i ? map[o.carved_from] : -1;
-        map[i] = (int32_t)kept;
-        c->occ[kept++] = o;
+        f->occ_cut += out[kept - n_over].start != o.start || out[kept - 1].end != o.end;
     }
+    free(c->occ);
+    c->occ = out;
+    c->occ_cap = n_parts ? n_parts : 1;
     c->n_occ = kept;
     for (size_t i = 0; i < r->ranges.n; i++)
         if (c->ri[i].occ >= 0)

@@ -194,6 +194,15 @@ static int info_trace(const char *path)
         lp_fmt_ns((double)s.window_ns, a, sizeof a);
         printf("  capture  %s: kernels recorded only in %zu window%s, %s in all\n", capture,
                s.n_windows, s.n_windows == 1 ? "" : "s", a);
+        const char *sw = lp_trace_meta(t, "capture_switch_ns");
+        if (sw && strcmp(sw, "0")) {
+            lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
+            printf("           switching recording on and off took the program %s\n", a);
+        }
+        const char *after = lp_trace_meta(t, "capture_after_close");
+        if (after && strcmp(after, "0"))
+            printf("           %s kernels, copies and sets launched after a window closed "
+                   "(recorded while the GPU caught up) left out\n", after);
     }
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",

@@ -20,6 +20,7 @@
 #include "build_info.h"
 #include "cli.h"
 #include "llmprof/analyze.h"
+#include "llmprof/capture.h"
 #include "llmprof/trace.h"
 #include "llmprof/version.h"
 
@@ -109,7 +110,7 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--pm-sampling US] [--capture all|cuda-profiler] [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--capture MODE] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -175,9 +176,9 @@ const struct lp_cli_opt lp_cli_record_options[] = {
              "microseconds (CUPTI PM sampling; see below)",
      .off = OPT(pm_sampling_us), .parse = parse_pm_sampling},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--capture", .arg = "MODE",
-     .help = "when kernels are recorded: all (default), or cuda-profiler: only\n"
-             "between the program's cudaProfilerStart and cudaProfilerStop (see below)",
-     .off = OPT(capture), .missing = "all or cuda-profiler"},
+     .help = "when kernels are recorded: all (default), cuda-profiler,\n"
+             "nvtx:REGEX[@FIRST[-LAST]][/EVERY] or signal (see below)",
+     .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX... or signal"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters-only",
      .help = "the same as --light", .off = OPT(light), .set = 1},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
@@ -203,16 +204,21 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "range per step) or report --decode-tokens. --light --counters counts per stage with\n"
     "the range profiler instead, which costs about as much per launch as kernel tracing.\n"
     "\n"
-    "Capture windows (--capture cuda-profiler): kernels, copies and allocations are recorded\n"
-    "only between the program's cudaProfilerStart and cudaProfilerStop (in PyTorch\n"
-    "torch.cuda.profiler.start() and stop(); vLLM's \"cuda\" profiler calls them), every\n"
-    "window, as nsys --capture-range=cudaProfilerApi --capture-range-end=repeat does; NVTX\n"
-    "ranges, launch calls, NVML and GEMM shapes stay on. Outside the windows kernel tracing\n"
-    "is off, but the launch calls' records and GEMM capture still cost about what they do in\n"
-    "a full record (docs/benchmarks.md). The report's stage and step figures then come from\n"
-    "the windows only, and say so.\n"
-    "\n"
-    "examples:\n"
+    "Capture windows (--capture MODE): kernels, copies, allocations, launch calls and GEMM\n"
+    "calls are recorded only inside windows; NVTX ranges, NVML and device facts all run.\n"
+    "It keeps the trace to the spans that matter; it does not yet make the rest free (on\n"
+    "the H200 one decode step in eight cost about a full record: docs/benchmarks.md). MODE:\n"
+    "  cuda-profiler   from the program's cudaProfilerStart to its cudaProfilerStop, every\n"
+    "                  time (torch.cuda.profiler.start() and stop(); vLLM's \"cuda\" profiler),\n"
+    "                  as nsys --capture-range=cudaProfilerApi --capture-range-end=repeat\n"
+    "  nvtx:REGEX[@FIRST[-LAST]][/EVERY]   NVTX ranges whose name matches REGEX (extended,\n"
+    "                  any case), counted from 1 in the order they open: occurrences FIRST to\n"
+    "                  LAST, every EVERY-th, each from its push to its pop; e.g.\n"
+    "                  nvtx:'^decode step'@100-131 or nvtx:'^step$'/8 (one step in 8)\n"
+    "  signal          kill -USR1 PID opens a window, the next SIGUSR1 closes it (a program\n"
+    "                  that handles SIGUSR1 itself keeps it, and everything is recorded)\n"
+    "The report's stage and step figures then come from the windows only, and say so.\n"
+    "\n"    "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
     "  llmprof record --counters -o run3 -- python3 infer.py\n"
     "  llmprof record --light -o run2 ./my_cuda_app\n"
@@ -893,8 +899,10 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
                      "counters, which serve one of them at a time: choose one");
         return 2;
     }
-    if (o->capture && strcmp(o->capture, "all") && strcmp(o->capture, "cuda-profiler")) {
-        lp_cli_error("record", "--capture takes all or cuda-profiler, not '%s'", o->capture);
+    struct lp_capture_spec spec;
+    char cerr[512];
+    if (o->capture && lp_capture_parse(o->capture, &spec, cerr, sizeof cerr) != 0) {
+        lp_cli_error("record", "%s", cerr);
         return 2;
     }
     if (o->capture && o->light && strcmp(o->capture, "all")) {

@@ -1,6 +1,5 @@
-/* CUPTI activity collection (see activity.h). Launch correlation comes from per-API
- * activity records enabled only for launch, copy, set and synchronise calls, chosen by
- * name at run time: recording every API call cost +43...57 % on HF decode. */
+/* CUPTI activity collection (see activity.h). Launch calls are launch.c's: it enables their
+ * API activity records here only when it cannot use callbacks. */
 #include "activity.h"
 
 #include <pthread.h>
@@ -11,10 +10,12 @@
 
 #include "convert.h"
 #include "cupti_api.h"
+#include "launch.h"
 #include "log.h"
 #include "sink.h"
 
 static struct lp_activity_options opts;
+static int recording; /* the per-launch kinds are on (capture windows switch them) */
 /* Buffers (all_bufs) are either free, lent to CUPTI, or completed and waiting to be
  * drained: each list is at most max_buffers long, so memory is bounded by max_buffers x
  * buffer_bytes. */
@@ -27,16 +28,6 @@ static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
 static void (*notify)(void);
 static CUpti_SubscriberHandle subscriber;
-
-#define MAX_CBID 2048
-static const char *runtime_names[MAX_CBID], *driver_names[MAX_CBID];
-
-static const char *const runtime_prefixes[] = {
-    "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cudaDeviceSynchronize",
-    "cudaStreamSynchronize", "cudaEventSynchronize", NULL};
-static const char *const driver_prefixes[] = {
-    "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
-    "cuStreamSynchronize", "cuEventSynchronize", NULL};
 
 static const struct {
     const char *name, *alias;
@@ -108,12 +99,22 @@ static lp_str intern_cb(void *user, const char *s)
     return lp_sink_intern(s);
 }
 
+/* Kernels, copies and sets launched after a window closed, recorded while kernel activity
+ * waited to go off (window.c): left out. */
+static int in_window(const struct lp_record *r)
+{
+    switch (r->type) {
+    case LP_REC_KERNEL: return lp_launch_in_window(r->u.kernel.correlation);
+    case LP_REC_MEMCPY: return lp_launch_in_window(r->u.memcpy.correlation);
+    case LP_REC_MEMSET: return lp_launch_in_window(r->u.memset.correlation);
+    default: return 1;
+    }
+}
+
 static const char *api_name_cb(void *user, uint32_t domain, uint32_t cbid)
 {
     (void)user;
-    if (cbid >= MAX_CBID)
-        return NULL;
-    return domain == LP_API_DOMAIN_RUNTIME ? runtime_names[cbid] : driver_names[cbid];
+    return lp_launch_api_name(domain, cbid);
 }
 
 /* Runs on CUPTI's thread: only queues the buffer, so CUPTI is never held up by llmprof's
@@ -172,6 +173,8 @@ void lp_activity_drain(void)
             struct lp_record r;
             if (!lp_convert_activity(a, &cc, &r))
                 continue;
+            if (opts.windowed && !in_window(&r))
+                continue;
             if (r.type == LP_REC_KERNEL && r.u.kernel.device < 64)
                 devices |= 1ull << r.u.kernel.device;
             lp_sink_add(&r);
@@ -185,54 +188,17 @@ void lp_activity_drain(void)
     }
 }
 
-static const char *strip_version(const char *name, char *buf, size_t len)
-{
-    /* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "_ptsz" variants are kept */
-    snprintf(buf, len, "%s", name);
-    char *u = strrchr(buf, '_');
-    if (u && u[1] == 'v' && u[2] >= '0' && u[2] <= '9')
-        *u = 0;
-    return buf;
-}
-
-static int matches(const char *name, const char *const *prefixes)
-{
-    for (; *prefixes; prefixes++)
-        if (strncmp(name, *prefixes, strlen(*prefixes)) == 0)
-            return 1;
-    return 0;
-}
-
-/* Enables API records for the calls that launch work or wait for it. Returns how many. */
-static unsigned enable_apis(CUpti_CallbackDomain domain, const char *const *prefixes,
-                            const char **names,
-                            CUptiResult (*enable)(CUpti_CallbackId, uint8_t))
-{
-    unsigned n = 0;
-    for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
-        const char *name = NULL;
-        if (lp_cupti.GetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name)
-            continue;
-        char buf[128];
-        names[cbid] = strdup(strip_version(name, buf, sizeof buf));
-        if (matches(name, prefixes) && enable(cbid, 1) == CUPTI_SUCCESS)
-            n++;
-    }
-    return n;
-}
-
 /* the kinds capture windows switch: the per-launch activity kinds */
 static int windowed_kind(unsigned i)
 {
     return !(LP_KINDS_LIGHT & 1u << i) && kinds_info[i].cupti != CUPTI_ACTIVITY_KIND_INVALID;
 }
 
-/* The launch calls' API records are not switched: enabled per call in mid-run (in the
- * callback that opens a window), CUPTI 13.0 returned success and delivered none, also when
- * they had been enabled at start and disabled (measured on an H200). They stay on all run:
- * kernels are tied to their threads and GEMM calls inside the windows. */
 int lp_activity_set_recording(int on)
 {
+    if (on == recording)
+        return 0;
+    recording = on;
     int rc = 0;
     for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
         if (!(opts.kinds & 1u << i) || !windowed_kind(i))
@@ -254,6 +220,7 @@ static void CUPTIAPI no_callbacks(void *userdata, CUpti_CallbackDomain domain,
 int lp_activity_start(const struct lp_activity_options *o)
 {
     opts = *o;
+    recording = !opts.windowed;
     free_bufs = calloc(opts.max_buffers, sizeof *free_bufs);
     done_bufs = calloc(opts.max_buffers, sizeof *done_bufs);
     all_bufs = calloc(opts.max_buffers, sizeof *all_bufs);
@@ -289,24 +256,6 @@ int lp_activity_start(const struct lp_activity_options *o)
             i == LP_KIND_INDEX_KERNEL)
             return -1;
     }
-    if (!(kinds & LP_KIND_API))
-        return 0;
-    if (!lp_cupti.GetCallbackName || !lp_cupti.ActivityEnableRuntimeApi ||
-        !lp_cupti.ActivityEnableDriverApi) {
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                        "this CUPTI (%u) cannot enable single API calls: launch correlation "
-                        "(which thread launched each kernel) is not recorded", lp_cupti.version);
-        return 0;
-    }
-    unsigned rt = enable_apis(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_prefixes, runtime_names,
-                              lp_cupti.ActivityEnableRuntimeApi);
-    unsigned drv = enable_apis(CUPTI_CB_DOMAIN_DRIVER_API, driver_prefixes, driver_names,
-                               lp_cupti.ActivityEnableDriverApi);
-    lp_sink_set_meta_u64("api_calls_traced_runtime", rt);
-    lp_sink_set_meta_u64("api_calls_traced_driver", drv);
-    if (rt + drv == 0)
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                        "no launch API could be enabled: launch correlation is not recorded");
     return 0;
 }
 

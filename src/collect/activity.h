@@ -1,5 +1,5 @@
-/* CUPTI activity collection: which kinds and which API calls are enabled, the bounded
- * pool of activity buffers, and the conversion of completed buffers into the sink. */
+/* CUPTI activity collection: which kinds are enabled, the bounded pool of activity
+ * buffers, and the conversion of completed buffers into the sink. */
 #ifndef LP_COLLECT_ACTIVITY_H
 #define LP_COLLECT_ACTIVITY_H
 
@@ -9,7 +9,7 @@
 
 /* What to record: the one list of activity kinds. X(ID, NAME, ALIAS, CUPTI_KIND, LIGHT):
  * NAME (and ALIAS, or NULL) is what LLMPROF_KINDS takes, CUPTI_KIND the activity enabled
- * for it (INVALID: none; API enables single calls instead, see activity.c), LIGHT 1 when
+ * for it (INVALID: none; API is launch.c's launch records), LIGHT 1 when
  * --light keeps it (no per-launch record: CUPTI's kernel tracing costs about a microsecond
  * per launch, the marker, device and overhead kinds nothing measurable). A kind's bit is its
  * place in the list and the trace header's "kinds" holds those bits: add kinds at the end
@@ -62,9 +62,9 @@ struct lp_activity_options {
 /* Enables activity collection: 0 when at least kernels are being recorded, 1 when
  * another CUPTI client holds CUPTI (warned), -1 on failure. */
 int lp_activity_start(const struct lp_activity_options *opt);
-/* Switches the per-launch activity kinds (kernels, copies, sets, allocations; the launch
- * calls' API records stay on, see activity.c) on or off, for capture windows: 0, or -1 when kernel activity could not be enabled (warned).
- * Called with one caller at a time. */
+/* Switches the per-launch activity kinds (kernels, copies, sets, allocations) on or off,
+ * for capture windows: 0, or -1 when kernel activity could not be enabled. Called with one
+ * caller at a time. */
 int lp_activity_set_recording(int on);
 /* The subscriber held since lp_activity_start, or NULL. */
 CUpti_SubscriberHandle lp_activity_subscriber(void);

@@ -8,7 +8,6 @@
  * host from the decoded image. */
 #include "counters.h"
 
-#include <generated_nvtx_meta.h>
 #include <math.h>
 #include <pthread.h>
 #include <regex.h>
@@ -21,6 +20,7 @@
 #include "dlbind.h"
 #include "log.h"
 #include "metric_config.h"
+#include "nvtx.h"
 #include "sink.h"
 
 /* The metric behind each counter on GH100-class chips (tests/gpu/counters_probe.md), in the
@@ -377,79 +377,35 @@ static void cut(uint64_t thread)
     pthread_mutex_unlock(&mu);
 }
 
-/* The NVTX stack of this thread: which open ranges are counted ones. Deeper than its room,
- * ranges are neither tracked nor counted. */
-enum { STACK = 256 };
-struct open_range {
-    const void *domain;
-    uint8_t counted;
-};
-static _Thread_local struct open_range stack[STACK];
-static _Thread_local unsigned depth;
-
-static const char *message_of(const nvtxEventAttributes_t *a)
+/* NVTX (nvtx.c): a counted range opened or closed cuts the segment. */
+static int on_push(const char *name, uint32_t thread, uint64_t now)
 {
-    return a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
+    (void)now;
+    int st = __atomic_load_n(&c.state, __ATOMIC_ACQUIRE);
+    if (st == ST_OFF || st == ST_DONE || !name || regexec(&c.re, name, 0, NULL, 0) != 0)
+        return 0;
+    cut(thread);
+    return 1;
 }
+
+static void on_pop(uint32_t thread, uint64_t now)
+{
+    (void)now;
+    int st = __atomic_load_n(&c.state, __ATOMIC_ACQUIRE);
+    if (st != ST_OFF && st != ST_DONE)
+        cut(thread);
+}
+
+static const struct lp_nvtx_client nvtx_client = {on_push, on_pop};
 
 void lp_counters_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
-    if (__atomic_load_n(&c.state, __ATOMIC_ACQUIRE) == ST_OFF || !data)
+    if (__atomic_load_n(&c.state, __ATOMIC_ACQUIRE) == ST_OFF || !data ||
+        domain != CUPTI_CB_DOMAIN_RESOURCE)
         return;
-    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-        const CUpti_ResourceData *rd = data;
-        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && rd->context == c.ctx)
-            lp_counters_stop();
-        return;
-    }
-    if (domain != CUPTI_CB_DOMAIN_NVTX || __atomic_load_n(&c.state, __ATOMIC_ACQUIRE) == ST_DONE)
-        return;
-    const void *params = ((const CUpti_NvtxData *)data)->functionParams;
-    const char *msg = NULL;
-    const void *dom = NULL;
-    int is_push = 1;
-    switch (cbid) {
-    case CUPTI_CBID_NVTX_nvtxRangePushA: msg = ((const nvtxRangePushA_params *)params)->message; break;
-    case CUPTI_CBID_NVTX_nvtxRangePushEx:
-        msg = message_of(((const nvtxRangePushEx_params *)params)->eventAttrib);
-        break;
-    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
-        dom = ((const nvtxDomainRangePushEx_params *)params)->domain;
-        msg = message_of(((const nvtxDomainRangePushEx_params *)params)->core.eventAttrib);
-        break;
-    case CUPTI_CBID_NVTX_nvtxRangePop: is_push = 0; break;
-    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-        dom = ((const nvtxDomainRangePop_params *)params)->domain;
-        is_push = 0;
-        break;
-    default: return;
-    }
-    uint64_t self = (uint64_t)pthread_self();
-    if (is_push) {
-        int counted = msg && regexec(&c.re, msg, 0, NULL, 0) == 0;
-        if (depth < STACK)
-            stack[depth] = (struct open_range){dom, (uint8_t)counted};
-        depth++;
-        if (counted && depth <= STACK)
-            cut((uint32_t)self);
-        return;
-    }
-    if (!depth)
-        return;
-    /* the innermost open range of that domain */
-    unsigned top = depth > STACK ? STACK : depth;
-    unsigned i = top;
-    while (i > 0 && stack[i - 1].domain != dom)
-        i--;
-    if (depth > STACK || i == 0) {
-        depth--;
-        return;
-    }
-    int counted = stack[i - 1].counted;
-    memmove(&stack[i - 1], &stack[i], (top - i) * sizeof stack[0]);
-    depth--;
-    if (counted)
-        cut((uint32_t)self);
+    const CUpti_ResourceData *rd = data;
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && rd->context == c.ctx)
+        lp_counters_stop();
 }
 
 void lp_counters_start(CUpti_SubscriberHandle subscriber)
@@ -498,18 +454,16 @@ void lp_counters_start(CUpti_SubscriberHandle subscriber)
         LP_DL_SYM(cuCtxGetDevice_p, "cuCtxGetDevice", 0),
     };
     lp_cuda_driver_bind(driver, sizeof driver / sizeof *driver);
-    static const CUpti_CallbackId nvtx[] = {
-        CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
-        CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
-        CUPTI_CBID_NVTX_nvtxDomainRangePop};
     __atomic_store_n(&c.state, ST_WAITING, __ATOMIC_RELEASE);
-    unsigned on = 0;
-    for (size_t i = 0; i < sizeof nvtx / sizeof *nvtx; i++)
-        on += LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx[i]) ==
-              CUPTI_SUCCESS;
+    if (lp_nvtx_add_client(subscriber, &nvtx_client) != 0) {
+        __atomic_store_n(&c.state, ST_OFF, __ATOMIC_RELEASE);
+        lp_collect_warn(LP_LOSS_SOURCE_COUNTERS, 0, "hardware counters off: CUPTI's NVTX "
+                        "callbacks could not be enabled");
+        return;
+    }
     LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
              CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-    lp_sink_set_meta("counters", on == sizeof nvtx / sizeof *nvtx ? "on" : "partly on");
+    lp_sink_set_meta("counters", "on");
     lp_sink_set_meta("counters_ranges", pattern);
     lp_sink_set_meta_u64("counters_segments_per_decode", c.per_pass);
 }

@@ -188,6 +188,7 @@ static const char *const api_names[API_COUNT] = {
 enum { QUEUE_CAP = 16384, MAX_TILES = 64, SHAPES_CAP = 4096 };
 
 static int enabled;                 /* read on every call: atomic */
+static int in_window = 1;           /* capture windows: calls outside them are not recorded */
 static struct lp_queue queue = LP_QUEUE_INIT(struct lp_gemm, QUEUE_CAP);
 
 /* What one shape's first call told about the algorithm; later calls copy it. */
@@ -367,7 +368,8 @@ static void apply_shape(struct lp_gemm *g, const struct shape *s)
 /* 0: not recording this call (off, or nested in a recorded one) */
 static int call_begin(struct call *c, enum api_id api)
 {
-    if (depth++ > 0 || !__atomic_load_n(&enabled, __ATOMIC_RELAXED))
+    if (depth++ > 0 || !__atomic_load_n(&enabled, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&in_window, __ATOMIC_RELAXED))
         return 0;
     memset(c, 0, sizeof *c);
     c->g.api = api;
@@ -665,6 +667,12 @@ void lp_gemm_stop(void)
     lp_queue_counts(&queue, &rec, &drop);
     lp_sink_set_meta_u64("gemm_calls_recorded", rec);
     lp_sink_set_meta_u64("gemm_calls_dropped", drop);
+}
+
+int lp_gemm_set_recording(int on)
+{
+    __atomic_store_n(&in_window, on, __ATOMIC_RELAXED);
+    return 0;
 }
 
 void lp_gemm_forget(void)

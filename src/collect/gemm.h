@@ -15,6 +15,8 @@ void lp_gemm_start(void (*notify)(void));
 void lp_gemm_drain(void);
 /* Stops recording, drains, and writes the counters to the END header. */
 void lp_gemm_stop(void);
+/* Capture windows: 0 leaves calls unrecorded until 1. Returns 0. */
+int lp_gemm_set_recording(int on);
 /* In a forked child: the parent's queue is not ours. */
 void lp_gemm_forget(void);
 

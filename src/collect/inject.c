@@ -23,8 +23,10 @@
 #include "cupti_api.h"
 #include "gemm.h"
 #include "graph.h"
+#include "launch.h"
 #include "log.h"
 #include "nvml.h"
+#include "nvtx.h"
 #include "pmsample.h"
 #include "procinfo.h"
 #include "sink.h"
@@ -101,6 +103,7 @@ static void *flush_loop(void *arg)
             lp_activity_flush(0);
         seen = lp_activity_completions();
         lp_activity_drain();
+        lp_launch_drain();
         lp_gemm_drain();
         lp_graph_drain();
         if (mono_ms() - last_write >= flush_ms) {
@@ -117,8 +120,10 @@ static void *flush_loop(void *arg)
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data)
 {
+    lp_launch_callback(domain, cbid, data); /* the most frequent: first */
     lp_graph_callback(userdata, domain, cbid, data);
     lp_window_callback(domain, cbid, data);
+    lp_nvtx_callback(domain, cbid, data);
     lp_counters_callback(domain, cbid, data);
     lp_pmsample_callback(domain, cbid, data);
 }
@@ -142,6 +147,7 @@ static void shutdown_collector(void)
     lp_activity_flush(1);
     lp_activity_drain();
     lp_activity_finish();
+    lp_launch_stop();
     lp_gemm_stop();
     lp_graph_stop();
     lp_sink_set_meta_u64("end_trace_ns", lp_clock_ns());
@@ -155,6 +161,8 @@ static void in_child_after_fork(void)
     started = 0;
     flusher_running = 0;
     lp_gemm_forget();
+    lp_launch_forget();
+    lp_window_forget();
     lp_graph_forget();
     lp_counters_forget();
     lp_pmsample_forget();
@@ -185,8 +193,11 @@ static void init(void)
     lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
     lp_sink_set_meta("mode", light ? "light" : "default");
     /* windows only where kernels are recorded at all */
-    enum lp_capture capture = light ? LP_CAPTURE_ALL : lp_window_mode();
-    lp_sink_set_meta("capture", capture == LP_CAPTURE_CUDA_PROFILER ? "cuda-profiler" : "all");
+    struct lp_capture_spec capture = {0};
+    if (!light)
+        lp_window_mode(&capture);
+    int windowed = capture.mode != LP_CAPTURE_MODE_ALL;
+    lp_sink_set_meta("capture", windowed ? getenv("LLMPROF_CAPTURE") : "all");
     char err[512];
     if (lp_sink_open(dir, err, sizeof err) != 0) {
         fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
@@ -206,7 +217,7 @@ static void init(void)
             .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
             .callback = on_callback,
-            .windowed = capture != LP_CAPTURE_ALL,
+            .windowed = windowed,
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
@@ -229,10 +240,15 @@ static void init(void)
                             "CUPTI activity could not be enabled (see the CUPTI error before "
                             "this): kernels are not recorded; the program runs on");
         if (act == 0) {
-            lp_graph_start(lp_activity_subscriber(), wake_flusher);
-            lp_counters_start(lp_activity_subscriber());
-            lp_pmsample_start(lp_activity_subscriber());
-            lp_window_start(lp_activity_subscriber(), capture);
+            CUpti_SubscriberHandle sub = lp_activity_subscriber();
+            if (ao.kinds & LP_KIND_API)
+                lp_launch_start(sub, windowed, wake_flusher);
+            lp_graph_start(sub, wake_flusher);
+            lp_counters_start(sub);
+            lp_pmsample_start(sub);
+            static const lp_window_switch switches[] = {
+                lp_activity_set_recording, lp_launch_set_recording, lp_gemm_set_recording, NULL};
+            lp_window_start(sub, &capture, getenv("LLMPROF_CAPTURE"), switches);
         } else {
             lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
                                             "(see the warnings)");

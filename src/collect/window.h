@@ -1,27 +1,29 @@
-/* Capture windows (record --capture): the program switches kernel recording on and off.
- * Outside the windows the per-launch activity (kernels, copies, allocations) is off, which
- * costs nothing measurable (docs/benchmarks.md, "The floor"); NVTX, NVML, GEMM shapes and the
- * launch calls' API records stay on (activity.c says why). Each window becomes one lp_window
- * record. */
+/* Capture windows (record --capture): the program, its NVTX ranges or a signal switch
+ * recording on and off. Outside the windows the per-launch activity (kernels, copies,
+ * allocations), the launch calls' callbacks and GEMM capture are off; NVTX, NVML and device
+ * facts stay on. Each window becomes one lp_window record. */
 #ifndef LP_COLLECT_WINDOW_H
 #define LP_COLLECT_WINDOW_H
 
 #include <cupti.h>
+#include <llmprof/capture.h>
 
-/* What opens windows: LLMPROF_CAPTURE's value. */
-enum lp_capture {
-    LP_CAPTURE_ALL = 0,          /* "all" (or unset): no windows, everything recorded */
-    LP_CAPTURE_CUDA_PROFILER,    /* "cuda-profiler": cudaProfilerStart ... cudaProfilerStop */
-};
-/* LLMPROF_CAPTURE's mode; an unknown value is warned about and read as all. */
-enum lp_capture lp_window_mode(void);
-/* The subscriber's callback (lp_activity_options.callback). */
+/* LLMPROF_CAPTURE, parsed into *SPEC; a bad value is warned about and read as all. */
+void lp_window_mode(struct lp_capture_spec *spec);
+/* The subscriber's callback (profiler API calls). */
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data);
-/* Enables the callbacks MODE needs on SUBSCRIBER, with activity started windowed. Without a
- * subscriber windows cannot open: then everything is recorded, and the trace says so. */
-void lp_window_start(CUpti_SubscriberHandle subscriber, enum lp_capture mode);
+/* What a window switches, NULL-terminated: each takes 1 (on) or 0 (off); the first is
+ * kernel activity, whose failure to switch on keeps the window shut. */
+typedef int (*lp_window_switch)(int on);
+/* Starts watching what SPEC names on SUBSCRIBER, with recording started switched off, and
+ * sets the header's "capture". Without a subscriber (or the signal handler) windows cannot
+ * open: then everything is switched on and recorded, and the trace says so. */
+void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_spec *spec,
+                     const char *text, const lp_window_switch *switches);
 /* At exit: closes an open window and writes the count to the END header. */
 void lp_window_stop(void);
+/* In a forked child: opens no window, and gives SIGUSR1 back its default. */
+void lp_window_forget(void);
 
 #endif

@@ -444,6 +444,7 @@ static json_t *llm_json(const struct lp_run *r)
     static const char *const why[] = {NULL, "no_shapes", "not_llm_shapes", "no_stage_kind"};
     json_object_set_new(llm, "why_not", m->why_not ? json_string(why[m->why_not]) : json_null());
     json_object_set_new(llm, "decode_requests", json_integer((json_int_t)m->decode_requests));
+    json_object_set_new(llm, "requests_cut", json_integer((json_int_t)m->cut_requests));
     json_object_set_new(llm, "prompt_per_sequence", m->prompt_per_sequence
                                                         ? json_integer(m->prompt_per_sequence)
                                                         : json_null());

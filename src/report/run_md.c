@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "llmprof/capture.h"
 #include "llmprof/ncu.h"
 #include "llmprof/report.h"
 #include "report_internal.h"
@@ -32,14 +33,31 @@ static void capture_line(FILE *f, const struct lp_run *r)
     char b1[32], b2[32];
     if (!c->windowed)
         return;
+    /* what opens them, and what it means that none opened */
+    const char *opens = "", *none = "no window opened";
+    switch (c->kind) {
+    case LP_CAPTURE_MODE_CUDA_PROFILER:
+        opens = ", the program's cudaProfilerStart to cudaProfilerStop";
+        none = "the program never opened one (cudaProfilerStart)";
+        break;
+    case LP_CAPTURE_MODE_NVTX:
+        opens = ", the chosen NVTX ranges, each from its push to its pop";
+        none = "no chosen occurrence of a matching NVTX range came";
+        break;
+    case LP_CAPTURE_MODE_SIGNAL:
+        opens = ", from one SIGUSR1 to the next";
+        none = "the process received no SIGUSR1 while recording";
+        break;
+    default: break;
+    }
     if (c->n_windows == 0) {
-        fprintf(f, "- **Capture windows** (`--capture %s`): the program never opened one "
-                   "(cudaProfilerStart), so no kernels were recorded.\n", c->mode);
+        fprintf(f, "- **Capture windows** (`--capture %s`): %s, so no kernels were recorded.\n",
+                c->mode, none);
         return;
     }
-    fprintf(f, "- **Capture windows** (`--capture %s`, the program's cudaProfilerStart to "
-               "cudaProfilerStop): kernels were recorded in %zu window%s, %s", c->mode,
-            c->n_windows, c->n_windows == 1 ? "" : "s", NS(c->recorded_ns));
+    fprintf(f, "- **Capture windows** (`--capture %s`%s): kernels were recorded in %zu "
+               "window%s, %s", c->mode, opens, c->n_windows, c->n_windows == 1 ? "" : "s",
+            NS(c->recorded_ns));
     if (c->span_ns)
         fprintf(f, " of the %s recorded", NS2(c->span_ns));
     fprintf(f, "; stage and step figures come from the windows only");
@@ -47,9 +65,9 @@ static void capture_line(FILE *f, const struct lp_run *r)
         fprintf(f, " (%zu stage range%s outside them left out, %zu cut at a window's edge)",
                 c->occ_outside, c->occ_outside == 1 ? "" : "s", c->occ_cut);
     if (c->occ_across)
-        fprintf(f, "; %zu stage range%s spanning two windows or more keep%s the time between "
-                   "them", c->occ_across, c->occ_across == 1 ? "" : "s",
-                c->occ_across == 1 ? "s" : "");
+        fprintf(f, "; %zu stage range%s spanning two windows or more count%s one part per "
+                   "window, without the time between them", c->occ_across,
+                c->occ_across == 1 ? "" : "s", c->occ_across == 1 ? "s" : "");
     fprintf(f, ".\n");
 }
 
@@ -167,8 +185,10 @@ static void llm_section(FILE *f, const struct lp_run *r)
     warmup_line(f, r);
     fprintf(f, "\n| metric | median | p90 | p99 | mean | n | source |\n"
                "|---|---|---|---|---|---|---|\n");
+    const char *cut = "stage ranges cut by capture windows: their times are the windows'";
     dist_row(f, "TTFT", &m->ttft, "requests",
-             m->ttft.n ? "prefill (+ vision) of each request" : "no prefill stage");
+             m->ttft.n ? "prefill (+ vision) of each request"
+             : m->cut_requests ? cut : "no prefill stage");
     if (m->tpot.n < m->decode_requests)
         snprintf(src, sizeof src, "decode time / steps (steps: %s); %zu of %zu requests: the "
                  "others' steps were not found", lp_text_steps_source(m->steps_source),
@@ -176,9 +196,11 @@ static void llm_section(FILE *f, const struct lp_run *r)
     else
         snprintf(src, sizeof src, "decode time / steps (steps: %s)",
                  lp_text_steps_source(m->steps_source));
-    dist_row(f, "TPOT", &m->tpot, "requests", m->tpot.n ? src : "decode steps not found");
+    dist_row(f, "TPOT", &m->tpot, "requests",
+             m->tpot.n ? src : m->cut_requests ? cut : "decode steps not found");
     snprintf(src, sizeof src, "step bounds: %s", lp_text_steps_source(m->steps_source));
-    dist_row(f, "ITL", &m->itl, "steps", m->itl.n ? src : "step bounds not found");
+    dist_row(f, "ITL", &m->itl, "steps",
+             m->itl.n ? src : m->cut_requests ? cut : "step bounds not found");
     fprintf(f, "\n| count | value | source |\n|---|---|---|\n");
     fprintf(f, "| batch | %lld | %s |\n", (long long)m->batch,
             m->batch_source == LP_TOKENS_NONE ? "assumed (no flag, name or decode GEMM shape)"

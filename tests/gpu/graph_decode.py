@@ -7,13 +7,20 @@ its position) and one graph replay of the whole forward pass with the argmax.
 --cuda-profiler warmup|timed: torch.cuda.profiler.start/stop around the warm-up request or
 around the timed ones.
 
-Default shape: 16 layers, hidden 2048, GQA 32/8 heads, SwiGLU 5632, vocab 32000, bf16."""
+Default shape: 16 layers, hidden 2048, GQA 32/8 heads, SwiGLU 5632, vocab 32000, bf16.
+--signal warmup|timed: the process sends itself SIGUSR1 before and after those requests
+(record --capture signal). --step-ranges: an NVTX range "step" around each decode step,
+inside "decode" (record --capture 'nvtx:^step$/8' records one step in eight).
+"""
 import argparse
 import json
+import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+
+import windows
 
 p = argparse.ArgumentParser()
 p.add_argument("--layers", type=int, default=16)
@@ -28,8 +35,7 @@ p.add_argument("--batch", type=int, default=1)
 p.add_argument("--requests", type=int, default=3)
 p.add_argument("--timer")
 p.add_argument("--config-out", help="write an HF Llama config.json of this shape here")
-p.add_argument("--cuda-profiler", choices=["warmup", "timed"],
-               help="call torch.cuda.profiler.start/stop around these requests")
+windows.add_options(p)
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -121,10 +127,14 @@ def request():
     t1 = time.perf_counter()
     torch.cuda.nvtx.range_push("decode")
     for i in range(args.new_tokens - 1):
+        if args.step_ranges:
+            torch.cuda.nvtx.range_push("step")
         static_tok.copy_(nxt)
         static_pos.fill_(args.prompt + i)
         graph.replay()
         nxt = static_out
+        if args.step_ranges:
+            torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
     t2 = time.perf_counter()
@@ -133,16 +143,20 @@ def request():
             "tpot_ms": (t2 - t1) * 1e3 / steps}
 
 
-if args.cuda_profiler == "warmup":
-    torch.cuda.profiler.start()
+windows.edge(args, "warmup", True)
 runs = [dict(request(), warmup=True)]
-if args.cuda_profiler:
-    (torch.cuda.profiler.stop if args.cuda_profiler == "warmup" else torch.cuda.profiler.start)()
+windows.edge(args, "warmup", False)
+windows.edge(args, "timed", True)
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
-if args.cuda_profiler == "timed":
-    torch.cuda.profiler.stop()
+windows.edge(args, "timed", False)
+timed = [r for r in runs if not r["warmup"]]
 res = {"arch": "llama-graph", "style": "cuda-graph decode", "prompt": args.prompt, "batch": B,
        "new_tokens": args.new_tokens, "layers": args.layers, "requests": runs,
+       # what bench/overhead.sh and bench/summarize.py read
+       "prefill_ms_median": statistics.median(r["prefill_ms"] for r in timed),
+       "decode_ms_per_token_median": statistics.median(r["tpot_ms"] for r in timed),
+       "prefill_ms_min": min(r["prefill_ms"] for r in timed),
+       "decode_ms_per_token_min": min(r["tpot_ms"] for r in timed),
        "torch": torch.__version__}
 print(json.dumps(res))
 if args.timer:

@@ -13,6 +13,10 @@ which 6 per token, 2 shared): the routed experts run as grouped GEMMs outside cu
 request, or around the timed ones (cudaProfilerStart/Stop, as vLLM's "cuda" profiler mode and
 nsys --capture-range=cudaProfilerApi use them).
 
+--signal warmup|timed: the process sends itself SIGUSR1 before and after those requests
+(record --capture signal). --step-ranges: an NVTX range "step" around each decode step,
+inside "decode" (record --capture 'nvtx:^step$/8' records one step in eight).
+
 Writes the model's config.json to --config-out and one JSON object with per-request timings
 to --timer (and stdout)."""
 import argparse
@@ -23,6 +27,8 @@ import time
 import torch
 import transformers
 
+import windows
+
 p = argparse.ArgumentParser()
 p.add_argument("--arch", choices=["llama", "llama3-8b", "deepseek-v2-lite"], default="llama")
 p.add_argument("--layers", type=int, default=4, help="llama3-8b: decoder layers")
@@ -32,8 +38,7 @@ p.add_argument("--batch", type=int, default=1)
 p.add_argument("--requests", type=int, default=3, help="timed requests after the warm-up")
 p.add_argument("--timer", help="write the timings here (JSON)")
 p.add_argument("--config-out", help="write the model's config.json here")
-p.add_argument("--cuda-profiler", choices=["warmup", "timed"],
-               help="call torch.cuda.profiler.start/stop around these requests")
+windows.add_options(p)
 args = p.parse_args()
 
 DEEPSEEK_V2_LITE = {
@@ -95,9 +100,13 @@ def request():
     t1 = time.perf_counter()
     torch.cuda.nvtx.range_push("decode")
     for _ in range(args.new_tokens - 1):
+        if args.step_ranges:
+            torch.cuda.nvtx.range_push("step")
         out = model(input_ids=nxt, past_key_values=past, use_cache=True)
         past = out.past_key_values
         nxt = out.logits[:, -1:].argmax(-1)
+        if args.step_ranges:
+            torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
     t2 = time.perf_counter()
@@ -106,14 +115,12 @@ def request():
             "tpot_ms": (t2 - t1) * 1e3 / steps}
 
 
-if args.cuda_profiler == "warmup":
-    torch.cuda.profiler.start()
+windows.edge(args, "warmup", True)
 runs = [dict(request(), warmup=True)]  # the warm-up: no name, like most scripts
-if args.cuda_profiler:
-    (torch.cuda.profiler.stop if args.cuda_profiler == "warmup" else torch.cuda.profiler.start)()
+windows.edge(args, "warmup", False)
+windows.edge(args, "timed", True)
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
-if args.cuda_profiler == "timed":
-    torch.cuda.profiler.stop()
+windows.edge(args, "timed", False)
 timed = [r for r in runs if not r["warmup"]]
 res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
        "batch": args.batch, "new_tokens": args.new_tokens, "requests": runs,

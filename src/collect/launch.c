@@ -1,0 +1,301 @@
+/* Launch records (see launch.h). Calls are picked by name prefix at run time, as CUPTI's
+ * callback ids differ between versions; recording every API call cost +43...57 % on HF
+ * decode. A callback takes the call's start at its entry and pushes one record at its exit
+ * into a queue the flusher empties, so the program's thread never waits on the sink. */
+#include "launch.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "cupti_api.h"
+#include "log.h"
+#include "queue.h"
+#include "sink.h"
+
+enum { MAX_CBID = 2048, QUEUE_CAP = 65536, RT = 0, DRV = 1 };
+
+static const char *const prefixes[2][8] = {
+    [RT] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cudaDeviceSynchronize",
+            "cudaStreamSynchronize", "cudaEventSynchronize", NULL},
+    [DRV] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
+             "cuStreamSynchronize", "cuEventSynchronize", NULL},
+};
+static const CUpti_CallbackDomain cupti_domain[2] = {[RT] = CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                     [DRV] = CUPTI_CB_DOMAIN_DRIVER_API};
+
+static const char *names[2][MAX_CBID];
+static uint8_t traced[2][MAX_CBID];
+static unsigned n_traced[2];
+static CUpti_SubscriberHandle subscriber;
+static int via_callbacks;
+static int callbacks_on;        /* capture windows switch them */
+static int enabled;             /* records are kept (not after exit or in a forked child) */
+static uint32_t generation = 1; /* counts switch-ons */
+/* the generation in which this thread entered a traced runtime call still open: a driver
+ * call made inside it is the runtime's own, and the runtime call is the record */
+static _Thread_local uint32_t runtime_open;
+static struct lp_queue queue = LP_QUEUE_INIT(struct lp_api, QUEUE_CAP);
+static CUcontext last_context;
+/* Capture windows: the correlation ids launched while the callbacks were on, one span per
+ * switch-on, in order (ids grow with every call). Kernels launched after a window closed but
+ * recorded before kernel activity went off (window.c) fall outside every span. */
+struct span {
+    uint32_t lo, hi; /* lo 0: nothing launched yet */
+};
+static pthread_mutex_t spans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct span *spans;
+static size_t n_spans, cap_spans;
+static int spans_on;             /* windowed through callbacks: spans are kept */
+static uint64_t outside_spans;   /* records left out by lp_launch_in_window */
+
+static int side_of(CUpti_CallbackDomain d)
+{
+    return d == CUPTI_CB_DOMAIN_RUNTIME_API ? RT : d == CUPTI_CB_DOMAIN_DRIVER_API ? DRV : -1;
+}
+
+const char *lp_launch_api_name(uint32_t domain, uint32_t cbid)
+{
+    if (cbid >= MAX_CBID || (domain != LP_API_DOMAIN_RUNTIME && domain != LP_API_DOMAIN_DRIVER))
+        return NULL;
+    return names[domain == LP_API_DOMAIN_RUNTIME ? RT : DRV][cbid];
+}
+
+static int has_prefix(const char *name, const char *const *p)
+{
+    for (; *p; p++)
+        if (!strncmp(name, *p, strlen(*p)))
+            return 1;
+    return 0;
+}
+
+/* Names every call of both domains ("cudaLaunchKernel_v7000" -> "cudaLaunchKernel"; "_ptsz"
+ * variants are kept) and marks the traced ones. */
+static void pick_calls(void)
+{
+    for (int s = RT; s <= DRV; s++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
+            const char *name = NULL;
+            if (lp_cupti.GetCallbackName(cupti_domain[s], cbid, &name) != CUPTI_SUCCESS || !name)
+                continue;
+            char *copy = strdup(name);
+            if (!copy)
+                continue;
+            char *u = strrchr(copy, '_');
+            if (u && u[1] == 'v' && u[2] >= '0' && u[2] <= '9')
+                *u = 0;
+            names[s][cbid] = copy;
+            traced[s][cbid] = (uint8_t)has_prefix(copy, prefixes[s]);
+        }
+}
+
+/* Switches the traced calls' callbacks; returns how many switched. */
+static unsigned switch_callbacks(int on)
+{
+    unsigned n = 0;
+    for (int s = RT; s <= DRV; s++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
+            if (traced[s][cbid])
+                n += LP_CUPTI(EnableCallback, (uint32_t)on, subscriber, cupti_domain[s], cbid) ==
+                     CUPTI_SUCCESS;
+    return n;
+}
+
+int lp_launch_set_recording(int on)
+{
+    if (!via_callbacks || on == callbacks_on)
+        return 0;
+    __atomic_store_n(&callbacks_on, on, __ATOMIC_RELAXED);
+    if (on) {
+        __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&spans_lock);
+        if (n_spans && !spans[n_spans - 1].lo)
+            n_spans--; /* the last window launched nothing: its span is reused */
+        if (n_spans == cap_spans) {
+            size_t cap = cap_spans ? 2 * cap_spans : 64;
+            struct span *p = realloc(spans, cap * sizeof *p);
+            if (p) {
+                spans = p;
+                cap_spans = cap;
+            }
+        }
+        if (n_spans < cap_spans) /* else the last span grows to hold this one */
+            spans[n_spans++] = (struct span){0, 0};
+        pthread_mutex_unlock(&spans_lock);
+    }
+    switch_callbacks(on);
+    return 0;
+}
+
+void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+    int s = side_of(domain);
+    if (s < 0 || cbid >= MAX_CBID || !traced[s][cbid] || !data)
+        return;
+    const CUpti_CallbackData *cd = data;
+    uint32_t gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
+    int enter = cd->callbackSite == CUPTI_API_ENTER;
+    if (s == DRV && runtime_open == gen)
+        return;
+    if (s == RT)
+        runtime_open = enter ? gen : 0;
+    if (!cd->correlationData)
+        return;
+    if (enter) {
+        *cd->correlationData = lp_clock_ns();
+        return;
+    }
+    uint64_t start = *cd->correlationData, end = lp_clock_ns();
+    /* no start: the entry came before the callbacks were switched on; switched off: a
+     * call in flight while they were (its kernels are outside the window) */
+    if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) ||
+        !__atomic_load_n(&callbacks_on, __ATOMIC_RELAXED) || start == 0 || start > end)
+        return;
+    struct lp_api a = {
+        .start = start,
+        .end = end,
+        .correlation = cd->correlationId,
+        .thread = (uint32_t)pthread_self(), /* CUPTI's thread ids are pthread_self's low bits */
+        .domain = s == RT ? LP_API_DOMAIN_RUNTIME : LP_API_DOMAIN_DRIVER,
+        .cbid = cbid,
+        .status = cd->functionReturnValue ? (uint32_t)*(const int *)cd->functionReturnValue : 0,
+    };
+    lp_queue_push(&queue, &a);
+    __atomic_store_n(&last_context, cd->context, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&spans_on, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&spans_lock);
+        struct span *sp = n_spans ? &spans[n_spans - 1] : NULL;
+        if (sp && (!sp->lo || a.correlation < sp->lo))
+            sp->lo = a.correlation;
+        if (sp && a.correlation > sp->hi)
+            sp->hi = a.correlation;
+        pthread_mutex_unlock(&spans_lock);
+    }
+}
+
+int lp_launch_in_window(uint32_t correlation)
+{
+    if (!__atomic_load_n(&spans_on, __ATOMIC_RELAXED) || correlation == 0)
+        return 1;
+    pthread_mutex_lock(&spans_lock);
+    /* the last span starting at or before CORRELATION (only the last can be empty) */
+    size_t lo = 0, hi = n_spans;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (spans[mid].lo && spans[mid].lo <= correlation)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int in = lo > 0 && (correlation <= spans[lo - 1].hi ||
+                        (lo == n_spans && callbacks_on)); /* the open window's */
+    outside_spans += !in;
+    pthread_mutex_unlock(&spans_lock);
+    return in;
+}
+
+CUcontext lp_launch_context(void) { return __atomic_load_n(&last_context, __ATOMIC_RELAXED); }
+
+/* Without a subscriber: CUPTI's API activity records for the traced calls, on all run. */
+static unsigned enable_activity(void)
+{
+    CUptiResult (*enable[2])(CUpti_CallbackId, uint8_t) = {
+        [RT] = lp_cupti.ActivityEnableRuntimeApi, [DRV] = lp_cupti.ActivityEnableDriverApi};
+    if (!enable[RT] || !enable[DRV])
+        return 0;
+    unsigned n = 0;
+    for (int s = RT; s <= DRV; s++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
+            if (traced[s][cbid] && enable[s](cbid, 1) == CUPTI_SUCCESS)
+                n++;
+    return n;
+}
+
+int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(void))
+{
+    if (!lp_cupti.GetCallbackName) {
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "this CUPTI (%u) cannot name API calls: "
+                        "launch correlation (which thread launched each kernel) is not "
+                        "recorded", lp_cupti.version);
+        return -1;
+    }
+    pick_calls();
+    for (int s = RT; s <= DRV; s++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
+            n_traced[s] += traced[s][cbid];
+    const char *how = getenv("LLMPROF_LAUNCH");
+    int activity = how && !strcmp(how, "activity");
+    unsigned on = 0;
+    queue.notify = notify;
+    __atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
+    if (sub && lp_cupti.EnableCallback && !activity) {
+        subscriber = sub;
+        via_callbacks = 1;
+        on = switch_callbacks(1); /* also when windowed: says whether they can be switched */
+        callbacks_on = 1;
+        if (windowed) {
+            lp_launch_set_recording(0);
+            __atomic_store_n(&spans_on, 1, __ATOMIC_RELAXED);
+        }
+        lp_sink_set_meta("launch_records", "callbacks");
+    } else {
+        on = enable_activity();
+        lp_sink_set_meta("launch_records", "activity");
+    }
+    lp_sink_set_meta_u64("api_calls_traced_runtime", n_traced[RT]);
+    lp_sink_set_meta_u64("api_calls_traced_driver", n_traced[DRV]);
+    if (on == 0) {
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "no launch call could be traced: launch "
+                        "correlation (which thread launched each kernel) is not recorded");
+        return -1;
+    }
+    return 0;
+}
+
+void lp_launch_drain(void)
+{
+    size_t n;
+    uint64_t lost;
+    struct lp_api *batch = lp_queue_take(&queue, &n, &lost);
+    if (lost)
+        lp_collect_warn(LP_LOSS_SOURCE_LAUNCH, lost, "launch records dropped: the queue of %d "
+                        "was full between two flushes (their kernels are kept, without their "
+                        "launching thread)", QUEUE_CAP);
+    if (!batch)
+        return;
+    /* string ids are the writer's; interned once per call per drain */
+    static lp_str interned[2][MAX_CBID];
+    memset(interned, 0, sizeof interned);
+    lp_sink_lock();
+    for (size_t i = 0; i < n; i++) {
+        struct lp_record r = {.type = LP_REC_API, .u.api = batch[i]};
+        int s = r.u.api.domain == LP_API_DOMAIN_RUNTIME ? RT : DRV;
+        lp_str *id = &interned[s][r.u.api.cbid];
+        if (!*id)
+            *id = lp_sink_intern(names[s][r.u.api.cbid]);
+        r.u.api.name = *id;
+        lp_sink_add(&r);
+    }
+    lp_sink_unlock();
+    lp_queue_release(&queue, batch);
+}
+
+void lp_launch_stop(void)
+{
+    __atomic_store_n(&enabled, 0, __ATOMIC_RELAXED);
+    lp_launch_drain();
+    if (!via_callbacks)
+        return;
+    uint64_t rec, drop;
+    lp_queue_counts(&queue, &rec, &drop);
+    lp_sink_set_meta_u64("launch_records_recorded", rec);
+    lp_sink_set_meta_u64("launch_records_dropped", drop);
+    if (__atomic_load_n(&spans_on, __ATOMIC_RELAXED)) {
+        pthread_mutex_lock(&spans_lock);
+        lp_sink_set_meta_u64("capture_after_close", outside_spans);
+        pthread_mutex_unlock(&spans_lock);
+    }
+}
+
+void lp_launch_forget(void) { __atomic_store_n(&enabled, 0, __ATOMIC_RELAXED); }

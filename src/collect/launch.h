@@ -1,0 +1,35 @@
+/* Launch records: the runtime and driver calls that launch work, copy, set or wait (one
+ * list, by name), recorded as lp_api records so that analysis ties each kernel to the
+ * thread and host time of its launch. Recorded from CUPTI callbacks, which can be switched
+ * on and off at any time (capture windows); CUPTI's API activity records, which cannot
+ * (enabled mid-run, CUDA 13.0 delivered none), serve only without a subscriber. */
+#ifndef LP_COLLECT_LAUNCH_H
+#define LP_COLLECT_LAUNCH_H
+
+#include <cupti.h>
+#include <stdint.h>
+
+/* Picks the calls and starts recording them: through SUBSCRIBER's callbacks (NULL, or
+ * LLMPROF_LAUNCH=activity: API activity records). WINDOWED: callbacks start switched off
+ * (lp_launch_set_recording). NOTIFY wakes the flusher when records pile up. Warns and
+ * returns -1 when no call could be enabled. */
+int lp_launch_start(CUpti_SubscriberHandle subscriber, int windowed, void (*notify)(void));
+/* Capture windows switch the callbacks; API activity records stay on. Returns 0. */
+int lp_launch_set_recording(int on);
+/* The subscriber's callback (runtime and driver domains). */
+void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+/* Whether work of CORRELATION was launched inside a capture window (always 1 unless
+ * windowed through callbacks); counts the others for the END header. */
+int lp_launch_in_window(uint32_t correlation);
+/* The context of the last call recorded through callbacks, or NULL. */
+CUcontext lp_launch_context(void);
+/* The name of a call ("cudaLaunchKernel"), or NULL. DOMAIN: enum lp_api_domain. */
+const char *lp_launch_api_name(uint32_t domain, uint32_t cbid);
+/* Moves queued records to the sink (the flusher). */
+void lp_launch_drain(void);
+/* At exit: drains and writes the counts to the END header. */
+void lp_launch_stop(void);
+/* In a forked child: records nothing more. */
+void lp_launch_forget(void);
+
+#endif
