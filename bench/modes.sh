@@ -24,6 +24,8 @@
 #                         program's NVTX ranges "step", as the harnesses' --step-ranges make)
 #   windowed-nolaunch     the same without launch records (LLMPROF_KINDS without api): only
 #                         kernel activity and GEMM capture are switched
+#   windowed-flag         windowed, the launch callbacks left enabled and only a flag
+#                         switched (LLMPROF_LAUNCH_SWITCH=flag)
 #   activity              the default with launch calls from CUPTI's API activity records
 #                         (LLMPROF_LAUNCH=activity), as before the callbacks
 #   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
@@ -58,6 +60,7 @@ lp_bench_rec() {
     capture) rec+=(--capture cuda-profiler) ;;
     capture-nogemm) rec+=(--capture cuda-profiler --no-gemm) ;;
     windowed) rec+=(--capture 'nvtx:^step$/8') ;;
+    windowed-flag) rec=(env LLMPROF_LAUNCH_SWITCH=flag "${rec[@]}" --capture 'nvtx:^step$/8') ;;
     windowed-nolaunch)
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"
              --capture 'nvtx:^step$/8') ;;

@@ -31,6 +31,8 @@ static unsigned n_traced[2];
 static CUpti_SubscriberHandle subscriber;
 static int via_callbacks;
 static int callbacks_on;        /* capture windows switch them */
+static int switch_by_flag;      /* LLMPROF_LAUNCH_SWITCH=flag: callbacks stay enabled and
+                                   windows only switch callbacks_on (to measure which costs) */
 static int enabled;             /* records are kept (not after exit or in a forked child) */
 static uint32_t generation = 1; /* counts switch-ons */
 /* the generation in which this thread entered a traced runtime call still open: a driver
@@ -124,7 +126,8 @@ int lp_launch_set_recording(int on)
             spans[n_spans++] = (struct span){0, 0};
         pthread_mutex_unlock(&spans_lock);
     }
-    switch_callbacks(on);
+    if (!switch_by_flag)
+        switch_callbacks(on);
     return 0;
 }
 
@@ -224,7 +227,8 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             n_traced[s] += traced[s][cbid];
-    const char *how = getenv("LLMPROF_LAUNCH");
+    const char *how = getenv("LLMPROF_LAUNCH"), *sw = getenv("LLMPROF_LAUNCH_SWITCH");
+    switch_by_flag = sw && !strcmp(sw, "flag");
     int activity = how && !strcmp(how, "activity");
     unsigned on = 0;
     queue.notify = notify;
