@@ -343,7 +343,6 @@ static void launch_kernel(uint32_t correlation)
 
 static void launch_records_child(void)
 {
-    NEED(lp_launch_context() == NULL);
     NEED(lp_launch_start(FAKE_SUB, 0, NULL) == 0);
     /* every call is named, with the version suffix cut; only the traced are switched on */
     NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, CB_LAUNCH), "cudaLaunchKernel"));
@@ -370,7 +369,8 @@ static void launch_records_child(void)
     api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 11, &drv, 0);
     api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 11, &drv, 0);
     api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 10, &rt, 0);
-    NEED(lp_launch_context() == FAKE_CTX);
+    CUcontext cx[2];
+    NEED(lp_launch_contexts(cx, 2) == 0); /* contexts are kept for windows only */
     /* the program's own cuLaunchKernel (12), failing: recorded with its status */
     drv = 0;
     api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 12, &drv, 0);
@@ -455,7 +455,10 @@ static void launch_windowed_child(void)
     NEED(lp_launch_in_window(0) == 1); /* no correlation: kept */
     lp_launch_set_recording(1);
     NEED(n_enables == 9 && enables[8].on == 1);
+    CUcontext cx[2];
+    NEED(lp_launch_contexts(cx, 2) == 0);
     launch_kernel(20);
+    NEED(lp_launch_contexts(cx, 2) == 1 && cx[0] == FAKE_CTX); /* the window's context */
     launch_kernel(25);
     lp_launch_set_recording(0);
     lp_launch_set_recording(0); /* no change: nothing switched */
@@ -483,6 +486,20 @@ static void launch_windowed_child(void)
     NEED(in_window(60) == 0);
     NEED(in_window(50) == 1);
     NEED(outside == 6);
+    /* a call entered in one window and left in the next (another thread's, across a close
+     * and an open): not recorded, and its work is outside both */
+    lp_launch_set_recording(1);
+    NEED(lp_launch_contexts(cx, 2) == 0); /* a new window: its own contexts */
+    uint64_t slot = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, 70, &slot, 0);
+    lp_launch_set_recording(0);
+    lp_launch_set_recording(1);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 70, &slot, 0);
+    launch_kernel(80);
+    lp_launch_set_recording(0);
+    NEED(in_window(70) == 0);
+    NEED(in_window(75) == 0);
+    NEED(in_window(80) == 1);
     lp_launch_stop();
 }
 
@@ -495,12 +512,13 @@ static void test_launch_windowed(void **state)
     (void)state;
     in_child("windowed", launch_windowed_child);
     struct lp_trace *t = read_only_trace("windowed");
-    assert_int_equal(t->n_apis, 4);
-    const uint32_t launched[] = {20, 25, 40, 50};
-    for (size_t i = 0; i < 4; i++)
+    assert_int_equal(t->n_apis, 5);
+    const uint32_t launched[] = {20, 25, 40, 50, 80};
+    for (size_t i = 0; i < 5; i++)
         assert_non_null(api_of(t, launched[i]));
-    assert_string_equal(lp_trace_meta(t, "capture_after_close"), "6");
-    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "4");
+    assert_null(api_of(t, 70));
+    assert_string_equal(lp_trace_meta(t, "capture_after_close"), "8");
+    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "5");
     lp_trace_free(t);
 }
 
@@ -559,7 +577,8 @@ static void nvtx_windows_child(void)
     for (size_t i = 0; i < 6; i++)
         NEED(enables[i].on == 1 && enables[i].sub == FAKE_SUB &&
              enables[i].domain == CUPTI_CB_DOMAIN_NVTX);
-    NEED(lp_launch_context() == NULL); /* no launch: windows close at once, not deferred */
+    CUcontext cx[1];
+    NEED(lp_launch_contexts(cx, 1) == 0); /* no launch: windows close at once, not deferred */
     const char *off = "K-L-";
     const char *a = "K-L-K+L+", *a_closed = "K-L-K+L+K-L-";
     push("step"); /* occurrence 1 */

@@ -1967,6 +1967,7 @@ static void test_capture_nvtx_fixtures(void **state)
         const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
         assert_int_equal(d->occurrences, runs[i].windows); /* one part per window */
         assert_int_equal(d->kernels, t->n_kernels);
+        assert_int_equal(d->steps, runs[i].windows); /* one step per part, found */
         assert_int_equal(r.llm.tpot.n, 0); /* cut decode ranges: no TPOT */
         uint64_t longest = 0;
         for (size_t k = 0; k < t->n_kernels; k++)
@@ -2015,6 +2016,29 @@ static void test_capture_split(void **state)
     assert_non_null(strstr(md, "1 stage range spanning two windows or more counts one part"));
     assert_non_null(strstr(md, "stage ranges cut by capture windows"));
     free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* a prefill over two windows stays one request; a cut decode named tokens=8 does not
+     * count 8 tokens for its part (nor 8 per part) */
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "signal");
+    range(&b, "prefill", 1, 100, 5000);
+    range(&b, "decode tokens=8", 1, 5000, 9000);
+    kernel(&b, "gemm_a", 1, 1100, 1200, 1300);
+    kernel(&b, "gemm_a", 1, 3100, 3200, 3300);
+    kernel(&b, "gemm_b", 1, 6100, 6200, 6300);
+    window(&b, 1000, 2000);
+    window(&b, 3000, 4000);
+    window(&b, 6000, 7000);
+    t = tb_read(&b, 1);
+    analyze(t, &o, &r);
+    assert_int_equal(r.capture.kind, LP_CAPTURE_MODE_SIGNAL);
+    assert_int_equal(stage(&r, "prefill")->occurrences, 2);
+    assert_int_equal(r.llm.requests, 1);
+    assert_int_equal(r.llm.cut_requests, 1);
+    assert_int_equal(r.llm.ttft.n, 0);
+    assert_int_equal(r.llm.decode_tokens, 1); /* its part's one step, not the name's 8 */
     lp_run_free(&r);
     lp_trace_free(t);
 }

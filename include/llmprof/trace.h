@@ -290,9 +290,10 @@ enum lp_window_cause {
  * (host times of the calls that opened and closed it; END is the end of the recording when
  * the program never closed it; the collector writes one with END = START when it opens, in
  * case it never closes). Outside every window only NVTX, NVML, graph records, counters, PM
- * samples and device facts are recorded; launch calls and GEMM calls too when the header's
- * "launch_records" is not "callbacks". A trace has windows only when its header's "capture"
- * is not "all". */
+ * samples and device facts are recorded; launch calls too when the header's
+ * "launch_records" is not "callbacks". Allocations are recorded while kernel activity is on
+ * (the windows, and the wait for the GPU after each). A trace has windows only when its
+ * header's "capture" is not "all". */
 struct lp_window {
     uint64_t start, end;          /* trace clock */
     uint32_t cause;               /* enum lp_window_cause */

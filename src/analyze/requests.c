@@ -90,7 +90,9 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
         o->request = -1;
         if (k == LP_STAGE_KIND_WARMUP || k == LP_STAGE_KIND_RUN)
             continue;
-        if ((k == LP_STAGE_KIND_VISION || k == LP_STAGE_KIND_PREFILL) && (cur < 0 || open)) {
+        /* a later part of a range split by capture windows continues its request */
+        if ((k == LP_STAGE_KIND_VISION || k == LP_STAGE_KIND_PREFILL) && !o->part &&
+            (cur < 0 || open)) {
             cur++;
             open = 0;
         } else if (cur < 0) {
@@ -117,7 +119,7 @@ static int make_requests(struct lp_run_ctx *c, struct request **out, size_t *n_o
             x->prefill_end = o->end;
             x->prefill_tokens = o->n_tokens;
         }
-        x->cut_prefill |= o->cut && k == LP_STAGE_KIND_PREFILL;
+        x->cut_prefill |= o->cut && (k == LP_STAGE_KIND_PREFILL || k == LP_STAGE_KIND_VISION);
         x->cut_decode |= o->cut && k == LP_STAGE_KIND_DECODE;
         if (k == LP_STAGE_KIND_DECODE) {
             x->decode_ns += (double)(o->end - o->start);

@@ -440,9 +440,11 @@ static void resolve_tokens(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_occ; i++) {
         struct lp_occ *o = &c->occ[i];
         enum lp_stage_kind k = lp_occ_kind(c, o);
-        int64_t flag = k == LP_STAGE_KIND_PREFILL  ? opt->prefill_tokens
-                       : k == LP_STAGE_KIND_DECODE ? opt->decode_tokens
-                                                   : 0;
+        /* the flags count a whole occurrence's tokens: not a part cut by a capture window */
+        int64_t flag = o->cut                      ? 0
+                       : k == LP_STAGE_KIND_PREFILL ? opt->prefill_tokens
+                       : k == LP_STAGE_KIND_DECODE  ? opt->decode_tokens
+                                                    : 0;
         if (flag > 0) {
             o->n_tokens = flag;
             o->tokens_source = LP_TOKENS_FLAG;

@@ -130,6 +130,8 @@ int lp_run_windows_clip(struct lp_run_ctx *c, size_t first)
             p.part = (uint32_t)n_over;
             /* an inferred stage's bounds are the gaps between GEMM calls: not cut */
             p.cut = o.range >= 0 && (p.start != o.start || p.end != o.end);
+            if (p.cut)
+                p.tokens = 0; /* the range name's count is the whole range's */
             out[kept++] = p;
         }
         if (n_over == 0) {

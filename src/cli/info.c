@@ -197,7 +197,7 @@ static int info_trace(const char *path)
         const char *sw = lp_trace_meta(t, "capture_switch_ns");
         if (sw && strcmp(sw, "0")) {
             lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
-            printf("           switching recording on and off took the program %s\n", a);
+            printf("           switching recording on and off took %s\n", a);
         }
         const char *after = lp_trace_meta(t, "capture_after_close");
         if (after && strcmp(after, "0"))

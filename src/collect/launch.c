@@ -39,7 +39,12 @@ static uint32_t generation = 1; /* counts switch-ons */
  * call made inside it is the runtime's own, and the runtime call is the record */
 static _Thread_local uint32_t runtime_open;
 static struct lp_queue queue = LP_QUEUE_INIT(struct lp_api, QUEUE_CAP);
-static CUcontext last_context;
+/* the contexts launched into since the callbacks were last switched on (windows) */
+enum { MAX_CONTEXTS = 8 };
+static CUcontext contexts[MAX_CONTEXTS];
+static size_t n_contexts;
+static uint64_t open_ns;        /* when the callbacks were last switched on */
+static _Thread_local int own_thread; /* llmprof's thread: its calls are not the program's */
 /* Capture windows: the correlation ids launched while the callbacks were on, one span per
  * switch-on, in order (ids grow with every call). Kernels launched after a window closed but
  * recorded before kernel activity went off (window.c) fall outside every span. */
@@ -108,10 +113,13 @@ int lp_launch_set_recording(int on)
 {
     if (!via_callbacks || on == callbacks_on)
         return 0;
-    __atomic_store_n(&callbacks_on, on, __ATOMIC_RELAXED);
+    if (!on)
+        __atomic_store_n(&callbacks_on, 0, __ATOMIC_RELAXED);
     if (on) {
         __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&spans_lock);
+        n_contexts = 0;
+        __atomic_store_n(&open_ns, lp_clock_ns(), __ATOMIC_RELAXED);
         if (n_spans && !spans[n_spans - 1].lo)
             n_spans--; /* the last window launched nothing: its span is reused */
         if (n_spans == cap_spans) {
@@ -124,6 +132,8 @@ int lp_launch_set_recording(int on)
         }
         if (n_spans < cap_spans) /* else the last span grows to hold this one */
             spans[n_spans++] = (struct span){0, 0};
+        /* on only with the new span in place: lp_launch_in_window reads both under the lock */
+        __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&spans_lock);
     }
     if (!switch_by_flag)
@@ -134,7 +144,7 @@ int lp_launch_set_recording(int on)
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
     int s = side_of(domain);
-    if (s < 0 || cbid >= MAX_CBID || !traced[s][cbid] || !data)
+    if (s < 0 || cbid >= MAX_CBID || !traced[s][cbid] || !data || own_thread)
         return;
     const CUpti_CallbackData *cd = data;
     uint32_t gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
@@ -150,10 +160,12 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
         return;
     }
     uint64_t start = *cd->correlationData, end = lp_clock_ns();
-    /* no start: the entry came before the callbacks were switched on; switched off: a
-     * call in flight while they were (its kernels are outside the window) */
+    /* no start, or one before the callbacks were last switched on: the entry came before
+     * (a call in flight across a window's edge, whose work is outside it); switched off: a
+     * call in flight while they were */
     if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&callbacks_on, __ATOMIC_RELAXED) || start == 0 || start > end)
+        !__atomic_load_n(&callbacks_on, __ATOMIC_RELAXED) || start == 0 || start > end ||
+        start < __atomic_load_n(&open_ns, __ATOMIC_RELAXED))
         return;
     struct lp_api a = {
         .start = start,
@@ -165,9 +177,13 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
         .status = cd->functionReturnValue ? (uint32_t)*(const int *)cd->functionReturnValue : 0,
     };
     lp_queue_push(&queue, &a);
-    __atomic_store_n(&last_context, cd->context, __ATOMIC_RELAXED);
     if (__atomic_load_n(&spans_on, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&spans_lock);
+        size_t k = 0;
+        while (k < n_contexts && contexts[k] != cd->context)
+            k++;
+        if (k == n_contexts && n_contexts < MAX_CONTEXTS && cd->context)
+            contexts[n_contexts++] = cd->context;
         struct span *sp = n_spans ? &spans[n_spans - 1] : NULL;
         if (sp && (!sp->lo || a.correlation < sp->lo))
             sp->lo = a.correlation;
@@ -198,7 +214,16 @@ int lp_launch_in_window(uint32_t correlation)
     return in;
 }
 
-CUcontext lp_launch_context(void) { return __atomic_load_n(&last_context, __ATOMIC_RELAXED); }
+size_t lp_launch_contexts(CUcontext *out, size_t max)
+{
+    pthread_mutex_lock(&spans_lock);
+    size_t n = n_contexts < max ? n_contexts : max;
+    memcpy(out, contexts, n * sizeof *out);
+    pthread_mutex_unlock(&spans_lock);
+    return n;
+}
+
+void lp_launch_ignore_thread(void) { own_thread = 1; }
 
 /* Without a subscriber: CUPTI's API activity records for the traced calls, on all run. */
 static unsigned enable_activity(void)
@@ -296,9 +321,10 @@ void lp_launch_stop(void)
     lp_sink_set_meta_u64("launch_records_recorded", rec);
     lp_sink_set_meta_u64("launch_records_dropped", drop);
     if (__atomic_load_n(&spans_on, __ATOMIC_RELAXED)) {
-        pthread_mutex_lock(&spans_lock);
-        lp_sink_set_meta_u64("capture_after_close", outside_spans);
+        pthread_mutex_lock(&spans_lock); /* not held into the sink's lock: the drain nests them */
+        uint64_t outside = outside_spans;
         pthread_mutex_unlock(&spans_lock);
+        lp_sink_set_meta_u64("capture_after_close", outside);
     }
 }
 

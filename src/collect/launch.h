@@ -7,6 +7,7 @@
 #define LP_COLLECT_LAUNCH_H
 
 #include <cupti.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Picks the calls and starts recording them: through SUBSCRIBER's callbacks (NULL, or
@@ -21,8 +22,11 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
 /* Whether work of CORRELATION was launched inside a capture window (always 1 unless
  * windowed through callbacks); counts the others for the END header. */
 int lp_launch_in_window(uint32_t correlation);
-/* The context of the last call recorded through callbacks, or NULL. */
-CUcontext lp_launch_context(void);
+/* Windowed through callbacks: the contexts (at most MAX) launched into since the callbacks
+ * were last switched on, into OUT; returns how many. */
+size_t lp_launch_contexts(CUcontext *out, size_t max);
+/* Calls made by the calling thread (llmprof's own) are not recorded. */
+void lp_launch_ignore_thread(void);
 /* The name of a call ("cudaLaunchKernel"), or NULL. DOMAIN: enum lp_api_domain. */
 const char *lp_launch_api_name(uint32_t domain, uint32_t cbid);
 /* Moves queued records to the sink (the flusher). */

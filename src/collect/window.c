@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "cupti_api.h"
@@ -50,7 +51,19 @@ static pthread_t switcher;
 static int switcher_running, switcher_stopping;
 static int signals_pending;        /* SIGUSR1s not yet acted on (atomic) */
 static int disable_pending;        /* a window closed: kernel activity still on */
-static CUcontext disable_context;  /* ...to be synchronised before it goes off */
+enum { MAX_CONTEXTS = 8, MAX_CBID = 2048 };
+static CUcontext disable_contexts[MAX_CONTEXTS]; /* ...to be synchronised before it goes off */
+static size_t n_disable_contexts;
+/* Stream captures in progress: synchronising a context while one of its streams captures
+ * invalidates the capture (torch.compile's reduce-overhead captures during decode), so the
+ * switching thread synchronises only while none is, and a capture that starts meanwhile
+ * waits for the synchronisation to end (sync_lock, held through it). Begin and end calls are
+ * counted in both domains (the runtime's call makes the driver's, so the counts stay
+ * paired). */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static int captures;
+enum { CAPTURE_BEGIN = 1, CAPTURE_END = 2 };
+static uint8_t capture_call[2][MAX_CBID]; /* [runtime, driver][cbid] */
 static uint64_t generation;        /* counts window openings */
 static CUresult (*cuCtxSetCurrent_p)(CUcontext);
 static CUresult (*cuCtxSynchronize_p)(void);
@@ -114,15 +127,17 @@ static void close_window(uint64_t now, int defer)
 {
     if (!open_)
         return;
-    CUcontext ctx = lp_launch_context();
-    defer = defer && switcher_running && ctx && cuCtxSetCurrent_p && cuCtxSynchronize_p;
+    CUcontext ctx[MAX_CONTEXTS];
+    size_t n_ctx = lp_launch_contexts(ctx, MAX_CONTEXTS);
+    defer = defer && switcher_running && n_ctx && cuCtxSetCurrent_p && cuCtxSynchronize_p;
     uint64_t t0 = lp_clock_ns();
     for (const lp_window_switch *s = switches + (defer ? 1 : 0); *s; s++)
         (*s)(0);
     switch_ns += lp_clock_ns() - t0;
     if (defer) {
         disable_pending = 1;
-        disable_context = ctx;
+        memcpy(disable_contexts, ctx, n_ctx * sizeof *ctx);
+        n_disable_contexts = n_ctx;
         sem_post(&wake);
     }
     current.end = now;
@@ -131,10 +146,46 @@ static void close_window(uint64_t now, int defer)
     n_windows++;
 }
 
+/* A stream capture's begin or end call (see sync_lock). A begin is counted first, so the
+ * switching thread sees it, then waits for a synchronisation under way, for 100 ms at most:
+ * the switching thread's cuCtxSynchronize might wait on this very call. */
+static void capture_edge(int kind, const CUpti_CallbackData *cd)
+{
+    int failed = cd->callbackSite == CUPTI_API_EXIT && cd->functionReturnValue &&
+                 *(const int *)cd->functionReturnValue != 0;
+    int delta = kind == CAPTURE_BEGIN
+                    ? (cd->callbackSite == CUPTI_API_ENTER ? 1 : failed ? -1 : 0)
+                    : (cd->callbackSite == CUPTI_API_EXIT && !failed ? -1 : 0);
+    if (delta < 0) {
+        int n = __atomic_load_n(&captures, __ATOMIC_RELAXED);
+        while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+            ;
+    } else if (delta > 0) {
+        __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        if (pthread_mutex_timedlock(&sync_lock, &until) == 0)
+            pthread_mutex_unlock(&sync_lock);
+    }
+}
+
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
     const CUpti_CallbackData *cd = data;
+    int side = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : domain == CUPTI_CB_DOMAIN_DRIVER_API
+                                                                ? 1 : -1;
+    if (side >= 0 && cbid < MAX_CBID && capture_call[side][cbid] && cd &&
+        __atomic_load_n(&active, __ATOMIC_RELAXED)) {
+        capture_edge(capture_call[side][cbid], cd);
+        return;
+    }
     int start, stop;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
         start = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000;
@@ -196,14 +247,26 @@ static void finish_disable(void)
 {
     pthread_mutex_lock(&lock);
     int pending = disable_pending;
-    CUcontext ctx = disable_context;
+    CUcontext ctx[MAX_CONTEXTS];
+    size_t n_ctx = n_disable_contexts;
+    memcpy(ctx, disable_contexts, n_ctx * sizeof *ctx);
     uint64_t gen = generation;
     disable_pending = 0;
     pthread_mutex_unlock(&lock);
     if (!pending)
         return;
-    if (cuCtxSetCurrent_p(ctx) == CUDA_SUCCESS)
-        cuCtxSynchronize_p(); /* an error (a context gone) leaves nothing to wait for */
+    pthread_mutex_lock(&sync_lock);
+    while (__atomic_load_n(&captures, __ATOMIC_SEQ_CST) > 0 &&
+           !__atomic_load_n(&switcher_stopping, __ATOMIC_RELAXED)) {
+        pthread_mutex_unlock(&sync_lock);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+        pthread_mutex_lock(&sync_lock);
+    }
+    /* an error (a context gone) leaves nothing to wait for */
+    for (size_t i = 0; i < n_ctx && !__atomic_load_n(&switcher_stopping, __ATOMIC_RELAXED); i++)
+        if (cuCtxSetCurrent_p(ctx[i]) == CUDA_SUCCESS)
+            cuCtxSynchronize_p();
+    pthread_mutex_unlock(&sync_lock);
     pthread_mutex_lock(&lock);
     if (!open_ && gen == generation && !switcher_stopping)
         switches[0](0);
@@ -213,6 +276,7 @@ static void finish_disable(void)
 static void *switcher_loop(void *arg)
 {
     (void)arg;
+    lp_launch_ignore_thread(); /* its cuCtxSynchronize is not the program's */
     for (;;) {
         while (sem_wait(&wake) != 0 && errno == EINTR)
             ;
@@ -273,6 +337,27 @@ static int watch_signal(char *err, size_t errlen)
     return 0;
 }
 
+/* Enables the callbacks of the stream capture calls (see sync_lock), named by launch.c. */
+static void watch_captures(CUpti_SubscriberHandle subscriber)
+{
+    static const char *const begin[2] = {"cudaStreamBeginCapture", "cuStreamBeginCapture"},
+                             *end[2] = {"cudaStreamEndCapture", "cuStreamEndCapture"};
+    static const CUpti_CallbackDomain domain[2] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                   CUPTI_CB_DOMAIN_DRIVER_API};
+    static const uint32_t lp_domain[2] = {LP_API_DOMAIN_RUNTIME, LP_API_DOMAIN_DRIVER};
+    for (int d = 0; d < 2 && subscriber && lp_cupti.EnableCallback; d++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
+            const char *name = lp_launch_api_name(lp_domain[d], cbid);
+            int kind = !name                                            ? 0
+                       : !strncmp(name, begin[d], strlen(begin[d])) ? CAPTURE_BEGIN
+                       : !strncmp(name, end[d], strlen(end[d]))     ? CAPTURE_END
+                                                                    : 0;
+            if (kind && LP_CUPTI(EnableCallback, 1, subscriber, domain[d], cbid) ==
+                            CUPTI_SUCCESS)
+                capture_call[d][cbid] = (uint8_t)kind;
+        }
+}
+
 void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_spec *s,
                      const char *text, const lp_window_switch *sw)
 {
@@ -289,6 +374,7 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
         LP_DL_SYM(cuCtxSynchronize_p, "cuCtxSynchronize", 0),
     };
     lp_cuda_driver_bind(driver, sizeof driver / sizeof *driver);
+    watch_captures(subscriber);
     char serr[128];
     if (start_switcher(serr, sizeof serr) != 0)
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows: %s; kernel activity "
@@ -330,10 +416,19 @@ void lp_window_stop(void)
 {
     if (switcher_running) {
         pthread_mutex_lock(&lock);
-        switcher_stopping = 1;
+        __atomic_store_n(&switcher_stopping, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&lock);
         sem_post(&wake);
-        pthread_join(switcher, NULL);
+        /* bounded: a synchronisation that never ends (GPU work waiting on a dead peer)
+         * must not keep the program from exiting */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2;
+        if (pthread_timedjoin_np(switcher, NULL, &until) != 0) {
+            pthread_detach(switcher);
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows: at exit llmprof's "
+                            "thread was still waiting for the GPU; left behind");
+        }
         switcher_running = 0;
     }
     if (!__atomic_load_n(&active, __ATOMIC_RELAXED))
