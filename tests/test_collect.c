@@ -232,14 +232,17 @@ static int subscriber_token, context_token, domain_token;
 #define FAKE_SUB ((CUpti_SubscriberHandle)&subscriber_token)
 #define FAKE_CTX ((CUcontext)&context_token)
 #define FAKE_NVTX_DOMAIN ((nvtxDomainHandle_t)&domain_token)
-enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3 }; /* runtime; the driver's 1 and 2 */
+enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3, CB_BEGIN_CAPTURE = 5, CB_END_CAPTURE = 6 };
+/* runtime; the driver's 1 and 2 */
 
 static CUptiResult fake_callback_name(CUpti_CallbackDomain domain, uint32_t cbid,
                                       const char **name)
 {
     static const char *const runtime[] = {[CB_LAUNCH] = "cudaLaunchKernel_v7000",
                                           [CB_MALLOC] = "cudaMalloc_v3020",
-                                          [CB_GRAPH] = "cudaGraphLaunch_v10000"};
+                                          [CB_GRAPH] = "cudaGraphLaunch_v10000",
+                                          [CB_BEGIN_CAPTURE] = "cudaStreamBeginCapture_v10000",
+                                          [CB_END_CAPTURE] = "cudaStreamEndCapture_v10000"};
     static const char *const driver[] = {[1] = "cuLaunchKernel", [2] = "cuMemAlloc_v2"};
     const char *n = NULL;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < sizeof runtime / sizeof *runtime)
@@ -708,6 +711,116 @@ static void test_windows_fail_open(void **state)
     lp_trace_free(t);
 }
 
+/* The CUDA driver calls window.c binds by name (found in this executable, exported): the
+ * switching thread's context and synchronisations. */
+static CUcontext fake_current;
+static int n_syncs;
+__attribute__((visibility("default"))) CUresult fake_ctx_set_current(CUcontext c)
+    __asm__("cuCtxSetCurrent");
+CUresult fake_ctx_set_current(CUcontext c)
+{
+    __atomic_store_n(&fake_current, c, __ATOMIC_SEQ_CST);
+    return CUDA_SUCCESS;
+}
+__attribute__((visibility("default"))) CUresult fake_ctx_synchronize(void)
+    __asm__("cuCtxSynchronize");
+CUresult fake_ctx_synchronize(void)
+{
+    if (__atomic_load_n(&fake_current, __ATOMIC_SEQ_CST) == FAKE_CTX)
+        __atomic_add_fetch(&n_syncs, 1, __ATOMIC_SEQ_CST);
+    return CUDA_SUCCESS;
+}
+
+/* Kernel activity as a state the switching thread may change: on, and how often off. */
+static int kernel_on, kernel_offs;
+static int deferred_kernel_switch(int on)
+{
+    __atomic_store_n(&kernel_on, on, __ATOMIC_SEQ_CST);
+    if (!on)
+        __atomic_add_fetch(&kernel_offs, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+static const lp_window_switch deferred_switches[] = {deferred_kernel_switch,
+                                                      lp_launch_set_recording, NULL};
+
+/* Waits up to 2 s for *V to equal WANT. */
+static int becomes(int *v, int want)
+{
+    for (int i = 0; i < 2000 && __atomic_load_n(v, __ATOMIC_SEQ_CST) != want; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return __atomic_load_n(v, __ATOMIC_SEQ_CST) == want;
+}
+
+static void capture_call(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site)
+{
+    int rv = 0;
+    CUpti_CallbackData cd = {.callbackSite = site, .functionReturnValue = &rv,
+                             .context = FAKE_CTX};
+    lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &cd);
+}
+
+static void deferred_child(void)
+{
+    NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
+    struct lp_capture_spec spec;
+    char err[256];
+    NEED(lp_capture_parse("nvtx:^step$", &spec, err, sizeof err) == 0);
+    lp_window_start(FAKE_SUB, &spec, "nvtx:^step$", deferred_switches);
+    NEED(kernel_offs == 1); /* everything starts off */
+    /* a window that launches into a context, closed while a stream captures a graph */
+    push("step");
+    NEED(kernel_on == 1);
+    launch_kernel(10);
+    capture_call(CB_BEGIN_CAPTURE, CUPTI_API_ENTER);
+    capture_call(CB_BEGIN_CAPTURE, CUPTI_API_EXIT);
+    pop();
+    nanosleep(&(struct timespec){0, 100000000}, NULL);
+    NEED(n_syncs == 0);   /* not while the capture is in progress */
+    NEED(kernel_on == 1); /* so kernel activity stays on */
+    capture_call(CB_END_CAPTURE, CUPTI_API_ENTER);
+    capture_call(CB_END_CAPTURE, CUPTI_API_EXIT);
+    NEED(becomes(&n_syncs, 1));      /* then the window's context is synchronised */
+    NEED(becomes(&kernel_offs, 2));  /* and kernel activity goes off */
+    NEED(kernel_on == 0);
+    /* a window that opens again before the synchronisation: kernel activity stays on */
+    push("step");
+    launch_kernel(20);
+    capture_call(CB_BEGIN_CAPTURE, CUPTI_API_ENTER);
+    pop();
+    nanosleep(&(struct timespec){0, 50000000}, NULL); /* the thread waits on the capture */
+    push("step");
+    capture_call(CB_END_CAPTURE, CUPTI_API_EXIT);
+    NEED(becomes(&n_syncs, 2));
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(kernel_offs == 2 && kernel_on == 1);
+    pop();
+    NEED(becomes(&kernel_offs, 3));
+    /* a capture whose begin failed is not counted as in progress */
+    push("step");
+    launch_kernel(30);
+    int rv = 900;
+    CUpti_CallbackData failed = {.callbackSite = CUPTI_API_EXIT, .functionReturnValue = &rv};
+    capture_call(CB_BEGIN_CAPTURE, CUPTI_API_ENTER);
+    lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CB_BEGIN_CAPTURE, &failed);
+    pop();
+    NEED(becomes(&kernel_offs, 4));
+    lp_window_stop();
+    lp_launch_stop();
+}
+
+/* Closing a window switches kernel activity off only after llmprof's thread synchronised
+ * the contexts the window launched into, never while a stream captures a graph (that would
+ * invalidate the capture), and not at all when a window opened again meanwhile. */
+static void test_window_deferred(void **state)
+{
+    (void)state;
+    in_child("deferred", deferred_child);
+    struct lp_trace *t = read_only_trace("deferred");
+    assert_int_equal(t->n_apis, 3);
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "4");
+    lp_trace_free(t);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -735,6 +848,7 @@ int main(void)
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_windows_fail_open),
+        cmocka_unit_test(test_window_deferred),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
