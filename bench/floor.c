@@ -7,7 +7,11 @@
  *   stop-disable      kernel activity disabled and flushed: what disabled activity still costs
  *   stop-finalize     disabled, flushed, then cuptiFinalize, from the call's exit callback as
  *                     Kineto's teardown does: whether finalizing gives the cost back
- * At exit it prints one line on stderr: the records counted and what happened at the stop. */
+ *   graph             kernel activity and graph-level records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+ *                     one per graph launch) from the start, on for the whole run
+ *   graph-only        graph-level records alone
+ * At exit it prints one line on stderr: the records counted (kernels and graph launches
+ * apart) and what happened at the stop. */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -34,9 +38,10 @@ static struct {
 #undef FLOOR_FIELD
 } cupti;
 
-enum floor_mode { FLOOR_KERNEL, FLOOR_STOP_DISABLE, FLOOR_STOP_FINALIZE };
+enum floor_mode { FLOOR_KERNEL, FLOOR_STOP_DISABLE, FLOOR_STOP_FINALIZE, FLOOR_GRAPH,
+                  FLOOR_GRAPH_ONLY };
 static enum floor_mode mode;
-static _Atomic unsigned long long records;
+static _Atomic unsigned long long records, kernels, graphs;
 static _Atomic int stopped;
 static CUpti_SubscriberHandle subscriber;
 static const char *outcome = "no stop";
@@ -53,10 +58,15 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
 {
     (void)ctx, (void)stream, (void)size;
     CUpti_Activity *a = NULL;
-    unsigned long long n = 0;
-    while (valid && cupti.ActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
+    unsigned long long n = 0, k = 0, g = 0;
+    while (valid && cupti.ActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS) {
         n++;
+        k += a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        g += a->kind == CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+    }
     atomic_fetch_add(&records, n);
+    atomic_fetch_add(&kernels, k);
+    atomic_fetch_add(&graphs, g);
     free(buffer);
 }
 
@@ -79,7 +89,8 @@ static void at_exit(void)
 {
     if (!atomic_load(&stopped))
         cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    fprintf(stderr, "libfloor: %llu activity records, %s\n", atomic_load(&records), outcome);
+    fprintf(stderr, "libfloor: %llu activity records (%llu kernels, %llu graph launches), %s\n",
+            atomic_load(&records), atomic_load(&kernels), atomic_load(&graphs), outcome);
 }
 
 static void *open_cupti(void)
@@ -107,15 +118,21 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
     mode = !m || !strcmp(m, "kernel")  ? FLOOR_KERNEL
            : !strcmp(m, "stop-disable") ? FLOOR_STOP_DISABLE
            : !strcmp(m, "stop-finalize") ? FLOOR_STOP_FINALIZE
+           : !strcmp(m, "graph")         ? FLOOR_GRAPH
+           : !strcmp(m, "graph-only")    ? FLOOR_GRAPH_ONLY
                                          : (fprintf(stderr, "libfloor: LP_FLOOR=%s is not kernel, "
-                                                    "stop-disable or stop-finalize: kernel\n", m),
+                                                    "stop-disable, stop-finalize, graph or "
+                                                    "graph-only: kernel\n", m),
                                             FLOOR_KERNEL);
+    int graph = mode == FLOOR_GRAPH || mode == FLOOR_GRAPH_ONLY;
     if (cupti.ActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
-        cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
-        fprintf(stderr, "libfloor: CUPTI kernel activity could not be enabled\n");
+        (mode != FLOOR_GRAPH_ONLY &&
+         cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) ||
+        (graph && cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS)) {
+        fprintf(stderr, "libfloor: CUPTI activity could not be enabled\n");
         return 1;
     }
-    if (mode != FLOOR_KERNEL && cupti.Subscribe(&subscriber, on_callback, NULL) == CUPTI_SUCCESS) {
+    if ((mode == FLOOR_STOP_DISABLE || mode == FLOOR_STOP_FINALIZE) && cupti.Subscribe(&subscriber, on_callback, NULL) == CUPTI_SUCCESS) {
         /* the runtime's call only: finalizing inside the driver call it makes is not safe */
         cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                              CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);

@@ -31,6 +31,8 @@
 #   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
 #   floor-stop-disable, floor-stop-finalize   the floor, kernel activity disabled (and CUPTI
 #                         finalized) when the program calls cudaProfilerStop
+#   floor-graph, floor-graph-only   the floor with CUPTI's graph-level records (one per graph
+#                         launch) beside kernel activity, or alone
 lp_bench_rec() {
     local mode=$1 dir=$2
     rec=("$B/bin/llmprof" record --quiet -o "$dir")
@@ -66,7 +68,7 @@ lp_bench_rec() {
              --capture 'nvtx:^step$/8') ;;
     activity) rec=(env LLMPROF_LAUNCH=activity "${rec[@]}") ;;
     floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
-    floor-stop-disable|floor-stop-finalize)
+    floor-stop-disable|floor-stop-finalize|floor-graph|floor-graph-only)
         rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;
     *) return 1 ;;
     esac
