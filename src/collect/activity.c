@@ -1,5 +1,6 @@
-/* CUPTI activity collection (see activity.h). Launch calls are launch.c's: it enables their
- * API activity records here only when it cannot use callbacks. */
+/* CUPTI activity collection (see activity.h). Launch calls are launch.c's (callbacks, or
+ * API activity records it enables itself when it cannot use them); those records are
+ * converted here with the rest, and named by launch.c. */
 #include "activity.h"
 
 #include <pthread.h>
