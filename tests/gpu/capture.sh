@@ -6,17 +6,7 @@
 # with no profiler and the default (bench/overhead.sh, modes capture and capture-nogemm).
 # Expects build/ carried (bin, lib). Writes $OUT/capture-log.txt, $OUT/capture.jsonl and
 # $OUT/capture-runs.tar.gz (the windowed runs: fixtures).
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/capture-log.txt") 2>&1
-L=$PWD/build/bin/llmprof
-T=$(mktemp -d /tmp/llmprof-capture.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-step() { echo; echo "=== $*"; }
+. "$(dirname "$0")/setup.sh" capture
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 # NAME CMD...: a windowed record and a full one, their info, the windowed report's lines

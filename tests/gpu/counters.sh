@@ -6,17 +6,7 @@
 # chosen with LLMPROF_LAUNCH_MODES and LLMPROF_OVERHEAD_MODES).
 # Expects build/ carried (bin/llmprof, lib/libllmprof.so, gpu/). Writes $OUT/counters-log.txt,
 # $OUT/counters-runs.tar.gz (the run directories, for fixtures) and the benchmarks' *.jsonl.
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/counters-log.txt") 2>&1
-B=$PWD/build
-T=$(mktemp -d /tmp/llmprof-ctr.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-step() { echo; echo "=== $*"; }
+. "$(dirname "$0")/setup.sh" counters
 # LLMPROF_GPU_STEPS: the steps to run, comma-separated (default: all but launch and overhead):
 # probe check ncu ncurep busy workload llama hf moe pm launch overhead
 steps=",${LLMPROF_GPU_STEPS:-probe,check,ncu,busy,workload,llama,hf,moe,pm},"

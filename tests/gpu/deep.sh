@@ -5,17 +5,7 @@
 # decode (NVTX-filtered, a few instances after warm-up), times each run, and exports each
 # report's raw page as CSV. Expects build/ carried (gpu/). Writes $OUT/deep-log.txt and
 # $OUT/deep-runs.tar.gz (the .ncu-rep files, their CSV, the timings: fixtures for the importer).
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/deep-log.txt") 2>&1
-B=$PWD/build
-T=$(mktemp -d /tmp/llmprof-deep.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-step() { echo; echo "=== $*"; }
+. "$(dirname "$0")/setup.sh" deep
 SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats
     --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis
     --section SpeedOfLight_RooflineChart --section WarpStateStats --section SchedulerStats)

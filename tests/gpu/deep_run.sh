@@ -12,18 +12,7 @@
 # Expects build/ carried (bin, lib, gpu/). Writes $OUT/deep-run-log.txt and
 # $OUT/deep-run.tar.gz (the runs with deep/ and their reports; each report also exported by
 # ncu with its default units, for checking the import).
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/deep-run-log.txt") 2>&1
-B=$PWD/build
-L=$B/bin/llmprof
-T=$(mktemp -d /tmp/llmprof-deep.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-step() { echo; echo "=== $*"; }
+. "$(dirname "$0")/setup.sh" deep-run
 ncu --version; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 # NAME DEEP-OPTIONS... -- CMD...: record, deep (timed), report, ncu's own export

@@ -6,17 +6,7 @@
 # (--capture 'nvtx:^step$/8'), on SIGUSR1 around the timed requests and on cudaProfilerStart,
 # each beside a full record. Expects build/ carried. Writes $OUT/launch-log.txt and
 # $OUT/launch-runs.tar.gz (fixtures).
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/launch-log.txt") 2>&1
-L=$PWD/build/bin/llmprof
-T=$(mktemp -d /tmp/llmprof-launch.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-step() { echo; echo "=== $*"; }
+. "$(dirname "$0")/setup.sh" launch
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 # DIR: info's record lines, and per stage occurrences, kernels, GPU time, steps

@@ -2,17 +2,8 @@
 # GPU tests of the collector, run on the H200 machine (see docs/testing.md). Expects a
 # build carried in build/ (bin/llmprof, bin/check_trace, lib/libllmprof.so, gpu/workload).
 # Writes log.txt and fixtures.tar.gz under $OUT. Exit status: number of failed steps.
-set -u
-cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/llmprof-gpu-out}
-mkdir -p "$OUT"
-B=$PWD/build
-T=$(mktemp -d /tmp/llmprof-gpu.XXXXXX)
-PY=$(command -v python3)
-[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+. "$(dirname "$0")/setup.sh" gpu nolog
 fails=0
-step() { echo; echo "=== $*"; }
 check() { if "$@"; then echo "step ok"; else echo "STEP FAILED: $*"; fails=$((fails + 1)); fi; }
 timed() { if [ -x /usr/bin/time ]; then /usr/bin/time -f "%e s, max RSS %M KB" "$@"; else time "$@"; fi; }
 trace_of() { ls "$1"/trace.*.lpt 2>/dev/null | head -1; }
