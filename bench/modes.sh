@@ -3,6 +3,8 @@
 # program in MODE (empty for none); it returns 1 for an unknown mode.
 #   none                  the program alone
 #   default, light        llmprof record, and --light (NVTX, PM sampling, NVML; no kernels)
+#   graphs-node           record --graphs node: each kernel of a CUDA graph replay recorded
+#                         (the default records each replay whole)
 #   default-nonvml        --nvml-hz 0
 #   default-nogemm        --no-gemm (GEMM capture's cost: default against this)
 #   default-nosub         without holding CUPTI's subscriber slot (LLMPROF_SUBSCRIBE=0)
@@ -22,6 +24,7 @@
 #                         between the program's cudaProfilerStart and Stop
 #   windowed              record --capture 'nvtx:^step$/8': one decode step in 8 (the
 #                         program's NVTX ranges "step", as the harnesses' --step-ranges make)
+#   windowed-node         windowed with --graphs node
 #   windowed-nolaunch     the same without launch records (LLMPROF_KINDS without api): only
 #                         kernel activity and GEMM capture are switched
 #   windowed-flag         windowed, the launch callbacks left enabled and only a flag
@@ -40,6 +43,7 @@ lp_bench_rec() {
     none) rec=() ;;
     default) ;;
     light) rec+=(--light) ;;
+    graphs-node) rec+=(--graphs node) ;;
     default-nonvml) rec+=(--nvml-hz 0) ;;
     default-nogemm) rec+=(--no-gemm) ;;
     default-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}") ;;
@@ -62,6 +66,7 @@ lp_bench_rec() {
     capture) rec+=(--capture cuda-profiler) ;;
     capture-nogemm) rec+=(--capture cuda-profiler --no-gemm) ;;
     windowed) rec+=(--capture 'nvtx:^step$/8') ;;
+    windowed-node) rec+=(--graphs node --capture 'nvtx:^step$/8') ;;
     windowed-flag) rec=(env LLMPROF_LAUNCH_SWITCH=flag "${rec[@]}" --capture 'nvtx:^step$/8') ;;
     windowed-nolaunch)
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"

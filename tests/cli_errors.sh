@@ -470,13 +470,24 @@ expect 2 "EVERY is at least 1" "record --capture nvtx: every 0" -- \
     "$LP" record -o "$T/cap0" --capture 'nvtx:step/0' -- true
 expect 2 "--light records none: choose one" "record --capture with --light" -- \
     "$LP" record -o "$T/cap0" --light --capture cuda-profiler -- true
-[ ! -e "$T/cap0" ] && ok "--capture refusals: nothing written" || bad "cap0: $(ls -A "$T/cap0")"
+expect 2 "--graphs 'nodes': give replay" "record --graphs with a bad mode" -- \
+    "$LP" record -o "$T/cap0" --graphs nodes -- true
+expect 2 "--graphs chooses how the kernels of CUDA graph replays are recorded" \
+    "record --graphs with --light" -- "$LP" record -o "$T/cap0" --light --graphs node -- true
+[ ! -e "$T/cap0" ] && ok "--capture and --graphs refusals: nothing written" || bad "cap0: $(ls -A "$T/cap0")"
 expect 0 "" "record --capture cuda-profiler" -- \
     sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap1" --quiet --capture cuda-profiler -- "$FAKE" 0
 # without a GPU CUPTI gives no callbacks: the collector falls back to recording everything
 # and says so in the trace
 expect 0 "capture windows (cuda-profiler) cannot open here: CUPTI's callbacks could not be enabled" \
     "--capture without CUPTI's callbacks: said, all recorded" -- "$LP" info "$T/cap1"
+# --graphs reaches the collector's environment and meta.json; replay when not given
+expect 0 "" "record --graphs node" -- \
+    sh -c '"$@" </dev/null' sh "$LP" record -o "$T/gr1" --quiet --graphs node -- "$FAKE" 0
+grep -q '"graphs": "node"' "$T/gr1/meta.json" && grep -q '"LLMPROF_GRAPHS": "node"' "$T/gr1/meta.json" &&
+    ok "--graphs node in meta.json's options and environment" || bad "gr1: $(cat "$T/gr1/meta.json")"
+grep -q '"graphs": "replay"' "$T/cap1/meta.json" && ! grep -q LLMPROF_GRAPHS "$T/cap1/meta.json" &&
+    ok "no --graphs: replay, the collector's default" || bad "cap1: $(cat "$T/cap1/meta.json")"
 expect 0 "" "record --capture nvtx:" -- \
     sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap2" --quiet --capture 'nvtx:^step/8' -- "$FAKE" 0
 expect 0 "capture windows (nvtx:^step/8) cannot open here" "--capture nvtx: without callbacks: said" \

@@ -711,6 +711,86 @@ static void test_windows_fail_open(void **state)
     lp_trace_free(t);
 }
 
+/* Activity kinds as CUPTI sees them: each enable (+) and disable (-) of kernels (K) and
+ * graph-level records (G), in order; graph-level records refused when GRAPH_REFUSED. */
+static char kind_log[64];
+static int graph_refused;
+static void log_kind(CUpti_ActivityKind k, char sign)
+{
+    char c = k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? 'K'
+             : k == CUPTI_ACTIVITY_KIND_GRAPH_TRACE    ? 'G'
+                                                       : 0;
+    size_t n = strlen(kind_log);
+    if (c && n + 2 < sizeof kind_log) {
+        kind_log[n] = c;
+        kind_log[n + 1] = sign;
+    }
+}
+static CUptiResult fake_activity_enable(CUpti_ActivityKind k)
+{
+    if (k == CUPTI_ACTIVITY_KIND_GRAPH_TRACE && graph_refused)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    log_kind(k, '+');
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_activity_disable(CUpti_ActivityKind k)
+{
+    log_kind(k, '-');
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_register(CUpti_BuffersCallbackRequestFunc a,
+                                 CUpti_BuffersCallbackCompleteFunc b)
+{
+    (void)a, (void)b;
+    return CUPTI_SUCCESS;
+}
+
+static void start_activity(int windowed)
+{
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityDisable = fake_activity_disable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register;
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
+                                    .max_buffers = 2, .windowed = windowed,
+                                    .graph_replays = 1};
+    NEED(lp_activity_start(&o) == 0);
+}
+
+/* Graph-level records go on at the start, before any graph can be instantiated, and are
+ * never switched after: windows switch kernel activity alone. */
+static void graph_replays_child(void)
+{
+    start_activity(1);
+    NEED(!strcmp(kind_log, "G+")); /* windowed: kernels wait for the first window */
+    NEED(lp_activity_graph_replays());
+    NEED(lp_activity_set_recording(1) == 0);
+    NEED(lp_activity_set_recording(0) == 0);
+    NEED(lp_activity_set_recording(1) == 0);
+    NEED(!strcmp(kind_log, "G+K+K-K+"));
+}
+
+/* Refused, they are not asked for again: replays are recorded node by node, with a warning. */
+static void graph_refused_child(void)
+{
+    graph_refused = 1;
+    start_activity(0);
+    NEED(!strcmp(kind_log, "K+"));
+    NEED(!lp_activity_graph_replays());
+}
+
+static void test_graph_replays_switch(void **state)
+{
+    (void)state;
+    in_child("graph-replays", graph_replays_child);
+    struct lp_trace *t = read_only_trace("graph-replays");
+    assert_int_equal(t->n_losses, 0);
+    lp_trace_free(t);
+    in_child("graph-refused", graph_refused_child);
+    t = read_only_trace("graph-refused");
+    assert_true(has_loss(t, "CUPTI refused graph-level records"));
+    lp_trace_free(t);
+}
+
 /* The CUDA driver calls window.c binds by name (found in this executable, exported): the
  * switching thread's context and synchronisations. */
 static CUcontext fake_current;
@@ -848,6 +928,7 @@ int main(void)
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_windows_fail_open),
+        cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_window_deferred),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

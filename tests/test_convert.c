@@ -249,6 +249,44 @@ static void test_api_device_overhead(void **state)
     assert_int_equal(r.u.overhead.end, 4);
 }
 
+/* A graph-level record becomes a kernel record flagged as a whole replay. */
+static void test_graph_replay(void **state)
+{
+    (void)state;
+    CUpti_ActivityGraphTrace2 g;
+    memset(&g, 0, sizeof g);
+    g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+    g.correlationId = 77;
+    g.start = 1000;
+    g.end = 2500;
+    g.deviceId = 1;
+    g.contextId = 3;
+    g.streamId = 13;
+    g.graphId = 2;
+    struct lp_record r;
+    assert_int_equal(lp_convert_activity((CUpti_Activity *)&g, &ctx, &r), 1);
+    assert_int_equal(r.type, LP_REC_KERNEL);
+    const struct lp_kernel *k = &r.u.kernel;
+    assert_int_equal(k->start, 1000);
+    assert_int_equal(k->end, 2500);
+    assert_int_equal(k->correlation, 77);
+    assert_int_equal(k->device, 1);
+    assert_int_equal(k->context, 3);
+    assert_int_equal(k->stream, 13);
+    assert_int_equal(k->graph_id, 2);
+    assert_int_equal(k->graph_node_id, 0);
+    assert_int_equal(k->name, 0);
+    assert_int_equal(k->flags, LP_KERNEL_FLAG_GRAPH | LP_KERNEL_FLAG_REPLAY);
+    /* a graph that starts with host work: the GPU and context where it ends */
+    g.deviceId = INT32_MAX;
+    g.contextId = INT32_MAX;
+    g.endDeviceId = 4;
+    g.endContextId = 9;
+    assert_int_equal(lp_convert_activity((CUpti_Activity *)&g, &ctx, &r), 1);
+    assert_int_equal(r.u.kernel.device, 4);
+    assert_int_equal(r.u.kernel.context, 9);
+}
+
 static void test_unknown_kinds_are_skipped(void **state)
 {
     (void)state;
@@ -267,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_markers),
         cmocka_unit_test(test_api_device_overhead),
+        cmocka_unit_test(test_graph_replay),
         cmocka_unit_test(test_unknown_kinds_are_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

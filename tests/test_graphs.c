@@ -7,7 +7,10 @@
  *                    ("decode_eager") and as replays of one captured graph ("decode_graph")
  *   graph-compile, graph-piecewise, graph-stream: the same decoder, its steps replayed by
  *                    torch.compile(mode="reduce-overhead"), per-layer graphs around eager
- *                    attention, and one graph on a side stream */
+ *                    attention, and one graph on a side stream
+ * and replays recorded whole (record --graphs replay, issue 15; tests/gpu/graph_replays.sh):
+ *   graph-replay, graph-replay-nvtx8   tests/gpu/graph_decode.py, all of it and one step in
+ *                    eight; piecewise-replay: graph_styles.py --style piecewise */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -223,6 +226,130 @@ static void test_graph_old_format(void **state)
     lp_trace_free(t);
 }
 
+/* Replays recorded whole (record --graphs replay; synthetic): an eager prefill, then one
+ * decode range over four replays of graph 2, each one kernel record flagged REPLAY and
+ * preceded by three eager kernels (as piecewise graphs around eager attention). The
+ * replays are the decode steps, one group of the graph replay category, and the graph's row
+ * takes its kernel nodes from the graph records, since no kernel of it was recorded. */
+static void test_graph_replays_whole(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    const uint64_t us = 1000;
+    range(&b, "prefill", 1, 0, 400 * us);
+    for (int i = 0; i < 3; i++)
+        kernel(&b, "gemm_prefill", 1, (10 + 10 * i) * us, (50 + 100 * i) * us,
+               (140 + 100 * i) * us);
+    /* instantiation: three kernel nodes and a copy node cloned into executable graph 2 */
+    for (uint32_t n = 0; n < 4; n++) {
+        struct lp_record g = {.type = LP_REC_GRAPH};
+        g.u.graph = (struct lp_graph){.timestamp = 450 * us, .thread = 1,
+                                      .event = LP_GRAPH_EVENT_NODE_CLONED, .graph_id = 2,
+                                      .original_graph_id = 1, .node_type = n == 3 ? 1 : 0,
+                                      .node_id = (2ull << 32) | n,
+                                      .original_node_id = (1ull << 32) | n};
+        add(&b, &g);
+    }
+    range(&b, "decode", 1, 500 * us, 1500 * us);
+    for (int i = 0; i < 4; i++) {
+        uint32_t corr = b.next_corr++;
+        uint64_t launch = (510 + 200 * i) * us;
+        /* eager kernels before each replay (piecewise graphs around eager attention): more
+         * of them than replays, less GPU time */
+        for (int j = 0; j < 3; j++)
+            kernel(&b, "attn", 1, launch - (9 - j) * us, launch + (1 + 5 * j) * us,
+                   launch + (5 + 5 * j) * us);
+        api(&b, "cudaGraphLaunch", 1, launch, corr);
+        struct lp_record k = {.type = LP_REC_KERNEL};
+        k.u.kernel = (struct lp_kernel){.start = launch + 20 * us, .end = launch + 180 * us,
+                                        .correlation = corr, .stream = 7, .graph_id = 2,
+                                        .flags = LP_KERNEL_FLAG_GRAPH | LP_KERNEL_FLAG_REPLAY};
+        add(&b, &k);
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, &(struct lp_run_options){0}, &r);
+    assert_int_equal(r.replays_whole, 4);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->steps, 4);
+    assert_int_equal(d->steps_source, LP_STEPS_GRAPHS);
+    assert_int_equal(d->graph_replays, 4);
+    assert_int_equal(d->kernels, 12); /* replays are not kernels */
+    assert_int_equal(d->gpu_ns, 4 * (160 + 3 * 4) * us);
+    assert_true(fabs(d->cat_share[LP_KCAT_GRAPH] - 160.0 / 172.0) < 1e-9);
+    assert_int_equal(d->top.n, 2);
+    assert_string_equal(r.names[d->top.v[0].group], "[CUDA graph replay]");
+    assert_int_equal(d->top.v[0].calls, 4);
+    assert_int_equal(r.n_graphs, 1);
+    assert_true(r.graphs[0].whole);
+    assert_int_equal(r.graphs[0].graph_id, 2);
+    assert_int_equal(r.graphs[0].replays, 4);
+    assert_int_equal(r.graphs[0].kernels, 0);
+    assert_true(r.graphs[0].kernels_per_replay == 3);
+    const struct lp_stage_report *p = stage(&r, "prefill");
+    assert_int_equal(p->kernels, 3);
+    assert_int_equal(p->graph_replays, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Real replays recorded whole on the H200: the steps are the replays, TPOT is the program's
+ * own (1.7297 ms per token by its timer; 1.8332 ms when each replayed kernel was traced),
+ * and the graph's row has its 612 kernel nodes from the graph records. */
+static void test_graph_replay_fixtures(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("graph-replay");
+    struct lp_run r;
+    analyze(t, &(struct lp_run_options){0}, &r);
+    assert_int_equal(r.replays_whole, 96);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->steps, 64);
+    assert_int_equal(d->steps_source, LP_STEPS_GRAPHS);
+    assert_int_equal(d->graph_replays, 64);
+    assert_int_equal(d->kernels, 64); /* one eager kernel per step beside the replay */
+    assert_true(d->cat_share[LP_KCAT_GRAPH] > 0.99);
+    assert_true(fabs(r.llm.tpot_s - 1.7297e-3) < 0.01e-3);
+    assert_int_equal(r.n_graphs, 2); /* graph 2 in decode and in the warm-up request */
+    for (size_t i = 0; i < r.n_graphs; i++) {
+        assert_true(r.graphs[i].whole);
+        assert_int_equal(r.graphs[i].graph_id, 2);
+        assert_true(r.graphs[i].kernels_per_replay == 612);
+        assert_int_equal(r.graphs[i].kernels, 0);
+    }
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* piecewise: 17 replays and more eager kernels per step; the timer read 21.87 and
+     * 25.11 ms for the 15 steps of the two timed requests */
+    t = fixture("piecewise-replay");
+    analyze(t, &(struct lp_run_options){0}, &r);
+    d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->steps, 30);
+    assert_int_equal(d->steps_source, LP_STEPS_GRAPHS);
+    assert_int_equal(d->graph_replays, 510);
+    assert_true(d->kernels > d->graph_replays);
+    assert_true(r.llm.tpot_s > 21.8e-3 / 15 && r.llm.tpot_s < 25.2e-3 / 15);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* one step in eight: 12 windows of one replay each, nothing outside them */
+    t = fixture("graph-replay-nvtx8");
+    analyze(t, &(struct lp_run_options){0}, &r);
+    assert_int_equal(r.capture.n_windows, 12);
+    assert_int_equal(r.replays_whole, 12);
+    d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->graph_replays, 12);
+    assert_int_equal(r.llm.cut_requests, r.llm.requests);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +357,8 @@ int main(void)
         cmocka_unit_test(test_graph_compare),
         cmocka_unit_test(test_graph_styles),
         cmocka_unit_test(test_graph_old_format),
+        cmocka_unit_test(test_graph_replays_whole),
+        cmocka_unit_test(test_graph_replay_fixtures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,7 +53,8 @@ struct lp_range_group {
 
 struct lp_trace_summary {
     uint64_t first_ns, last_ns;    /* span of all timestamped records */
-    uint64_t kernel_ns;            /* sum of kernel durations */
+    uint64_t kernel_ns;            /* sum of kernel durations (whole graph replays included) */
+    size_t n_replays;              /* kernel records that are whole CUDA graph replays */
     uint64_t memcpy_bytes, memset_bytes;
     uint64_t lost_records;         /* sum of loss counts */
     size_t n_loss_notes;           /* loss records without a count (a source missing) */
@@ -87,7 +88,9 @@ void lp_trace_summary_free(struct lp_trace_summary *s);
 
 enum lp_kcat {
     LP_KCAT_GEMM, LP_KCAT_ATTENTION, LP_KCAT_NORM, LP_KCAT_ELEMENTWISE, LP_KCAT_REDUCTION,
-    LP_KCAT_MEMCPY, LP_KCAT_MEMSET, LP_KCAT_COMMUNICATION, LP_KCAT_OTHER, LP_KCAT_COUNT
+    LP_KCAT_MEMCPY, LP_KCAT_MEMSET, LP_KCAT_COMMUNICATION,
+    LP_KCAT_GRAPH,                /* whole CUDA graph replays (record --graphs replay) */
+    LP_KCAT_OTHER, LP_KCAT_COUNT
 };
 const char *lp_kcat_name(enum lp_kcat c);
 /* Category of a (demangled) kernel name from the words libraries put in their names. */
@@ -532,8 +535,10 @@ struct lp_gemm_row {
 struct lp_graph_row {
     uint32_t graph_id;            /* as its kernels carry it */
     int stage;                    /* index into lp_run.stages */
-    uint64_t replays, kernels, gpu_ns;
-    double kernels_per_replay;
+    uint64_t replays, kernels, gpu_ns; /* kernels: recorded one by one (0 when whole) */
+    double kernels_per_replay;    /* when whole: its kernel nodes (graph records), 0 unknown */
+    int whole;                    /* replays recorded whole (record --graphs replay): no
+                                     kernel of it was recorded, gpu_ns spans the replays */
     uint64_t gemm_kernels;        /* kernels of the GEMM category */
     uint64_t gemm_shaped;         /* ... tied to a captured GEMM call: shape and dtype known */
     uint64_t traced;              /* kernels whose captured node was found */
@@ -661,6 +666,8 @@ struct lp_run {
                                            "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     int kernels_recorded;               /* 0: the record kept no kernels (--light) */
+    uint64_t replays_whole;             /* CUDA graph replays recorded whole (record --graphs
+                                           replay): GPU work whose kernels are unknown */
     struct lp_capture_facts capture;    /* windows.c */
     uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
     struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */

@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 5
+#define LP_TRACE_VERSION_MINOR 6
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -40,6 +40,10 @@ typedef uint32_t lp_str;
 
 enum lp_kernel_flag {
     LP_KERNEL_FLAG_GRAPH = 1 << 0, /* launched as part of a CUDA graph */
+    LP_KERNEL_FLAG_REPLAY = 1 << 1, /* (format 1.6) not a kernel: one whole replay of the CUDA
+                                       graph GRAPH_ID (record --graphs replay), from its first
+                                       node's start to its last node's end; its kernels were
+                                       not recorded one by one. No name, grid or node id. */
 };
 
 struct lp_kernel {

@@ -67,7 +67,7 @@ static int pick_kernels(const struct lp_run *r, const struct lp_deep_plan_option
         for (size_t i = 0; i < st->top.n_groups; i++) {
             const struct lp_kernel_row *row = &st->top.v[i];
             enum lp_kcat cat = r->cats[row->group];
-            if (cat == LP_KCAT_MEMCPY || cat == LP_KCAT_MEMSET)
+            if (cat == LP_KCAT_MEMCPY || cat == LP_KCAT_MEMSET || cat == LP_KCAT_GRAPH)
                 continue;
             /* the range profiler's own kernel (record --counters): not the program's */
             if (r->counters.segments && !strcmp(r->names[row->group], "WaitNs"))

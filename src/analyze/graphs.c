@@ -83,6 +83,17 @@ static int cmp_key(const void *a, const void *b)
     return (x->kernel > y->kernel) - (x->kernel < y->kernel);
 }
 
+/* Kernel nodes the executable graph GRAPH has (graph records: each was cloned into it at
+ * instantiation; a kernel record's graph id is its executable graph's), 0 unknown. */
+static uint64_t kernel_nodes(const struct lp_trace *t, uint32_t graph)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < t->n_graphs; i++)
+        n += t->graphs[i].event == LP_GRAPH_EVENT_NODE_CLONED && t->graphs[i].graph_id == graph &&
+             t->graphs[i].node_type == 0;
+    return n;
+}
+
 int lp_run_graphs(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
@@ -125,9 +136,14 @@ int lp_run_graphs(struct lp_run_ctx *c)
                 .graph_id = k[i].graph, .stage = (int)k[i].stage, .capture_range = -1};
         struct lp_graph_row *g = &r->graphs[r->n_graphs - 1];
         const struct lp_kernel *kr = &t->kernels[k[i].kernel];
-        g->replays += g->kernels == 0 || k[i].correlation != k[i - 1].correlation;
-        g->kernels++;
+        int first = g->replays == 0 || k[i].correlation != k[i - 1].correlation;
+        g->replays += first;
         g->gpu_ns += kr->end - kr->start;
+        if (kr->flags & LP_KERNEL_FLAG_REPLAY) {
+            g->whole = 1;
+            continue;
+        }
+        g->kernels++;
         int gemm = r->cats[r->kernel_group[k[i].kernel]] == LP_KCAT_GEMM;
         g->gemm_kernels += gemm;
         g->gemm_shaped += gemm && c->kernel_gemm && c->kernel_gemm[k[i].kernel] >= 0;
@@ -138,7 +154,8 @@ int lp_run_graphs(struct lp_run_ctx *c)
     }
     for (size_t i = 0; i < r->n_graphs; i++) {
         struct lp_graph_row *g = &r->graphs[i];
-        g->kernels_per_replay = (double)g->kernels / (double)g->replays;
+        g->kernels_per_replay = g->whole ? (double)kernel_nodes(t, g->graph_id)
+                                         : (double)g->kernels / (double)g->replays;
         r->stages[g->stage].graph_replays += g->replays;
     }
     free(k);

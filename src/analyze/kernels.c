@@ -114,11 +114,12 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         goto out;
     memset(by_id, 0xff, n_ids * sizeof *by_id);
     memset(m.group, 0xff, m.cap * sizeof *m.group);
-    /* copies and sets first: fixed group ids 0..4 */
+    /* copies, sets and whole graph replays first: fixed group ids 0..5 */
     for (int d = 0; d < 4; d++)
         if ((rc = add_group(r, copy_names[d], LP_KCAT_MEMCPY, 1)))
             goto out;
-    if ((rc = add_group(r, "[CUDA memset]", LP_KCAT_MEMSET, 1)))
+    if ((rc = add_group(r, "[CUDA memset]", LP_KCAT_MEMSET, 1)) ||
+        (rc = add_group(r, "[CUDA graph replay]", LP_KCAT_GRAPH, 1)))
         goto out;
     rc = LP_ERR_NOMEM;
     /* sort (kind, index) by start, then build the work array in that order */
@@ -142,8 +143,12 @@ int lp_run_name_groups(struct lp_run_ctx *c)
             const struct lp_kernel *x = &t->kernels[idx];
             w->start = x->start;
             w->end = x->end;
-            if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w->group)))
+            if (x->flags & LP_KERNEL_FLAG_REPLAY) {
+                w->group = LP_GROUP_REPLAY;
+                r->replays_whole++;
+            } else if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w->group))) {
                 goto out;
+            }
             r->kernel_group[idx] = w->group;
         } else if (kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *x = &t->memcpys[idx];
@@ -299,10 +304,11 @@ int lp_run_kernels(struct lp_run_ctx *c)
         struct lp_stage_report *s = &r->stages[w->stage];
         stage_ns[w->stage] += d;
         s->cat_ns[r->cats[w->group]] += (double)d;
-        if (w->kind == LP_OP_KERNEL) {
+        /* a whole graph replay is GPU time, not a kernel: graphs.c counts replays */
+        uint32_t flags = w->kind == LP_OP_KERNEL ? c->t->kernels[w->index].flags : 0;
+        if (w->kind == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {
             s->kernels++;
-            if (c->t->kernels[w->index].flags & LP_KERNEL_FLAG_GRAPH)
-                s->graph_kernels++;
+            s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
         }
     }
     lp_sort_kv(kv, kv + n, n);

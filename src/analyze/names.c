@@ -162,7 +162,7 @@ static const char *const kcat_names[LP_KCAT_COUNT] = {
     [LP_KCAT_NORM] = "norm",           [LP_KCAT_ELEMENTWISE] = "elementwise",
     [LP_KCAT_REDUCTION] = "reduction", [LP_KCAT_MEMCPY] = "memcpy",
     [LP_KCAT_MEMSET] = "memset",       [LP_KCAT_COMMUNICATION] = "communication",
-    [LP_KCAT_OTHER] = "other",
+    [LP_KCAT_GRAPH] = "graph replay", [LP_KCAT_OTHER] = "other",
 };
 
 const char *lp_kcat_name(enum lp_kcat c)

@@ -16,6 +16,8 @@ struct lp_kv {
 void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n);
 
 enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
+/* the fixed group of whole CUDA graph replays (kernels.c): after the 4 copy groups and sets */
+enum { LP_GROUP_REPLAY = 5 };
 
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {

@@ -348,19 +348,25 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
                         uint64_t *ends)
 {
     const struct lp_trace *t = c->t;
-    size_t graph = 0, kernels = 0;
+    size_t graph = 0, kernels = 0, whole = 0;
+    uint64_t graph_ns = 0, kernel_ns = 0;
     for (size_t i = 0; i < n_work; i++) {
         const struct lp_work *w = &c->work[work[i]];
         if (w->kind == LP_OP_KERNEL) {
+            uint32_t flags = t->kernels[w->index].flags;
             kernels++;
-            graph += (t->kernels[w->index].flags & LP_KERNEL_FLAG_GRAPH) != 0;
+            graph += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
+            whole += (flags & LP_KERNEL_FLAG_REPLAY) != 0;
+            kernel_ns += w->end - w->start;
+            graph_ns += flags & LP_KERNEL_FLAG_GRAPH ? w->end - w->start : 0;
         }
     }
     int rc = items_of(c, work, n_work, it);
     if (rc)
         return rc;
     size_t s = 0;
-    int graphs = graph && 2 * graph >= kernels;
+    /* a replay recorded whole stands for all its kernels: then GPU time tells */
+    int graphs = graph && (whole ? 2 * graph_ns >= kernel_ns : 2 * graph >= kernels);
     if (graphs) {
         s = find_steps(it, 1, 0, pos, gap);
     } else if (lm) {

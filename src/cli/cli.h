@@ -150,6 +150,7 @@ struct lp_cli_record_opts {
     const char *counter_ranges;   /* regex of the NVTX ranges that cut; NULL: stage rules' */
     double pm_sampling_us;        /* PM sampling interval (--pm-sampling); 0: off */
     const char *capture;          /* --capture: all or cuda-profiler; NULL: all */
+    const char *graphs;           /* --graphs: replay or node; NULL: the collector's (replay) */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

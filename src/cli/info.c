@@ -204,6 +204,13 @@ static int info_trace(const char *path)
             printf("           %s kernels, copies and sets launched after a window closed "
                    "(recorded while the GPU caught up) left out\n", after);
     }
+    const char *graphs = lp_trace_meta(t, "graphs");
+    if (s.n_replays || (graphs && !strcmp(graphs, "replay")))
+        printf("  graphs   %zu CUDA graph replays recorded whole (--graphs replay), counted "
+               "with the kernels below; their kernels were not recorded one by one\n",
+               s.n_replays);
+    else if (graphs && !strcmp(graphs, "node"))
+        printf("  graphs   each kernel of a CUDA graph replay recorded (--graphs node)\n");
     printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
            "%zu api calls, %zu nvml samples, %zu overhead\n",
            t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,

@@ -25,7 +25,9 @@ static const struct lp_cli_opt options[] = {
     "found, before CMD starts (status 2 on a mistake, CMD not run). Exits with CMD's status,\n"
     "or 1 when CMD succeeded and the deep dive or the report failed; when CMD fails there is\n"
     "no deep dive; when record does not start CMD (an output that holds a run, a command not\n"
-    "found), nothing is reported and record's status is returned.\n"
+    "found), nothing is reported and record's status is returned. With --deep, record\n"
+    "takes --graphs node unless told otherwise: the deep dive chooses kernels by name, also\n"
+    "those CUDA graphs replay.\n"
     "\n"
     "example:\n"
     "  llmprof profile -o run1 --model config.json -- python3 infer.py\n"
@@ -85,6 +87,9 @@ int lp_cmd_profile(int argc, char **argv)
             lp_cli_error("profile", "--deep needs the kernels --light does not record");
         goto done;
     }
+    /* the deep dive picks kernels by name: inside CUDA graphs it needs them one by one */
+    if (o.deep.top && !o.rec.graphs)
+        o.rec.graphs = "node";
     o.rec.cmd = argv + first;
     int ran = 0;
     rc = lp_cli_record(&o.rec, &ran);

@@ -110,7 +110,8 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--pm-sampling US] [--capture MODE] [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--capture MODE] [--graphs replay|node]\n"
+    "                      [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -179,6 +180,10 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .help = "when kernels are recorded: all (default), cuda-profiler,\n"
              "nvtx:REGEX[@FIRST[-LAST]][/EVERY] or signal (see below)",
      .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX... or signal"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--graphs", .arg = "MODE",
+     .help = "CUDA graph replays: replay (default) records each replay whole, node\n"
+             "records each of its kernels (see below)",
+     .off = OPT(graphs), .missing = "replay or node"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--counters-only",
      .help = "the same as --light", .off = OPT(light), .set = 1},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h", .help = "this text"},
@@ -206,9 +211,9 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "\n"
     "Capture windows (--capture MODE): kernels, copies, allocations, launch calls and GEMM\n"
     "calls are recorded only inside windows; NVTX ranges, NVML and device facts all run.\n"
-    "It keeps the trace to the spans that matter; it does not yet make the rest free (on\n"
-    "the H200 a CUDA-graph decode recording one step in eight cost about a full record:\n"
-    "docs/benchmarks.md). MODE:\n"
+    "It keeps the trace to the spans that matter; it does not make the rest free (on the\n"
+    "H200 a CUDA-graph decode recording one step in eight cost what a full record costs,\n"
+    "+0.5 %: docs/benchmarks.md). MODE:\n"
     "  cuda-profiler   from the program's cudaProfilerStart to its cudaProfilerStop, every\n"
     "                  time (torch.cuda.profiler.start() and stop(); vLLM's \"cuda\" profiler),\n"
     "                  as nsys --capture-range=cudaProfilerApi --capture-range-end=repeat\n"
@@ -219,6 +224,13 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "  signal          kill -USR1 PID opens a window, the next SIGUSR1 closes it (a program\n"
     "                  that handles SIGUSR1 itself keeps it, and everything is recorded)\n"
     "The report's stage and step figures then come from the windows only, and say so.\n"
+    "\n"
+    "CUDA graphs (--graphs MODE): by default each replay of a graph is one record, from its\n"
+    "first kernel's start to its last kernel's end, and kernels launched outside graphs are\n"
+    "recorded one by one. Tracing every node of a replay slows the replay itself (+6.3 %\n"
+    "per token on an H200 CUDA-graph decode, against +0.5 % whole: docs/benchmarks.md), so\n"
+    "TPOT would read slower than it is. --graphs node records each replayed kernel, with\n"
+    "its GEMM shape and the range it was captured in, for the kernel and GEMM tables.\n"
     "\n"    "examples:\n"
     "  llmprof record -o run1 -- python3 infer.py --max-new-tokens 128\n"
     "  llmprof record --counters -o run3 -- python3 infer.py\n"
@@ -578,6 +590,8 @@ static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolve
     json_object_set_new(opts, "gemm", json_boolean(o->gemm));
     json_object_set_new(opts, "counters", json_boolean(o->counters));
     json_object_set_new(opts, "pm_sampling_us", json_real(o->pm_sampling_us));
+    json_object_set_new(opts, "graphs", json_string(o->light ? "none"
+                                                    : o->graphs ? o->graphs : "replay"));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -717,7 +731,8 @@ static int pending_signal(const sigset_t *old_mask)
 static const char *const env_names[] = {
     "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LLMPROF_OUT", "LLMPROF_NVML_HZ",
     "LLMPROF_LIGHT", "LLMPROF_QUIET", "LLMPROF_GEMM", "LLMPROF_COUNTERS",
-    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "LLMPROF_CAPTURE", "CUBLASLT_LOG_FILE",
+    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "LLMPROF_CAPTURE", "LLMPROF_GRAPHS",
+    "CUBLASLT_LOG_FILE",
     "LD_PRELOAD", "TEARDOWN_CUPTI",
 };
 #define N_ENV (sizeof env_names / sizeof *env_names)
@@ -780,6 +795,10 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
         setenv("LLMPROF_CAPTURE", o->capture, 1);
     else
         unsetenv("LLMPROF_CAPTURE");
+    if (o->graphs)
+        setenv("LLMPROF_GRAPHS", o->graphs, 1);
+    else
+        unsetenv("LLMPROF_GRAPHS");
     if (o->pm_sampling_us > 0) {
         char us[32];
         snprintf(us, sizeof us, "%g", o->pm_sampling_us);
@@ -904,6 +923,16 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     char cerr[512];
     if (o->capture && lp_capture_parse(o->capture, &spec, cerr, sizeof cerr) != 0) {
         lp_cli_error("record", "%s", cerr);
+        return 2;
+    }
+    if (o->graphs && strcmp(o->graphs, "replay") && strcmp(o->graphs, "node")) {
+        lp_cli_error("record", "--graphs '%s': give replay (each CUDA graph replay recorded "
+                     "whole) or node (each of its kernels)", o->graphs);
+        return 2;
+    }
+    if (o->graphs && o->light) {
+        lp_cli_error("record", "--graphs chooses how the kernels of CUDA graph replays are "
+                     "recorded, and --light records none: choose one");
         return 2;
     }
     if (o->capture && o->light && strcmp(o->capture, "all")) {

@@ -25,6 +25,7 @@ static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
 static unsigned n_free, n_done, n_alloc;
 static uint64_t denied, dropped_total;
+static uint64_t untimed_replays; /* graph replays CUPTI could not time (drain's thread) */
 static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
 static void (*notify)(void);
@@ -176,6 +177,11 @@ void lp_activity_drain(void)
                 continue;
             if (opts.windowed && !in_window(&r))
                 continue;
+            if (r.type == LP_REC_KERNEL && (r.u.kernel.flags & LP_KERNEL_FLAG_REPLAY) &&
+                !r.u.kernel.start && !r.u.kernel.end) {
+                untimed_replays++;
+                continue;
+            }
             if (r.type == LP_REC_KERNEL && r.u.kernel.device < 64)
                 devices |= 1ull << r.u.kernel.device;
             lp_sink_add(&r);
@@ -257,8 +263,23 @@ int lp_activity_start(const struct lp_activity_options *o)
             i == LP_KIND_INDEX_KERNEL)
             return -1;
     }
+    /* Graph-level records are chosen per replay, at its launch, and must be on before a graph
+     * is instantiated: on the H200 (CUPTI 2025.3.1) replaying a graph instantiated while they
+     * were off, once they are on again, crashed the process (tests/gpu/graph_trace_probe.cu).
+     * So they go on here, before the program can make a graph, and stay on: capture windows
+     * switch kernel activity only, and replays outside the windows are left out like kernels. */
+    if (opts.graph_replays && (kinds & LP_KIND_KERNEL) &&
+        LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS) {
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                        "CUPTI refused graph-level records: CUDA graph replays are recorded "
+                        "node by node (as record --graphs node)");
+        opts.graph_replays = 0;
+    }
+    opts.graph_replays = opts.graph_replays && (kinds & LP_KIND_KERNEL);
     return 0;
 }
+
+int lp_activity_graph_replays(void) { return opts.graph_replays; }
 
 CUpti_SubscriberHandle lp_activity_subscriber(void) { return subscriber; }
 
@@ -283,6 +304,10 @@ void lp_activity_finish(void)
                         "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "
                         "CUPTI dropped what did not fit", opts.max_buffers, opts.buffer_bytes,
                         (unsigned long long)d);
+    if (untimed_replays)
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, untimed_replays,
+                        "%llu CUDA graph replays came without times from CUPTI and are not "
+                        "recorded", (unsigned long long)untimed_replays);
     lp_sink_set_meta_u64("cupti_dropped_records", total);
     lp_sink_set_meta_u64("activity_buffers_peak", peak);
     lp_sink_set_meta_u64("activity_buffer_bytes", opts.buffer_bytes);

@@ -57,6 +57,9 @@ struct lp_activity_options {
     unsigned max_buffers;   /* bound on buffers outstanding */
     int windowed;           /* the per-launch kinds (those --light leaves out) start off:
                                lp_activity_set_recording switches them (capture windows) */
+    int graph_replays;      /* with kernels: one record per CUDA graph replay instead of
+                               one per node (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), on from the
+                               start for the whole run (see lp_activity_start) */
 };
 
 /* Enables activity collection: 0 when at least kernels are being recorded, 1 when
@@ -66,6 +69,8 @@ int lp_activity_start(const struct lp_activity_options *opt);
  * for capture windows: 0, or -1 when kernel activity could not be enabled. Called with one
  * caller at a time. */
 int lp_activity_set_recording(int on);
+/* 1 when graph replays are recorded whole (graph_replays was asked for and CUPTI took it). */
+int lp_activity_graph_replays(void);
 /* The subscriber held since lp_activity_start, or NULL. */
 CUpti_SubscriberHandle lp_activity_subscriber(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */

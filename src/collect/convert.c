@@ -54,6 +54,26 @@ static int kernel_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
     return 1;
 }
 
+/* One replay of a CUDA graph as a whole (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): a kernel record
+ * flagged REPLAY, so that the analysis places it as it places a replayed kernel. Start and
+ * end both 0 mean CUPTI could not time it: the caller counts those. */
+static int replay_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
+                      struct lp_record *out)
+{
+    const CUpti_ActivityGraphTrace2 *g = (const CUpti_ActivityGraphTrace2 *)a;
+    struct lp_kernel *o = &out->u.kernel;
+    out->type = LP_REC_KERNEL;
+    COPY_GPU_OP(o, g);
+    /* INT_MAX: the graph starts with host work; its GPU is then where it ends */
+    if (g->deviceId == INT32_MAX)
+        o->device = same_layout(ctx) ? g->endDeviceId : 0;
+    if (g->contextId == INT32_MAX)
+        o->context = same_layout(ctx) ? g->endContextId : 0;
+    o->graph_id = g->graphId;
+    o->flags = LP_KERNEL_FLAG_GRAPH | LP_KERNEL_FLAG_REPLAY;
+    return 1;
+}
+
 static int memcpy_rec(const CUpti_Activity *a, const struct lp_convert_ctx *ctx,
                       struct lp_record *out)
 {
@@ -188,6 +208,7 @@ int lp_convert_activity(const CUpti_Activity *a, const struct lp_convert_ctx *ct
     switch (a->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return kernel_rec(a, ctx, out);
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: return replay_rec(a, ctx, out);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return memcpy_rec(a, ctx, out);
     case CUPTI_ACTIVITY_KIND_MEMSET: return memset_rec(a, ctx, out);
     case CUPTI_ACTIVITY_KIND_MEMORY2: return memory_rec(a, out);

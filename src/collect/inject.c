@@ -7,7 +7,7 @@
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
  * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
- * LLMPROF_CAPTURE, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH (docs/collector.md). */
+ * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -232,6 +232,13 @@ static void init(void)
             else
                 lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_KINDS: %s", kerr);
         }
+        /* CUDA graph replays: whole (default) or node by node */
+        const char *graphs = getenv("LLMPROF_GRAPHS");
+        ao.graph_replays = !graphs || !*graphs || strcmp(graphs, "node") != 0;
+        if (graphs && *graphs && strcmp(graphs, "node") && strcmp(graphs, "replay"))
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                            "ignoring LLMPROF_GRAPHS=%s (replay or node): replays are recorded "
+                            "whole", graphs);
         lp_sink_set_meta_u64("kinds", ao.kinds);
         lp_activity_set_notify(wake_flusher);
         int act = lp_activity_start(&ao);
@@ -239,6 +246,9 @@ static void init(void)
             lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                             "CUPTI activity could not be enabled (see the CUPTI error before "
                             "this): kernels are not recorded; the program runs on");
+        lp_sink_set_meta("graphs", act != 0 || !(ao.kinds & LP_KIND_KERNEL) ? "none"
+                                   : lp_activity_graph_replays()              ? "replay"
+                                                                              : "node");
         if (act == 0) {
             CUpti_SubscriberHandle sub = lp_activity_subscriber();
             if (ao.kinds & LP_KIND_API)

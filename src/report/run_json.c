@@ -316,6 +316,7 @@ static json_t *graphs_json(const struct lp_run *r)
                               u64(g->gpu_ns), "gemm_kernels", u64(g->gemm_kernels),
                               "gemm_kernels_with_shape", u64(g->gemm_shaped),
                               "kernels_with_capture_node", u64(g->traced));
+        json_object_set_new(o, "recorded_whole", json_boolean(g->whole));
         json_object_set_new(o, "captured_in",
                             g->capture_range >= 0
                                 ? json_string(lp_trace_str(r->trace,
@@ -347,6 +348,7 @@ static json_t *timeline(const struct lp_run *r)
     json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:b}", "first_ns", u64(r->first_ns), "last_ns",
                           u64(r->last_ns), "busy_ns", u64(r->busy_ns), "busy_share",
                           num(r->busy_share), "kernels_recorded", r->kernels_recorded);
+    json_object_set_new(o, "graph_replays_whole", u64(r->replays_whole));
     json_object_set_new(o, "gaps", json_pack("{s:o,s:I,s:o,s:o,s:o,s:o}", "threshold_ns",
                                              u64(r->opt.gap_ns), "count", (json_int_t)r->n_gaps,
                                              "total_ns", u64(r->gap_ns), "by_cause_ns", by,

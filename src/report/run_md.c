@@ -576,17 +576,31 @@ static void graphs(FILE *f, const struct lp_run *r)
                "Counted: each launch of an executable graph whose kernels ran in a stage is one "
                "replay. A replayed kernel is traced to the node captured for it (graph records, "
                "trace format 1.2), and through it to the GEMM call and the NVTX range that were "
-               "open when it was captured.\n\n"
-               "| stage | graph | replays | kernels per replay | GPU time | GEMM kernels with a "
+               "open when it was captured.\n\n");
+    if (r->replays_whole)
+        fprintf(f, "%llu replays were recorded whole (record --graphs replay, the default): "
+                   "one piece of GPU work each, from its first kernel's start to its last "
+                   "kernel's end, named [CUDA graph replay] in the kernel tables. Their kernels, "
+                   "GEMM shapes and capture ranges were not recorded: record --graphs node "
+                   "shows them, at the cost of slower replays (docs/benchmarks.md).\n\n",
+                (unsigned long long)r->replays_whole);
+    fprintf(f, "| stage | graph | replays | kernels per replay | GPU time | GEMM kernels with a "
                "shape | kernels traced to their capture | captured in |\n"
                "|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_graphs; i++) {
         const struct lp_graph_row *g = &r->graphs[i];
-        fprintf(f, "| %s | %u | %llu | %.1f | %s | %llu of %llu | %llu of %llu | ",
-                r->stages[g->stage].name, g->graph_id, (unsigned long long)g->replays,
-                g->kernels_per_replay, NS(g->gpu_ns), (unsigned long long)g->gemm_shaped,
-                (unsigned long long)g->gemm_kernels, (unsigned long long)g->traced,
-                (unsigned long long)g->kernels);
+        fprintf(f, "| %s | %u | %llu | ", r->stages[g->stage].name, g->graph_id,
+                (unsigned long long)g->replays);
+        if (g->whole && g->kernels_per_replay > 0)
+            fprintf(f, "%.0f (its kernel nodes) | %s | - | - | ", g->kernels_per_replay,
+                    NS(g->gpu_ns));
+        else if (g->whole)
+            fprintf(f, "- | %s | - | - | ", NS(g->gpu_ns));
+        else
+            fprintf(f, "%.1f | %s | %llu of %llu | %llu of %llu | ", g->kernels_per_replay,
+                    NS(g->gpu_ns), (unsigned long long)g->gemm_shaped,
+                    (unsigned long long)g->gemm_kernels, (unsigned long long)g->traced,
+                    (unsigned long long)g->kernels);
         lp_md_cell(f, g->capture_range >= 0
                           ? lp_trace_str(r->trace, r->ranges.v[g->capture_range].name)
                           : "-");
@@ -628,17 +642,22 @@ static void kernels(FILE *f, const struct lp_run *r)
             NS(r->all_kernels.gpu_ns));
     kernel_table(f, r, &r->kernels);
     fprintf(f, "\n### By category and stage\n\nShare of each stage's GPU time.\n\n| stage |");
+    /* the graph replay column only where replays were recorded whole */
+#define SHOWN(c) ((c) != LP_KCAT_GRAPH || r->replays_whole)
     for (int c = 0; c < LP_KCAT_COUNT; c++)
-        fprintf(f, " %s |", lp_kcat_name((enum lp_kcat)c));
+        if (SHOWN(c))
+            fprintf(f, " %s |", lp_kcat_name((enum lp_kcat)c));
     fprintf(f, "\n|---|");
     for (int c = 0; c < LP_KCAT_COUNT; c++)
-        fprintf(f, "---|");
+        if (SHOWN(c))
+            fprintf(f, "---|");
     fprintf(f, "\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         fprintf(f, "| %s |", s->name);
         for (int c = 0; c < LP_KCAT_COUNT; c++)
-            fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_share[c]) : "-");
+            if (SHOWN(c))
+                fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_share[c]) : "-");
         fprintf(f, "\n");
     }
     for (size_t i = 0; i < r->n_stages; i++) {
@@ -648,6 +667,7 @@ static void kernels(FILE *f, const struct lp_run *r)
         fprintf(f, "\n### Stage %s (%s of GPU time)\n\n", s->name, NS(s->gpu_ns));
         kernel_table(f, r, &s->top);
     }
+#undef SHOWN
 }
 
 /* a percentage metric of K as "12.3 %", "-" when ncu did not give it */

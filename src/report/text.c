@@ -144,7 +144,7 @@ static void launch_bound(const struct lp_run *r, const struct lp_finding *f,
              s->name[0] >= 'a' && s->name[0] <= 'z' ? s->name[0] - 'a' + 'A' : s->name[0],
              s->name + 1);
     PUT(title, "%s", title);
-    const char *how = s->graph_kernels
+    const char *how = s->graph_kernels || s->graph_replays
                           ? "Part of the work already runs in CUDA graphs: capture the rest"
                           : "Capture it in a CUDA graph (torch.compile mode=\"reduce-overhead\", "
                             "torch.cuda.CUDAGraph, or the engine's graph option)";

@@ -29,3 +29,6 @@ cc -std=c17 -O2 -Wall -Wextra -Werror -o build/gpu/counters_check tests/gpu/coun
     -I"$CUDA/include" -L"$CUDA/lib64" -L"$CUDA/lib64/stubs" -lcublas -lcuda -ldl \
     -Wl,-rpath,"$CUDA/lib64"
 echo "built build/gpu/counters_check"
+"$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/graph_trace_probe tests/gpu/graph_trace_probe.cu \
+    -I"$CUDA/include" -L"$CUDA/lib64" -lcupti -Xlinker -rpath="$CUDA/lib64"
+echo "built build/gpu/graph_trace_probe"

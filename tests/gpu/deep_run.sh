@@ -51,7 +51,9 @@ check)
     dive l8b-b --top 6 --instances 1 -- "${HF[@]}" --arch llama3-8b --layers 4 --new-tokens 16
     dive l8b-8 --top 8 -- "${HF[@]}" --arch llama3-8b --layers 8 --new-tokens 24
     dive tiny-5x3 --top 5 --instances 3 -- "${HF[@]}" --arch llama --new-tokens 16
+    REC_OPTS=(--graphs node) # the deep dive matches the replays' kernels by name
     dive graph --top 6 -- "$PY" tests/gpu/graph_decode.py --requests 1 --new-tokens 32
+    REC_OPTS=()
     # which kernels of the graph decode ncu reached, and in which stage the report put them
     cut -d, -f1-12 "$T/graph/deep.csv" | head -20
     step "profile --deep 4"

@@ -37,9 +37,10 @@ LLMPROF_LAUNCH=activity rec hf-activity -- "${HF[@]}"
 rec hf-nvtx8 --capture 'nvtx:^step$/8' -- "${HF[@]}"
 rec hf-signal --capture signal -- "${HF[@]}" --signal timed
 rec hf-nvtx-range --capture 'nvtx:^step$@20-24' -- "${HF[@]}"
-rec graph-callbacks -- "${GR[@]}"
-LLMPROF_LAUNCH=activity rec graph-activity -- "${GR[@]}"
-rec graph-nvtx8 --capture 'nvtx:^step$/8' -- "${GR[@]}"
+# --graphs node: each replayed kernel tied to its launch, as these fixtures were recorded
+rec graph-callbacks --graphs node -- "${GR[@]}"
+LLMPROF_LAUNCH=activity rec graph-activity --graphs node -- "${GR[@]}"
+rec graph-nvtx8 --graphs node --capture 'nvtx:^step$/8' -- "${GR[@]}"
 rec graph-profiler --capture cuda-profiler -- "${GR[@]}" --cuda-profiler timed
 rec graph-signal --capture signal -- "${GR[@]}" --signal timed
 step "pack"

@@ -173,10 +173,11 @@ fi # harness steps
 if [ -z "$only" ] || [ "$only" = graphs ]; then
 # CUDA-graph provenance: replayed kernels keep their GEMM shape and capture range
 step "graphs: the CUDA API (capture, replay on another stream, exec update, set params)"
-check "$B/bin/llmprof" record -o "$T/graph-api" -- "$B/gpu/graphs"
+check "$B/bin/llmprof" record -o "$T/graph-api" --graphs node -- "$B/gpu/graphs"
 "$B/bin/llmprof" info "$T/graph-api"
 check "$B/bin/llmprof" report "$T/graph-api" --quiet
 sed -n '/## GEMM/,/^## [^G]/p' "$T/graph-api/report.md" | head -40
+rec_flags=(--graphs node) # each replayed kernel, as these fixtures were recorded
 for style in compare compile piecewise stream; do
     step "graphs: decode as graph replays, $style"
     harness "graph-$style" tests/gpu/graph_styles.py --style "$style"
