@@ -113,6 +113,10 @@ const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len);
  * NULL) gets, likewise, the graph record of each replayed kernel's captured node, -1 none
  * (NULL when the trace has no graph records). Returns LP_OK or LP_ERR_NOMEM. */
 int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kernel_origin);
+/* Sets MADE[i] (t->n_gemms entries) to 1 for each GEMM call during which a CUDA graph node
+ * was made on its thread (graph records): a call captured into a graph. LP_OK or
+ * LP_ERR_NOMEM. */
+int lp_gemm_made_nodes(const struct lp_trace *t, uint8_t *made);
 /* FLOPs of one call: 2 m n k per product (8 for complex types), times the batch. */
 double lp_gemm_flops(const struct lp_gemm *g);
 /* Bytes one call must move at least: A, B and D once each (reading C is not counted:

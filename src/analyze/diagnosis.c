@@ -69,8 +69,9 @@ static int utilisation(struct lp_run *r, int stage)
 static int gemm_share(struct lp_run *r, int stage)
 {
     const struct lp_stage_report *s = &r->stages[stage];
+    /* GEMMs inside replays recorded whole are not seen as GEMMs: then nothing is known */
     if (s->kind != LP_STAGE_KIND_PREFILL || s->gpu_ns == 0 || s->has_util ||
-        s->cat_share[LP_KCAT_GEMM] >= 0.5)
+        s->cat_share[LP_KCAT_GEMM] >= 0.5 || s->cat_ns[LP_KCAT_GRAPH] > 0)
         return LP_OK;
     return add(r, LP_FINDING_PREFILL_FEW_GEMMS, 1, stage) ? LP_OK : LP_ERR_NOMEM;
 }

@@ -310,11 +310,18 @@ int lp_run_gemms(struct lp_run_ctx *c)
         return unshaped(c);
     const int32_t *kg = c->kernel_gemm;
     struct call_info *ci = calloc(c->n_gemms, sizeof *ci);
-    if (!ci)
+    uint8_t *made = r->replays_whole ? malloc(t->n_gemms ? t->n_gemms : 1) : NULL;
+    if (!ci || (r->replays_whole && (!made || lp_gemm_made_nodes(t, made) != LP_OK))) {
+        free(ci);
+        free(made);
         return LP_ERR_NOMEM;
+    }
     for (size_t i = 0; i < c->n_gemms; i++) {
         ci[i].stage = -1;
-        ci[i].captured = i < t->n_gemms && c->gemm_replays && c->gemm_replays[i];
+        /* with replays recorded whole no replayed kernel names the call: the graph node
+         * it made does */
+        ci[i].captured = i < t->n_gemms && ((c->gemm_replays && c->gemm_replays[i]) ||
+                                            (made && made[i]));
         ci[i].replayed = c->gemm_replay_of && c->gemm_replay_of[i] >= 0;
     }
     for (size_t i = 0; i < t->n_kernels; i++) {
@@ -364,6 +371,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
                          (int64_t)(r->gemm_calls - r->gemm_failed - r->gemm_linked),
                          (int64_t)(r->gemm_calls - r->gemm_failed), 0);
     free(ci);
+    free(made);
     return rc;
 }
 

@@ -168,6 +168,29 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
     return LP_OK;
 }
 
+int lp_gemm_made_nodes(const struct lp_trace *t, uint8_t *made)
+{
+    memset(made, 0, t->n_gemms);
+    if (t->n_gemms == 0 || t->n_graphs == 0)
+        return LP_OK;
+    uint32_t *order = malloc(t->n_gemms * sizeof *order);
+    if (!order)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < t->n_gemms; i++)
+        order[i] = (uint32_t)i;
+    qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
+    for (size_t i = 0; i < t->n_graphs; i++) {
+        const struct lp_graph *g = &t->graphs[i];
+        int32_t call = g->event == LP_GRAPH_EVENT_NODE_CREATED
+                           ? gemm_at(t, order, g->thread, g->timestamp)
+                           : -1;
+        if (call >= 0)
+            made[call] = 1;
+    }
+    free(order);
+    return LP_OK;
+}
+
 int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b)
 {
     return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch &&

@@ -561,7 +561,12 @@ static void gemms(FILE *f, const struct lp_run *r)
     if (r->gemm_warmup_calls)
         fprintf(f, "\n%llu calls ran in warm-up: counted above, not in this table.\n",
                 (unsigned long long)r->gemm_warmup_calls);
-    if (r->gemm_captured)
+    if (r->gemm_captured && !r->gemm_replayed && r->replays_whole)
+        fprintf(f, "\n%llu calls were captured into CUDA graphs. Their replays ran inside graph "
+                   "replays recorded whole, which name no kernel or call: they are not counted "
+                   "above (record --graphs node counts them).\n",
+                (unsigned long long)r->gemm_captured);
+    else if (r->gemm_captured)
         fprintf(f, "\n%llu calls were captured into CUDA graphs; each replay of one counts as a "
                    "call above, marked (replayed): %llu in all.\n",
                 (unsigned long long)r->gemm_captured, (unsigned long long)r->gemm_replayed);
@@ -580,8 +585,8 @@ static void graphs(FILE *f, const struct lp_run *r)
     if (r->replays_whole)
         fprintf(f, "%llu replays were recorded whole (record --graphs replay, the default): "
                    "one piece of GPU work each, from its first kernel's start to its last "
-                   "kernel's end, named [CUDA graph replay] in the kernel tables. Their kernels, "
-                   "GEMM shapes and capture ranges were not recorded: record --graphs node "
+                   "kernel's end, named [CUDA graph replay] in the kernel tables. Their kernels and "
+                   "GEMM shapes were not recorded, nor traced to a capture: record --graphs node "
                    "shows them, at the cost of slower replays (docs/benchmarks.md).\n\n",
                 (unsigned long long)r->replays_whole);
     fprintf(f, "| stage | graph | replays | kernels per replay | GPU time | GEMM kernels with a "
@@ -1017,6 +1022,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                 NS(r->measured_gpu_ns));
     for (size_t i = 0; i < r->n_centres; i++) {
         const struct lp_cost_centre *c = &r->centres[i];
+        if (c->cat == LP_KCAT_GRAPH) { /* replays recorded whole: their kernels unknown */
+            fprintf(f, "%zu. **CUDA graph replays in %s** (recorded whole; record --graphs node "
+                       "names their kernels): %s, %.0f %%.\n", i + 1, r->stages[c->stage].name,
+                    NS(c->gpu_ns), 100 * c->share);
+            continue;
+        }
         fprintf(f, "%zu. **%s kernels in %s**: %s, %.0f %%", i + 1, lp_kcat_name(c->cat),
                 r->stages[c->stage].name, NS(c->gpu_ns), 100 * c->share);
         if (c->top_group != SIZE_MAX) {

@@ -191,7 +191,10 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
             break;
         }
         PUT(advice, "%s",
-            cat[LP_KCAT_GEMM] < 0.5
+            cat[LP_KCAT_GRAPH] > 0
+                ? "Part of it ran as CUDA graph replays recorded whole, whose kernels are not "
+                  "known: record with --graphs node to see which kernels take its time."
+            : cat[LP_KCAT_GEMM] < 0.5
                 ? "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
                   "(torch.compile), use a fused attention kernel."
                 : "GEMMs dominate but run slowly: check shapes (multiples of 64/128), dtypes "

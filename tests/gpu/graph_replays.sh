@@ -33,9 +33,12 @@ rec() { # NAME ARGS...: record NAME with record ARGS and the command after --
     local name=$1; shift
     step "$name"
     timeout 400 "$L" record -o "$T/$name" "$@" | tail -1
-    echo "exit ${PIPESTATUS[0]}"
+    local rc=${PIPESTATUS[0]}
+    echo "exit $rc"
+    [ "$rc" -eq 0 ] || fails=$((fails + 1))
     show "$T/$name"
 }
+fails=0
 GR=("$PY" tests/gpu/graph_decode.py --requests 2 --new-tokens 33 --step-ranges)
 rec graph-replay -- "${GR[@]}"
 rec graph-node --graphs node -- "${GR[@]}"
@@ -48,3 +51,5 @@ step "pack"
 tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude=report.json \
     -czf "$OUT/graph-replays-runs.tar.gz" graph-replay graph-replay-nvtx8 compile-replay
 ls -la "$OUT"; du -sh "$T"/*
+echo "$fails recorded programs failed"
+[ "$fails" -eq 0 ]

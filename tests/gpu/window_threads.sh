@@ -16,7 +16,8 @@ run() {
     echo "exit $rc"
     [ "$rc" -eq 0 ] || fails=$((fails + 1))
     "$L" info "$T/$name" | grep -E "capture|graphs|records|lost|launches|^    -|left out"
-    "$L" report "$T/$name" --quiet --stage 'decode=^step$' || echo "report failed: $?"
+    "$L" report "$T/$name" --quiet --stage 'decode=^step$' ||
+        { echo "report failed: $?"; fails=$((fails + 1)); }
 }
 P=("$PY" tests/gpu/window_threads.py)
 run all -- "${P[@]}"
@@ -25,4 +26,5 @@ run nvtx4-node --graphs node --capture 'nvtx:^step$/4' -- "${P[@]}"
 run nvtx4-profiler --capture 'nvtx:^step$/4' -- "${P[@]}" --torch-profiler
 run all-profiler -- "${P[@]}" --torch-profiler
 step "summary"
-echo "$fails runs failed"
+echo "$fails runs or reports failed"
+[ "$fails" -eq 0 ]
