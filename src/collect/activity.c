@@ -268,14 +268,14 @@ int lp_activity_start(const struct lp_activity_options *o)
      * were off, once they are on again, crashed the process (tests/gpu/graph_trace_probe.cu).
      * So they go on here, before the program can make a graph, and stay on: capture windows
      * switch kernel activity only, and replays outside the windows are left out like kernels. */
-    if (opts.graph_replays && (kinds & LP_KIND_KERNEL) &&
+    opts.graph_replays = opts.graph_replays && (kinds & LP_KIND_KERNEL);
+    if (opts.graph_replays &&
         LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS) {
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "CUPTI refused graph-level records: CUDA graph replays are recorded "
                         "node by node (as record --graphs node)");
         opts.graph_replays = 0;
     }
-    opts.graph_replays = opts.graph_replays && (kinds & LP_KIND_KERNEL);
     return 0;
 }
 
