@@ -444,23 +444,29 @@ static void old_remove(struct old_run *r, const char *dir)
         dirs += rmdir(r->dirs[i]) == 0; /* one holding anything else stays */
     if (!r->moved && !dirs)
         return;
+    /* One line, written at once: the program already runs and may write to stderr too. */
+    char what[160] = "";
+    size_t len = 0;
     const char *sep = " ";
-    fprintf(stderr, "llmprof record: --force: removed the previous run's files from %s:", dir);
     if (count[0]) {
-        fprintf(stderr, "%smeta.json", sep);
+        len += (size_t)snprintf(what + len, sizeof what - len, "%smeta.json", sep);
         sep = ", ";
     }
     if (count[1]) {
-        fprintf(stderr, "%s%zu trace%s", sep, count[1], count[1] == 1 ? "" : "s");
+        len += (size_t)snprintf(what + len, sizeof what - len, "%s%zu trace%s", sep, count[1],
+                                count[1] == 1 ? "" : "s");
         sep = ", ";
     }
     if (count[2]) {
-        fprintf(stderr, "%s%zu report file%s", sep, count[2], count[2] == 1 ? "" : "s");
+        len += (size_t)snprintf(what + len, sizeof what - len, "%s%zu report file%s", sep,
+                                count[2], count[2] == 1 ? "" : "s");
         sep = ", ";
     }
     if (dirs)
-        fprintf(stderr, "%s%zu report director%s", sep, dirs, dirs == 1 ? "y" : "ies");
-    fputc('\n', stderr);
+        snprintf(what + len, sizeof what - len, "%s%zu report director%s", sep, dirs,
+                 dirs == 1 ? "y" : "ies");
+    fprintf(stderr, "llmprof record: --force: removed the previous run's files from %s:%s\n", dir,
+            what);
 }
 
 static void old_free(struct old_run *r)
