@@ -791,6 +791,73 @@ static void test_graph_replays_switch(void **state)
     lp_trace_free(t);
 }
 
+/* Host buffers: CUPTI is told they come zeroed, so llmprof zeroes each one after draining
+ * it, on its own thread, and hands it out again zeroed. */
+static CUpti_BuffersCallbackRequestFunc fake_requested;
+static CUpti_BuffersCallbackCompleteFunc fake_completed;
+static int zeroed_attr = -1;
+static CUptiResult fake_register_keep(CUpti_BuffersCallbackRequestFunc a,
+                                      CUpti_BuffersCallbackCompleteFunc b)
+{
+    fake_requested = a;
+    fake_completed = b;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_set_attribute(CUpti_ActivityAttribute a, size_t *size, void *value)
+{
+    if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER && *size == sizeof(uint8_t))
+        zeroed_attr = *(uint8_t *)value;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_no_drops(CUcontext c, uint32_t s, size_t *n)
+{
+    (void)c, (void)s;
+    *n = 0;
+    return CUPTI_SUCCESS;
+}
+static int all_zero(const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+static void zeroed_buffers_child(void)
+{
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register_keep;
+    lp_cupti.ActivitySetAttribute = fake_set_attribute;
+    lp_cupti.ActivityGetNumDroppedRecords = fake_no_drops;
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
+                                    .max_buffers = 8};
+    NEED(lp_activity_start(&o) == 0);
+    NEED(zeroed_attr == 1 && fake_requested && fake_completed);
+    uint8_t *b = NULL;
+    size_t size = 0, max = 1;
+    fake_requested(&b, &size, &max);
+    NEED(b && size == 65536 && max == 0 && all_zero(b, size));
+    memset(b, 0xab, size); /* CUPTI wrote it, past what it says is valid too */
+    fake_completed(NULL, 0, b, size, 0);
+    lp_activity_drain();
+    uint8_t *again = NULL;
+    fake_requested(&again, &size, &max);
+    NEED(again == b && all_zero(again, size));
+    /* the preallocated ones and new ones come zeroed as well */
+    for (int i = 0; i < 6; i++) {
+        fake_requested(&b, &size, &max);
+        NEED(b && all_zero(b, size));
+    }
+}
+
+static void test_zeroed_buffers(void **state)
+{
+    (void)state;
+    in_child("zeroed", zeroed_buffers_child);
+    struct lp_trace *t = read_only_trace("zeroed");
+    assert_int_equal(t->n_losses, 0);
+    lp_trace_free(t);
+}
+
 /* The CUDA driver calls window.c binds by name (found in this executable, exported): the
  * switching thread's context and synchronisations. */
 static CUcontext fake_current;
@@ -929,6 +996,7 @@ int main(void)
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_windows_fail_open),
         cmocka_unit_test(test_graph_replays_switch),
+        cmocka_unit_test(test_zeroed_buffers),
         cmocka_unit_test(test_window_deferred),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

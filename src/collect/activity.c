@@ -19,12 +19,18 @@ static struct lp_activity_options opts;
 static int recording; /* the per-launch kinds are on (capture windows switch them) */
 /* Buffers (all_bufs) are either free, lent to CUPTI, or completed and waiting to be
  * drained: each list is at most max_buffers long, so memory is bounded by max_buffers x
- * buffer_bytes. */
+ * buffer_bytes. They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
+ * zeroes each buffer on the program's thread as it takes it (4 MiB, a stall in the step
+ * that happens to fill one), while llmprof zeroes them on its own thread after the drain
+ * and gets fresh ones zeroed by the allocator. A few are made at the start, so the first
+ * requests do not wait for it. */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
 static unsigned n_free, n_done, n_alloc;
 static uint64_t denied, dropped_total;
+static int zeroed; /* CUPTI takes our buffers as zeroed */
+enum { PREALLOCATED_BUFFERS = 4 };
 static uint64_t untimed_replays; /* graph replays CUPTI could not time (drain's thread) */
 static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
@@ -84,7 +90,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     if (n_free > 0) {
         b = free_bufs[--n_free];
     } else if (n_alloc < opts.max_buffers) {
-        b = aligned_alloc(8, opts.buffer_bytes);
+        b = calloc(1, opts.buffer_bytes); /* CUPTI needs 8-byte alignment: calloc's is 16 */
         if (b)
             all_bufs[n_alloc++] = b; /* never freed: reused until exit */
     }
@@ -189,6 +195,8 @@ void lp_activity_drain(void)
         lp_sink_unlock();
         if (devices)
             atomic_fetch_or(&active_devices, devices);
+        if (zeroed) /* whole: CUPTI may have written past what it reported valid */
+            memset(buffer, 0, opts.buffer_bytes);
         pthread_mutex_lock(&pool_lock);
         free_bufs[n_free++] = buffer;
         pthread_mutex_unlock(&pool_lock);
@@ -250,6 +258,18 @@ int lp_activity_start(const struct lp_activity_options *o)
     if (sub != CUPTI_SUCCESS) {
         lp_cupti_check(sub, "cuptiSubscribe");
         subscriber = NULL;
+    }
+    uint8_t yes = 1;
+    size_t yes_size = sizeof yes;
+    zeroed = lp_cupti.ActivitySetAttribute &&
+             lp_cupti.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+                                           &yes_size, &yes) == CUPTI_SUCCESS;
+    for (unsigned i = 0; i < PREALLOCATED_BUFFERS && n_alloc < opts.max_buffers; i++) {
+        uint8_t *b = calloc(1, opts.buffer_bytes);
+        if (!b)
+            break;
+        all_bufs[n_alloc++] = b;
+        free_bufs[n_free++] = b;
     }
     if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
         return -1;
