@@ -458,7 +458,7 @@ expect 2 "unknown option '--bogus'; see 'llmprof profile --help'" "profile names
 
 # record --capture: the mode reaches the collector, a bad one or one with --light is refused
 # before the program runs
-expect 2 "--capture takes all, cuda-profiler, signal or nvtx:REGEX" \
+expect 2 "--capture takes all, cuda-profiler, signal, graphs" \
     "record --capture with a bad mode" -- "$LP" record -o "$T/cap0" --capture steps -- true
 expect 2 "--capture 'nvtx:@8': no range is named" "record --capture nvtx: without a range" -- \
     "$LP" record -o "$T/cap0" --capture nvtx:@8 -- true
@@ -468,6 +468,8 @@ expect 2 "LAST is before FIRST" "record --capture nvtx: LAST before FIRST" -- \
     "$LP" record -o "$T/cap0" --capture 'nvtx:step@9-3' -- true
 expect 2 "EVERY is at least 1" "record --capture nvtx: every 0" -- \
     "$LP" record -o "$T/cap0" --capture 'nvtx:step/0' -- true
+expect 2 "after 'graphs' come only @FIRST" "record --capture graphs with a bad selection" -- \
+    "$LP" record -o "$T/cap0" --capture 'graphs@1-x' -- true
 expect 2 "--light records none: choose one" "record --capture with --light" -- \
     "$LP" record -o "$T/cap0" --light --capture cuda-profiler -- true
 expect 2 "--graphs 'nodes': give replay" "record --graphs with a bad mode" -- \

@@ -84,6 +84,16 @@ render "$T/ctronly/report.html"
 check "counters, no kernels: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
 check "counters, no kernels: no console messages" test ! -s "$T/console.txt"
 check "counters, no kernels: time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 6
+# capture windows (one decode step in eight): said before any figure, listed with their
+# energy, and the busy line broken between them (not drawn as idle)
+"$LP" report "$FIX/capture-nvtx-hf" -o "$T/win" --quiet ||
+    { echo "not ok - llmprof report failed on capture-nvtx-hf"; exit 1; }
+render "$T/win/report.html"
+check "windows: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "windows: no console messages" test ! -s "$T/console.txt"
+check "windows: said at the top" grep -q 'Capture windows (--capture nvtx:^step$/8): kernels were recorded in 6 windows' "$T/dom.html"
+check "windows: their table" test "$(grep -o '<td>[0-9]</td><td>[0-9.]* [mu]*s</td>' "$T/dom.html" | wc -l)" -ge 6
+check "windows: busy line in pieces" test "$(grep -o '<path d="[^"]*" fill="none" stroke="#3b6fd4"' "$T/dom.html" | head -1 | grep -o ' M' | wc -l)" -ge 4
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

@@ -627,6 +627,80 @@ static void nvtx_windows_child(void)
     NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-K+L+K-L-")); /* none was open */
 }
 
+static void graph_launch(uintptr_t exec, int site)
+{
+    cuGraphLaunch_params p = {(CUgraphExec)exec, NULL};
+    CUpti_CallbackData d = {.callbackSite = site, .functionName = "cuGraphLaunch",
+                            .functionParams = &p};
+    lp_window_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+}
+static void graph_step(uintptr_t exec)
+{
+    graph_launch(exec, CUPTI_API_ENTER);
+    graph_launch(exec, CUPTI_API_EXIT); /* exits count nothing */
+}
+static int graph_callbacks_on(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_enables; i++)
+        n += enables[i].on && enables[i].sub == FAKE_SUB &&
+             enables[i].domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+             (enables[i].cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+              enables[i].cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+    return (int)n;
+}
+
+/* Steps by graph launches, a step being two pieces (graphs A then B): steps 2 and 4 chosen. */
+static void graph_windows_child(void)
+{
+    start_windows("graphs@2/2", FAKE_SUB);
+    NEED(!strcmp(switch_log, "K-L-") && graph_callbacks_on() == 2);
+    graph_step(0xA0); /* step 1 */
+    graph_step(0xB0);
+    NEED(!strcmp(switch_log, "K-L-"));
+    graph_step(0xA0); /* step 2: opens */
+    NEED(!strcmp(switch_log, "K-L-K+L+"));
+    graph_step(0xB0);
+    graph_step(0xA0); /* step 3: closes, and the graph launches stay watched */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-") && graph_callbacks_on() == 4);
+    graph_step(0xB0);
+    graph_step(0xC0); /* a graph new in step 3 joins it */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-"));
+    graph_step(0xA0); /* step 4: opens */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+"));
+    graph_step(0xB0);
+    lp_window_stop(); /* the run's end closes it */
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-K+L+K-L-"));
+}
+
+/* Consecutive steps chosen (graphs@2-3) make one window; one graph per step. */
+static void graph_merged_child(void)
+{
+    start_windows("graphs@2-3", FAKE_SUB);
+    for (int i = 0; i < 5; i++)
+        graph_step(0x40);
+    NEED(!strcmp(switch_log, "K-L-K+L+K-L-"));
+    lp_window_stop();
+}
+
+/* --capture graphs: steps counted at graph launches' entries (capture.h), their windows
+ * written with their cause. */
+static void test_graph_windows(void **state)
+{
+    (void)state;
+    in_child("graphs", graph_windows_child);
+    struct lp_trace *t = read_only_trace("graphs");
+    assert_int_equal(t->n_windows, 4); /* two, each written open and closed */
+    for (size_t i = 0; i < t->n_windows; i++)
+        assert_int_equal(t->windows[i].cause, LP_WINDOW_CAUSE_GRAPH_STEP);
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "2");
+    lp_trace_free(t);
+    in_child("graphs-merged", graph_merged_child);
+    t = read_only_trace("graphs-merged");
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "1");
+    lp_trace_free(t);
+}
+
 /* Capture windows on NVTX ranges (--capture nvtx:^step$@2/2): occurrences 2, 6 and 8 of
  * the range open a window at their push and close it at their pop, switching everything
  * on and off at once (kernel activity is not deferred: nothing was launched). Nested
@@ -994,6 +1068,7 @@ int main(void)
         cmocka_unit_test(test_launch_records),
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_nvtx_windows),
+        cmocka_unit_test(test_graph_windows),
         cmocka_unit_test(test_windows_fail_open),
         cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_zeroed_buffers),

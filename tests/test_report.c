@@ -1995,12 +1995,35 @@ static void test_capture_split(void **state)
     kernel(&b, "gemm_b", 1, 6100, 6200, 6950);
     window(&b, 2000, 3000);
     window(&b, 6000, 7000);
+    /* NVML everywhere: its energy counter 5 mJ more every 1000 ns */
+    for (uint64_t k = 0; k <= 10; k++) {
+        struct lp_record n = {.type = LP_REC_NVML,
+                              .u.nvml = {.timestamp = 1000 * k,
+                                         .valid = LP_NVML_FIELD_ENERGY | LP_NVML_FIELD_POWER,
+                                         .energy_mj = 100 + 5 * k, .power_mw = 5000}};
+        add(&b, &n);
+    }
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     struct lp_run_options o = {.keep_warmup = 1};
     analyze(t, &o, &r);
     const struct lp_capture_facts *c = &r.capture;
     assert_int_equal(c->kind, LP_CAPTURE_MODE_NVTX);
+    /* energy in each window from the counter, and the windows' mean power */
+    assert_int_equal(c->n_energy, 2);
+    assert_float_equal(c->window_energy_j[0], 0.005, 1e-9);
+    assert_float_equal(c->window_energy_j[1], 0.005, 1e-9);
+    assert_float_equal(c->energy_j, 0.010, 1e-9);
+    assert_float_equal(c->power_mean_w, 5000, 1e-6); /* 10 mJ in 2 us */
+    /* busy over time: a bin between the windows was not recorded (NaN), one inside is */
+    int between = 0, busy_inside = 0;
+    for (size_t i = 0; i < r.n_bins; i++) {
+        uint64_t at = r.bins[i].start;
+        between += at > 3100 && at < 5900 && !isnan(r.bins[i].busy);
+        busy_inside += at > 2300 && at < 2700 && r.bins[i].busy == 1.0f;
+    }
+    assert_int_equal(between, 0);
+    assert_true(busy_inside > 0);
     assert_int_equal(c->occ_across, 1);
     assert_int_equal(c->occ_cut, 1);
     const struct lp_stage_report *d = stage(&r, "decode");
@@ -2015,7 +2038,12 @@ static void test_capture_split(void **state)
     assert_non_null(strstr(md, "the chosen NVTX ranges, each from its push to its pop"));
     assert_non_null(strstr(md, "1 stage range spanning two windows or more counts one part"));
     assert_non_null(strstr(md, "stage ranges cut by capture windows"));
+    assert_non_null(strstr(md, "Capture windows: 0.01 J in the 2 of 2 windows the samples "
+                               "bracket, mean 5000.0 W"));
     free(md);
+    char *js = write_to_string(lp_report_run_json, &r);
+    assert_non_null(strstr(js, "\"energy_j\": 0.005"));
+    free(js);
     lp_run_free(&r);
     lp_trace_free(t);
 

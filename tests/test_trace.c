@@ -1107,10 +1107,26 @@ static void test_capture_parse(void **state)
                                 "at least 1");
     capture_refused("nvtx:a@0", "--capture 'nvtx:a@0': occurrences count from 1 and EVERY is "
                                 "at least 1");
-    capture_refused("bogus", "--capture takes all, cuda-profiler, signal or "
-                             "nvtx:REGEX[@FIRST[-LAST]][/EVERY], not 'bogus'");
-    capture_refused("NVTX:step", "--capture takes all, cuda-profiler, signal or "
-                                 "nvtx:REGEX[@FIRST[-LAST]][/EVERY], not 'NVTX:step'");
+#define FORMS                                                                                  \
+    "--capture takes all, cuda-profiler, signal, graphs[@FIRST[-LAST]][/EVERY] or "               \
+    "nvtx:REGEX[@FIRST[-LAST]][/EVERY], not "
+    capture_refused("bogus", FORMS "'bogus'");
+    capture_refused("NVTX:step", FORMS "'NVTX:step'");
+    capture_refused("graphsx", FORMS "'graphsx'");
+    capture_refused("graphs:1", FORMS "'graphs:1'");
+#undef FORMS
+    /* graphs: steps counted by graph launches, the same selection and nothing else */
+    capture_ok("graphs", LP_CAPTURE_MODE_GRAPHS, "", 1, 0, 1);
+    capture_ok("graphs@100-131", LP_CAPTURE_MODE_GRAPHS, "", 100, 131, 1);
+    capture_ok("graphs/8", LP_CAPTURE_MODE_GRAPHS, "", 1, 0, 8);
+    capture_ok("graphs@3/2", LP_CAPTURE_MODE_GRAPHS, "", 3, 0, 2);
+    capture_refused("graphs@5x", "--capture 'graphs@5x': after 'graphs' come only "
+                                 "@FIRST[-LAST] and /EVERY, e.g. graphs@100-131 or graphs/8");
+    capture_refused("graphs@/8", "--capture 'graphs@/8': after 'graphs' come only "
+                                 "@FIRST[-LAST] and /EVERY, e.g. graphs@100-131 or graphs/8");
+    capture_refused("graphs@9-3", "--capture 'graphs@9-3': LAST is before FIRST");
+    capture_refused("graphs/0", "--capture 'graphs/0': occurrences count from 1 and EVERY is "
+                                "at least 1");
     /* the regex library's own words follow: only the start is ours */
     struct lp_capture_spec s;
     char err[512] = "";

@@ -343,7 +343,8 @@ struct lp_gap {
 
 struct lp_util_bin {
     uint64_t start;
-    float busy;                   /* GPU busy fraction in the bin */
+    float busy;                   /* GPU busy fraction in the bin (of its recorded time: NaN
+                                     when it lies wholly between capture windows) */
 };
 
 struct lp_power_point {
@@ -591,6 +592,12 @@ struct lp_capture_facts {
     size_t occ_cut;               /* occurrences cut at a window's edge */
     size_t occ_across;            /* occurrences over two windows or more: one part per
                                      window, the time between them left out */
+    /* NVML (power.c; NVML samples everywhere): energy in the windows its samples bracket */
+    double *window_energy_j;      /* per window, NaN where no samples bracket it; NULL
+                                     without samples */
+    size_t n_energy;              /* windows with energy */
+    double energy_j;              /* summed over them */
+    double power_mean_w;          /* energy_j over their summed length */
 };
 
 struct lp_run {

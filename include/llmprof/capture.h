@@ -12,9 +12,15 @@ enum lp_capture_mode {
     LP_CAPTURE_MODE_CUDA_PROFILER, /* "cuda-profiler": cudaProfilerStart ... cudaProfilerStop */
     LP_CAPTURE_MODE_NVTX,          /* "nvtx:REGEX[@FIRST[-LAST]][/EVERY]": ranges by name */
     LP_CAPTURE_MODE_SIGNAL,        /* "signal": SIGUSR1 opens a window, the next one closes it */
+    LP_CAPTURE_MODE_GRAPHS,        /* "graphs[@FIRST[-LAST]][/EVERY]": steps by graph launches */
 };
 
-/* For nvtx: each push of an NVTX range whose name matches RANGE (POSIX extended regular
+/* For graphs: a step begins at each CUDA graph launch of a graph already launched since the
+ * last step began (one graph per step, or a step's pieces in the same order: a step
+ * begins at its first piece); steps are counted from 1. Step N is recorded when N >= FIRST,
+ * (LAST == 0 or N <= LAST) and (N - FIRST) % EVERY == 0, from its first launch to the next
+ * step's (consecutive steps chosen make one window).
+ * For nvtx: each push of an NVTX range whose name matches RANGE (POSIX extended regular
  * expression, case-insensitive) is the next occurrence, counted from 1 across threads;
  * occurrence N opens a window, closed when that range is popped, when N >= FIRST,
  * (LAST == 0 or N <= LAST), (N - FIRST) % EVERY == 0 and no window is open. */

@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 6
+#define LP_TRACE_VERSION_MINOR 7
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -288,6 +288,7 @@ enum lp_window_cause {
     LP_WINDOW_CAUSE_PROFILER_API = 1, /* cudaProfilerStart ... cudaProfilerStop */
     LP_WINDOW_CAUSE_NVTX = 2,         /* an NVTX range chosen by name and occurrence */
     LP_WINDOW_CAUSE_SIGNAL = 3,       /* SIGUSR1 ... SIGUSR1 */
+    LP_WINDOW_CAUSE_GRAPH_STEP = 4,   /* steps counted by CUDA graph launches (format 1.7) */
 };
 
 /* A capture window: kernels, copies, sets and allocations were recorded from START to END

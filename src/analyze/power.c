@@ -161,6 +161,31 @@ static int stage_power(struct lp_run_ctx *c, const struct series *x)
     return LP_OK;
 }
 
+/* Capture windows: energy over each window the samples bracket, their sum and mean power. */
+static int window_power(struct lp_run *r, const struct series *x)
+{
+    struct lp_capture_facts *cf = &r->capture;
+    if (!cf->n_windows)
+        return LP_OK;
+    cf->window_energy_j = malloc(cf->n_windows * sizeof *cf->window_energy_j);
+    if (!cf->window_energy_j)
+        return LP_ERR_NOMEM;
+    double covered = 0;
+    for (size_t i = 0; i < cf->n_windows; i++) {
+        const struct lp_window *w = &cf->windows[i];
+        double e = energy_at(x->ts, x->cum, x->n, w->end) -
+                   energy_at(x->ts, x->cum, x->n, w->start);
+        cf->window_energy_j[i] = e;
+        if (isnan(e))
+            continue;
+        cf->energy_j += e;
+        covered += (double)(w->end - w->start) / 1e9;
+        cf->n_energy++;
+    }
+    cf->power_mean_w = covered > 0 ? cf->energy_j / covered : 0;
+    return LP_OK;
+}
+
 /* The series for charts: at most MAX_POINTS samples, evenly strided. */
 static int chart_points(struct lp_run *r, const struct series *x)
 {
@@ -211,6 +236,8 @@ int lp_run_power(struct lp_run_ctx *c)
         r->nvml_update_ns = update_period(x.s, x.ts, x.n, x.counter, kv);
         rc = stage_power(c, &x);
         if (rc == LP_OK)
+            rc = window_power(r, &x);
+        if (rc == LP_OK)
             rc = chart_points(r, &x);
     }
     free(kv);
@@ -223,4 +250,5 @@ int lp_run_power(struct lp_run_ctx *c)
 void lp_run_power_free(struct lp_run *r)
 {
     free(r->power);
+    free(r->capture.window_energy_j);
 }

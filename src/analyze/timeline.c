@@ -10,7 +10,10 @@
 #define MAX_BINS 400
 #define TOP_GAPS 10
 
-static void add_busy(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a, uint64_t b)
+/* Adds [A, B) to the bins it falls in: all of it, or (WINDOWS) its time between capture
+ * windows. */
+static void add_to_bins(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a, uint64_t b,
+                        const struct lp_run_ctx *windows)
 {
     if (a < r->bins_from_ns)
         a = r->bins_from_ns;
@@ -20,7 +23,7 @@ static void add_busy(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a
     while (a < b && i < r->n_bins) {
         uint64_t bin_end = r->bins_from_ns + (i + 1) * bin_ns;
         uint64_t e = b < bin_end ? b : bin_end;
-        bins[i] += (double)(e - a);
+        bins[i] += (double)(windows ? lp_run_outside_windows(windows, a, e) : e - a);
         a = e;
         i++;
     }
@@ -98,8 +101,12 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     r->n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
     uint64_t bin_ns = r->n_bins ? (span + r->n_bins - 1) / r->n_bins : 1;
     double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
-    if (r->n_bins && !bins)
+    /* idle time between capture windows, per bin: not recorded, not in the bin's share */
+    double *unrec = r->n_bins && r->capture.windowed ? calloc(r->n_bins, sizeof *unrec) : NULL;
+    if (r->n_bins && (!bins || (r->capture.windowed && !unrec))) {
+        free(bins);
         return LP_ERR_NOMEM;
+    }
     uint64_t end = 0, unrecorded = 0, busy_in_span = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
@@ -109,6 +116,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         if (outside) {
             uint64_t from = end > r->bins_from_ns ? end : r->bins_from_ns;
             unrecorded += lp_run_outside_windows(c, from, w->start);
+            add_to_bins(r, bin_ns, unrec, end, w->start, c);
         }
         if (i > 0 && w->start > end + outside) {
             uint64_t idle = w->start - end - outside;
@@ -139,7 +147,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
              * in it (it was, and shares passed 100 % on a graph decode) */
             uint64_t from = a > r->bins_from_ns ? a : r->bins_from_ns;
             busy_in_span += w->end > from ? w->end - from : 0;
-            add_busy(r, bin_ns, bins, a, w->end);
+            add_to_bins(r, bin_ns, bins, a, w->end, NULL);
         }
         if (w->end > end)
             end = w->end;
@@ -158,15 +166,20 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         r->bins = malloc(r->n_bins * sizeof *r->bins);
         if (!r->bins) {
             free(bins);
+            free(unrec);
             return LP_ERR_NOMEM;
         }
         for (size_t i = 0; i < r->n_bins; i++) {
             uint64_t b0 = r->bins_from_ns + i * bin_ns;
             uint64_t b1 = b0 + bin_ns < r->last_ns ? b0 + bin_ns : r->last_ns;
+            double recorded = b1 > b0 ? (double)(b1 - b0) - (unrec ? unrec[i] : 0) : 0;
             r->bins[i].start = b0;
-            r->bins[i].busy = b1 > b0 ? (float)(bins[i] / (double)(b1 - b0)) : 0;
+            /* a bin wholly between windows was not recorded: NaN, neither busy nor idle */
+            r->bins[i].busy = recorded > 0 ? (float)(bins[i] / recorded)
+                              : unrec && b1 > b0 ? NAN : 0;
         }
         free(bins);
+        free(unrec);
     }
     return LP_OK;
 }

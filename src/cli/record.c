@@ -178,8 +178,9 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .off = OPT(pm_sampling_us), .parse = parse_pm_sampling},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--capture", .arg = "MODE",
      .help = "when kernels are recorded: all (default), cuda-profiler,\n"
-             "nvtx:REGEX[@FIRST[-LAST]][/EVERY] or signal (see below)",
-     .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX... or signal"},
+             "nvtx:REGEX[@FIRST[-LAST]][/EVERY], graphs[@FIRST[-LAST]][/EVERY] or\n"
+             "signal (see below)",
+     .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX..., graphs... or signal"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--graphs", .arg = "MODE",
      .help = "CUDA graph replays: replay (default) records each replay whole, node\n"
              "records each of its kernels (see below)",
@@ -221,6 +222,11 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "                  any case), counted from 1 in the order they open: occurrences FIRST to\n"
     "                  LAST, every EVERY-th, each from its push to its pop; e.g.\n"
     "                  nvtx:'^decode step'@100-131 or nvtx:'^step$'/8 (one step in 8)\n"
+    "  graphs[@FIRST[-LAST]][/EVERY]   decode steps counted by CUDA graph launches, for\n"
+    "                  programs that replay graphs and name no steps: a step begins when a\n"
+    "                  graph launched in the step before is launched again (one graph per\n"
+    "                  step, or its pieces in order); steps FIRST to LAST, every EVERY-th,\n"
+    "                  each from its first launch to the next step's; e.g. graphs@100-131\n"
     "  signal          kill -USR1 PID opens a window, the next SIGUSR1 closes it (a program\n"
     "                  that handles SIGUSR1 itself keeps it, and everything is recorded)\n"
     "The report's stage and step figures then come from the windows only, and say so.\n"

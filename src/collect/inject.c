@@ -120,9 +120,10 @@ static void *flush_loop(void *arg)
 static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
                                  CUpti_CallbackId cbid, const void *data)
 {
-    lp_launch_callback(domain, cbid, data); /* the most frequent: first */
-    lp_graph_callback(userdata, domain, cbid, data);
+    /* windows first: a graph launch that opens one is then recorded by launch.c */
     lp_window_callback(domain, cbid, data);
+    lp_launch_callback(domain, cbid, data);
+    lp_graph_callback(userdata, domain, cbid, data);
     lp_nvtx_callback(domain, cbid, data);
     lp_counters_callback(domain, cbid, data);
     lp_pmsample_callback(domain, cbid, data);

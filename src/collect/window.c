@@ -8,6 +8,10 @@
  *   their pop (nvtx.c tells which pop is theirs).
  * - signal: SIGUSR1 opens a window, the next one closes it. The handler only posts a
  *   semaphore; llmprof's own thread does the switching, which is not async-signal-safe.
+ * - graphs: steps are counted at the entry of the driver's graph launch (the runtime's call
+ *   makes it), whose callbacks stay on throughout; a chosen step's first launch opens a
+ *   window before the launch itself is seen by launch.c (inject.c calls windows first), so
+ *   that launch and its replay are recorded; the next step not chosen closes it.
  * When a window closes, launch callbacks and GEMM capture stop at once, but kernel activity
  * only once the GPU has run what was launched before: CUPTI gives kernels still running
  * when it is disabled end times from its next enabling (a CUDA-graph step closed by its
@@ -65,6 +69,17 @@ static int captures;
 enum { CAPTURE_BEGIN = 1, CAPTURE_END = 2 };
 static uint8_t capture_call[2][MAX_CBID]; /* [runtime, driver][cbid] */
 static uint64_t generation;        /* counts window openings */
+/* graphs: each graph exec's latest step, in an open-addressed table (cleared when full) */
+enum { EXEC_SLOTS = 1024 };
+static struct exec_step {
+    const void *exec;
+    uint64_t step;
+} exec_steps[EXEC_SLOTS];
+static size_t n_execs;
+static uint64_t steps;             /* begun */
+static CUpti_SubscriberHandle graph_subscriber;
+static const CUpti_CallbackId graph_launch_cbids[] = {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+                                                      CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 static CUresult (*cuCtxSetCurrent_p)(CUcontext);
 static CUresult (*cuCtxSynchronize_p)(void);
 
@@ -96,6 +111,16 @@ static void write_window(void)
     lp_sink_lock();
     lp_sink_add(&r);
     lp_sink_unlock();
+}
+
+/* graphs: the graph launch callbacks on, also while launch.c's are off. 1 when they are. */
+static int watch_graph_launches(void)
+{
+    int ok = graph_subscriber != NULL;
+    for (size_t i = 0; ok && i < sizeof graph_launch_cbids / sizeof *graph_launch_cbids; i++)
+        ok = LP_CUPTI(EnableCallback, 1, graph_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                      graph_launch_cbids[i]) == CUPTI_SUCCESS;
+    return ok;
 }
 
 /* With the lock held: 1 when a window opened. */
@@ -133,6 +158,7 @@ static void close_window(uint64_t now, int defer)
     uint64_t t0 = lp_clock_ns();
     for (const lp_window_switch *s = switches + (defer ? 1 : 0); *s; s++)
         (*s)(0);
+    watch_graph_launches(); /* launch.c switched them off with its own */
     switch_ns += lp_clock_ns() - t0;
     if (defer) {
         disable_pending = 1;
@@ -175,9 +201,49 @@ static void capture_edge(int kind, const CUpti_CallbackData *cd)
     }
 }
 
+static size_t exec_slot(const void *exec)
+{
+    return (size_t)(((uintptr_t)exec >> 4) * 0x9E3779B97F4A7C15ull >> 32) % EXEC_SLOTS;
+}
+
+/* graphs: a launch of EXEC; a new step when EXEC was launched in the current one already. */
+static void graph_launch(const void *exec, uint32_t thread)
+{
+    uint64_t now = lp_clock_ns();
+    pthread_mutex_lock(&lock);
+    size_t h = exec_slot(exec);
+    while (exec_steps[h].exec && exec_steps[h].exec != exec)
+        h = (h + 1) % EXEC_SLOTS;
+    struct exec_step *e = &exec_steps[h];
+    if (!steps || (e->exec && e->step == steps)) {
+        steps++;
+        int chosen = lp_capture_selects(&spec, steps);
+        if (open_ && !chosen)
+            close_window(now, 1);
+        else if (!open_ && chosen)
+            open_window(now, LP_WINDOW_CAUSE_GRAPH_STEP, thread);
+    }
+    if (!e->exec && ++n_execs > EXEC_SLOTS / 2) { /* a program making graphs without end */
+        memset(exec_steps, 0, sizeof exec_steps);
+        n_execs = 1;
+        e = &exec_steps[exec_slot(exec)];
+    }
+    *e = (struct exec_step){exec, steps};
+    pthread_mutex_unlock(&lock);
+}
+
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && spec.mode == LP_CAPTURE_MODE_GRAPHS &&
+        (cbid == graph_launch_cbids[0] || cbid == graph_launch_cbids[1])) {
+        const CUpti_CallbackData *cd = data;
+        if (cd && cd->callbackSite == CUPTI_API_ENTER && cd->functionParams &&
+            __atomic_load_n(&active, __ATOMIC_RELAXED))
+            graph_launch(((const cuGraphLaunch_params *)cd->functionParams)->hGraph,
+                         (uint32_t)pthread_self());
+        return;
+    }
     const CUpti_CallbackData *cd = data;
     int side = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : domain == CUPTI_CB_DOMAIN_DRIVER_API
                                                                 ? 1 : -1;
@@ -399,6 +465,9 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
              lp_nvtx_add_client(subscriber, &nvtx_client) == 0;
     } else if (spec.mode == LP_CAPTURE_MODE_SIGNAL) {
         ok = watch_signal(why, sizeof why) == 0;
+    } else if (ok && spec.mode == LP_CAPTURE_MODE_GRAPHS) {
+        graph_subscriber = subscriber;
+        ok = watch_graph_launches();
     }
     if (!ok) {
         int on = set_recording(1) == 0;

@@ -641,15 +641,19 @@ static json_t *capture_json(const struct lp_run *r)
     if (!c->windowed)
         return json_null();
     json_t *list = json_array();
-    for (size_t i = 0; i < c->n_windows; i++)
-        json_array_append_new(list, json_pack("{s:o,s:o}", "start_ns", u64(c->windows[i].start),
-                                              "end_ns", u64(c->windows[i].end)));
-    return json_pack("{s:s,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o}", "mode", c->mode, "windows",
+    for (size_t i = 0; i < c->n_windows; i++) {
+        double e = c->window_energy_j ? c->window_energy_j[i] : NAN;
+        json_array_append_new(list, json_pack("{s:o,s:o,s:o}", "start_ns",
+                                              u64(c->windows[i].start), "end_ns",
+                                              u64(c->windows[i].end), "energy_j", num(e)));
+    }
+    return json_pack("{s:s,s:I,s:o,s:o,s:I,s:I,s:I,s:o,s:o,s:o,s:o}", "mode", c->mode, "windows",
                      (json_int_t)c->n_windows, "recorded_ns", u64(c->recorded_ns), "span_ns",
                      c->span_ns ? u64(c->span_ns) : json_null(), "stage_ranges_outside",
                      (json_int_t)c->occ_outside, "stage_ranges_cut", (json_int_t)c->occ_cut,
                      "stage_ranges_across", (json_int_t)c->occ_across, "gpu_span_unrecorded_ns",
-                     u64(r->unrecorded_ns), "list", list);
+                     u64(r->unrecorded_ns), "energy_j", c->n_energy ? num(c->energy_j) : json_null(),
+                     "power_mean_w", c->n_energy ? num(c->power_mean_w) : json_null(), "list", list);
 }
 
 json_t *lp_report_run_json_value(const struct lp_run *r)

@@ -48,6 +48,11 @@ static void capture_line(FILE *f, const struct lp_run *r)
         opens = ", from one SIGUSR1 to the next";
         none = "the process received no SIGUSR1 while recording";
         break;
+    case LP_CAPTURE_MODE_GRAPHS:
+        opens = ", steps counted by CUDA graph launches, from a chosen step's first launch to "
+                "the next step's";
+        none = "no chosen step came (too few CUDA graph launches)";
+        break;
     default: break;
     }
     if (c->n_windows == 0) {
@@ -873,6 +878,16 @@ static void power(FILE *f, const struct lp_run *r)
             fprintf(f, "%.4f |\n", s->j_per_token);
         else
             fprintf(f, "- |\n");
+    }
+    const struct lp_capture_facts *cw = &r->capture;
+    if (cw->n_energy) {
+        char b1[32];
+        double mean_len = (double)cw->recorded_ns / (double)cw->n_windows;
+        fprintf(f, "\nCapture windows: %.2f J in the %zu of %zu windows the samples bracket, "
+                   "mean %.1f W (the windows last %s on average%s).\n", cw->energy_j,
+                cw->n_energy, cw->n_windows, cw->power_mean_w, NS(mean_len),
+                mean_len < 2.0 * (double)r->nvml_update_ns
+                    ? ", less than two NVML refreshes: their power is uncertain" : "");
     }
     fprintf(f, "\nClock-event (throttle) reasons, share of samples:");
     int any = 0;

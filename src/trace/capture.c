@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LP_CAPTURE_FORMS "all, cuda-profiler, signal or nvtx:REGEX[@FIRST[-LAST]][/EVERY]"
+#define LP_CAPTURE_FORMS                                                                       \
+    "all, cuda-profiler, signal, graphs[@FIRST[-LAST]][/EVERY] or "                               \
+    "nvtx:REGEX[@FIRST[-LAST]][/EVERY]"
 
 /* The decimal number ending at END (exclusive) in [BEGIN, END): its start, or NULL. */
 static const char *number_before(const char *begin, const char *end, uint64_t *v)
@@ -22,23 +24,25 @@ static const char *number_before(const char *begin, const char *end, uint64_t *v
     return p;
 }
 
-static int fail(char *err, size_t errlen, const char *body, const char *why)
+static int fail(char *err, size_t errlen, const char *text, const char *why)
 {
-    snprintf(err, errlen, "--capture 'nvtx:%.200s': %s", body, why);
+    snprintf(err, errlen, "--capture '%.200s': %s", text, why);
     return -1;
 }
 
-static int parse_nvtx(const char *body, struct lp_capture_spec *s, char *err, size_t errlen)
+/* Reads "[@FIRST[-LAST]][/EVERY]" from the end of [BODY, *END) into S and moves *END to
+ * before it. */
+static int parse_selection(const char *text, const char *body, const char **end,
+                           struct lp_capture_spec *s, char *err, size_t errlen)
 {
-    const char *end = body + strlen(body);
     s->first = 1;
     s->every = 1;
     uint64_t v;
-    const char *p = number_before(body, end, &v);
+    const char *p = number_before(body, *end, &v);
     if (p && p > body && p[-1] == '/') { /* /EVERY */
         s->every = v;
-        end = p - 1;
-        p = number_before(body, end, &v);
+        *end = p - 1;
+        p = number_before(body, *end, &v);
     }
     if (p && p > body && (p[-1] == '-' || p[-1] == '@')) { /* @FIRST-LAST or @FIRST */
         uint64_t last = 0;
@@ -50,19 +54,27 @@ static int parse_nvtx(const char *body, struct lp_capture_spec *s, char *err, si
         if (q && q > body && q[-1] == '@') {
             s->first = v;
             s->last = last;
-            end = q - 1;
+            *end = q - 1;
         }
     }
     if (s->every == 0 || s->first == 0)
-        return fail(err, errlen, body, "occurrences count from 1 and EVERY is at least 1");
+        return fail(err, errlen, text, "occurrences count from 1 and EVERY is at least 1");
     if (s->last && s->last < s->first)
-        return fail(err, errlen, body, "LAST is before FIRST");
+        return fail(err, errlen, text, "LAST is before FIRST");
+    return 0;
+}
+
+static int parse_nvtx(const char *text, struct lp_capture_spec *s, char *err, size_t errlen)
+{
+    const char *body = text + 5, *end = body + strlen(body);
+    if (parse_selection(text, body, &end, s, err, errlen) != 0)
+        return -1;
     size_t len = (size_t)(end - body);
     if (len == 0)
-        return fail(err, errlen, body, "no range is named: give a regular expression of "
+        return fail(err, errlen, text, "no range is named: give a regular expression of "
                     "range names, e.g. nvtx:^decode@100-131");
     if (len >= sizeof s->range)
-        return fail(err, errlen, body, "the range expression is longer than 255 characters");
+        return fail(err, errlen, text, "the range expression is longer than 255 characters");
     memcpy(s->range, body, len);
     s->range[len] = 0;
     regex_t re;
@@ -70,11 +82,25 @@ static int parse_nvtx(const char *body, struct lp_capture_spec *s, char *err, si
     if (rc != 0) {
         char why[128];
         regerror(rc, &re, why, sizeof why);
-        snprintf(err, errlen, "--capture 'nvtx:%.200s': '%s' is not a regular expression: %s",
-                 body, s->range, why);
+        snprintf(err, errlen, "--capture '%.200s': '%s' is not a regular expression: %s", text,
+                 s->range, why);
         return -1;
     }
     regfree(&re);
+    return 0;
+}
+
+/* "graphs[@FIRST[-LAST]][/EVERY]": the selection and nothing else after the word. */
+static int parse_graphs(const char *text, struct lp_capture_spec *s, char *err, size_t errlen)
+{
+    const char *body = text + 6, *end = body + strlen(body);
+    if (*body != '@' && *body != '/' && *body)
+        return -2; /* another word: not this form */
+    if (parse_selection(text, body, &end, s, err, errlen) != 0)
+        return -1;
+    if (end != body)
+        return fail(err, errlen, text, "after 'graphs' come only @FIRST[-LAST] and /EVERY, "
+                    "e.g. graphs@100-131 or graphs/8");
     return 0;
 }
 
@@ -93,7 +119,14 @@ int lp_capture_parse(const char *text, struct lp_capture_spec *out, char *err, s
     }
     if (!strncmp(text, "nvtx:", 5)) {
         out->mode = LP_CAPTURE_MODE_NVTX;
-        return parse_nvtx(text + 5, out, err, errlen);
+        return parse_nvtx(text, out, err, errlen);
+    }
+    if (!strncmp(text, "graphs", 6)) {
+        out->mode = LP_CAPTURE_MODE_GRAPHS;
+        int rc = parse_graphs(text, out, err, errlen);
+        if (rc != -2)
+            return rc;
+        memset(out, 0, sizeof *out);
     }
     snprintf(err, errlen, "--capture takes " LP_CAPTURE_FORMS ", not '%.100s'", text);
     return -1;
