@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/capture.h"
 #include "tracebuild.h"
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
@@ -354,6 +355,40 @@ static void test_graph_replay_fixtures(void **state)
     lp_trace_free(t);
 }
 
+/* Windows on steps counted by graph launches, one step in eight: each window holds its
+ * step's replays (one; the piecewise step's 17) and eager work (the piecewise step's
+ * attention: 50 kernels), and nothing else */
+static void test_graph_step_windows(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        size_t windows, replays_per_step, eager_per_step;
+    } runs[] = {{"graph-steps-8", 12, 1, 1}, {"piecewise-steps-8", 6, 17, 50}};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        struct lp_trace *t = fixture(runs[i].name);
+        assert_string_equal(lp_trace_meta(t, "capture"), "graphs/8");
+        assert_int_equal(t->n_windows, 2 * runs[i].windows); /* each written open, then closed */
+        for (size_t k = 0; k < t->n_windows; k++)
+            assert_int_equal(t->windows[k].cause, LP_WINDOW_CAUSE_GRAPH_STEP);
+        struct lp_run r;
+        analyze(t, &(struct lp_run_options){.keep_warmup = 1}, &r);
+        assert_int_equal(r.capture.kind, LP_CAPTURE_MODE_GRAPHS);
+        assert_int_equal(r.capture.n_windows, runs[i].windows);
+        assert_int_equal(r.replays_whole, runs[i].windows * runs[i].replays_per_step);
+        size_t eager = 0, replays = 0;
+        for (size_t s = 0; s < r.n_stages; s++) {
+            eager += r.stages[s].kernels;
+            replays += r.stages[s].graph_replays;
+        }
+        assert_int_equal(replays, r.replays_whole);
+        assert_int_equal(eager, runs[i].windows * runs[i].eager_per_step);
+        assert_true(r.capture.n_energy > 0); /* NVML ran all along */
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_graph_old_format),
         cmocka_unit_test(test_graph_replays_whole),
         cmocka_unit_test(test_graph_replay_fixtures),
+        cmocka_unit_test(test_graph_step_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
