@@ -465,13 +465,20 @@ static void launch_windowed_child(void)
     launch_kernel(25);
     lp_launch_set_recording(0);
     lp_launch_set_recording(0); /* no change: nothing switched */
+    NEED(n_enables == 9); /* still enabled, for calls in flight at the close */
+    lp_launch_settle();
     NEED(n_enables == 12 && enables[11].on == 0);
+    lp_launch_settle(); /* once */
+    NEED(n_enables == 12);
     lp_launch_set_recording(1); /* a window that launches nothing */
+    NEED(n_enables == 15);
     lp_launch_set_recording(0);
-    lp_launch_set_recording(1);
+    lp_launch_set_recording(1); /* reopened before they were disabled: nothing switched */
+    NEED(n_enables == 15);
     launch_kernel(40);
     lp_launch_set_recording(0);
-    NEED(n_enables == 24);
+    lp_launch_settle();
+    NEED(n_enables == 18);
     NEED(in_window(19) == 0);
     NEED(in_window(20) == 1);
     NEED(in_window(22) == 1);
@@ -503,6 +510,20 @@ static void launch_windowed_child(void)
     NEED(in_window(70) == 0);
     NEED(in_window(75) == 0);
     NEED(in_window(80) == 1);
+    /* another thread's call in flight at the close: entered inside, it records its exit,
+     * and its work is the window's; one entered after the close is not recorded */
+    lp_launch_set_recording(1);
+    launch_kernel(85);
+    slot = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, 90, &slot, 0);
+    lp_launch_set_recording(0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 90, &slot, 0);
+    uint64_t late = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, 95, &late, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 95, &late, 0);
+    lp_launch_settle();
+    NEED(in_window(90) == 1);
+    NEED(in_window(95) == 0);
     lp_launch_stop();
 }
 
@@ -515,13 +536,14 @@ static void test_launch_windowed(void **state)
     (void)state;
     in_child("windowed", launch_windowed_child);
     struct lp_trace *t = read_only_trace("windowed");
-    assert_int_equal(t->n_apis, 5);
-    const uint32_t launched[] = {20, 25, 40, 50, 80};
-    for (size_t i = 0; i < 5; i++)
+    assert_int_equal(t->n_apis, 7);
+    const uint32_t launched[] = {20, 25, 40, 50, 80, 85, 90};
+    for (size_t i = 0; i < 7; i++)
         assert_non_null(api_of(t, launched[i]));
     assert_null(api_of(t, 70));
-    assert_string_equal(lp_trace_meta(t, "capture_after_close"), "8");
-    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "5");
+    assert_null(api_of(t, 95));
+    assert_string_equal(lp_trace_meta(t, "capture_after_close"), "9");
+    assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "7");
     lp_trace_free(t);
 }
 

@@ -43,7 +43,9 @@ static struct lp_queue queue = LP_QUEUE_INIT(struct lp_api, QUEUE_CAP);
 enum { MAX_CONTEXTS = 8 };
 static CUcontext contexts[MAX_CONTEXTS];
 static size_t n_contexts;
-static uint64_t open_ns;        /* when the callbacks were last switched on */
+static uint64_t open_ns;        /* when recording was last switched on */
+static uint64_t close_ns;       /* ...and off */
+static int pending_off;         /* off, the callbacks still enabled (lp_launch_settle) */
 static _Thread_local int own_thread; /* llmprof's thread: its calls are not the program's */
 /* Capture windows: the correlation ids launched while the callbacks were on, one span per
  * switch-on, in order (ids grow with every call). Kernels launched after a window closed but
@@ -113,8 +115,12 @@ int lp_launch_set_recording(int on)
 {
     if (!via_callbacks || on == callbacks_on)
         return 0;
-    if (!on)
-        __atomic_store_n(&callbacks_on, 0, __ATOMIC_RELAXED);
+    if (!on) {
+        __atomic_store_n(&close_ns, lp_clock_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&callbacks_on, 0, __ATOMIC_RELEASE);
+        pending_off = !switch_by_flag;
+        return 0;
+    }
     if (on) {
         __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
         pthread_mutex_lock(&spans_lock);
@@ -136,9 +142,18 @@ int lp_launch_set_recording(int on)
         __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&spans_lock);
     }
-    if (!switch_by_flag)
-        switch_callbacks(on);
+    if (!switch_by_flag && !pending_off) /* else they are still enabled */
+        switch_callbacks(1);
+    pending_off = 0;
     return 0;
+}
+
+void lp_launch_settle(void)
+{
+    if (!via_callbacks || !pending_off || __atomic_load_n(&callbacks_on, __ATOMIC_RELAXED))
+        return;
+    switch_callbacks(0);
+    pending_off = 0;
 }
 
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -160,12 +175,15 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
         return;
     }
     uint64_t start = *cd->correlationData, end = lp_clock_ns();
-    /* no start, or one before the callbacks were last switched on: the entry came before
-     * (a call in flight across a window's edge, whose work is outside it); switched off: a
-     * call in flight while they were */
-    if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) ||
-        !__atomic_load_n(&callbacks_on, __ATOMIC_RELAXED) || start == 0 || start > end ||
-        start < __atomic_load_n(&open_ns, __ATOMIC_RELAXED))
+    /* no start, or one before recording was last switched on: the entry came before (a
+     * call in flight across a window's opening, whose work is outside it); switched off: a
+     * call that entered after the close. A call that entered inside the window and exits
+     * after its close is recorded: its work is the window's (the callbacks stay enabled
+     * until lp_launch_settle, so its exit comes). */
+    int on = __atomic_load_n(&callbacks_on, __ATOMIC_ACQUIRE);
+    if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) || start == 0 || start > end ||
+        start < __atomic_load_n(&open_ns, __ATOMIC_RELAXED) ||
+        (!on && start > __atomic_load_n(&close_ns, __ATOMIC_RELAXED)))
         return;
     struct lp_api a = {
         .start = start,
@@ -265,6 +283,7 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
         callbacks_on = 1;
         if (windowed) {
             lp_launch_set_recording(0);
+            lp_launch_settle();
             __atomic_store_n(&spans_on, 1, __ATOMIC_RELAXED);
         }
         lp_sink_set_meta("launch_records", "callbacks");

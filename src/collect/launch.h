@@ -15,8 +15,13 @@
  * (lp_launch_set_recording). NOTIFY wakes the flusher when records pile up. Warns and
  * returns -1 when no call could be enabled. */
 int lp_launch_start(CUpti_SubscriberHandle subscriber, int windowed, void (*notify)(void));
-/* Capture windows switch the callbacks; API activity records stay on. Returns 0. */
+/* Capture windows switch recording; API activity records stay on. Returns 0. Off, the
+ * callbacks stay enabled until lp_launch_settle, so that calls in flight at the close (other
+ * threads') still record their exit; calls entered after the close are not recorded. */
 int lp_launch_set_recording(int on);
+/* Off: disables the callbacks (once the calls in flight at the close have exited: windows
+ * call it after waiting for the GPU, or at once when they cannot wait). */
+void lp_launch_settle(void);
 /* The subscriber's callback (runtime and driver domains). */
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
 /* Whether work of CORRELATION was launched inside a capture window (always 1 unless

@@ -12,13 +12,15 @@
  *   makes it), whose callbacks stay on throughout; a chosen step's first launch opens a
  *   window before the launch itself is seen by launch.c (inject.c calls windows first), so
  *   that launch and its replay are recorded; the next step not chosen closes it.
- * When a window closes, launch callbacks and GEMM capture stop at once, but kernel activity
- * only once the GPU has run what was launched before: CUPTI gives kernels still running
- * when it is disabled end times from its next enabling (a CUDA-graph step closed by its
- * range's pop read 12 ms per kernel on an H200). The same thread waits for that with
- * cuCtxSynchronize, which blocks only itself and waits only for work already launched.
- * Kernels launched after the close and recorded before the disable have no launch record
- * (the callbacks are off); analysis leaves them out. */
+ * When a window closes, launch records and GEMM capture stop at once for calls entered
+ * after it, but kernel activity only once the GPU has run what was launched before: CUPTI
+ * gives kernels still running when it is disabled end times from its next enabling (a
+ * CUDA-graph step closed by its range's pop read 12 ms per kernel on an H200). The same
+ * thread waits for that with cuCtxSynchronize, which blocks only itself and waits only for
+ * work already launched, then disables kernel activity and the launch callbacks (left
+ * enabled till then, so that other threads' launch calls in flight at the close record
+ * their exit). Kernels launched after the close and recorded before the disable are left
+ * out by their correlation ids (launch.c). */
 #include "window.h"
 
 #include <errno.h>
@@ -123,6 +125,14 @@ static int watch_graph_launches(void)
     return ok;
 }
 
+/* With the lock held, recording off: the launch callbacks disabled, by now past the calls
+ * in flight at the close; the graph launches watched again (launch.c's go with them). */
+static void settle_launches(void)
+{
+    lp_launch_settle();
+    watch_graph_launches();
+}
+
 /* With the lock held: 1 when a window opened. */
 static int open_window(uint64_t now, enum lp_window_cause cause, uint32_t thread)
 {
@@ -158,7 +168,8 @@ static void close_window(uint64_t now, int defer)
     uint64_t t0 = lp_clock_ns();
     for (const lp_window_switch *s = switches + (defer ? 1 : 0); *s; s++)
         (*s)(0);
-    watch_graph_launches(); /* launch.c switched them off with its own */
+    if (!defer)
+        settle_launches();
     switch_ns += lp_clock_ns() - t0;
     if (defer) {
         disable_pending = 1;
@@ -334,8 +345,10 @@ static void finish_disable(void)
             cuCtxSynchronize_p();
     pthread_mutex_unlock(&sync_lock);
     pthread_mutex_lock(&lock);
-    if (!open_ && gen == generation && !switcher_stopping)
+    if (!open_ && gen == generation && !switcher_stopping) {
         switches[0](0);
+        settle_launches();
+    }
     pthread_mutex_unlock(&lock);
 }
 
