@@ -255,6 +255,10 @@ grep -q "LLMPROF_COUNTERS=bf16 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<
     ok "--light --counter-dtypes: the range profiler, no PM sampling" || bad "--light --counter-dtypes bf16: $e"
 "$LP" info "$FIX/pm-hf-llama-light" | grep -q "kernels not recorded" &&
     ok "info on a --light trace: kernels not recorded (not 0 ns)" || bad "info on pm-hf-llama-light"
+"$LP" info "$FIX/graph-replay" | grep -q "^  graphs   96 CUDA graph replays recorded whole" &&
+    ok "info: the replays recorded whole" || bad "info on graph-replay: $("$LP" info "$FIX/graph-replay" | grep graphs)"
+"$LP" info "$FIX/graph-steps-8" | grep -q "^  capture  graphs/8: kernels recorded only in 12 windows" &&
+    ok "info: the windows on graph steps" || bad "info on graph-steps-8: $("$LP" info "$FIX/graph-steps-8" | grep capture)"
 e=$(envof)
 grep -q "LLMPROF_LIGHT=0 " <<<"$e" && grep -q "LLMPROF_GEMM=1 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
     ok "the default: kernels, GEMM capture, no counters" || bad "default record: $e"

@@ -945,12 +945,56 @@ static void zeroed_buffers_child(void)
     }
 }
 
+/* A graph replay CUPTI gave no times (start and end 0): left out and counted as a loss,
+ * beside a timed one that is kept. */
+static uint8_t *replay_buffer;
+static CUptiResult fake_next_record(uint8_t *buffer, size_t valid, CUpti_Activity **a)
+{
+    uint8_t *at = *a ? (uint8_t *)*a + sizeof(CUpti_ActivityGraphTrace2) : buffer;
+    if (at + sizeof(CUpti_ActivityGraphTrace2) > buffer + valid)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *a = (CUpti_Activity *)at;
+    return CUPTI_SUCCESS;
+}
+static void untimed_replay_child(void)
+{
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register_keep;
+    lp_cupti.ActivityGetNumDroppedRecords = fake_no_drops;
+    lp_cupti.ActivityGetNextRecord = fake_next_record;
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
+                                    .max_buffers = 2, .graph_replays = 1};
+    NEED(lp_activity_start(&o) == 0);
+    size_t size = 0, max = 0;
+    fake_requested(&replay_buffer, &size, &max);
+    NEED(replay_buffer);
+    CUpti_ActivityGraphTrace2 g[2] = {
+        {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE, .correlationId = 7, .graphId = 3},
+        {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE, .correlationId = 8, .graphId = 3,
+         .start = 1000, .end = 2000}};
+    memcpy(replay_buffer, g, sizeof g);
+    fake_completed(NULL, 0, replay_buffer, size, sizeof g);
+    lp_activity_drain();
+    lp_activity_finish();
+}
+
 static void test_zeroed_buffers(void **state)
 {
     (void)state;
     in_child("zeroed", zeroed_buffers_child);
     struct lp_trace *t = read_only_trace("zeroed");
     assert_int_equal(t->n_losses, 0);
+    lp_trace_free(t);
+}
+
+static void test_untimed_replay(void **state)
+{
+    (void)state;
+    in_child("untimed", untimed_replay_child);
+    struct lp_trace *t = read_only_trace("untimed");
+    assert_int_equal(t->n_kernels, 1); /* the timed replay, a kernel flagged REPLAY */
+    assert_true(t->kernels[0].flags & LP_KERNEL_FLAG_REPLAY);
+    assert_true(has_loss(t, "1 CUDA graph replays came without times from CUPTI"));
     lp_trace_free(t);
 }
 
@@ -1094,6 +1138,7 @@ int main(void)
         cmocka_unit_test(test_windows_fail_open),
         cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_zeroed_buffers),
+        cmocka_unit_test(test_untimed_replay),
         cmocka_unit_test(test_window_deferred),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
