@@ -27,6 +27,7 @@ static const CUpti_CallbackDomain cupti_domain[2] = {[RT] = CUPTI_CB_DOMAIN_RUNT
 
 static const char *names[2][MAX_CBID];
 static uint8_t traced[2][MAX_CBID];
+static uint8_t kept[2][MAX_CBID]; /* never disabled: window.c watches them all run */
 static unsigned n_traced[2];
 static CUpti_SubscriberHandle subscriber;
 static int via_callbacks;
@@ -105,10 +106,17 @@ static unsigned switch_callbacks(int on)
     unsigned n = 0;
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
-            if (traced[s][cbid])
+            if (traced[s][cbid] && (on || !kept[s][cbid]))
                 n += LP_CUPTI(EnableCallback, (uint32_t)on, subscriber, cupti_domain[s], cbid) ==
                      CUPTI_SUCCESS;
     return n;
+}
+
+void lp_launch_keep_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    int s = side_of(domain);
+    if (s >= 0 && cbid < MAX_CBID)
+        kept[s][cbid] = 1;
 }
 
 int lp_launch_set_recording(int on)

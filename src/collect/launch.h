@@ -22,6 +22,8 @@ int lp_launch_set_recording(int on);
 /* Off: disables the callbacks (once the calls in flight at the close have exited: windows
  * call it after waiting for the GPU, or at once when they cannot wait). */
 void lp_launch_settle(void);
+/* Another part needs the callbacks of DOMAIN's CBID all run: switching off leaves them on. */
+void lp_launch_keep_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /* The subscriber's callback (runtime and driver domains). */
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
 /* Whether work of CORRELATION was launched inside a capture window (always 1 unless

@@ -79,7 +79,6 @@ static struct exec_step {
 } exec_steps[EXEC_SLOTS];
 static size_t n_execs;
 static uint64_t steps;             /* begun */
-static CUpti_SubscriberHandle graph_subscriber;
 static const CUpti_CallbackId graph_launch_cbids[] = {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
                                                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 static CUresult (*cuCtxSetCurrent_p)(CUcontext);
@@ -115,22 +114,17 @@ static void write_window(void)
     lp_sink_unlock();
 }
 
-/* graphs: the graph launch callbacks on, also while launch.c's are off. 1 when they are. */
-static int watch_graph_launches(void)
+/* graphs: the graph launch callbacks on for the whole run (launch.c, which traces them
+ * too, leaves them on when it switches its own off). 1 when they are. */
+static int watch_graph_launches(CUpti_SubscriberHandle subscriber)
 {
-    int ok = graph_subscriber != NULL;
-    for (size_t i = 0; ok && i < sizeof graph_launch_cbids / sizeof *graph_launch_cbids; i++)
-        ok = LP_CUPTI(EnableCallback, 1, graph_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+    int ok = subscriber != NULL;
+    for (size_t i = 0; ok && i < sizeof graph_launch_cbids / sizeof *graph_launch_cbids; i++) {
+        lp_launch_keep_enabled(CUPTI_CB_DOMAIN_DRIVER_API, graph_launch_cbids[i]);
+        ok = LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                       graph_launch_cbids[i]) == CUPTI_SUCCESS;
+    }
     return ok;
-}
-
-/* With the lock held, recording off: the launch callbacks disabled, by now past the calls
- * in flight at the close; the graph launches watched again (launch.c's go with them). */
-static void settle_launches(void)
-{
-    lp_launch_settle();
-    watch_graph_launches();
 }
 
 /* With the lock held: 1 when a window opened. */
@@ -169,7 +163,7 @@ static void close_window(uint64_t now, int defer)
     for (const lp_window_switch *s = switches + (defer ? 1 : 0); *s; s++)
         (*s)(0);
     if (!defer)
-        settle_launches();
+        lp_launch_settle(); /* else once the GPU has run the window's work */
     switch_ns += lp_clock_ns() - t0;
     if (defer) {
         disable_pending = 1;
@@ -347,7 +341,7 @@ static void finish_disable(void)
     pthread_mutex_lock(&lock);
     if (!open_ && gen == generation && !switcher_stopping) {
         switches[0](0);
-        settle_launches();
+        lp_launch_settle();
     }
     pthread_mutex_unlock(&lock);
 }
@@ -479,8 +473,7 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
     } else if (spec.mode == LP_CAPTURE_MODE_SIGNAL) {
         ok = watch_signal(why, sizeof why) == 0;
     } else if (ok && spec.mode == LP_CAPTURE_MODE_GRAPHS) {
-        graph_subscriber = subscriber;
-        ok = watch_graph_launches();
+        ok = watch_graph_launches(subscriber);
     }
     if (!ok) {
         int on = set_recording(1) == 0;
