@@ -31,6 +31,8 @@
 #                         switched (LLMPROF_LAUNCH_SWITCH=flag)
 #   activity              the default with launch calls from CUPTI's API activity records
 #                         (LLMPROF_LAUNCH=activity), as before the callbacks
+#   launch-driver         the default with callbacks on the driver's launch calls only
+#                         (LLMPROF_LAUNCH=driver): two callbacks per runtime launch, not four
 #   floor                 not llmprof: bench/floor.c, CUPTI's kernel activity alone (the floor)
 #   floor-stop-disable, floor-stop-finalize   the floor, kernel activity disabled (and CUPTI
 #                         finalized) when the program calls cudaProfilerStop
@@ -72,6 +74,7 @@ lp_bench_rec() {
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"
              --capture 'nvtx:^step$/8') ;;
     activity) rec=(env LLMPROF_LAUNCH=activity "${rec[@]}") ;;
+    launch-driver) rec=(env LLMPROF_LAUNCH=driver "${rec[@]}") ;;
     floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
     floor-stop-disable|floor-stop-finalize|floor-graph|floor-graph-only)
         rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;

@@ -281,6 +281,13 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     const char *how = getenv("LLMPROF_LAUNCH"), *sw = getenv("LLMPROF_LAUNCH_SWITCH");
     switch_by_flag = sw && !strcmp(sw, "flag");
     int activity = how && !strcmp(how, "activity");
+    /* LLMPROF_LAUNCH=driver: the driver's calls only (the runtime's make them), two callbacks
+     * per runtime launch instead of four; records then name the driver's calls */
+    int driver_only = how && !strcmp(how, "driver");
+    if (driver_only) {
+        memset(traced[RT], 0, sizeof traced[RT]);
+        n_traced[RT] = 0;
+    }
     unsigned on = 0;
     queue.notify = notify;
     __atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
@@ -294,7 +301,7 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
             lp_launch_settle();
             __atomic_store_n(&spans_on, 1, __ATOMIC_RELAXED);
         }
-        lp_sink_set_meta("launch_records", "callbacks");
+        lp_sink_set_meta("launch_records", driver_only ? "callbacks-driver" : "callbacks");
     } else {
         on = enable_activity();
         lp_sink_set_meta("launch_records", "activity");
