@@ -200,10 +200,53 @@ expect 0 "warning: .* is not whole" "report warns about a truncated trace" -- "$
 expect 0 "report of" "report on a run of two ranks" -- "$LP" report "$T/ranks" -o "$T/repr"
 [ "$(ls -d "$T"/repr/trace.rank*/ | wc -l)" -eq 2 ] && ok "one report directory per rank" || bad "$(ls "$T/repr")"
 expect 0 "usage: llmprof export" "export --help" -- "$LP" export --help
-expect 2 "usage: llmprof export" "export without --perfetto" -- "$LP" export "$FIX/llama"
+expect 2 "usage: llmprof export" "export without --perfetto or --sqlite" -- "$LP" export "$FIX/llama"
 expect 2 "holds 2 traces" "export of a run with two traces" -- "$LP" export "$T/ranks" --perfetto "$T/p.json"
 expect 2 "FROM_MS:TO_MS" "export with a bad window" -- "$LP" export "$FIX/llama" --perfetto "$T/p.json" --window 5:2
 expect 0 "ui.perfetto.dev" "export --perfetto" -- "$LP" export "$FIX/llama" --perfetto "$T/llama.json"
+# export --sqlite: every trace of the run in one database, its row counts those info gives
+expect 0 "wrote $T/moe.db: 1 trace, 144645 kernels" "export --sqlite" -- \
+    "$LP" export "$FIX/hf-moe" --sqlite "$T/moe.db"
+# "records  N kernels, N memcpy, N memset, ... N api calls, N nvml samples" against the tables
+sqlite_counts() { # DB TRACE_ID INFO_LINE -> "ok" or what differs
+    python3 - "$@" <<'PYEOF'
+import re, sqlite3, sys
+db, tid, line = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+info = {k: int(n) for n, k in re.findall(r"(\d+) (kernels|memcpy|memset|api calls|nvml samples)", line)}
+tables = {"kernels": "kernels", "memcpy": "memcpys", "memset": "memsets", "api calls": "api_calls",
+          "nvml samples": "nvml"}
+c = sqlite3.connect(db)
+bad = [f"{k}: info {info.get(k)}, table {n}" for k, tb in tables.items()
+       for n in [c.execute(f"SELECT COUNT(*) FROM {tb} WHERE trace_id = ?", (tid,)).fetchone()[0]]
+       if info.get(k) != n]
+print("; ".join(bad) if bad or len(info) != 5 else "ok")
+PYEOF
+}
+line=$("$LP" info "$FIX/hf-moe" | grep "^  records")
+r=$(sqlite_counts "$T/moe.db" 1 "$line")
+[ "$r" = ok ] && ok "export --sqlite: rows as info counts them" || bad "export --sqlite rows: $r"
+mkdir -p "$T/two"
+cp "$FIX"/hf-moe/trace.*.lpt "$T/two/trace.a.1.lpt"
+cp "$FIX"/llama/trace.*.lpt "$T/two/trace.b.2.lpt"
+expect 0 "wrote $T/two.db: 2 traces" "export --sqlite of a run with two traces" -- \
+    "$LP" export "$T/two" --sqlite "$T/two.db"
+r1=$(sqlite_counts "$T/two.db" 1 "$line")
+r2=$(sqlite_counts "$T/two.db" 2 "$("$LP" info "$FIX/llama" | grep "^  records")")
+[ "$r1 $r2" = "ok ok" ] && ok "export --sqlite: each trace's rows under its trace_id" ||
+    bad "export --sqlite of two traces: $r1 / $r2"
+expect 2 "--sqlite takes a file, not '-'" "export --sqlite to standard output is refused" -- \
+    "$LP" export "$FIX/llama" --sqlite -
+expect 2 "give it without --perfetto and --window" "export --sqlite with --window is refused" -- \
+    "$LP" export "$FIX/llama" --sqlite "$T/x.db" --window 1:2
+cp "$T/two/trace.b.2.lpt" "$T/two.b.orig"
+expect 2 "is one of the inputs" "export --sqlite refuses to write over a trace of its run" -- \
+    "$LP" export "$T/two" --sqlite "$T/two/trace.b.2.lpt"
+cmp -s "$T/two/trace.b.2.lpt" "$T/two.b.orig" && ok "export --sqlite: the trace is untouched" ||
+    bad "export --sqlite replaced a trace"
+printf 'not a trace' >"$T/bad.lpt"
+expect 1 "bad.lpt" "export --sqlite of a bad trace fails" -- "$LP" export "$T/bad.lpt" --sqlite "$T/bad.db"
+[ ! -e "$T/bad.db" ] && [ -z "$(find "$T" -maxdepth 1 -name '.bad.db.*')" ] &&
+    ok "export --sqlite: nothing left behind by a failed export" || bad "a failed export left: $(ls -a "$T" | grep bad)"
 if python3 - "$T/llama.json" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]

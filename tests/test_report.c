@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <setjmp.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -2112,11 +2113,101 @@ static void test_capture_fixtures(void **state)
     }
 }
 
+/* The count of rows of TABLE with trace_id ID. */
+static int64_t rows_of(sqlite3 *db, const char *table, int id)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM %s WHERE trace_id = %d", table, id);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+/* The SQLite export: two traces (a CUDA-graph decode under windows, and an HF eager decode)
+ * in one database, each table holding exactly its trace's records and analysis rows under
+ * its trace_id, each kernel with its stage; the indexes made. */
+static void test_sqlite_export(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/lp_sqlite_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    char err[512] = "";
+    sqlite3 *db = NULL;
+    assert_int_equal(lp_sqlite_open(&db, path, err, sizeof err), 0);
+    const char *names[] = {"graph-steps-8", "capture-nvtx-hf"};
+    struct lp_trace *t[2];
+    struct lp_run r[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = fixture(names[i]);
+        analyze(t[i], NULL, &r[i]);
+        assert_int_equal(lp_sqlite_add_trace(db, i + 1, names[i], &r[i], err, sizeof err), 0);
+    }
+    assert_int_equal(lp_sqlite_close(db, 1, err, sizeof err), 0);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    for (int i = 0; i < 2; i++) {
+        int id = i + 1;
+        assert_int_equal(rows_of(db, "traces", id), 1);
+        assert_int_equal(rows_of(db, "meta", id), t[i]->n_meta);
+        assert_int_equal(rows_of(db, "devices", id), t[i]->n_devices);
+        assert_int_equal(rows_of(db, "kernels", id), t[i]->n_kernels);
+        assert_int_equal(rows_of(db, "kernel_names", id), r[i].n_names);
+        assert_int_equal(rows_of(db, "memcpys", id), t[i]->n_memcpys);
+        assert_int_equal(rows_of(db, "memsets", id), t[i]->n_memsets);
+        assert_int_equal(rows_of(db, "api_calls", id), t[i]->n_apis);
+        assert_int_equal(rows_of(db, "ranges", id), r[i].ranges.n);
+        assert_int_equal(rows_of(db, "gemms", id), t[i]->n_gemms);
+        assert_int_equal(rows_of(db, "nvml", id), t[i]->n_nvml);
+        assert_int_equal(rows_of(db, "windows", id), t[i]->n_windows);
+        assert_int_equal(rows_of(db, "losses", id), t[i]->n_losses);
+        assert_int_equal(rows_of(db, "stages", id), r[i].n_stages);
+        assert_int_equal(rows_of(db, "stage_spans", id), r[i].n_spans);
+        assert_true(t[i]->n_kernels > 0 && t[i]->n_windows > 0 && r[i].ranges.n > 0);
+    }
+    /* kernels per stage through the join, as the analysis placed them */
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT s.stage_id, COUNT(*) FROM kernels k JOIN "
+                                            "stages s USING(trace_id, stage_id) WHERE "
+                                            "trace_id = 2 GROUP BY 1", -1, &st, NULL),
+                     SQLITE_OK);
+    size_t joined = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int stage = sqlite3_column_int(st, 0);
+        size_t want = 0;
+        for (size_t k = 0; k < t[1]->n_kernels; k++)
+            want += r[1].kernel_stage[k] == stage;
+        assert_int_equal(sqlite3_column_int64(st, 1), want);
+        joined += want;
+    }
+    sqlite3_finalize(st);
+    assert_true(joined > 0);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = "
+                                            "'index'", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_true(sqlite3_column_int(st, 0) >= 10);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    for (int i = 0; i < 2; i++) {
+        lp_run_free(&r[i]);
+        lp_trace_free(t[i]);
+    }
+    /* a path that cannot be opened: an error that says which */
+    assert_int_equal(lp_sqlite_open(&db, "/nonexistent-dir/x.db", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent-dir/x.db"));
+    assert_null(db);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_capture_windows),
         cmocka_unit_test(test_capture_split),
+        cmocka_unit_test(test_sqlite_export),
         cmocka_unit_test(test_capture_nvtx_fixtures),
         cmocka_unit_test(test_capture_fixtures),
         cmocka_unit_test(test_text_tables),

@@ -41,4 +41,14 @@ const char *lp_fmt_bytes(double bytes, char *buf, size_t len);
  * [FROM_MS, TO_MS] after the first record are written (TO_MS 0: to the end). */
 int lp_report_perfetto(FILE *out, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms);
 
+/* The SQLite export (llmprof export --sqlite; docs/sqlite-schema.md). lp_sqlite_open makes
+ * PATH's tables (PATH: a new file; the caller moves it in when complete), lp_sqlite_add_trace
+ * writes one trace's rows under TRACE_ID (in one transaction), lp_sqlite_close makes the
+ * indexes when FINISH and closes. Each returns 0, or -1 with ERR saying why. */
+struct sqlite3;
+int lp_sqlite_open(struct sqlite3 **db, const char *path, char *err, size_t errlen);
+int lp_sqlite_add_trace(struct sqlite3 *db, int64_t trace_id, const char *trace_path,
+                        const struct lp_run *r, char *err, size_t errlen);
+int lp_sqlite_close(struct sqlite3 *db, int finish, char *err, size_t errlen);
+
 #endif

@@ -96,6 +96,9 @@ char *lp_cli_side_name(const char *path, const char *what,
 int lp_cli_outs_mkdir(struct lp_cli_outs *s, const char *dir);
 /* A stream for PATH (see above); NULL with a message. */
 FILE *lp_cli_outs_open(struct lp_cli_outs *s, const char *path, int allow_in_place);
+/* The file F writes (the temporary), for a writer that takes a path (SQLite); NULL when F
+ * is not one of S's. */
+const char *lp_cli_outs_file(const struct lp_cli_outs *s, FILE *f);
 /* Closes F; WRITE_STATUS is the writer's return. 0, or -1 with "writing PATH failed: why". */
 int lp_cli_outs_close(struct lp_cli_outs *s, FILE *f, int write_status);
 /* Moves every file in; if one cannot be, puts back what was there. 0, or -1 with a message. */

@@ -1,5 +1,6 @@
 /* llmprof export: converts a trace for other viewers. --perfetto writes the Chrome trace
- * event JSON that ui.perfetto.dev and chrome://tracing open. */
+ * event JSON that ui.perfetto.dev and chrome://tracing open; --sqlite one SQLite database
+ * of every trace of a run (docs/sqlite-schema.md). */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -13,7 +14,7 @@
 #include "llmprof/report.h"
 
 struct export_opts {
-    const char *run, *out;
+    const char *run, *out, *sqlite;
     unsigned long long from, to;   /* --window, ms from the first record */
     int window;
 };
@@ -24,6 +25,7 @@ static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS]\n"
+    "       llmprof export RUN --sqlite FILE.db\n"
     "\n"
     "Writes a recorded trace (RUN: a run directory with one trace, or a .lpt file) in the\n"
     "Chrome trace event format, which ui.perfetto.dev opens offline (Open trace file):\n"
@@ -42,14 +44,26 @@ static const struct lp_cli_opt options[] = {
     "output; a device or FIFO is written in place; a symbolic link is followed (its target\n"
     "gets the export). The trace itself is refused as FILE.json (status 2).\n"
     "\n"
-    "example:\n"
-    "  llmprof export run1 --perfetto run1/trace.json\n"},
+    "--sqlite FILE.db writes every trace of RUN (all ranks and processes) into one SQLite\n"
+    "database, a row per record: kernels (with the stage the report gives each), copies,\n"
+    "sets, API calls, NVTX ranges, GEMM calls, NVML samples, capture windows, losses, stages\n"
+    "and their spans, devices and the traces' header keys; each row names its trace\n"
+    "(trace_id, the traces table). Indexed by time and correlation id. Tables and columns:\n"
+    "docs/sqlite-schema.md. Written under a temporary name and moved in when complete.\n"
+    "\n"
+    "examples:\n"
+    "  llmprof export run1 --perfetto run1/trace.json\n"
+    "  llmprof export run1 --sqlite run1.db && sqlite3 run1.db \\\n"
+    "    'SELECT short_name, SUM(end_ns - start_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC LIMIT 5'\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--perfetto", .arg = "FILE.json",
      .off = offsetof(struct export_opts, out), .missing = "an output file ('-': standard output)",
      .empty = "an output file ('-': standard output), not an empty path"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--window", .arg = "FROM_MS:TO_MS",
      .parse = parse_window},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--sqlite", .arg = "FILE.db",
+     .off = offsetof(struct export_opts, sqlite), .missing = "an output file",
+     .empty = "an output file, not an empty path"},
     {.kind = LP_CLI_OPT_KIND_END},
 };
 
@@ -149,14 +163,109 @@ static uint64_t warn_bytes(void)
     return (uint64_t)mib << 20;
 }
 
+/* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
+ * unless all went in. */
+static int export_sqlite(const char *run, const char *out)
+{
+    char **traces = NULL;
+    int n = lp_cli_run_traces("export", run, &traces);
+    if (n <= 0)
+        return 1;
+    int rc = 2;
+    struct lp_cli_outs outs = {.cmd = "export"};
+    struct sqlite3 *db = NULL;
+    size_t kernels = 0;
+    char err[512];
+    /* never one of the traces or their meta.json */
+    const char **inputs = calloc(2 * (size_t)n, sizeof *inputs);
+    char(*metas)[PATH_MAX + 16] = calloc((size_t)n, sizeof *metas);
+    if (!inputs || !metas) {
+        lp_cli_error("export", "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        inputs[2 * i] = traces[i];
+        inputs[2 * i + 1] = lp_cli_meta_path(traces[i], metas[i], sizeof *metas) == 0 ? metas[i]
+                                                                                     : NULL;
+    }
+    if (!strcmp(out, "-")) {
+        lp_cli_error("export", "--sqlite takes a file, not '-' (a database is not a stream)");
+        goto out;
+    }
+    if (lp_cli_out_is_input("export", out, inputs, 2 * (size_t)n) ||
+        lp_cli_out_check("export", out, 0) != 0)
+        goto out;
+    rc = 1;
+    FILE *f = lp_cli_outs_open(&outs, out, 0);
+    if (!f)
+        goto out;
+    if (lp_sqlite_open(&db, lp_cli_outs_file(&outs, f), err, sizeof err) != 0) {
+        lp_cli_error("export", "%s: %s", out, err);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        struct lp_trace *t = NULL;
+        struct lp_run r;
+        lp_cli_progress("export", "reading %s", traces[i]);
+        if (lp_trace_read(&t, traces[i], err, sizeof err) != LP_OK) {
+            lp_cli_error("export", "%s", err);
+            goto out;
+        }
+        lp_cli_trace_warnings("export", traces[i], t, "export");
+        lp_cli_progress("export", "analysing %zu kernels of %s", t->n_kernels, traces[i]);
+        if (lp_run_analyze(t, NULL, &r, err, sizeof err) != LP_OK) {
+            lp_cli_error("export", "%s: %s", traces[i], err);
+            lp_trace_free(t);
+            goto out;
+        }
+        lp_cli_progress("export", "writing %s's rows", traces[i]);
+        int wrc = lp_sqlite_add_trace(db, i + 1, traces[i], &r, err, sizeof err);
+        kernels += t->n_kernels;
+        lp_run_free(&r);
+        lp_trace_free(t);
+        if (wrc != 0) {
+            lp_cli_error("export", "%s: %s", out, err);
+            goto out;
+        }
+    }
+    lp_cli_progress("export", "indexing %s", out);
+    int status = lp_sqlite_close(db, 1, err, sizeof err);
+    db = NULL;
+    if (status != 0)
+        lp_cli_error("export", "%s: %s", out, err);
+    if (lp_cli_outs_close(&outs, f, status) != 0 || lp_cli_outs_commit(&outs) != 0)
+        goto out;
+    lp_cli_progress_end();
+    printf("wrote %s: %d trace%s, %zu kernels (tables: docs/sqlite-schema.md)\n", out, n,
+           n == 1 ? "" : "s", kernels);
+    rc = 0;
+out:
+    lp_cli_progress_end();
+    if (db)
+        lp_sqlite_close(db, 0, err, sizeof err);
+    lp_cli_outs_free(&outs);
+    free(inputs);
+    free(metas);
+    lp_cli_free_list(traces, n);
+    return rc;
+}
+
 int lp_cmd_export(int argc, char **argv)
 {
     struct export_opts o = {0};
     int prc = lp_cli_parse(&export_cmd, &o, argc, argv, NULL);
     if (prc != 0)
         return prc > 0 ? 0 : 2;
+    if (o.sqlite && (o.out || o.window)) {
+        lp_cli_error("export", "--sqlite writes the whole run alone: give it without "
+                               "--perfetto and --window");
+        return 2;
+    }
+    if (o.run && o.sqlite)
+        return export_sqlite(o.run, o.sqlite);
     if (!o.run || !o.out) {
-        lp_cli_error("export", "usage: llmprof export RUN --perfetto FILE.json");
+        lp_cli_error("export", "usage: llmprof export RUN --perfetto FILE.json, or "
+                               "llmprof export RUN --sqlite FILE.db");
         return 2;
     }
     const char *run = o.run, *out = o.out;

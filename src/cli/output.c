@@ -404,6 +404,14 @@ FILE *lp_cli_outs_open(struct lp_cli_outs *s, const char *path, int allow_in_pla
     return o->f;
 }
 
+const char *lp_cli_outs_file(const struct lp_cli_outs *s, FILE *f)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i]->f == f)
+            return s->v[i]->tmp ? s->v[i]->tmp : s->v[i]->target;
+    return NULL;
+}
+
 int lp_cli_outs_close(struct lp_cli_outs *s, FILE *f, int write_status)
 {
     struct lp_cli_out *o = NULL;

@@ -1,0 +1,330 @@
+/* The SQLite export (llmprof export --sqlite; docs/sqlite-schema.md): every record of each
+ * trace of a run as rows, with the analysis's stage of each kernel and the stage spans, so
+ * pandas, DuckDB or sqlite3 can query runs of any size, and many runs together. Writes only:
+ * the numbers are the trace's and the analysis's. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "report_internal.h"
+
+/* One table per concept; every one has trace_id, the traces row its records came from. */
+static const char schema[] =
+    "CREATE TABLE traces(trace_id INTEGER PRIMARY KEY, path TEXT NOT NULL, version TEXT,"
+    " complete INTEGER NOT NULL, records INTEGER NOT NULL, first_ns INTEGER, last_ns INTEGER);"
+    "CREATE TABLE meta(trace_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT);"
+    "CREATE TABLE devices(trace_id INTEGER NOT NULL, device INTEGER NOT NULL, name TEXT,"
+    " uuid TEXT, cc_major INTEGER, cc_minor INTEGER, sm_count INTEGER, mem_bytes INTEGER,"
+    " max_sm_mhz INTEGER, max_mem_mhz INTEGER, power_limit_mw INTEGER);"
+    "CREATE TABLE stages(trace_id INTEGER NOT NULL, stage_id INTEGER NOT NULL, name TEXT NOT NULL,"
+    " kind TEXT NOT NULL);"
+    "CREATE TABLE stage_spans(trace_id INTEGER NOT NULL, stage_id INTEGER NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
+    "CREATE TABLE kernel_names(trace_id INTEGER NOT NULL, name_id INTEGER NOT NULL,"
+    " name TEXT, short_name TEXT, category TEXT);"
+    "CREATE TABLE kernels(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER NOT NULL,"
+    " stage_id INTEGER, correlation INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,"
+    " block_x INTEGER, block_y INTEGER, block_z INTEGER, registers INTEGER,"
+    " static_smem INTEGER, dynamic_smem INTEGER, graph_id INTEGER, graph_node_id INTEGER,"
+    " flags INTEGER);"
+    "CREATE TABLE memcpys(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER, copy_kind INTEGER,"
+    " src_kind INTEGER, dst_kind INTEGER, correlation INTEGER, graph_id INTEGER);"
+    "CREATE TABLE memsets(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER, value INTEGER,"
+    " memory_kind INTEGER, correlation INTEGER, graph_id INTEGER);"
+    "CREATE TABLE api_calls(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL, name TEXT, domain TEXT, cbid INTEGER, correlation INTEGER,"
+    " status INTEGER);"
+    "CREATE TABLE ranges(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL, name TEXT, domain TEXT, depth INTEGER);"
+    "CREATE TABLE gemms(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL, api TEXT, m INTEGER, n INTEGER, k INTEGER, batch INTEGER,"
+    " transa INTEGER, transb INTEGER, a_type INTEGER, b_type INTEGER, c_type INTEGER,"
+    " d_type INTEGER, compute_type INTEGER, algo INTEGER, tile TEXT, splitk INTEGER,"
+    " epilogue INTEGER, status INTEGER, flags INTEGER);"
+    "CREATE TABLE nvml(trace_id INTEGER NOT NULL, device INTEGER, ts_ns INTEGER NOT NULL,"
+    " power_w REAL, energy_j REAL, sm_mhz INTEGER, mem_mhz INTEGER, util_gpu INTEGER,"
+    " util_mem INTEGER, temp_c INTEGER, clock_events INTEGER, mem_used_bytes INTEGER);"
+    "CREATE TABLE windows(trace_id INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+    " end_ns INTEGER NOT NULL, cause INTEGER);"
+    "CREATE TABLE losses(trace_id INTEGER NOT NULL, source INTEGER, count INTEGER, what TEXT);";
+
+/* made after the rows: one pass each instead of one update per row */
+static const char indexes[] =
+    "CREATE INDEX kernels_time ON kernels(trace_id, start_ns);"
+    "CREATE INDEX kernels_corr ON kernels(trace_id, correlation);"
+    "CREATE INDEX kernels_stage ON kernels(trace_id, stage_id);"
+    "CREATE UNIQUE INDEX kernel_names_id ON kernel_names(trace_id, name_id);"
+    "CREATE INDEX api_calls_corr ON api_calls(trace_id, correlation);"
+    "CREATE INDEX api_calls_time ON api_calls(trace_id, start_ns);"
+    "CREATE INDEX ranges_time ON ranges(trace_id, start_ns);"
+    "CREATE INDEX gemms_time ON gemms(trace_id, start_ns);"
+    "CREATE INDEX memcpys_time ON memcpys(trace_id, start_ns);"
+    "CREATE INDEX nvml_time ON nvml(trace_id, ts_ns);";
+
+static int fail(sqlite3 *db, char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    return -1;
+}
+
+int lp_sqlite_open(sqlite3 **out, const char *path, char *err, size_t errlen)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return -1;
+    }
+    /* a new file, moved in when complete (the CLI's part): no journal needed */
+    if (sqlite3_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;", NULL, NULL,
+                     NULL) != SQLITE_OK ||
+        sqlite3_exec(db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+        fail(db, err, errlen, "creating the tables");
+        sqlite3_close(db);
+        return -1;
+    }
+    *out = db;
+    return 0;
+}
+
+int lp_sqlite_close(sqlite3 *db, int finish, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (finish && sqlite3_exec(db, indexes, NULL, NULL, NULL) != SQLITE_OK)
+        rc = fail(db, err, errlen, "creating the indexes");
+    if (sqlite3_close(db) != SQLITE_OK && rc == 0) {
+        snprintf(err, errlen, "closing the database failed");
+        rc = -1;
+    }
+    return rc;
+}
+
+/* One prepared INSERT into TABLE of N columns, bound by position, stepped per row. */
+struct ins {
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    int col, failed;
+};
+
+static int ins_open(struct ins *q, sqlite3 *db, const char *table, int n)
+{
+    char sql[256];
+    int len = snprintf(sql, sizeof sql, "INSERT INTO %s VALUES(?", table);
+    for (int i = 1; i < n; i++)
+        len += snprintf(sql + len, sizeof sql - (size_t)len, ",?");
+    snprintf(sql + len, sizeof sql - (size_t)len, ")");
+    *q = (struct ins){.db = db};
+    return sqlite3_prepare_v2(db, sql, -1, &q->st, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static void i64(struct ins *q, int64_t v) { q->failed |= sqlite3_bind_int64(q->st, ++q->col, v) != SQLITE_OK; }
+static void u64v(struct ins *q, uint64_t v) { i64(q, (int64_t)v); }
+static void dbl(struct ins *q, double v) { q->failed |= sqlite3_bind_double(q->st, ++q->col, v) != SQLITE_OK; }
+static void null(struct ins *q) { q->failed |= sqlite3_bind_null(q->st, ++q->col) != SQLITE_OK; }
+static void text(struct ins *q, const char *s)
+{
+    if (!s) {
+        null(q);
+        return;
+    }
+    q->failed |= sqlite3_bind_text(q->st, ++q->col, s, -1, SQLITE_STATIC) != SQLITE_OK;
+}
+
+static void row(struct ins *q)
+{
+    q->failed |= sqlite3_step(q->st) != SQLITE_DONE;
+    sqlite3_reset(q->st);
+    sqlite3_clear_bindings(q->st);
+    q->col = 0;
+}
+
+static int ins_close(struct ins *q)
+{
+    sqlite3_finalize(q->st);
+    return q->failed ? -1 : 0;
+}
+
+/* TABLE's rows, N columns, each from BODY (which binds every column, then row(&q)) */
+#define TABLE(table, n, body)                                                                  \
+    do {                                                                                       \
+        struct ins q;                                                                          \
+        if (ins_open(&q, db, table, n) != 0)                                                   \
+            return fail(db, err, errlen, "preparing " table);                                  \
+        body;                                                                                  \
+        if (ins_close(&q) != 0)                                                                \
+            return fail(db, err, errlen, "writing " table);                                    \
+    } while (0)
+
+static const char *api_domain(uint32_t d)
+{
+    return d == LP_API_DOMAIN_RUNTIME ? "runtime" : d == LP_API_DOMAIN_DRIVER ? "driver" : NULL;
+}
+
+static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_run *r,
+                      char *err, size_t errlen)
+{
+    const struct lp_trace *t = r->trace;
+    char version[32];
+    snprintf(version, sizeof version, "%u.%u", t->version_major, t->version_minor);
+    TABLE("traces", 7, {
+        i64(&q, id); text(&q, path); text(&q, version); i64(&q, t->complete);
+        u64v(&q, t->n_records); u64v(&q, r->first_ns); u64v(&q, r->last_ns); row(&q);
+    });
+    TABLE("meta", 3, {
+        for (size_t i = 0; i < t->n_meta; i++) {
+            i64(&q, id); text(&q, t->meta[i].key); text(&q, t->meta[i].value); row(&q);
+        }
+    });
+    TABLE("devices", 11, {
+        for (size_t i = 0; i < t->n_devices; i++) {
+            const struct lp_device *d = &t->devices[i];
+            char uuid[33];
+            for (int b = 0; b < 16; b++)
+                snprintf(uuid + 2 * b, 3, "%02x", d->uuid[b]);
+            i64(&q, id); u64v(&q, d->id); text(&q, lp_trace_str(t, d->name)); text(&q, uuid);
+            u64v(&q, d->cc_major); u64v(&q, d->cc_minor); u64v(&q, d->sm_count);
+            u64v(&q, d->mem_bytes); u64v(&q, d->max_sm_mhz); u64v(&q, d->max_mem_mhz);
+            u64v(&q, d->power_limit_mw); row(&q);
+        }
+    });
+    TABLE("stages", 4, {
+        for (size_t i = 0; i < r->n_stages; i++) {
+            i64(&q, id); u64v(&q, i); text(&q, r->stages[i].name);
+            text(&q, lp_stage_kind_name(r->stages[i].kind)); row(&q);
+        }
+    });
+    TABLE("stage_spans", 4, {
+        for (size_t i = 0; i < r->n_spans; i++) {
+            i64(&q, id); i64(&q, r->spans[i].stage); u64v(&q, r->spans[i].start);
+            u64v(&q, r->spans[i].end); row(&q);
+        }
+    });
+    TABLE("kernel_names", 5, {
+        for (size_t i = 0; i < r->n_names; i++) {
+            i64(&q, id); u64v(&q, i); text(&q, r->names[i]); text(&q, r->short_names[i]);
+            text(&q, lp_kcat_name(r->cats[i])); row(&q);
+        }
+    });
+    TABLE("kernels", 20, {
+        for (size_t i = 0; i < t->n_kernels; i++) {
+            const struct lp_kernel *k = &t->kernels[i];
+            i64(&q, id); u64v(&q, k->device); u64v(&q, k->stream); u64v(&q, k->start);
+            u64v(&q, k->end);
+            u64v(&q, r->kernel_group[i]);
+            if (r->kernel_stage[i] >= 0)
+                i64(&q, r->kernel_stage[i]);
+            else
+                null(&q);
+            u64v(&q, k->correlation);
+            for (int d = 0; d < 3; d++)
+                i64(&q, k->grid[d]);
+            for (int d = 0; d < 3; d++)
+                i64(&q, k->block[d]);
+            u64v(&q, k->registers); u64v(&q, k->static_smem); u64v(&q, k->dynamic_smem);
+            u64v(&q, k->graph_id); u64v(&q, k->graph_node_id); u64v(&q, k->flags); row(&q);
+        }
+    });
+    TABLE("memcpys", 11, {
+        for (size_t i = 0; i < t->n_memcpys; i++) {
+            const struct lp_memcpy *m = &t->memcpys[i];
+            i64(&q, id); u64v(&q, m->device); u64v(&q, m->stream); u64v(&q, m->start);
+            u64v(&q, m->end); u64v(&q, m->bytes); u64v(&q, m->copy_kind); u64v(&q, m->src_kind);
+            u64v(&q, m->dst_kind); u64v(&q, m->correlation); u64v(&q, m->graph_id); row(&q);
+        }
+    });
+    TABLE("memsets", 10, {
+        for (size_t i = 0; i < t->n_memsets; i++) {
+            const struct lp_memset *m = &t->memsets[i];
+            i64(&q, id); u64v(&q, m->device); u64v(&q, m->stream); u64v(&q, m->start);
+            u64v(&q, m->end); u64v(&q, m->bytes); u64v(&q, m->value); u64v(&q, m->memory_kind);
+            u64v(&q, m->correlation); u64v(&q, m->graph_id); row(&q);
+        }
+    });
+    TABLE("api_calls", 9, {
+        for (size_t i = 0; i < t->n_apis; i++) {
+            const struct lp_api *a = &t->apis[i];
+            i64(&q, id); u64v(&q, a->thread); u64v(&q, a->start); u64v(&q, a->end);
+            text(&q, lp_trace_str(t, a->name)); text(&q, api_domain(a->domain));
+            u64v(&q, a->cbid); u64v(&q, a->correlation); u64v(&q, a->status); row(&q);
+        }
+    });
+    TABLE("ranges", 7, {
+        for (size_t i = 0; i < r->ranges.n; i++) {
+            const struct lp_range *g = &r->ranges.v[i];
+            i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
+            text(&q, lp_trace_str(t, g->name));
+            text(&q, g->domain ? lp_trace_str(t, g->domain) : NULL); u64v(&q, g->depth); row(&q);
+        }
+    });
+    TABLE("gemms", 22, {
+        for (size_t i = 0; i < t->n_gemms; i++) {
+            const struct lp_gemm *g = &t->gemms[i];
+            i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
+            text(&q, lp_trace_str(t, g->api)); u64v(&q, g->m); u64v(&q, g->n); u64v(&q, g->k);
+            u64v(&q, g->batch); u64v(&q, g->transa); u64v(&q, g->transb); u64v(&q, g->a_type);
+            u64v(&q, g->b_type); u64v(&q, g->c_type); u64v(&q, g->d_type);
+            u64v(&q, g->compute_type);
+            if (g->algo >= 0)
+                i64(&q, g->algo);
+            else
+                null(&q);
+            text(&q, g->tile ? lp_trace_str(t, g->tile) : NULL);
+            if (g->splitk)
+                u64v(&q, g->splitk);
+            else
+                null(&q);
+            u64v(&q, g->epilogue); u64v(&q, g->status); u64v(&q, g->flags); row(&q);
+        }
+    });
+    TABLE("nvml", 12, {
+        for (size_t i = 0; i < t->n_nvml; i++) {
+            const struct lp_nvml_sample *s = &t->nvml[i];
+            uint32_t v = s->valid;
+            i64(&q, id); u64v(&q, s->device); u64v(&q, s->timestamp);
+            if (v & LP_NVML_FIELD_POWER) dbl(&q, s->power_mw / 1000.0); else null(&q);
+            if (v & LP_NVML_FIELD_ENERGY) dbl(&q, (double)s->energy_mj / 1000.0); else null(&q);
+            if (v & LP_NVML_FIELD_SM_CLOCK) u64v(&q, s->sm_mhz); else null(&q);
+            if (v & LP_NVML_FIELD_MEM_CLOCK) u64v(&q, s->mem_mhz); else null(&q);
+            if (v & LP_NVML_FIELD_UTIL) { u64v(&q, s->util_gpu); u64v(&q, s->util_mem); }
+            else { null(&q); null(&q); }
+            if (v & LP_NVML_FIELD_TEMP) u64v(&q, s->temp_c); else null(&q);
+            if (v & LP_NVML_FIELD_CLOCK_EVENTS) u64v(&q, s->clock_events); else null(&q);
+            if (v & LP_NVML_FIELD_MEM_USED) u64v(&q, s->mem_used); else null(&q);
+            row(&q);
+        }
+    });
+    TABLE("windows", 4, {
+        for (size_t i = 0; i < t->n_windows; i++) {
+            const struct lp_window *w = &t->windows[i];
+            i64(&q, id); u64v(&q, w->start); u64v(&q, w->end); u64v(&q, w->cause); row(&q);
+        }
+    });
+    TABLE("losses", 4, {
+        for (size_t i = 0; i < t->n_losses; i++) {
+            const struct lp_loss *l = &t->losses[i];
+            i64(&q, id); u64v(&q, l->source); u64v(&q, l->count);
+            text(&q, lp_trace_str(t, l->what)); row(&q);
+        }
+    });
+    return 0;
+}
+
+int lp_sqlite_add_trace(sqlite3 *db, int64_t trace_id, const char *path, const struct lp_run *r,
+                        char *err, size_t errlen)
+{
+    if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return fail(db, err, errlen, "starting a transaction");
+    if (write_rows(db, trace_id, path, r, err, errlen) != 0) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        return fail(db, err, errlen, "committing");
+    return 0;
+}
