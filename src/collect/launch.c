@@ -129,27 +129,25 @@ int lp_launch_set_recording(int on)
         pending_off = !switch_by_flag;
         return 0;
     }
-    if (on) {
-        __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
-        pthread_mutex_lock(&spans_lock);
-        n_contexts = 0;
-        __atomic_store_n(&open_ns, lp_clock_ns(), __ATOMIC_RELAXED);
-        if (n_spans && !spans[n_spans - 1].lo)
-            n_spans--; /* the last window launched nothing: its span is reused */
-        if (n_spans == cap_spans) {
-            size_t cap = cap_spans ? 2 * cap_spans : 64;
-            struct span *p = realloc(spans, cap * sizeof *p);
-            if (p) {
-                spans = p;
-                cap_spans = cap;
-            }
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&spans_lock);
+    n_contexts = 0;
+    __atomic_store_n(&open_ns, lp_clock_ns(), __ATOMIC_RELAXED);
+    if (n_spans && !spans[n_spans - 1].lo)
+        n_spans--; /* the last window launched nothing: its span is reused */
+    if (n_spans == cap_spans) {
+        size_t cap = cap_spans ? 2 * cap_spans : 64;
+        struct span *p = realloc(spans, cap * sizeof *p);
+        if (p) {
+            spans = p;
+            cap_spans = cap;
         }
-        if (n_spans < cap_spans) /* else the last span grows to hold this one */
-            spans[n_spans++] = (struct span){0, 0};
-        /* on only with the new span in place: lp_launch_in_window reads both under the lock */
-        __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&spans_lock);
     }
+    if (n_spans < cap_spans) /* else the last span grows to hold this one */
+        spans[n_spans++] = (struct span){0, 0};
+    /* on only with the new span in place: lp_launch_in_window reads both under the lock */
+    __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&spans_lock);
     if (!switch_by_flag && !pending_off) /* else they are still enabled */
         switch_callbacks(1);
     pending_off = 0;

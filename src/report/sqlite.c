@@ -300,8 +300,8 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
         }
     });
     TABLE("windows", 4, {
-        for (size_t i = 0; i < t->n_windows; i++) {
-            const struct lp_window *w = &t->windows[i];
+        for (size_t i = 0; i < r->capture.n_windows; i++) { /* each once, closed */
+            const struct lp_window *w = &r->capture.windows[i];
             i64(&q, id); u64v(&q, w->start); u64v(&q, w->end); u64v(&q, w->cause); row(&q);
         }
     });
