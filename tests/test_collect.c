@@ -527,6 +527,78 @@ static void launch_windowed_child(void)
     lp_launch_stop();
 }
 
+/* A graph step closing its window (window.c) inside the next step's cudaGraphLaunch: the
+ * close comes at its driver call's entry, after the runtime call entered; that call's work
+ * is the next step's, so it is not recorded and its replay falls outside the window. */
+static void launch_dropped_child(void)
+{
+    NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
+    lp_launch_set_recording(1);
+    uint64_t rt = 0, drv = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_ENTER, 30, &rt, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 30, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 30, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_EXIT, 30, &rt, 0);
+    rt = drv = 0;
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_ENTER, 31, &rt, 0);
+    lp_launch_set_recording(0); /* what window.c does at the driver call's entry */
+    lp_launch_drop_current();
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 31, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 31, &drv, 0);
+    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_EXIT, 31, &rt, 0);
+    lp_launch_settle();
+    NEED(in_window(30) == 1);
+    NEED(in_window(31) == 0);
+    lp_launch_drop_current(); /* outside any call: the next call is recorded */
+    lp_launch_set_recording(1);
+    launch_kernel(40);
+    lp_launch_set_recording(0);
+    lp_launch_settle();
+    NEED(in_window(40) == 1);
+    lp_launch_stop();
+}
+
+static void test_launch_dropped(void **state)
+{
+    (void)state;
+    in_child("dropped", launch_dropped_child);
+    struct lp_trace *t = read_only_trace("dropped");
+    assert_int_equal(t->n_apis, 2);
+    assert_non_null(api_of(t, 30));
+    assert_null(api_of(t, 31));
+    assert_non_null(api_of(t, 40));
+    lp_trace_free(t);
+}
+
+/* Windows over graphs recorded node by node (inject.c): the callbacks stay enabled and
+ * only recording is switched; launches between windows are not recorded. */
+static void launch_flag_child(void)
+{
+    NEED(lp_launch_start(FAKE_SUB, LP_LAUNCH_WINDOWED_FLAG, NULL) == 0);
+    size_t from = n_enables;
+    launch_kernel(10); /* before any window */
+    lp_launch_set_recording(1);
+    launch_kernel(20);
+    lp_launch_set_recording(0);
+    lp_launch_settle();
+    launch_kernel(30);
+    NEED(n_enables == from); /* nothing switched */
+    for (size_t i = 0; i < n_enables; i++)
+        NEED(enables[i].on == 1);
+    NEED(in_window(10) == 0 && in_window(20) == 1 && in_window(30) == 0);
+    lp_launch_stop();
+}
+
+static void test_launch_flag(void **state)
+{
+    (void)state;
+    in_child("flag", launch_flag_child);
+    struct lp_trace *t = read_only_trace("flag");
+    assert_int_equal(t->n_apis, 1);
+    assert_non_null(api_of(t, 20));
+    lp_trace_free(t);
+}
+
 /* A call another part watches all run (window.c's graph launches): launch.c switches it on
  * with its own, never off. */
 static void launch_kept_child(void)
@@ -1162,6 +1234,8 @@ int main(void)
         cmocka_unit_test(test_launch_records),
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_launch_kept),
+        cmocka_unit_test(test_launch_dropped),
+        cmocka_unit_test(test_launch_flag),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_graph_windows),
         cmocka_unit_test(test_windows_fail_open),

@@ -252,8 +252,13 @@ static void init(void)
                                                                               : "node");
         if (act == 0) {
             CUpti_SubscriberHandle sub = lp_activity_subscriber();
+            /* graph kernels node by node: CUPTI hands out correlation ids only while launch
+             * callbacks are enabled, and on an H200 they froze and graph launches went unseen
+             * when windows switched them; so they stay enabled and only recording switches */
             if (ao.kinds & LP_KIND_API)
-                lp_launch_start(sub, windowed, wake_flusher);
+                lp_launch_start(sub, windowed && !lp_activity_graph_replays()
+                                         ? LP_LAUNCH_WINDOWED_FLAG : windowed,
+                                wake_flusher);
             lp_graph_start(sub, wake_flusher);
             lp_counters_start(sub);
             lp_pmsample_start(sub);

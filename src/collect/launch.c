@@ -32,13 +32,16 @@ static unsigned n_traced[2];
 static CUpti_SubscriberHandle subscriber;
 static int via_callbacks;
 static int callbacks_on;        /* capture windows switch them */
-static int switch_by_flag;      /* LLMPROF_LAUNCH_SWITCH=flag: callbacks stay enabled and
-                                   windows only switch callbacks_on (to measure which costs) */
+static int switch_by_flag;      /* callbacks stay enabled and windows only switch
+                                   callbacks_on: graphs node by node (inject.c), or
+                                   LLMPROF_LAUNCH_SWITCH=flag (to measure which costs) */
 static int enabled;             /* records are kept (not after exit or in a forked child) */
 static uint32_t generation = 1; /* counts switch-ons */
 /* the generation in which this thread entered a traced runtime call still open: a driver
  * call made inside it is the runtime's own, and the runtime call is the record */
 static _Thread_local uint32_t runtime_open;
+/* lp_launch_drop_current: the runtime call open on this thread is not recorded */
+static _Thread_local int drop_runtime;
 static struct lp_queue queue = LP_QUEUE_INIT(struct lp_api, QUEUE_CAP);
 /* the contexts launched into since the callbacks were last switched on (windows) */
 enum { MAX_CONTEXTS = 8 };
@@ -162,6 +165,11 @@ void lp_launch_settle(void)
     pending_off = 0;
 }
 
+void lp_launch_drop_current(void)
+{
+    drop_runtime = runtime_open != 0;
+}
+
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
     int s = side_of(domain);
@@ -172,8 +180,13 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
     int enter = cd->callbackSite == CUPTI_API_ENTER;
     if (s == DRV && runtime_open == gen)
         return;
-    if (s == RT)
+    if (s == RT) {
         runtime_open = enter ? gen : 0;
+        int drop = drop_runtime && !enter;
+        drop_runtime = 0;
+        if (drop)
+            return;
+    }
     if (!cd->correlationData)
         return;
     if (enter) {
@@ -277,7 +290,7 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             n_traced[s] += traced[s][cbid];
     const char *how = getenv("LLMPROF_LAUNCH"), *sw = getenv("LLMPROF_LAUNCH_SWITCH");
-    switch_by_flag = sw && !strcmp(sw, "flag");
+    switch_by_flag = (sw && !strcmp(sw, "flag")) || windowed == LP_LAUNCH_WINDOWED_FLAG;
     int activity = how && !strcmp(how, "activity");
     /* LLMPROF_LAUNCH=driver: the driver's calls only (the runtime's make them), two callbacks
      * per runtime launch instead of four; records then name the driver's calls */

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* WINDOWED values beside 0 and 1: windows switch recording, the callbacks stay enabled. */
+enum { LP_LAUNCH_WINDOWED_FLAG = 2 };
 /* Picks the calls and starts recording them: through SUBSCRIBER's callbacks (NULL, or
  * LLMPROF_LAUNCH=activity: API activity records). WINDOWED: callbacks start switched off
- * (lp_launch_set_recording). NOTIFY wakes the flusher when records pile up. Warns and
+ * (lp_launch_set_recording), or stay enabled with LP_LAUNCH_WINDOWED_FLAG. NOTIFY wakes the flusher when records pile up. Warns and
  * returns -1 when no call could be enabled. */
 int lp_launch_start(CUpti_SubscriberHandle subscriber, int windowed, void (*notify)(void));
 /* Capture windows switch recording; API activity records stay on. Returns 0. Off, the
@@ -22,6 +24,10 @@ int lp_launch_set_recording(int on);
 /* Off: disables the callbacks (once the calls in flight at the close have exited: windows
  * call it after waiting for the GPU, or at once when they cannot wait). */
 void lp_launch_settle(void);
+/* The runtime call this thread is in (if any) is not recorded: a window closed inside it, by
+ * its own driver call (a graph launch beginning the next step), so its work is after the
+ * close although it entered before. */
+void lp_launch_drop_current(void);
 /* Another part needs the callbacks of DOMAIN's CBID all run: switching off leaves them on. */
 void lp_launch_keep_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /* The subscriber's callback (runtime and driver domains). */

@@ -223,9 +223,10 @@ static void graph_launch(const void *exec, uint32_t thread)
     if (!steps || (e->exec && e->step == steps)) {
         steps++;
         int chosen = lp_capture_selects(&spec, steps);
-        if (open_ && !chosen)
+        if (open_ && !chosen) {
             close_window(now, 1);
-        else if (!open_ && chosen)
+            lp_launch_drop_current(); /* cudaGraphLaunch around this cuGraphLaunch */
+        } else if (!open_ && chosen)
             open_window(now, LP_WINDOW_CAUSE_GRAPH_STEP, thread);
     }
     if (!e->exec && ++n_execs > EXEC_SLOTS / 2) { /* a program making graphs without end */
