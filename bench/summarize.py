@@ -42,7 +42,7 @@ for mode in modes:
         if (i, mode) in runs and (i, "none") in runs:
             for k in ratios:
                 ratios[k].append(metric(runs[(i, mode)], k) / metric(runs[(i, "none")], k) - 1)
-    bpk = [r["trace_bytes"] / r["kernels"] for r in rs if r["kernels"]]
+    bpk = [r["trace_bytes"] / r["kernels"] for r in rs if r.get("kernels")]
     if mode == "none":
         print(f"| none | {pf:.2f} | {dc:.3f} | - | - | - | - |")
         continue

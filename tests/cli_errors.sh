@@ -552,4 +552,26 @@ rc=$?
 if [ "$rc" -eq 1 ] && grep -q "llmprof deep: the run recorded no kernels" <<<"$out" && [ -s "$T/pd2/report.md" ]; then
     ok "profile --deep runs the deep dive on the run, then reports"; else bad "profile --deep: status $rc, $out"; fi
 
+# several traces: each reported in its subdirectory, the run report beside them (ranks.md,
+# ranks.json, ranks.csv: a row per process and stage); the printed summary names it
+cp -r "$FIX/tp-manual" "$T/tp"
+out=$("$LP" report "$T/tp" 2>&1)
+rows=$(python3 - "$T/tp" <<'PYEOF'
+import csv, json, sys
+d = sys.argv[1]
+j = json.load(open(d + "/ranks.json"))
+assert j["schema"] == "llmprof-ranks/1" and j["processes"] == 2, j["schema"]
+assert [r["rank"] for r in j["ranks"]] == [0, 1]
+assert j["waits"]["status"] == "done"
+for r in j["ranks"]:
+    sub = json.load(open(d + "/" + r["report_dir"] + "/report.json"))
+    assert len(sub["stages"]) == len(r["stages"]), r["trace"]
+print(sum(len(r["stages"]) for r in j["ranks"]) == len(list(csv.DictReader(open(d + "/ranks.csv")))))
+PYEOF
+)
+if [ "$rows" = True ] && grep -q "run report of 2 processes" <<<"$out" &&
+    grep -q "^| rank 1 (local 1) |" "$T/tp/ranks.md"; then
+    ok "report of two ranks: ranks.md, .json and .csv beside their reports"
+else bad "ranks report: $rows / $out"; fi
+
 finish

@@ -54,6 +54,75 @@ static void make_subdir(const char *name, char *out, size_t len)
     assert_int_equal(mkdir(out, 0755), 0);
 }
 
+/* A child opening the sink in SUB with the launcher's variables set, adding one record of
+ * TYPE, closing. */
+static void sink_child(const char *sub, const char *rank, enum lp_rec_type type)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("RANK", rank, 1);
+        setenv("LOCAL_RANK", "3", 1);
+        setenv("WORLD_SIZE", "4", 1);
+        char err[256];
+        if (lp_sink_open(sub, err, sizeof err) != 0)
+            _exit(3);
+        struct lp_record r = {.type = type};
+        lp_sink_lock();
+        lp_sink_add(&r);
+        lp_sink_unlock();
+        lp_sink_close();
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static size_t count_traces(const char *sub)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c 'lpt$'", sub);
+    FILE *p = popen(cmd, "r");
+    unsigned n = 0;
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%u", &n), 1);
+    pclose(p);
+    return n;
+}
+
+/* The rank names the trace and the header keeps the launcher's numbers; a RANK that is no
+ * number (it would name a path) is passed over for the next variable. A process that
+ * recorded only NVML samples (a launcher's parent that initialised CUDA) leaves no trace. */
+static void test_sink_ranks(void **state)
+{
+    (void)state;
+    char sub[256];
+    make_subdir("ranked", sub, sizeof sub);
+    sink_child(sub, "../x", LP_REC_KERNEL);
+    assert_int_equal(count_traces(sub), 1);
+    char cmd[512], name[512] = "";
+    snprintf(cmd, sizeof cmd, "ls %s", sub);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(name, sizeof name, p));
+    pclose(p);
+    assert_memory_equal(name, "trace.rank3.", 12);
+    struct lp_trace *t = read_only_trace("ranked");
+    assert_string_equal(lp_trace_meta(t, "rank"), "3");
+    assert_string_equal(lp_trace_meta(t, "local_rank"), "3");
+    assert_string_equal(lp_trace_meta(t, "world_size"), "4");
+    lp_trace_free(t);
+    make_subdir("idle", sub, sizeof sub);
+    sink_child(sub, "1", LP_REC_NVML);
+    assert_int_equal(count_traces(sub), 0);
+    sink_child(sub, "1", LP_REC_MEMORY);
+    assert_int_equal(count_traces(sub), 1);
+    t = read_only_trace("idle");
+    assert_string_equal(lp_trace_meta(t, "rank"), "1");
+    lp_trace_free(t);
+}
+
 /* Disk full while recording: the program (here a child process) goes on and exits
  * normally, stderr says so once, and what reached the disk stays readable. */
 static void test_write_failure(void **state)
@@ -309,6 +378,11 @@ static void in_child(const char *name, void (*scenario)(void))
         char err[256];
         NEED(lp_sink_open(sub, err, sizeof err) == 0);
         scenario();
+        /* one allocation: a trace of no work would be removed (test_sink_ranks) */
+        struct lp_record mem = {.type = LP_REC_MEMORY};
+        lp_sink_lock();
+        lp_sink_add(&mem);
+        lp_sink_unlock();
         lp_sink_close();
         _exit(0);
     }
@@ -1235,6 +1309,7 @@ int main(void)
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_launch_kept),
         cmocka_unit_test(test_launch_dropped),
+        cmocka_unit_test(test_sink_ranks),
         cmocka_unit_test(test_launch_flag),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_graph_windows),

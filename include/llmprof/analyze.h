@@ -284,6 +284,10 @@ struct lp_stage_report {
     double tokens_per_s;          /* tokens / wall */
     double cat_ns[LP_KCAT_COUNT];
     double cat_share[LP_KCAT_COUNT]; /* cat_ns / gpu_ns; 0 without GPU time */
+    /* communication kernels (comm.c): their time, the part of it with a computation kernel
+       running on the same GPU, and that part's share (NaN without communication) */
+    uint64_t comm_ns, comm_overlap_ns;
+    double comm_overlap_share;
     uint64_t memcpy_bytes[4];     /* HtoD, DtoH, DtoD, other */
     uint64_t memset_bytes;
     uint64_t peak_alloc_bytes;    /* held through cudaMalloc (caching allocators' reserve) */
@@ -677,6 +681,10 @@ struct lp_run {
                                            "" not recorded (format 1.0, or a light record) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     int kernels_recorded;               /* 0: the record kept no kernels (--light) */
+    /* communication kernels over the run (comm.c; per stage in lp_stage_report) */
+    size_t comm_kernels;
+    uint64_t comm_ns, comm_overlap_ns;
+    double comm_overlap_share;          /* NaN without communication */
     uint64_t replays_whole;             /* CUDA graph replays recorded whole (record --graphs
                                            replay): GPU work whose kernels are unknown */
     struct lp_capture_facts capture;    /* windows.c */
@@ -875,6 +883,101 @@ struct lp_deep {
 /* Joins NCU (taken: freed with R, also on failure) to R's stages into R->deep. LP_OK or
  * LP_ERR_NOMEM. */
 int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu);
+
+/* ---- several traces of one run: ranks, or independent processes (ranks.c) ---- */
+
+/* A stage of one rank, as its own analysis found it (measured occurrences). */
+struct lp_rank_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    size_t occurrences;
+    uint64_t wall_ns, busy_ns, gpu_ns;  /* summed over the occurrences */
+    uint64_t comm_ns, comm_overlap_ns;
+    uint64_t wait_ns;                   /* in collectives, waiting for the last rank (set by
+                                           lp_ranks_analyze; 0 when not compared) */
+};
+
+/* One communication kernel, for matching collectives across ranks. */
+struct lp_rank_coll {
+    uint64_t start, end;
+    uint64_t name_hash;                 /* of its full name */
+    int32_t stage;                      /* index into lp_rank.stages, -1 */
+};
+
+/* What the run report needs of one trace, kept after its analysis is freed. */
+struct lp_rank {
+    char *trace;                        /* the trace's file name */
+    int64_t rank, local_rank, world_size; /* from the launcher's variables; -1 unknown */
+    int64_t pid;                        /* -1 unknown */
+    char *host;                         /* NULL unknown */
+    uint32_t device;                    /* the CUDA ordinal most of its kernels ran on */
+    int has_uuid;
+    uint8_t uuid[16];                   /* that GPU's */
+    char *gpu_name;                     /* NULL unknown */
+    size_t kernels;                     /* kernel records, graph replays recorded whole among
+                                           them */
+    uint64_t kernel_ns;                 /* their summed durations */
+    size_t comm_kernels;
+    uint64_t comm_ns, comm_overlap_ns, wait_ns;
+    double comm_overlap_share;          /* NaN without communication */
+    double energy_j, power_mean_w;      /* its GPU over the run, NVML; NaN: no samples */
+    size_t nvml_samples;
+    double ttft_s, tpot_s;              /* medians; 0 not measured */
+    struct lp_rank_stage *stages;       /* the analysis's stages, in its order */
+    size_t n_stages;
+    struct lp_rank_coll *coll;          /* by start */
+    size_t n_coll;
+};
+
+/* Keeps what R says of the run report's figures in OUT (TRACE_PATH names it). LP_OK or
+ * LP_ERR_NOMEM (OUT then empty). */
+int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank *out);
+void lp_rank_free(struct lp_rank *k);
+
+/* A stage across the ranks that have it: its wall and GPU busy time per rank. */
+struct lp_ranks_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    size_t n;                           /* ranks with it */
+    double wall_min, wall_median, wall_max; /* ns; NaN for work outside every stage */
+    double busy_min, busy_median, busy_max;
+    double wall_spread;                 /* (max - min) / median; NaN with one rank */
+    size_t slowest;                     /* index into lp_ranks.ranks of the longest wall;
+                                           SIZE_MAX none */
+    uint64_t comm_ns, comm_overlap_ns, wait_ns; /* summed over the ranks */
+    double comm_overlap_share;          /* NaN without communication */
+};
+
+/* Why waits in collectives were not computed (lp_ranks.waits 0). */
+enum lp_ranks_wait {
+    LP_RANKS_WAIT_DONE,
+    LP_RANKS_WAIT_NO_COMM,              /* no communication kernels on two ranks or more */
+    LP_RANKS_WAIT_HOSTS,                /* traces from several hosts: clocks not shared */
+    LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
+                                           with communication */
+};
+
+struct lp_ranks {
+    struct lp_rank *ranks;              /* by rank, then pid (owned) */
+    size_t n;
+    int one_host;                       /* every trace names the same host (or none does) */
+    enum lp_ranks_wait waits;
+    size_t coll_matched;                /* collectives matched across the ranks */
+    size_t coll_names, coll_names_unmatched; /* distinct names; of them, run unequally often */
+    size_t shared_gpus;                 /* ranks whose GPU another rank also used */
+    size_t kernels;                     /* over the ranks */
+    uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;
+    double comm_overlap_share;          /* NaN without communication */
+    double energy_j;                    /* over the ranks' GPUs with samples (each GPU once) */
+    size_t energy_gpus;
+    struct lp_ranks_stage *stages;      /* by first appearance */
+    size_t n_stages;
+};
+
+/* Compares RANKS (N of them, taken: freed with OUT, also on failure). LP_OK or
+ * LP_ERR_NOMEM. */
+int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out);
+void lp_ranks_free(struct lp_ranks *r);
 
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,

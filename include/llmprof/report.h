@@ -31,6 +31,11 @@ int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
 int lp_report_gemms_csv(FILE *out, const struct lp_run *r);   /* one row per GEMM shape */
 int lp_report_deep_csv(FILE *out, const struct lp_run *r);    /* kernels in depth */
+/* The run report of several traces (lp_ranks_analyze): ranks.md, ranks.json (schema
+ * llmprof-ranks/1), ranks.csv (one row per process and stage). 0, or -1 on a write error. */
+int lp_report_ranks_md(FILE *out, const struct lp_ranks *r);
+int lp_report_ranks_json(FILE *out, const struct lp_ranks *r);
+int lp_report_ranks_csv(FILE *out, const struct lp_ranks *r);
 /* The numbers every output prints, one way: "12.345 ms", "870.2 us", "12.34 s", "640 ns";
  * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);

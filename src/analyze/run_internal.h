@@ -160,6 +160,7 @@ void lp_run_operators_free(struct lp_run *r);
 int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
 void lp_run_timeline_free(struct lp_run *r);
 int lp_run_power(struct lp_run_ctx *c);        /* power.c */
+int lp_run_comm(struct lp_run_ctx *c);         /* comm.c: communication and its overlap */
 void lp_run_power_free(struct lp_run *r);
 int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
 /* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */

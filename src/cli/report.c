@@ -30,6 +30,17 @@ const struct lp_cli_report_output lp_cli_report_outputs[] = {
     {NULL, NULL, NULL},
 };
 
+/* The files of the run report when there are several traces, in the run's directory. */
+static const struct {
+    const char *name;
+    int (*write)(FILE *, const struct lp_ranks *);
+} ranks_outputs[] = {
+    {"ranks.md", lp_report_ranks_md},
+    {"ranks.json", lp_report_ranks_json},
+    {"ranks.csv", lp_report_ranks_csv},
+};
+#define N_RANKS_OUTPUTS (sizeof ranks_outputs / sizeof *ranks_outputs)
+
 /* --help's first paragraph, naming every file of the table above */
 static void print_files(FILE *f)
 {
@@ -46,7 +57,10 @@ static void print_files(FILE *f)
         o += n > 0 && (size_t)n < sizeof text - o ? (size_t)n : 0;
     }
     snprintf(text + o, sizeof text - o, " into the run directory, then prints summary.md. With "
-             "several traces (ranks) each gets its own subdirectory named after the trace.");
+             "several traces (ranks, processes) each gets its own subdirectory named after the "
+             "trace, and the run directory gets ranks.md, ranks.json and ranks.csv: every "
+             "process's stages, communication, overlap, waits in collectives and energy side by "
+             "side.");
     lp_cli_wrap(f, text, LP_CLI_HELP_WIDTH);
 }
 
@@ -299,7 +313,7 @@ static const char *recorded_command(const char *path, char *buf, size_t len)
 }
 
 /* The directory the report of TRACE goes into: OUT, the run directory, or the trace's
- * directory; with several traces, a subdirectory per trace. */
+ * directory; with several traces, a subdirectory per trace. TRACE NULL: the run report's. */
 static void report_dir(const struct lp_cli_report *r, const char *run, const char *trace,
                        int several, char *dir, size_t len)
 {
@@ -315,6 +329,10 @@ static void report_dir(const struct lp_cli_report *r, const char *run, const cha
             snprintf(base, sizeof base, ".");
         else
             snprintf(base, sizeof base, "%.*s", slash == run ? 1 : (int)(slash - run), run);
+    }
+    if (!trace) {
+        snprintf(dir, len, "%s", base);
+        return;
     }
     stem(trace, s, sizeof s);
     if (several)
@@ -359,6 +377,15 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
                 goto done;
         }
     }
+    report_dir(r, run, n > 1 ? NULL : traces[0], 0, dir, sizeof dir);
+    for (size_t i = 0; n > 1 && i < N_RANKS_OUTPUTS; i++) {
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, ranks_outputs[i].name);
+        if (lp_cli_out_is_input(r->cmd, path, in, n_in))
+            goto done;
+        if (stat(dir, &st) == 0 && lp_cli_out_check(r->cmd, path, 0) != 0)
+            goto done;
+    }
     rc = 0;
 done:
     free(in);
@@ -391,9 +418,10 @@ static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_
 }
 
 /* Reads and analyses one trace, writes its files under temporary names and keeps its
- * summary (printed once every file is in place). */
+ * summary (printed once every file is in place), and what the run report needs in RANK
+ * (NULL: one trace). */
 static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
-                      struct lp_cli_outs *outs, char **summary)
+                      struct lp_cli_outs *outs, char **summary, struct lp_rank *rank)
 {
     char cmdline[2048], err[512], sz[32];
     struct lp_run_options opt = o->run_opt;
@@ -417,6 +445,10 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
     analysed = 1;
     if (read_deep(o, path, &r) != 0)
         goto done;
+    if (rank && lp_rank_take(&r, path, rank) != LP_OK) {
+        lp_cli_error(o->cmd, "out of memory");
+        goto done;
+    }
     if (lp_cli_outs_mkdir(outs, dir) != 0) {
         lp_cli_error(o->cmd, "cannot create %s: %s", dir, strerror(errno));
         goto done;
@@ -448,10 +480,46 @@ done:
     return rc;
 }
 
+/* The run report of several traces: compares RANKS (taken) and writes ranks.md, .json and
+ * .csv under temporary names into DIR; its first paragraph goes to *SUMMARY. */
+static int report_ranks(const struct lp_cli_report *o, struct lp_rank *ranks, size_t n,
+                        const char *dir, struct lp_cli_outs *outs, char **summary)
+{
+    struct lp_ranks rk;
+    if (lp_ranks_analyze(ranks, n, &rk) != LP_OK) {
+        lp_cli_error(o->cmd, "out of memory");
+        return -1;
+    }
+    int rc = -1;
+    if (lp_cli_outs_mkdir(outs, dir) != 0) {
+        lp_cli_error(o->cmd, "cannot create %s: %s", dir, strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; i < N_RANKS_OUTPUTS; i++) {
+        char file[PATH_MAX + 300];
+        snprintf(file, sizeof file, "%s/%s", dir, ranks_outputs[i].name);
+        FILE *f = lp_cli_outs_open(outs, file, 0);
+        if (!f || lp_cli_outs_close(outs, f, ranks_outputs[i].write(f, &rk)) != 0)
+            goto done;
+    }
+    size_t len = 0;
+    FILE *m = o->quiet ? NULL : open_memstream(summary, &len);
+    if (m) {
+        fprintf(m, "run report of %zu processes in %s/: ranks.md ranks.json ranks.csv\n", n,
+                dir);
+        fclose(m);
+    }
+    rc = 0;
+done:
+    lp_ranks_free(&rk);
+    return rc;
+}
+
 int lp_cli_report_run(struct lp_cli_report *r, const char *run)
 {
     struct lp_cli_outs outs = {.cmd = r->cmd};
-    char **traces = NULL, **summaries = NULL;
+    char **traces = NULL, **summaries = NULL, *run_summary = NULL;
+    struct lp_rank *ranks = NULL;
     int rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
     if (n <= 0)
         goto done;
@@ -459,7 +527,8 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
         rc = 2;
         goto done;
     }
-    if (!(summaries = calloc((size_t)n, sizeof *summaries))) {
+    if (!(summaries = calloc((size_t)n, sizeof *summaries)) ||
+        (n > 1 && !(ranks = calloc((size_t)n, sizeof *ranks)))) {
         lp_cli_error(r->cmd, "out of memory");
         goto done;
     }
@@ -467,7 +536,15 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     for (int i = 0; i < n; i++) {
         char dir[PATH_MAX + 256];
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
-        if (report_one(r, traces[i], dir, &outs, &summaries[i]) != 0)
+        if (report_one(r, traces[i], dir, &outs, &summaries[i], ranks ? &ranks[i] : NULL) != 0)
+            goto done;
+    }
+    if (ranks) {
+        char dir[PATH_MAX + 256];
+        report_dir(r, run, NULL, 0, dir, sizeof dir);
+        struct lp_rank *taken = ranks;
+        ranks = NULL;
+        if (report_ranks(r, taken, (size_t)n, dir, &outs, &run_summary) != 0)
             goto done;
     }
     lp_cli_progress_end();
@@ -477,12 +554,18 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     for (int i = 0; i < n; i++)
         if (summaries[i])
             printf("%s%s", i ? "\n" : "", summaries[i]);
+    if (run_summary)
+        printf("\n%s", run_summary);
 done:
     lp_cli_progress_end();
     lp_cli_outs_free(&outs);
     for (int i = 0; summaries && i < n; i++)
         free(summaries[i]);
     free(summaries);
+    free(run_summary);
+    for (int i = 0; ranks && i < n; i++)
+        lp_rank_free(&ranks[i]);
+    free(ranks);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     return rc;
 }

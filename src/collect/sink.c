@@ -17,6 +17,8 @@ static struct lp_trace_writer *writer;
 static char path[PATH_MAX];
 static int write_failed;
 static uint64_t lost_records;
+/* a record other than NVML samples, device facts and CUPTI overhead was written */
+static int did_work;
 /* meta set before the writer exists */
 static struct lp_meta_kv early[64];
 static size_t n_early;
@@ -55,17 +57,33 @@ static void check_write(int rc)
                     "program runs on\n", path, lp_trace_writer_error(writer));
 }
 
+/* The first of VARS (NULL-terminated) set to a decimal number of at most 9 digits: what
+ * launchers (torchrun, mpirun, srun, PMI) export; anything else is not a rank and could not
+ * name a file safely. */
+static const char *env_number(const char *const *vars)
+{
+    for (; *vars; vars++) {
+        const char *v = getenv(*vars);
+        size_t n = v ? strspn(v, "0123456789") : 0;
+        if (n > 0 && n <= 9 && !v[n])
+            return v;
+    }
+    return NULL;
+}
+
 int lp_sink_open(const char *dir, char *err, size_t errlen)
 {
     char host[256] = "unknown";
     gethostname(host, sizeof host - 1);
-    const char *rank = NULL;
-    const char *rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK"};
-    for (size_t i = 0; i < 4 && !rank; i++) {
-        const char *v = getenv(rank_vars[i]);
-        if (v && *v)
-            rank = v;
-    }
+    /* global rank first; a local rank alone still tells one host's processes apart */
+    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                            "PMI_RANK", "LOCAL_RANK", NULL};
+    static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                             "SLURM_LOCALID", "MPI_LOCALRANKID", NULL};
+    static const char *const world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
+                                             "SLURM_NTASKS", "PMI_SIZE", NULL};
+    const char *rank = env_number(rank_vars), *local = env_number(local_vars),
+               *world = env_number(world_vars);
     if (rank)
         snprintf(path, sizeof path, "%s/trace.rank%s.%s.%ld%s", dir, rank, host, (long)getpid(),
                  LP_TRACE_SUFFIX);
@@ -73,6 +91,7 @@ int lp_sink_open(const char *dir, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s/trace.%s.%ld%s", dir, host, (long)getpid(),
                  LP_TRACE_SUFFIX);
     lp_sink_lock();
+    did_work = 0; /* a new trace (a forked child's too) */
     int rc = lp_trace_writer_open(&writer, path, NULL, err, errlen);
     if (rc == LP_OK) {
         for (size_t i = 0; i < n_early; i++) {
@@ -83,6 +102,10 @@ int lp_sink_open(const char *dir, char *err, size_t errlen)
         n_early = 0;
         if (rank)
             lp_trace_writer_set_meta(writer, "rank", rank);
+        if (local)
+            lp_trace_writer_set_meta(writer, "local_rank", local);
+        if (world)
+            lp_trace_writer_set_meta(writer, "world_size", world);
         lp_trace_writer_set_meta(writer, "host", host);
         check_write(lp_trace_writer_write_header(writer));
     }
@@ -101,6 +124,8 @@ void lp_sink_add(const struct lp_record *r)
         lost_records++;
         return;
     }
+    if (r->type != LP_REC_NVML && r->type != LP_REC_DEVICE && r->type != LP_REC_OVERHEAD)
+        did_work = 1;
     check_write(lp_trace_writer_add(writer, r));
 }
 
@@ -130,7 +155,12 @@ void lp_sink_close(void)
         if (lost_records)
             fprintf(stderr, "llmprof: warning: %" PRIu64 " records arrived after the trace "
                             "closed or failed and were not written\n", lost_records);
-        if (!write_failed) {
+        if (!did_work && !write_failed) {
+            /* CUDA initialised, nothing used (torchrun's agent, a launcher's parent): a
+             * trace of NVML samples alone would pass for an idle rank */
+            lp_trace_writer_close(writer);
+            unlink(path);
+        } else if (!write_failed) {
             char buf[32];
             snprintf(buf, sizeof buf, "%" PRIu64, lp_trace_writer_records(writer));
             lp_trace_writer_set_meta(writer, "records_written", buf);

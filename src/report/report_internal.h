@@ -53,6 +53,8 @@ void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, c
 
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
+/* a CSV field (RFC 4180): quoted when it holds a comma, quote or line break (run_csv.c) */
+void lp_csv_field(FILE *f, const char *s);
 /* Markdown table cell: '|' and newlines escaped */
 void lp_md_cell(FILE *f, const char *s);
 

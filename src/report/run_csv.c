@@ -8,7 +8,7 @@
 #include "llmprof/report.h"
 #include "report_internal.h"
 
-static void field(FILE *f, const char *s)
+void lp_csv_field(FILE *f, const char *s)
 {
     if (strpbrk(s, ",\"\n\r")) {
         fputc('"', f);
@@ -28,11 +28,11 @@ static void rows(FILE *f, const struct lp_run *r, const char *scope,
 {
     for (size_t i = 0; i < t->n_groups; i++) {
         const struct lp_kernel_row *k = &t->v[i];
-        field(f, scope);
+        lp_csv_field(f, scope);
         fprintf(f, ",%zu,", i + 1);
-        field(f, r->short_names[k->group]);
+        lp_csv_field(f, r->short_names[k->group]);
         fputc(',', f);
-        field(f, r->names[k->group]);
+        lp_csv_field(f, r->names[k->group]);
         fprintf(f, ",%s,%llu,%llu,%.1f,%llu,%llu,%llu,%.1f,%.6f\n", lp_kcat_name(r->cats[k->group]),
                 (unsigned long long)k->calls, (unsigned long long)k->total_ns, k->mean_ns,
                 (unsigned long long)k->median_ns, (unsigned long long)k->min_ns,
@@ -55,11 +55,11 @@ int lp_report_operators_csv(FILE *f, const struct lp_run *r)
     fprintf(f, "operator,calls,cpu_ns,gpu_ns,self_gpu_ns,kernels,top_kernel,top_kernel_gpu_ns\n");
     for (size_t i = 0; i < r->n_ops; i++) {
         const struct lp_op_row *o = &r->ops[i];
-        field(f, o->name);
+        lp_csv_field(f, o->name);
         fprintf(f, ",%llu,%llu,%llu,%llu,%llu,", (unsigned long long)o->calls,
                 (unsigned long long)o->cpu_ns, (unsigned long long)o->gpu_ns,
                 (unsigned long long)o->self_gpu_ns, (unsigned long long)o->kernels);
-        field(f, o->top_group[0] != SIZE_MAX ? r->names[o->top_group[0]] : "");
+        lp_csv_field(f, o->top_group[0] != SIZE_MAX ? r->names[o->top_group[0]] : "");
         fprintf(f, ",%llu\n", (unsigned long long)o->top_ns[0]);
     }
     return ferror(f) ? -1 : 0;
@@ -137,7 +137,7 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
     fprintf(f, ",pm_dram_gbs,pm_mbu\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        field(f, s->name);
+        lp_csv_field(f, s->name);
         char busy[32], wait[32], t[5][32];
         const int k = r->kernels_recorded; /* times made from kernels: empty without them */
         fprintf(f, ",%s,%zu,%.0f,%.1f,%.1f,%.4f,%.0f,%.0f,%d,%s,%s,%s,%zu,%zu,%zu,%s,"
@@ -182,15 +182,15 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < r->n_gemms; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
-        field(f, g->stage >= 0 ? r->stages[g->stage].name : "");
+        lp_csv_field(f, g->stage >= 0 ? r->stages[g->stage].name : "");
         fprintf(f, ",%d,", g->replayed);
-        field(f, lp_trace_str(r->trace, c->api));
+        lp_csv_field(f, lp_trace_str(r->trace, c->api));
         fprintf(f, ",%llu,%llu,%llu,%llu,%c,%c,%s,%s,%s,%s,%u,%d,", (unsigned long long)c->m,
                 (unsigned long long)c->n, (unsigned long long)c->k, (unsigned long long)c->batch,
                 "NTC"[c->transa % 3], "NTC"[c->transb % 3], lp_cuda_type_name(c->a_type),
                 lp_cuda_type_name(c->b_type), lp_cuda_type_name(c->d_type),
                 lp_compute_type_name(c->compute_type), c->epilogue, c->algo);
-        field(f, lp_trace_str(r->trace, c->tile));
+        lp_csv_field(f, lp_trace_str(r->trace, c->tile));
         fprintf(f, ",%llu,%llu,%llu,%llu,%.1f,%.6g,%.3f,%s,", (unsigned long long)g->calls,
                 (unsigned long long)g->linked, (unsigned long long)g->kernels,
                 (unsigned long long)g->gpu_ns, g->mean_ns, g->flops_per_call, g->tflops,
@@ -198,11 +198,11 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
         if (g->peak_share >= 0)
             fprintf(f, "%.5f", g->peak_share);
         fprintf(f, ",%.2f,%d,%.1f,", g->intensity, g->memory_bound, g->gbs);
-        field(f, g->top_group != SIZE_MAX ? r->names[g->top_group] : "");
+        lp_csv_field(f, g->top_group != SIZE_MAX ? r->names[g->top_group] : "");
         fputc(',', f);
         char hint[320];
         lp_text_gemm_hint(g, hint, sizeof hint);
-        field(f, hint);
+        lp_csv_field(f, hint);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
@@ -222,11 +222,11 @@ int lp_report_deep_csv(FILE *f, const struct lp_run *r)
         const struct lp_deep_row *w = &d->rows[i];
         const struct lp_ncu_kernel *k = w->j.k;
         char dims[96], limits[96] = "";
-        field(f, r->stages[w->stage].name);
+        lp_csv_field(f, r->stages[w->stage].name);
         fputc(',', f);
-        field(f, r->short_names[w->group]);
+        lp_csv_field(f, r->short_names[w->group]);
         fputc(',', f);
-        field(f, r->names[w->group]);
+        lp_csv_field(f, r->names[w->group]);
         snprintf(dims, sizeof dims, ",%dx%dx%d,%dx%dx%d,", w->grid[0], w->grid[1], w->grid[2],
                  w->block[0], w->block[1], w->block[2]);
         fprintf(f, "%s%.6f,%llu,%zu", dims, w->share, (unsigned long long)w->run_ns,

@@ -1,0 +1,111 @@
+/* Communication kernels (NCCL's and the like, by name: lp_kernel_category) and how much of
+ * their time compute ran beside them on the same GPU: the overlap HTA defines, the share of
+ * communication time during which a computation kernel was running. Computation: every other
+ * kernel, whole CUDA graph replays included; copies and sets are neither. Per stage and for
+ * the run. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "run_internal.h"
+
+struct iv {
+    uint64_t start, end;
+    uint32_t device;
+};
+
+static int by_device_start(const void *a, const void *b)
+{
+    const struct iv *x = a, *y = b;
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Merges V (sorted by device, start) into disjoint intervals per device, in place; returns
+ * how many remain. */
+static size_t merge(struct iv *v, size_t n)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && v[m - 1].device == v[i].device && v[i].start <= v[m - 1].end) {
+            if (v[i].end > v[m - 1].end)
+                v[m - 1].end = v[i].end;
+        } else {
+            v[m++] = v[i];
+        }
+    }
+    return m;
+}
+
+/* Time of [S, E) on DEVICE covered by the merged intervals U. */
+static uint64_t covered(const struct iv *u, size_t n, uint32_t device, uint64_t s, uint64_t e)
+{
+    /* the first interval of DEVICE ending after S */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid].device < device || (u[mid].device == device && u[mid].end <= s))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t t = 0;
+    for (size_t i = lo; i < n && u[i].device == device && u[i].start < e; i++) {
+        uint64_t a = u[i].start > s ? u[i].start : s, b = u[i].end < e ? u[i].end : e;
+        if (b > a)
+            t += b - a;
+    }
+    return t;
+}
+
+int lp_run_comm(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    const struct lp_trace *t = c->t;
+    r->comm_overlap_share = NAN;
+    for (size_t s = 0; s < r->n_stages; s++)
+        r->stages[s].comm_overlap_share = NAN;
+    size_t n_comm = 0, n_comp = 0;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        enum lp_kcat k = r->cats[r->kernel_group[i]];
+        n_comm += k == LP_KCAT_COMMUNICATION;
+        n_comp += k != LP_KCAT_COMMUNICATION && k != LP_KCAT_MEMCPY && k != LP_KCAT_MEMSET;
+    }
+    if (!n_comm)
+        return LP_OK;
+    struct iv *comp = malloc((n_comp ? n_comp : 1) * sizeof *comp);
+    if (!comp)
+        return LP_ERR_NOMEM;
+    size_t m = 0;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel *k = &t->kernels[i];
+        enum lp_kcat cat = r->cats[r->kernel_group[i]];
+        if (cat != LP_KCAT_COMMUNICATION && cat != LP_KCAT_MEMCPY && cat != LP_KCAT_MEMSET &&
+            k->end > k->start)
+            comp[m++] = (struct iv){k->start, k->end, k->device};
+    }
+    qsort(comp, m, sizeof *comp, by_device_start);
+    m = merge(comp, m);
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel *k = &t->kernels[i];
+        if (r->cats[r->kernel_group[i]] != LP_KCAT_COMMUNICATION || k->end <= k->start)
+            continue;
+        uint64_t d = k->end - k->start, o = covered(comp, m, k->device, k->start, k->end);
+        r->comm_kernels++;
+        r->comm_ns += d;
+        r->comm_overlap_ns += o;
+        int32_t s = r->kernel_stage ? r->kernel_stage[i] : -1;
+        if (s >= 0 && (size_t)s < r->n_stages) {
+            r->stages[s].comm_ns += d;
+            r->stages[s].comm_overlap_ns += o;
+        }
+    }
+    free(comp);
+    if (r->comm_ns)
+        r->comm_overlap_share = (double)r->comm_overlap_ns / (double)r->comm_ns;
+    for (size_t s = 0; s < r->n_stages; s++)
+        if (r->stages[s].comm_ns)
+            r->stages[s].comm_overlap_share =
+                (double)r->stages[s].comm_overlap_ns / (double)r->stages[s].comm_ns;
+    return LP_OK;
+}

@@ -1,0 +1,404 @@
+/* Several traces of one run (the ranks of torchrun, mpirun or srun, or independent
+ * processes): what each one's analysis found, kept small (lp_rank_take), then compared
+ * (lp_ranks_analyze): each stage's time per rank and its spread, the slowest rank, and the
+ * time each rank waits in collectives. A collective is matched across ranks by its kernel
+ * name and its order among that name's kernels, which NCCL keeps the same on every rank of a
+ * communicator; the wait of a rank in it is the latest rank's start minus its own, since an
+ * NCCL kernel starts when its rank arrives and cannot finish before the last one does. That
+ * needs one clock: traces from one host share CUPTI's (CLOCK_REALTIME); from several hosts
+ * the waits are not computed. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+static char *dup_or_null(const char *s, int *failed)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *failed = 1;
+    return d;
+}
+
+static int64_t meta_int(const struct lp_trace *t, const char *key)
+{
+    const char *v = lp_trace_meta(t, key);
+    char *end;
+    if (!v || !*v)
+        return -1;
+    long long n = strtoll(v, &end, 10);
+    return *end || n < 0 ? -1 : (int64_t)n;
+}
+
+/* FNV-1a: names compared across traces, whose string tables differ */
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; s && *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int coll_by_start(const void *a, const void *b)
+{
+    const struct lp_rank_coll *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The device most kernels ran on, and its facts. */
+static void pick_device(const struct lp_trace *t, struct lp_rank *k, int *failed)
+{
+    uint32_t best = 0;
+    size_t best_n = 0;
+    for (size_t d = 0; d < t->n_devices; d++) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n_kernels; i++)
+            n += t->kernels[i].device == t->devices[d].id;
+        if (n > best_n || d == 0) {
+            best = t->devices[d].id;
+            best_n = n;
+        }
+    }
+    k->device = best;
+    static const uint8_t zero[16];
+    for (size_t d = 0; d < t->n_devices; d++) {
+        const struct lp_device *dv = &t->devices[d];
+        if (dv->id != best)
+            continue;
+        if (!k->has_uuid && memcmp(dv->uuid, zero, 16)) {
+            memcpy(k->uuid, dv->uuid, 16);
+            k->has_uuid = 1;
+        }
+        if (!k->gpu_name && dv->name)
+            k->gpu_name = dup_or_null(lp_trace_str(t, dv->name), failed);
+    }
+}
+
+int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank *k)
+{
+    const struct lp_trace *t = r->trace;
+    int failed = 0;
+    memset(k, 0, sizeof *k);
+    const char *slash = trace_path ? strrchr(trace_path, '/') : NULL;
+    k->trace = dup_or_null(slash ? slash + 1 : trace_path ? trace_path : "", &failed);
+    k->rank = meta_int(t, "rank");
+    k->local_rank = meta_int(t, "local_rank");
+    k->world_size = meta_int(t, "world_size");
+    k->pid = meta_int(t, "pid");
+    k->host = dup_or_null(lp_trace_meta(t, "host"), &failed);
+    pick_device(t, k, &failed);
+    k->kernels = t->n_kernels;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (t->kernels[i].end > t->kernels[i].start)
+            k->kernel_ns += t->kernels[i].end - t->kernels[i].start;
+    k->comm_kernels = r->comm_kernels;
+    k->comm_ns = r->comm_ns;
+    k->comm_overlap_ns = r->comm_overlap_ns;
+    k->comm_overlap_share = r->comm_overlap_share;
+    k->nvml_samples = r->nvml_samples;
+    k->energy_j = r->nvml_samples ? r->energy_j : NAN;
+    k->power_mean_w = r->nvml_samples ? r->power_mean_w : NAN;
+    k->ttft_s = r->llm.ttft_s;
+    k->tpot_s = r->llm.tpot_s;
+    if (r->n_stages && !(k->stages = calloc(r->n_stages, sizeof *k->stages)))
+        failed = 1;
+    for (size_t s = 0; k->stages && s < r->n_stages; s++) {
+        const struct lp_stage_report *st = &r->stages[s];
+        k->stages[s] = (struct lp_rank_stage){
+            .name = dup_or_null(st->name, &failed), .kind = st->kind,
+            .occurrences = st->occurrences, .wall_ns = (uint64_t)st->wall.total,
+            .busy_ns = st->busy_ns, .gpu_ns = st->gpu_ns, .comm_ns = st->comm_ns,
+            .comm_overlap_ns = st->comm_overlap_ns};
+        k->n_stages = s + 1;
+    }
+    if (r->comm_kernels && !(k->coll = malloc(r->comm_kernels * sizeof *k->coll)))
+        failed = 1;
+    for (size_t i = 0; k->coll && i < t->n_kernels; i++) {
+        const struct lp_kernel *kn = &t->kernels[i];
+        uint32_t g = r->kernel_group[i];
+        if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
+            k->n_coll == r->comm_kernels)
+            continue;
+        k->coll[k->n_coll++] = (struct lp_rank_coll){
+            kn->start, kn->end, name_hash(r->names[g]),
+            r->kernel_stage ? r->kernel_stage[i] : -1};
+    }
+    if (k->coll)
+        qsort(k->coll, k->n_coll, sizeof *k->coll, coll_by_start);
+    if (failed) {
+        lp_rank_free(k);
+        return LP_ERR_NOMEM;
+    }
+    return LP_OK;
+}
+
+void lp_rank_free(struct lp_rank *k)
+{
+    if (!k)
+        return;
+    free(k->trace);
+    free(k->host);
+    free(k->gpu_name);
+    for (size_t s = 0; s < k->n_stages; s++)
+        free(k->stages[s].name);
+    free(k->stages);
+    free(k->coll);
+    memset(k, 0, sizeof *k);
+}
+
+void lp_ranks_free(struct lp_ranks *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        lp_rank_free(&r->ranks[i]);
+    free(r->ranks);
+    for (size_t s = 0; s < r->n_stages; s++)
+        free(r->stages[s].name);
+    free(r->stages);
+    memset(r, 0, sizeof *r);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    const struct lp_rank *x = a, *y = b;
+    /* unknown ranks after the known */
+    uint64_t rx = (uint64_t)x->rank, ry = (uint64_t)y->rank;
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* a rank's collectives in (name, start) order */
+struct key {
+    uint64_t hash, start;
+    size_t idx;                         /* into the rank's coll */
+};
+struct order {
+    struct key *v;
+    size_t n, at;
+    struct lp_rank *k;
+};
+
+static int by_name_start(const void *a, const void *b)
+{
+    const struct key *x = a, *y = b;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Collective NAME's J-th kernel on each rank of O (M ranks): each rank's wait for the
+ * latest, added to the rank and its stage. */
+static void wait_for_latest(struct order *o, size_t m, size_t j)
+{
+    uint64_t latest = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t s = o[i].v[o[i].at + j].start;
+        latest = s > latest ? s : latest;
+    }
+    for (size_t i = 0; i < m; i++) {
+        struct lp_rank *k = o[i].k;
+        const struct lp_rank_coll *c = &k->coll[o[i].v[o[i].at + j].idx];
+        uint64_t w = latest - c->start, d = c->end - c->start;
+        w = w < d ? w : d; /* a kernel cannot wait longer than it ran */
+        k->wait_ns += w;
+        if (c->stage >= 0 && (size_t)c->stage < k->n_stages)
+            k->stages[c->stage].wait_ns += w;
+    }
+}
+
+/* The waits in collectives of the ranks with communication kernels. */
+static int waits(struct lp_ranks *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < out->n; i++)
+        m += out->ranks[i].n_coll > 0;
+    if (m < 2) {
+        out->waits = LP_RANKS_WAIT_NO_COMM;
+        return LP_OK;
+    }
+    if (!out->one_host) {
+        out->waits = LP_RANKS_WAIT_HOSTS;
+        return LP_OK;
+    }
+    struct order *o = calloc(m, sizeof *o);
+    size_t *cnt = malloc(m * sizeof *cnt);
+    int rc = LP_ERR_NOMEM;
+    if (!o || !cnt)
+        goto done;
+    m = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        struct lp_rank *k = &out->ranks[i];
+        if (!k->n_coll)
+            continue;
+        o[m].k = k;
+        o[m].n = k->n_coll;
+        if (!(o[m].v = malloc(k->n_coll * sizeof *o[m].v)))
+            goto done;
+        for (size_t j = 0; j < k->n_coll; j++)
+            o[m].v[j] = (struct key){k->coll[j].name_hash, k->coll[j].start, j};
+        qsort(o[m].v, k->n_coll, sizeof *o[m].v, by_name_start);
+        m++;
+    }
+    for (;;) {
+        /* the least name at the ranks' heads, and how often each rank ran it */
+        int any = 0, equal = 1;
+        uint64_t h = 0;
+        for (size_t i = 0; i < m; i++)
+            if (o[i].at < o[i].n && (!any || o[i].v[o[i].at].hash < h)) {
+                h = o[i].v[o[i].at].hash;
+                any = 1;
+            }
+        if (!any)
+            break;
+        for (size_t i = 0; i < m; i++) {
+            cnt[i] = 0;
+            while (o[i].at + cnt[i] < o[i].n && o[i].v[o[i].at + cnt[i]].hash == h)
+                cnt[i]++;
+            equal &= cnt[i] == cnt[0] && cnt[i] > 0;
+        }
+        out->coll_names++;
+        out->coll_names_unmatched += !equal;
+        for (size_t j = 0; equal && j < cnt[0]; j++, out->coll_matched++)
+            wait_for_latest(o, m, j);
+        for (size_t i = 0; i < m; i++)
+            o[i].at += cnt[i];
+    }
+    out->waits = out->coll_matched ? LP_RANKS_WAIT_DONE : LP_RANKS_WAIT_UNMATCHED;
+    rc = LP_OK;
+done:
+    for (size_t i = 0; o && i < m; i++)
+        free(o[i].v);
+    free(o);
+    free(cnt);
+    return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* One row per stage (name and kind) across the ranks that have it. */
+static int stages(struct lp_ranks *out)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < out->n; i++)
+        cap += out->ranks[i].n_stages;
+    double *wall = malloc((out->n ? out->n : 1) * sizeof *wall),
+           *busy = malloc((out->n ? out->n : 1) * sizeof *busy);
+    out->stages = cap ? calloc(cap, sizeof *out->stages) : NULL;
+    if (!wall || !busy || (cap && !out->stages)) {
+        free(wall);
+        free(busy);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < out->n; i++)
+        for (size_t s = 0; s < out->ranks[i].n_stages; s++) {
+            const struct lp_rank_stage *rs = &out->ranks[i].stages[s];
+            size_t j = 0;
+            while (j < out->n_stages && (out->stages[j].kind != rs->kind ||
+                                         strcmp(out->stages[j].name, rs->name ? rs->name : "")))
+                j++;
+            if (j < out->n_stages)
+                continue;
+            struct lp_ranks_stage *st = &out->stages[out->n_stages];
+            if (!(st->name = strdup(rs->name ? rs->name : ""))) {
+                free(wall);
+                free(busy);
+                return LP_ERR_NOMEM;
+            }
+            out->n_stages++;
+            st->kind = rs->kind;
+            double longest = -1;
+            for (size_t r = 0; r < out->n; r++)
+                for (size_t q = 0; q < out->ranks[r].n_stages; q++) {
+                    const struct lp_rank_stage *o = &out->ranks[r].stages[q];
+                    if (o->kind != rs->kind || strcmp(o->name ? o->name : "", st->name))
+                        continue;
+                    wall[st->n] = (double)o->wall_ns;
+                    busy[st->n] = (double)o->busy_ns;
+                    if (wall[st->n] > longest) {
+                        longest = wall[st->n];
+                        st->slowest = r;
+                    }
+                    st->comm_ns += o->comm_ns;
+                    st->comm_overlap_ns += o->comm_overlap_ns;
+                    st->wait_ns += o->wait_ns;
+                    st->n++;
+                    break;
+                }
+            st->wall_median = median(wall, st->n);
+            st->wall_min = wall[0];
+            st->wall_max = wall[st->n - 1];
+            if (st->kind == LP_STAGE_KIND_OUTSIDE) { /* work outside every range: no wall */
+                st->wall_median = st->wall_min = st->wall_max = NAN;
+                st->slowest = SIZE_MAX;
+            }
+            st->busy_median = median(busy, st->n);
+            st->busy_min = busy[0];
+            st->busy_max = busy[st->n - 1];
+            st->comm_overlap_share = st->comm_ns ? (double)st->comm_overlap_ns /
+                                                       (double)st->comm_ns : NAN;
+            st->wall_spread = st->n > 1 && st->wall_median > 0 /* NaN fails too */
+                                  ? (st->wall_max - st->wall_min) / st->wall_median : NAN;
+        }
+    free(wall);
+    free(busy);
+    return LP_OK;
+}
+
+int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ranks = ranks;
+    out->n = n;
+    if (n)
+        qsort(ranks, n, sizeof *ranks, by_rank);
+    out->one_host = 1;
+    const char *host = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_rank *k = &ranks[i];
+        if (k->host && host && strcmp(k->host, host))
+            out->one_host = 0;
+        if (k->host)
+            host = k->host;
+        out->kernels += k->kernels;
+        out->kernel_ns += k->kernel_ns;
+        out->comm_ns += k->comm_ns;
+        out->comm_overlap_ns += k->comm_overlap_ns;
+        int shared = 0, counted = 0;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && k->has_uuid && ranks[j].has_uuid &&
+                !memcmp(k->uuid, ranks[j].uuid, 16)) {
+                shared = 1;
+                counted |= j < i && !isnan(ranks[j].energy_j);
+            }
+        out->shared_gpus += shared;
+        if (!isnan(k->energy_j) && !counted) { /* a GPU's energy once */
+            out->energy_j += k->energy_j;
+            out->energy_gpus++;
+        }
+    }
+    int rc = waits(out);
+    if (rc == LP_OK)
+        rc = stages(out);
+    for (size_t i = 0; rc == LP_OK && i < n; i++)
+        out->wait_ns += ranks[i].wait_ns;
+    out->comm_overlap_share = out->comm_ns ? (double)out->comm_overlap_ns / (double)out->comm_ns
+                                           : NAN;
+    if (rc != LP_OK)
+        lp_ranks_free(out);
+    return rc;
+}

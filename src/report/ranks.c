@@ -1,0 +1,326 @@
+/* The run report of several traces (ranks, or independent processes): ranks.md, ranks.json
+ * (schema llmprof-ranks/1, docs/report-schema.md) and ranks.csv. Says what lp_ranks_analyze
+ * found; each trace's own report stays in its subdirectory. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "llmprof/trace.h"
+#include "report_internal.h"
+
+#define LP_RANKS_SCHEMA "llmprof-ranks/1"
+
+/* "rank 0", else "pid 901", else the trace's name */
+static const char *label(const struct lp_rank *k, char *buf, size_t len)
+{
+    if (k->rank >= 0)
+        snprintf(buf, len, "rank %lld", (long long)k->rank);
+    else if (k->pid >= 0)
+        snprintf(buf, len, "pid %lld", (long long)k->pid);
+    else
+        snprintf(buf, len, "%s", k->trace ? k->trace : "?");
+    return buf;
+}
+
+/* the trace's subdirectory: its file name less the suffix */
+static const char *page(const struct lp_rank *k, char *buf, size_t len)
+{
+    const char *n = k->trace ? k->trace : "";
+    size_t l = strlen(n), sl = strlen(LP_TRACE_SUFFIX);
+    if (l > sl && !strcmp(n + l - sl, LP_TRACE_SUFFIX))
+        l -= sl;
+    snprintf(buf, len, "%.*s", (int)l, n);
+    return buf;
+}
+
+static const char *uuid_text(const struct lp_rank *k, char *buf, size_t len)
+{
+    if (!k->has_uuid) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    const uint8_t *u = k->uuid;
+    snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
+    return buf;
+}
+
+static const char *ns_or_dash(double ns, char *buf, size_t len)
+{
+    if (!(ns > 0)) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    return lp_fmt_ns(ns, buf, len);
+}
+
+/* "12.3 UNIT", "-" not finite */
+static const char *num_or_dash(double v, const char *unit, char *buf, size_t len)
+{
+    if (!isfinite(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%.1f %s", v, unit);
+    return buf;
+}
+
+static const char *share_or_dash(double v, char *buf, size_t len)
+{
+    return lp_fmt_pct(isfinite(v) ? v : -1, buf, len);
+}
+
+static void waits_sentence(FILE *f, const struct lp_ranks *r)
+{
+    switch (r->waits) {
+    case LP_RANKS_WAIT_DONE:
+        fprintf(f, "Waits in collectives: %zu collectives matched across the ranks by kernel "
+                   "name and order (%zu names", r->coll_matched, r->coll_names);
+        if (r->coll_names_unmatched)
+            fprintf(f, "; %zu ran unequally often and were left out", r->coll_names_unmatched);
+        fprintf(f, "). A rank's wait in one is the latest rank's start minus its own (an NCCL "
+                   "kernel cannot finish before the last rank arrives); inferred, on the clock "
+                   "the ranks share on one host.\n");
+        break;
+    case LP_RANKS_WAIT_HOSTS:
+        fprintf(f, "Waits in collectives are not computed: the traces come from several hosts, "
+                   "whose clocks are not aligned (docs/multi-gpu.md).\n");
+        break;
+    case LP_RANKS_WAIT_UNMATCHED:
+        fprintf(f, "Waits in collectives are not computed: none of the %zu communication kernel "
+                   "names ran equally often on every rank with communication.\n",
+                r->coll_names);
+        break;
+    case LP_RANKS_WAIT_NO_COMM:
+        fprintf(f, "No communication kernels on two ranks or more: no waits in collectives "
+                   "to compare.\n");
+        break;
+    }
+}
+
+int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
+{
+    char a[64], b[64], c[64], d[64], e[64], g[64], h[64], l[64], p[64], u[64], tp[64],
+        pg[256];
+    fprintf(f, "# llmprof run report: %zu processes\n\n", r->n);
+    fprintf(f, "Each process's own report is in its subdirectory (linked below). Kernels: %zu "
+               "records, %s of GPU time over the processes (measured). %s\n\n",
+            r->kernels, lp_fmt_ns((double)r->kernel_ns, a, sizeof a),
+            r->one_host ? "All traces come from one host: their times share one clock."
+                        : "The traces come from several hosts: their clocks are not aligned, "
+                          "so times are compared only as durations.");
+    fprintf(f, "## Processes\n\n");
+    fprintf(f, "| process | host | pid | GPU | UUID | kernels | kernel time | communication | "
+               "overlap | wait in collectives | energy | mean power | TTFT | TPOT | report |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < r->n; i++) {
+        const struct lp_rank *k = &r->ranks[i];
+        fprintf(f, "| %s", label(k, l, sizeof l));
+        if (k->local_rank >= 0 && k->rank >= 0)
+            fprintf(f, " (local %lld)", (long long)k->local_rank);
+        fprintf(f, " | ");
+        lp_md_cell(f, k->host ? k->host : "-");
+        fprintf(f, " | %s | %u: ", k->pid >= 0 ? (snprintf(p, sizeof p, "%lld",
+                                                          (long long)k->pid), p) : "-",
+                k->device);
+        lp_md_cell(f, k->gpu_name ? k->gpu_name : "");
+        fprintf(f, " | %s | %zu | %s | %s | %s | %s | %s | %s | %s | %s | [%s](%s/report.md) |\n",
+                uuid_text(k, u, sizeof u), k->kernels,
+                lp_fmt_ns((double)k->kernel_ns, a, sizeof a),
+                ns_or_dash((double)k->comm_ns, b, sizeof b),
+                share_or_dash(k->comm_overlap_share, c, sizeof c),
+                r->waits == LP_RANKS_WAIT_DONE && k->n_coll ? lp_fmt_ns((double)k->wait_ns, d,
+                                                                        sizeof d) : "-",
+                num_or_dash(k->energy_j, "J", e, sizeof e),
+                num_or_dash(k->power_mean_w, "W", g, sizeof g),
+                ns_or_dash(k->ttft_s * 1e9, h, sizeof h),
+                k->tpot_s > 0 ? lp_fmt_ns(k->tpot_s * 1e9, tp, sizeof tp) : "-",
+                page(k, pg, sizeof pg), pg);
+    }
+    fprintf(f, "\nGPU: the CUDA ordinal most of the process's kernels ran on, and its name and "
+               "UUID (NVML's form). Energy and mean power: that GPU over the process's "
+               "recording (NVML, measured). Overlap: of the communication kernels' time, the "
+               "share with a computation kernel running on the same GPU (HTA's definition).\n");
+    if (r->shared_gpus)
+        fprintf(f, "\n%zu processes used a GPU another one used too: its energy is counted "
+                   "once.\n", r->shared_gpus);
+    if (r->energy_gpus)
+        fprintf(f, "\nEnergy over the %zu GPU%s with NVML samples: %.1f J.\n", r->energy_gpus,
+                r->energy_gpus == 1 ? "" : "s", r->energy_j);
+
+    fprintf(f, "\n## Stages across processes\n\n");
+    if (!r->n_stages)
+        fprintf(f, "No stages.\n");
+    else {
+        fprintf(f, "Wall time of each stage's measured occurrences per process (NVTX ranges, "
+                   "measured): its median, range and spread ((max - min) / median), and the "
+                   "process that took longest; GPU busy time likewise.\n\n");
+        fprintf(f, "| stage | kind | processes | wall median | wall min | wall max | spread | "
+                   "slowest | GPU busy median (min - max) | communication | overlap | wait |\n");
+        fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (size_t s = 0; s < r->n_stages; s++) {
+            const struct lp_ranks_stage *st = &r->stages[s];
+            char m1[64], m2[64];
+            fprintf(f, "| ");
+            lp_md_cell(f, st->name);
+            fprintf(f, " | %s | %zu | %s | %s | %s | %s | %s | %s (%s - %s) | %s | %s | %s |\n",
+                    lp_stage_kind_name(st->kind), st->n,
+                    ns_or_dash(st->wall_median, a, sizeof a),
+                    ns_or_dash(st->wall_min, b, sizeof b), ns_or_dash(st->wall_max, c, sizeof c),
+                    share_or_dash(st->wall_spread, d, sizeof d),
+                    st->n > 1 && st->slowest < r->n ? label(&r->ranks[st->slowest], l, sizeof l)
+                                                    : "-",
+                    lp_fmt_ns(st->busy_median, e, sizeof e),
+                    lp_fmt_ns(st->busy_min, m1, sizeof m1),
+                    lp_fmt_ns(st->busy_max, m2, sizeof m2),
+                    ns_or_dash((double)st->comm_ns, g, sizeof g),
+                    share_or_dash(st->comm_overlap_share, h, sizeof h),
+                    r->waits == LP_RANKS_WAIT_DONE && st->comm_ns
+                        ? lp_fmt_ns((double)st->wait_ns, p, sizeof p) : "-");
+        }
+    }
+    fprintf(f, "\n## Communication\n\n");
+    if (!r->comm_ns)
+        fprintf(f, "No communication kernels (by name: nccl, all_reduce, all_gather, ...).\n\n");
+    else
+        fprintf(f, "Communication kernels ran %s over the processes; a computation kernel ran "
+                   "beside them on the same GPU for %s of it (overlap, measured).\n\n",
+                lp_fmt_ns((double)r->comm_ns, a, sizeof a),
+                share_or_dash(r->comm_overlap_share, b, sizeof b));
+    waits_sentence(f, r);
+    if (r->waits == LP_RANKS_WAIT_DONE)
+        fprintf(f, "\nWaiting in all: %s, %s of the communication time; the rest moved data or "
+                   "ran the reduction.\n", lp_fmt_ns((double)r->wait_ns, a, sizeof a),
+                lp_fmt_pct((double)r->wait_ns / (double)r->comm_ns, b, sizeof b));
+    return ferror(f) ? -1 : 0;
+}
+
+static json_t *num(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *int_or_null(int64_t v)
+{
+    return v >= 0 ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static const char *wait_key(enum lp_ranks_wait w)
+{
+    static const char *const k[] = {"done", "no_communication", "several_hosts", "unmatched"};
+    return (size_t)w < sizeof k / sizeof *k ? k[w] : "unknown";
+}
+
+int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
+{
+    char u[64], p[256];
+    json_t *ranks = json_array(), *stages = json_array();
+    for (size_t i = 0; i < r->n; i++) {
+        const struct lp_rank *k = &r->ranks[i];
+        json_t *ks = json_array();
+        for (size_t s = 0; s < k->n_stages; s++) {
+            const struct lp_rank_stage *st = &k->stages[s];
+            json_array_append_new(ks, json_pack(
+                "{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:o}", "name", st->name ? st->name : "",
+                "kind", lp_stage_kind_name(st->kind), "occurrences", (json_int_t)st->occurrences,
+                "wall_ns", (json_int_t)st->wall_ns, "busy_ns", (json_int_t)st->busy_ns,
+                "gpu_ns", (json_int_t)st->gpu_ns, "comm_ns", (json_int_t)st->comm_ns,
+                "comm_overlap_ns", (json_int_t)st->comm_overlap_ns, "wait_ns",
+                r->waits == LP_RANKS_WAIT_DONE && st->comm_ns ? json_integer((json_int_t)st->wait_ns)
+                                                              : json_null()));
+        }
+        json_t *o = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:s,s:I}", "trace",
+                              k->trace ? k->trace : "", "rank", int_or_null(k->rank),
+                              "local_rank", int_or_null(k->local_rank), "world_size",
+                              int_or_null(k->world_size), "pid", int_or_null(k->pid), "host",
+                              str_or_null(k->host), "report_dir", page(k, p, sizeof p),
+                              "device", (json_int_t)k->device);
+        json_object_set_new(o, "gpu_name", str_or_null(k->gpu_name));
+        json_object_set_new(o, "gpu_uuid", k->has_uuid ? json_string(uuid_text(k, u, sizeof u))
+                                                       : json_null());
+        json_object_set_new(o, "kernels", json_integer((json_int_t)k->kernels));
+        json_object_set_new(o, "kernel_ns", json_integer((json_int_t)k->kernel_ns));
+        json_object_set_new(o, "comm_kernels", json_integer((json_int_t)k->comm_kernels));
+        json_object_set_new(o, "comm_ns", json_integer((json_int_t)k->comm_ns));
+        json_object_set_new(o, "comm_overlap_ns", json_integer((json_int_t)k->comm_overlap_ns));
+        json_object_set_new(o, "comm_overlap_share", num(k->comm_overlap_share));
+        json_object_set_new(o, "wait_ns", r->waits == LP_RANKS_WAIT_DONE && k->n_coll
+                                              ? json_integer((json_int_t)k->wait_ns)
+                                              : json_null());
+        json_object_set_new(o, "energy_j", num(k->energy_j));
+        json_object_set_new(o, "power_mean_w", num(k->power_mean_w));
+        json_object_set_new(o, "nvml_samples", json_integer((json_int_t)k->nvml_samples));
+        json_object_set_new(o, "ttft_s", k->ttft_s > 0 ? json_real(k->ttft_s) : json_null());
+        json_object_set_new(o, "tpot_s", k->tpot_s > 0 ? json_real(k->tpot_s) : json_null());
+        json_object_set_new(o, "stages", ks);
+        json_array_append_new(ranks, o);
+    }
+    for (size_t s = 0; s < r->n_stages; s++) {
+        const struct lp_ranks_stage *st = &r->stages[s];
+        json_array_append_new(stages, json_pack(
+            "{s:s,s:s,s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:I,s:o,s:o}", "name", st->name,
+            "kind", lp_stage_kind_name(st->kind), "processes", (json_int_t)st->n,
+            "wall_median_ns", num(st->wall_median), "wall_min_ns", num(st->wall_min),
+            "wall_max_ns", num(st->wall_max), "wall_spread", num(st->wall_spread),
+            "slowest", st->n > 1 && st->slowest < r->n ? json_integer((json_int_t)st->slowest)
+                                                       : json_null(),
+            "busy_median_ns", num(st->busy_median), "busy_min_ns", num(st->busy_min),
+            "busy_max_ns", num(st->busy_max), "comm_ns", (json_int_t)st->comm_ns,
+            "comm_overlap_ns", (json_int_t)st->comm_overlap_ns, "comm_overlap_share",
+            num(st->comm_overlap_share), "wait_ns",
+            r->waits == LP_RANKS_WAIT_DONE && st->comm_ns ? json_integer((json_int_t)st->wait_ns)
+                                                          : json_null()));
+    }
+    json_t *doc = json_pack(
+        "{s:s,s:I,s:b,s:I,s:I,s:I,s:o,s:{s:s,s:I,s:I,s:I,s:o},s:{s:I,s:o,s:I},s:o,s:o}",
+        "schema", LP_RANKS_SCHEMA, "processes", (json_int_t)r->n, "one_host", r->one_host,
+        "kernels", (json_int_t)r->kernels, "kernel_ns", (json_int_t)r->kernel_ns, "comm_ns",
+        (json_int_t)r->comm_ns, "comm_overlap_share", num(r->comm_overlap_share), "waits",
+        "status", wait_key(r->waits), "collectives_matched", (json_int_t)r->coll_matched,
+        "names", (json_int_t)r->coll_names, "names_unmatched",
+        (json_int_t)r->coll_names_unmatched, "wait_ns",
+        r->waits == LP_RANKS_WAIT_DONE ? json_integer((json_int_t)r->wait_ns) : json_null(),
+        "energy", "gpus", (json_int_t)r->energy_gpus, "energy_j",
+        r->energy_gpus ? json_real(r->energy_j) : json_null(), "shared_gpus",
+        (json_int_t)r->shared_gpus, "ranks", ranks, "stages", stages);
+    if (!doc)
+        return -1;
+    int rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 ? 0 : -1;
+    fputc('\n', f);
+    json_decref(doc);
+    return rc == 0 && !ferror(f) ? 0 : -1;
+}
+
+int lp_report_ranks_csv(FILE *f, const struct lp_ranks *r)
+{
+    fprintf(f, "trace,rank,local_rank,pid,host,device,gpu_uuid,stage,kind,occurrences,wall_ns,"
+               "busy_ns,gpu_ns,comm_ns,comm_overlap_ns,wait_ns\n");
+    char u[64];
+    for (size_t i = 0; i < r->n; i++) {
+        const struct lp_rank *k = &r->ranks[i];
+        for (size_t s = 0; s < k->n_stages; s++) {
+            const struct lp_rank_stage *st = &k->stages[s];
+            lp_csv_field(f, k->trace ? k->trace : "");
+            fprintf(f, ",%lld,%lld,%lld,", (long long)k->rank, (long long)k->local_rank,
+                    (long long)k->pid);
+            lp_csv_field(f, k->host ? k->host : "");
+            fprintf(f, ",%u,%s,", k->device, k->has_uuid ? uuid_text(k, u, sizeof u) : "");
+            lp_csv_field(f, st->name ? st->name : "");
+            fprintf(f, ",%s,%zu,%llu,%llu,%llu,%llu,%llu,", lp_stage_kind_name(st->kind),
+                    st->occurrences, (unsigned long long)st->wall_ns,
+                    (unsigned long long)st->busy_ns, (unsigned long long)st->gpu_ns,
+                    (unsigned long long)st->comm_ns, (unsigned long long)st->comm_overlap_ns);
+            if (r->waits == LP_RANKS_WAIT_DONE && st->comm_ns)
+                fprintf(f, "%llu", (unsigned long long)st->wait_ns);
+            fputc('\n', f);
+        }
+    }
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Issue 16 on the machine with two GPUs (nvidia-h200-x2). PART (first argument):
+#   record    a tensor-parallel decoder under torchrun (2 ranks, NCCL all-reduce after
+#             attention and MLP; tests/gpu/tp_decode.py), transformers' own tensor parallelism
+#             (tp_plan="auto", generate()), and two independent processes, one per GPU, under
+#             one record; checks the traces (one per process, named by rank, each GPU's UUID,
+#             NVML samples) and reports them; packs small runs as fixtures
+#             ($OUT/multi-gpu-runs.tar.gz).
+#   overhead  ROUNDS (second argument, default 6) interleaved rounds of the TP decoder
+#             unprofiled, under llmprof record and under the floor (CUPTI kernel activity
+#             alone), each rank's timings a JSON line in $OUT/tp-overhead.jsonl, summarised
+#             per rank by bench/summarize.py.
+# Expects build/ carried (bench/floor.c's library among it for overhead).
+part=${1:-record}
+. "$(dirname "$0")/setup.sh" "multi_gpu-$part"
+. bench/modes.sh
+nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv,noheader
+nvidia-smi topo -m 2>/dev/null | head -4
+TR=("$PY" -m torch.distributed.run --standalone --nproc-per-node 2)
+fails=0
+
+# NAME TRACES RECORD-ARGS... -- COMMAND: records; checks the number of traces and prints
+# what info says of each
+rec() {
+    local name=$1 want=$2
+    shift 2
+    step "$name"
+    timeout 400 "$L" record -o "$T/$name" "$@" 2>&1 | tail -6
+    local rc=${PIPESTATUS[0]}
+    echo "exit $rc"
+    local n
+    n=$(ls "$T/$name"/trace.*.lpt 2>/dev/null | wc -l)
+    echo "traces: $n (want $want)"
+    [ "$n" -eq "$want" ] || rc=1
+    for t in "$T/$name"/trace.*.lpt; do
+        echo "--- $(basename "$t")"
+        "$L" info "$t" | grep -E "process|device|records|lost|nvml|NVML|stage|decode|prefill" | head -14
+    done
+    "$L" report "$T/$name" --quiet || { echo "report failed"; rc=1; }
+    ls "$T/$name"
+    [ "$rc" -eq 0 ] || fails=$((fails + 1))
+}
+
+if [ "$part" = record ]; then
+    # fixtures: small enough to commit (4 layers, 2 timed requests of 16 tokens)
+    SMALL=(--layers 4 --requests 2 --new-tokens 16 --prompt 256)
+    rec tp-manual 2 -- "${TR[@]}" tests/gpu/tp_decode.py "${SMALL[@]}"
+    rec tp-hf 2 -- "${TR[@]}" tests/gpu/tp_decode.py --impl hf "${SMALL[@]}"
+    rec two-procs 2 -- bash -c "CUDA_VISIBLE_DEVICES=0 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
+        CUDA_VISIBLE_DEVICES=1 $PY tests/gpu/tp_decode.py ${SMALL[*]} --layers 6 & wait"
+    # the larger decoder the overhead part times, recorded once
+    rec tp-manual-8l 2 -- "${TR[@]}" tests/gpu/tp_decode.py
+    step "pack"
+    tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
+        --exclude='report.md' --exclude='summary.md' \
+        -czf "$OUT/multi-gpu-runs.tar.gz" tp-manual tp-hf two-procs
+    ls -la "$OUT"
+    echo "$fails recorded programs failed"
+    [ "$fails" -eq 0 ]
+    exit
+fi
+
+rounds=${2:-6}
+modes=(none default floor)
+res="$OUT/tp-overhead.jsonl"
+: >"$res"
+for ((i = 0; i < rounds; i++)); do
+    for ((j = 0; j < ${#modes[@]}; j++)); do
+        mode=${modes[$(((i + j) % ${#modes[@]}))]}
+        lp_bench_rec "$mode" "$T/$mode-$i"
+        ${rec[@]+"${rec[@]}"} "${TR[@]}" tests/gpu/tp_decode.py 2>/dev/null | grep '^{' |
+            while read -r line; do
+                r=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["rank"])' "$line")
+                echo "{\"round\": $i, \"mode\": \"$mode\", \"rank\": $r, \"run\": $line}" | tee -a "$res"
+            done
+        rm -rf "$T/$mode-$i"
+    done
+done
+for r in 0 1; do
+    step "rank $r"
+    grep "\"rank\": $r," "$res" >"$T/rank$r.jsonl"
+    python3 bench/summarize.py "$T/rank$r.jsonl" default/floor
+    python3 bench/summarize.py "$T/rank$r.jsonl" --min default/floor
+done

@@ -1,0 +1,180 @@
+"""A tensor-parallel Llama-style decoder (random weights, bf16) run under torchrun the way TP
+inference scripts are written: Megatron-style sharding (QKV and gate/up split by columns,
+o_proj and down_proj by rows, an NCCL all-reduce after attention and after the MLP, the
+vocabulary split with an all-gather of the logits), a static KV cache, greedy decoding.
+Harness: an unnamed warm-up request, then timed requests with one NVTX range "prefill"
+around each prompt and one "decode" around each whole decode loop.
+
+--impl hf: transformers' own tensor parallelism instead (LlamaForCausalLM saved with random
+weights, loaded with tp_plan="auto", generate()), no NVTX ranges: a program as HF users run it.
+Run without torchrun (no WORLD_SIZE) it is one process on one GPU.
+
+Prints one JSON line per rank: rank, GPU, prefill ms and ms per decode token over the timed
+requests (median and least), as bench/summarize.py reads them."""
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+
+p = argparse.ArgumentParser()
+p.add_argument("--impl", choices=["manual", "hf"], default="manual")
+p.add_argument("--layers", type=int, default=8)
+p.add_argument("--hidden", type=int, default=4096)
+p.add_argument("--heads", type=int, default=32)
+p.add_argument("--kv-heads", type=int, default=8)
+p.add_argument("--ffn", type=int, default=14336)
+p.add_argument("--vocab", type=int, default=32000)
+p.add_argument("--prompt", type=int, default=512)
+p.add_argument("--new-tokens", type=int, default=32)
+p.add_argument("--requests", type=int, default=3)
+args = p.parse_args()
+
+world = int(os.environ.get("WORLD_SIZE", "1"))
+rank = int(os.environ.get("RANK", "0"))
+local = int(os.environ.get("LOCAL_RANK", "0"))
+torch.cuda.set_device(local)
+if world > 1:
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+torch.manual_seed(0)
+dev = torch.device("cuda", local)
+dt = torch.bfloat16
+
+
+def all_reduce(x):
+    if world > 1:
+        dist.all_reduce(x)
+    return x
+
+
+def rms(x, w):
+    v = x.float().pow(2).mean(-1, keepdim=True)
+    return (x.float() * torch.rsqrt(v + 1e-5)).to(dt) * w
+
+
+def rope(x, pos):
+    d = x.shape[-1]
+    inv = 1.0 / (10000 ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d))
+    f = pos.float()[:, None] * inv[None, :]
+    cos, sin = f.cos().to(dt)[:, None], f.sin().to(dt)[:, None]  # (T, 1, d/2): every head
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+
+
+class Manual:
+    def __init__(self):
+        a = args
+        assert a.heads % world == 0 and a.kv_heads % world == 0 and a.ffn % world == 0
+        self.hd = a.hidden // a.heads
+        self.h, self.kv = a.heads // world, a.kv_heads // world
+        f = a.ffn // world
+        self.vshard = (a.vocab + world - 1) // world
+
+        def w(*s):
+            return (torch.randn(*s, device=dev, dtype=dt) * 0.02)
+        self.emb = w(a.vocab, a.hidden)
+        self.layers = [dict(n1=torch.ones(a.hidden, device=dev, dtype=dt),
+                            qkv=w((self.h + 2 * self.kv) * self.hd, a.hidden),
+                            o=w(a.hidden, self.h * self.hd),
+                            n2=torch.ones(a.hidden, device=dev, dtype=dt),
+                            gu=w(2 * f, a.hidden), down=w(a.hidden, f))
+                       for _ in range(a.layers)]
+        self.norm = torch.ones(a.hidden, device=dev, dtype=dt)
+        self.head = w(self.vshard, a.hidden)
+        cap = a.prompt + a.new_tokens + 1
+        self.k = [torch.zeros(1, self.kv, cap, self.hd, device=dev, dtype=dt)
+                  for _ in range(a.layers)]
+        self.v = [torch.zeros_like(c) for c in self.k]
+
+    def forward(self, ids, start):
+        T = ids.shape[1]
+        pos = torch.arange(start, start + T, device=dev)
+        x = self.emb[ids]
+        for i, L in enumerate(self.layers):
+            y = rms(x, L["n1"]) @ L["qkv"].t()
+            q, k, v = y.split([self.h * self.hd, self.kv * self.hd, self.kv * self.hd], -1)
+            q = rope(q.view(1, T, self.h, self.hd), pos).transpose(1, 2)
+            k = rope(k.view(1, T, self.kv, self.hd), pos).transpose(1, 2)
+            self.k[i][:, :, start:start + T] = k
+            self.v[i][:, :, start:start + T] = v.view(1, T, self.kv, self.hd).transpose(1, 2)
+            kk, vv = self.k[i][:, :, :start + T], self.v[i][:, :, :start + T]
+            o = torch.nn.functional.scaled_dot_product_attention(
+                q, kk, vv, is_causal=T > 1, enable_gqa=True)
+            x = x + all_reduce(o.transpose(1, 2).reshape(1, T, -1) @ L["o"].t())
+            g, u = (rms(x, L["n2"]) @ L["gu"].t()).chunk(2, -1)
+            x = x + all_reduce((torch.nn.functional.silu(g) * u) @ L["down"].t())
+        logits = rms(x[:, -1:], self.norm) @ self.head.t()
+        if world > 1:
+            parts = [torch.empty_like(logits) for _ in range(world)]
+            dist.all_gather(parts, logits)
+            logits = torch.cat(parts, -1)
+        return logits[..., : args.vocab]
+
+    def request(self, prompt, timed):
+        nvtx = torch.cuda.nvtx
+        if timed:
+            nvtx.range_push("prefill")
+        t0 = time.perf_counter()
+        tok = self.forward(prompt, 0).argmax(-1)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        if timed:
+            nvtx.range_pop()
+            nvtx.range_push("decode")
+        for s in range(args.new_tokens):
+            tok = self.forward(tok, args.prompt + s).argmax(-1)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        if timed:
+            nvtx.range_pop()
+        return (t1 - t0) * 1e3, (t2 - t1) * 1e3 / args.new_tokens
+
+
+class HF:
+    def __init__(self):
+        import transformers
+        cfg = transformers.LlamaConfig(
+            hidden_size=args.hidden, intermediate_size=args.ffn,
+            num_hidden_layers=args.layers, num_attention_heads=args.heads,
+            num_key_value_heads=args.kv_heads, vocab_size=args.vocab,
+            max_position_embeddings=4096)
+        path = os.path.join(tempfile.gettempdir(), f"tp-llama-{os.getpid() if world == 1 else 'run'}")
+        if rank == 0 and not os.path.exists(os.path.join(path, "config.json")):
+            with torch.device(dev):
+                transformers.LlamaForCausalLM(cfg).to(dt).save_pretrained(path)
+        if world > 1:
+            dist.barrier()
+        kw = {"tp_plan": "auto"} if world > 1 else {"device_map": {"": local}}
+        self.m = transformers.LlamaForCausalLM.from_pretrained(path, dtype=dt, **kw).eval()
+
+    def request(self, prompt, timed):
+        g = dict(do_sample=False, min_new_tokens=args.new_tokens,
+                 max_new_tokens=args.new_tokens)
+        t0 = time.perf_counter()
+        self.m.generate(prompt, max_new_tokens=1, min_new_tokens=1, do_sample=False)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        self.m.generate(prompt, **g)
+        torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        # the second call repeats the prefill: its decode share is the difference
+        return (t1 - t0) * 1e3, ((t2 - t1) - (t1 - t0)) * 1e3 / args.new_tokens
+
+
+with torch.inference_mode():
+    m = Manual() if args.impl == "manual" else HF()
+    prompt = torch.randint(0, args.vocab, (1, args.prompt), device=dev,
+                           generator=torch.Generator(dev).manual_seed(1))
+    m.request(prompt, False)  # warm-up
+    res = [m.request(prompt, True) for _ in range(args.requests)]
+print(json.dumps({"rank": rank, "world": world, "gpu": torch.cuda.get_device_name(dev),
+                  "prefill_ms_median": statistics.median(r[0] for r in res),
+                  "decode_ms_per_token_median": statistics.median(r[1] for r in res),
+                  "prefill_ms_min": min(r[0] for r in res),
+                  "decode_ms_per_token_min": min(r[1] for r in res)}), flush=True)
+if world > 1:
+    dist.destroy_process_group()

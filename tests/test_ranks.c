@@ -1,0 +1,280 @@
+/* Several GPUs (src/analyze/comm.c, ranks.c, src/report/ranks.c): communication/computation
+ * overlap and waits in collectives on synthetic traces with known answers, and the run
+ * report of the two-H200 fixtures (a tensor-parallel decoder under torchrun, transformers'
+ * own tensor parallelism, two independent processes) against each trace. */
+#include <glob.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "llmprof/analyze.h"
+#include "llmprof/report.h"
+#include "tracebuild.h"
+
+#define US 1000ull
+
+/* a kernel NAME on DEVICE from S to E, no launch call */
+static void kernel_on(struct tb *b, const char *name, uint32_t device, uint64_t s, uint64_t e)
+{
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = b->next_corr++,
+                                    .device = device, .stream = 7,
+                                    .name = lp_trace_writer_intern(b->w, name)};
+    add(b, &r);
+}
+
+/* Overlap per stage: a 20 us all-reduce half under a GEMM, a 10 us one with compute only on
+ * another GPU, a copy under the second (not compute): 10 of 30 us overlapped. */
+static void test_comm_overlap(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 100 * US);
+    kernel_on(&b, "gemm_bf16", 0, 10 * US, 50 * US);
+    kernel_on(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, 40 * US, 60 * US);
+    kernel_on(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, 70 * US, 80 * US);
+    kernel_on(&b, "gemm_bf16", 1, 70 * US, 80 * US);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.comm_kernels, 2);
+    assert_int_equal(r.comm_ns, 30 * US);
+    assert_int_equal(r.comm_overlap_ns, 10 * US);
+    assert_true(fabs(r.comm_overlap_share - 1.0 / 3) < 1e-12);
+    const struct lp_stage_report *d = stage(&r, "decode");
+    assert_non_null(d);
+    assert_int_equal(d->comm_ns, 30 * US);
+    assert_int_equal(d->comm_overlap_ns, 10 * US);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* no communication: no share */
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 100 * US);
+    kernel_on(&b, "gemm_bf16", 0, 10 * US, 50 * US);
+    t = tb_read(&b, 1);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.comm_kernels, 0);
+    assert_true(isnan(r.comm_overlap_share));
+    assert_true(isnan(stage(&r, "decode")->comm_overlap_share));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* One rank's trace: a decode range 0..END, all-reduces starting at AR (each ends at the
+ * same time on both ranks: the last arrival plus 10 us), an all-gather when GATHER. */
+static void rank_trace(struct lp_rank *k, const char *rank, const char *host, uint64_t end,
+                       const uint64_t *ar, int gather)
+{
+    static const uint64_t ends[3] = {130 * US, 240 * US, 340 * US};
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "rank", rank);
+    lp_trace_writer_set_meta(b.w, "host", host);
+    range(&b, "decode", 1, 0, end);
+    for (int i = 0; i < 3; i++) {
+        kernel_on(&b, "gemm_bf16", 0, ar[i] - 50 * US, ar[i] - 5 * US);
+        kernel_on(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, ar[i], ends[i]);
+    }
+    if (gather)
+        kernel_on(&b, "ncclDevKernel_AllGather_RING_LL", 0, 360 * US, 370 * US);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_rank_take(&r, "/run/trace.lpt", k), LP_OK);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Rank 0 arrives first at every all-reduce (by 20, 10, 30 us): it waits 60 us, rank 1 none;
+ * rank 1's decode is the longer (500 against 400 us); the all-gather only rank 0 ran is left
+ * out of the matching. From two hosts nothing is matched. */
+static void test_ranks_waits(void **state)
+{
+    (void)state;
+    static const uint64_t ar0[3] = {100 * US, 200 * US, 300 * US};
+    static const uint64_t ar1[3] = {120 * US, 210 * US, 330 * US};
+    struct lp_rank *k = calloc(2, sizeof *k);
+    assert_non_null(k);
+    /* given in reverse: the analysis orders by rank */
+    rank_trace(&k[0], "1", "h", 500 * US, ar1, 0);
+    rank_trace(&k[1], "0", "h", 400 * US, ar0, 1);
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.n, 2);
+    assert_int_equal(rk.ranks[0].rank, 0);
+    assert_int_equal(rk.ranks[1].rank, 1);
+    assert_int_equal(rk.one_host, 1);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.coll_matched, 3);
+    assert_int_equal(rk.coll_names, 2);
+    assert_int_equal(rk.coll_names_unmatched, 1);
+    assert_int_equal(rk.ranks[0].wait_ns, 60 * US);
+    assert_int_equal(rk.ranks[1].wait_ns, 0);
+    assert_int_equal(rk.wait_ns, 60 * US);
+    assert_int_equal(rk.kernels, 13);
+    assert_int_equal(rk.ranks[0].comm_kernels, 4);
+    const struct lp_ranks_stage *d = NULL;
+    for (size_t s = 0; s < rk.n_stages; s++)
+        if (!strcmp(rk.stages[s].name, "decode"))
+            d = &rk.stages[s];
+    assert_non_null(d);
+    assert_int_equal(d->n, 2);
+    assert_true(d->wall_min == 400.0 * US && d->wall_max == 500.0 * US);
+    assert_true(d->wall_median == 450.0 * US);
+    assert_true(fabs(d->wall_spread - 100.0 / 450) < 1e-12);
+    assert_int_equal(d->slowest, 1);
+    assert_int_equal(d->wait_ns, 60 * US);
+    /* the writers say it: the wait and the slowest rank */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_int_equal(lp_report_ranks_md(f, &rk), 0);
+    fclose(f);
+    assert_non_null(strstr(text, "| decode | decode | 2 | 450.0 us | 400.0 us | 500.0 us | "
+                                 "22.2 % | rank 1 |"));
+    assert_non_null(strstr(text, "3 collectives matched"));
+    assert_non_null(strstr(text, "1 ran unequally often"));
+    free(text);
+    lp_ranks_free(&rk);
+
+    /* two hosts: clocks not shared, no waits */
+    k = calloc(2, sizeof *k);
+    assert_non_null(k);
+    rank_trace(&k[0], "0", "a", 400 * US, ar0, 0);
+    rank_trace(&k[1], "1", "b", 500 * US, ar1, 0);
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.one_host, 0);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
+    assert_int_equal(rk.wait_ns, 0);
+    assert_int_equal(rk.coll_matched, 0);
+    lp_ranks_free(&rk);
+}
+
+/* Every trace of a committed run, analysed and taken; *N gets how many. */
+static struct lp_rank *fixture_ranks(const char *name, size_t *n, struct lp_trace ***traces)
+{
+    char pattern[512];
+    snprintf(pattern, sizeof pattern, "%s/%s/*.lpt", LP_FIXTURES, name);
+    glob_t g;
+    assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+    struct lp_rank *k = calloc(g.gl_pathc, sizeof *k);
+    *traces = calloc(g.gl_pathc, sizeof **traces);
+    assert_non_null(k);
+    assert_non_null(*traces);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char err[256];
+        assert_int_equal(lp_trace_read(&(*traces)[i], g.gl_pathv[i], err, sizeof err), LP_OK);
+        struct lp_run r;
+        analyze((*traces)[i], NULL, &r);
+        assert_int_equal(lp_rank_take(&r, g.gl_pathv[i], &k[i]), LP_OK);
+        lp_run_free(&r);
+    }
+    *n = g.gl_pathc;
+    globfree(&g);
+    return k;
+}
+
+/* The kernel records and GPU time of the trace named TRACE among TS (N). */
+static void trace_totals(struct lp_trace **ts, size_t n, int64_t pid, size_t *kernels,
+                         uint64_t *ns)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *p = lp_trace_meta(ts[i], "pid");
+        if (!p || atoll(p) != pid)
+            continue;
+        *kernels = ts[i]->n_kernels;
+        *ns = 0;
+        for (size_t j = 0; j < ts[i]->n_kernels; j++)
+            *ns += ts[i]->kernels[j].end - ts[i]->kernels[j].start;
+        return;
+    }
+    fail_msg("no trace of pid %lld", (long long)pid);
+}
+
+/* The two-H200 fixtures: each process's kernel totals are its trace's; the TP runs match
+ * every collective (both ranks ran each the same number of times) and find their waits; the
+ * independent processes have no ranks, two GPUs and nothing to match. */
+static void test_ranks_fixtures(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int ranked;
+        enum lp_ranks_wait waits;
+    } runs[] = {{"tp-manual", 1, LP_RANKS_WAIT_DONE},
+                {"tp-hf", 1, LP_RANKS_WAIT_DONE},
+                {"two-procs", 0, LP_RANKS_WAIT_NO_COMM}};
+    for (size_t run = 0; run < sizeof runs / sizeof *runs; run++) {
+        size_t n;
+        struct lp_trace **ts;
+        struct lp_rank *k = fixture_ranks(runs[run].name, &n, &ts);
+        assert_int_equal(n, 2);
+        struct lp_ranks rk;
+        assert_int_equal(lp_ranks_analyze(k, n, &rk), LP_OK);
+        assert_int_equal(rk.one_host, 1);
+        assert_int_equal(rk.waits, runs[run].waits);
+        assert_int_equal(rk.shared_gpus, 0);
+        assert_true(rk.ranks[0].has_uuid && rk.ranks[1].has_uuid);
+        assert_memory_not_equal(rk.ranks[0].uuid, rk.ranks[1].uuid, 16);
+        assert_int_equal(rk.energy_gpus, 2);
+        size_t sum_k = 0;
+        uint64_t sum_ns = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t kernels = 0;
+            uint64_t ns = 0;
+            trace_totals(ts, n, rk.ranks[i].pid, &kernels, &ns);
+            assert_int_equal(rk.ranks[i].kernels, kernels);
+            assert_int_equal(rk.ranks[i].kernel_ns, ns);
+            sum_k += kernels;
+            sum_ns += ns;
+            if (runs[run].ranked) {
+                assert_int_equal(rk.ranks[i].rank, (int64_t)i);
+                assert_int_equal(rk.ranks[i].local_rank, (int64_t)i);
+                assert_int_equal(rk.ranks[i].world_size, 2);
+                assert_true(rk.ranks[i].comm_kernels > 0);
+                assert_true(rk.ranks[i].wait_ns <= rk.ranks[i].comm_ns);
+            } else {
+                assert_int_equal(rk.ranks[i].rank, -1);
+                assert_int_equal(rk.ranks[i].comm_kernels, 0);
+            }
+        }
+        assert_int_equal(rk.kernels, sum_k);
+        assert_int_equal(rk.kernel_ns, sum_ns);
+        if (runs[run].ranked) {
+            /* every collective matched: both ranks ran the same ones */
+            assert_int_equal(rk.ranks[0].comm_kernels, rk.ranks[1].comm_kernels);
+            assert_int_equal(rk.coll_matched, rk.ranks[0].comm_kernels);
+            assert_int_equal(rk.coll_names_unmatched, 0);
+            assert_true(rk.wait_ns > 0);
+        }
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_int_equal(lp_report_ranks_json(f, &rk), 0);
+        fclose(f);
+        assert_non_null(strstr(text, "\"schema\": \"llmprof-ranks/1\""));
+        free(text);
+        lp_ranks_free(&rk);
+        for (size_t i = 0; i < n; i++)
+            lp_trace_free(ts[i]);
+        free(ts);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_comm_overlap),
+        cmocka_unit_test(test_ranks_waits),
+        cmocka_unit_test(test_ranks_fixtures),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
