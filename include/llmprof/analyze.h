@@ -920,7 +920,7 @@ struct lp_rank {
     size_t comm_kernels;
     uint64_t comm_ns, comm_overlap_ns, wait_ns;
     double comm_overlap_share;          /* NaN without communication */
-    double energy_j, power_mean_w;      /* its GPU over the run, NVML; NaN: no samples */
+    double energy_j, power_mean_w;      /* its GPU over the run, NVML; NaN: no samples of it */
     size_t nvml_samples;
     double ttft_s, tpot_s;              /* medians; 0 not measured */
     struct lp_rank_stage *stages;       /* the analysis's stages, in its order */

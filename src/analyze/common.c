@@ -102,6 +102,18 @@ static double rank(const double *v, size_t n, double q)
     return i + 1 < n ? v[i] + (x - (double)i) * (v[i + 1] - v[i]) : v[n - 1];
 }
 
+int lp_kernel_device(const struct lp_trace *t)
+{
+    size_t count[64] = {0};
+    int best = -1;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        uint32_t d = t->kernels[i].device;
+        if (d < 64 && ++count[d] > (best < 0 ? 0 : count[best]))
+            best = (int)d;
+    }
+    return best;
+}
+
 void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
 {
     memset(d, 0, sizeof *d);

@@ -9,8 +9,14 @@
 #define MAX_POINTS 1000
 
 /* the GPU with the most samples: the one the program used, on a one-GPU process */
+/* The GPU whose samples count: the one the kernels ran on when it was sampled (a process
+ * samples every visible GPU until it runs work), else the most sampled. */
 static int busiest_device(const struct lp_trace *t)
 {
+    int kd = lp_kernel_device(t);
+    for (size_t i = 0; kd >= 0 && i < t->n_nvml; i++)
+        if (t->nvml[i].device == (uint32_t)kd)
+            return kd;
     size_t count[64] = {0};
     for (size_t i = 0; i < t->n_nvml; i++)
         if (t->nvml[i].device < 64)

@@ -48,25 +48,15 @@ static int coll_by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The device most kernels ran on, and its facts. */
+/* The device most kernels ran on (the first device record without kernels), and its facts. */
 static void pick_device(const struct lp_trace *t, struct lp_rank *k, int *failed)
 {
-    uint32_t best = 0;
-    size_t best_n = 0;
-    for (size_t d = 0; d < t->n_devices; d++) {
-        size_t n = 0;
-        for (size_t i = 0; i < t->n_kernels; i++)
-            n += t->kernels[i].device == t->devices[d].id;
-        if (n > best_n || d == 0) {
-            best = t->devices[d].id;
-            best_n = n;
-        }
-    }
-    k->device = best;
+    int kd = lp_kernel_device(t);
+    k->device = kd >= 0 ? (uint32_t)kd : t->n_devices ? t->devices[0].id : 0;
     static const uint8_t zero[16];
     for (size_t d = 0; d < t->n_devices; d++) {
         const struct lp_device *dv = &t->devices[d];
-        if (dv->id != best)
+        if (dv->id != k->device)
             continue;
         if (!k->has_uuid && memcmp(dv->uuid, zero, 16)) {
             memcpy(k->uuid, dv->uuid, 16);
@@ -98,9 +88,11 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
     k->comm_ns = r->comm_ns;
     k->comm_overlap_ns = r->comm_overlap_ns;
     k->comm_overlap_share = r->comm_overlap_share;
-    k->nvml_samples = r->nvml_samples;
-    k->energy_j = r->nvml_samples ? r->energy_j : NAN;
-    k->power_mean_w = r->nvml_samples ? r->power_mean_w : NAN;
+    /* its power only when the samples are of the GPU the row names */
+    int own = r->nvml_samples && r->nvml_device == (int)k->device;
+    k->nvml_samples = own ? r->nvml_samples : 0;
+    k->energy_j = own ? r->energy_j : NAN;
+    k->power_mean_w = own ? r->power_mean_w : NAN;
     k->ttft_s = r->llm.ttft_s;
     k->tpot_s = r->llm.tpot_s;
     if (r->n_stages && !(k->stages = calloc(r->n_stages, sizeof *k->stages)))
@@ -278,15 +270,9 @@ done:
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *v, size_t n)
 {
-    qsort(v, n, sizeof *v, cmp_double);
+    qsort(v, n, sizeof *v, lp_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -202,6 +202,8 @@ void lp_run_notes_free(struct lp_run *r);
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* percentiles of V (sorted in place) */
 void lp_dist_compute(struct lp_dist *d, double *v, size_t n);
+/* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
+int lp_kernel_device(const struct lp_trace *t);
 /* qsort comparators */
 int lp_cmp_double(const void *a, const void *b);
 /* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
