@@ -968,6 +968,7 @@ struct lp_ranks {
     size_t kernels;                     /* over the ranks */
     uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;
     double comm_overlap_share;          /* NaN without communication */
+    double wait_share;                  /* wait_ns of comm_ns; NaN unless waits were computed */
     double energy_j;                    /* over the ranks' GPUs with samples (each GPU once) */
     size_t energy_gpus;
     struct lp_ranks_stage *stages;      /* by first appearance */

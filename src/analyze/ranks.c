@@ -382,6 +382,8 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
         rc = stages(out);
     for (size_t i = 0; rc == LP_OK && i < n; i++)
         out->wait_ns += ranks[i].wait_ns;
+    out->wait_share = out->waits == LP_RANKS_WAIT_DONE && out->comm_ns
+                          ? (double)out->wait_ns / (double)out->comm_ns : NAN;
     out->comm_overlap_share = out->comm_ns ? (double)out->comm_overlap_ns / (double)out->comm_ns
                                            : NAN;
     if (rc != LP_OK)

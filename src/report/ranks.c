@@ -193,7 +193,7 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
     if (r->waits == LP_RANKS_WAIT_DONE)
         fprintf(f, "\nWaiting in all: %s, %s of the communication time; the rest moved data or "
                    "ran the reduction.\n", lp_fmt_ns((double)r->wait_ns, a, sizeof a),
-                lp_fmt_pct((double)r->wait_ns / (double)r->comm_ns, b, sizeof b));
+                share_or_dash(r->wait_share, b, sizeof b));
     return ferror(f) ? -1 : 0;
 }
 
@@ -292,6 +292,7 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
         (json_int_t)r->shared_gpus, "ranks", ranks, "stages", stages);
     if (!doc)
         return -1;
+    json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
     int rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 ? 0 : -1;
     fputc('\n', f);
     json_decref(doc);
