@@ -574,4 +574,40 @@ if [ "$rows" = True ] && grep -q "run report of 2 processes" <<<"$out" &&
     ok "report of two ranks: ranks.md, .json and .csv beside their reports"
 else bad "ranks report: $rows / $out"; fi
 
+# diff: two runs compared and gated (tests/test_diff.c checks the figures)
+DA=$FIX/diff-graph-1 DB=$FIX/diff-eager-1
+expect 2 "which runs?" "diff without runs" -- "$LP" diff
+expect 2 "which runs?" "diff with one run" -- "$LP" diff "$DA"
+expect 2 "two runs at a time" "diff with three runs" -- "$LP" diff "$DA" "$DB" "$DA"
+expect 2 "rule 'tpot>+5': the limit is a percentage" "diff with a rule without %" -- \
+    "$LP" diff "$DA" "$DB" --fail-if 'tpot>+5'
+expect 2 "unknown metric 'latency'" "diff with an unknown figure" -- \
+    "$LP" diff "$DA" "$DB" --fail-if 'latency>+5%'
+expect 2 "'>' takes a rise limit" "diff with a rule of the wrong sign" -- \
+    "$LP" diff "$DA" "$DB" --fail-if 'tpot>-5%'
+expect 2 "holds 2 traces" "diff of a run with two traces" -- "$LP" diff "$FIX/tp-manual" "$DB"
+expect 2 "No such file" "diff of a missing run" -- "$LP" diff "$T/nothing" "$DB"
+expect 2 "no trace (\*.lpt) and no report.json" "diff of an empty directory" -- \
+    "$LP" diff "$T" "$DB"
+mkdir -p "$T/o" && cp "$DA"/*.lpt "$T/o/diff.md"
+expect 2 "is one of the inputs" "diff writing over its input" -- \
+    "$LP" diff "$T/o/diff.md" "$DB" -o "$T/o"
+expect 1 "tpot>+5%: FAILED" "diff gate: the eager decode fails tpot>+5%" -- \
+    "$LP" diff "$DA" "$DB" --fail-if 'tpot>+5%' --quiet
+expect 0 "tpot>+5%: passed" "diff gate: the graph decode passes tpot>+5%" -- \
+    "$LP" diff "$DB" "$DA" --fail-if 'tpot>+5%'
+expect 0 "^## Latency" "diff prints diff.md without -o" -- "$LP" diff "$DA" "$FIX/diff-graph-2"
+"$LP" diff "$DA" "$DB" -o "$T/dd" --fail-if 'ttft>+50%' >/dev/null 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$T/dd/diff.md" ] &&
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["schema"]=="llmprof-diff/1" and j["gate"][0]["result"] in ("passed","noise")' "$T/dd/diff.json"; then
+    ok "diff -o writes diff.md and diff.json"
+else bad "diff -o: status $rc, $(ls "$T/dd" 2>&1)"; fi
+# a report directory stands for its run while the trace it names is there
+"$LP" report "$DA" -o "$T/rep-a" --quiet
+expect 0 "^## Latency" "diff of a report directory" -- "$LP" diff "$T/rep-a" "$DA"
+mkdir -p "$T/rep-x" && echo '{"trace": {"path": "/nonexistent/t.lpt"}}' >"$T/rep-x/report.json"
+expect 2 "names the trace /nonexistent/t.lpt, which is not there" \
+    "diff of a report directory whose trace is gone" -- "$LP" diff "$T/rep-x" "$DA"
+
 finish

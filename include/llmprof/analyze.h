@@ -173,10 +173,12 @@ struct lp_stat {
 };
 
 /* A distribution over requests or steps (values in ns): percentiles by linear
- * interpolation between the closest ranks. */
+ * interpolation between the closest ranks, and the values themselves in time order (what
+ * lp_diff resamples). */
 struct lp_dist {
     size_t n;
     double mean, min, p50, p90, p99, max;
+    double *v;                    /* the N values in time order (owned); NULL when N is 0 */
 };
 
 struct lp_kernel_row {
@@ -979,6 +981,178 @@ struct lp_ranks {
  * LP_ERR_NOMEM. */
 int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out);
 void lp_ranks_free(struct lp_ranks *r);
+
+/* ---- two runs compared (diff.c) ---- */
+
+/* How a compared figure's noise is known. */
+enum lp_diff_basis {
+    LP_DIFF_BASIS_BOOTSTRAP,      /* per-step or per-request values: a block bootstrap of the
+                                     quantile in each run, the change's 2.5-97.5 % range */
+    LP_DIFF_BASIS_MEANS,          /* per-call or per-occurrence values known by their mean,
+                                     deviation and count: a normal interval of the ratio */
+    LP_DIFF_BASIS_SINGLE,         /* one value per run (derived, analytic, or from NVML) */
+    LP_DIFF_BASIS_COUNTED,        /* counted: exact, no noise */
+};
+
+enum lp_diff_verdict {
+    LP_DIFF_VERDICT_MISSING,      /* not measured in one run or both */
+    LP_DIFF_VERDICT_SAME,         /* no change: the interval holds 0, or the change is under
+                                     the least change that counts (lp_diff_options) */
+    LP_DIFF_VERDICT_HIGHER,       /* B is higher, beyond the noise */
+    LP_DIFF_VERDICT_LOWER,
+    LP_DIFF_VERDICT_UNSURE,       /* past the least change, but the values are too few for an
+                                     interval (basis bootstrap or means): noise unknown */
+};
+
+/* One figure of runs A and B. */
+struct lp_diff_value {
+    double a, b;                  /* NaN: not measured */
+    double change;                /* b / a - 1; NaN when either is missing or A is 0 */
+    double lo, hi;                /* 95 % interval of CHANGE; NaN when there is none (too few
+                                     values, or BASIS single or counted) */
+    size_t n_a, n_b;              /* the values behind it in each run (1: a single value) */
+    enum lp_diff_basis basis;
+    enum lp_diff_verdict verdict;
+    int worse;                    /* 1: the change is for the worse (slower, less throughput,
+                                     more energy), -1 for the better, 0 none or neither */
+};
+
+/* Quantiles compared for TTFT, TPOT, ITL and decode steps: p50, p90, p99. */
+#define LP_DIFF_QUANTILES 3
+
+/* A stage of either run, matched by name. Per unit: per decode step when both runs counted
+ * the steps of their decode, else per measured occurrence. */
+struct lp_diff_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    int a, b;                     /* index into each run's stages; -1 not in that run */
+    int per_step;
+    double units_a, units_b;
+    struct lp_diff_value wall;    /* per occurrence (mean) */
+    struct lp_diff_value step[LP_DIFF_QUANTILES]; /* decode step durations */
+    struct lp_diff_value tokens_s, mfu, mbu, j_per_token, busy_share;
+    struct lp_diff_value kernels, gpu_ns; /* kernels and their GPU time per unit */
+    size_t kernels_added, kernels_removed, kernels_changed;
+};
+
+enum lp_diff_status {
+    LP_DIFF_STATUS_SAME, LP_DIFF_STATUS_CHANGED, LP_DIFF_STATUS_ADDED, LP_DIFF_STATUS_REMOVED,
+};
+
+/* Kernels of one normalised name (demangled, parameter list dropped) in one stage. */
+struct lp_diff_kernel {
+    size_t stage;                 /* index into lp_diff.stages */
+    char *name, *short_name;
+    enum lp_kcat cat;
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* per unit */
+    struct lp_diff_value mean_ns; /* per call */
+    struct lp_diff_value gpu_ns;  /* per unit */
+};
+
+/* A GEMM shape and dtype in one stage. */
+struct lp_diff_gemm {
+    size_t stage;                 /* index into lp_diff.stages */
+    struct lp_gemm call;          /* shape and types (strings: of A's trace, else B's) */
+    const struct lp_trace *strings; /* the trace CALL's strings belong to */
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* per unit */
+    struct lp_diff_value mean_ns; /* GPU time per call */
+    struct lp_diff_value tflops;
+};
+
+/* An operator (NVTX range of PyTorch's emit_nvtx or record_function) over each run. */
+struct lp_diff_op {
+    char *name;
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* over the run */
+    struct lp_diff_value mean_ns; /* GPU time per call */
+};
+
+/* What makes the comparison doubtful (bits of lp_diff.warnings). */
+enum lp_diff_warning {
+    LP_DIFF_WARN_GPU = 1 << 0,          /* the runs' GPUs have different names */
+    LP_DIFF_WARN_SHAPES = 1 << 1,       /* their GEMMs share under half of their weight
+                                           shapes: other models, or another parallelism */
+    LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
+    LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records */
+    LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
+};
+#define LP_DIFF_WARN_BITS 5
+
+struct lp_diff_options {
+    double min_change;            /* changes under this fraction are no change (0: 0.02) */
+    uint64_t seed;                /* of the bootstrap (0: a fixed one; the same inputs give
+                                     the same intervals) */
+};
+
+/* A rule judged on the comparison. */
+struct lp_diff_check;
+
+struct lp_diff {
+    struct lp_diff_options opt;
+    const char *label[2];         /* how the outputs name the runs (set by the caller, not
+                                     owned; NULL: "A", "B") */
+    char *gpu[2];                 /* each run's GPU (the device its kernels ran on), NULL */
+    char *command[2];             /* each run's command line, NULL */
+    unsigned warnings;            /* enum lp_diff_warning bits */
+    double shapes_shared;         /* of the weight shapes of both, those in both (0..1); NaN
+                                     without GEMMs in one run */
+    struct lp_diff_value ttft[LP_DIFF_QUANTILES], tpot[LP_DIFF_QUANTILES],
+        itl[LP_DIFF_QUANTILES];
+    struct lp_diff_value mfu, mbu; /* of the request (the analytic model, --model) */
+    struct lp_diff_stage *stages; /* A's order, then B's stages A has not */
+    size_t n_stages;
+    struct lp_diff_kernel *kernels; /* by stage, then the change of GPU time per unit, largest
+                                       first (added and removed by their time) */
+    size_t n_kernels;
+    struct lp_diff_gemm *gemms;   /* by stage, then GPU time */
+    size_t n_gemms;
+    struct lp_diff_op *ops;       /* by the change of GPU time, largest first */
+    size_t n_ops;
+    struct lp_diff_check *checks; /* lp_diff_gate's, in the rules' order */
+    size_t n_checks;
+    size_t failed;                /* checks failed (FAILED, MISSING or UNSURE) */
+};
+
+/* Compares run A with run B (both analysed; B is the one judged against A). LP_OK or
+ * LP_ERR_NOMEM (OUT then empty). The runs and their traces must outlive OUT. */
+int lp_diff_build(const struct lp_run *a, const struct lp_run *b,
+                  const struct lp_diff_options *opt, struct lp_diff *out);
+void lp_diff_free(struct lp_diff *d);
+
+/* A gate rule, "METRIC>+5%" (fails when METRIC rose by more than 5 %, beyond the noise) or
+ * "METRIC<-5%" (fell by more). METRIC: ttft, tpot, itl (.p50, .p90, .p99; p50 alone), mfu,
+ * mbu, or STAGE.FIGURE with FIGURE one of wall, step (.p90 ...), tokens_s, mfu, mbu,
+ * j_per_token, busy, kernels, gpu_time. */
+struct lp_diff_rule {
+    const char *text;             /* as given (not owned) */
+    char stage[64];               /* "" for a run figure */
+    int figure;                   /* index into the figures' table (diff.c) */
+    int quantile;                 /* 0 p50, 1 p90, 2 p99 */
+    int up;                       /* 1 '>': a rise fails; 0 '<': a fall fails */
+    double limit;                 /* fraction, signed as the rule: +0.05, -0.05 */
+};
+/* Parses TEXT into R: LP_OK, or LP_ERR_ARG with ERR saying what is wrong. */
+int lp_diff_rule_parse(const char *text, struct lp_diff_rule *r, char *err, size_t errlen);
+
+enum lp_diff_rule_result {
+    LP_DIFF_RULE_PASSED,
+    LP_DIFF_RULE_NOISE,           /* past the limit, but inside the noise: passed */
+    LP_DIFF_RULE_FAILED,
+    LP_DIFF_RULE_MISSING,         /* the figure is not measured in a run (or no such stage):
+                                     failed, since it cannot be checked */
+    LP_DIFF_RULE_UNSURE,          /* past the limit with too few values for an interval:
+                                     failed, for the same reason */
+};
+struct lp_diff_check {
+    struct lp_diff_rule rule;
+    enum lp_diff_rule_result result;
+    const struct lp_diff_value *value; /* the figure in D; NULL: no such stage */
+};
+/* Judges the N RULES on D into D->checks (replacing earlier ones) and counts the failed.
+ * LP_OK or LP_ERR_NOMEM. */
+int lp_diff_gate(struct lp_diff *d, const struct lp_diff_rule *rules, size_t n);
 
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,

@@ -36,6 +36,11 @@ int lp_report_deep_csv(FILE *out, const struct lp_run *r);    /* kernels in dept
 int lp_report_ranks_md(FILE *out, const struct lp_ranks *r);
 int lp_report_ranks_json(FILE *out, const struct lp_ranks *r);
 int lp_report_ranks_csv(FILE *out, const struct lp_ranks *r);
+/* Two runs compared (lp_diff_build, lp_diff_gate): diff.md, diff.json (schema
+ * llmprof-diff/1), and one line per gate rule with its result. 0, or -1 on a write error. */
+int lp_report_diff_md(FILE *out, const struct lp_diff *d);
+int lp_report_diff_json(FILE *out, const struct lp_diff *d);
+int lp_report_diff_gate(FILE *out, const struct lp_diff *d);
 /* The numbers every output prints, one way: "12.345 ms", "870.2 us", "12.34 s", "640 ns";
  * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);

@@ -95,7 +95,7 @@ enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *
     return c->r->stages[o->stage].kind;
 }
 
-static double rank(const double *v, size_t n, double q)
+double lp_quantile_sorted(const double *v, size_t n, double q)
 {
     double x = q * (double)(n - 1);
     size_t i = (size_t)x;
@@ -114,12 +114,15 @@ int lp_kernel_device(const struct lp_trace *t)
     return best;
 }
 
-void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
+int lp_dist_compute(struct lp_dist *d, double *v, size_t n)
 {
     memset(d, 0, sizeof *d);
-    d->n = n;
     if (n == 0)
-        return;
+        return LP_OK;
+    if (!(d->v = malloc(n * sizeof *d->v)))
+        return LP_ERR_NOMEM;
+    memcpy(d->v, v, n * sizeof *v);
+    d->n = n;
     qsort(v, n, sizeof *v, lp_cmp_double);
     double sum = 0;
     for (size_t i = 0; i < n; i++)
@@ -127,9 +130,16 @@ void lp_dist_compute(struct lp_dist *d, double *v, size_t n)
     d->mean = sum / (double)n;
     d->min = v[0];
     d->max = v[n - 1];
-    d->p50 = rank(v, n, 0.50);
-    d->p90 = rank(v, n, 0.90);
-    d->p99 = rank(v, n, 0.99);
+    d->p50 = lp_quantile_sorted(v, n, 0.50);
+    d->p90 = lp_quantile_sorted(v, n, 0.90);
+    d->p99 = lp_quantile_sorted(v, n, 0.99);
+    return LP_OK;
+}
+
+void lp_dist_free(struct lp_dist *d)
+{
+    free(d->v);
+    d->v = NULL;
 }
 
 int lp_run_note(struct lp_run *r, enum lp_note_code code, int stage, int64_t count, int64_t of,

@@ -315,7 +315,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++)
         if (ttft_of(&q[i]) > 0)
             v[k++] = ttft_of(&q[i]);
-    lp_dist_compute(&m->ttft, v, k);
+    rc = lp_dist_compute(&m->ttft, v, k);
     ttft_parts(r, v, k);
     k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -325,7 +325,8 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
         if (tpot_of(&q[i]) > 0)
             v[k++] = tpot_of(&q[i]);
     }
-    lp_dist_compute(&m->tpot, v, k);
+    if (rc == LP_OK)
+        rc = lp_dist_compute(&m->tpot, v, k);
     k = 0;
     for (size_t i = 0; i < c->n_occ; i++) {
         const struct lp_occ *o = &c->occ[i];
@@ -334,10 +335,18 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
             for (uint32_t j = 0; j < o->n_step_ns; j++)
                 v[k++] = c->step_ns[o->first_step + j];
     }
-    lp_dist_compute(&m->itl, v, k);
+    if (rc == LP_OK)
+        rc = lp_dist_compute(&m->itl, v, k);
     m->ttft_s = m->ttft.n ? m->ttft.p50 / 1e9 : 0;
     m->tpot_s = m->tpot.n ? m->tpot.p50 / 1e9 : 0;
     free(v);
     free(q);
-    return LP_OK;
+    return rc;
+}
+
+void lp_run_llm_free(struct lp_run *r)
+{
+    lp_dist_free(&r->llm.ttft);
+    lp_dist_free(&r->llm.tpot);
+    lp_dist_free(&r->llm.itl);
 }

@@ -39,7 +39,7 @@ static const struct lp_pass passes[] = {
     {lp_run_power, lp_run_power_free},             /* power.c */
     {lp_run_comm, NULL},                           /* comm.c: communication, overlap */
     {lp_run_tokens, NULL},                         /* utilisation.c: tokens per stage */
-    {lp_run_llm_metrics, NULL},                    /* requests.c: TTFT, TPOT, ITL */
+    {lp_run_llm_metrics, lp_run_llm_free},        /* requests.c: TTFT, TPOT, ITL */
     {lp_run_utilisation, NULL},                    /* utilisation.c: MFU and MBU */
     {lp_run_gemms, lp_run_gemms_free},             /* gemm.c: GEMM table, per-stage FLOPs */
     {lp_run_graphs, lp_run_graphs_free},           /* graphs.c: replays per graph and stage */

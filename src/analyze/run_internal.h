@@ -165,6 +165,7 @@ void lp_run_power_free(struct lp_run *r);
 int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
 /* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */
 int lp_run_llm_metrics(struct lp_run_ctx *c);
+void lp_run_llm_free(struct lp_run *r);
 int lp_run_utilisation(struct lp_run_ctx *c);  /* utilisation.c: MFU and MBU */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
 void lp_run_gemms_free(struct lp_run *r);
@@ -201,7 +202,12 @@ int lp_run_note(struct lp_run *r, enum lp_note_code code, int stage, int64_t cou
 void lp_run_notes_free(struct lp_run *r);
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* percentiles of V (sorted in place) */
-void lp_dist_compute(struct lp_dist *d, double *v, size_t n);
+/* D over V (N values in time order, sorted in place), keeping a copy of them in time order:
+ * LP_OK or LP_ERR_NOMEM (D then empty). lp_dist_free frees that copy. */
+int lp_dist_compute(struct lp_dist *d, double *v, size_t n);
+/* The Q quantile of sorted V (N > 0): linear between the closest ranks, as lp_dist's. */
+double lp_quantile_sorted(const double *v, size_t n, double q);
+void lp_dist_free(struct lp_dist *d);
 /* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
 int lp_kernel_device(const struct lp_trace *t);
 /* qsort comparators */

@@ -636,6 +636,7 @@ void lp_run_stages_free(struct lp_run *r)
         struct lp_stage_report *s = &r->stages[i];
         free(s->name);
         free(s->top.v);
+        lp_dist_free(&s->step);
         for (size_t j = 0; j < s->n_sub; j++)
             free(s->sub[j].name);
         free(s->sub);

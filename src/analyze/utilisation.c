@@ -46,7 +46,8 @@ static int stage_tokens(struct lp_run_ctx *c, int s, double *v)
             st->steps = steps;
         else
             st->steps_source = LP_STEPS_NONE;
-        lp_dist_compute(&st->step, v, n_v);
+        if (lp_dist_compute(&st->step, v, n_v) != LP_OK)
+            return LP_ERR_NOMEM;
     }
     if (st->tokens > 0 && st->wall.total > 0)
         st->tokens_per_s = (double)st->tokens / (st->wall.total / 1e9);

@@ -19,6 +19,7 @@ int lp_cmd_report(int argc, char **argv);
 int lp_cmd_export(int argc, char **argv);
 int lp_cmd_profile(int argc, char **argv);
 int lp_cmd_deep(int argc, char **argv);
+int lp_cmd_diff(int argc, char **argv);
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -49,6 +50,10 @@ int lp_cli_meta_path(const char *path, char *buf, size_t len);
  * string is written as BAD, or left out when BAD is NULL. Returns how many were not strings,
  * -1 (nothing written) when CMD is not an array. */
 int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
+
+/* The command line from the run's meta.json beside trace PATH, its string words joined by
+ * spaces into BUF; NULL when there is none. */
+const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
 
 /* A dtype's name: LP_DTYPE_*, or -1 with "OPT takes fp32, tf32, ... or int4, not 'V'". */
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with

@@ -17,6 +17,7 @@ static const struct {
     {"report", lp_cmd_report, "stages, TTFT/TPOT, kernels, operators, MFU/MBU, power, diagnosis"},
     {"profile", lp_cmd_profile, "record a command, then report on it"},
     {"deep", lp_cmd_deep, "Nsight Compute on the top kernels of each stage (into RUN/deep/)"},
+    {"diff", lp_cmd_diff, "compare two runs, with the noise, and gate on it (--fail-if)"},
     {"export", lp_cmd_export, "write a trace for ui.perfetto.dev (--perfetto)"},
     {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
@@ -34,6 +35,7 @@ static void usage(FILE *f)
                "  llmprof record -o run1 -- python3 infer.py\n"
                "  llmprof report run1 --model config.json\n"
                "  llmprof profile -- python3 infer.py      (record, then report)\n"
+               "  llmprof diff run1 run2 --fail-if 'tpot>+5%%'\n"
                "  llmprof info run1\n"
                "  llmprof model config.json --gpu H200\n");
 }

@@ -80,10 +80,13 @@ int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, i
             continue;
         }
         const char **operand = c->operand ? (const char **)((char *)ctx + c->operand_off) : NULL;
-        if (a[0] != '-' && operand && !*operand) {
-            *operand = a;
+        int k = 0;
+        while (operand && k < c->operand && operand[k])
+            k++;
+        if (a[0] != '-' && operand && k < c->operand) {
+            operand[k] = a;
         } else if (a[0] != '-' && operand && c->too_many) {
-            lp_cli_error(c->name, "%s: '%s' and '%s'", c->too_many, *operand, a);
+            lp_cli_error(c->name, "%s: '%s' and '%s'", c->too_many, operand[k - 1], a);
             return -1;
         } else {
             lp_cli_error(c->name, "%s '%s'; see 'llmprof %s --help'",

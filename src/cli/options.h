@@ -48,8 +48,9 @@ struct lp_cli_cmd {
     const char *name;
     const struct lp_cli_opt *opts;
     int help_col;               /* the column of the options' help in --help */
-    /* one operand, stored at OPERAND_OFF; a second is refused with "TOO_MANY: 'A' and 'B'"
-     * (TOO_MANY NULL: "unexpected 'B'", as for an unknown option) */
+    /* OPERAND operands (1 or 2), stored from OPERAND_OFF on (an array of const char *); one
+     * more is refused with "TOO_MANY: 'A' and 'B'" (TOO_MANY NULL: "unexpected 'B'", as for
+     * an unknown option) */
     int operand;
     size_t operand_off;
     const char *too_many;

@@ -293,25 +293,6 @@ static void stem(const char *path, char *buf, size_t len)
         buf[l - sl] = 0;
 }
 
-/* The command line from the meta.json beside PATH, joined by spaces into BUF (string
- * entries only); NULL when there is none. */
-static const char *recorded_command(const char *path, char *buf, size_t len)
-{
-    char meta[PATH_MAX + 16], *words = NULL;
-    size_t n = 0;
-    json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 ? json_load_file(meta, 0, NULL)
-                                                              : NULL;
-    FILE *f = open_memstream(&words, &n);
-    if (f) {
-        lp_cli_meta_command(f, json_object_get(m, "command"), NULL);
-        fclose(f);
-    }
-    snprintf(buf, len, "%s", words ? words : "");
-    free(words);
-    json_decref(m);
-    return buf[0] ? buf : NULL;
-}
-
 /* The directory the report of TRACE goes into: OUT, the run directory, or the trace's
  * directory; with several traces, a subdirectory per trace. TRACE NULL: the run report's. */
 static void report_dir(const struct lp_cli_report *r, const char *run, const char *trace,
@@ -425,7 +406,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
 {
     char cmdline[2048], err[512], sz[32];
     struct lp_run_options opt = o->run_opt;
-    opt.command = recorded_command(path, cmdline, sizeof cmdline);
+    opt.command = lp_cli_recorded_command(path, cmdline, sizeof cmdline);
     struct lp_trace *t = NULL;
     struct lp_run r;
     int rc = -1, analysed = 0;

@@ -296,3 +296,20 @@ int lp_cli_resolve(const char *cmd, char *path, size_t len)
     free(dirs);
     return rc;
 }
+
+const char *lp_cli_recorded_command(const char *path, char *buf, size_t len)
+{
+    char meta[PATH_MAX + 16], *words = NULL;
+    size_t n = 0;
+    json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 ? json_load_file(meta, 0, NULL)
+                                                              : NULL;
+    FILE *f = open_memstream(&words, &n);
+    if (f) {
+        lp_cli_meta_command(f, json_object_get(m, "command"), NULL);
+        fclose(f);
+    }
+    snprintf(buf, len, "%s", words ? words : "");
+    free(words);
+    json_decref(m);
+    return buf[0] ? buf : NULL;
+}

@@ -51,6 +51,17 @@ const char *lp_text_deep_advice_key(enum lp_deep_advice a);
 void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, char *buf,
                          size_t len);
 
+/* two runs compared: labels (text) and keys of the diff's enums; a warning by its bit */
+const char *lp_text_diff_verdict(enum lp_diff_verdict v);
+const char *lp_text_diff_verdict_key(enum lp_diff_verdict v);
+const char *lp_text_diff_basis_key(enum lp_diff_basis b);
+const char *lp_text_diff_status(enum lp_diff_status s);
+const char *lp_text_diff_status_key(enum lp_diff_status s);
+const char *lp_text_diff_result(enum lp_diff_rule_result r);
+const char *lp_text_diff_result_key(enum lp_diff_rule_result r);
+const char *lp_text_diff_warning(int bit);
+const char *lp_text_diff_warning_key(int bit);
+
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
 /* a CSV field (RFC 4180): quoted when it holds a comma, quote or line break (run_csv.c) */

@@ -583,3 +583,52 @@ void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, c
         return;
     }
 }
+
+/* ---- two runs compared ---- */
+
+static const struct label diff_verdicts[] = {
+    [LP_DIFF_VERDICT_MISSING] = {"missing", "not measured"},
+    [LP_DIFF_VERDICT_SAME] = {"same", "no change"},
+    [LP_DIFF_VERDICT_HIGHER] = {"higher", "higher"},
+    [LP_DIFF_VERDICT_LOWER] = {"lower", "lower"},
+    [LP_DIFF_VERDICT_UNSURE] = {"unsure", "unsure: too few values for an interval"},
+};
+static const char *const diff_bases[] = {
+    [LP_DIFF_BASIS_BOOTSTRAP] = "bootstrap", [LP_DIFF_BASIS_MEANS] = "means",
+    [LP_DIFF_BASIS_SINGLE] = "single", [LP_DIFF_BASIS_COUNTED] = "counted",
+};
+static const struct label diff_statuses[] = {
+    [LP_DIFF_STATUS_SAME] = {"same", "no change"},
+    [LP_DIFF_STATUS_CHANGED] = {"changed", "changed"},
+    [LP_DIFF_STATUS_ADDED] = {"added", "added"},
+    [LP_DIFF_STATUS_REMOVED] = {"removed", "removed"},
+};
+static const struct label diff_results[] = {
+    [LP_DIFF_RULE_PASSED] = {"passed", "passed"},
+    [LP_DIFF_RULE_NOISE] = {"noise", "passed: past the limit but inside the noise"},
+    [LP_DIFF_RULE_FAILED] = {"failed", "FAILED"},
+    [LP_DIFF_RULE_MISSING] = {"missing", "FAILED: not measured in both runs"},
+    [LP_DIFF_RULE_UNSURE] = {"unsure", "FAILED: past the limit, with too few values to tell "
+                                       "it from noise (more requests or steps would)"},
+};
+static const struct label diff_warnings[LP_DIFF_WARN_BITS] = {
+    {"gpu", "the runs ran on different GPUs"},
+    {"shapes", "the runs' GEMMs share under half of their weight shapes: other models, or "
+               "another parallelism"},
+    {"windows", "one run recorded capture windows (record --capture), the other all of it"},
+    {"losses", "a run lost records (llmprof info says which): its figures may be short"},
+    {"no_kernels", "a run recorded no kernels (record --light): kernel figures are missing"},
+};
+
+const char *lp_text_diff_verdict(enum lp_diff_verdict v) { return LABEL(diff_verdicts, v, text); }
+const char *lp_text_diff_verdict_key(enum lp_diff_verdict v) { return LABEL(diff_verdicts, v, key); }
+const char *lp_text_diff_basis_key(enum lp_diff_basis b)
+{
+    return (unsigned)b < sizeof diff_bases / sizeof *diff_bases ? diff_bases[b] : "unknown";
+}
+const char *lp_text_diff_status(enum lp_diff_status s) { return LABEL(diff_statuses, s, text); }
+const char *lp_text_diff_status_key(enum lp_diff_status s) { return LABEL(diff_statuses, s, key); }
+const char *lp_text_diff_result(enum lp_diff_rule_result r) { return LABEL(diff_results, r, text); }
+const char *lp_text_diff_result_key(enum lp_diff_rule_result r) { return LABEL(diff_results, r, key); }
+const char *lp_text_diff_warning(int bit) { return LABEL(diff_warnings, bit, text); }
+const char *lp_text_diff_warning_key(int bit) { return LABEL(diff_warnings, bit, key); }

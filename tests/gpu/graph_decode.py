@@ -11,6 +11,8 @@ Default shape: 16 layers, hidden 2048, GQA 32/8 heads, SwiGLU 5632, vocab 32000,
 --signal warmup|timed: the process sends itself SIGUSR1 before and after those requests
 (record --capture signal). --step-ranges: an NVTX range "step" around each decode step,
 inside "decode" (record --capture 'nvtx:^step$/8' records one step in eight).
+--eager: the decode step runs eagerly (no graph), the same forward pass and copies: the pair
+llmprof diff compares (tests/gpu/diff_pairs.sh).
 """
 import argparse
 import json
@@ -35,6 +37,7 @@ p.add_argument("--batch", type=int, default=1)
 p.add_argument("--requests", type=int, default=3)
 p.add_argument("--timer")
 p.add_argument("--config-out", help="write an HF Llama config.json of this shape here")
+p.add_argument("--eager", action="store_true", help="decode without the CUDA graph")
 windows.add_options(p)
 args = p.parse_args()
 
@@ -131,8 +134,11 @@ def request():
             torch.cuda.nvtx.range_push("step")
         static_tok.copy_(nxt)
         static_pos.fill_(args.prompt + i)
-        graph.replay()
-        nxt = static_out
+        if args.eager:
+            nxt = forward(static_tok, static_pos, False)
+        else:
+            graph.replay()
+            nxt = static_out
         if args.step_ranges:
             torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
@@ -150,7 +156,7 @@ windows.edge(args, "timed", True)
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
 windows.edge(args, "timed", False)
 timed = [r for r in runs if not r["warmup"]]
-res = {"arch": "llama-graph", "style": "cuda-graph decode", "prompt": args.prompt, "batch": B,
+res = {"arch": "llama-graph", "style": "eager decode" if args.eager else "cuda-graph decode", "prompt": args.prompt, "batch": B,
        "new_tokens": args.new_tokens, "layers": args.layers, "requests": runs,
        # what bench/overhead.sh and bench/summarize.py read
        "prefill_ms_median": statistics.median(r["prefill_ms"] for r in timed),
