@@ -103,6 +103,10 @@ char *lp_kernel_demangle(const char *mangled);
 /* Short form for tables: no parameter list, no return type, no common namespaces, at most
  * 90 characters. Writes into BUF and returns it. */
 const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len);
+/* Where DEMANGLED's parameter list starts (the first '(' outside template arguments that is
+ * not "(anonymous namespace)"), its length when it has none: the name without it is the
+ * kernel's name whatever its arguments. */
+size_t lp_kernel_name_end(const char *demangled);
 
 /* ---- GEMM calls (trace format 1.1) ---- */
 
@@ -1053,8 +1057,8 @@ struct lp_diff_kernel {
 /* A GEMM shape and dtype in one stage. */
 struct lp_diff_gemm {
     size_t stage;                 /* index into lp_diff.stages */
-    struct lp_gemm call;          /* shape and types (strings: of A's trace, else B's) */
-    const struct lp_trace *strings; /* the trace CALL's strings belong to */
+    struct lp_gemm call;          /* shape and types (its lp_str fields are the first run's
+                                     with it: not for printing) */
     enum lp_diff_status status;
     struct lp_diff_value calls;   /* per unit */
     struct lp_diff_value mean_ns; /* GPU time per call */
@@ -1072,8 +1076,8 @@ struct lp_diff_op {
 /* What makes the comparison doubtful (bits of lp_diff.warnings). */
 enum lp_diff_warning {
     LP_DIFF_WARN_GPU = 1 << 0,          /* the runs' GPUs have different names */
-    LP_DIFF_WARN_SHAPES = 1 << 1,       /* their GEMMs share under half of their weight
-                                           shapes: other models, or another parallelism */
+    LP_DIFF_WARN_SHAPES = 1 << 1,       /* under half of the GEMM weight shapes of either run
+                                           are in both: other models, or another parallelism */
     LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
     LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records */
     LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */

@@ -2,7 +2,7 @@
  * side, kernels by normalised name per stage, GEMM shapes, operators, and rules that gate on
  * them. A change comes with its noise: per-step and per-request values are resampled (a block
  * bootstrap, so that drifting step times keep their runs of neighbours), figures known by a
- * mean and deviation get a normal interval of their ratio; a change whose interval holds zero,
+ * mean and deviation get a Student-t interval of their ratio; a change whose interval holds zero,
  * or that is under the least change that counts, is no change. The intervals describe the
  * noise inside each run; two processes on one machine differ by more (docs/diff.md). */
 #include <math.h>
@@ -151,7 +151,7 @@ static int present(double x)
     return !isnan(x);
 }
 
-/* A figure from its two values; BAD: 1 when higher is worse, -1 when lower is, 0 neither. */
+/* A figure from its two values, not judged yet. */
 static struct lp_diff_value value(double a, double b, enum lp_diff_basis basis)
 {
     struct lp_diff_value v = {.a = a, .b = b, .lo = NAN, .hi = NAN, .basis = basis,
@@ -160,10 +160,14 @@ static struct lp_diff_value value(double a, double b, enum lp_diff_basis basis)
     return v;
 }
 
+/* V's verdict; BAD: 1 when higher is worse, -1 when lower is, 0 neither. Zero against
+ * something (a kernel added, a count from none) is a change whatever the noise. */
 static void judge(struct lp_diff_value *v, double min_change, int bad)
 {
     if (!present(v->a) || !present(v->b)) {
         v->verdict = LP_DIFF_VERDICT_MISSING;
+    } else if (v->a != v->b && (v->a == 0 || v->b == 0)) {
+        v->verdict = v->b > v->a ? LP_DIFF_VERDICT_HIGHER : LP_DIFF_VERDICT_LOWER;
     } else if (v->a == v->b ||
                (present(v->change) && fabs(v->change) < min_change) ||
                (present(v->lo) && v->lo <= 0 && v->hi >= 0)) {
@@ -179,6 +183,28 @@ static void judge(struct lp_diff_value *v, double min_change, int bad)
                                                      : 0;
 }
 
+/* Means with their deviations and counts: the ratio's interval (delta method, Welch's
+ * degrees of freedom and Student's t, since occurrences are often a handful). */
+static struct lp_diff_value means_value(double ma, double sa, double na, double mb, double sb,
+                                        double nb, double min_change, int bad)
+{
+    struct lp_diff_value v = value(na > 0 ? ma : NAN, nb > 0 ? mb : NAN, LP_DIFF_BASIS_MEANS);
+    v.n_a = (size_t)na;
+    v.n_b = (size_t)nb;
+    if (na >= 2 && nb >= 2 && ma > 0 && mb > 0) {
+        double ratio = mb / ma;
+        double ra = sa * sa / (na * ma * ma), rb = sb * sb / (nb * mb * mb); /* relative */
+        double df = ra + rb > 0 ? (ra + rb) * (ra + rb) /
+                                      (ra * ra / (na - 1) + rb * rb / (nb - 1))
+                                : 1e9;
+        double half = t975(df) * ratio * sqrt(ra + rb);
+        v.lo = ratio - half - 1;
+        v.hi = ratio + half - 1;
+    }
+    judge(&v, min_change, bad);
+    return v;
+}
+
 static void mean_std(const struct lp_dist *d, double *mean, double *sd)
 {
     double ss = 0;
@@ -187,9 +213,6 @@ static void mean_std(const struct lp_dist *d, double *mean, double *sd)
     *mean = d->mean;
     *sd = d->n > 1 ? sqrt(ss / (double)(d->n - 1)) : 0;
 }
-
-static struct lp_diff_value means_value(double ma, double sa, double na, double mb, double sb,
-                                        double nb, double min_change, int bad);
 
 /* A quantile of two distributions, with its bootstrap interval; the median of too few values
  * for it gets that of the means (Welch). */
@@ -221,28 +244,6 @@ static int dist_value(struct lp_diff_value *out, const struct lp_dist *a, const 
     }
     judge(out, o->min_change, bad);
     return LP_OK;
-}
-
-/* Means with their deviations and counts: the ratio's interval (delta method, Welch's
- * degrees of freedom and Student's t, since occurrences are often a handful). */
-static struct lp_diff_value means_value(double ma, double sa, double na, double mb, double sb,
-                                        double nb, double min_change, int bad)
-{
-    struct lp_diff_value v = value(na > 0 ? ma : NAN, nb > 0 ? mb : NAN, LP_DIFF_BASIS_MEANS);
-    v.n_a = (size_t)na;
-    v.n_b = (size_t)nb;
-    if (na >= 2 && nb >= 2 && ma > 0 && mb > 0) {
-        double ratio = mb / ma;
-        double ra = sa * sa / (na * ma * ma), rb = sb * sb / (nb * mb * mb); /* relative */
-        double df = ra + rb > 0 ? (ra + rb) * (ra + rb) /
-                                      (ra * ra / (na - 1) + rb * rb / (nb - 1))
-                                : 1e9;
-        double half = t975(df) * ratio * sqrt(ra + rb);
-        v.lo = ratio - half - 1;
-        v.hi = ratio + half - 1;
-    }
-    judge(&v, min_change, bad);
-    return v;
 }
 
 static struct lp_diff_value single(double a, double b, enum lp_diff_basis basis,
@@ -297,7 +298,7 @@ static int index_grow(struct index *x)
 }
 
 /* The row of hash H for which SAME(row, ARG) holds; else ADD is stored under H and returned
- * with *NEW set. SIZE_MAX out of memory. */
+ * with *CREATED set. SIZE_MAX out of memory. */
 static size_t index_find(struct index *x, uint64_t h, int (*same)(size_t row, const void *arg),
                          const void *arg, size_t add, int *created)
 {
@@ -382,7 +383,8 @@ static double units(const struct lp_stage_report *s, int per_step)
     return per_step ? (double)s->steps : (double)s->occurrences;
 }
 
-/* A stage's figures known by one value per run: NaN where not measured. */
+/* A stage's figures of one value per run (NaN where not measured); the first three are work
+ * over the wall time and take its interval. */
 enum stage_figure {
     STAGE_FIGURE_TOKENS_S, STAGE_FIGURE_MFU, STAGE_FIGURE_MBU, STAGE_FIGURE_J_PER_TOKEN,
     STAGE_FIGURE_BUSY, STAGE_FIGURE_KERNELS, STAGE_FIGURE_GPU_NS, N_STAGE_FIGURES
@@ -470,7 +472,6 @@ struct krow {
 };
 
 struct kctx {
-    struct lp_diff *d;
     char **keys;                  /* normalised names, by key */
     size_t n_keys;
     struct krow *rows;
@@ -480,24 +481,7 @@ struct kctx {
 /* The demangled name without its parameter list. */
 static char *normalised(const char *name)
 {
-    size_t n = strlen(name), end = n;
-    int depth = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '<')
-            depth++;
-        else if (name[i] == '>' && depth > 0)
-            depth--;
-        else if (name[i] == '(' && depth == 0 && i > 0 && strncmp(name + i, "(anonymous", 10)) {
-            end = i;
-            break;
-        }
-    }
-    char *k = malloc(end + 1);
-    if (k) {
-        memcpy(k, name, end);
-        k[end] = 0;
-    }
-    return k;
+    return strndup(name, lp_kernel_name_end(name));
 }
 
 struct key_probe {
@@ -647,7 +631,7 @@ static void count_status(struct lp_diff_stage *s, enum lp_diff_status st)
 
 static int diff_kernels(struct lp_diff *d, const struct lp_run *const run[2], int *const map[2])
 {
-    struct kctx k = {.d = d};
+    struct kctx k = {0};
     size_t *key_of[2] = {calloc(run[0]->n_names + 1, sizeof(size_t)),
                          calloc(run[1]->n_names + 1, sizeof(size_t))};
     int rc = LP_ERR_NOMEM;
@@ -762,7 +746,6 @@ static int diff_gemms(struct lp_diff *d, const struct lp_run *const run[2], int 
             if (created) {
                 d->gemms[row].stage = p.stage;
                 d->gemms[row].call = g->call;
-                d->gemms[row].strings = run[r]->trace;
                 d->n_gemms++;
             }
             /* rows of one shape (eager calls, replays of captured ones) add up */

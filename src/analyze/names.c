@@ -106,12 +106,9 @@ static size_t wrapper_len(const char *s)
     return 0;
 }
 
-const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
+size_t lp_kernel_name_end(const char *demangled)
 {
-    if (len == 0)
-        return buf;
-    /* drop the parameter list: the last '(' at template depth 0 that closes the name */
-    size_t n = strlen(demangled), end = n;
+    size_t n = strlen(demangled);
     int depth = 0;
     for (size_t i = 0; i < n; i++) {
         char c = demangled[i];
@@ -119,11 +116,17 @@ const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
             depth++;
         else if (c == '>' && depth > 0)
             depth--;
-        else if (c == '(' && depth == 0 && i > 0 && strncmp(demangled + i, "(anonymous", 10)) {
-            end = i;
-            break;
-        }
+        else if (c == '(' && depth == 0 && i > 0 && strncmp(demangled + i, "(anonymous", 10))
+            return i;
     }
+    return n;
+}
+
+const char *lp_kernel_short_name(const char *demangled, char *buf, size_t len)
+{
+    if (len == 0)
+        return buf;
+    size_t end = lp_kernel_name_end(demangled); /* the parameter list dropped */
     /* into a working copy long enough to peel wrappers, then cut to the table's width */
     char tmp[512];
     size_t o = 0;

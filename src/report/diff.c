@@ -147,12 +147,11 @@ static void md_stage(FILE *f, const struct lp_diff *d, const struct lp_diff_stag
     if (s->a < 0 || s->b < 0)
         fprintf(f, " (only in %s)", run_label(d, s->a < 0));
     fprintf(f, "\n\n");
-    fprintf(f, "Per %s: %s ", stage_unit(s), run_label(d, 0));
-    char u[32];
-    fprintf(f, "%s, %s %s. Kernels: %zu added, %zu removed, %zu changed.\n\n",
-            fmt(s->units_a, UNIT_COUNT, u, sizeof u), run_label(d, 1),
-            fmt(s->units_b, UNIT_COUNT, what, sizeof what), s->kernels_added, s->kernels_removed,
-            s->kernels_changed);
+    char ua[32], ub[32];
+    fprintf(f, "Per %s: %s %s, %s %s. Kernels: %zu added, %zu removed, %zu changed.\n\n",
+            stage_unit(s), run_label(d, 0), fmt(s->units_a, UNIT_COUNT, ua, sizeof ua),
+            run_label(d, 1), fmt(s->units_b, UNIT_COUNT, ub, sizeof ub), s->kernels_added,
+            s->kernels_removed, s->kernels_changed);
     md_table_head(f, d, "figure");
     md_row(f, "wall per occurrence (mean)", &s->wall, UNIT_NS);
     for (int q = 0; q < LP_DIFF_QUANTILES; q++) {
