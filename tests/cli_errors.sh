@@ -566,6 +566,12 @@ assert j["waits"]["status"] == "done"
 for r in j["ranks"]:
     sub = json.load(open(d + "/" + r["report_dir"] + "/report.json"))
     assert len(sub["stages"]) == len(r["stages"]), r["trace"]
+    # each process's report says its communication as the run report does
+    c = sub["communication"]
+    assert (c["kernels"], c["gpu_ns"], c["overlap_ns"]) == (r["comm_kernels"], r["comm_ns"], r["comm_overlap_ns"]), (c, r["trace"])
+    for s, rs in zip(sub["stages"], r["stages"]):
+        assert s["name"] == rs["name"] and s["communication"]["gpu_ns"] == rs["comm_ns"], (s["name"], r["trace"])
+    assert "## Communication" in open(d + "/" + r["report_dir"] + "/report.md").read()
 print(sum(len(r["stages"]) for r in j["ranks"]) == len(list(csv.DictReader(open(d + "/ranks.csv")))))
 PYEOF
 )
@@ -609,5 +615,32 @@ expect 0 "^## Latency" "diff of a report directory" -- "$LP" diff "$T/rep-a" "$D
 mkdir -p "$T/rep-x" && echo '{"trace": {"path": "/nonexistent/t.lpt"}}' >"$T/rep-x/report.json"
 expect 2 "names the trace /nonexistent/t.lpt, which is not there" \
     "diff of a report directory whose trace is gone" -- "$LP" diff "$T/rep-x" "$DA"
+
+# report --baseline: the diff's files beside the report, its headline in the summary
+expect 0 "TPOT p50 .* lower (better)" "report --baseline: the summary says what moved" -- \
+    "$LP" report "$DA" --baseline "$DB" -o "$T/rb"
+if [ -s "$T/rb/diff.md" ] && [ -s "$T/rb/report.html" ] && grep -q '"schema":"llmprof-diff/1"' \
+    "$T/rb/report.html" && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["runs"][0]["label"].endswith("diff-eager-1") and j["latency"]["tpot"]["p50"]["verdict"]=="lower"' "$T/rb/diff.json"; then
+    ok "report --baseline writes diff.md, diff.json and the baseline into report.html"
+else bad "report --baseline: $(ls "$T/rb" 2>&1)"; fi
+if [ ! -e "$T/rep-a/diff.md" ] && grep -q '<script id="baseline-data" type="application/json">null' \
+    "$T/rep-a/report.html"; then
+    ok "report without --baseline writes no diff and no baseline data"
+else bad "report without --baseline: $(ls "$T/rep-a")"; fi
+expect 0 "against $T/rep-a" "report --baseline of a report directory" -- \
+    "$LP" report "$DB" --baseline "$T/rep-a" -o "$T/rb2"
+expect 2 "No such file" "report --baseline of a missing run" -- \
+    "$LP" report "$DA" --baseline "$T/nothing" -o "$T/rb3"
+[ ! -e "$T/rb3" ] && ok "report --baseline refused: nothing written" || bad "$T/rb3 was made"
+expect 2 "holds 2 traces" "report --baseline of a run with two traces" -- \
+    "$LP" report "$DA" --baseline "$FIX/tp-manual" -o "$T/rb3"
+expect 2 "--baseline compares one trace with one" "report of two traces with --baseline" -- \
+    "$LP" report "$FIX/tp-manual" --baseline "$DA" -o "$T/rb3"
+expect 2 "--baseline needs a run to compare with" "report --baseline without a run" -- \
+    "$LP" report "$DA" -o "$T/rb3" --baseline
+mkdir -p "$T/rb4" && cp "$DB"/*.lpt "$T/rb4/diff.json"
+expect 2 "is one of the inputs" "report --baseline writing diff.json over the baseline" -- \
+    "$LP" report "$DA" --baseline "$T/rb4/diff.json" -o "$T/rb4"
+expect 2 "--baseline is report's" "diff --baseline" -- "$LP" diff "$DA" "$DB" --baseline "$DB"
 
 finish

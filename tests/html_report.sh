@@ -35,6 +35,7 @@ render "$T/run/report.html"
 check "the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
 check "no script errors in the page" bash -c "! grep -q 'data-errors' '$T/dom.html'"
 check "no console messages" test ! -s "$T/console.txt"
+check "no baseline: its section hidden" grep -q '<div id="baseline-part" hidden="">' "$T/dom.html"
 check "four charts" test "$(grep -o '<svg' "$T/dom.html" | wc -l)" -ge 4
 check "stage table rows" grep -q '<td class="t">decode</td>' "$T/dom.html"
 check "kernel table rows" grep -q 'nvjet_sm90' "$T/dom.html"
@@ -94,6 +95,16 @@ check "windows: no console messages" test ! -s "$T/console.txt"
 check "windows: said at the top" grep -q 'Capture windows (--capture nvtx:^step$/8): kernels were recorded in 6 windows' "$T/dom.html"
 check "windows: their table" test "$(grep -o '<td>[0-9]</td><td>[0-9.]* [mu]*s</td>' "$T/dom.html" | wc -l)" -ge 6
 check "windows: busy line in pieces" test "$(grep -o '<path d="[^"]*" fill="none" stroke="#3b6fd4"' "$T/dom.html" | head -1 | grep -o ' M' | wc -l)" -ge 4
+# against a baseline (report --baseline): the eager decode is the baseline of the graph one
+"$LP" report "$FIX/diff-graph-1" --baseline "$FIX/diff-eager-1" -o "$T/base" --quiet ||
+    { echo "not ok - llmprof report --baseline failed"; exit 1; }
+render "$T/base/report.html"
+check "baseline: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "baseline: no console messages" test ! -s "$T/console.txt"
+check "baseline: the section shown" bash -c "grep -q '<div id=\"baseline-part\"><h2>Against the baseline</h2>' '$T/dom.html'"
+check "baseline: TPOT faster beyond the noise" grep -q '<td class="t">TPOT p50</td><td>4.019 ms</td><td>894.1 us</td><td>-77.8 % (-79.4 … -76.1 %)</td><td class="t">lower (better)</td>' "$T/dom.html"
+check "baseline: the graph replay added" grep -q '>\[CUDA graph replay\]</td><td class="t">added</td><td>0 → 1</td>' "$T/dom.html"
+check "baseline: kernels per step" grep -q '<td class="t">kernels per step</td><td>309</td><td>1</td>' "$T/dom.html"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

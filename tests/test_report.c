@@ -971,12 +971,32 @@ static void test_writers(void **state)
     char *html = write_to_string(lp_report_run_html, &r);
     assert_null(strstr(html, "/*LLMPROF_DATA*/"));
     assert_null(strstr(html, "<script><script>alert"));
-    /* exactly the template's two closing script tags */
+    /* exactly the template's three closing script tags (the page's, report.json's and the
+       baseline's, null here) */
     int closes = 0;
     for (const char *p = html; (p = strstr(p, "</script>")); p++)
         closes++;
-    assert_int_equal(closes, 2);
+    assert_int_equal(closes, 3);
+    assert_non_null(strstr(html, "type=\"application/json\">null</script>"));
     free(html);
+    /* against a baseline (itself): diff.json fills the second data script, its names escaped
+       like report.json's */
+    struct lp_diff d;
+    assert_int_equal(lp_diff_build(&r, &r, NULL, &d), LP_OK);
+    size_t html_len = 0;
+    FILE *hf = open_memstream(&html, &html_len);
+    assert_non_null(hf);
+    assert_int_equal(lp_report_run_html_baseline(hf, &r, &d), 0);
+    fclose(hf);
+    assert_null(strstr(html, "/*LLMPROF_BASELINE*/"));
+    closes = 0;
+    for (const char *p = html; (p = strstr(p, "</script>")); p++)
+        closes++;
+    assert_int_equal(closes, 3);
+    assert_non_null(strstr(html, "\"schema\":\"llmprof-diff/1\""));
+    assert_non_null(strstr(html, "evil \\\"quoted\\\" \\u003c/script> | pipe"));
+    free(html);
+    lp_diff_free(&d);
     char *csv = write_to_string(lp_report_kernels_csv, &r);
     assert_non_null(strstr(csv, "\"k,\"\"two\"\"\""));
     free(csv);

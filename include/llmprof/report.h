@@ -26,6 +26,9 @@ int lp_report_run_md(FILE *out, const struct lp_run *r);      /* report.md: ever
 int lp_report_summary_md(FILE *out, const struct lp_run *r);  /* summary.md: one page */
 int lp_report_run_json(FILE *out, const struct lp_run *r);    /* report.json */
 int lp_report_run_html(FILE *out, const struct lp_run *r);    /* report.html, self-contained */
+/* report.html with a section comparing R (run B of D) with a baseline (run A of D); D NULL:
+ * lp_report_run_html. */
+int lp_report_run_html_baseline(FILE *out, const struct lp_run *r, const struct lp_diff *d);
 int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
@@ -41,6 +44,9 @@ int lp_report_ranks_csv(FILE *out, const struct lp_ranks *r);
 int lp_report_diff_md(FILE *out, const struct lp_diff *d);
 int lp_report_diff_json(FILE *out, const struct lp_diff *d);
 int lp_report_diff_gate(FILE *out, const struct lp_diff *d);
+/* A few lines for report's summary against a baseline (A): warnings, TTFT and TPOT p50,
+ * each stage's step p50 (else wall) and its kernels added, removed and changed. */
+int lp_report_diff_headline(FILE *out, const struct lp_diff *d);
 /* The numbers every output prints, one way: "12.345 ms", "870.2 us", "12.34 s", "640 ns";
  * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);

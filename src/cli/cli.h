@@ -55,10 +55,13 @@ int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
  * spaces into BUF; NULL when there is none. */
 const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
 
-/* A dtype's name: LP_DTYPE_*, or -1 with "OPT takes fp32, tf32, ... or int4, not 'V'". */
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read. */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
+/* The one trace of RUN into PATH: a trace file, a run directory holding one, or a report
+ * directory whose report.json names one that is there (diff's operands, report's
+ * --baseline). 0, or -1 with a message. */
+int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len);
 
 /* ---- report's files and output helpers (output.c) ---- */
 
@@ -67,6 +70,9 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 struct lp_cli_report_output {
     const char *name;
     int (*write)(FILE *f, const struct lp_run *r);
+    /* with --baseline, instead of WRITE (D: the baseline against the run); a file without
+       WRITE is written only then */
+    int (*write_baseline)(FILE *f, const struct lp_run *r, const struct lp_diff *d);
     const char *note;             /* what it is, in --help; NULL: the name says it */
 };
 extern const struct lp_cli_report_output lp_cli_report_outputs[];
@@ -116,6 +122,8 @@ struct lp_cli_report {
     const char *cmd;              /* "report" or "profile": names the messages */
     const char *run;              /* report's operand */
     const char *out, *model_path;
+    const char *baseline;         /* --baseline: the run this one is compared with */
+    char *baseline_trace;         /* its trace (lp_cli_report_prepare) */
     const char **stages;
     size_t n_stages;
     int quiet;

@@ -101,53 +101,6 @@ static const struct lp_cli_cmd diff_cmd = {
     .operand_off = offsetof(struct diff_opts, runs), .too_many = "two runs at a time",
 };
 
-/* The one trace of RUN into PATH: a trace file, a run directory holding one, or a report
- * directory whose report.json names one that is there. 0, or -1 with a message. */
-static int run_trace(const char *run, char *path, size_t len)
-{
-    struct stat st;
-    char json_path[PATH_MAX];
-    if (stat(run, &st) == 0 && S_ISDIR(st.st_mode) && lp_cli_dir_holds_run(run) == 0) {
-        snprintf(json_path, sizeof json_path, "%s/report.json", run);
-        json_error_t e;
-        json_t *j = json_load_file(json_path, 0, &e);
-        if (!j) {
-            lp_cli_error("diff", "%s holds no trace (*.lpt) and no report.json: give a run "
-                                 "directory of 'llmprof record', a .lpt trace, or a report "
-                                 "directory", run);
-            return -1;
-        }
-        const char *trace = json_string_value(json_object_get(json_object_get(j, "trace"),
-                                                              "path"));
-        int rc = -1;
-        if (!trace) {
-            lp_cli_error("diff", "%s: no \"trace\": {\"path\"} (a report.json of llmprof "
-                                 "report?): give the run directory instead", json_path);
-        } else if (stat(trace, &st) != 0 || S_ISDIR(st.st_mode)) {
-            lp_cli_error("diff", "%s names the trace %s, which is not there (from here): give "
-                                 "the run directory or the .lpt instead", json_path, trace);
-        } else if ((size_t)snprintf(path, len, "%s", trace) >= len) {
-            lp_cli_error("diff", "%s: the trace's path is too long", json_path);
-        } else {
-            rc = 0;
-        }
-        json_decref(j);
-        return rc;
-    }
-    char **traces = NULL;
-    int n = lp_cli_run_traces("diff", run, &traces);
-    int rc = -1;
-    if (n > 1)
-        lp_cli_error("diff", "%s holds %d traces (ranks or processes): give the one to compare, "
-                             "e.g. %s", run, n, traces[0]);
-    else if (n == 1 && (size_t)snprintf(path, len, "%s", traces[0]) >= len)
-        lp_cli_error("diff", "%s: the path is too long", traces[0]);
-    else if (n == 1)
-        rc = 0;
-    lp_cli_free_list(traces, n > 0 ? n : 0);
-    return rc;
-}
-
 /* Reads and analyses trace PATH into *T and R: 0, or -1 with a message. */
 static int analyse(const struct diff_opts *o, const char *path, char *cmdline, size_t len,
                    struct lp_trace **t, struct lp_run *r)
@@ -204,7 +157,7 @@ static int compare(struct diff_opts *o)
     struct lp_diff d;
     int analysed = 0, built = 0, rc = 2;
     for (int x = 0; x < 2; x++)
-        if (run_trace(o->runs[x], path[x], sizeof path[x]) != 0)
+        if (lp_cli_one_trace("diff", o->runs[x], path[x], sizeof path[x]) != 0)
             return 2;
     if (o->rep.out) {
         /* refused before any work: an output that is an input, or cannot be written */
@@ -280,6 +233,10 @@ int lp_cmd_diff(int argc, char **argv)
     int rc = lp_cli_parse(&diff_cmd, &o, argc, argv, NULL);
     if (rc != 0) {
         rc = rc > 0 ? 0 : 2;
+    } else if (o.rep.baseline) {
+        lp_cli_error("diff", "--baseline is report's: diff compares RUN_B with RUN_A, e.g. "
+                             "llmprof diff %s RUN", o.rep.baseline);
+        rc = 2;
     } else if (!o.runs[0] || !o.runs[1]) {
         lp_cli_error("diff", "which runs? usage: llmprof diff RUN_A RUN_B [options]");
         rc = 2;

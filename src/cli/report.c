@@ -16,18 +16,33 @@
 #include "llmprof/ncu.h"
 #include "llmprof/report.h"
 
+static int baseline_md(FILE *f, const struct lp_run *r, const struct lp_diff *d)
+{
+    (void)r;
+    return lp_report_diff_md(f, d);
+}
+
+static int baseline_json(FILE *f, const struct lp_run *r, const struct lp_diff *d)
+{
+    (void)r;
+    return lp_report_diff_json(f, d);
+}
+
 /* The files of a report, in the order they are written and listed. */
 const struct lp_cli_report_output lp_cli_report_outputs[] = {
-    {"report.md", lp_report_run_md, "everything"},
-    {"summary.md", lp_report_summary_md, "one page"},
-    {"report.json", lp_report_run_json, "schema: docs/report-schema.md"},
-    {"kernels.csv", lp_report_kernels_csv, NULL},
-    {"operators.csv", lp_report_operators_csv, NULL},
-    {"stages.csv", lp_report_stages_csv, NULL},
-    {"gemms.csv", lp_report_gemms_csv, NULL},
-    {"deep.csv", lp_report_deep_csv, "kernels in depth, after llmprof deep"},
-    {"report.html", lp_report_run_html, "self-contained, opens offline"},
-    {NULL, NULL, NULL},
+    {"report.md", lp_report_run_md, NULL, "everything"},
+    {"summary.md", lp_report_summary_md, NULL, "one page"},
+    {"report.json", lp_report_run_json, NULL, "schema: docs/report-schema.md"},
+    {"kernels.csv", lp_report_kernels_csv, NULL, NULL},
+    {"operators.csv", lp_report_operators_csv, NULL, NULL},
+    {"stages.csv", lp_report_stages_csv, NULL, NULL},
+    {"gemms.csv", lp_report_gemms_csv, NULL, NULL},
+    {"deep.csv", lp_report_deep_csv, NULL, "kernels in depth, after llmprof deep"},
+    {"report.html", lp_report_run_html, lp_report_run_html_baseline,
+     "self-contained, opens offline"},
+    {"diff.md", NULL, baseline_md, "with --baseline, as llmprof diff writes it"},
+    {"diff.json", NULL, baseline_json, "with --baseline"},
+    {NULL, NULL, NULL, NULL},
 };
 
 /* The files of the run report when there are several traces, in the run's directory. */
@@ -177,6 +192,13 @@ const struct lp_cli_opt lp_cli_report_options[] = {
                        "extra hardware rows; --peak-tflops X, --mem-bw GBS override peaks"),
     LP_CLI_OPT_PEAK_TFLOPS(WL, NULL, NULL),
     LP_CLI_OPT_MEM_BW(WL, NULL, NULL),
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "against another run:\n"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--baseline", .arg = "RUN",
+     .help = "compare with RUN (a run directory of one trace, a .lpt, or\n"
+             "a report directory), as 'llmprof diff RUN THIS' would:\n"
+             "report.html gets a section, diff.md and diff.json are written,\n"
+             "the summary says what moved",
+     .off = offsetof(struct lp_cli_report, baseline), .missing = "a run to compare with"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "output:\n"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--output", .alias = "-o", .arg = "DIR",
      .help = "write there (created) instead of the run directory",
@@ -200,6 +222,7 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "examples:\n"
     "  llmprof report run1\n"
     "  llmprof report run1 --model Llama-3.1-8B/config.json --prefill-logits all\n"
+    "  llmprof report run2 --baseline run1\n"
     "  llmprof export run1 --perfetto run1/trace.json   # then open it in ui.perfetto.dev\n"},
     {.kind = LP_CLI_OPT_KIND_END},
 };
@@ -254,6 +277,15 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
     ro->mem_bw_gbs = r->wl.mem_bw_gbs;
     if (check_stage_rules(r) != 0)
         return -1;
+    if (r->baseline) {
+        char path[PATH_MAX];
+        if (lp_cli_one_trace(r->cmd, r->baseline, path, sizeof path) != 0)
+            return -1;
+        if (!(r->baseline_trace = strdup(path))) {
+            lp_cli_error(r->cmd, "out of memory");
+            return -1;
+        }
+    }
     if (lp_gpu_table_load(&r->gpus, r->wl.hw_file, err, sizeof err) != LP_OK) {
         lp_cli_error(r->cmd, "%s", err);
         return -1;
@@ -279,6 +311,8 @@ void lp_cli_report_free(struct lp_cli_report *r)
     lp_gpu_table_free(&r->gpus);
     free(r->stages);
     r->stages = NULL;
+    free(r->baseline_trace);
+    r->baseline_trace = NULL;
 }
 
 /* ---- one run ---- */
@@ -326,10 +360,11 @@ static void report_dir(const struct lp_cli_report *r, const char *run, const cha
  * regular file: before any trace is read. */
 static int check_outputs(const struct lp_cli_report *r, const char *run, char **traces, int n)
 {
-    size_t n_in = 2 * (size_t)n + 3;
+    size_t n_in = 2 * (size_t)n + 5;
     const char **in = calloc(n_in, sizeof *in);
     char(*meta)[PATH_MAX + 16] = calloc((size_t)n, sizeof *meta);
-    char config[PATH_MAX + 16], dir[PATH_MAX + 256], path[PATH_MAX + 300];
+    char config[PATH_MAX + 16], base_meta[PATH_MAX + 16], dir[PATH_MAX + 256],
+        path[PATH_MAX + 300];
     int rc = -1;
     if (!in || !meta) {
         lp_cli_error(r->cmd, "out of memory");
@@ -343,6 +378,11 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
     in[2 * n + 1] = r->model_path;
     snprintf(config, sizeof config, "%s/config.json", r->model_path ? r->model_path : ".");
     in[2 * n + 2] = r->model_path ? config : NULL;
+    in[2 * n + 3] = r->baseline_trace;
+    in[2 * n + 4] = r->baseline_trace && lp_cli_meta_path(r->baseline_trace, base_meta,
+                                                          sizeof base_meta) == 0
+                        ? base_meta
+                        : NULL;
     for (int i = 0; i < n; i++) {
         struct stat st;
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
@@ -351,6 +391,8 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
             goto done;
         }
         for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+            if (!out->write && !r->baseline_trace)
+                continue;
             snprintf(path, sizeof path, "%s/%s", dir, out->name);
             if (lp_cli_out_is_input(r->cmd, path, in, n_in))
                 goto done;
@@ -398,34 +440,74 @@ static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_
     return 0;
 }
 
-/* Reads and analyses one trace, writes its files under temporary names and keeps its
- * summary (printed once every file is in place), and what the run report needs in RANK
- * (NULL: one trace). */
-static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
-                      struct lp_cli_outs *outs, char **summary, struct lp_rank *rank)
+/* Reads trace PATH into *T (freed by the caller, also on failure) and analyses it into R,
+ * with the recorded command line in CMDLINE (R points to it: it must outlive R): 0, or -1
+ * with a message. */
+static int analyse(const struct lp_cli_report *o, const char *path, char *cmdline, size_t len,
+                   struct lp_trace **t, struct lp_run *r)
 {
-    char cmdline[2048], err[512], sz[32];
+    char err[512], sz[32];
     struct lp_run_options opt = o->run_opt;
-    opt.command = lp_cli_recorded_command(path, cmdline, sizeof cmdline);
-    struct lp_trace *t = NULL;
-    struct lp_run r;
-    int rc = -1, analysed = 0;
+    opt.command = lp_cli_recorded_command(path, cmdline, len);
     struct stat st;
     lp_fmt_bytes(stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, sz, sizeof sz);
     lp_cli_progress(o->cmd, "reading %s (%s)", path, sz);
-    if (lp_trace_read(&t, path, err, sizeof err) != LP_OK) {
+    if (lp_trace_read(t, path, err, sizeof err) != LP_OK) {
         lp_cli_error(o->cmd, "%s", err);
-        goto done;
+        return -1;
     }
-    lp_cli_trace_warnings(o->cmd, path, t, "report");
-    lp_cli_progress(o->cmd, "analysing %zu kernels of %s", t->n_kernels, path);
-    if (lp_run_analyze(t, &opt, &r, err, sizeof err) != LP_OK) {
+    lp_cli_trace_warnings(o->cmd, path, *t, "report");
+    lp_cli_progress(o->cmd, "analysing %zu kernels of %s", (*t)->n_kernels, path);
+    if (lp_run_analyze(*t, &opt, r, err, sizeof err) != LP_OK) {
         lp_cli_error(o->cmd, "%s: %s", path, err);
-        goto done;
+        return -1;
     }
+    return 0;
+}
+
+/* The baseline (BASE, analysed) against R, labelled by the operands: 0, or -1 with a
+ * message. */
+static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *base,
+                            const struct lp_run *r, const char *path, struct lp_diff *d)
+{
+    lp_cli_progress(o->cmd, "comparing %s with %s", path, o->baseline);
+    struct lp_diff_options dopt = {0};
+    if (lp_diff_build(base, r, &dopt, d) != LP_OK) {
+        lp_cli_error(o->cmd, "out of memory");
+        return -1;
+    }
+    d->label[0] = o->baseline;
+    d->label[1] = path;
+    if (d->warnings & (LP_DIFF_WARN_GPU | LP_DIFF_WARN_SHAPES))
+        lp_cli_error(o->cmd, "warning: %s and %s %s; compared anyway (diff.md says more)",
+                     o->baseline, path,
+                     d->warnings & LP_DIFF_WARN_GPU ? "ran on different GPUs"
+                                                    : "mostly have other GEMM shapes");
+    return 0;
+}
+
+/* Reads and analyses one trace, writes its files under temporary names and keeps its
+ * summary (printed once every file is in place), and what the run report needs in RANK
+ * (NULL: one trace). BASE: the baseline's analysis, or NULL. */
+static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
+                      struct lp_cli_outs *outs, char **summary, struct lp_rank *rank,
+                      const struct lp_run *base)
+{
+    char cmdline[2048];
+    struct lp_trace *t = NULL;
+    struct lp_run r;
+    struct lp_diff d;
+    int rc = -1, analysed = 0, compared = 0;
+    if (analyse(o, path, cmdline, sizeof cmdline, &t, &r) != 0)
+        goto done;
     analysed = 1;
     if (read_deep(o, path, &r) != 0)
         goto done;
+    if (base) {
+        if (compare_baseline(o, base, &r, path, &d) != 0)
+            goto done;
+        compared = 1;
+    }
     if (rank && lp_rank_take(&r, path, rank) != LP_OK) {
         lp_cli_error(o->cmd, "out of memory");
         goto done;
@@ -436,10 +518,14 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
     }
     lp_cli_progress(o->cmd, "writing the report of %s into %s/", path, dir);
     for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+        if (!out->write && !compared)
+            continue;
         char file[PATH_MAX + 300];
         snprintf(file, sizeof file, "%s/%s", dir, out->name);
         FILE *f = lp_cli_outs_open(outs, file, 0);
-        if (!f || lp_cli_outs_close(outs, f, out->write(f, &r)) != 0)
+        if (!f || lp_cli_outs_close(outs, f, compared && out->write_baseline
+                                                 ? out->write_baseline(f, &r, &d)
+                                                 : out->write(f, &r)) != 0)
             goto done;
     }
     size_t len = 0;
@@ -447,14 +533,21 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
     if (m) {
         fprintf(m, "report of %s in %s/\n\n", path, dir);
         lp_report_summary_md(m, &r);
+        if (compared) {
+            fprintf(m, "\n");
+            lp_report_diff_headline(m, &d);
+        }
         fprintf(m, "\nfiles:");
         for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++)
-            fprintf(m, " %s", out->name);
+            if (out->write || compared)
+                fprintf(m, " %s", out->name);
         fprintf(m, "\n");
         fclose(m);
     }
     rc = 0;
 done:
+    if (compared)
+        lp_diff_free(&d);
     if (analysed)
         lp_run_free(&r);
     lp_trace_free(t);
@@ -501,12 +594,28 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     struct lp_cli_outs outs = {.cmd = r->cmd};
     char **traces = NULL, **summaries = NULL, *run_summary = NULL;
     struct lp_rank *ranks = NULL;
-    int rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
+    struct lp_trace *base_trace = NULL;
+    struct lp_run base;
+    char base_cmdline[2048];
+    int base_analysed = 0, rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
     if (n <= 0)
         goto done;
+    if (r->baseline_trace && n > 1) {
+        lp_cli_error(r->cmd, "--baseline compares one trace with one, and %s holds %d (ranks "
+                             "or processes): report one of them against it, e.g. llmprof "
+                             "report %s --baseline %s", run, n, traces[0], r->baseline);
+        rc = 2;
+        goto done;
+    }
     if (check_outputs(r, run, traces, n) != 0) {
         rc = 2;
         goto done;
+    }
+    if (r->baseline_trace) {
+        if (analyse(r, r->baseline_trace, base_cmdline, sizeof base_cmdline, &base_trace,
+                    &base) != 0)
+            goto done;
+        base_analysed = 1;
     }
     if (!(summaries = calloc((size_t)n, sizeof *summaries)) ||
         (n > 1 && !(ranks = calloc((size_t)n, sizeof *ranks)))) {
@@ -517,7 +626,8 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     for (int i = 0; i < n; i++) {
         char dir[PATH_MAX + 256];
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
-        if (report_one(r, traces[i], dir, &outs, &summaries[i], ranks ? &ranks[i] : NULL) != 0)
+        if (report_one(r, traces[i], dir, &outs, &summaries[i], ranks ? &ranks[i] : NULL,
+                       base_analysed ? &base : NULL) != 0)
             goto done;
     }
     if (ranks) {
@@ -547,6 +657,9 @@ done:
     for (int i = 0; ranks && i < n; i++)
         lp_rank_free(&ranks[i]);
     free(ranks);
+    if (base_analysed)
+        lp_run_free(&base);
+    lp_trace_free(base_trace);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     return rc;
 }

@@ -313,3 +313,48 @@ const char *lp_cli_recorded_command(const char *path, char *buf, size_t len)
     json_decref(m);
     return buf[0] ? buf : NULL;
 }
+
+int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len)
+{
+    struct stat st;
+    char json_path[PATH_MAX];
+    if (stat(run, &st) == 0 && S_ISDIR(st.st_mode) && lp_cli_dir_holds_run(run) == 0) {
+        snprintf(json_path, sizeof json_path, "%s/report.json", run);
+        json_error_t e;
+        json_t *j = json_load_file(json_path, 0, &e);
+        if (!j) {
+            lp_cli_error(cmd, "%s holds no trace (*.lpt) and no report.json: give a run "
+                                 "directory of 'llmprof record', a .lpt trace, or a report "
+                                 "directory", run);
+            return -1;
+        }
+        const char *trace = json_string_value(json_object_get(json_object_get(j, "trace"),
+                                                              "path"));
+        int rc = -1;
+        if (!trace) {
+            lp_cli_error(cmd, "%s: no \"trace\": {\"path\"} (a report.json of llmprof "
+                                 "report?): give the run directory instead", json_path);
+        } else if (stat(trace, &st) != 0 || S_ISDIR(st.st_mode)) {
+            lp_cli_error(cmd, "%s names the trace %s, which is not there (from here): give "
+                                 "the run directory or the .lpt instead", json_path, trace);
+        } else if ((size_t)snprintf(path, len, "%s", trace) >= len) {
+            lp_cli_error(cmd, "%s: the trace's path is too long", json_path);
+        } else {
+            rc = 0;
+        }
+        json_decref(j);
+        return rc;
+    }
+    char **traces = NULL;
+    int n = lp_cli_run_traces(cmd, run, &traces);
+    int rc = -1;
+    if (n > 1)
+        lp_cli_error(cmd, "%s holds %d traces (ranks or processes): give the one to compare, "
+                             "e.g. %s", run, n, traces[0]);
+    else if (n == 1 && (size_t)snprintf(path, len, "%s", traces[0]) >= len)
+        lp_cli_error(cmd, "%s: the path is too long", traces[0]);
+    else if (n == 1)
+        rc = 0;
+    lp_cli_free_list(traces, n > 0 ? n : 0);
+    return rc;
+}

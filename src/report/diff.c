@@ -409,7 +409,7 @@ static json_t *str_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
-int lp_report_diff_json(FILE *f, const struct lp_diff *d)
+json_t *lp_report_diff_json_value(const struct lp_diff *d)
 {
     json_t *runs = json_array(), *warn = json_array(), *gate = json_array();
     for (int x = 0; x < 2; x++)
@@ -438,12 +438,53 @@ int lp_report_diff_json(FILE *f, const struct lp_diff *d)
         latency, "mfu", value_json(&d->mfu), "mbu", value_json(&d->mbu), "stages",
         stages_json(d), "kernels", kernels_json(d), "gemms", gemms_json(d), "operators",
         ops_json(d), "gate", gate, "gate_failed", (json_int_t)d->failed);
+    return doc;
+}
+
+int lp_report_diff_json(FILE *f, const struct lp_diff *d)
+{
+    json_t *doc = lp_report_diff_json_value(d);
     if (!doc)
         return -1;
     int rc = json_dumpf(doc, f, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) == 0 ? 0 : -1;
     fputc('\n', f);
     json_decref(doc);
     return rc == 0 && !ferror(f) ? 0 : -1;
+}
+
+/* ---- the headline, for report's summary against a baseline ---- */
+
+static void headline_row(FILE *f, const char *what, const struct lp_diff_value *v, enum unit u)
+{
+    char a[48], b[48], c[96], w[64];
+    if (isnan(v->a) && isnan(v->b))
+        return;
+    fprintf(f, "  %-22s %s → %s, %s: %s\n", what, fmt(v->a, u, a, sizeof a),
+            fmt(v->b, u, b, sizeof b), change_text(v, c, sizeof c), verdict_text(v, w, sizeof w));
+}
+
+int lp_report_diff_headline(FILE *f, const struct lp_diff *d)
+{
+    fprintf(f, "against %s:\n", run_label(d, 0));
+    for (int bit = 0; bit < LP_DIFF_WARN_BITS; bit++)
+        if (d->warnings & (1u << bit))
+            fprintf(f, "  warning: %s\n", lp_text_diff_warning(bit));
+    headline_row(f, "TTFT p50", &d->ttft[0], UNIT_NS);
+    headline_row(f, "TPOT p50", &d->tpot[0], UNIT_NS);
+    for (size_t i = 0; i < d->n_stages; i++) {
+        const struct lp_diff_stage *s = &d->stages[i];
+        char what[96];
+        if (s->a < 0 || s->b < 0) {
+            fprintf(f, "  %s: only in %s\n", s->name, s->a < 0 ? "this run" : "the baseline");
+            continue;
+        }
+        snprintf(what, sizeof what, "%.60s %s", s->name, s->per_step ? "step p50" : "wall");
+        headline_row(f, what, s->per_step ? &s->step[0] : &s->wall, UNIT_NS);
+        if (s->kernels_added || s->kernels_removed || s->kernels_changed)
+            fprintf(f, "  %-22.60s kernels: %zu added, %zu removed, %zu changed\n", s->name,
+                    s->kernels_added, s->kernels_removed, s->kernels_changed);
+    }
+    return ferror(f) ? -1 : 0;
 }
 
 /* ---- the gate's lines ---- */

@@ -12,6 +12,8 @@
 #define LP_REPORT_SCHEMA "llmprof-report/2"
 
 json_t *lp_report_run_json_value(const struct lp_run *r);
+/* diff.json's document (llmprof-diff/1), for diff.json and report.html's baseline section. */
+json_t *lp_report_diff_json_value(const struct lp_diff *d);
 
 /* ---- text.c: the sentences and keys of the analysis' codes ---- */
 

@@ -176,6 +176,12 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         k ? u64(s->host_wait_ns) : json_null(), "host_wait_share", num(s->host_wait_share),
         "launch_delay_p50_ns", k ? u64(s->launch_delay_p50_ns) : json_null());
     json_object_set_new(o, "graph_replays", u64(s->graph_replays));
+    json_object_set_new(o, "communication",
+                        k ? json_pack("{s:o,s:o,s:o,s:o}", "gpu_ns", u64(s->comm_ns),
+                                      "share", num(s->cat_share[LP_KCAT_COMMUNICATION]),
+                                      "overlap_ns", u64(s->comm_overlap_ns), "overlap_share",
+                                      num(s->comm_overlap_share))
+                          : json_null());
     json_object_set_new(o, "ttft", s->ttft_share > 0
                                        ? json_pack("{s:o,s:o}", "share", num(s->ttft_share),
                                                    "ns_per_request", num(s->ttft_ns_per_request))
@@ -676,6 +682,13 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     for (size_t i = 0; i < r->n_stages; i++)
         json_array_append_new(stages, stage_json(r, &r->stages[i]));
     json_object_set_new(root, "stages", stages);
+    json_object_set_new(root, "communication",
+                        r->kernels_recorded
+                            ? json_pack("{s:I,s:o,s:o,s:o}", "kernels",
+                                        (json_int_t)r->comm_kernels, "gpu_ns", u64(r->comm_ns),
+                                        "overlap_ns", u64(r->comm_overlap_ns), "overlap_share",
+                                        num(r->comm_overlap_share))
+                            : json_null());
     json_object_set_new(root, "attribution",
                         json_pack("{s:I,s:I,s:I,s:o}", "by_launch",
                                   (json_int_t)r->kernels_by_launch, "by_time",

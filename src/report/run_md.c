@@ -316,6 +316,29 @@ static void stages(FILE *f, const struct lp_run *r)
                    "are not known.\n");
 }
 
+/* Communication kernels and the compute beside them: only when the run had some. */
+static void communication(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32], b3[32];
+    if (!r->comm_kernels)
+        return;
+    fprintf(f, "\n## Communication\n\nMeasured. Communication kernels (NCCL's and the like, by "
+               "name): %zu, %s of GPU time; overlap: the share of that time during which a "
+               "computation kernel ran on the same GPU (HTA's definition), %s over the run. "
+               "Waits in collectives need every rank's trace: `llmprof report` of the run "
+               "directory writes them to ranks.md.\n\n| stage | communication | of its GPU "
+               "time | overlapped with compute | overlap |\n|---|---|---|---|---|\n",
+            r->comm_kernels, NS(r->comm_ns), PCT(r->comm_overlap_share));
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (!s->comm_ns)
+            continue;
+        fprintf(f, "| %s | %s | ", s->name, NS(s->comm_ns));
+        fprintf(f, "%s | ", s->gpu_ns ? PCT(s->cat_share[LP_KCAT_COMMUNICATION]) : "-");
+        fprintf(f, "%s | %s |\n", NS2(s->comm_overlap_ns), PCT(s->comm_overlap_share));
+    }
+}
+
 static void utilisation(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "\n## Utilisation (MFU, MBU)\n\n");
@@ -926,6 +949,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     llm_section(f, r);
     findings(f, r);
     stages(f, r);
+    communication(f, r);
     utilisation(f, r);
     counters(f, r);
     pm(f, r);

@@ -4,7 +4,8 @@
 # an eager decode and twice with its decode step replayed as one CUDA graph, interleaved
 # (eager, graph, eager, graph). Then: the same workload twice (nothing should be flagged
 # beyond the noise) and eager against graph (the decode improvement and the kernel change),
-# each with a gate. Expects build/ carried. Writes $OUT/diff_pairs-log.txt and
+# each with a gate; and the graph run's report against the eager one (report --baseline).
+# Expects build/ carried. Writes $OUT/diff_pairs-log.txt and
 # $OUT/diff-pairs-runs.tar.gz (fixtures: the four runs and the diffs).
 . "$(dirname "$0")/setup.sh" diff_pairs
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -39,7 +40,13 @@ dif eager-twice eager-1 eager-2 'tpot>+5%' 'ttft>+10%' 'decode.tokens_s<-5%'
 dif graph-twice graph-1 graph-2 'tpot>+5%' 'ttft>+10%' 'decode.tokens_s<-5%'
 dif eager-graph eager-1 graph-1 'tpot>+5%' 'decode.kernels>+0%'
 dif graph-eager graph-1 eager-1 'tpot>+5%' 'ttft>+10%'
+# the same comparison inside the report of the graph run (report --baseline)
+step "report graph-1 --baseline eager-1"
+"$L" report "$T/graph-1" --baseline "$T/eager-1" --model "$T/graph-1/config.json" \
+    -o "$T/report-graph-1" | sed -n '/^against/,$p'
+echo "report exit ${PIPESTATUS[0]}"
+ls "$T/report-graph-1"
 step "pack"
 tar -C "$T" -czf "$OUT/diff-pairs-runs.tar.gz" eager-1 eager-2 graph-1 graph-2 diff-eager-twice \
-    diff-graph-twice diff-eager-graph diff-graph-eager
+    diff-graph-twice diff-eager-graph diff-graph-eager report-graph-1
 ls -la "$OUT"
