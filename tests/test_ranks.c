@@ -93,6 +93,59 @@ static void rank_trace(struct lp_rank *k, const char *rank, const char *host, ui
     lp_trace_free(t);
 }
 
+/* A rank of two communicators, each on its own stream, running kernels of one name:
+ * ARRIVE[i] and STREAM[i] the i-th launched (the same program order on both ranks). */
+static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *arrive,
+                          const uint32_t *stream)
+{
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "rank", rank);
+    lp_trace_writer_set_meta(b.w, "host", "h");
+    range(&b, "decode", 1, 0, 2000 * US);
+    for (int i = 0; i < 3; i++) {
+        struct lp_record r = {.type = LP_REC_KERNEL};
+        r.u.kernel = (struct lp_kernel){
+            .start = arrive[i], .end = arrive[i] + 1000 * US, .correlation = b.next_corr++,
+            .stream = stream[i],
+            .name = lp_trace_writer_intern(b.w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL")};
+        add(&b, &r);
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_rank_take(&r, "/run/trace.lpt", k), LP_OK);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Two communicators whose all-reduces share a kernel name: the tensor-parallel one (the
+ * first launched on: stream 13 on rank 0, 21 on rank 1) runs twice, the other once, and on
+ * rank 1 the other one starts first. Matched by stream: TP 1 at 100/180 us (rank 0 waits
+ * 80), TP 2 at 300/350 (rank 0 waits 50), the other at 200/120 (rank 1 waits 80). By name
+ * and start order alone they would pair as 100/120, 200/180, 300/350: 70 and 20 us. */
+static void test_ranks_communicators(void **state)
+{
+    (void)state;
+    static const uint64_t a0[3] = {100 * US, 200 * US, 300 * US};
+    static const uint32_t s0[3] = {13, 14, 13};
+    static const uint64_t a1[3] = {180 * US, 120 * US, 350 * US};
+    static const uint32_t s1[3] = {21, 22, 21};
+    struct lp_rank *k = calloc(2, sizeof *k);
+    assert_non_null(k);
+    two_comm_rank(&k[0], "0", a0, s0);
+    two_comm_rank(&k[1], "1", a1, s1);
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.coll_matched, 3);
+    assert_int_equal(rk.coll_names, 2);
+    assert_int_equal(rk.coll_names_unmatched, 0);
+    assert_int_equal(rk.ranks[0].wait_ns, 130 * US);
+    assert_int_equal(rk.ranks[1].wait_ns, 80 * US);
+    lp_ranks_free(&rk);
+}
+
 /* Rank 0 arrives first at every all-reduce (by 20, 10, 30 us): it waits 60 us, rank 1 none;
  * rank 1's decode is the longer (500 against 400 us); the all-gather only rank 0 ran is left
  * out of the matching. From two hosts nothing is matched. */
@@ -274,6 +327,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_overlap),
         cmocka_unit_test(test_ranks_waits),
+        cmocka_unit_test(test_ranks_communicators),
         cmocka_unit_test(test_ranks_fixtures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

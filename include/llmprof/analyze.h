@@ -908,6 +908,9 @@ struct lp_rank_coll {
     uint64_t start, end;
     uint64_t name_hash;                 /* of its full name */
     int32_t stage;                      /* index into lp_rank.stages, -1 */
+    uint32_t stream;                    /* its stream's place among the rank's streams with
+                                           communication, by first launch (0, 1, ...): each
+                                           communicator has its own stream */
 };
 
 /* What the run report needs of one trace, kept after its analysis is freed. */
@@ -969,7 +972,8 @@ struct lp_ranks {
     int one_host;                       /* every trace names the same host (or none does) */
     enum lp_ranks_wait waits;
     size_t coll_matched;                /* collectives matched across the ranks */
-    size_t coll_names, coll_names_unmatched; /* distinct names; of them, run unequally often */
+    size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
+                                                unequally often */
     size_t shared_gpus;                 /* ranks whose GPU another rank also used */
     size_t kernels;                     /* over the ranks */
     uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;

@@ -1,9 +1,10 @@
 /* Several traces of one run (the ranks of torchrun, mpirun or srun, or independent
  * processes): what each one's analysis found, kept small (lp_rank_take), then compared
  * (lp_ranks_analyze): each stage's time per rank and its spread, the slowest rank, and the
- * time each rank waits in collectives. A collective is matched across ranks by its kernel
- * name and its order among that name's kernels, which NCCL keeps the same on every rank of a
- * communicator; the wait of a rank in it is the latest rank's start minus its own, since an
+ * time each rank waits in collectives. A collective is matched across ranks by its stream
+ * (a communicator's own, told apart by the order of first use, the same on every rank of an
+ * SPMD program), its kernel name and its order among those kernels, which NCCL keeps the
+ * same on every rank of a communicator; the wait of a rank in it is the latest rank's start minus its own, since an
  * NCCL kernel starts when its rank arrives and cannot finish before the last one does. That
  * needs one clock: traces from one host share CUPTI's (CLOCK_REALTIME); from several hosts
  * the waits are not computed. */
@@ -46,6 +47,59 @@ static int coll_by_start(const void *a, const void *b)
 {
     const struct lp_rank_coll *x = a, *y = b;
     return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* A stream with communication, by its first launch. */
+struct comm_stream {
+    uint32_t stream, first_corr;
+    uint64_t first_start;
+};
+
+static int by_first_launch(const void *a, const void *b)
+{
+    const struct comm_stream *x = a, *y = b;
+    if (x->first_corr != y->first_corr)
+        return x->first_corr < y->first_corr ? -1 : 1;
+    return x->first_start < y->first_start ? -1 : x->first_start > y->first_start;
+}
+
+/* The streams of V's kernels in the order the rank first launched on them (correlation ids
+ * grow with each launch; starts can come in another order when streams wait on each other),
+ * and each of V's stream ids replaced by its place in that order: LP_OK or LP_ERR_NOMEM.
+ * CORR[i]: the correlation id of V[i]'s kernel. */
+static int number_streams(struct lp_rank_coll *v, const uint32_t *corr, size_t n)
+{
+    struct comm_stream *seen = NULL;
+    size_t n_seen = 0, cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < n_seen && seen[j].stream != v[i].stream)
+            j++;
+        if (j == n_seen) {
+            if (n_seen == cap) {
+                struct comm_stream *p = realloc(seen, (cap = cap ? 2 * cap : 4) * sizeof *p);
+                if (!p) {
+                    free(seen);
+                    return LP_ERR_NOMEM;
+                }
+                seen = p;
+            }
+            seen[n_seen++] = (struct comm_stream){v[i].stream, corr[i], v[i].start};
+        }
+        if (corr[i] < seen[j].first_corr)
+            seen[j].first_corr = corr[i];
+        if (v[i].start < seen[j].first_start)
+            seen[j].first_start = v[i].start;
+    }
+    qsort(seen, n_seen, sizeof *seen, by_first_launch);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (seen[j].stream != v[i].stream)
+            j++;
+        v[i].stream = (uint32_t)j;
+    }
+    free(seen);
+    return LP_OK;
 }
 
 /* The device most kernels ran on (the first device record without kernels), and its facts. */
@@ -106,18 +160,24 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
             .comm_overlap_ns = st->comm_overlap_ns};
         k->n_stages = s + 1;
     }
-    if (r->comm_kernels && !(k->coll = malloc(r->comm_kernels * sizeof *k->coll)))
+    uint32_t *corr = NULL;
+    if (r->comm_kernels && (!(k->coll = malloc(r->comm_kernels * sizeof *k->coll)) ||
+                            !(corr = malloc(r->comm_kernels * sizeof *corr))))
         failed = 1;
-    for (size_t i = 0; k->coll && i < t->n_kernels; i++) {
+    for (size_t i = 0; corr && i < t->n_kernels; i++) {
         const struct lp_kernel *kn = &t->kernels[i];
         uint32_t g = r->kernel_group[i];
         if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
             k->n_coll == r->comm_kernels)
             continue;
+        corr[k->n_coll] = kn->correlation;
         k->coll[k->n_coll++] = (struct lp_rank_coll){
             kn->start, kn->end, name_hash(r->names[g]),
-            r->kernel_stage ? r->kernel_stage[i] : -1};
+            r->kernel_stage ? r->kernel_stage[i] : -1, kn->stream};
     }
+    if (corr && number_streams(k->coll, corr, k->n_coll) != LP_OK)
+        failed = 1;
+    free(corr);
     if (k->coll)
         qsort(k->coll, k->n_coll, sizeof *k->coll, coll_by_start);
     if (failed) {
@@ -164,11 +224,19 @@ static int by_rank(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* a rank's collectives in (name, start) order */
+/* a rank's collectives in (stream, name, start) order */
 struct key {
+    uint32_t stream;
     uint64_t hash, start;
     size_t idx;                         /* into the rank's coll */
 };
+
+static int key_cmp(const struct key *x, const struct key *y)
+{
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
 struct order {
     struct key *v;
     size_t n, at;
@@ -178,8 +246,9 @@ struct order {
 static int by_name_start(const void *a, const void *b)
 {
     const struct key *x = a, *y = b;
-    if (x->hash != y->hash)
-        return x->hash < y->hash ? -1 : 1;
+    int c = key_cmp(x, y);
+    if (c)
+        return c;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
@@ -232,24 +301,24 @@ static int waits(struct lp_ranks *out)
         if (!(o[m].v = malloc(k->n_coll * sizeof *o[m].v)))
             goto done;
         for (size_t j = 0; j < k->n_coll; j++)
-            o[m].v[j] = (struct key){k->coll[j].name_hash, k->coll[j].start, j};
+            o[m].v[j] = (struct key){k->coll[j].stream, k->coll[j].name_hash,
+                                     k->coll[j].start, j};
         qsort(o[m].v, k->n_coll, sizeof *o[m].v, by_name_start);
         m++;
     }
     for (;;) {
-        /* the least name at the ranks' heads, and how often each rank ran it */
-        int any = 0, equal = 1;
-        uint64_t h = 0;
+        /* the least (stream, name) at the ranks' heads, and how often each rank ran it */
+        const struct key *h = NULL;
+        int equal = 1;
         for (size_t i = 0; i < m; i++)
-            if (o[i].at < o[i].n && (!any || o[i].v[o[i].at].hash < h)) {
-                h = o[i].v[o[i].at].hash;
-                any = 1;
-            }
-        if (!any)
+            if (o[i].at < o[i].n && (!h || key_cmp(&o[i].v[o[i].at], h) < 0))
+                h = &o[i].v[o[i].at];
+        if (!h)
             break;
+        struct key least = *h;
         for (size_t i = 0; i < m; i++) {
             cnt[i] = 0;
-            while (o[i].at + cnt[i] < o[i].n && o[i].v[o[i].at + cnt[i]].hash == h)
+            while (o[i].at + cnt[i] < o[i].n && !key_cmp(&o[i].v[o[i].at + cnt[i]], &least))
                 cnt[i]++;
             equal &= cnt[i] == cnt[0] && cnt[i] > 0;
         }

@@ -76,8 +76,9 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
 {
     switch (r->waits) {
     case LP_RANKS_WAIT_DONE:
-        fprintf(f, "Waits in collectives: %zu collectives matched across the ranks by kernel "
-                   "name and order (%zu names", r->coll_matched, r->coll_names);
+        fprintf(f, "Waits in collectives: %zu collectives matched across the ranks by stream "
+                   "(each communicator's, by first use), kernel name and order (%zu such "
+                   "names", r->coll_matched, r->coll_names);
         if (r->coll_names_unmatched)
             fprintf(f, "; %zu ran unequally often and were left out", r->coll_names_unmatched);
         fprintf(f, "). A rank's wait in one is the latest rank's start minus its own (an NCCL "
@@ -90,7 +91,7 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
         break;
     case LP_RANKS_WAIT_UNMATCHED:
         fprintf(f, "Waits in collectives are not computed: none of the %zu communication kernel "
-                   "names ran equally often on every rank with communication.\n",
+                   "names (per stream) ran equally often on every rank with communication.\n",
                 r->coll_names);
         break;
     case LP_RANKS_WAIT_NO_COMM:

@@ -6,6 +6,10 @@
 #             one record; checks the traces (one per process, named by rank, each GPU's UUID,
 #             NVML samples) and reports them; packs small runs as fixtures
 #             ($OUT/multi-gpu-runs.tar.gz).
+#   overlap   the TP decoder with --overlap 4 (each row-parallel GEMM in 4 blocks, each block's
+#             all-reduce asynchronous beside the next block's GEMM) and without, small, one
+#             after the other; prints each run report's communication, overlap and energy
+#             lines; packs both as fixtures ($OUT/multi-gpu-overlap.tar.gz).
 #   overhead  ROUNDS (second argument, default 6) interleaved rounds of the TP decoder
 #             unprofiled, under llmprof record and under the floor (CUPTI kernel activity
 #             alone), each rank's timings a JSON line in $OUT/tp-overhead.jsonl, summarised
@@ -54,6 +58,29 @@ if [ "$part" = record ]; then
     tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
         --exclude='report.md' --exclude='summary.md' \
         -czf "$OUT/multi-gpu-runs.tar.gz" tp-manual tp-hf two-procs
+    ls -la "$OUT"
+    echo "$fails recorded programs failed"
+    [ "$fails" -eq 0 ]
+    exit
+fi
+
+if [ "$part" = overlap ]; then
+    SMALL=(--layers 4 --requests 2 --new-tokens 16 --prompt 256)
+    rec tp-overlap 2 -- "${TR[@]}" tests/gpu/tp_decode.py --overlap 4 "${SMALL[@]}"
+    rec tp-plain 2 -- "${TR[@]}" tests/gpu/tp_decode.py "${SMALL[@]}"
+    for name in tp-overlap tp-plain; do
+        step "$name: run report"
+        sed -n '/^| process/,/^$/p;/^| stage/,/^$/p;/^Communication/p;/^Energy/p;/energy/p' \
+            "$T/$name/ranks.md" | head -40
+        for d in "$T/$name"/trace.*/; do
+            echo "--- $(basename "$d")"
+            sed -n '/^## Communication/,/^## Utilisation/p' "$d/report.md" | grep -v '^$' | head -12
+        done
+    done
+    step "pack"
+    tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
+        --exclude='report.md' --exclude='summary.md' \
+        -czf "$OUT/multi-gpu-overlap.tar.gz" tp-overlap tp-plain
     ls -la "$OUT"
     echo "$fails recorded programs failed"
     [ "$fails" -eq 0 ]

@@ -5,6 +5,11 @@ vocabulary split with an all-gather of the logits), a static KV cache, greedy de
 Harness: an unnamed warm-up request, then timed requests with one NVTX range "prefill"
 around each prompt and one "decode" around each whole decode loop.
 
+--overlap N: each row-parallel projection (o_proj, down_proj) is computed in N blocks of its
+output features, each block's all-reduce issued asynchronously (NCCL's own stream) while the
+next block's GEMM runs, then waited for: the decomposed GEMM + collective overlap of async
+tensor parallelism, so that communication runs beside compute.
+
 --impl hf: transformers' own tensor parallelism instead (LlamaForCausalLM saved with random
 weights, loaded with tp_plan="auto", generate()), no NVTX ranges: a program as HF users run it.
 Run without torchrun (no WORLD_SIZE) it is one process on one GPU.
@@ -32,6 +37,7 @@ p.add_argument("--vocab", type=int, default=32000)
 p.add_argument("--prompt", type=int, default=512)
 p.add_argument("--new-tokens", type=int, default=32)
 p.add_argument("--requests", type=int, default=3)
+p.add_argument("--overlap", type=int, default=1)
 args = p.parse_args()
 
 world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -49,6 +55,21 @@ def all_reduce(x):
     if world > 1:
         dist.all_reduce(x)
     return x
+
+
+def row_parallel(x, w):
+    """x @ w.t() summed over the ranks; with --overlap N, in N blocks of output features, each
+    block's all-reduce running while the next block's GEMM does."""
+    if world == 1 or args.overlap <= 1:
+        return all_reduce(x @ w.t())
+    outs, works = [], []
+    for wc in w.chunk(args.overlap, 0):
+        y = x @ wc.t()
+        works.append(dist.all_reduce(y, async_op=True))
+        outs.append(y)
+    for wk in works:
+        wk.wait()
+    return torch.cat(outs, -1)
 
 
 def rms(x, w):
@@ -104,9 +125,9 @@ class Manual:
             kk, vv = self.k[i][:, :, :start + T], self.v[i][:, :, :start + T]
             o = torch.nn.functional.scaled_dot_product_attention(
                 q, kk, vv, is_causal=T > 1, enable_gqa=True)
-            x = x + all_reduce(o.transpose(1, 2).reshape(1, T, -1) @ L["o"].t())
+            x = x + row_parallel(o.transpose(1, 2).reshape(1, T, -1), L["o"])
             g, u = (rms(x, L["n2"]) @ L["gu"].t()).chunk(2, -1)
-            x = x + all_reduce((torch.nn.functional.silu(g) * u) @ L["down"].t())
+            x = x + row_parallel(torch.nn.functional.silu(g) * u, L["down"])
         logits = rms(x[:, -1:], self.norm) @ self.head.t()
         if world > 1:
             parts = [torch.empty_like(logits) for _ in range(world)]
