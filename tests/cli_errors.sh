@@ -569,6 +569,7 @@ for r in j["ranks"]:
     # each process's report says its communication as the run report does
     c = sub["communication"]
     assert (c["kernels"], c["gpu_ns"], c["overlap_ns"]) == (r["comm_kernels"], r["comm_ns"], r["comm_overlap_ns"]), (c, r["trace"])
+    assert len(sub["stages"]) == len(r["stages"])
     for s, rs in zip(sub["stages"], r["stages"]):
         assert s["name"] == rs["name"] and s["communication"]["gpu_ns"] == rs["comm_ns"], (s["name"], r["trace"])
     assert "## Communication" in open(d + "/" + r["report_dir"] + "/report.md").read()
@@ -620,27 +621,56 @@ expect 2 "names the trace /nonexistent/t.lpt, which is not there" \
 expect 0 "TPOT p50 .* lower (better)" "report --baseline: the summary says what moved" -- \
     "$LP" report "$DA" --baseline "$DB" -o "$T/rb"
 if [ -s "$T/rb/diff.md" ] && [ -s "$T/rb/report.html" ] && grep -q '"schema":"llmprof-diff/1"' \
-    "$T/rb/report.html" && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["runs"][0]["label"].endswith("diff-eager-1") and j["latency"]["tpot"]["p50"]["verdict"]=="lower"' "$T/rb/diff.json"; then
-    ok "report --baseline writes diff.md, diff.json and the baseline into report.html"
+    "$T/rb/report.html" && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert [r["label"] for r in j["runs"]]==sys.argv[2:] and j["latency"]["tpot"]["p50"]["verdict"]=="lower"' "$T/rb/diff.json" "$DB" "$DA"; then
+    ok "report --baseline writes diff.md, diff.json (runs named as given) and the baseline into report.html"
 else bad "report --baseline: $(ls "$T/rb" 2>&1)"; fi
 if [ ! -e "$T/rep-a/diff.md" ] && grep -q '<script id="baseline-data" type="application/json">null' \
     "$T/rep-a/report.html"; then
     ok "report without --baseline writes no diff and no baseline data"
 else bad "report without --baseline: $(ls "$T/rep-a")"; fi
+expect 0 "note: $T/rb/diff.md and diff.json are from an earlier report with --baseline" \
+    "report without --baseline over one with it says the old diff stays" -- \
+    "$LP" report "$DA" -o "$T/rb" --quiet
 expect 0 "against $T/rep-a" "report --baseline of a report directory" -- \
     "$LP" report "$DB" --baseline "$T/rep-a" -o "$T/rb2"
-expect 2 "No such file" "report --baseline of a missing run" -- \
-    "$LP" report "$DA" --baseline "$T/nothing" -o "$T/rb3"
-[ ! -e "$T/rb3" ] && ok "report --baseline refused: nothing written" || bad "$T/rb3 was made"
-expect 2 "holds 2 traces" "report --baseline of a run with two traces" -- \
-    "$LP" report "$DA" --baseline "$FIX/tp-manual" -o "$T/rb3"
-expect 2 "--baseline compares one trace with one" "report of two traces with --baseline" -- \
-    "$LP" report "$FIX/tp-manual" --baseline "$DA" -o "$T/rb3"
-expect 2 "--baseline needs a run to compare with" "report --baseline without a run" -- \
-    "$LP" report "$DA" -o "$T/rb3" --baseline
-mkdir -p "$T/rb4" && cp "$DB"/*.lpt "$T/rb4/diff.json"
-expect 2 "is one of the inputs" "report --baseline writing diff.json over the baseline" -- \
-    "$LP" report "$DA" --baseline "$T/rb4/diff.json" -o "$T/rb4"
+expect 0 "warning: the baseline $DA is this run's own trace" "report --baseline of itself" -- \
+    "$LP" report "$DA" --baseline "$DA" -o "$T/rb5" --quiet
+# refused before any work, nothing written: NAME PATTERN ARGS...
+refused() {
+    local what=$1 pattern=$2
+    shift 2
+    rm -rf "$T/rb3"
+    expect 2 "$pattern" "$what" -- "$LP" report -o "$T/rb3" "$@"
+    [ ! -e "$T/rb3" ] && ok "$what: nothing written" || bad "$what: $T/rb3 was made"
+}
+refused "report --baseline of a missing run" "No such file" "$DA" --baseline "$T/nothing"
+refused "report --baseline of a run with two traces" "holds 2 traces" "$DA" --baseline "$FIX/tp-manual"
+refused "report of two traces with --baseline" "--baseline compares one trace with one" \
+    "$FIX/tp-manual" --baseline "$DA"
+refused "report --baseline without a run" "--baseline needs a run to compare with" "$DA" --baseline
+mkdir -p "$T/rb4" && cp "$DB"/*.lpt "$T/rb4/trace.1.lpt"
+expect 2 "holds the baseline's trace" "report into the baseline's run directory" -- \
+    "$LP" report "$DA" --baseline "$T/rb4" -o "$T/rb4"
+[ "$(ls "$T/rb4")" = trace.1.lpt ] && ok "report into the baseline's run directory: nothing written" ||
+    bad "report into the baseline's run directory wrote $(ls "$T/rb4")"
+cp -r "$T/rep-a" "$T/rep-b"
+expect 2 "is one of the inputs" "report over the baseline's report.json" -- \
+    "$LP" report "$DB" --baseline "$T/rep-b" -o "$T/rep-b"
+cmp -s "$T/rep-a/report.json" "$T/rep-b/report.json" && ok "the baseline's report.json kept" ||
+    bad "the baseline's report.json was replaced"
+# profile reads the baseline before the program runs: WHAT BASELINE PATTERN
+profile_refused() {
+    local out rc
+    out=$("$LP" profile --baseline "$2" -o "$T/pb" -- echo PROGRAM-RAN 2>&1)
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q -- "$3" <<<"$out" && ! grep -q PROGRAM-RAN <<<"$out" &&
+        [ ! -e "$T/pb" ]; then
+        ok "$1: refused before the program runs"
+    else bad "$1: status $rc, $out"; fi
+}
+profile_refused "profile --baseline of a missing run" "$T/nothing" "No such file"
+head -c 100 /dev/urandom >"$T/notatrace.lpt"
+profile_refused "profile --baseline of a file that is no trace" "$T/notatrace.lpt" notatrace.lpt
 expect 2 "--baseline is report's" "diff --baseline" -- "$LP" diff "$DA" "$DB" --baseline "$DB"
 
 finish

@@ -36,6 +36,7 @@ check "the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
 check "no script errors in the page" bash -c "! grep -q 'data-errors' '$T/dom.html'"
 check "no console messages" test ! -s "$T/console.txt"
 check "no baseline: its section hidden" grep -q '<div id="baseline-part" hidden="">' "$T/dom.html"
+check "no communication: its section hidden" grep -q '<div id="comm-part" hidden="">' "$T/dom.html"
 check "four charts" test "$(grep -o '<svg' "$T/dom.html" | wc -l)" -ge 4
 check "stage table rows" grep -q '<td class="t">decode</td>' "$T/dom.html"
 check "kernel table rows" grep -q 'nvjet_sm90' "$T/dom.html"
@@ -105,6 +106,13 @@ check "baseline: the section shown" bash -c "grep -q '<div id=\"baseline-part\">
 check "baseline: TPOT faster beyond the noise" grep -q '<td class="t">TPOT p50</td><td>4.019 ms</td><td>894.1 us</td><td>-77.8 % (-79.4 … -76.1 %)</td><td class="t">lower (better)</td>' "$T/dom.html"
 check "baseline: the graph replay added" grep -q '>\[CUDA graph replay\]</td><td class="t">added</td><td>0 → 1</td>' "$T/dom.html"
 check "baseline: kernels per step" grep -q '<td class="t">kernels per step</td><td>309</td><td>1</td>' "$T/dom.html"
+# a rank of a tensor-parallel run: its communication and overlap per stage
+"$LP" report "$FIX/tp-manual" -o "$T/tp" --quiet ||
+    { echo "not ok - llmprof report failed on tp-manual"; exit 1; }
+render "$T/tp/trace.rank0.vm.743/report.html"
+check "tp rank: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "tp rank: no console messages" test ! -s "$T/console.txt"
+check "tp rank: communication per stage" grep -q '<td class="t">decode</td><td>45.939 ms</td><td>67.8 %</td><td>0 ns</td><td>0.0 %</td>' "$T/dom.html"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

@@ -994,7 +994,9 @@ static void test_writers(void **state)
         closes++;
     assert_int_equal(closes, 3);
     assert_non_null(strstr(html, "\"schema\":\"llmprof-diff/1\""));
-    assert_non_null(strstr(html, "evil \\\"quoted\\\" \\u003c/script> | pipe"));
+    const char *base = strstr(html, "id=\"baseline-data\"");
+    assert_non_null(base);
+    assert_non_null(strstr(base, "evil \\\"quoted\\\" \\u003c/script> | pipe"));
     free(html);
     lp_diff_free(&d);
     char *csv = write_to_string(lp_report_kernels_csv, &r);
@@ -1096,6 +1098,38 @@ static void test_fixture_llama(void **state)
                         !strcmp(text.title, "Decode is launch bound");
     }
     assert_true(launch_bound);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Names that are not UTF-8 (a Latin-1 NVTX range, a name cut inside a character, an
+ * overlong form, a surrogate) reach every writer as '?' in their place, with one reader
+ * warning: before, the JSON writers dropped such rows without a word. */
+static void test_names_not_utf8(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    range(&b, "prefill tokens=8", 1, 0, 10000);
+    range(&b, "caf\xe9 op", 1, 100, 9000);
+    kernel(&b, "k_\xc3", 1, 200, 300, 400);                 /* cut after its first byte */
+    kernel(&b, "k_\xc0\xaf_\xed\xa0\x80_\xe2\x82\xac", 1, 500, 600, 800); /* ..., then a euro */
+    struct lp_trace *t = tb_read(&b, 1);
+    assert_int_equal(t->n_warnings, 1);
+    assert_non_null(strstr(t->warnings[0], "7 bytes of names or header values were not UTF-8"));
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    char *json = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    assert_non_null(root);
+    const char *want[] = {"caf? op", "k_?", "k_??_???_\xe2\x82\xac"};
+    for (size_t w = 0; w < 3; w++)
+        assert_non_null(strstr(json, want[w]));
+    assert_int_equal(json_array_size(json_object_get(json_object_get(root, "kernels"), "top")), 2);
+    json_decref(root);
+    free(json);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -2252,6 +2286,7 @@ int main(void)
         cmocka_unit_test(test_fixture_inferred_stages),
         cmocka_unit_test(test_fixture_gemm_shapes),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_names_not_utf8),
         cmocka_unit_test(test_fixture_llama),
         cmocka_unit_test(test_fixture_torch_operators),
         cmocka_unit_test(test_fixture_llama_operators),

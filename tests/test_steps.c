@@ -668,6 +668,36 @@ static void test_by_time_work_does_not_stretch(void **state)
     lp_trace_free(tr);
 }
 
+/* A program that names every step ("decode step=3 tokens=1", no GEMM shapes): each decode
+ * range is one step, its span (to the end of its GPU work) the step's time, so ITL has one
+ * value per range: 6, 7 and 9 us. */
+static void test_one_step_ranges_give_itl(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill tokens=16", 1, 1000, 11000);
+    kernel(&b, "k", 1, 1500, 2000, 10000);
+    static const uint64_t len[3] = {6000, 7000, 9000};
+    for (int s = 0; s < 3; s++) {
+        char name[64];
+        uint64_t a = 20000 + (uint64_t)s * 20000;
+        snprintf(name, sizeof name, "decode step=%d tokens=1", s);
+        range(&b, name, 1, a, a + 3000);
+        kernel(&b, "k", 1, a + 500, a + 1000, a + len[s]); /* its work outlasts the range */
+    }
+    struct lp_trace *tr = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(tr, NULL, &r);
+    assert_int_equal(r.llm.itl.n, 3);
+    assert_true(near(r.llm.itl.min, 6000));
+    assert_true(near(r.llm.itl.p50, 7000));
+    assert_true(near(r.llm.itl.max, 9000));
+    assert_int_equal(r.llm.tpot.n, 1);
+    lp_run_free(&r);
+    lp_trace_free(tr);
+}
+
 /* A first request with a longer prompt (as the GEMM shapes say) is no warm-up for taking
  * longer: TTFT is compared between requests of the same prompt length. */
 static void test_longer_prompt_is_no_warmup(void **state)
@@ -927,6 +957,7 @@ int main(void)
         cmocka_unit_test(test_no_steps_in_irregular_loop),
         cmocka_unit_test(test_piecewise_graphs_per_step),
         cmocka_unit_test(test_by_time_work_does_not_stretch),
+        cmocka_unit_test(test_one_step_ranges_give_itl),
         cmocka_unit_test(test_longer_prompt_is_no_warmup),
         cmocka_unit_test(test_no_llm),
         cmocka_unit_test(test_no_llm_interleaved),

@@ -47,6 +47,8 @@ int lp_report_diff_gate(FILE *out, const struct lp_diff *d);
 /* A few lines for report's summary against a baseline (A): warnings, TTFT and TPOT p50,
  * each stage's step p50 (else wall) and its kernels added, removed and changed. */
 int lp_report_diff_headline(FILE *out, const struct lp_diff *d);
+/* One line per warning of D: "llmprof CMD: warning: ...". */
+int lp_report_diff_warnings(FILE *out, const struct lp_diff *d, const char *cmd);
 /* The numbers every output prints, one way: "12.345 ms", "870.2 us", "12.34 s", "640 ns";
  * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);

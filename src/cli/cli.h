@@ -60,8 +60,10 @@ const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 /* The one trace of RUN into PATH: a trace file, a run directory holding one, or a report
  * directory whose report.json names one that is there (diff's operands, report's
- * --baseline). 0, or -1 with a message. */
-int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len);
+ * --baseline); then *REPORT_JSON (when not NULL) is that report.json's path (malloc'd),
+ * else NULL. 0, or -1 with a message. */
+int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
+                     char **report_json);
 
 /* ---- report's files and output helpers (output.c) ---- */
 
@@ -124,6 +126,12 @@ struct lp_cli_report {
     const char *out, *model_path;
     const char *baseline;         /* --baseline: the run this one is compared with */
     char *baseline_trace;         /* its trace (lp_cli_report_prepare) */
+    char *baseline_json;          /* the report.json that named it, when BASELINE is a
+                                     report directory: an input too */
+    struct lp_trace *base_trace;  /* read and analysed by lp_cli_report_baseline */
+    struct lp_run base;
+    int base_loaded;
+    char base_cmdline[2048];      /* BASE points to it */
     const char **stages;
     size_t n_stages;
     int quiet;
@@ -138,6 +146,12 @@ extern const struct lp_cli_opt lp_cli_report_options[];
 /* Loads and checks what the options name (hardware table, --gpu, --model, --stage rules)
  * before any work: 0, or -1 with a message. */
 int lp_cli_report_prepare(struct lp_cli_report *r);
+/* Reads and analyses the baseline (--baseline), once: 0 (also without one), or -1 with a
+ * message. lp_cli_report_run calls it after checking its outputs; profile before it runs
+ * the program, which then cannot be run for nothing. */
+int lp_cli_report_baseline(struct lp_cli_report *r);
+/* Forgets the baseline: the report is written without it. */
+void lp_cli_report_baseline_drop(struct lp_cli_report *r);
 /* Reports on RUN into r->out (default the run's directory): the exit status, 0, 1 (a trace
  * or a write failed: nothing written) or 2 (an output refused before any work). */
 int lp_cli_report_run(struct lp_cli_report *r, const char *run);

@@ -157,7 +157,7 @@ static int compare(struct diff_opts *o)
     struct lp_diff d;
     int analysed = 0, built = 0, rc = 2;
     for (int x = 0; x < 2; x++)
-        if (lp_cli_one_trace("diff", o->runs[x], path[x], sizeof path[x]) != 0)
+        if (lp_cli_one_trace("diff", o->runs[x], path[x], sizeof path[x], NULL) != 0)
             return 2;
     if (o->rep.out) {
         /* refused before any work: an output that is an input, or cannot be written */
@@ -192,10 +192,7 @@ static int compare(struct diff_opts *o)
         goto done;
     }
     lp_cli_progress_end();
-    if (d.warnings & (LP_DIFF_WARN_GPU | LP_DIFF_WARN_SHAPES))
-        lp_cli_error("diff", "warning: %s; compared anyway (diff.md says more)",
-                     d.warnings & LP_DIFF_WARN_GPU ? "the runs ran on different GPUs"
-                                                   : "the runs' GEMM shapes mostly differ");
+    lp_report_diff_warnings(stderr, &d, "diff");
     if (o->rep.out) {
         if (write_files(o->rep.out, &d) != 0)
             goto done;

@@ -74,7 +74,7 @@ int lp_cmd_profile(int argc, char **argv)
     }
     o.rep.quiet = o.rec.quiet;
     /* everything the report needs is checked now: a mistake must not cost a whole run */
-    if (lp_cli_report_prepare(&o.rep) != 0)
+    if (lp_cli_report_prepare(&o.rep) != 0 || lp_cli_report_baseline(&o.rep) != 0)
         goto done;
     struct lp_cli_deep_opts deep_default;
     lp_cli_deep_init(&deep_default);
@@ -100,6 +100,14 @@ int lp_cmd_profile(int argc, char **argv)
     char **traces = NULL;
     int n = lp_cli_run_traces("profile", o.rec.out, &traces);
     lp_cli_free_list(traces, n > 0 ? n : 0);
+    if (n > 1 && o.rep.baseline_trace) {
+        /* the run is recorded: its reports are worth more than the comparison */
+        lp_cli_error("profile", "warning: the run recorded %d traces (ranks or processes) and "
+                                "--baseline compares one trace with one: the reports are "
+                                "written without it (llmprof report TRACE --baseline %s -o "
+                                "DIR compares one)", n, o.rep.baseline);
+        lp_cli_report_baseline_drop(&o.rep);
+    }
     if (n > 0 && o.deep.top && rc != 0) {
         lp_cli_error("profile", "the program exited with status %d: the deep dive, which runs "
                      "it again, is skipped", rc);

@@ -193,11 +193,12 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     LP_CLI_OPT_PEAK_TFLOPS(WL, NULL, NULL),
     LP_CLI_OPT_MEM_BW(WL, NULL, NULL),
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "against another run:\n"},
-    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--baseline", .arg = "RUN",
-     .help = "compare with RUN (a run directory of one trace, a .lpt, or\n"
-             "a report directory), as 'llmprof diff RUN THIS' would:\n"
-             "report.html gets a section, diff.md and diff.json are written,\n"
-             "the summary says what moved",
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--baseline", .arg = "BASE",
+     .help = "compare with BASE (a run directory of one trace, a .lpt, or\n"
+             "a report directory whose report.json names a trace still\n"
+             "there from here), as 'llmprof diff BASE RUN' would with its\n"
+             "defaults: report.html gets a section, diff.md and diff.json\n"
+             "are written, the summary says what moved",
      .off = offsetof(struct lp_cli_report, baseline), .missing = "a run to compare with"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "output:\n"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--output", .alias = "-o", .arg = "DIR",
@@ -222,7 +223,7 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "examples:\n"
     "  llmprof report run1\n"
     "  llmprof report run1 --model Llama-3.1-8B/config.json --prefill-logits all\n"
-    "  llmprof report run2 --baseline run1\n"
+    "  llmprof report run2 --baseline run1   # run2 against run1\n"
     "  llmprof export run1 --perfetto run1/trace.json   # then open it in ui.perfetto.dev\n"},
     {.kind = LP_CLI_OPT_KIND_END},
 };
@@ -279,7 +280,7 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
         return -1;
     if (r->baseline) {
         char path[PATH_MAX];
-        if (lp_cli_one_trace(r->cmd, r->baseline, path, sizeof path) != 0)
+        if (lp_cli_one_trace(r->cmd, r->baseline, path, sizeof path, &r->baseline_json) != 0)
             return -1;
         if (!(r->baseline_trace = strdup(path))) {
             lp_cli_error(r->cmd, "out of memory");
@@ -311,8 +312,7 @@ void lp_cli_report_free(struct lp_cli_report *r)
     lp_gpu_table_free(&r->gpus);
     free(r->stages);
     r->stages = NULL;
-    free(r->baseline_trace);
-    r->baseline_trace = NULL;
+    lp_cli_report_baseline_drop(r);
 }
 
 /* ---- one run ---- */
@@ -356,11 +356,23 @@ static void report_dir(const struct lp_cli_report *r, const char *run, const cha
         snprintf(dir, len, "%s", base);
 }
 
+/* 1 when directory DIR is the one FILE is in (the same directory, however named). */
+static int holds_file(const char *dir, const char *file)
+{
+    char parent[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - file) + !(slash - file) : 1,
+             slash ? file : ".");
+    struct stat a, b;
+    return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
 /* Every output file of the command against every input, and each one writable as a
  * regular file: before any trace is read. */
 static int check_outputs(const struct lp_cli_report *r, const char *run, char **traces, int n)
 {
-    size_t n_in = 2 * (size_t)n + 5;
+    size_t n_in = 2 * (size_t)n + 6;
     const char **in = calloc(n_in, sizeof *in);
     char(*meta)[PATH_MAX + 16] = calloc((size_t)n, sizeof *meta);
     char config[PATH_MAX + 16], base_meta[PATH_MAX + 16], dir[PATH_MAX + 256],
@@ -383,11 +395,18 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
                                                           sizeof base_meta) == 0
                         ? base_meta
                         : NULL;
+    in[2 * n + 5] = r->baseline_json;
     for (int i = 0; i < n; i++) {
         struct stat st;
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
         if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
             lp_cli_error(r->cmd, "%s is not a directory; -o takes a directory", dir);
+            goto done;
+        }
+        if (r->baseline_trace && holds_file(dir, r->baseline_trace)) {
+            lp_cli_error(r->cmd, "%s holds the baseline's trace (%s): its report would take the "
+                                 "baseline's place; write it elsewhere with -o DIR", dir,
+                         r->baseline_trace);
             goto done;
         }
         for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
@@ -465,33 +484,58 @@ static int analyse(const struct lp_cli_report *o, const char *path, char *cmdlin
     return 0;
 }
 
-/* The baseline (BASE, analysed) against R, labelled by the operands: 0, or -1 with a
- * message. */
-static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *base,
-                            const struct lp_run *r, const char *path, struct lp_diff *d)
+int lp_cli_report_baseline(struct lp_cli_report *r)
 {
-    lp_cli_progress(o->cmd, "comparing %s with %s", path, o->baseline);
+    if (!r->baseline_trace || r->base_loaded)
+        return 0;
+    if (analyse(r, r->baseline_trace, r->base_cmdline, sizeof r->base_cmdline, &r->base_trace,
+                &r->base) != 0)
+        return -1;
+    r->base_loaded = 1;
+    return 0;
+}
+
+void lp_cli_report_baseline_drop(struct lp_cli_report *r)
+{
+    if (r->base_loaded)
+        lp_run_free(&r->base);
+    lp_trace_free(r->base_trace);
+    free(r->baseline_trace);
+    free(r->baseline_json);
+    r->baseline_trace = r->baseline_json = NULL;
+    r->base_trace = NULL;
+    r->base_loaded = 0;
+}
+
+/* The baseline (analysed) against R, read from trace PATH, labelled by the operands (LABEL:
+ * this run's): 0, or -1 with a message. What makes the comparison doubtful goes to stderr. */
+static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *r,
+                            const char *path, const char *label, struct lp_diff *d)
+{
+    lp_cli_progress(o->cmd, "comparing %s with %s", label, o->baseline);
     struct lp_diff_options dopt = {0};
-    if (lp_diff_build(base, r, &dopt, d) != LP_OK) {
+    if (lp_diff_build(&o->base, r, &dopt, d) != LP_OK) {
         lp_cli_error(o->cmd, "out of memory");
         return -1;
     }
     d->label[0] = o->baseline;
-    d->label[1] = path;
-    if (d->warnings & (LP_DIFF_WARN_GPU | LP_DIFF_WARN_SHAPES))
-        lp_cli_error(o->cmd, "warning: %s and %s %s; compared anyway (diff.md says more)",
-                     o->baseline, path,
-                     d->warnings & LP_DIFF_WARN_GPU ? "ran on different GPUs"
-                                                    : "mostly have other GEMM shapes");
+    d->label[1] = label;
+    struct stat a, b;
+    if (stat(path, &a) == 0 && stat(o->baseline_trace, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        lp_cli_error(o->cmd, "warning: the baseline %s is this run's own trace (%s): nothing "
+                             "can have changed", o->baseline, path);
+    lp_cli_progress_end();
+    lp_report_diff_warnings(stderr, d, o->cmd);
     return 0;
 }
 
 /* Reads and analyses one trace, writes its files under temporary names and keeps its
  * summary (printed once every file is in place), and what the run report needs in RANK
- * (NULL: one trace). BASE: the baseline's analysis, or NULL. */
+ * (NULL: one trace). LABEL: how the comparison with the baseline (if any) names it. */
 static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
                       struct lp_cli_outs *outs, char **summary, struct lp_rank *rank,
-                      const struct lp_run *base)
+                      const char *label)
 {
     char cmdline[2048];
     struct lp_trace *t = NULL;
@@ -503,8 +547,8 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
     analysed = 1;
     if (read_deep(o, path, &r) != 0)
         goto done;
-    if (base) {
-        if (compare_baseline(o, base, &r, path, &d) != 0)
+    if (o->base_loaded) {
+        if (compare_baseline(o, &r, path, label, &d) != 0)
             goto done;
         compared = 1;
     }
@@ -594,16 +638,14 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     struct lp_cli_outs outs = {.cmd = r->cmd};
     char **traces = NULL, **summaries = NULL, *run_summary = NULL;
     struct lp_rank *ranks = NULL;
-    struct lp_trace *base_trace = NULL;
-    struct lp_run base;
-    char base_cmdline[2048];
-    int base_analysed = 0, rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
+    int rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
     if (n <= 0)
         goto done;
     if (r->baseline_trace && n > 1) {
         lp_cli_error(r->cmd, "--baseline compares one trace with one, and %s holds %d (ranks "
                              "or processes): report one of them against it, e.g. llmprof "
-                             "report %s --baseline %s", run, n, traces[0], r->baseline);
+                             "report %s --baseline %s -o DIR", run, n, traces[0],
+                     r->baseline);
         rc = 2;
         goto done;
     }
@@ -611,12 +653,8 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
         rc = 2;
         goto done;
     }
-    if (r->baseline_trace) {
-        if (analyse(r, r->baseline_trace, base_cmdline, sizeof base_cmdline, &base_trace,
-                    &base) != 0)
-            goto done;
-        base_analysed = 1;
-    }
+    if (lp_cli_report_baseline(r) != 0)
+        goto done;
     if (!(summaries = calloc((size_t)n, sizeof *summaries)) ||
         (n > 1 && !(ranks = calloc((size_t)n, sizeof *ranks)))) {
         lp_cli_error(r->cmd, "out of memory");
@@ -627,7 +665,7 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
         char dir[PATH_MAX + 256];
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
         if (report_one(r, traces[i], dir, &outs, &summaries[i], ranks ? &ranks[i] : NULL,
-                       base_analysed ? &base : NULL) != 0)
+                       run) != 0)
             goto done;
     }
     if (ranks) {
@@ -642,6 +680,15 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     if (lp_cli_outs_commit(&outs) != 0)
         goto done;
     rc = 0;
+    for (int i = 0; !r->baseline_trace && i < n; i++) {
+        char dir[PATH_MAX + 256], old[PATH_MAX + 300];
+        report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
+        snprintf(old, sizeof old, "%s/diff.md", dir);
+        if (access(old, F_OK) == 0)
+            lp_cli_error(r->cmd, "note: %s and diff.json are from an earlier report with "
+                                 "--baseline, left as they were; this report has no baseline",
+                         old);
+    }
     for (int i = 0; i < n; i++)
         if (summaries[i])
             printf("%s%s", i ? "\n" : "", summaries[i]);
@@ -657,9 +704,6 @@ done:
     for (int i = 0; ranks && i < n; i++)
         lp_rank_free(&ranks[i]);
     free(ranks);
-    if (base_analysed)
-        lp_run_free(&base);
-    lp_trace_free(base_trace);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     return rc;
 }

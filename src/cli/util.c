@@ -314,9 +314,12 @@ const char *lp_cli_recorded_command(const char *path, char *buf, size_t len)
     return buf[0] ? buf : NULL;
 }
 
-int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len)
+int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
+                     char **report_json)
 {
     struct stat st;
+    if (report_json)
+        *report_json = NULL;
     char json_path[PATH_MAX];
     if (stat(run, &st) == 0 && S_ISDIR(st.st_mode) && lp_cli_dir_holds_run(run) == 0) {
         snprintf(json_path, sizeof json_path, "%s/report.json", run);
@@ -339,6 +342,8 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len)
                                  "the run directory or the .lpt instead", json_path, trace);
         } else if ((size_t)snprintf(path, len, "%s", trace) >= len) {
             lp_cli_error(cmd, "%s: the trace's path is too long", json_path);
+        } else if (report_json && !(*report_json = strdup(json_path))) {
+            lp_cli_error(cmd, "out of memory");
         } else {
             rc = 0;
         }

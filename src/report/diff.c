@@ -283,7 +283,7 @@ int lp_report_diff_md(FILE *f, const struct lp_diff *d)
     fprintf(f, "\nB against A. The interval is the change's 95 %% range from each run's own noise "
                "(per-step and per-request values resampled in blocks, or per-call means and "
                "deviations); a change whose interval holds zero, or under %.1f %%, is no "
-               "change. Separate processes differ by more than one run's noise shows: see "
+               "change. Separate processes differ by more than the noise one run shows: see "
                "docs/diff.md before trusting a small change.\n\n",
             100 * d->opt.min_change);
     md_warnings(f, d);
@@ -459,8 +459,13 @@ static void headline_row(FILE *f, const char *what, const struct lp_diff_value *
     char a[48], b[48], c[96], w[64];
     if (isnan(v->a) && isnan(v->b))
         return;
-    fprintf(f, "  %-22s %s → %s, %s: %s\n", what, fmt(v->a, u, a, sizeof a),
-            fmt(v->b, u, b, sizeof b), change_text(v, c, sizeof c), verdict_text(v, w, sizeof w));
+    if (isnan(v->a) || isnan(v->b))
+        fprintf(f, "  %-22s %s → %s: not measured in %s\n", what, fmt(v->a, u, a, sizeof a),
+                fmt(v->b, u, b, sizeof b), isnan(v->a) ? "the baseline" : "this run");
+    else
+        fprintf(f, "  %-22s %s → %s, %s: %s\n", what, fmt(v->a, u, a, sizeof a),
+                fmt(v->b, u, b, sizeof b), change_text(v, c, sizeof c),
+                verdict_text(v, w, sizeof w));
 }
 
 int lp_report_diff_headline(FILE *f, const struct lp_diff *d)
@@ -484,6 +489,15 @@ int lp_report_diff_headline(FILE *f, const struct lp_diff *d)
             fprintf(f, "  %-22.60s kernels: %zu added, %zu removed, %zu changed\n", s->name,
                     s->kernels_added, s->kernels_removed, s->kernels_changed);
     }
+    return ferror(f) ? -1 : 0;
+}
+
+int lp_report_diff_warnings(FILE *f, const struct lp_diff *d, const char *cmd)
+{
+    for (int bit = 0; bit < LP_DIFF_WARN_BITS; bit++)
+        if (d->warnings & (1u << bit))
+            fprintf(f, "llmprof %s: warning: %s; compared anyway (diff.md says more)\n", cmd,
+                    lp_text_diff_warning(bit));
     return ferror(f) ? -1 : 0;
 }
 

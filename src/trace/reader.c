@@ -54,6 +54,7 @@ struct rd {
     size_t count_off;
     uint64_t meta_pairs, meta_dropped;
     uint64_t device_records, devices_dropped;
+    uint64_t utf8_repaired;           /* bytes of names that were not UTF-8, now '?' */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
 };
@@ -74,6 +75,35 @@ static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
 /* ---- header pairs, devices, strings: counts bounded, lookups over bounded sets ---- */
 
+/* Replaces each byte of S (LEN bytes) that is not part of a well-formed UTF-8 sequence (RFC
+ * 3629: no overlong forms, surrogates or code points past U+10FFFF) by '?', in place:
+ * names are the program's bytes (an NVTX range in Latin-1, a truncated name), and every
+ * JSON writer needs valid UTF-8. Returns the bytes replaced. */
+static size_t utf8_repair(char *s, size_t len)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        int ok = n > 0 && i + n <= len;
+        for (size_t j = 1; ok && j < n; j++)
+            ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
+        if (ok && n >= 3) {
+            unsigned char d = (unsigned char)s[i + 1];
+            ok = !(c == 0xe0 && d < 0xa0) && !(c == 0xed && d >= 0xa0) &&
+                 !(c == 0xf0 && d < 0x90) && !(c == 0xf4 && d >= 0x90);
+        }
+        if (!ok) {
+            s[i++] = '?';
+            bad++;
+            continue;
+        }
+        i += n;
+    }
+    return bad;
+}
+
 static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size_t vl)
 {
     struct lp_trace *t = rd->t;
@@ -84,6 +114,7 @@ static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size
     char *key = strndup(k, kl), *value = strndup(v, vl);
     if (!key || !value)
         goto oom;
+    rd->utf8_repaired += utf8_repair(key, strlen(key)) + utf8_repair(value, strlen(value));
     for (size_t i = 0; i < t->n_meta; i++) {
         if (strcmp(t->meta[i].key, key) == 0) {
             free(t->meta[i].value);
@@ -162,6 +193,7 @@ static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
         return LP_ERR_NOMEM;
     memcpy(rd->pool + rd->pool_len, s, len);
     rd->pool[rd->pool_len + len] = '\0';
+    rd->utf8_repaired += utf8_repair(rd->pool + rd->pool_len, len);
     rd->pool_len += len + 1;
     return LP_OK;
 }
@@ -455,6 +487,10 @@ static int finish(struct rd *rd)
              (unsigned long long)rd->budget_chunks, plural(rd->budget_chunks),
              (unsigned long long)rd->budget_bytes, (unsigned long long)rd->raw_total,
              (unsigned long long)RAW_BASE, RAW_PER_BYTE);
+    if (rd->utf8_repaired)
+        lp_trace_warn(t, "%llu byte%s of names or header values were not UTF-8 (another "
+                         "encoding, or a name cut short): each shown as '?'",
+                      (unsigned long long)rd->utf8_repaired, plural(rd->utf8_repaired));
     if (rd->mem_dropped)
         lp_trace_warn(t, "%llu records or strings left out: those before them already take %llu bytes, "
                 "the most a file of this size may hold (%llu + %u per byte of its chunks); the "
