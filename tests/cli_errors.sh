@@ -669,6 +669,13 @@ profile_refused() {
     else bad "$1: status $rc, $out"; fi
 }
 profile_refused "profile --baseline of a missing run" "$T/nothing" "No such file"
+cp -r "$DB" "$T/pb-base"
+out=$("$LP" profile --baseline "$T/pb-base" -o "$T/pb-base" --force -- echo PROGRAM-RAN 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "holds the baseline's trace" <<<"$out" && ! grep -q PROGRAM-RAN <<<"$out" &&
+    diff -rq "$DB" "$T/pb-base" >/dev/null; then
+    ok "profile --force into the baseline's run: refused before the program runs, the baseline kept"
+else bad "profile --force into the baseline's run: status $rc, $out"; fi
 head -c 100 /dev/urandom >"$T/notatrace.lpt"
 profile_refused "profile --baseline of a file that is no trace" "$T/notatrace.lpt" notatrace.lpt
 expect 2 "--baseline is report's" "diff --baseline" -- "$LP" diff "$DA" "$DB" --baseline "$DB"

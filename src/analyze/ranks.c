@@ -2,12 +2,12 @@
  * processes): what each one's analysis found, kept small (lp_rank_take), then compared
  * (lp_ranks_analyze): each stage's time per rank and its spread, the slowest rank, and the
  * time each rank waits in collectives. A collective is matched across ranks by its stream
- * (a communicator's own, told apart by the order of first use, the same on every rank of an
- * SPMD program), its kernel name and its order among those kernels, which NCCL keeps the
- * same on every rank of a communicator; the wait of a rank in it is the latest rank's start minus its own, since an
- * NCCL kernel starts when its rank arrives and cannot finish before the last one does. That
- * needs one clock: traces from one host share CUPTI's (CLOCK_REALTIME); from several hosts
- * the waits are not computed. */
+ * (a communicator's own, told apart by the order of its first launch, the same on every
+ * rank of an SPMD program), its kernel name and its order among those kernels, which NCCL
+ * keeps the same on every rank of a communicator; the wait of a rank in it is the latest
+ * rank's start minus its own, since an NCCL kernel starts when its rank arrives and cannot
+ * finish before the last one does. That needs one clock: traces from one host share CUPTI's
+ * (CLOCK_REALTIME); from several hosts the waits are not computed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -64,6 +64,8 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
  * else NULL. 0, or -1 with a message. */
 int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
                      char **report_json);
+/* 1 when directory DIR is the one FILE is in (the same directory, however named). */
+int lp_cli_dir_holds_file(const char *dir, const char *file);
 
 /* ---- report's files and output helpers (output.c) ---- */
 

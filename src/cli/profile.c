@@ -76,6 +76,12 @@ int lp_cmd_profile(int argc, char **argv)
     /* everything the report needs is checked now: a mistake must not cost a whole run */
     if (lp_cli_report_prepare(&o.rep) != 0 || lp_cli_report_baseline(&o.rep) != 0)
         goto done;
+    if (o.rep.baseline_trace && o.rec.out &&
+        lp_cli_dir_holds_file(o.rec.out, o.rep.baseline_trace)) {
+        lp_cli_error("profile", "%s holds the baseline's trace (%s): record the new run into "
+                                "another directory", o.rec.out, o.rep.baseline_trace);
+        goto done;
+    }
     struct lp_cli_deep_opts deep_default;
     lp_cli_deep_init(&deep_default);
     if (!o.deep.top && (o.deep.ncu || o.deep.budget_min != deep_default.budget_min)) {

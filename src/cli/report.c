@@ -356,18 +356,6 @@ static void report_dir(const struct lp_cli_report *r, const char *run, const cha
         snprintf(dir, len, "%s", base);
 }
 
-/* 1 when directory DIR is the one FILE is in (the same directory, however named). */
-static int holds_file(const char *dir, const char *file)
-{
-    char parent[PATH_MAX];
-    const char *slash = strrchr(file, '/');
-    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - file) + !(slash - file) : 1,
-             slash ? file : ".");
-    struct stat a, b;
-    return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
-}
-
 /* Every output file of the command against every input, and each one writable as a
  * regular file: before any trace is read. */
 static int check_outputs(const struct lp_cli_report *r, const char *run, char **traces, int n)
@@ -403,7 +391,7 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
             lp_cli_error(r->cmd, "%s is not a directory; -o takes a directory", dir);
             goto done;
         }
-        if (r->baseline_trace && holds_file(dir, r->baseline_trace)) {
+        if (r->baseline_trace && lp_cli_dir_holds_file(dir, r->baseline_trace)) {
             lp_cli_error(r->cmd, "%s holds the baseline's trace (%s): its report would take the "
                                  "baseline's place; write it elsewhere with -o DIR", dir,
                          r->baseline_trace);

@@ -363,3 +363,14 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
     lp_cli_free_list(traces, n > 0 ? n : 0);
     return rc;
 }
+
+int lp_cli_dir_holds_file(const char *dir, const char *file)
+{
+    char parent[PATH_MAX];
+    const char *slash = strrchr(file, '/');
+    snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - file) + !(slash - file) : 1,
+             slash ? file : ".");
+    struct stat a, b;
+    return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
