@@ -250,6 +250,19 @@ static void test_diff_rules(void **state)
     assert_true(!r.up && fabs(r.limit + 0.025) < 1e-12 && r.quantile == 2);
     assert_int_equal(lp_diff_rule_parse("decode.tokens_s<-3%", &r, err, sizeof err), LP_OK);
     assert_string_equal(r.stage, "decode");
+    assert_int_equal(lp_diff_rule_unit(&r), LP_DIFF_UNIT_TOKENS_S);
+    /* each figure's unit, for the gate's table */
+    static const struct {
+        const char *rule;
+        enum lp_diff_unit unit;
+    } units[] = {{"ttft.p90>+1%", LP_DIFF_UNIT_NS}, {"mfu<-1%", LP_DIFF_UNIT_SHARE},
+                 {"d.busy<-1%", LP_DIFF_UNIT_SHARE}, {"d.kernels>+1%", LP_DIFF_UNIT_COUNT},
+                 {"d.j_per_token>+1%", LP_DIFF_UNIT_J}, {"d.step.p99>+1%", LP_DIFF_UNIT_NS},
+                 {"d.gpu_time>+1%", LP_DIFF_UNIT_NS}, {"d.mbu<-1%", LP_DIFF_UNIT_SHARE}};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        assert_int_equal(lp_diff_rule_parse(units[i].rule, &r, err, sizeof err), LP_OK);
+        assert_int_equal(lp_diff_rule_unit(&r), units[i].unit);
+    }
     const char *bad[] = {"tpot>+5", "tpot>-5%", "tpot<+5%", "latency>+5%", "tpot",
                          "decode.step.p95>+1%", "decode.tokens_s.p50>+1%", ">+5%",
                          "mfu>+x%", "tpot>+5%%", "decode.nothing>+1%", "tpot>+nan%"};

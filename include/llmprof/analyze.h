@@ -1143,6 +1143,12 @@ struct lp_diff_rule {
 };
 /* Parses TEXT into R: LP_OK, or LP_ERR_ARG with ERR saying what is wrong. */
 int lp_diff_rule_parse(const char *text, struct lp_diff_rule *r, char *err, size_t errlen);
+/* What the figure a rule names counts. */
+enum lp_diff_unit {
+    LP_DIFF_UNIT_NS, LP_DIFF_UNIT_SHARE, LP_DIFF_UNIT_TOKENS_S, LP_DIFF_UNIT_J,
+    LP_DIFF_UNIT_COUNT,
+};
+enum lp_diff_unit lp_diff_rule_unit(const struct lp_diff_rule *r);
 
 enum lp_diff_rule_result {
     LP_DIFF_RULE_PASSED,

@@ -1015,23 +1015,30 @@ static const struct {
     const char *name;
     enum figure_kind kind;
     size_t off;                   /* of the value (or the first quantile's) */
+    enum lp_diff_unit unit;
 } figures[] = {
-    {"ttft", FIGURE_RUN_DIST, offsetof(struct lp_diff, ttft)},
-    {"tpot", FIGURE_RUN_DIST, offsetof(struct lp_diff, tpot)},
-    {"itl", FIGURE_RUN_DIST, offsetof(struct lp_diff, itl)},
-    {"mfu", FIGURE_RUN, offsetof(struct lp_diff, mfu)},
-    {"mbu", FIGURE_RUN, offsetof(struct lp_diff, mbu)},
-    {"wall", FIGURE_STAGE, offsetof(struct lp_diff_stage, wall)},
-    {"step", FIGURE_STAGE_DIST, offsetof(struct lp_diff_stage, step)},
-    {"tokens_s", FIGURE_STAGE, offsetof(struct lp_diff_stage, tokens_s)},
-    {"mfu", FIGURE_STAGE, offsetof(struct lp_diff_stage, mfu)},
-    {"mbu", FIGURE_STAGE, offsetof(struct lp_diff_stage, mbu)},
-    {"j_per_token", FIGURE_STAGE, offsetof(struct lp_diff_stage, j_per_token)},
-    {"busy", FIGURE_STAGE, offsetof(struct lp_diff_stage, busy_share)},
-    {"kernels", FIGURE_STAGE, offsetof(struct lp_diff_stage, kernels)},
-    {"gpu_time", FIGURE_STAGE, offsetof(struct lp_diff_stage, gpu_ns)},
+    {"ttft", FIGURE_RUN_DIST, offsetof(struct lp_diff, ttft), LP_DIFF_UNIT_NS},
+    {"tpot", FIGURE_RUN_DIST, offsetof(struct lp_diff, tpot), LP_DIFF_UNIT_NS},
+    {"itl", FIGURE_RUN_DIST, offsetof(struct lp_diff, itl), LP_DIFF_UNIT_NS},
+    {"mfu", FIGURE_RUN, offsetof(struct lp_diff, mfu), LP_DIFF_UNIT_SHARE},
+    {"mbu", FIGURE_RUN, offsetof(struct lp_diff, mbu), LP_DIFF_UNIT_SHARE},
+    {"wall", FIGURE_STAGE, offsetof(struct lp_diff_stage, wall), LP_DIFF_UNIT_NS},
+    {"step", FIGURE_STAGE_DIST, offsetof(struct lp_diff_stage, step), LP_DIFF_UNIT_NS},
+    {"tokens_s", FIGURE_STAGE, offsetof(struct lp_diff_stage, tokens_s), LP_DIFF_UNIT_TOKENS_S},
+    {"mfu", FIGURE_STAGE, offsetof(struct lp_diff_stage, mfu), LP_DIFF_UNIT_SHARE},
+    {"mbu", FIGURE_STAGE, offsetof(struct lp_diff_stage, mbu), LP_DIFF_UNIT_SHARE},
+    {"j_per_token", FIGURE_STAGE, offsetof(struct lp_diff_stage, j_per_token), LP_DIFF_UNIT_J},
+    {"busy", FIGURE_STAGE, offsetof(struct lp_diff_stage, busy_share), LP_DIFF_UNIT_SHARE},
+    {"kernels", FIGURE_STAGE, offsetof(struct lp_diff_stage, kernels), LP_DIFF_UNIT_COUNT},
+    {"gpu_time", FIGURE_STAGE, offsetof(struct lp_diff_stage, gpu_ns), LP_DIFF_UNIT_NS},
 };
 #define N_FIGURES (sizeof figures / sizeof *figures)
+
+enum lp_diff_unit lp_diff_rule_unit(const struct lp_diff_rule *r)
+{
+    return r->figure >= 0 && (size_t)r->figure < N_FIGURES ? figures[r->figure].unit
+                                                          : LP_DIFF_UNIT_NS;
+}
 
 /* Finds FIGURE[.pXX] in TEXT[0..LEN) among the run's (STAGE 0) or a stage's figures. */
 static int find_figure(const char *text, size_t len, int stage, struct lp_diff_rule *r)

@@ -93,24 +93,16 @@ static void md_warnings(FILE *f, const struct lp_diff *d)
     }
 }
 
-/* The unit of the figure a rule names: its last word, less a quantile. */
-static enum unit rule_unit(const char *text)
+/* The unit of the figure a rule names, as fmt takes it. */
+static enum unit rule_unit(const struct lp_diff_rule *r)
 {
-    const char *op = strpbrk(text, "<>");
-    size_t len = op ? (size_t)(op - text) : strlen(text);
-    if (len > 4 && text[len - 4] == '.' && text[len - 3] == 'p')
-        len -= 4;
-    size_t start = len;
-    while (start > 0 && text[start - 1] != '.')
-        start--;
-    static const struct {
-        const char *name;
-        enum unit unit;
-    } units[] = {{"tokens_s", UNIT_TOKENS_S}, {"mfu", UNIT_SHARE}, {"mbu", UNIT_SHARE},
-                 {"busy", UNIT_SHARE}, {"j_per_token", UNIT_J}, {"kernels", UNIT_COUNT}};
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
-        if (strlen(units[i].name) == len - start && !strncmp(text + start, units[i].name, len - start))
-            return units[i].unit;
+    switch (lp_diff_rule_unit(r)) {
+    case LP_DIFF_UNIT_SHARE: return UNIT_SHARE;
+    case LP_DIFF_UNIT_TOKENS_S: return UNIT_TOKENS_S;
+    case LP_DIFF_UNIT_J: return UNIT_J;
+    case LP_DIFF_UNIT_COUNT: return UNIT_COUNT;
+    case LP_DIFF_UNIT_NS: break;
+    }
     return UNIT_NS;
 }
 
@@ -127,7 +119,7 @@ static void md_gate(FILE *f, const struct lp_diff *d)
         char a[48], b[48], ch[96];
         fprintf(f, "| `");
         lp_md_cell(f, c->rule.text ? c->rule.text : "");
-        enum unit u = rule_unit(c->rule.text ? c->rule.text : "");
+        enum unit u = rule_unit(&c->rule);
         fprintf(f, "` | %s | %s | %s | %s |\n", v ? fmt(v->a, u, a, sizeof a) : "-",
                 v ? fmt(v->b, u, b, sizeof b) : "-",
                 v ? change_text(v, ch, sizeof ch) : "-", lp_text_diff_result(c->result));
