@@ -19,14 +19,31 @@
 
 #define US 1000ull
 
-/* a kernel NAME on DEVICE from S to E, no launch call */
-static void kernel_on(struct tb *b, const char *name, uint32_t device, uint64_t s, uint64_t e)
+/* a kernel NAME on DEVICE and STREAM from S to E, no launch call */
+static void kernel_on_stream(struct tb *b, const char *name, uint32_t device, uint32_t stream,
+                             uint64_t s, uint64_t e)
 {
     struct lp_record r = {.type = LP_REC_KERNEL};
     r.u.kernel = (struct lp_kernel){.start = s, .end = e, .correlation = b->next_corr++,
-                                    .device = device, .stream = 7,
+                                    .device = device, .stream = stream,
                                     .name = lp_trace_writer_intern(b->w, name)};
     add(b, &r);
+}
+
+static void kernel_on(struct tb *b, const char *name, uint32_t device, uint64_t s, uint64_t e)
+{
+    kernel_on_stream(b, name, device, 7, s, e);
+}
+
+/* B's trace, read and analysed, kept as rank K */
+static void take_rank(struct tb *b, struct lp_rank *k)
+{
+    struct lp_trace *t = tb_read(b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_rank_take(&r, "/run/trace.lpt", k), LP_OK);
+    lp_run_free(&r);
+    lp_trace_free(t);
 }
 
 /* Overlap per stage: a 20 us all-reduce half under a GEMM, a 10 us one with compute only on
@@ -85,12 +102,7 @@ static void rank_trace(struct lp_rank *k, const char *rank, const char *host, ui
     }
     if (gather)
         kernel_on(&b, "ncclDevKernel_AllGather_RING_LL", 0, 360 * US, 370 * US);
-    struct lp_trace *t = tb_read(&b, 1);
-    struct lp_run r;
-    analyze(t, NULL, &r);
-    assert_int_equal(lp_rank_take(&r, "/run/trace.lpt", k), LP_OK);
-    lp_run_free(&r);
-    lp_trace_free(t);
+    take_rank(&b, k);
 }
 
 /* A rank of two communicators, each on its own stream, running kernels of one name:
@@ -103,20 +115,10 @@ static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *a
     lp_trace_writer_set_meta(b.w, "rank", rank);
     lp_trace_writer_set_meta(b.w, "host", "h");
     range(&b, "decode", 1, 0, 2000 * US);
-    for (int i = 0; i < 3; i++) {
-        struct lp_record r = {.type = LP_REC_KERNEL};
-        r.u.kernel = (struct lp_kernel){
-            .start = arrive[i], .end = arrive[i] + 1000 * US, .correlation = b.next_corr++,
-            .stream = stream[i],
-            .name = lp_trace_writer_intern(b.w, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL")};
-        add(&b, &r);
-    }
-    struct lp_trace *t = tb_read(&b, 1);
-    struct lp_run r;
-    analyze(t, NULL, &r);
-    assert_int_equal(lp_rank_take(&r, "/run/trace.lpt", k), LP_OK);
-    lp_run_free(&r);
-    lp_trace_free(t);
+    for (int i = 0; i < 3; i++)
+        kernel_on_stream(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, stream[i],
+                         arrive[i], arrive[i] + 1000 * US);
+    take_rank(&b, k);
 }
 
 /* Two communicators whose all-reduces share a kernel name: the tensor-parallel one (the

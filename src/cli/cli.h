@@ -66,6 +66,8 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
                      char **report_json);
 /* 1 when directory DIR is the one FILE is in (the same directory, however named). */
 int lp_cli_dir_holds_file(const char *dir, const char *file);
+/* 1 when paths A and B name one file or directory (however named). */
+int lp_cli_same_file(const char *a, const char *b);
 
 /* ---- report's files and output helpers (output.c) ---- */
 

@@ -508,9 +508,7 @@ static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *
     }
     d->label[0] = o->baseline;
     d->label[1] = label;
-    struct stat a, b;
-    if (stat(path, &a) == 0 && stat(o->baseline_trace, &b) == 0 && a.st_dev == b.st_dev &&
-        a.st_ino == b.st_ino)
+    if (lp_cli_same_file(path, o->baseline_trace))
         lp_cli_error(o->cmd, "warning: the baseline %s is this run's own trace (%s): nothing "
                              "can have changed", o->baseline, path);
     lp_cli_progress_end();

@@ -370,7 +370,11 @@ int lp_cli_dir_holds_file(const char *dir, const char *file)
     const char *slash = strrchr(file, '/');
     snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - file) + !(slash - file) : 1,
              slash ? file : ".");
-    struct stat a, b;
-    return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev == b.st_dev &&
-           a.st_ino == b.st_ino;
+    return lp_cli_same_file(dir, parent);
+}
+
+int lp_cli_same_file(const char *a, const char *b)
+{
+    struct stat x, y;
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
