@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
-# its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUDA
-# graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples) and
+# its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUPTI's
+# overhead records, CUDA graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
@@ -48,6 +48,9 @@ check "GEMMs without shapes" grep -q 'GemmUniversal' "$T/dom.html"
 check "utilisation per stage" grep -q 'measured MFU (GEMMs)' "$T/dom.html"
 check "stage shading on the time axis" grep -q 'fill="#cfe9dc"' "$T/dom.html"
 check "time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
+check "CUPTI's overhead records: their section" grep -q '<div id="overhead-part"><h2>Host time CUPTI recorded</h2>' "$T/dom.html"
+check "CUPTI's overhead records: lazy loading row" grep -q 'lazy function loading</td><td class="t">CUDA loading code</td><td>102</td><td>3.687 ms</td>' "$T/dom.html"
+check "CUPTI's overhead records: per stage" grep -q '<td class="t">warmup</td><td>1.899 ms (0.1 %)</td><td>3.177 ms (0.1 %)</td>' "$T/dom.html"
 check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
 # a graph-replayed decode: replayed GEMM rows and the CUDA graphs table
 "$LP" report "$FIX/graph-compile" -o "$T/graph" --quiet ||

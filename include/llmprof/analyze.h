@@ -137,6 +137,50 @@ const char *lp_compute_type_name(uint32_t compute_type);
  * complex). */
 int lp_gemm_peak_dtype(const struct lp_gemm *g);
 
+/* ---- CUPTI's overhead records ---- */
+
+/* What an overhead record (CUPTI's OVERHEAD activity, recorded all run) is host time of. */
+enum lp_overhead_class {
+    LP_OVERHEAD_CLASS_PROFILER,   /* CUPTI's own work: buffer flushes and requests, its
+                                     instrumentation and resources, UVM set-up */
+    LP_OVERHEAD_CLASS_LOADING,    /* CUDA loading code: JIT compilation, module and lazy
+                                     function loading (paid with or without a profiler) */
+    LP_OVERHEAD_CLASS_QUEUE,      /* a launch waiting for space in a command buffer: the
+                                     GPU's queue was full */
+    LP_OVERHEAD_CLASS_OTHER,      /* a kind this build does not know */
+    LP_OVERHEAD_CLASS_COUNT
+};
+/* The kinds CUPTI records (CUpti_ActivityOverheadKind), UNKNOWN for one this build does not
+ * know. */
+enum lp_overhead_kind {
+    LP_OVERHEAD_KIND_UNKNOWN, LP_OVERHEAD_KIND_COMPILER, LP_OVERHEAD_KIND_BUFFER_FLUSH,
+    LP_OVERHEAD_KIND_INSTRUMENTATION, LP_OVERHEAD_KIND_RESOURCE,
+    LP_OVERHEAD_KIND_MODULE_LOADING, LP_OVERHEAD_KIND_LAZY_LOADING,
+    LP_OVERHEAD_KIND_COMMAND_BUFFER_FULL, LP_OVERHEAD_KIND_BUFFER_REQUEST,
+    LP_OVERHEAD_KIND_UVM_INIT, LP_OVERHEAD_KIND_COUNT
+};
+/* The kind of a recorded CUpti_ActivityOverheadKind value, and a kind's class. */
+enum lp_overhead_kind lp_overhead_kind_of(uint32_t cupti_kind);
+enum lp_overhead_class lp_overhead_kind_class(enum lp_overhead_kind k);
+
+/* One kind of overhead over the run. Durations are summed as CUPTI gave them. */
+struct lp_overhead_row {
+    enum lp_overhead_kind kind;
+    enum lp_overhead_class cls;
+    size_t count;
+    uint64_t total_ns, max_ns;
+    uint64_t program_ns;          /* on the program's threads: those with launch calls, NVTX
+                                     ranges or GEMM calls (others are llmprof's and CUPTI's) */
+    uint64_t measured_ns;         /* of that, inside measured stage occurrences */
+};
+
+struct lp_run_overhead {
+    size_t records;               /* 0: none recorded (kind off, or an older trace) */
+    struct lp_overhead_row *rows; /* by total time, longest first */
+    size_t n_rows;
+    uint64_t program_ns[LP_OVERHEAD_CLASS_COUNT], measured_ns[LP_OVERHEAD_CLASS_COUNT];
+};
+
 /* ---- the report of one run: everything the report writers print ---- */
 
 /* How a stage's range was recognised. */
@@ -328,6 +372,11 @@ struct lp_stage_report {
     double ttft_share;            /* vision and prefill: time over the measured requests'
                                      TTFT summed (vision inside a prefill is its own stage) */
     double ttft_ns_per_request;   /* its time per measured request */
+    /* CUPTI's overhead records on the program's threads inside its occurrences
+       (overhead.c): time and count per class, and the time's share of its wall time */
+    uint64_t overhead_ns[LP_OVERHEAD_CLASS_COUNT];
+    size_t overhead_n[LP_OVERHEAD_CLASS_COUNT];
+    double overhead_share[LP_OVERHEAD_CLASS_COUNT];
     struct lp_stage_counters ctr; /* hardware counters (segments 0: none) */
     struct lp_pm_stats pm;        /* PM samples in its measured occurrences (samples 0: none) */
     struct lp_kernel_table top;
@@ -378,6 +427,11 @@ enum lp_finding_code {
     LP_FINDING_THROTTLED,         /* throttle_bits: clock-event reasons in 5 % of samples */
     LP_FINDING_OUTSIDE_WORK,      /* STAGE (outside): share of all GPU time, over 20 % */
     LP_FINDING_NO_STAGES,         /* no range matched a stage rule, none inferred */
+    LP_FINDING_LOADING,           /* STAGE: CUDA loaded code (lazy loading, JIT) inside its
+                                     measured occurrences, 1 % of its time or more:
+                                     overhead_ns, overhead_n, share (of its wall time) */
+    LP_FINDING_PROFILER_WORK,     /* STAGE: CUPTI's own work on the program's threads, 1 % of
+                                     its time or more: overhead_ns, overhead_n, share */
     LP_FINDING_CODE_COUNT
 };
 
@@ -393,8 +447,11 @@ struct lp_finding {
     enum lp_finding_unit unit;
     double per_ns, busy_ns, idle_ns; /* per unit: wall, GPU busy and idle time */
     double kernels_per_unit;
-    double share;                 /* OUTSIDE_WORK: of all GPU time */
+    double share;                 /* OUTSIDE_WORK: of all GPU time; LOADING,
+                                     PROFILER_WORK: of the stage's wall time */
     uint32_t throttle_bits;       /* bit b: lp_run.throttle_share[b] counted */
+    double overhead_ns;           /* LOADING, PROFILER_WORK: the time, summed */
+    size_t overhead_n;            /* ... and how many records */
 };
 
 /* A note on how a figure was made or why one is missing. */
@@ -717,6 +774,7 @@ struct lp_run {
     uint64_t lost_records;              /* sum of the trace's loss counts */
     struct lp_run_counters counters;    /* segments 0: no counters recorded */
     struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
+    struct lp_run_overhead overhead;    /* CUPTI's overhead records (overhead.c) */
     struct lp_ranges ranges;
     struct lp_deep *deep;               /* kernels in depth (lp_run_deep); NULL: none */
 };

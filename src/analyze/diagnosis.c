@@ -94,6 +94,32 @@ static int variance(struct lp_run *r, int stage)
     return add(r, LP_FINDING_VARIANCE, 1, stage) ? LP_OK : LP_ERR_NOMEM;
 }
 
+/* Host time CUPTI recorded inside a measured stage on the program's threads (overhead.c): CUDA
+ * loading code there (the warm-up did not run those kernels), or CUPTI's own work, at 1 % of
+ * the stage's time or more. */
+#define OVERHEAD_SHARE 0.01
+static int overhead(struct lp_run *r, int stage)
+{
+    static const struct {
+        enum lp_overhead_class cls;
+        enum lp_finding_code code;
+        int severity;
+    } rules[] = {{LP_OVERHEAD_CLASS_LOADING, LP_FINDING_LOADING, 1},
+                 {LP_OVERHEAD_CLASS_PROFILER, LP_FINDING_PROFILER_WORK, 0}};
+    const struct lp_stage_report *s = &r->stages[stage];
+    for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
+        if (s->overhead_share[rules[i].cls] < OVERHEAD_SHARE)
+            continue;
+        struct lp_finding *f = add(r, rules[i].code, rules[i].severity, stage);
+        if (!f)
+            return LP_ERR_NOMEM;
+        f->overhead_ns = (double)s->overhead_ns[rules[i].cls];
+        f->overhead_n = s->overhead_n[rules[i].cls];
+        f->share = s->overhead_share[rules[i].cls];
+    }
+    return LP_OK;
+}
+
 static int throttling(struct lp_run *r)
 {
     static const int bits[] = {2, 3, 5, 6, 7}; /* power cap, hw slowdown, thermal, brake */
@@ -123,8 +149,9 @@ int lp_run_diagnose(struct lp_run_ctx *c)
         if (kind == LP_STAGE_KIND_WARMUP || kind == LP_STAGE_KIND_OUTSIDE)
             continue;
         if ((rc = launch_bound(r, (int)i)) == LP_OK && (rc = utilisation(r, (int)i)) == LP_OK &&
-            (rc = gemm_share(r, (int)i)) == LP_OK && (rc = copies(r, (int)i)) == LP_OK)
-            rc = variance(r, (int)i);
+            (rc = gemm_share(r, (int)i)) == LP_OK && (rc = copies(r, (int)i)) == LP_OK &&
+            (rc = variance(r, (int)i)) == LP_OK)
+            rc = overhead(r, (int)i);
     }
     if (rc == LP_OK)
         rc = throttling(r);

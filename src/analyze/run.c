@@ -38,6 +38,7 @@ static const struct lp_pass passes[] = {
     {lp_run_timeline, lp_run_timeline_free},       /* timeline.c: busy, gaps, bins, memory */
     {lp_run_power, lp_run_power_free},             /* power.c */
     {lp_run_comm, NULL},                           /* comm.c: communication, overlap */
+    {lp_run_overhead, lp_run_overhead_free},       /* overhead.c: CUPTI's overhead records */
     {lp_run_tokens, NULL},                         /* utilisation.c: tokens per stage */
     {lp_run_llm_metrics, lp_run_llm_free},        /* requests.c: TTFT, TPOT, ITL */
     {lp_run_utilisation, NULL},                    /* utilisation.c: MFU and MBU */

@@ -161,6 +161,9 @@ int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, 
 void lp_run_timeline_free(struct lp_run *r);
 int lp_run_power(struct lp_run_ctx *c);        /* power.c */
 int lp_run_comm(struct lp_run_ctx *c);         /* comm.c: communication and its overlap */
+/* overhead.c: CUPTI's overhead records per kind, thread and stage */
+int lp_run_overhead(struct lp_run_ctx *c);
+void lp_run_overhead_free(struct lp_run *r);
 void lp_run_power_free(struct lp_run *r);
 int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stage */
 /* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */

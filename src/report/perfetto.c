@@ -1,5 +1,5 @@
 /* The Chrome trace event format (JSON) that ui.perfetto.dev and chrome://tracing open:
- * one process for the host with NVTX ranges and CUDA calls per thread, one per GPU with its
+ * one process for the host with NVTX ranges, CUDA calls and CUPTI's overhead records per thread, one per GPU with its
  * kernels, copies and sets per stream, NVML samples as counter tracks, and a flow from each
  * launching call to its work. Timestamps are microseconds from the first record. */
 #include <math.h>
@@ -125,6 +125,16 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
         const char *n = lp_trace_str(t, a->name);
         if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
             flow(&o, 's', a->correlation, host, a->thread, a->start);
+    }
+    /* CUPTI's overhead records on the thread they stalled (llmprof's and CUPTI's threads too) */
+    for (size_t i = 0; i < t->n_overheads; i++) {
+        const struct lp_overhead *v = &t->overheads[i];
+        if (!in(&o, v->start, v->end))
+            continue;
+        enum lp_overhead_kind k = lp_overhead_kind_of(v->kind);
+        slice(&o, "cupti_overhead", lp_text_overhead_kind(k), host, v->thread, v->start, v->end);
+        fprintf(f, ",\"args\":{\"class\":\"%s\"}}",
+                lp_text_overhead_class_key(lp_overhead_kind_class(k)));
     }
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel *k = &t->kernels[i];

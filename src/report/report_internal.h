@@ -42,6 +42,11 @@ const char *lp_text_gap_cause(enum lp_gap_cause c);
 const char *lp_text_gap_cause_key(enum lp_gap_cause c);
 const char *lp_text_throttle(int bit);       /* NVML clock-event reason bit */
 const char *lp_text_throttle_key(int bit);
+/* CUPTI's overhead records: labels and keys of their kinds and classes */
+const char *lp_text_overhead_kind(enum lp_overhead_kind k);
+const char *lp_text_overhead_kind_key(enum lp_overhead_kind k);
+const char *lp_text_overhead_class(enum lp_overhead_class c);
+const char *lp_text_overhead_class_key(enum lp_overhead_class c);
 
 /* kernels in depth: labels and keys of the bound class and the occupancy limits; the next
  * step, citing the row's numbers, into BUF (320 bytes hold every one) */

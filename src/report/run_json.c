@@ -148,6 +148,47 @@ static json_t *run_pm(const struct lp_run *r)
                      pm_stats(&k->outside), "bins_columns", cols, "bins", bins);
 }
 
+/* per class of CUPTI's overhead records: a stage's time, count and share (S), or the run's
+ * time (RUN_NS) */
+static json_t *overhead_classes(const struct lp_stage_report *s, const uint64_t *run_ns)
+{
+    json_t *o = json_object();
+    for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+        json_object_set_new(o, lp_text_overhead_class_key(k),
+                            s ? json_pack("{s:o,s:I,s:o}", "ns", u64(s->overhead_ns[k]), "count",
+                                          (json_int_t)s->overhead_n[k], "share",
+                                          num(s->overhead_share[k]))
+                              : u64(run_ns[k]));
+    return o;
+}
+
+/* CUPTI's overhead records per kind, and on the program's threads per class; null without */
+static json_t *overhead_json(const struct lp_run *r)
+{
+    const struct lp_run_overhead *o = &r->overhead;
+    if (!o->records)
+        return json_null();
+    json_t *kinds = json_array();
+    for (size_t i = 0; i < o->n_rows; i++) {
+        const struct lp_overhead_row *w = &o->rows[i];
+        json_array_append_new(kinds, json_pack("{s:s,s:s,s:s,s:I,s:o,s:o,s:o,s:o}", "kind",
+                                               lp_text_overhead_kind_key(w->kind), "label",
+                                               lp_text_overhead_kind(w->kind), "class",
+                                               lp_text_overhead_class_key(w->cls), "count",
+                                               (json_int_t)w->count, "total_ns", u64(w->total_ns),
+                                               "max_ns", u64(w->max_ns), "program_ns",
+                                               u64(w->program_ns), "measured_ns",
+                                               u64(w->measured_ns)));
+    }
+    json_t *labels = json_object();
+    for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+        json_object_set_new(labels, lp_text_overhead_class_key(k),
+                            json_string(lp_text_overhead_class(k)));
+    return json_pack("{s:I,s:o,s:o,s:o,s:o}", "records", (json_int_t)o->records, "kinds", kinds,
+                     "class_labels", labels, "program_ns", overhead_classes(NULL, o->program_ns),
+                     "measured_ns", overhead_classes(NULL, o->measured_ns));
+}
+
 static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *s)
 {
     /* figures made from kernels: null, not 0, when none were recorded (--light) */
@@ -182,6 +223,8 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
                                       "overlap_ns", u64(s->comm_overlap_ns), "overlap_share",
                                       num(s->comm_overlap_share))
                           : json_null());
+    json_object_set_new(o, "cupti_overhead",
+                        r->overhead.records ? overhead_classes(s, NULL) : json_null());
     json_object_set_new(o, "ttft", s->ttft_share > 0
                                        ? json_pack("{s:o,s:o}", "share", num(s->ttft_share),
                                                    "ns_per_request", num(s->ttft_ns_per_request))
@@ -689,6 +732,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                         "overlap_ns", u64(r->comm_overlap_ns), "overlap_share",
                                         num(r->comm_overlap_share))
                             : json_null());
+    json_object_set_new(root, "cupti_overhead", overhead_json(r));
     json_object_set_new(root, "attribution",
                         json_pack("{s:I,s:I,s:I,s:o}", "by_launch",
                                   (json_int_t)r->kernels_by_launch, "by_time",

@@ -339,6 +339,66 @@ static void communication(FILE *f, const struct lp_run *r)
     }
 }
 
+/* CUPTI's overhead records: only when the trace has some. */
+static void overhead(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32], b3[32], b4[32];
+    const struct lp_run_overhead *o = &r->overhead;
+    if (!o->records)
+        return;
+    fprintf(f, "\n## Host time CUPTI recorded\n\nMeasured by CUPTI (%zu overhead records): host "
+               "time it spent on its own work, time CUDA spent loading code, and launches that "
+               "waited for space in a command buffer, summed as recorded. The program's threads "
+               "are those that made launch calls, pushed NVTX ranges or called cuBLAS; the others "
+               "are llmprof's and CUPTI's. Not among these records: CUPTI's cost on each launch "
+               "it traces, which only a run without the profiler shows.\n\n| kind | what | "
+               "records | total | longest | on the program's threads | in measured stages "
+               "|\n|---|---|---|---|---|---|---|\n",
+            o->records);
+    for (size_t i = 0; i < o->n_rows; i++) {
+        const struct lp_overhead_row *w = &o->rows[i];
+        fprintf(f, "| %s | %s | %zu | %s | %s | ", lp_text_overhead_kind(w->kind),
+                lp_text_overhead_class(w->cls), w->count, NS(w->total_ns), NS2(w->max_ns));
+        fprintf(f, "%s | %s |\n", NS(w->program_ns),
+                lp_fmt_ns((double)w->measured_ns, b4, sizeof b4));
+    }
+    /* the classes some stage has: "other" (kinds this build does not know) is rare */
+    int shown[LP_OVERHEAD_CLASS_COUNT] = {0}, any = 0;
+    for (size_t i = 0; i < r->n_stages; i++)
+        for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+            shown[k] |= k != LP_OVERHEAD_CLASS_OTHER || r->stages[i].overhead_ns[k] > 0;
+    for (size_t i = 0; i < r->n_stages; i++)
+        for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+            any |= r->stages[i].overhead_ns[k] > 0;
+    if (!any)
+        return;
+    fprintf(f, "\nPer stage, on the program's threads inside its occurrences (time, and its share "
+               "of the stage's time):\n\n| stage |");
+    for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+        if (shown[k])
+            fprintf(f, " %s |", lp_text_overhead_class(k));
+    fprintf(f, "\n|---|");
+    for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+        if (shown[k])
+            fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        int has = 0;
+        for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+            has |= s->overhead_ns[k] > 0;
+        if (!has)
+            continue;
+        fprintf(f, "| %s |", s->name);
+        for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
+            if (shown[k] && s->overhead_ns[k])
+                fprintf(f, " %s (%s) |", NS(s->overhead_ns[k]), PCT(s->overhead_share[k]));
+            else if (shown[k])
+                fprintf(f, " - |");
+        fprintf(f, "\n");
+    }
+}
+
 static void utilisation(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "\n## Utilisation (MFU, MBU)\n\n");
@@ -959,6 +1019,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     deep_section(f, r);
     operators(f, r);
     timeline(f, r);
+    overhead(f, r);
     power(f, r);
     notes(f, r);
     return ferror(f) ? -1 : 0;

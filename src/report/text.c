@@ -48,6 +48,27 @@ static const struct label throttles[LP_THROTTLE_BITS] = {
     {"display_clocks", "display clocks"}, {"other", "other"},
 };
 
+/* CUPTI's overhead kinds (the analysis maps CUPTI's values to them) and their classes */
+static const struct label overhead_kinds[LP_OVERHEAD_KIND_COUNT] = {
+    [LP_OVERHEAD_KIND_UNKNOWN] = {"unknown", "a kind this llmprof does not know"},
+    [LP_OVERHEAD_KIND_COMPILER] = {"compiler", "JIT compilation"},
+    [LP_OVERHEAD_KIND_BUFFER_FLUSH] = {"buffer_flush", "activity buffer flush"},
+    [LP_OVERHEAD_KIND_INSTRUMENTATION] = {"instrumentation", "CUPTI instrumentation"},
+    [LP_OVERHEAD_KIND_RESOURCE] = {"resource", "CUPTI resources (made and freed)"},
+    [LP_OVERHEAD_KIND_MODULE_LOADING] = {"module_loading", "module loading (by the runtime)"},
+    [LP_OVERHEAD_KIND_LAZY_LOADING] = {"lazy_loading", "lazy function loading"},
+    [LP_OVERHEAD_KIND_COMMAND_BUFFER_FULL] = {"command_buffer_full", "command buffer full"},
+    [LP_OVERHEAD_KIND_BUFFER_REQUEST] = {"buffer_request", "activity buffer request"},
+    [LP_OVERHEAD_KIND_UVM_INIT] = {"uvm_init", "UVM activity set-up"},
+};
+
+static const struct label overhead_classes[LP_OVERHEAD_CLASS_COUNT] = {
+    [LP_OVERHEAD_CLASS_PROFILER] = {"profiler", "CUPTI's own work"},
+    [LP_OVERHEAD_CLASS_LOADING] = {"loading", "CUDA loading code"},
+    [LP_OVERHEAD_CLASS_QUEUE] = {"queue", "waiting for a command buffer"},
+    [LP_OVERHEAD_CLASS_OTHER] = {"other", "other"},
+};
+
 #define LABEL(table, i, field) \
     ((unsigned)(i) < sizeof table / sizeof *table ? table[i].field : "unknown")
 
@@ -69,6 +90,26 @@ const char *lp_text_gap_cause(enum lp_gap_cause c)
 const char *lp_text_gap_cause_key(enum lp_gap_cause c)
 {
     return LABEL(gap_causes, c, key);
+}
+
+const char *lp_text_overhead_kind(enum lp_overhead_kind k)
+{
+    return LABEL(overhead_kinds, k, text);
+}
+
+const char *lp_text_overhead_kind_key(enum lp_overhead_kind k)
+{
+    return LABEL(overhead_kinds, k, key);
+}
+
+const char *lp_text_overhead_class(enum lp_overhead_class c)
+{
+    return LABEL(overhead_classes, c, text);
+}
+
+const char *lp_text_overhead_class_key(enum lp_overhead_class c)
+{
+    return LABEL(overhead_classes, c, key);
 }
 
 const char *lp_text_throttle(int bit)
@@ -94,6 +135,8 @@ static const char *const finding_keys[LP_FINDING_CODE_COUNT] = {
     [LP_FINDING_THROTTLED] = "throttled",
     [LP_FINDING_OUTSIDE_WORK] = "outside_work",
     [LP_FINDING_NO_STAGES] = "no_stages",
+    [LP_FINDING_LOADING] = "code_loading",
+    [LP_FINDING_PROFILER_WORK] = "profiler_work",
 };
 
 const char *lp_text_finding_key(enum lp_finding_code c)
@@ -231,6 +274,27 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
                       "%.3f ms)",
             s->name, 100 * s->wall.cv, s->occurrences, s->wall.min / 1e6, s->wall.mean / 1e6,
             s->wall.max / 1e6);
+        break;
+    case LP_FINDING_LOADING:
+        PUT(title, "CUDA loaded code during %s", s->name);
+        PUT(advice, "Run every shape once before the part you measure (a warm-up request with "
+                    "the same prompt length and batch), or set CUDA_MODULE_LOADING=EAGER to load "
+                    "all kernels at start-up: the occurrences that paid for loading are slower "
+                    "than the rest.");
+        PUT(evidence, "%s: %.3g ms loading code on the program's threads inside its measured "
+                      "occurrences, %.1f %% of its time (%zu CUPTI overhead records: lazy "
+                      "function or module loading, JIT compilation)",
+            s->name, f->overhead_ns / 1e6, 100 * f->share, f->overhead_n);
+        break;
+    case LP_FINDING_PROFILER_WORK:
+        PUT(title, "CUPTI's own work is part of %s's time", s->name);
+        PUT(advice, "Its times include this profiling cost: compare them with the program's own "
+                    "timing without llmprof, or set the occurrences that paid it apart as "
+                    "warm-up (name their ranges warmup).");
+        PUT(evidence, "%s: %.3g ms of CUPTI's own work on the program's threads inside its "
+                      "measured occurrences, %.1f %% of its time (%zu CUPTI overhead records: "
+                      "buffers, instrumentation, its resources)",
+            s->name, f->overhead_ns / 1e6, 100 * f->share, f->overhead_n);
         break;
     case LP_FINDING_OUTSIDE_WORK:
         PUT(title, "Much GPU work runs outside the stage ranges");
