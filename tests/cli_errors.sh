@@ -406,11 +406,18 @@ expect 2 "--perfetto needs an output file .*not an empty path" "export --perfett
 expect 2 "-o needs a file .*not an empty path" "model -o ''" -- \
     sh -c 'cd "$1" && "$2" model "$3" -o ""' sh "$T/cwd" "$LP" "$T/gpt2.json"
 [ -z "$(ls -A "$T/cwd")" ] && ok "nothing created for an empty or '-' output" || bad "created: $(ls -A "$T/cwd")"
-# several traces: one that cannot be read leaves no report of the others, and the
-# directories the command made are removed
+# several traces: one that cannot be read is left out, named (the others reported); none
+# readable: status 1, and the directories the command made are removed
 mkdir "$T/rk" && cp "$LT" "$T/rk/trace.rank0.h.1.lpt" && echo junk >"$T/rk/trace.rank1.h.2.lpt"
-expect 1 "not an llmprof trace" "report of two ranks, one unreadable" -- "$LP" report "$T/rk" -o "$T/made/sub" --quiet
-[ ! -e "$T/made" ] && ok "the directories it made are removed" || bad "left: $(find "$T/made")"
+expect 0 "rank1.h.2.lpt cannot be read, left out of the run report: not an llmprof trace" \
+    "report of two ranks, one unreadable" -- "$LP" report "$T/rk" -o "$T/made/sub" --quiet
+[ -s "$T/made/sub/trace.rank0.h.1/report.md" ] && grep -q "rank1.h.2.lpt\`: not an llmprof trace" "$T/made/sub/ranks.md" &&
+    ok "the readable rank reported, the other named in ranks.md" || bad "made: $(find "$T/made")"
+cp "$T/rk/trace.rank1.h.2.lpt" "$T/rk/trace.rank0.h.1.lpt"
+expect 1 "none of its 2 traces can be read" "report of two ranks, none readable" -- \
+    "$LP" report "$T/rk" -o "$T/made2/sub" --quiet
+[ ! -e "$T/made2" ] && ok "the directories it made are removed" || bad "left: $(find "$T/made2")"
+cp "$LT" "$T/rk/trace.rank0.h.1.lpt"
 # an unwritable rank directory (as an unprivileged user): nothing of the other rank either
 mkdir -p "$T/rw/trace.rank1.h.2" && cp "$LT" "$T/rk/trace.rank1.h.2.lpt"
 chown -R "$UNPRIV" "$T/rw" && chmod 555 "$T/rw/trace.rank1.h.2"
@@ -580,6 +587,36 @@ if [ "$rows" = True ] && grep -q "run report of 2 processes" <<<"$out" &&
     grep -q "^| rank 1 (local 1) |" "$T/tp/ranks.md"; then
     ok "report of two ranks: ranks.md, .json and .csv beside their reports"
 else bad "ranks report: $rows / $out"; fi
+
+# a trace of the run that cannot be read (a rank killed before it wrote): left out and said,
+# the other's reports and the run report written; none readable: status 1, nothing written
+cp -r "$FIX/tp-manual" "$T/tpk"
+: >"$T/tpk/trace.rank1.vm.744.lpt"
+expect 0 "warning: $T/tpk/trace.rank1.vm.744.lpt cannot be read, left out of the run report: empty trace" \
+    "report of a run with an empty trace: the other reported" -- "$LP" report "$T/tpk" --quiet
+if [ -s "$T/tpk/trace.rank0.vm.743/report.md" ] && [ ! -e "$T/tpk/trace.rank1.vm.744" ] &&
+    grep -q "^\*\*Left out:\*\* 1 trace of the run could not be read" "$T/tpk/ranks.md" &&
+    python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['processes'] == 1 and [r['rank'] for r in j['ranks']] == [0]
+assert [u['trace'] for u in j['unreadable']] == [sys.argv[2]], j['unreadable']
+assert j['unreadable'][0]['reason'].startswith('empty trace'), j['unreadable']
+" "$T/tpk/ranks.json" "$T/tpk/trace.rank1.vm.744.lpt"; then
+    ok "the unreadable trace named in ranks.md and ranks.json, the other's report written"
+else bad "report of a run with an empty trace: $(ls "$T/tpk")"; fi
+expect 0 "warning: left out of $T/tpk.db: $T/tpk/trace.rank1.vm.744.lpt: empty trace" \
+    "export --sqlite of a run with an empty trace" -- "$LP" export "$T/tpk" --sqlite "$T/tpk.db"
+n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from traces').fetchone()[0])" "$T/tpk.db")
+[ "$n" = 1 ] && ok "export --sqlite: the readable trace exported" || bad "export --sqlite traces: $n"
+mkdir -p "$T/tpe" && cp "$FIX/tp-manual/meta.json" "$T/tpe/" &&
+    : >"$T/tpe/trace.rank0.vm.1.lpt" && : >"$T/tpe/trace.rank1.vm.2.lpt"
+expect 1 "none of its 2 traces can be read" "report of a run with no readable trace" -- \
+    "$LP" report "$T/tpe" --quiet
+[ ! -e "$T/tpe/ranks.md" ] && ok "nothing written without a readable trace" || bad "ranks.md written"
+expect 1 "no trace of the run can be read" "export --sqlite of a run with no readable trace" -- \
+    "$LP" export "$T/tpe" --sqlite "$T/tpe.db"
+[ ! -e "$T/tpe.db" ] && ok "no database without a readable trace" || bad "tpe.db written"
 
 # diff: two runs compared and gated (tests/test_diff.c checks the figures)
 DA=$FIX/diff-graph-1 DB=$FIX/diff-eager-1

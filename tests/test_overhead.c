@@ -90,14 +90,29 @@ static int perfetto_all(FILE *f, const struct lp_run *r)
 static void test_kinds(void **state)
 {
     (void)state;
-    assert_int_equal(lp_overhead_kind_of(LAZY), LP_OVERHEAD_KIND_LAZY_LOADING);
-    assert_int_equal(lp_overhead_kind_of(1), LP_OVERHEAD_KIND_COMPILER);
-    assert_int_equal(lp_overhead_kind_of(0), LP_OVERHEAD_KIND_UNKNOWN);
-    assert_int_equal(lp_overhead_kind_of(99u << 16), LP_OVERHEAD_KIND_UNKNOWN);
-    assert_int_equal(lp_overhead_kind_class(LP_OVERHEAD_KIND_COMMAND_BUFFER_FULL),
-                     LP_OVERHEAD_CLASS_QUEUE);
-    assert_int_equal(lp_overhead_kind_class(LP_OVERHEAD_KIND_BUFFER_REQUEST),
-                     LP_OVERHEAD_CLASS_PROFILER);
+    /* CUpti_ActivityOverheadKind's values, cupti_activity.h */
+    static const struct {
+        uint32_t cupti;
+        enum lp_overhead_kind kind;
+        enum lp_overhead_class cls;
+    } want[] = {
+        {0, LP_OVERHEAD_KIND_UNKNOWN, LP_OVERHEAD_CLASS_OTHER},
+        {1, LP_OVERHEAD_KIND_COMPILER, LP_OVERHEAD_CLASS_LOADING},
+        {1u << 16, LP_OVERHEAD_KIND_BUFFER_FLUSH, LP_OVERHEAD_CLASS_PROFILER},
+        {2u << 16, LP_OVERHEAD_KIND_INSTRUMENTATION, LP_OVERHEAD_CLASS_PROFILER},
+        {3u << 16, LP_OVERHEAD_KIND_RESOURCE, LP_OVERHEAD_CLASS_PROFILER},
+        {4u << 16, LP_OVERHEAD_KIND_MODULE_LOADING, LP_OVERHEAD_CLASS_LOADING},
+        {5u << 16, LP_OVERHEAD_KIND_LAZY_LOADING, LP_OVERHEAD_CLASS_LOADING},
+        {6u << 16, LP_OVERHEAD_KIND_COMMAND_BUFFER_FULL, LP_OVERHEAD_CLASS_QUEUE},
+        {7u << 16, LP_OVERHEAD_KIND_BUFFER_REQUEST, LP_OVERHEAD_CLASS_PROFILER},
+        {8u << 16, LP_OVERHEAD_KIND_UVM_INIT, LP_OVERHEAD_CLASS_PROFILER},
+        {9u << 16, LP_OVERHEAD_KIND_UNKNOWN, LP_OVERHEAD_CLASS_OTHER},
+        {0x7fffffff, LP_OVERHEAD_KIND_UNKNOWN, LP_OVERHEAD_CLASS_OTHER},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        assert_int_equal(lp_overhead_kind_of(want[i].cupti), want[i].kind);
+        assert_int_equal(lp_overhead_kind_class(want[i].kind), want[i].cls);
+    }
     assert_int_equal(lp_overhead_kind_class(LP_OVERHEAD_KIND_COUNT), LP_OVERHEAD_CLASS_OTHER);
 }
 
@@ -159,7 +174,7 @@ static void test_synthetic(void **state)
     assert_non_null(strstr(md, "| prefill | - | - | 100.0 us (10.0 %) |"));
     assert_non_null(strstr(md, "**[look] CUDA loaded code during decode.** decode: 0.2 ms "
                                "loading code on the program's threads inside its measured "
-                               "occurrences, 2.0 % of its time (1 CUPTI overhead records"));
+                               "occurrences, 2.0 % of its time, in 1 of CUPTI's overhead records"));
     free(md);
 
     char *pf = write_to_string(perfetto_all, &r);
@@ -224,6 +239,71 @@ static void test_thresholds(void **state)
     lp_trace_free(t);
 }
 
+/* A record counts in a stage for its part inside the occurrence; one without a duration in
+ * no row; without launch records only NVTX and cuBLAS threads are the program's */
+static void test_edges(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", PROGRAM, 1 * MS, 11 * MS);
+    kernel(&b, "gemm_b", PROGRAM, 0, 1 * MS + 20 * US, 10 * MS); /* no launch record */
+    overhead_rec(&b, LAZY, PROGRAM, 11 * MS - 100 * US, 5 * MS); /* 100 us inside decode */
+    overhead_rec(&b, LAZY, PROGRAM, 0, 0);                       /* CUPTI could not time it */
+    overhead_rec(&b, LAZY, 2, 5 * MS, 50 * US);                  /* launched only: unknown */
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    const struct lp_run_overhead *o = &r.overhead;
+    assert_int_equal(o->records, 3);
+    assert_int_equal(o->untimed, 1);
+    assert_false(o->launches_known);
+    const struct lp_overhead_row *lazy = row_of(&r, LP_OVERHEAD_KIND_LAZY_LOADING);
+    assert_int_equal(lazy->count, 2);
+    assert_int_equal(lazy->total_ns, 5 * MS + 50 * US);
+    assert_int_equal(lazy->program_ns, 5 * MS);
+    assert_int_equal(lazy->measured_ns, 100 * US);
+    const struct lp_stage_report *dec = stage(&r, "decode");
+    assert_int_equal(dec->overhead_ns[LP_OVERHEAD_CLASS_LOADING], 100 * US);
+    assert_true(fabs(dec->overhead_share[LP_OVERHEAD_CLASS_LOADING] - 0.01) < 1e-9);
+    /* 1 % and 100 us: the finding's threshold, reached */
+    assert_non_null(finding_of(&r, LP_FINDING_LOADING));
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "(3 overhead records; 1 without a duration, left out)"));
+    assert_non_null(strstr(md, "the trace has no launch records"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* A run without stage ranges: its one stage holds only what lies inside its span, not the
+ * start-up before the first GPU work; a finding needs 100 us at least */
+static void test_no_stages(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    kernel(&b, "k1", PROGRAM, 10 * MS, 10 * MS + 10 * US, 10 * MS + 500 * US);
+    kernel(&b, "k2", PROGRAM, 11 * MS, 11 * MS + 10 * US, 12 * MS);
+    overhead_rec(&b, 3u << 16, PROGRAM, 1 * MS, 3 * MS); /* CUPTI's set-up, before any work */
+    overhead_rec(&b, LAZY, PROGRAM, 11 * MS, 50 * US);   /* inside, 50 us */
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_stages, 1);
+    const struct lp_stage_report *run = &r.stages[0];
+    assert_int_equal(run->kind, LP_STAGE_KIND_RUN);
+    assert_int_equal(run->overhead_ns[LP_OVERHEAD_CLASS_PROFILER], 0);
+    assert_int_equal(run->overhead_ns[LP_OVERHEAD_CLASS_LOADING], 50 * US);
+    assert_true(run->overhead_share[LP_OVERHEAD_CLASS_LOADING] > 0.01);
+    assert_null(finding_of(&r, LP_FINDING_LOADING)); /* under 100 us */
+    assert_null(finding_of(&r, LP_FINDING_PROFILER_WORK));
+    assert_int_equal(row_of(&r, LP_OVERHEAD_KIND_RESOURCE)->program_ns, 3 * MS);
+    assert_int_equal(row_of(&r, LP_OVERHEAD_KIND_RESOURCE)->measured_ns, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* No overhead records (the kind off, or an older trace): no section, null in report.json */
 static void test_none(void **state)
 {
@@ -260,6 +340,8 @@ static void raw_sum(const struct lp_trace *t, uint32_t kind, size_t *n, uint64_t
     for (size_t i = 0; i < t->n_overheads; i++) {
         const struct lp_overhead *v = &t->overheads[i];
         if (v->kind != kind)
+            continue;
+        if (v->end <= v->start) /* untimed: in no row */
             continue;
         uint64_t d = v->end - v->start;
         (*n)++;
@@ -333,6 +415,8 @@ int main(void)
         cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_synthetic),
         cmocka_unit_test(test_thresholds),
+        cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_no_stages),
         cmocka_unit_test(test_none),
         cmocka_unit_test(test_fixtures),
     };

@@ -171,11 +171,15 @@ struct lp_overhead_row {
     uint64_t total_ns, max_ns;
     uint64_t program_ns;          /* on the program's threads: those with launch calls, NVTX
                                      ranges or GEMM calls (others are llmprof's and CUPTI's) */
-    uint64_t measured_ns;         /* of that, inside measured stage occurrences */
+    uint64_t measured_ns;         /* of that, the parts inside measured stage occurrences */
 };
 
 struct lp_run_overhead {
     size_t records;               /* 0: none recorded (kind off, or an older trace) */
+    size_t untimed;               /* of them, without a duration (CUPTI could not time
+                                     them): in no row */
+    int launches_known;           /* the trace has launch records: else (--light) a thread
+                                     that only launched work is not known as the program's */
     struct lp_overhead_row *rows; /* by total time, longest first */
     size_t n_rows;
     uint64_t program_ns[LP_OVERHEAD_CLASS_COUNT], measured_ns[LP_OVERHEAD_CLASS_COUNT];
@@ -373,7 +377,8 @@ struct lp_stage_report {
                                      TTFT summed (vision inside a prefill is its own stage) */
     double ttft_ns_per_request;   /* its time per measured request */
     /* CUPTI's overhead records on the program's threads inside its occurrences
-       (overhead.c): time and count per class, and the time's share of its wall time */
+       (overhead.c): time and count per class, and the time's share of its wall time
+       (summed over threads: records on several threads at once can pass 1) */
     uint64_t overhead_ns[LP_OVERHEAD_CLASS_COUNT];
     size_t overhead_n[LP_OVERHEAD_CLASS_COUNT];
     double overhead_share[LP_OVERHEAD_CLASS_COUNT];
@@ -1041,6 +1046,14 @@ struct lp_ranks {
     size_t energy_gpus;
     struct lp_ranks_stage *stages;      /* by first appearance */
     size_t n_stages;
+    /* the run's traces that could not be read, left out of all the above (set by the caller,
+       not owned) */
+    const struct lp_ranks_unread *unread;
+    size_t n_unread;
+};
+
+struct lp_ranks_unread {
+    const char *trace, *reason;
 };
 
 /* Compares RANKS (N of them, taken: freed with OUT, also on failure). LP_OK or

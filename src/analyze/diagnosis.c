@@ -96,8 +96,10 @@ static int variance(struct lp_run *r, int stage)
 
 /* Host time CUPTI recorded inside a measured stage on the program's threads (overhead.c): CUDA
  * loading code there (the warm-up did not run those kernels), or CUPTI's own work, at 1 % of
- * the stage's time or more. */
+ * the stage's time or more and 100 us at least (a few microseconds in a tiny run say
+ * nothing). */
 #define OVERHEAD_SHARE 0.01
+#define OVERHEAD_MIN_NS 100000
 static int overhead(struct lp_run *r, int stage)
 {
     static const struct {
@@ -108,7 +110,8 @@ static int overhead(struct lp_run *r, int stage)
                  {LP_OVERHEAD_CLASS_PROFILER, LP_FINDING_PROFILER_WORK, 0}};
     const struct lp_stage_report *s = &r->stages[stage];
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++) {
-        if (s->overhead_share[rules[i].cls] < OVERHEAD_SHARE)
+        if (s->overhead_share[rules[i].cls] < OVERHEAD_SHARE ||
+            s->overhead_ns[rules[i].cls] < OVERHEAD_MIN_NS)
             continue;
         struct lp_finding *f = add(r, rules[i].code, rules[i].severity, stage);
         if (!f)

@@ -2,7 +2,8 @@
  * instrumentation, its resources), time CUDA spent loading code (lazy loading, JIT), and
  * launches that waited for command-buffer space. Per kind over the run, split by thread (the
  * program's, or llmprof's and CUPTI's own), and per stage: a record on a program thread
- * belongs to the occurrence host work there would (the range open on its thread). These
+ * belongs to the occurrence host work there would (the range open on its thread), for its
+ * part inside that occurrence's span; several threads' records add up. These
  * records leave out CUPTI's cost on each traced launch, which only a run without the profiler
  * shows (bench/overhead.sh). */
 #include <stdlib.h>
@@ -93,13 +94,18 @@ int lp_run_overhead(struct lp_run_ctx *c)
     struct lp_overhead_row acc[LP_OVERHEAD_KIND_COUNT] = {0};
     if (!threads)
         return LP_ERR_NOMEM;
+    o->launches_known = t->n_apis > 0;
     for (size_t i = 0; i < t->n_overheads; i++) {
         const struct lp_overhead *v = &t->overheads[i];
-        uint64_t d = v->end > v->start ? v->end - v->start : 0;
+        o->records++;
+        if (v->end <= v->start) { /* CUPTI could not time it (it gives 0 and 0) */
+            o->untimed++;
+            continue;
+        }
+        uint64_t d = v->end - v->start;
         enum lp_overhead_kind kind = lp_overhead_kind_of(v->kind);
         enum lp_overhead_class cls = lp_overhead_kind_class(kind);
         struct lp_overhead_row *row = &acc[kind];
-        o->records++;
         row->count++;
         row->total_ns += d;
         row->max_ns = d > row->max_ns ? d : row->max_ns;
@@ -107,15 +113,22 @@ int lp_run_overhead(struct lp_run_ctx *c)
             continue;
         row->program_ns += d;
         o->program_ns[cls] += d;
+        /* the occurrence a launch there would get, and only the part inside its span (a run
+         * without stages answers its one occurrence at any time) */
         int32_t occ = lp_run_occ_at(c, v->thread, v->start);
         if (occ < 0)
             continue;
-        struct lp_stage_report *s = &r->stages[c->occ[occ].stage];
-        s->overhead_ns[cls] += d;
+        const struct lp_occ *oc = &c->occ[occ];
+        uint64_t a = v->start > oc->start ? v->start : oc->start;
+        uint64_t b = v->end < oc->end ? v->end : oc->end;
+        if (b <= a)
+            continue;
+        struct lp_stage_report *s = &r->stages[oc->stage];
+        s->overhead_ns[cls] += b - a;
         s->overhead_n[cls]++;
         if (lp_stage_measured(s)) {
-            row->measured_ns += d;
-            o->measured_ns[cls] += d;
+            row->measured_ns += b - a;
+            o->measured_ns[cls] += b - a;
         }
     }
     free(threads);

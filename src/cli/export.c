@@ -175,6 +175,7 @@ static int export_sqlite(const char *run, const char *out)
     struct lp_cli_outs outs = {.cmd = "export"};
     struct sqlite3 *db = NULL;
     size_t kernels = 0;
+    int unread = 0;
     char err[512];
     /* never one of the traces or their meta.json */
     const char **inputs = calloc(2 * (size_t)n, sizeof *inputs);
@@ -208,8 +209,14 @@ static int export_sqlite(const char *run, const char *out)
         struct lp_run r;
         lp_cli_progress("export", "reading %s", traces[i]);
         if (lp_trace_read(&t, traces[i], err, sizeof err) != LP_OK) {
-            lp_cli_error("export", "%s", err);
-            goto out;
+            /* of several, one that cannot be read is left out and said, as report does */
+            if (n == 1 || ++unread == n) {
+                lp_cli_error("export", n == 1 ? "%s" : "%s (no trace of the run can be read)",
+                             err);
+                goto out;
+            }
+            lp_cli_error("export", "warning: left out of %s: %s", out, err);
+            continue;
         }
         lp_cli_trace_warnings("export", traces[i], t, "export");
         lp_cli_progress("export", "analysing %zu kernels of %s", t->n_kernels, traces[i]);
@@ -236,8 +243,11 @@ static int export_sqlite(const char *run, const char *out)
     if (lp_cli_outs_close(&outs, f, status) != 0 || lp_cli_outs_commit(&outs) != 0)
         goto out;
     lp_cli_progress_end();
-    printf("wrote %s: %d trace%s, %zu kernels (tables: docs/sqlite-schema.md)\n", out, n,
-           n == 1 ? "" : "s", kernels);
+    printf("wrote %s: %d trace%s, %zu kernels (tables: docs/sqlite-schema.md)", out, n - unread,
+           n - unread == 1 ? "" : "s", kernels);
+    if (unread)
+        printf("; %d that could not be read left out", unread);
+    printf("\n");
     rc = 0;
 out:
     lp_cli_progress_end();

@@ -449,9 +449,10 @@ static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_
 
 /* Reads trace PATH into *T (freed by the caller, also on failure) and analyses it into R,
  * with the recorded command line in CMDLINE (R points to it: it must outlive R): 0, or -1
- * with a message. */
+ * with a message. A trace that cannot be read returns -2 with the reason in UNREAD when
+ * it is not NULL (the caller says it), else with a message. */
 static int analyse(const struct lp_cli_report *o, const char *path, char *cmdline, size_t len,
-                   struct lp_trace **t, struct lp_run *r)
+                   struct lp_trace **t, struct lp_run *r, char *unread, size_t unread_len)
 {
     char err[512], sz[32];
     struct lp_run_options opt = o->run_opt;
@@ -460,8 +461,11 @@ static int analyse(const struct lp_cli_report *o, const char *path, char *cmdlin
     lp_fmt_bytes(stat(path, &st) == 0 ? (uint64_t)st.st_size : 0, sz, sizeof sz);
     lp_cli_progress(o->cmd, "reading %s (%s)", path, sz);
     if (lp_trace_read(t, path, err, sizeof err) != LP_OK) {
-        lp_cli_error(o->cmd, "%s", err);
-        return -1;
+        if (unread)
+            snprintf(unread, unread_len, "%s", err);
+        else
+            lp_cli_error(o->cmd, "%s", err);
+        return -2;
     }
     lp_cli_trace_warnings(o->cmd, path, *t, "report");
     lp_cli_progress(o->cmd, "analysing %zu kernels of %s", (*t)->n_kernels, path);
@@ -477,7 +481,7 @@ int lp_cli_report_baseline(struct lp_cli_report *r)
     if (!r->baseline_trace || r->base_loaded)
         return 0;
     if (analyse(r, r->baseline_trace, r->base_cmdline, sizeof r->base_cmdline, &r->base_trace,
-                &r->base) != 0)
+                &r->base, NULL, 0) != 0)
         return -1;
     r->base_loaded = 1;
     return 0;
@@ -518,18 +522,21 @@ static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *
 
 /* Reads and analyses one trace, writes its files under temporary names and keeps its
  * summary (printed once every file is in place), and what the run report needs in RANK
- * (NULL: one trace). LABEL: how the comparison with the baseline (if any) names it. */
+ * (NULL: one trace). LABEL: how the comparison with the baseline (if any) names it. 0, -1
+ * with a message, or -2 when the trace cannot be read, with the reason in UNREAD (NULL: a
+ * message instead). */
 static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
                       struct lp_cli_outs *outs, char **summary, struct lp_rank *rank,
-                      const char *label)
+                      const char *label, char *unread, size_t unread_len)
 {
     char cmdline[2048];
     struct lp_trace *t = NULL;
     struct lp_run r;
     struct lp_diff d;
     int rc = -1, analysed = 0, compared = 0;
-    if (analyse(o, path, cmdline, sizeof cmdline, &t, &r) != 0)
+    if ((rc = analyse(o, path, cmdline, sizeof cmdline, &t, &r, unread, unread_len)) != 0)
         goto done;
+    rc = -1;
     analysed = 1;
     if (read_deep(o, path, &r) != 0)
         goto done;
@@ -587,13 +594,16 @@ done:
 /* The run report of several traces: compares RANKS (taken) and writes ranks.md, .json and
  * .csv under temporary names into DIR; its first paragraph goes to *SUMMARY. */
 static int report_ranks(const struct lp_cli_report *o, struct lp_rank *ranks, size_t n,
-                        const char *dir, struct lp_cli_outs *outs, char **summary)
+                        const struct lp_ranks_unread *unread, size_t n_unread, const char *dir,
+                        struct lp_cli_outs *outs, char **summary)
 {
     struct lp_ranks rk;
     if (lp_ranks_analyze(ranks, n, &rk) != LP_OK) {
         lp_cli_error(o->cmd, "out of memory");
         return -1;
     }
+    rk.unread = unread;
+    rk.n_unread = n_unread;
     int rc = -1;
     if (lp_cli_outs_mkdir(outs, dir) != 0) {
         lp_cli_error(o->cmd, "cannot create %s: %s", dir, strerror(errno));
@@ -611,6 +621,9 @@ static int report_ranks(const struct lp_cli_report *o, struct lp_rank *ranks, si
     if (m) {
         fprintf(m, "run report of %zu processes in %s/: ranks.md ranks.json ranks.csv\n", n,
                 dir);
+        if (n_unread)
+            fprintf(m, "left out: %zu trace%s that could not be read (in ranks.md)\n", n_unread,
+                    n_unread == 1 ? "" : "s");
         fclose(m);
     }
     rc = 0;
@@ -624,6 +637,9 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     struct lp_cli_outs outs = {.cmd = r->cmd};
     char **traces = NULL, **summaries = NULL, *run_summary = NULL;
     struct lp_rank *ranks = NULL;
+    struct lp_ranks_unread *unread = NULL;
+    char(*why)[512] = NULL;
+    size_t n_read = 0, n_unread = 0;
     int rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
     if (n <= 0)
         goto done;
@@ -642,24 +658,47 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     if (lp_cli_report_baseline(r) != 0)
         goto done;
     if (!(summaries = calloc((size_t)n, sizeof *summaries)) ||
-        (n > 1 && !(ranks = calloc((size_t)n, sizeof *ranks)))) {
+        (n > 1 && (!(ranks = calloc((size_t)n, sizeof *ranks)) ||
+                   !(unread = calloc((size_t)n, sizeof *unread)) ||
+                   !(why = calloc((size_t)n, sizeof *why))))) {
         lp_cli_error(r->cmd, "out of memory");
         goto done;
     }
-    /* all traces first, then every file moved in at once: a failure leaves the old ones */
+    /* all traces first, then every file moved in at once: a failure leaves the old ones. Of
+     * several, one that cannot be read (a process killed before it wrote, a damaged file) is
+     * left out and said: the others' reports are still whole. */
     for (int i = 0; i < n; i++) {
         char dir[PATH_MAX + 256];
         report_dir(r, run, traces[i], n > 1, dir, sizeof dir);
-        if (report_one(r, traces[i], dir, &outs, &summaries[i], ranks ? &ranks[i] : NULL,
-                       run) != 0)
+        int one = report_one(r, traces[i], dir, &outs, &summaries[i],
+                             ranks ? &ranks[n_read] : NULL, run, why ? why[n_unread] : NULL,
+                             why ? sizeof *why : 0);
+        if (one == -2 && why) {
+            /* the reader's message names the file first: once is enough */
+            size_t pl = strlen(traces[i]);
+            char *w = why[n_unread];
+            if (!strncmp(w, traces[i], pl) && w[pl] == ':' && w[pl + 1] == ' ')
+                memmove(w, w + pl + 2, strlen(w + pl + 2) + 1);
+            lp_cli_error(r->cmd, "warning: %s cannot be read, left out of the run report: %s",
+                         traces[i], w);
+            unread[n_unread] = (struct lp_ranks_unread){traces[i], why[n_unread]};
+            n_unread++;
+            continue;
+        }
+        if (one != 0)
             goto done;
+        n_read++;
+    }
+    if (ranks && n_read == 0) {
+        lp_cli_error(r->cmd, "%s: none of its %d traces can be read", run, n);
+        goto done;
     }
     if (ranks) {
         char dir[PATH_MAX + 256];
         report_dir(r, run, NULL, 0, dir, sizeof dir);
         struct lp_rank *taken = ranks;
         ranks = NULL;
-        if (report_ranks(r, taken, (size_t)n, dir, &outs, &run_summary) != 0)
+        if (report_ranks(r, taken, n_read, unread, n_unread, dir, &outs, &run_summary) != 0)
             goto done;
     }
     lp_cli_progress_end();
@@ -687,9 +726,11 @@ done:
         free(summaries[i]);
     free(summaries);
     free(run_summary);
-    for (int i = 0; ranks && i < n; i++)
+    for (int i = 0; ranks && i < n; i++) /* zeroed past those taken */
         lp_rank_free(&ranks[i]);
     free(ranks);
+    free(unread);
+    free(why);
     lp_cli_free_list(traces, n > 0 ? n : 0);
     return rc;
 }

@@ -112,6 +112,16 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
             r->one_host ? "All traces come from one host: their times share one clock."
                         : "The traces come from several hosts: their clocks are not aligned, "
                           "so times are compared only as durations.");
+    if (r->n_unread) {
+        fprintf(f, "**Left out:** %zu trace%s of the run could not be read; everything below "
+                   "is over the other %zu:\n\n", r->n_unread, r->n_unread == 1 ? "" : "s", r->n);
+        for (size_t i = 0; i < r->n_unread; i++) {
+            fprintf(f, "- `%s`: ", r->unread[i].trace);
+            lp_md_cell(f, r->unread[i].reason);
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
+    }
     fprintf(f, "## Processes\n\n");
     fprintf(f, "| process | host | pid | GPU | UUID | kernels | kernel time | communication | "
                "overlap | wait in collectives | energy | mean power | TTFT | TPOT | report |\n");
@@ -294,6 +304,11 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
     if (!doc)
         return -1;
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
+    json_t *unread = json_array();
+    for (size_t i = 0; i < r->n_unread; i++)
+        json_array_append_new(unread, json_pack("{s:s,s:s}", "trace", r->unread[i].trace,
+                                                "reason", r->unread[i].reason));
+    json_object_set_new(doc, "unreadable", unread);
     int rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0 ? 0 : -1;
     fputc('\n', f);
     json_decref(doc);

@@ -184,8 +184,9 @@ static json_t *overhead_json(const struct lp_run *r)
     for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
         json_object_set_new(labels, lp_text_overhead_class_key(k),
                             json_string(lp_text_overhead_class(k)));
-    return json_pack("{s:I,s:o,s:o,s:o,s:o}", "records", (json_int_t)o->records, "kinds", kinds,
-                     "class_labels", labels, "program_ns", overhead_classes(NULL, o->program_ns),
+    return json_pack("{s:I,s:I,s:b,s:o,s:o,s:o,s:o}", "records", (json_int_t)o->records,
+                     "untimed", (json_int_t)o->untimed, "launches_known", o->launches_known,
+                     "kinds", kinds, "class_labels", labels, "program_ns", overhead_classes(NULL, o->program_ns),
                      "measured_ns", overhead_classes(NULL, o->measured_ns));
 }
 

@@ -346,15 +346,22 @@ static void overhead(FILE *f, const struct lp_run *r)
     const struct lp_run_overhead *o = &r->overhead;
     if (!o->records)
         return;
-    fprintf(f, "\n## Host time CUPTI recorded\n\nMeasured by CUPTI (%zu overhead records): host "
-               "time it spent on its own work, time CUDA spent loading code, and launches that "
-               "waited for space in a command buffer, summed as recorded. The program's threads "
-               "are those that made launch calls, pushed NVTX ranges or called cuBLAS; the others "
-               "are llmprof's and CUPTI's. Not among these records: CUPTI's cost on each launch "
-               "it traces, which only a run without the profiler shows.\n\n| kind | what | "
-               "records | total | longest | on the program's threads | in measured stages "
-               "|\n|---|---|---|---|---|---|---|\n",
+    fprintf(f, "\n## Host time CUPTI recorded\n\nMeasured by CUPTI (%zu overhead records", 
             o->records);
+    if (o->untimed)
+        fprintf(f, "; %zu without a duration, left out", o->untimed);
+    fprintf(f, "): host time it spent on its own work, time CUDA spent loading code, and "
+               "launches that waited for space in a command buffer, summed as recorded. %s "
+               "Not among these records: CUPTI's cost on each launch it traces, which only a "
+               "run without the profiler shows.\n\n| kind | what | records | total | longest "
+               "| on the program's threads | in measured stages |\n|---|---|---|---|---|---|---|"
+               "\n",
+            o->launches_known
+                ? "The program's threads are those that made launch calls, pushed NVTX ranges "
+                  "or called cuBLAS; the others are llmprof's and CUPTI's."
+                : "The program's threads are those that pushed NVTX ranges or called cuBLAS "
+                  "(the trace has no launch records: a thread that only launched work is "
+                  "counted with llmprof's and CUPTI's).");
     for (size_t i = 0; i < o->n_rows; i++) {
         const struct lp_overhead_row *w = &o->rows[i];
         fprintf(f, "| %s | %s | %zu | %s | %s | ", lp_text_overhead_kind(w->kind),
@@ -373,7 +380,7 @@ static void overhead(FILE *f, const struct lp_run *r)
     if (!any)
         return;
     fprintf(f, "\nPer stage, on the program's threads inside its occurrences (time, and its share "
-               "of the stage's time):\n\n| stage |");
+               "of the stage's time; records on several threads add up):\n\n| stage |");
     for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
         if (shown[k])
             fprintf(f, " %s |", lp_text_overhead_class(k));

@@ -50,7 +50,7 @@ static const struct label throttles[LP_THROTTLE_BITS] = {
 
 /* CUPTI's overhead kinds (the analysis maps CUPTI's values to them) and their classes */
 static const struct label overhead_kinds[LP_OVERHEAD_KIND_COUNT] = {
-    [LP_OVERHEAD_KIND_UNKNOWN] = {"unknown", "a kind this llmprof does not know"},
+    [LP_OVERHEAD_KIND_UNKNOWN] = {"unknown", "unknown (to CUPTI, or to this llmprof)"},
     [LP_OVERHEAD_KIND_COMPILER] = {"compiler", "JIT compilation"},
     [LP_OVERHEAD_KIND_BUFFER_FLUSH] = {"buffer_flush", "activity buffer flush"},
     [LP_OVERHEAD_KIND_INSTRUMENTATION] = {"instrumentation", "CUPTI instrumentation"},
@@ -282,18 +282,19 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
                     "all kernels at start-up: the occurrences that paid for loading are slower "
                     "than the rest.");
         PUT(evidence, "%s: %.3g ms loading code on the program's threads inside its measured "
-                      "occurrences, %.1f %% of its time (%zu CUPTI overhead records: lazy "
-                      "function or module loading, JIT compilation)",
+                      "occurrences, %.1f %% of its time, in %zu of CUPTI's overhead records "
+                      "(lazy function or module loading, JIT compilation)",
             s->name, f->overhead_ns / 1e6, 100 * f->share, f->overhead_n);
         break;
     case LP_FINDING_PROFILER_WORK:
         PUT(title, "CUPTI's own work is part of %s's time", s->name);
-        PUT(advice, "Its times include this profiling cost: compare them with the program's own "
-                    "timing without llmprof, or set the occurrences that paid it apart as "
-                    "warm-up (name their ranges warmup).");
+        PUT(advice, "Its times include this profiling cost, paid by whichever occurrence was "
+                    "running when CUPTI needed it: compare them with the program's own timing "
+                    "without llmprof. A trace from an llmprof before CUPTI's buffers came "
+                    "zeroed pays far more for buffer requests: record again.");
         PUT(evidence, "%s: %.3g ms of CUPTI's own work on the program's threads inside its "
-                      "measured occurrences, %.1f %% of its time (%zu CUPTI overhead records: "
-                      "buffers, instrumentation, its resources)",
+                      "measured occurrences, %.1f %% of its time, in %zu of CUPTI's overhead "
+                      "records (buffers, instrumentation, its resources)",
             s->name, f->overhead_ns / 1e6, 100 * f->share, f->overhead_n);
         break;
     case LP_FINDING_OUTSIDE_WORK:
