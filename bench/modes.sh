@@ -8,6 +8,8 @@
 #   default-nonvml        --nvml-hz 0
 #   default-nogemm        --no-gemm (GEMM capture's cost: default against this)
 #   default-nosub         without holding CUPTI's subscriber slot (LLMPROF_SUBSCRIBE=0)
+#   default-devbuf, graphs-node-devbuf   the default (and --graphs node) with 16 of CUPTI's
+#                         device buffers made at each context's creation (its default: 3)
 #   kernels               kernel, NVTX, device and overhead records only, no GEMM capture, no
 #                         NVML (what --light was before PM sampling): CUPTI's kernel tracing
 #   kernels-nosub, kernels-noflush, kernels-bigbuf   the same without the subscriber slot,
@@ -49,6 +51,8 @@ lp_bench_rec() {
     default-nonvml) rec+=(--nvml-hz 0) ;;
     default-nogemm) rec+=(--no-gemm) ;;
     default-nosub) rec=(env LLMPROF_SUBSCRIBE=0 "${rec[@]}") ;;
+    default-devbuf) rec=(env LLMPROF_DEVICE_BUFFERS=16 "${rec[@]}") ;;
+    graphs-node-devbuf) rec=(env LLMPROF_DEVICE_BUFFERS=16 "${rec[@]}" --graphs node) ;;
     kernels*)
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead "${rec[@]}" --no-gemm --nvml-hz 0)
         case $mode in

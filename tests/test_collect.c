@@ -1161,6 +1161,92 @@ static void test_zeroed_buffers(void **state)
     lp_trace_free(t);
 }
 
+/* CUPTI's device buffers: what was asked is set, the pool limit before the buffers made at
+ * a context's creation (which must stay under it), and what CUPTI then holds goes into the
+ * header; a value CUPTI refuses is warned about once and its default kept. */
+static char attr_log[128];
+static size_t attr_value[16];
+static int refuse_size;
+static CUptiResult fake_set_device_attr(CUpti_ActivityAttribute a, size_t *size, void *value)
+{
+    if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
+        return CUPTI_SUCCESS;
+    if (*size != sizeof(size_t) || (unsigned)a >= 16)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (refuse_size && a == CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    size_t n = strlen(attr_log);
+    snprintf(attr_log + n, sizeof attr_log - n, "%d=%zu ", (int)a, *(size_t *)value);
+    attr_value[a] = *(size_t *)value;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_get_device_attr(CUpti_ActivityAttribute a, size_t *size, void *value)
+{
+    if (*size != sizeof(size_t) || (unsigned)a >= 16)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *(size_t *)value = attr_value[a];
+    return CUPTI_SUCCESS;
+}
+static void device_buffers_start(size_t bytes, size_t limit, size_t buffers)
+{
+    attr_value[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE] = 3200000; /* CUPTI's defaults */
+    attr_value[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT] = 250;
+    attr_value[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE] = 3;
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register_keep;
+    lp_cupti.ActivitySetAttribute = fake_set_device_attr;
+    lp_cupti.ActivityGetAttribute = fake_get_device_attr;
+    lp_cupti.ActivityGetNumDroppedRecords = fake_no_drops;
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
+                                    .max_buffers = 8, .device_buffer_bytes = bytes,
+                                    .device_buffer_limit = limit, .device_buffers = buffers};
+    NEED(lp_activity_start(&o) == 0);
+}
+static void device_buffers_child(void)
+{
+    device_buffers_start(8u << 20, 400, 8);
+    NEED(!strcmp(attr_log, "2=400 0=8388608 6=8 ")); /* limit, size, made at creation */
+}
+static void device_defaults_child(void)
+{
+    device_buffers_start(0, 0, 0);
+    NEED(attr_log[0] == 0); /* nothing asked: CUPTI's defaults, untouched */
+}
+static void device_refused_child(void)
+{
+    refuse_size = 1;
+    device_buffers_start(8u << 20, 0, 0);
+}
+
+static const char *meta_of(const struct lp_trace *t, const char *key)
+{
+    const char *v = lp_trace_meta(t, key);
+    return v ? v : "(none)";
+}
+
+static void test_device_buffers(void **state)
+{
+    (void)state;
+    in_child("devbuf", device_buffers_child);
+    struct lp_trace *t = read_only_trace("devbuf");
+    assert_int_equal(t->n_losses, 0);
+    assert_string_equal(meta_of(t, "cupti_device_buffer_bytes"), "8388608");
+    assert_string_equal(meta_of(t, "cupti_device_buffer_limit"), "400");
+    assert_string_equal(meta_of(t, "cupti_device_buffers"), "8");
+    lp_trace_free(t);
+    in_child("devbuf-defaults", device_defaults_child);
+    t = read_only_trace("devbuf-defaults");
+    assert_string_equal(meta_of(t, "cupti_device_buffer_bytes"), "3200000");
+    assert_string_equal(meta_of(t, "cupti_device_buffer_limit"), "250");
+    assert_string_equal(meta_of(t, "cupti_device_buffers"), "3");
+    lp_trace_free(t);
+    in_child("devbuf-refused", device_refused_child);
+    t = read_only_trace("devbuf-refused");
+    assert_true(has_loss(t, "CUPTI refused LLMPROF_DEVICE_BUFFER_KB=8192: its default is kept"));
+    assert_string_equal(meta_of(t, "cupti_device_buffer_bytes"), "3200000");
+    lp_trace_free(t);
+}
+
 static void test_untimed_replay(void **state)
 {
     (void)state;
@@ -1316,6 +1402,7 @@ int main(void)
         cmocka_unit_test(test_windows_fail_open),
         cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_zeroed_buffers),
+        cmocka_unit_test(test_device_buffers),
         cmocka_unit_test(test_untimed_replay),
         cmocka_unit_test(test_window_deferred),
     };

@@ -930,17 +930,6 @@ static void test_kernel_names(void **state)
 
 /* ---- writers ---- */
 
-static char *write_to_string(int (*fn)(FILE *, const struct lp_run *), const struct lp_run *r)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    assert_non_null(f);
-    assert_int_equal(fn(f, r), 0);
-    fclose(f);
-    return buf;
-}
-
 static int perfetto_all(FILE *f, const struct lp_run *r)
 {
     return lp_report_perfetto(f, r, 0, 0);

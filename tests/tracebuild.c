@@ -103,3 +103,14 @@ void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp
     char err[256];
     assert_int_equal(lp_run_analyze(t, o, r, err, sizeof err), LP_OK);
 }
+
+char *write_to_string(int (*fn)(FILE *, const struct lp_run *), const struct lp_run *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(fn(f, r), 0);
+    fclose(f);
+    return buf;
+}

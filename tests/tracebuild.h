@@ -5,6 +5,7 @@
 #define LP_TESTS_TRACEBUILD_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "llmprof/analyze.h"
 
@@ -30,6 +31,9 @@ struct lp_trace *tb_read(struct tb *b, int close_it);
 struct lp_trace *tb_fixture(const char *dir, const char *name);
 /* the stage named NAME, or NULL */
 const struct lp_stage_report *stage(const struct lp_run *r, const char *name);
+/* What a writer (report.md, report.json ...) makes of R, as a malloc'd string; it must
+ * succeed */
+char *write_to_string(int (*fn)(FILE *, const struct lp_run *), const struct lp_run *r);
 /* lp_run_analyze, which must succeed */
 void analyze(const struct lp_trace *t, const struct lp_run_options *o, struct lp_run *r);
 

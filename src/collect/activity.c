@@ -4,6 +4,7 @@
 #include "activity.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,43 @@ static void CUPTIAPI no_callbacks(void *userdata, CUpti_CallbackDomain domain,
     (void)userdata, (void)domain, (void)cbid, (void)data;
 }
 
+/* CUPTI's device buffers (kernel, copy and set records wait there for the host): the sizes
+ * asked for, set before any context exists, as CUPTI applies them to contexts made later;
+ * then what CUPTI holds, into the trace header (a value it cannot say is left out). */
+static void device_buffers(void)
+{
+    static const struct {
+        CUpti_ActivityAttribute attr;
+        size_t offset;
+        const char *key, *env;
+    } attrs[] = {
+        /* the limit first: a context makes fewer buffers at its creation than it */
+        {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT,
+         offsetof(struct lp_activity_options, device_buffer_limit),
+         "cupti_device_buffer_limit", "LLMPROF_DEVICE_BUFFER_LIMIT"},
+        {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE,
+         offsetof(struct lp_activity_options, device_buffer_bytes),
+         "cupti_device_buffer_bytes", "LLMPROF_DEVICE_BUFFER_KB"},
+        {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
+         offsetof(struct lp_activity_options, device_buffers), "cupti_device_buffers",
+         "LLMPROF_DEVICE_BUFFERS"},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+        size_t v = *(const size_t *)((const char *)&opts + attrs[i].offset), size = sizeof v;
+        if (v && (!lp_cupti.ActivitySetAttribute ||
+                  lp_cupti.ActivitySetAttribute(attrs[i].attr, &size, &v) != CUPTI_SUCCESS))
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                            "CUPTI refused %s=%zu: its default is kept", attrs[i].env,
+                            attrs[i].attr == CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE ? v / 1024
+                                                                                     : v);
+        size_t now = 0;
+        size = sizeof now;
+        if (lp_cupti.ActivityGetAttribute &&
+            lp_cupti.ActivityGetAttribute(attrs[i].attr, &size, &now) == CUPTI_SUCCESS)
+            lp_sink_set_meta_u64(attrs[i].key, now);
+    }
+}
+
 int lp_activity_start(const struct lp_activity_options *o)
 {
     opts = *o;
@@ -259,6 +297,7 @@ int lp_activity_start(const struct lp_activity_options *o)
         lp_cupti_check(sub, "cuptiSubscribe");
         subscriber = NULL;
     }
+    device_buffers();
     uint8_t yes = 1;
     size_t yes_size = sizeof yes;
     zeroed = lp_cupti.ActivitySetAttribute &&

@@ -57,6 +57,10 @@ struct lp_activity_options {
     unsigned max_buffers;   /* bound on buffers outstanding */
     int windowed;           /* the per-launch kinds (those --light leaves out) start off:
                                lp_activity_set_recording switches them (capture windows) */
+    /* CUPTI's device buffers for kernel, copy and set records, set before any context
+       exists (0: CUPTI's default): the size of one, how many a context may have, and how
+       many a context makes at its creation (fewer than the limit) */
+    size_t device_buffer_bytes, device_buffer_limit, device_buffers;
     int graph_replays;      /* with kernels: one record per CUDA graph replay instead of
                                one per node (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), on from the
                                start for the whole run (see lp_activity_start) */

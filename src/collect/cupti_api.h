@@ -29,6 +29,7 @@
     X(ActivityGetNextRecord, 1, (uint8_t *, size_t, CUpti_Activity **))                  \
     X(ActivityGetNumDroppedRecords, 1, (CUcontext, uint32_t, size_t *))                  \
     X(ActivitySetAttribute, 0, (CUpti_ActivityAttribute, size_t *, void *))              \
+    X(ActivityGetAttribute, 0, (CUpti_ActivityAttribute, size_t *, void *))              \
     X(Subscribe, 1, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))              \
     X(ActivityEnableRuntimeApi, 0, (CUpti_CallbackId, uint8_t))                          \
     X(ActivityEnableDriverApi, 0, (CUpti_CallbackId, uint8_t))                           \

@@ -7,7 +7,9 @@
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
  * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
- * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH (docs/collector.md). */
+ * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH,
+ * LLMPROF_DEVICE_BUFFER_KB, LLMPROF_DEVICE_BUFFER_LIMIT, LLMPROF_DEVICE_BUFFERS
+ * (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +59,19 @@ static double env_double(const char *name, double def)
         return def;
     }
     return d;
+}
+
+/* A whole count from the environment, at most MAX (past it: warned, DEF): casting a larger
+ * double to an integer is undefined. */
+static size_t env_count(const char *name, size_t def, size_t max)
+{
+    double d = env_double(name, (double)def);
+    if (d > (double)max) {
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: more than %zu", name,
+                        getenv(name), max);
+        return def;
+    }
+    return (size_t)d;
 }
 
 static int wakeup_pending;
@@ -214,11 +229,15 @@ static void init(void)
     } else {
         struct lp_activity_options ao = {
             .kinds = light ? LP_KINDS_LIGHT : LP_KINDS_DEFAULT,
-            .buffer_bytes = (size_t)env_double("LLMPROF_BUFFER_KB", 4096) * 1024,
-            .max_buffers = (unsigned)env_double("LLMPROF_MAX_BUFFERS", 64),
+            .buffer_bytes = env_count("LLMPROF_BUFFER_KB", 4096, 1u << 20) * 1024,
+            .max_buffers = (unsigned)env_count("LLMPROF_MAX_BUFFERS", 64, 1u << 16),
             .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
             .callback = on_callback,
             .windowed = windowed,
+            /* CUPTI's device buffers: its defaults unless asked (docs/collector.md) */
+            .device_buffer_bytes = env_count("LLMPROF_DEVICE_BUFFER_KB", 0, 1u << 20) * 1024,
+            .device_buffer_limit = env_count("LLMPROF_DEVICE_BUFFER_LIMIT", 0, 100000),
+            .device_buffers = env_count("LLMPROF_DEVICE_BUFFERS", 0, 10000),
         };
         if (ao.buffer_bytes < 64 * 1024)
             ao.buffer_bytes = 64 * 1024;
