@@ -87,6 +87,19 @@ LLMPROF_OUT=/nonexistent-dir CUDA_INJECTION64_PATH="$(dirname "$LP")/../lib/libl
 [ "$rc" -eq 4 ] && grep -q "nothing will be recorded" "$T/err2" && ok "unwritable trace directory: warning, program runs on" || \
     bad "status $rc, stderr: $(cat "$T/err2")"
 
+# counts from the environment that no integer holds (nan, inf, past a bound): warned about,
+# the default kept, the program unaffected (read only where CUPTI loads)
+out=$(LLMPROF_MAX_BUFFERS=nan LLMPROF_FLUSH_MS=inf LLMPROF_DEVICE_BUFFERS=1e9 \
+    "$LP" record -o "$T/envbad" -- "$FAKE" 5 </dev/null 2>&1)
+rc=$?
+if grep -q "no kernels or NVTX ranges are recorded" <<<"$out"; then
+    skip "bad collector counts: CUPTI does not load on this machine"
+elif [ "$rc" -eq 5 ] && grep -q "ignoring LLMPROF_MAX_BUFFERS=nan: not a non-negative number" <<<"$out" &&
+    grep -q "ignoring LLMPROF_FLUSH_MS=inf: not a non-negative number" <<<"$out" &&
+    grep -q "ignoring LLMPROF_DEVICE_BUFFERS=1e9: more than 10000" <<<"$out"; then
+    ok "bad collector counts (nan, inf, past a bound) warned about, the program runs on"
+else bad "bad collector counts: status $rc, $out"; fi
+
 # one trace per CUDA process, named by rank and pid
 "$LP" record -o "$T/ranks" -- sh -c 'RANK=0 "$1" </dev/null & RANK=1 "$1" </dev/null; wait' sh "$FAKE" 2>/dev/null
 n=$(ls "$T"/ranks/trace.rank0.*.lpt "$T"/ranks/trace.rank1.*.lpt 2>/dev/null | wc -l)

@@ -714,9 +714,9 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
                                  "--baseline, left as they were; this report has no baseline",
                          old);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0, shown = 0; i < n; i++)
         if (summaries[i])
-            printf("%s%s", i ? "\n" : "", summaries[i]);
+            printf("%s%s", shown++ ? "\n" : "", summaries[i]);
     if (run_summary)
         printf("\n%s", run_summary);
 done:

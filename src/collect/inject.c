@@ -12,6 +12,7 @@
  * (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,7 @@ static double env_double(const char *name, double def)
     char *end = NULL;
     errno = 0;
     double d = strtod(v, &end);
-    if (errno || *end || d < 0) {
+    if (errno || *end || !isfinite(d) || d < 0) { /* nan and inf: no value to cast */
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number",
                         name, v);
         return def;
