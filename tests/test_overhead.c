@@ -63,14 +63,6 @@ static const struct lp_overhead_row *row_of(const struct lp_run *r, enum lp_over
     return NULL;
 }
 
-static const struct lp_finding *finding_of(const struct lp_run *r, enum lp_finding_code c)
-{
-    for (size_t i = 0; i < r->n_findings; i++)
-        if (r->findings[i].code == c)
-            return &r->findings[i];
-    return NULL;
-}
-
 static int perfetto_all(FILE *f, const struct lp_run *r)
 {
     return lp_report_perfetto(f, r, 0, 0);
@@ -144,13 +136,13 @@ static void test_synthetic(void **state)
     assert_true(dec->overhead_share[LP_OVERHEAD_CLASS_LOADING] > 0.019 &&
                 dec->overhead_share[LP_OVERHEAD_CLASS_LOADING] < 0.021);
     /* loading at 2 % of decode: a finding citing it; CUPTI's own 5 us: none */
-    const struct lp_finding *f = finding_of(&r, LP_FINDING_LOADING);
+    const struct lp_finding *f = finding(&r, LP_FINDING_LOADING);
     assert_non_null(f);
     assert_string_equal(r.stages[f->stage].name, "decode");
     assert_int_equal(f->severity, 1);
     assert_true(f->overhead_ns == 200e3);
     assert_int_equal(f->overhead_n, 1);
-    assert_null(finding_of(&r, LP_FINDING_PROFILER_WORK));
+    assert_null(finding(&r, LP_FINDING_PROFILER_WORK));
 
     char *md = write_to_string(lp_report_run_md, &r);
     assert_non_null(strstr(md, "## Host time CUPTI recorded\n\nMeasured by CUPTI (6 overhead "
@@ -217,8 +209,8 @@ static void test_thresholds(void **state)
     struct lp_trace *t = run_trace(90 * US, 145 * US);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_null(finding_of(&r, LP_FINDING_LOADING));
-    const struct lp_finding *f = finding_of(&r, LP_FINDING_PROFILER_WORK);
+    assert_null(finding(&r, LP_FINDING_LOADING));
+    const struct lp_finding *f = finding(&r, LP_FINDING_PROFILER_WORK);
     assert_non_null(f);
     assert_int_equal(f->severity, 0);
     assert_true(f->overhead_ns == 150e3);
@@ -256,7 +248,7 @@ static void test_edges(void **state)
     assert_int_equal(dec->overhead_ns[LP_OVERHEAD_CLASS_LOADING], 100 * US);
     assert_true(fabs(dec->overhead_share[LP_OVERHEAD_CLASS_LOADING] - 0.01) < 1e-9);
     /* 1 % and 100 us: the finding's threshold, reached */
-    assert_non_null(finding_of(&r, LP_FINDING_LOADING));
+    assert_non_null(finding(&r, LP_FINDING_LOADING));
     char *md = write_to_string(lp_report_run_md, &r);
     assert_non_null(strstr(md, "(3 overhead records; 1 without a duration, left out)"));
     assert_non_null(strstr(md, "the trace has no launch records"));
@@ -285,8 +277,8 @@ static void test_no_stages(void **state)
     assert_int_equal(run->overhead_ns[LP_OVERHEAD_CLASS_PROFILER], 0);
     assert_int_equal(run->overhead_ns[LP_OVERHEAD_CLASS_LOADING], 50 * US);
     assert_true(run->overhead_share[LP_OVERHEAD_CLASS_LOADING] > 0.01);
-    assert_null(finding_of(&r, LP_FINDING_LOADING)); /* under 100 us */
-    assert_null(finding_of(&r, LP_FINDING_PROFILER_WORK));
+    assert_null(finding(&r, LP_FINDING_LOADING)); /* under 100 us */
+    assert_null(finding(&r, LP_FINDING_PROFILER_WORK));
     assert_int_equal(row_of(&r, LP_OVERHEAD_KIND_RESOURCE)->program_ns, 3 * MS);
     assert_int_equal(row_of(&r, LP_OVERHEAD_KIND_RESOURCE)->measured_ns, 0);
     lp_run_free(&r);
@@ -384,7 +376,7 @@ static void test_fixtures(void **state)
     assert_int_equal(req->program_ns, 7865199);
     check_raw(t, &r, LAZY, LP_OVERHEAD_KIND_LAZY_LOADING);
     assert_int_equal(row_of(&r, LP_OVERHEAD_KIND_LAZY_LOADING)->measured_ns, 0);
-    assert_null(finding_of(&r, LP_FINDING_LOADING));
+    assert_null(finding(&r, LP_FINDING_LOADING));
     lp_run_free(&r);
     lp_trace_free(t);
 

@@ -22,14 +22,6 @@
 #include "tracebuild.h"
 
 /* The analysis returns codes; the report layer says them: both are checked here. */
-static const struct lp_finding *finding(const struct lp_run *r, enum lp_finding_code c)
-{
-    for (size_t i = 0; i < r->n_findings; i++)
-        if (r->findings[i].code == c)
-            return &r->findings[i];
-    return NULL;
-}
-
 static const struct lp_note *note(const struct lp_run *r, enum lp_note_code c)
 {
     for (size_t i = 0; i < r->n_notes; i++)

@@ -90,6 +90,14 @@ struct lp_trace *tb_fixture(const char *dir, const char *name)
     return t;
 }
 
+const struct lp_finding *finding(const struct lp_run *r, enum lp_finding_code c)
+{
+    for (size_t i = 0; i < r->n_findings; i++)
+        if (r->findings[i].code == c)
+            return &r->findings[i];
+    return NULL;
+}
+
 const struct lp_stage_report *stage(const struct lp_run *r, const char *name)
 {
     for (size_t i = 0; i < r->n_stages; i++)

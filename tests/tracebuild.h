@@ -29,6 +29,8 @@ void kernel(struct tb *b, const char *name, uint32_t thread, uint64_t launch, ui
 struct lp_trace *tb_read(struct tb *b, int close_it);
 /* the (first) trace of the run directory DIR/NAME, read; a committed fixture */
 struct lp_trace *tb_fixture(const char *dir, const char *name);
+/* the first finding of code C, or NULL */
+const struct lp_finding *finding(const struct lp_run *r, enum lp_finding_code c);
 /* the stage named NAME, or NULL */
 const struct lp_stage_report *stage(const struct lp_run *r, const char *name);
 /* What a writer (report.md, report.json ...) makes of R, as a malloc'd string; it must

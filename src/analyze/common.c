@@ -84,6 +84,12 @@ int lp_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+int lp_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 int lp_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

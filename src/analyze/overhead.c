@@ -41,12 +41,6 @@ enum lp_overhead_class lp_overhead_kind_class(enum lp_overhead_kind k)
     return (unsigned)k < LP_OVERHEAD_KIND_COUNT ? kinds[k].cls : LP_OVERHEAD_CLASS_OTHER;
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The program's threads, sorted and unique: those that made launch calls, pushed NVTX ranges
  * or called cuBLAS. *N gets their number; NULL out of memory. */
 static uint32_t *program_threads(const struct lp_trace *t, size_t *n)
@@ -65,7 +59,7 @@ static uint32_t *program_threads(const struct lp_trace *t, size_t *n)
     for (size_t i = 0; i < t->n_gemms; i++)
         KEEP(t->gemms[i].thread);
 #undef KEEP
-    qsort(v, k, sizeof *v, cmp_u32);
+    qsort(v, k, sizeof *v, lp_cmp_u32);
     size_t m = 0;
     for (size_t i = 0; i < k; i++)
         if (m == 0 || v[m - 1] != v[i])
@@ -109,7 +103,7 @@ int lp_run_overhead(struct lp_run_ctx *c)
         row->count++;
         row->total_ns += d;
         row->max_ns = d > row->max_ns ? d : row->max_ns;
-        if (!bsearch(&v->thread, threads, n_threads, sizeof *threads, cmp_u32))
+        if (!bsearch(&v->thread, threads, n_threads, sizeof *threads, lp_cmp_u32))
             continue;
         row->program_ns += d;
         o->program_ns[cls] += d;

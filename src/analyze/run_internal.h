@@ -218,6 +218,7 @@ int lp_cmp_double(const void *a, const void *b);
 /* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
  * before T. */
 size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t);
+int lp_cmp_u32(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);

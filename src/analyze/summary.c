@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "llmprof/analyze.h"
+#include "run_internal.h"
 
 static void span(struct lp_trace_summary *s, uint64_t a, uint64_t b)
 {
@@ -11,12 +12,6 @@ static void span(struct lp_trace_summary *s, uint64_t a, uint64_t b)
         s->first_ns = a;
     if (b > s->last_ns)
         s->last_ns = b;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int cmp_group(const void *a, const void *b)
@@ -56,10 +51,10 @@ static size_t count_matched(const struct lp_trace *t)
         return 0;
     for (size_t i = 0; i < t->n_apis; i++)
         corr[i] = t->apis[i].correlation;
-    qsort(corr, t->n_apis, sizeof *corr, cmp_u32);
+    qsort(corr, t->n_apis, sizeof *corr, lp_cmp_u32);
     size_t matched = 0;
     for (size_t i = 0; i < t->n_kernels; i++)
-        if (bsearch(&t->kernels[i].correlation, corr, t->n_apis, sizeof *corr, cmp_u32))
+        if (bsearch(&t->kernels[i].correlation, corr, t->n_apis, sizeof *corr, lp_cmp_u32))
             matched++;
     free(corr);
     return matched;
