@@ -18,6 +18,10 @@ read -r -a modes <<<"${LLMPROF_BENCH_MODES:-none default light}"
 n=${#modes[@]}
 mkdir -p "$work"
 for ((i = 0; i < rounds; i++)); do
+    if [ -n "${LLMPROF_BENCH_UNTIL:-}" ] && [ "$(date +%s)" -ge "$LLMPROF_BENCH_UNTIL" ]; then
+        echo "stopped before round $i: LLMPROF_BENCH_UNTIL passed" >&2
+        break
+    fi
     for ((j = 0; j < n; j++)); do
         mode=${modes[$(((i + j) % n))]}
         dir="$work/${mode//[:,]/_}-$i"

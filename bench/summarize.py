@@ -4,17 +4,20 @@ the same round) and its median over rounds is reported, beside the plain medians
 Usage: summarize.py RESULTS.jsonl [--min] [A/B ...]: each A/B also compares mode A against
 mode B, paired per round (e.g. light-counters/light: what the range profiler costs over PM
 sampling). --min takes each run's least disturbed request (prefill_ms_min,
-decode_ms_per_token_min) instead of its median, for a host whose noise swamps the median."""
+decode_ms_per_token_min) instead of its median, for a host whose noise swamps the median.
+--p10 takes the 10th percentile of the run's timed decode steps (decode_ms_per_token_p10,
+host time per step) and of its timed prefills (prefill_ms_p10): the host switches between a
+fast and a slow state within seconds, and a low percentile compares the fast state."""
 import json
 import statistics
 import sys
 
 args = sys.argv[2:]
-stat = "_min" if "--min" in args else "_median"
-args = [a for a in args if a != "--min"]
+stat = "_min" if "--min" in args else "_p10" if "--p10" in args else "_median"
+args = [a for a in args if a not in ("--min", "--p10")]
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-if stat == "_min" and any("decode_ms_per_token_min" not in r["run"] for r in rows):
-    sys.exit("--min needs runs that give prefill_ms_min and decode_ms_per_token_min "
+if stat != "_median" and any("decode_ms_per_token" + stat not in r["run"] for r in rows):
+    sys.exit(f"--{stat[1:]} needs runs that give prefill_ms{stat} and decode_ms_per_token{stat} "
              "(tests/gpu/hf_loop.py does; bench/llama_decode.py does not)")
 runs = {}
 for r in rows:

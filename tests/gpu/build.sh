@@ -32,3 +32,9 @@ echo "built build/gpu/counters_check"
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/graph_trace_probe tests/gpu/graph_trace_probe.cu \
     -I"$CUDA/include" -L"$CUDA/lib64" -lcupti -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/graph_trace_probe"
+# the overhead split (issue 15): CUPTI's uses switched inside one process (build/lib's
+# libcupti_phases.so, built by CMake)
+"$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/launch_split bench/launch_split.cu \
+    -I"$CUDA/include" -Lbuild/lib -L"$CUDA/lib64" -L"$CUDA/lib64/stubs" -lcupti_phases -lcupti -lcuda \
+    -Xlinker -rpath='$ORIGIN/../lib' -Xlinker -rpath="$CUDA/lib64"
+echo "built build/gpu/launch_split"

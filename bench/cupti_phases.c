@@ -1,0 +1,181 @@
+/* libcupti_phases.so: switches, inside one process, between the ways of using CUPTI whose
+ * per-launch cost the overhead split compares (bench/launch_split.cu in C, bench/torch_split.py
+ * in PyTorch through ctypes), so that the host's drift between processes falls out:
+ *   0 attached   subscribed, nothing enabled
+ *   1 floor      concurrent-kernel activity (what any kernel tracer pays)
+ *   2 kinds      floor + the other activity kinds llmprof's default enables that CUPTI can
+ *                switch here (memcpy, memset, memory, overhead, device)
+ *   3 cb-one     floor + the callbacks of one call per domain that the program never makes
+ *                (cudaProfilerStop, cuProfilerStop): what a hooked domain costs other calls
+ *   4 cb-empty   floor + callbacks on the calls llmprof's launch records trace (launches,
+ *                graph launches, copies, sets, synchronisations; both domains), returning
+ *   5 cb-body    the same doing what llmprof's callback does: a timestamp at the entry; at the
+ *                exit another and a 40-byte record pushed under a mutex into a ring; the
+ *                driver's call inside the runtime's skipped
+ *   6 cb-driver  floor + the driver's calls only, with that body (two callbacks a launch)
+ * It links the toolkit's CUPTI (CMake builds it beside libfloor.so when that library is found). */
+#include <cupti.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_CBID = 2048, RING = 1 << 16, PHASES = 7 };
+enum { RT = 0, DRV = 1 };
+
+struct record { /* the size of llmprof's struct lp_api */
+    uint64_t start, end;
+    uint32_t correlation, thread, domain, cbid, status, name;
+};
+
+static const char *const prefixes[2][8] = {
+    [RT] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset", "cudaDeviceSynchronize",
+            "cudaStreamSynchronize", "cudaEventSynchronize", NULL},
+    [DRV] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
+             "cuStreamSynchronize", "cuEventSynchronize", NULL},
+};
+static const CUpti_CallbackDomain domains[2] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                CUPTI_CB_DOMAIN_DRIVER_API};
+static const CUpti_ActivityKind other_kinds[] = {
+    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2,
+    CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_DEVICE};
+
+static uint8_t traced[2][MAX_CBID];
+static CUpti_SubscriberHandle sub;
+static int body;
+static int kinds_on;
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct record ring[RING];
+static uint64_t pushed, kernels;
+static _Thread_local int runtime_open;
+
+static uint64_t now_ns(void)
+{
+    uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return t;
+}
+
+static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
+{
+    (void)user;
+    int s = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RT : DRV;
+    if (!body || cbid >= MAX_CBID || !traced[s][cbid])
+        return;
+    const CUpti_CallbackData *cd = data;
+    int enter = cd->callbackSite == CUPTI_API_ENTER;
+    if (s == DRV && runtime_open)
+        return;
+    if (s == RT)
+        runtime_open = enter;
+    if (enter) {
+        *cd->correlationData = now_ns();
+        return;
+    }
+    struct record r = {*cd->correlationData, now_ns(), cd->correlationId,
+                       (uint32_t)pthread_self(), (uint32_t)s, cbid, 0, 0};
+    pthread_mutex_lock(&ring_mu);
+    ring[pushed++ % RING] = r;
+    pthread_mutex_unlock(&ring_mu);
+}
+
+static void CUPTIAPI requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *size = 8u << 20;
+    *buffer = aligned_alloc(8, *size);
+    if (!*buffer)
+        *size = 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                               size_t valid)
+{
+    (void)ctx, (void)stream, (void)size;
+    CUpti_Activity *a = NULL;
+    uint64_t k = 0;
+    while (valid && cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
+        k += a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    __atomic_add_fetch(&kernels, k, __ATOMIC_RELAXED);
+    free(buffer);
+}
+
+static int has_prefix(const char *name, const char *const *p)
+{
+    for (; *p; p++)
+        if (!strncmp(name, *p, strlen(*p)))
+            return 1;
+    return 0;
+}
+
+/* 0, or the CUPTI error that stopped it. Call before the program's first CUDA call or after. */
+int lsp_init(void)
+{
+    CUptiResult r = cuptiActivityRegisterCallbacks(requested, completed);
+    if (r == CUPTI_SUCCESS)
+        r = cuptiSubscribe(&sub, on_callback, NULL);
+    for (int s = RT; s <= DRV && r == CUPTI_SUCCESS; s++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
+            const char *name = NULL;
+            if (cuptiGetCallbackName(domains[s], cbid, &name) == CUPTI_SUCCESS && name)
+                traced[s][cbid] = (uint8_t)has_prefix(name, prefixes[s]);
+        }
+    return (int)r;
+}
+
+static CUptiResult set_callbacks(int runtime, int driver, int one)
+{
+    const int on[2] = {runtime, driver};
+    const CUpti_CallbackId unused[2] = {CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000,
+                                        CUPTI_DRIVER_TRACE_CBID_cuProfilerStop};
+    CUptiResult r = CUPTI_SUCCESS;
+    for (int s = RT; s <= DRV; s++) {
+        for (uint32_t cbid = 1; cbid < MAX_CBID && r == CUPTI_SUCCESS; cbid++)
+            if (traced[s][cbid])
+                r = cuptiEnableCallback((uint32_t)on[s], sub, domains[s], cbid);
+        if (r == CUPTI_SUCCESS)
+            r = cuptiEnableCallback((uint32_t)one, sub, domains[s], unused[s]);
+    }
+    return r;
+}
+
+/* Flushes and switches to PHASE (0..6): 0, or CUPTI's error. The caller has waited for the
+ * GPU first (cudaDeviceSynchronize, torch.cuda.synchronize), so no kernel spans two phases. */
+int lsp_phase(int phase)
+{
+    if (phase < 0 || phase >= PHASES)
+        return -1;
+    CUptiResult r = phase == 0 ? cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                               : cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    int kinds = phase == 2;
+    for (size_t i = 0; r == CUPTI_SUCCESS && kinds != kinds_on &&
+                       i < sizeof other_kinds / sizeof *other_kinds; i++)
+        r = kinds ? cuptiActivityEnable(other_kinds[i]) : cuptiActivityDisable(other_kinds[i]);
+    kinds_on = kinds;
+    if (r == CUPTI_SUCCESS)
+        r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    body = phase == 5 || phase == 6;
+    if (r == CUPTI_SUCCESS)
+        r = set_callbacks(phase == 4 || phase == 5, phase >= 4, phase == 3);
+    return (int)r;
+}
+
+const char *lsp_phase_name(int phase)
+{
+    static const char *const names[PHASES] = {"attached", "floor",    "kinds",    "cb-one",
+                                              "cb-empty", "cb-body", "cb-driver"};
+    return phase >= 0 && phase < PHASES ? names[phase] : NULL;
+}
+
+int lsp_phases(void) { return PHASES; }
+
+/* Kernel records CUPTI delivered and launch records pushed so far. */
+void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records)
+{
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    *kernel_records = __atomic_load_n(&kernels, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&ring_mu);
+    *launch_records = pushed;
+    pthread_mutex_unlock(&ring_mu);
+}

@@ -1,0 +1,145 @@
+/* launch_split: what each part of llmprof's per-launch work costs, in C, inside one process
+ * so that the host's drift between processes falls out. The phases are libcupti_phases.so's
+ * (bench/cupti_phases.c): attached, floor, kinds, cb-one, cb-empty, cb-body, cb-driver. Each
+ * round runs every phase once, in rotating order; per phase the table gives the median host
+ * time of an empty-kernel launch, of a cudaGetDevice and of a cuCtxGetCurrent (calls that are
+ * not traced, as PyTorch makes several per op), and, paired per round, the launch's
+ * difference from the floor.
+ * Usage: launch_split [CALLS_PER_PHASE [ROUNDS]]   (default 20000, 15) */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+extern "C" {
+int lsp_init(void);
+int lsp_phase(int phase);
+const char *lsp_phase_name(int phase);
+int lsp_phases(void);
+void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records);
+}
+
+extern "C" __global__ void empty_kernel(void) {}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Host ns per launch of N empty kernels, synchronising every 256 (not timed) so the queue
+ * never fills. */
+static double launch_ns(int n)
+{
+    cudaDeviceSynchronize();
+    double t0 = now_s(), waited = 0;
+    for (int i = 0; i < n; i++) {
+        empty_kernel<<<1, 1>>>();
+        if (i % 256 == 255) {
+            double s0 = now_s();
+            cudaDeviceSynchronize();
+            waited += now_s() - s0;
+        }
+    }
+    cudaDeviceSynchronize();
+    return (now_s() - t0 - waited) * 1e9 / n;
+}
+
+static double get_device_ns(int n)
+{
+    int d = 0;
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        cudaGetDevice(&d);
+    return (now_s() - t0) * 1e9 / n;
+}
+
+static double ctx_current_ns(int n)
+{
+    CUcontext c = NULL;
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        cuCtxGetCurrent(&c);
+    return (now_s() - t0) * 1e9 / n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+enum { MEASURES = 3 };
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 20000, rounds = argc > 2 ? atoi(argv[2]) : 15;
+    if (n < 256 || rounds < 1 || rounds > 1000) {
+        fprintf(stderr, "usage: launch_split [CALLS_PER_PHASE>=256 [ROUNDS 1..1000]]\n");
+        return 2;
+    }
+    int rc = lsp_init();
+    if (rc) {
+        fprintf(stderr, "launch_split: CUPTI could not be set up (%d)\n", rc);
+        return 1;
+    }
+    cudaFree(0);
+    launch_ns(n); /* module load, first launches */
+    int phases = lsp_phases();
+    double *t = (double *)calloc((size_t)rounds * phases * MEASURES, sizeof *t);
+    double *col = (double *)calloc((size_t)rounds, sizeof *col);
+    if (!t || !col)
+        return 1;
+    for (int r = 0; r < rounds; r++)
+        for (int j = 0; j < phases; j++) {
+            int p = (r + j) % phases;
+            cudaDeviceSynchronize();
+            if ((rc = lsp_phase(p)) != 0) {
+                fprintf(stderr, "launch_split: phase %s could not be set (%d)\n",
+                        lsp_phase_name(p), rc);
+                return 1;
+            }
+            double *m = &t[(r * phases + p) * MEASURES];
+            m[0] = launch_ns(n);
+            m[1] = get_device_ns(n);
+            m[2] = ctx_current_ns(n);
+        }
+    cudaDeviceSynchronize();
+    lsp_phase(0);
+    printf("launch_split: %d calls of each kind per phase, %d rounds, phases in rotating order; "
+           "host ns per call, medians over rounds\n", n, rounds);
+    printf("%-10s %8s %28s %14s %16s\n", "phase", "launch", "launch vs floor (range)",
+           "cudaGetDevice", "cuCtxGetCurrent");
+    for (int p = 0; p < phases; p++) {
+        double med[MEASURES];
+        for (int k = 0; k < MEASURES; k++) {
+            for (int r = 0; r < rounds; r++)
+                col[r] = t[(r * phases + p) * MEASURES + k];
+            med[k] = median(col, rounds);
+        }
+        double lo = 1e30, hi = -1e30;
+        for (int r = 0; r < rounds; r++) {
+            col[r] = t[(r * phases + p) * MEASURES] - t[(r * phases + 1) * MEASURES];
+            lo = col[r] < lo ? col[r] : lo;
+            hi = col[r] > hi ? col[r] : hi;
+        }
+        printf("%-10s %8.0f %+10.0f (%+6.0f ... %+6.0f) %14.1f %16.1f\n", lsp_phase_name(p),
+               med[0], median(col, rounds), lo, hi, med[1], med[2]);
+    }
+    uint64_t k = 0, l = 0;
+    lsp_counts(&k, &l);
+    printf("records: %llu kernels, %llu launch records pushed\n", (unsigned long long)k,
+           (unsigned long long)l);
+    free(t);
+    free(col);
+    return 0;
+}
