@@ -31,6 +31,9 @@
 #                         kernel activity and GEMM capture are switched
 #   windowed-flag         windowed, the launch callbacks left enabled and only a flag
 #                         switched (LLMPROF_LAUNCH_SWITCH=flag)
+#   windowed-bare         windowed with nothing on between windows but what switches: kernel
+#                         activity and launch records (LLMPROF_KINDS=kernel,api), no GEMM
+#                         capture, no NVML: what llmprof's always-on parts cost outside windows
 #   activity              the default with launch calls from CUPTI's API activity records
 #                         (LLMPROF_LAUNCH=activity), as before the callbacks
 #   launch-driver         the default with callbacks on the driver's launch calls only
@@ -74,6 +77,9 @@ lp_bench_rec() {
     windowed) rec+=(--capture 'nvtx:^step$/8') ;;
     windowed-node) rec+=(--graphs node --capture 'nvtx:^step$/8') ;;
     windowed-flag) rec=(env LLMPROF_LAUNCH_SWITCH=flag "${rec[@]}" --capture 'nvtx:^step$/8') ;;
+    windowed-bare)
+        rec=(env LLMPROF_KINDS=kernel,api "${rec[@]}" --no-gemm --nvml-hz 0
+             --capture 'nvtx:^step$/8') ;;
     windowed-nolaunch)
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"
              --capture 'nvtx:^step$/8') ;;

@@ -6,7 +6,7 @@
 #   1. The per-launch split inside one process (the phases of bench/cupti_phases.c): in C
 #      (bench/launch_split.cu), and on HF eager decode steps and PyTorch ops
 #      (bench/torch_split.py). $SPLIT_PROBES=0 skips it.
-#   2. HF eager decode (hf_loop.py), interleaved rounds of $SPLIT_MODES (default
+#   2. HF eager decode (hf_loop.py $SPLIT_ARGS), interleaved rounds of $SPLIT_MODES (default
 #      "none floor default") until $SPLIT_SECONDS (default 600) less the graph part have
 #      passed; summarised three ways (median request, least disturbed request, 10th
 #      percentile of the steps' host times).
@@ -30,9 +30,10 @@ fi
 step "HF eager decode: ${SPLIT_MODES:-none floor default}"
 LLMPROF_BENCH_UNTIL=$((start + total - 60 - graph_rounds * 45)) \
     LLMPROF_BENCH_MODES="${SPLIT_MODES:-none floor default}" \
-    LLMPROF_BENCH_CMD="$PY tests/gpu/hf_loop.py --new-tokens 64 --requests 3 --step-ranges" \
+    LLMPROF_BENCH_CMD="$PY tests/gpu/hf_loop.py --new-tokens 64 --requests 3 --step-ranges ${SPLIT_ARGS:-}" \
     bash bench/overhead.sh 20 "$OUT/eager.jsonl" "$T/eager" | grep -v '^{'
-pairs=(default/floor windowed/floor launch-driver/default launch-driver/floor)
+pairs=(default/floor windowed/floor launch-driver/default launch-driver/floor
+       windowed/windowed-bare windowed/floor-stop-disable)
 for stat in "" --min --p10; do
     python3 bench/summarize.py "$OUT/eager.jsonl" $stat "${pairs[@]}"
 done
