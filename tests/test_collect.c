@@ -351,6 +351,9 @@ static CUptiResult fake_timestamp(uint64_t *t)
     return CUPTI_SUCCESS;
 }
 
+/* in_child adds one allocation record unless this is set */
+static int in_child_records_nothing;
+
 /* Runs SCENARIO in a child with the fake CUPTI and a sink in DIR/NAME; the child must exit 0.
  * Its stderr goes to DIR/NAME.stderr, shown when it fails (the sink's count of records lost
  * by earlier tests, inherited through fork, would only be noise). */
@@ -381,7 +384,8 @@ static void in_child(const char *name, void (*scenario)(void))
         /* one allocation: a trace of no work would be removed (test_sink_ranks) */
         struct lp_record mem = {.type = LP_REC_MEMORY};
         lp_sink_lock();
-        lp_sink_add(&mem);
+        if (!in_child_records_nothing)
+            lp_sink_add(&mem);
         lp_sink_unlock();
         lp_sink_close();
         _exit(0);
@@ -771,11 +775,13 @@ static void nvtx_windows_child(void)
 {
     start_windows("nvtx:^step$@2/2", FAKE_SUB);
     NEED(!strcmp(switch_log, "K-L-")); /* everything starts off */
-    /* the NVTX range callbacks, switched on for the subscriber */
-    NEED(n_enables == 6);
+    /* the NVTX range callbacks, switched on for the subscriber, then context creation's */
+    NEED(n_enables == 7);
     for (size_t i = 0; i < 6; i++)
         NEED(enables[i].on == 1 && enables[i].sub == FAKE_SUB &&
              enables[i].domain == CUPTI_CB_DOMAIN_NVTX);
+    NEED(enables[6].on == 1 && enables[6].domain == CUPTI_CB_DOMAIN_RESOURCE &&
+         enables[6].cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
     CUcontext cx[1];
     NEED(lp_launch_contexts(cx, 1) == 0); /* no launch: windows close at once, not deferred */
     const char *off = "K-L-";
@@ -978,6 +984,47 @@ static void test_windows_fail_open(void **state)
     assert_true(has_loss(t, "capture windows (nvtx:^step$) cannot open here"));
     assert_string_equal(lp_trace_meta(t, "capture"), "all");
     assert_null(lp_trace_meta(t, "capture_windows"));
+    lp_trace_free(t);
+}
+
+/* A program whose capture window never opens (it never calls cudaProfilerStart) records no
+ * kernel: its trace is kept if it made a CUDA context, so the report says no window opened
+ * instead of record saying the program never used CUDA; a process that made none (a
+ * launcher's parent) still leaves no trace. */
+static void unopened_used_child(void)
+{
+    start_windows("cuda-profiler", FAKE_SUB);
+    CUpti_ResourceData rd = {0};
+    lp_window_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                       &rd); /* not a creation */
+    lp_window_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    lp_window_stop();
+}
+
+static void unopened_unused_child(void)
+{
+    start_windows("cuda-profiler", FAKE_SUB);
+    CUpti_ResourceData rd = {0};
+    lp_window_callback(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                       &rd);
+    lp_window_stop();
+}
+
+static void test_windows_never_opened(void **state)
+{
+    (void)state;
+    in_child_records_nothing = 1;
+    in_child("unopened-used", unopened_used_child);
+    in_child("unopened-unused", unopened_unused_child);
+    in_child_records_nothing = 0;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/unopened-unused", dir);
+    assert_int_equal(count_traces(sub), 0);
+    struct lp_trace *t = read_only_trace("unopened-used");
+    assert_int_equal(t->n_windows, 0);
+    assert_int_equal(t->n_kernels, 0);
+    assert_string_equal(lp_trace_meta(t, "capture"), "cuda-profiler");
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "0");
     lp_trace_free(t);
 }
 
@@ -1400,6 +1447,7 @@ int main(void)
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_graph_windows),
         cmocka_unit_test(test_windows_fail_open),
+        cmocka_unit_test(test_windows_never_opened),
         cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_zeroed_buffers),
         cmocka_unit_test(test_device_buffers),

@@ -1968,6 +1968,9 @@ static void test_capture_windows(void **state)
     assert_int_equal(r.capture.occ_outside, 1);
     md = write_to_string(lp_report_run_md, &r);
     assert_non_null(strstr(md, "never opened one"));
+    /* no busy share of no kernels, and not taken for --light */
+    assert_null(strstr(md, "The GPU was busy"));
+    assert_null(strstr(md, "(--light)"));
     free(md);
     lp_run_free(&r);
     lp_trace_free(t);

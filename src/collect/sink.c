@@ -129,6 +129,13 @@ void lp_sink_add(const struct lp_record *r)
     check_write(lp_trace_writer_add(writer, r));
 }
 
+void lp_sink_mark_used(void)
+{
+    lp_sink_lock();
+    did_work = 1;
+    lp_sink_unlock();
+}
+
 void lp_sink_loss(uint32_t source, uint64_t count, const char *what)
 {
     lp_sink_lock();
@@ -157,7 +164,9 @@ void lp_sink_close(void)
                             "closed or failed and were not written\n", lost_records);
         if (!did_work && !write_failed) {
             /* CUDA initialised, nothing used (torchrun's agent, a launcher's parent): a
-             * trace of NVML samples alone would pass for an idle rank */
+             * trace of NVML samples alone would pass for an idle rank. Under capture
+             * windows a process that made a CUDA context is kept (lp_sink_mark_used), so
+             * that a window that never opened is said, not taken for an unused GPU. */
             lp_trace_writer_close(writer);
             unlink(path);
         } else if (!write_failed) {

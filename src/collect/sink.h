@@ -18,6 +18,9 @@ void lp_sink_unlock(void);
 /* With the lock held. Records after close or a write failure are counted as lost. */
 lp_str lp_sink_intern(const char *s);
 void lp_sink_add(const struct lp_record *r);
+/* The process used CUDA though it may record nothing that says so (capture windows that never
+ * opened): its trace is kept at close. */
+void lp_sink_mark_used(void);
 /* Takes the lock itself. */
 void lp_sink_loss(uint32_t source, uint64_t count, const char *what);
 void lp_sink_flush(void);

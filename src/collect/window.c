@@ -241,6 +241,13 @@ static void graph_launch(const void *exec, uint32_t thread)
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        /* a context: the process uses CUDA, whether or not a window opens */
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED &&
+            __atomic_load_n(&active, __ATOMIC_RELAXED))
+            lp_sink_mark_used();
+        return;
+    }
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && spec.mode == LP_CAPTURE_MODE_GRAPHS &&
         (cbid == graph_launch_cbids[0] || cbid == graph_launch_cbids[1])) {
         const CUpti_CallbackData *cd = data;
@@ -484,6 +491,11 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
         lp_sink_set_meta("capture", "all");
         return;
     }
+    /* a process whose windows never open still keeps its trace if it made a context
+     * (sink.c): the report then says no window opened */
+    if (!subscriber || LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED) != CUPTI_SUCCESS)
+        lp_sink_mark_used();
     lp_sink_set_meta("capture", text);
     __atomic_store_n(&active, 1, __ATOMIC_RELAXED);
 }

@@ -1093,7 +1093,9 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                 r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
                 NS(r->warmup.value_ns), r->warmup.ratio);
     capture_line(f, r);
-    if (r->kernels_recorded)
+    if (r->capture.windowed && r->capture.n_windows == 0)
+        ; /* said by capture_line: no window, no kernels */
+    else if (r->kernels_recorded)
         fprintf(f, "- The GPU was busy %.0f %% of the %stime between its first and last "
                    "kernel%s.\n", 100 * r->busy_share, r->unrecorded_ns ? "recorded " : "",
                 after_warmup(r));
