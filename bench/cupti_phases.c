@@ -1,26 +1,35 @@
 /* libcupti_phases.so: switches, inside one process, between the ways of using CUPTI whose
  * per-launch cost the overhead split compares (bench/launch_split.cu in C, bench/torch_split.py
  * in PyTorch through ctypes), so that the host's drift between processes falls out:
- *   0 attached   subscribed, nothing enabled
- *   1 floor      concurrent-kernel activity (what any kernel tracer pays)
- *   2 kinds      floor + the other activity kinds llmprof's default enables that CUPTI can
+ *   attached     subscribed and activity buffers registered, nothing enabled: after the
+ *                first round, what is left once kernel activity and the callbacks have been
+ *                enabled and disabled again, as capture windows leave CUPTI between windows
+ *   floor        concurrent-kernel activity (what any kernel tracer pays)
+ *   kinds        floor + the other activity kinds llmprof's default enables that CUPTI can
  *                switch here (memcpy, memset, memory, overhead, device)
- *   3 cb-one     floor + the callbacks of one call per domain that the program never makes
+ *   cb-one       floor + the callbacks of one call per domain that the program never makes
  *                (cudaProfilerStop, cuProfilerStop): what a hooked domain costs other calls
- *   4 cb-empty   floor + callbacks on the calls llmprof's launch records trace (launches,
+ *   cb-empty     floor + callbacks on the calls llmprof's launch records trace (launches,
  *                graph launches, copies, sets, synchronisations; both domains), returning
- *   5 cb-body    the same doing what llmprof's callback does: a timestamp at the entry; at the
+ *   cb-body      the same doing what llmprof's callback does: a timestamp at the entry; at the
  *                exit another and a 40-byte record pushed under a mutex into a ring; the
  *                driver's call inside the runtime's skipped
- *   6 cb-driver  floor + the driver's calls only, with that body (two callbacks a launch)
+ *   cb-driver    floor + the driver's calls only, with that body (two callbacks a launch)
+ *   detached     CUPTI finalized (Kineto's way out): the reference without CUPTI
+ *   sub-only     finalized, then subscribed again, no activity buffers registered
+ *   buffers-only finalized, then activity buffers registered again, no subscriber
+ * Finalizing is done from the exit callback of a driver call this library makes while it is
+ * subscribed (CUPTI's advice), directly otherwise; a phase that needs the subscriber or the
+ * buffers after one that did not has them set up again.
  * It links the toolkit's CUPTI (CMake builds it beside libfloor.so when that library is found). */
 #include <cupti.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_CBID = 2048, RING = 1 << 16, PHASES = 7 };
+enum { MAX_CBID = 2048, RING = 1 << 16 };
 enum { RT = 0, DRV = 1 };
 
 struct record { /* the size of llmprof's struct lp_api */
@@ -48,6 +57,28 @@ static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record ring[RING];
 static uint64_t pushed, kernels;
 static _Thread_local int runtime_open;
+static int finalize_pending;      /* the next cuCtxGetCurrent exit finalizes CUPTI */
+static CUptiResult finalize_result;
+static int have_sub, have_buffers;  /* what CUPTI has now */
+
+enum { NEED_SUB = 1, NEED_BUFFERS = 2, NEED_BOTH = 3 };
+enum { CB_RT = 1, CB_DRV = 2, CB_ONE = 4 };
+static const struct phase {
+    const char *name;
+    int kernel, kinds, callbacks, body, needs;
+} phases[] = {
+    {"attached", 0, 0, 0, 0, NEED_BOTH},
+    {"floor", 1, 0, 0, 0, NEED_BOTH},
+    {"kinds", 1, 1, 0, 0, NEED_BOTH},
+    {"cb-one", 1, 0, CB_ONE, 0, NEED_BOTH},
+    {"cb-empty", 1, 0, CB_RT | CB_DRV, 0, NEED_BOTH},
+    {"cb-body", 1, 0, CB_RT | CB_DRV, 1, NEED_BOTH},
+    {"cb-driver", 1, 0, CB_DRV, 1, NEED_BOTH},
+    {"detached", 0, 0, 0, 0, 0},
+    {"sub-only", 0, 0, 0, 0, NEED_SUB},
+    {"buffers-only", 0, 0, 0, 0, NEED_BUFFERS},
+};
+enum { PHASES = sizeof phases / sizeof *phases };
 
 static uint64_t now_ns(void)
 {
@@ -60,6 +91,13 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
                                  const void *data)
 {
     (void)user;
+    if (finalize_pending && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent &&
+        ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT) {
+        finalize_pending = 0;
+        finalize_result = cuptiFinalize();
+        return;
+    }
     int s = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RT : DRV;
     if (!body || cbid >= MAX_CBID || !traced[s][cbid])
         return;
@@ -109,19 +147,31 @@ static int has_prefix(const char *name, const char *const *p)
     return 0;
 }
 
+/* Sets up what NEEDS asks for that CUPTI does not have yet. */
+static CUptiResult attach(int needs)
+{
+    CUptiResult r = CUPTI_SUCCESS;
+    if ((needs & NEED_BUFFERS) && !have_buffers) {
+        r = cuptiActivityRegisterCallbacks(requested, completed);
+        have_buffers = r == CUPTI_SUCCESS;
+    }
+    if (r == CUPTI_SUCCESS && (needs & NEED_SUB) && !have_sub) {
+        r = cuptiSubscribe(&sub, on_callback, NULL);
+        have_sub = r == CUPTI_SUCCESS;
+    }
+    return r;
+}
+
 /* 0, or the CUPTI error that stopped it. Call before the program's first CUDA call or after. */
 int lsp_init(void)
 {
-    CUptiResult r = cuptiActivityRegisterCallbacks(requested, completed);
-    if (r == CUPTI_SUCCESS)
-        r = cuptiSubscribe(&sub, on_callback, NULL);
-    for (int s = RT; s <= DRV && r == CUPTI_SUCCESS; s++)
+    for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
             const char *name = NULL;
             if (cuptiGetCallbackName(domains[s], cbid, &name) == CUPTI_SUCCESS && name)
                 traced[s][cbid] = (uint8_t)has_prefix(name, prefixes[s]);
         }
-    return (int)r;
+    return (int)attach(NEED_BOTH);
 }
 
 static CUptiResult set_callbacks(int runtime, int driver, int one)
@@ -140,32 +190,86 @@ static CUptiResult set_callbacks(int runtime, int driver, int one)
     return r;
 }
 
-/* Flushes and switches to PHASE (0..6): 0, or CUPTI's error. The caller has waited for the
- * GPU first (cudaDeviceSynchronize, torch.cuda.synchronize), so no kernel spans two phases. */
+/* cuptiFinalize, once everything is off and flushed: from the exit callback of a
+ * cuCtxGetCurrent made here while subscribed (CUPTI's advice: finalize from an API exit
+ * callback; floor.c does it at the program's cudaProfilerStop), directly otherwise (the
+ * callers are single-threaded). The driver is already loaded by the program. */
+static CUptiResult detach(void)
+{
+    CUptiResult r = CUPTI_SUCCESS;
+    if (!have_sub) {
+        r = cuptiFinalize();
+    } else {
+        CUresult (*get_current)(CUcontext *) = NULL;
+        void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (cuda)
+            *(void **)&get_current = dlsym(cuda, "cuCtxGetCurrent");
+        r = get_current ? cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+                                              CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent)
+                        : CUPTI_ERROR_NOT_INITIALIZED;
+        finalize_result = CUPTI_ERROR_UNKNOWN;
+        if (r == CUPTI_SUCCESS) {
+            CUcontext c = NULL;
+            finalize_pending = 1;
+            get_current(&c);
+            finalize_pending = 0;
+            r = finalize_result;
+        }
+        if (cuda)
+            dlclose(cuda);
+    }
+    if (r == CUPTI_SUCCESS)
+        have_sub = have_buffers = 0;
+    return r;
+}
+
+/* Kernel activity, the other kinds and the callbacks as asked (what is set up of them). */
+static CUptiResult set_uses(int kernel, int kinds, int callbacks)
+{
+    CUptiResult r = CUPTI_SUCCESS;
+    if (have_buffers) {
+        r = kernel ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+                   : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        for (size_t i = 0; r == CUPTI_SUCCESS && kinds != kinds_on &&
+                           i < sizeof other_kinds / sizeof *other_kinds; i++)
+            r = kinds ? cuptiActivityEnable(other_kinds[i]) : cuptiActivityDisable(other_kinds[i]);
+        if (r == CUPTI_SUCCESS)
+            kinds_on = kinds;
+        if (r == CUPTI_SUCCESS)
+            r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+    if (r == CUPTI_SUCCESS && have_sub)
+        r = set_callbacks(callbacks & CB_RT, callbacks & CB_DRV, callbacks & CB_ONE);
+    return r;
+}
+
+/* Flushes and switches to PHASE: 0, or CUPTI's error. The caller has waited for the GPU
+ * first (cudaDeviceSynchronize, torch.cuda.synchronize), so no kernel spans two phases. */
 int lsp_phase(int phase)
 {
     if (phase < 0 || phase >= PHASES)
         return -1;
-    CUptiResult r = phase == 0 ? cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-                               : cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    int kinds = phase == 2;
-    for (size_t i = 0; r == CUPTI_SUCCESS && kinds != kinds_on &&
-                       i < sizeof other_kinds / sizeof *other_kinds; i++)
-        r = kinds ? cuptiActivityEnable(other_kinds[i]) : cuptiActivityDisable(other_kinds[i]);
-    kinds_on = kinds;
+    const struct phase *p = &phases[phase];
+    CUptiResult r = CUPTI_SUCCESS;
+    body = p->body;
+    /* what this phase must not have goes by finalizing, once everything is off */
+    if ((have_sub && !(p->needs & NEED_SUB)) || (have_buffers && !(p->needs & NEED_BUFFERS))) {
+        r = set_uses(0, 0, 0);
+        if (r == CUPTI_SUCCESS)
+            r = detach();
+        if (r == CUPTI_SUCCESS)
+            kinds_on = 0;
+    }
     if (r == CUPTI_SUCCESS)
-        r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    body = phase == 5 || phase == 6;
+        r = attach(p->needs);
     if (r == CUPTI_SUCCESS)
-        r = set_callbacks(phase == 4 || phase == 5, phase >= 4, phase == 3);
+        r = set_uses(p->kernel, p->kinds, p->callbacks);
     return (int)r;
 }
 
 const char *lsp_phase_name(int phase)
 {
-    static const char *const names[PHASES] = {"attached", "floor",    "kinds",    "cb-one",
-                                              "cb-empty", "cb-body", "cb-driver"};
-    return phase >= 0 && phase < PHASES ? names[phase] : NULL;
+    return phase >= 0 && phase < PHASES ? phases[phase].name : NULL;
 }
 
 int lsp_phases(void) { return PHASES; }

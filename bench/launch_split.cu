@@ -1,16 +1,17 @@
 /* launch_split: what each part of llmprof's per-launch work costs, in C, inside one process
  * so that the host's drift between processes falls out. The phases are libcupti_phases.so's
- * (bench/cupti_phases.c): attached, floor, kinds, cb-one, cb-empty, cb-body, cb-driver. Each
- * round runs every phase once, in rotating order; per phase the table gives the median host
- * time of an empty-kernel launch, of a cudaGetDevice and of a cuCtxGetCurrent (calls that are
- * not traced, as PyTorch makes several per op), and, paired per round, the launch's
- * difference from the floor.
+ * (bench/cupti_phases.c): attached, floor, kinds, cb-one, cb-empty, cb-body, cb-driver,
+ * detached, sub-only, buffers-only. Each round runs every phase once, in rotating order; per
+ * phase the table gives the median host time of an empty-kernel launch, of a cudaGetDevice
+ * and of a cuCtxGetCurrent (calls that are not traced, as PyTorch makes several per op), and,
+ * paired per round, the launch's difference from the floor and from CUPTI finalized.
  * Usage: launch_split [CALLS_PER_PHASE [ROUNDS]]   (default 20000, 15) */
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 extern "C" {
@@ -66,6 +67,15 @@ static double ctx_current_ns(int n)
     return (now_s() - t0) * 1e9 / n;
 }
 
+/* The phase named NAME, or -1. */
+static int phase_index(const char *name)
+{
+    for (int p = 0; p < lsp_phases(); p++)
+        if (!strcmp(lsp_phase_name(p), name))
+            return p;
+    return -1;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -94,7 +104,11 @@ int main(int argc, char **argv)
     }
     cudaFree(0);
     launch_ns(n); /* module load, first launches */
-    int phases = lsp_phases();
+    int phases = lsp_phases(), refs[2] = {phase_index("floor"), phase_index("detached")};
+    if (refs[0] < 0 || refs[1] < 0) {
+        fprintf(stderr, "launch_split: libcupti_phases.so has no floor or detached phase\n");
+        return 1;
+    }
     double *t = (double *)calloc((size_t)rounds * phases * MEASURES, sizeof *t);
     double *col = (double *)calloc((size_t)rounds, sizeof *col);
     if (!t || !col)
@@ -117,8 +131,8 @@ int main(int argc, char **argv)
     lsp_phase(0);
     printf("launch_split: %d calls of each kind per phase, %d rounds, phases in rotating order; "
            "host ns per call, medians over rounds\n", n, rounds);
-    printf("%-10s %8s %28s %14s %16s\n", "phase", "launch", "launch vs floor (range)",
-           "cudaGetDevice", "cuCtxGetCurrent");
+    printf("%-12s %8s %33s %33s %14s %16s\n", "phase", "launch", "vs floor (range) above",
+           "vs detached (range) above", "cudaGetDevice", "cuCtxGetCurrent");
     for (int p = 0; p < phases; p++) {
         double med[MEASURES];
         for (int k = 0; k < MEASURES; k++) {
@@ -126,14 +140,20 @@ int main(int argc, char **argv)
                 col[r] = t[(r * phases + p) * MEASURES + k];
             med[k] = median(col, rounds);
         }
-        double lo = 1e30, hi = -1e30;
-        for (int r = 0; r < rounds; r++) {
-            col[r] = t[(r * phases + p) * MEASURES] - t[(r * phases + 1) * MEASURES];
-            lo = col[r] < lo ? col[r] : lo;
-            hi = col[r] > hi ? col[r] : hi;
+        printf("%-12s %8.0f", lsp_phase_name(p), med[0]);
+        for (int f = 0; f < 2; f++) {
+            double lo = 1e30, hi = -1e30;
+            int above = 0;
+            for (int r = 0; r < rounds; r++) {
+                col[r] = t[(r * phases + p) * MEASURES] - t[(r * phases + refs[f]) * MEASURES];
+                lo = col[r] < lo ? col[r] : lo;
+                hi = col[r] > hi ? col[r] : hi;
+                above += col[r] > 0;
+            }
+            printf(" %+8.0f (%+6.0f ... %+6.0f) %2d/%-2d", median(col, rounds), lo, hi, above,
+                   rounds);
         }
-        printf("%-10s %8.0f %+10.0f (%+6.0f ... %+6.0f) %14.1f %16.1f\n", lsp_phase_name(p),
-               med[0], median(col, rounds), lo, hi, med[1], med[2]);
+        printf(" %14.1f %16.1f\n", med[1], med[2]);
     }
     uint64_t k = 0, l = 0;
     lsp_counts(&k, &l);

@@ -34,6 +34,8 @@
 #   windowed-bare         windowed with nothing on between windows but what switches: kernel
 #                         activity and launch records (LLMPROF_KINDS=kernel,api), no GEMM
 #                         capture, no NVML: what llmprof's always-on parts cost outside windows
+#   windowed-never        windowed-bare whose range never comes (--capture 'nvtx:^never$'): the
+#                         state between windows without a window ever switched on and off
 #   activity              the default with launch calls from CUPTI's API activity records
 #                         (LLMPROF_LAUNCH=activity), as before the callbacks
 #   launch-driver         the default with callbacks on the driver's launch calls only
@@ -80,6 +82,9 @@ lp_bench_rec() {
     windowed-bare)
         rec=(env LLMPROF_KINDS=kernel,api "${rec[@]}" --no-gemm --nvml-hz 0
              --capture 'nvtx:^step$/8') ;;
+    windowed-never)
+        rec=(env LLMPROF_KINDS=kernel,api "${rec[@]}" --no-gemm --nvml-hz 0
+             --capture 'nvtx:^never$') ;;
     windowed-nolaunch)
         rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,memcpy,memset,memory "${rec[@]}"
              --capture 'nvtx:^step$/8') ;;

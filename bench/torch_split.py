@@ -1,9 +1,10 @@
 """The overhead split in PyTorch, inside one process: HF eager decode steps (TinyLlama-1.1B's
 shape, random weights, bf16, as tests/gpu/hf_loop.py builds it) and single-kernel ops timed
 under each phase of build/lib/libcupti_phases.so (bench/cupti_phases.c: attached, floor,
-kinds, cb-one, cb-empty, cb-body, cb-driver), phases in rotating order each round, so the
-host's drift between processes falls out. Per phase: the median over rounds of ms per decode
-step and ns per op, and per decode step, paired per round, the difference from the floor.
+kinds, cb-one, cb-empty, cb-body, cb-driver, detached, sub-only, buffers-only), phases in
+rotating order each round, so the host's drift between processes falls out. Per phase: the
+median over rounds of ms per decode step and ns per op, and per decode step, paired per round,
+the difference from the floor and from CUPTI finalized ("detached").
 Run without a profiler (it subscribes to CUPTI itself).
 Usage: torch_split.py [--rounds N] [--steps N] [--lib PATH]"""
 import argparse
@@ -70,14 +71,19 @@ torch.cuda.synchronize()
 lib.lsp_phase(0)
 print(f"torch_split: {args.rounds} rounds, {args.steps} decode steps per phase and round, "
       "phases in rotating order; medians over rounds")
-print(f"{'phase':10} {'ms/step':>8} {'vs floor, paired median (range)':>34} "
-      f"{'add ns':>8} {'mm ns':>8}")
-fl = res["floor"]["decode"]
+print(f"{'phase':12} {'ms/step':>8} {'vs floor, paired median (range)':>34} "
+      f"{'vs detached, paired median (range)':>36} {'add ns':>8} {'mm ns':>8}")
+
+
+def paired(n, ref):
+    rel = [100 * (v / f - 1) for v, f in zip(res[n]["decode"], res[ref]["decode"])]
+    return (f"{statistics.median(rel):+9.1f} % ({min(rel):+6.1f} ... {max(rel):+6.1f} %) "
+            f"{sum(x > 0 for x in rel):2d}/{len(rel)}")
+
+
 for n in names:
-    d = res[n]["decode"]
-    rel = [100 * (v / f - 1) for v, f in zip(d, fl)]
-    print(f"{n:10} {statistics.median(d):8.3f} {statistics.median(rel):+9.1f} % "
-          f"({min(rel):+6.1f} ... {max(rel):+6.1f} %) {statistics.median(res[n]['add']):8.0f} "
+    print(f"{n:12} {statistics.median(res[n]['decode']):8.3f} {paired(n, 'floor')} "
+          f"{paired(n, 'detached')} {statistics.median(res[n]['add']):8.0f} "
           f"{statistics.median(res[n]['mm']):8.0f}")
 print(json.dumps({"torch": torch.__version__, "rounds": args.rounds, "steps": args.steps,
                   "phases": res}))

@@ -17,10 +17,16 @@ nsys --capture-range=cudaProfilerApi use them).
 (record --capture signal). --step-ranges: an NVTX range "step" around each decode step,
 inside "decode" (record --capture 'nvtx:^step$/8' records one step in eight).
 
+Per decode step it records the host's wall time and the main thread's CPU time (the thread
+launches every kernel: time it is not running, descheduled or stolen by the hypervisor, is
+not counted); over the timed requests, the host's steal time and the time the main thread
+waited to run (the host's disturbances that make wall times swing).
+
 Writes the model's config.json to --config-out and one JSON object with per-request timings
 to --timer (and stdout)."""
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -100,6 +106,7 @@ def request():
     t1 = time.perf_counter()
     torch.cuda.nvtx.range_push("decode")
     marks = [t1]  # host time at each step's end: the step's launch time when CPU-bound
+    cpu = [time.thread_time()]  # the main thread's CPU time, the same moments
     for _ in range(args.new_tokens - 1):
         if args.step_ranges:
             torch.cuda.nvtx.range_push("step")
@@ -109,13 +116,28 @@ def request():
         if args.step_ranges:
             torch.cuda.nvtx.range_pop()
         marks.append(time.perf_counter())
+        cpu.append(time.thread_time())
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
     t2 = time.perf_counter()
     steps = args.new_tokens - 1
     return {"prefill_ms": (t1 - t0) * 1e3, "decode_ms": (t2 - t1) * 1e3, "decode_steps": steps,
             "tpot_ms": (t2 - t1) * 1e3 / steps,
-            "step_host_ms": [(b - a) * 1e3 for a, b in zip(marks, marks[1:])]}
+            "step_host_ms": [(b - a) * 1e3 for a, b in zip(marks, marks[1:])],
+            "step_cpu_ms": [(b - a) * 1e3 for a, b in zip(cpu, cpu[1:])]}
+
+
+def disturbances():
+    """The host's steal time (all CPUs) and the time this thread waited to run, in ms: None
+    where /proc does not say."""
+    try:
+        with open("/proc/stat") as f:
+            steal = int(f.readline().split()[8]) * 1e3 / os.sysconf("SC_CLK_TCK")
+        with open("/proc/thread-self/schedstat") as f:
+            delay = int(f.read().split()[1]) / 1e6
+        return steal, delay
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def p10(values):
@@ -126,7 +148,9 @@ windows.edge(args, "warmup", True)
 runs = [dict(request(), warmup=True)]  # the warm-up: no name, like most scripts
 windows.edge(args, "warmup", False)
 windows.edge(args, "timed", True)
+before = disturbances()
 runs += [dict(request(), warmup=False) for _ in range(args.requests)]
+after = disturbances()
 windows.edge(args, "timed", False)
 timed = [r for r in runs if not r["warmup"]]
 res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
@@ -141,6 +165,14 @@ res = {"arch": args.arch, "model_type": cfg.model_type, "prompt": args.prompt,
        # host flips between a fast and a slow state within seconds; this compares the fast one
        "prefill_ms_p10": p10([r["prefill_ms"] for r in timed]),
        "decode_ms_per_token_p10": p10([s for r in timed for s in r["step_host_ms"]]),
+       # the same from the main thread's CPU time per step (what launching costs it, whatever
+       # else the host does); prefill waits for the GPU, so it has wall times only
+       "decode_cpu_ms_per_token_median": statistics.median(
+           statistics.mean(r["step_cpu_ms"]) for r in timed),
+       "decode_cpu_ms_per_token_min": min(statistics.mean(r["step_cpu_ms"]) for r in timed),
+       "decode_cpu_ms_per_token_p10": p10([s for r in timed for s in r["step_cpu_ms"]]),
+       "timed_steal_ms": after[0] - before[0] if before and after else None,
+       "timed_run_delay_ms": after[1] - before[1] if before and after else None,
        "torch": torch.__version__, "transformers": transformers.__version__}
 print(json.dumps(res))
 if args.timer:

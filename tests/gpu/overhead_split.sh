@@ -9,7 +9,9 @@
 #   2. HF eager decode (hf_loop.py $SPLIT_ARGS), interleaved rounds of $SPLIT_MODES (default
 #      "none floor default") until $SPLIT_SECONDS (default 600) less the graph part have
 #      passed; summarised three ways (median request, least disturbed request, 10th
-#      percentile of the steps' host times).
+#      percentile of the steps' host times), again from the main thread's CPU time per
+#      step (--cpu), and from the steps a one-in-8 window run leaves outside its windows
+#      (--outside 8).
 #   3. The CUDA-graph decode, modes none graphs-node graphs-node-devbuf, $SPLIT_GRAPH_ROUNDS
 #      rounds (default 3; 0: skipped), and each recorded run's "Host time CUPTI recorded".
 # Writes $OUT/overhead_split-log.txt, $OUT/torch_split.txt, $OUT/eager.jsonl and
@@ -33,8 +35,9 @@ LLMPROF_BENCH_UNTIL=$((start + total - 60 - graph_rounds * 45)) \
     LLMPROF_BENCH_CMD="$PY tests/gpu/hf_loop.py --new-tokens 64 --requests 3 --step-ranges ${SPLIT_ARGS:-}" \
     bash bench/overhead.sh 20 "$OUT/eager.jsonl" "$T/eager" | grep -v '^{'
 pairs=(default/floor windowed/floor launch-driver/default launch-driver/floor
-       windowed/windowed-bare windowed/floor-stop-disable)
-for stat in "" --min --p10; do
+       windowed/windowed-bare windowed/floor-stop-disable windowed-bare/floor-stop-disable
+       windowed-bare/windowed-never windowed-never/floor-stop-disable)
+for stat in "" --min --p10 --cpu "--cpu --p10" "--outside 8" "--outside 8 --p10"; do
     python3 bench/summarize.py "$OUT/eager.jsonl" $stat "${pairs[@]}"
 done
 
