@@ -1,9 +1,11 @@
 /* libcupti_phases.so: switches, inside one process, between the ways of using CUPTI whose
  * per-launch cost the overhead split compares (bench/launch_split.cu in C, bench/torch_split.py
  * in PyTorch through ctypes), so that the host's drift between processes falls out:
- *   attached     subscribed and activity buffers registered, nothing enabled: after the
- *                first round, what is left once kernel activity and the callbacks have been
- *                enabled and disabled again, as capture windows leave CUPTI between windows
+ *   detached     CUPTI finalized (Kineto's way out): the reference without CUPTI
+ *   sub-only     finalized, then subscribed again, no activity buffers registered
+ *   buffers-only finalized, then activity buffers registered again, no subscriber
+ *   attached     subscribed and activity buffers registered, nothing enabled since CUPTI was
+ *                finalized (Kineto's "finalize and subscribe again")
  *   floor        concurrent-kernel activity (what any kernel tracer pays)
  *   kinds        floor + the other activity kinds llmprof's default enables that CUPTI can
  *                switch here (memcpy, memset, memory, overhead, device)
@@ -15,12 +17,11 @@
  *                exit another and a 40-byte record pushed under a mutex into a ring; the
  *                driver's call inside the runtime's skipped
  *   cb-driver    floor + the driver's calls only, with that body (two callbacks a launch)
- *   detached     CUPTI finalized (Kineto's way out): the reference without CUPTI
- *   sub-only     finalized, then subscribed again, no activity buffers registered
- *   buffers-only finalized, then activity buffers registered again, no subscriber
- * Finalizing is done from the exit callback of a driver call this library makes while it is
- * subscribed (CUPTI's advice), directly otherwise; a phase that needs the subscriber or the
- * buffers after one that did not has them set up again.
+ *   disabled     as attached, but right after kernel activity and the callbacks were enabled
+ *                and disabled again: the state capture windows leave between windows
+ * The callers run the phases in rotating order, so each phase but a round's first comes right
+ * after the one listed before it: the order above is what makes "attached" fresh and
+ * "disabled" cycled.
  * It links the toolkit's CUPTI (CMake builds it beside libfloor.so when that library is found). */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -67,6 +68,9 @@ static const struct phase {
     const char *name;
     int kernel, kinds, callbacks, body, needs;
 } phases[] = {
+    {"detached", 0, 0, 0, 0, 0},
+    {"sub-only", 0, 0, 0, 0, NEED_SUB},
+    {"buffers-only", 0, 0, 0, 0, NEED_BUFFERS},
     {"attached", 0, 0, 0, 0, NEED_BOTH},
     {"floor", 1, 0, 0, 0, NEED_BOTH},
     {"kinds", 1, 1, 0, 0, NEED_BOTH},
@@ -74,9 +78,7 @@ static const struct phase {
     {"cb-empty", 1, 0, CB_RT | CB_DRV, 0, NEED_BOTH},
     {"cb-body", 1, 0, CB_RT | CB_DRV, 1, NEED_BOTH},
     {"cb-driver", 1, 0, CB_DRV, 1, NEED_BOTH},
-    {"detached", 0, 0, 0, 0, 0},
-    {"sub-only", 0, 0, 0, 0, NEED_SUB},
-    {"buffers-only", 0, 0, 0, 0, NEED_BUFFERS},
+    {"disabled", 0, 0, 0, 0, NEED_BOTH},
 };
 enum { PHASES = sizeof phases / sizeof *phases };
 

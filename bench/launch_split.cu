@@ -1,7 +1,7 @@
 /* launch_split: what each part of llmprof's per-launch work costs, in C, inside one process
  * so that the host's drift between processes falls out. The phases are libcupti_phases.so's
- * (bench/cupti_phases.c): attached, floor, kinds, cb-one, cb-empty, cb-body, cb-driver,
- * detached, sub-only, buffers-only. Each round runs every phase once, in rotating order; per
+ * (bench/cupti_phases.c): detached, sub-only, buffers-only, attached, floor, kinds, cb-one,
+ * cb-empty, cb-body, cb-driver, disabled. Each round runs every phase once, in rotating order; per
  * phase the table gives the median host time of an empty-kernel launch, of a cudaGetDevice
  * and of a cuCtxGetCurrent (calls that are not traced, as PyTorch makes several per op), and,
  * paired per round, the launch's difference from the floor and from CUPTI finalized.
