@@ -9,7 +9,7 @@ decode_ms_per_token_min) instead of its median, for a host whose noise swamps th
 host time per step) and of its timed prefills (prefill_ms_p10): the host switches between a
 fast and a slow state within seconds, and a low percentile compares the fast state.
 --cpu takes the decode steps' CPU time on the program's main thread instead of their wall
-time (decode_cpu_ms_per_token*: time the thread is descheduled or stolen is not in it); each
+time (decode_cpu_ms_per_token*: time the thread is not running is not in it); each
 mode's steal and run-delay time over the timed requests are shown beside.
 --outside N takes, for decode, the median (--p10: the 10th percentile) of the timed steps
 that a run recording one step in N (record --capture 'nvtx:^step$/N' on hf_loop.py
@@ -32,6 +32,8 @@ if "--outside" in args:
         sys.exit("--outside needs a step count N of at least 3 (one step in N recorded)")
     outside = int(args[i + 1])
     del args[i:i + 2]
+    if cpu or stat == "_min":
+        sys.exit("--outside reads the steps' host times (median, or --p10): not with --cpu or --min")
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 # what each figure is read from
 keys = {"prefill_ms": "prefill_ms",
@@ -40,6 +42,12 @@ for k in keys.values():
     if (stat != "_median" or cpu) and any(k + stat not in r["run"] for r in rows):
         sys.exit(f"{' '.join(sys.argv[2:])} needs runs that give {k}{stat} "
                  "(tests/gpu/hf_loop.py does; bench/llama_decode.py does not)")
+if outside:
+    for r in rows:
+        q = r["run"].get("requests")
+        if not q or any("step_host_ms" not in x or "warmup" not in x for x in q):
+            sys.exit(f"--outside needs each request's step_host_ms (tests/gpu/hf_loop.py gives "
+                     f"them): round {r['round']}, mode {r['mode']} has none")
 runs = {}
 for r in rows:
     runs[(r["round"], r["mode"])] = r
@@ -57,6 +65,9 @@ def outside_steps(r):
             if not q["warmup"] and steps % outside not in (0, 1):
                 timed.append(s)
             steps += 1
+    if len(timed) < 2:
+        sys.exit(f"--outside {outside}: round {r['round']}, mode {r['mode']} has "
+                 f"{len(timed)} timed steps outside the windows (too few decode steps)")
     return timed
 
 
