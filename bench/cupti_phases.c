@@ -7,6 +7,17 @@
  *   attached     subscribed and activity buffers registered, nothing enabled since CUPTI was
  *                finalized (Kineto's "finalize and subscribe again")
  *   floor        concurrent-kernel activity (what any kernel tracer pays)
+ *   floor-off    as attached, right after the floor: kernel activity enabled and disabled
+ *                once, no callback ever since CUPTI was finalized
+ *   re-detached  finalized again (a second reference without CUPTI)
+ *   cb-only      the callbacks of cb-empty (below) without kernel activity, right after a finalize
+ *   cb-off       as attached, right after cb-only: callbacks enabled and disabled once, kernel
+ *                activity never
+ *   hook-fresh   finalized, set up again, and the callbacks of cb-one (below) alone: what a
+ *                runtime and driver callback on calls never made cost (llmprof keeps such on
+ *                between windows: stream capture, profiler start and stop)
+ *   graph-fresh  finalized, set up again, and graph-level records alone (llmprof's default
+ *                keeps them on all run)
  *   kinds        floor + the other activity kinds llmprof's default enables that CUPTI can
  *                switch here (memcpy, memset, memory, overhead, device)
  *   cb-one       floor + the callbacks of one call per domain that the program never makes
@@ -19,6 +30,7 @@
  *   cb-driver    floor + the driver's calls only, with that body (two callbacks a launch)
  *   disabled     as attached, but right after kernel activity and the callbacks were enabled
  *                and disabled again: the state capture windows leave between windows
+ *   graph-on     disabled with graph-level records on (llmprof's default keeps them on all run)
  * The callers run the phases in rotating order, so each phase but a round's first comes right
  * after the one listed before it: the order above is what makes "attached" fresh and
  * "disabled" cycled.
@@ -53,7 +65,7 @@ static const CUpti_ActivityKind other_kinds[] = {
 static uint8_t traced[2][MAX_CBID];
 static CUpti_SubscriberHandle sub;
 static int body;
-static int kinds_on;
+static int kinds_on, graph_on;
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record ring[RING];
 static uint64_t pushed, kernels;
@@ -66,19 +78,26 @@ enum { NEED_SUB = 1, NEED_BUFFERS = 2, NEED_BOTH = 3 };
 enum { CB_RT = 1, CB_DRV = 2, CB_ONE = 4 };
 static const struct phase {
     const char *name;
-    int kernel, kinds, callbacks, body, needs;
+    int kernel, kinds, callbacks, body, needs, graph, fresh;
 } phases[] = {
     {"detached", 0, 0, 0, 0, 0},
     {"sub-only", 0, 0, 0, 0, NEED_SUB},
     {"buffers-only", 0, 0, 0, 0, NEED_BUFFERS},
     {"attached", 0, 0, 0, 0, NEED_BOTH},
     {"floor", 1, 0, 0, 0, NEED_BOTH},
+    {"floor-off", 0, 0, 0, 0, NEED_BOTH},
+    {"re-detached", 0, 0, 0, 0, 0},
+    {"cb-only", 0, 0, CB_RT | CB_DRV, 0, NEED_BOTH},
+    {"cb-off", 0, 0, 0, 0, NEED_BOTH},
+    {"hook-fresh", 0, 0, CB_ONE, 0, NEED_BOTH, 0, 1},
+    {"graph-fresh", 0, 0, 0, 0, NEED_BOTH, 1, 1},
     {"kinds", 1, 1, 0, 0, NEED_BOTH},
     {"cb-one", 1, 0, CB_ONE, 0, NEED_BOTH},
     {"cb-empty", 1, 0, CB_RT | CB_DRV, 0, NEED_BOTH},
     {"cb-body", 1, 0, CB_RT | CB_DRV, 1, NEED_BOTH},
     {"cb-driver", 1, 0, CB_DRV, 1, NEED_BOTH},
     {"disabled", 0, 0, 0, 0, NEED_BOTH},
+    {"graph-on", 0, 0, 0, 0, NEED_BOTH, 1},
 };
 enum { PHASES = sizeof phases / sizeof *phases };
 
@@ -225,8 +244,9 @@ static CUptiResult detach(void)
     return r;
 }
 
-/* Kernel activity, the other kinds and the callbacks as asked (what is set up of them). */
-static CUptiResult set_uses(int kernel, int kinds, int callbacks)
+/* Kernel activity, the other kinds, graph-level records and the callbacks as asked (what
+ * is set up of them). */
+static CUptiResult set_uses(int kernel, int kinds, int graph, int callbacks)
 {
     CUptiResult r = CUPTI_SUCCESS;
     if (have_buffers) {
@@ -237,6 +257,11 @@ static CUptiResult set_uses(int kernel, int kinds, int callbacks)
             r = kinds ? cuptiActivityEnable(other_kinds[i]) : cuptiActivityDisable(other_kinds[i]);
         if (r == CUPTI_SUCCESS)
             kinds_on = kinds;
+        if (r == CUPTI_SUCCESS && graph != graph_on)
+            r = graph ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)
+                      : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+        if (r == CUPTI_SUCCESS)
+            graph_on = graph;
         if (r == CUPTI_SUCCESS)
             r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
@@ -254,18 +279,20 @@ int lsp_phase(int phase)
     const struct phase *p = &phases[phase];
     CUptiResult r = CUPTI_SUCCESS;
     body = p->body;
-    /* what this phase must not have goes by finalizing, once everything is off */
-    if ((have_sub && !(p->needs & NEED_SUB)) || (have_buffers && !(p->needs & NEED_BUFFERS))) {
-        r = set_uses(0, 0, 0);
+    /* what this phase must not have (or, fresh, anything) goes by finalizing, once everything
+     * is off */
+    if ((have_sub && !(p->needs & NEED_SUB)) || (have_buffers && !(p->needs & NEED_BUFFERS)) ||
+        (p->fresh && (have_sub || have_buffers))) {
+        r = set_uses(0, 0, 0, 0);
         if (r == CUPTI_SUCCESS)
             r = detach();
         if (r == CUPTI_SUCCESS)
-            kinds_on = 0;
+            kinds_on = graph_on = 0;
     }
     if (r == CUPTI_SUCCESS)
         r = attach(p->needs);
     if (r == CUPTI_SUCCESS)
-        r = set_uses(p->kernel, p->kinds, p->callbacks);
+        r = set_uses(p->kernel, p->kinds, p->graph, p->callbacks);
     return (int)r;
 }
 

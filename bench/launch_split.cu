@@ -1,7 +1,6 @@
 /* launch_split: what each part of llmprof's per-launch work costs, in C, inside one process
  * so that the host's drift between processes falls out. The phases are libcupti_phases.so's
- * (bench/cupti_phases.c): detached, sub-only, buffers-only, attached, floor, kinds, cb-one,
- * cb-empty, cb-body, cb-driver, disabled. Each round runs every phase once, in rotating order; per
+ * (bench/cupti_phases.c lists them). Each round runs every phase once, in rotating order; per
  * phase the table gives the median host time of an empty-kernel launch, of a cudaGetDevice
  * and of a cuCtxGetCurrent (calls that are not traced, as PyTorch makes several per op), and,
  * paired per round, the launch's difference from the floor and from CUPTI finalized.
@@ -22,32 +21,7 @@ int lsp_phases(void);
 void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records);
 }
 
-extern "C" __global__ void empty_kernel(void) {}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* Host ns per launch of N empty kernels, synchronising every 256 (not timed) so the queue
- * never fills. */
-static double launch_ns(int n)
-{
-    cudaDeviceSynchronize();
-    double t0 = now_s(), waited = 0;
-    for (int i = 0; i < n; i++) {
-        empty_kernel<<<1, 1>>>();
-        if (i % 256 == 255) {
-            double s0 = now_s();
-            cudaDeviceSynchronize();
-            waited += now_s() - s0;
-        }
-    }
-    cudaDeviceSynchronize();
-    return (now_s() - t0 - waited) * 1e9 / n;
-}
+#include "launch_time.cuh"
 
 static double get_device_ns(int n)
 {

@@ -24,6 +24,9 @@
 #   k:LIST                llmprof record with LLMPROF_KINDS=LIST
 #   capture, capture-nogemm   record --capture cuda-profiler (and --no-gemm): kernels only
 #                         between the program's cudaProfilerStart and Stop
+#   capture-bare          capture with nothing on outside windows but what switches (as
+#                         windowed-bare)
+#   capture-bare-node     capture-bare with --graphs node: no graph-level records
 #   windowed              record --capture 'nvtx:^step$/8': one decode step in 8 (the
 #                         program's NVTX ranges "step", as the harnesses' --step-ranges make)
 #   windowed-node         windowed with --graphs node
@@ -76,6 +79,10 @@ lp_bench_rec() {
     k:*) rec=(env "LLMPROF_KINDS=${mode#k:}" "${rec[@]}") ;;
     capture) rec+=(--capture cuda-profiler) ;;
     capture-nogemm) rec+=(--capture cuda-profiler --no-gemm) ;;
+    capture-bare | capture-bare-node)
+        rec=(env LLMPROF_KINDS=kernel,api "${rec[@]}" --no-gemm --nvml-hz 0
+             --capture cuda-profiler)
+        [ "$mode" = capture-bare-node ] && rec+=(--graphs node) ;;
     windowed) rec+=(--capture 'nvtx:^step$/8') ;;
     windowed-node) rec+=(--graphs node --capture 'nvtx:^step$/8') ;;
     windowed-flag) rec=(env LLMPROF_LAUNCH_SWITCH=flag "${rec[@]}" --capture 'nvtx:^step$/8') ;;

@@ -1,7 +1,6 @@
 """The overhead split in PyTorch, inside one process: HF eager decode steps (TinyLlama-1.1B's
 shape, random weights, bf16, as tests/gpu/hf_loop.py builds it) and single-kernel ops timed
-under each phase of build/lib/libcupti_phases.so (bench/cupti_phases.c: detached, sub-only,
-buffers-only, attached, floor, kinds, cb-one, cb-empty, cb-body, cb-driver, disabled), phases in
+under each phase of build/lib/libcupti_phases.so (bench/cupti_phases.c lists them), phases in
 rotating order each round, so the host's drift between processes falls out. Per phase: the
 median over rounds of ms per decode step and ns per op, and per decode step, paired per round,
 the difference from the floor and from CUPTI finalized ("detached").

@@ -301,7 +301,8 @@ static int subscriber_token, context_token, domain_token;
 #define FAKE_SUB ((CUpti_SubscriberHandle)&subscriber_token)
 #define FAKE_CTX ((CUcontext)&context_token)
 #define FAKE_NVTX_DOMAIN ((nvtxDomainHandle_t)&domain_token)
-enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3, CB_BEGIN_CAPTURE = 5, CB_END_CAPTURE = 6 };
+enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3, CB_BEGIN_CAPTURE = 5, CB_END_CAPTURE = 6,
+       CB_INSTANTIATE = 7, DRV_INSTANTIATE = 3 };
 /* runtime; the driver's 1 and 2 */
 
 static CUptiResult fake_callback_name(CUpti_CallbackDomain domain, uint32_t cbid,
@@ -311,8 +312,10 @@ static CUptiResult fake_callback_name(CUpti_CallbackDomain domain, uint32_t cbid
                                           [CB_MALLOC] = "cudaMalloc_v3020",
                                           [CB_GRAPH] = "cudaGraphLaunch_v10000",
                                           [CB_BEGIN_CAPTURE] = "cudaStreamBeginCapture_v10000",
-                                          [CB_END_CAPTURE] = "cudaStreamEndCapture_v10000"};
-    static const char *const driver[] = {[1] = "cuLaunchKernel", [2] = "cuMemAlloc_v2"};
+                                          [CB_END_CAPTURE] = "cudaStreamEndCapture_v10000",
+                                          [CB_INSTANTIATE] = "cudaGraphInstantiate_v10000"};
+    static const char *const driver[] = {[1] = "cuLaunchKernel", [2] = "cuMemAlloc_v2",
+                                         [DRV_INSTANTIATE] = "cuGraphInstantiateWithFlags"};
     const char *n = NULL;
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < sizeof runtime / sizeof *runtime)
         n = runtime[cbid];
@@ -332,10 +335,13 @@ struct enable_call {
 };
 static struct enable_call enables[64];
 static size_t n_enables;
+static CUpti_CallbackId refused_driver_cbid; /* CUPTI refuses this driver callback */
 
 static CUptiResult fake_enable_callback(uint32_t on, CUpti_SubscriberHandle sub,
                                         CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 {
+    if (on && domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == refused_driver_cbid)
+        return CUPTI_ERROR_INVALID_PARAMETER;
     if (n_enables < sizeof enables / sizeof *enables)
         enables[n_enables] = (struct enable_call){on, sub, domain, cbid};
     n_enables++;
@@ -1062,22 +1068,41 @@ static CUptiResult fake_register(CUpti_BuffersCallbackRequestFunc a,
     return CUPTI_SUCCESS;
 }
 
-static void start_activity(int windowed)
+static CUptiResult fake_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
+{
+    (void)cb, (void)user;
+    *sub = FAKE_SUB;
+    return CUPTI_SUCCESS;
+}
+
+/* The subscriber's callback, passing calls on as inject.c's does. */
+static void CUPTIAPI forward_callback(void *user, CUpti_CallbackDomain domain,
+                                      CUpti_CallbackId cbid, const void *data)
+{
+    (void)user;
+    lp_activity_callback(domain, cbid, data);
+}
+
+/* SUBSCRIBE: holding CUPTI's subscriber with a callback, as a record does (the instantiation
+ * calls can then be watched). */
+static void start_activity(int windowed, int subscribe)
 {
     lp_cupti.ActivityEnable = fake_activity_enable;
     lp_cupti.ActivityDisable = fake_activity_disable;
     lp_cupti.ActivityRegisterCallbacks = fake_register;
+    lp_cupti.Subscribe = fake_subscribe;
     struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
                                     .max_buffers = 2, .windowed = windowed,
-                                    .graph_replays = 1};
+                                    .graph_replays = 1, .subscribe = subscribe,
+                                    .callback = subscribe ? forward_callback : NULL};
     NEED(lp_activity_start(&o) == 0);
 }
 
-/* Graph-level records go on at the start, before any graph can be instantiated, and are
- * never switched after: windows switch kernel activity alone. */
+/* Without a subscriber graph-level records go on at the start, before any graph can be
+ * instantiated, and are never switched after: windows switch kernel activity alone. */
 static void graph_replays_child(void)
 {
-    start_activity(1);
+    start_activity(1, 0);
     NEED(!strcmp(kind_log, "G+")); /* windowed: kernels wait for the first window */
     NEED(lp_activity_graph_replays());
     NEED(lp_activity_set_recording(1) == 0);
@@ -1086,26 +1111,102 @@ static void graph_replays_child(void)
     NEED(!strcmp(kind_log, "G+K+K-K+"));
 }
 
+/* The SITE callback of a call of DOMAIN and CBID, as CUPTI delivers it. */
+static void activity_site(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          CUpti_ApiCallbackSite site)
+{
+    CUpti_CallbackData cd = {.callbackSite = site};
+    forward_callback(NULL, domain, cbid, &cd);
+}
+
+/* With the subscriber they wait for the entry of the first graph instantiation (the
+ * runtime's or the driver's), and then stay on. */
+static void graph_lazy_child(void)
+{
+    start_activity(1, 1);
+    NEED(!strcmp(kind_log, "")); /* nothing on before a window or a graph */
+    int watched = 0;
+    for (size_t i = 0; i < n_enables && i < 64; i++)
+        watched += enables[i].on && enables[i].sub == FAKE_SUB &&
+                   ((enables[i].domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                     enables[i].cbid == CB_INSTANTIATE) ||
+                    (enables[i].domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+                     enables[i].cbid == DRV_INSTANTIATE));
+    NEED(watched == 2);
+    NEED(lp_activity_set_recording(1) == 0);
+    NEED(lp_activity_set_recording(0) == 0);
+    activity_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER);
+    activity_site(CUPTI_CB_DOMAIN_DRIVER_API, DRV_INSTANTIATE, CUPTI_API_EXIT);
+    NEED(!strcmp(kind_log, "K+K-"));
+    activity_site(CUPTI_CB_DOMAIN_DRIVER_API, DRV_INSTANTIATE, CUPTI_API_ENTER);
+    activity_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_INSTANTIATE, CUPTI_API_ENTER);
+    NEED(!strcmp(kind_log, "K+K-G+")); /* once */
+    NEED(lp_activity_graph_replays());
+    NEED(lp_activity_set_recording(1) == 0);
+    NEED(!strcmp(kind_log, "K+K-G+K+"));
+}
+
+/* An instantiation call that cannot be watched could make a graph while they are off: they
+ * go on at the start, and the calls armed are disarmed. */
+static void graph_unwatched_child(void)
+{
+    refused_driver_cbid = DRV_INSTANTIATE;
+    start_activity(0, 1);
+    NEED(!strcmp(kind_log, "K+G+"));
+    int disarmed = 0;
+    for (size_t i = 0; i < n_enables && i < 64; i++)
+        disarmed += !enables[i].on && enables[i].domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+                    enables[i].cbid == CB_INSTANTIATE;
+    NEED(disarmed == 1);
+    activity_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_INSTANTIATE, CUPTI_API_ENTER);
+    NEED(!strcmp(kind_log, "K+G+"));
+}
+
+/* Refused at the first instantiation: replays are recorded node by node, the trace says so. */
+static void graph_lazy_refused_child(void)
+{
+    graph_refused = 1;
+    start_activity(0, 1);
+    activity_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_INSTANTIATE, CUPTI_API_ENTER);
+    NEED(!strcmp(kind_log, "K+"));
+    NEED(!lp_activity_graph_replays());
+}
+
 /* Refused, they are not asked for again: replays are recorded node by node, with a warning. */
 static void graph_refused_child(void)
 {
     graph_refused = 1;
-    start_activity(0);
+    start_activity(0, 0);
     NEED(!strcmp(kind_log, "K+"));
     NEED(!lp_activity_graph_replays());
+}
+
+/* Runs SCENARIO in a child (in_child) and checks its trace's losses: none when LOSS is NULL,
+ * else one saying LOSS; and its header's "graphs" when GRAPHS is not NULL. */
+static void graph_child(const char *name, void (*scenario)(void), const char *loss,
+                        const char *graphs)
+{
+    in_child(name, scenario);
+    struct lp_trace *t = read_only_trace(name);
+    if (loss)
+        assert_true(has_loss(t, loss));
+    else
+        assert_int_equal(t->n_losses, 0);
+    if (graphs)
+        assert_string_equal(lp_trace_meta(t, "graphs"), graphs);
+    lp_trace_free(t);
 }
 
 static void test_graph_replays_switch(void **state)
 {
     (void)state;
-    in_child("graph-replays", graph_replays_child);
-    struct lp_trace *t = read_only_trace("graph-replays");
-    assert_int_equal(t->n_losses, 0);
-    lp_trace_free(t);
-    in_child("graph-refused", graph_refused_child);
-    t = read_only_trace("graph-refused");
-    assert_true(has_loss(t, "CUPTI refused graph-level records"));
-    lp_trace_free(t);
+    graph_child("graph-replays", graph_replays_child, NULL, NULL);
+    graph_child("graph-refused", graph_refused_child, "CUPTI refused graph-level records",
+                NULL);
+    graph_child("graph-lazy", graph_lazy_child, NULL, NULL);
+    graph_child("graph-unwatched", graph_unwatched_child, "cuptiEnableCallback failed", NULL);
+    graph_child("graph-lazy-refused", graph_lazy_refused_child,
+                "CUPTI refused graph-level records", "node");
 }
 
 /* Host buffers: CUPTI is told they come zeroed, so llmprof zeroes each one after draining

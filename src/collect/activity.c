@@ -37,6 +37,11 @@ static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
 static void (*notify)(void);
 static CUpti_SubscriberHandle subscriber;
+/* graph-level records wait for the first graph instantiation (see lp_activity_start) */
+enum { MAX_CBID = 2048 };
+static uint8_t instantiates[2][MAX_CBID]; /* [runtime, driver][cbid]: an instantiation call */
+static int graphs_pending;                /* armed, records not on yet (atomic) */
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct {
     const char *name, *alias;
@@ -227,6 +232,74 @@ int lp_activity_set_recording(int on)
     return rc;
 }
 
+/* Graph-level records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), for replays recorded whole; on
+ * refusal, replays are recorded node by node. 0 when on. */
+static int enable_graph_records(void)
+{
+    if (LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS)
+        return 0;
+    lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                    "CUPTI refused graph-level records: CUDA graph replays are recorded "
+                    "node by node (as record --graphs node)");
+    __atomic_store_n(&opts.graph_replays, 0, __ATOMIC_RELAXED);
+    lp_sink_set_meta("graphs", "node");
+    return -1;
+}
+
+/* Arms the entry callbacks of every graph instantiation call of both domains (the runtime's
+ * make the driver's); graph-level records go on at the first (lp_activity_callback, which
+ * the subscriber's callback calls). 0 when all are armed; else none is, and the caller
+ * enables the records at once. */
+static int watch_instantiation(void)
+{
+    static const CUpti_CallbackDomain domains[2] = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                    CUPTI_CB_DOMAIN_DRIVER_API};
+    static const char *const prefixes[2] = {"cudaGraphInstantiate", "cuGraphInstantiate"};
+    /* the subscriber's callback must pass them on to lp_activity_callback */
+    if (!subscriber || !opts.callback || !lp_cupti.EnableCallback || !lp_cupti.GetCallbackName)
+        return -1;
+    unsigned armed = 0, failed = 0;
+    __atomic_store_n(&graphs_pending, 1, __ATOMIC_RELEASE);
+    for (int d = 0; d < 2; d++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
+            const char *name = NULL;
+            if (lp_cupti.GetCallbackName(domains[d], cbid, &name) != CUPTI_SUCCESS || !name ||
+                strncmp(name, prefixes[d], strlen(prefixes[d])) != 0)
+                continue;
+            instantiates[d][cbid] = 1;
+            if (LP_CUPTI(EnableCallback, 1, subscriber, domains[d], cbid) == CUPTI_SUCCESS)
+                armed++;
+            else
+                failed++;
+        }
+    if (armed && !failed)
+        return 0;
+    /* a call left unwatched could instantiate a graph while the records are off */
+    __atomic_store_n(&graphs_pending, 0, __ATOMIC_RELEASE);
+    for (int d = 0; d < 2; d++)
+        for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
+            if (instantiates[d][cbid])
+                LP_CUPTI(EnableCallback, 0, subscriber, domains[d], cbid);
+    return -1;
+}
+
+void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+    int d = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 0 : domain == CUPTI_CB_DOMAIN_DRIVER_API
+                                                            ? 1 : -1;
+    const CUpti_CallbackData *cd = data;
+    if (d < 0 || cbid >= MAX_CBID || !instantiates[d][cbid] || !cd ||
+        cd->callbackSite != CUPTI_API_ENTER || !__atomic_load_n(&graphs_pending, __ATOMIC_ACQUIRE))
+        return;
+    /* a second thread instantiating meanwhile waits here until the records are on */
+    pthread_mutex_lock(&graph_lock);
+    if (__atomic_load_n(&graphs_pending, __ATOMIC_RELAXED)) {
+        enable_graph_records();
+        __atomic_store_n(&graphs_pending, 0, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&graph_lock);
+}
+
 static void CUPTIAPI no_callbacks(void *userdata, CUpti_CallbackDomain domain,
                                   CUpti_CallbackId cbid, const void *data)
 {
@@ -325,20 +398,22 @@ int lp_activity_start(const struct lp_activity_options *o)
     /* Graph-level records are chosen per replay, at its launch, and must be on before a graph
      * is instantiated: on the H200 (CUPTI 2025.3.1) replaying a graph instantiated while they
      * were off, once they are on again, crashed the process (tests/gpu/graph_trace_probe.cu).
-     * So they go on here, before the program can make a graph, and stay on: capture windows
-     * switch kernel activity only, and replays outside the windows are left out like kernels. */
+     * Once on they stay on: capture windows switch kernel activity only, and replays outside
+     * the windows are left out like kernels. They go on at the entry of the program's first
+     * graph instantiation, not here: on they cost every eager launch about 0.45 us in CUPTI,
+     * kernel activity off (docs/benchmarks.md), which a program that makes no graph, or a
+     * capture window's program before its first graph, need not pay. Where the
+     * instantiation calls cannot all be watched, they go on here. */
     opts.graph_replays = opts.graph_replays && (kinds & LP_KIND_KERNEL);
-    if (opts.graph_replays &&
-        LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS) {
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                        "CUPTI refused graph-level records: CUDA graph replays are recorded "
-                        "node by node (as record --graphs node)");
-        opts.graph_replays = 0;
-    }
+    if (opts.graph_replays && watch_instantiation() != 0)
+        enable_graph_records();
     return 0;
 }
 
-int lp_activity_graph_replays(void) { return opts.graph_replays; }
+int lp_activity_graph_replays(void)
+{
+    return __atomic_load_n(&opts.graph_replays, __ATOMIC_RELAXED);
+}
 
 CUpti_SubscriberHandle lp_activity_subscriber(void) { return subscriber; }
 

@@ -63,7 +63,8 @@ struct lp_activity_options {
     size_t device_buffer_bytes, device_buffer_limit, device_buffers;
     int graph_replays;      /* with kernels: one record per CUDA graph replay instead of
                                one per node (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), on from the
-                               start for the whole run (see lp_activity_start) */
+                               program's first graph instantiation to its end (see
+                               lp_activity_start) */
 };
 
 /* Enables activity collection: 0 when at least kernels are being recorded, 1 when
@@ -73,7 +74,11 @@ int lp_activity_start(const struct lp_activity_options *opt);
  * for capture windows: 0, or -1 when kernel activity could not be enabled. Called with one
  * caller at a time. */
 int lp_activity_set_recording(int on);
-/* 1 when graph replays are recorded whole (graph_replays was asked for and CUPTI took it). */
+/* To be called by the subscriber's callback (lp_activity_options.callback): the entry of a
+ * graph instantiation call turns graph-level records on, once. */
+void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+/* 1 when graph replays are recorded whole (graph_replays was asked for and CUPTI has not
+ * refused it). */
 int lp_activity_graph_replays(void);
 /* The subscriber held since lp_activity_start, or NULL. */
 CUpti_SubscriberHandle lp_activity_subscriber(void);

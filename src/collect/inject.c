@@ -138,6 +138,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
 {
     /* windows first: a graph launch that opens one is then recorded by launch.c */
     lp_window_callback(domain, cbid, data);
+    lp_activity_callback(domain, cbid, data);
     lp_launch_callback(domain, cbid, data);
     lp_graph_callback(userdata, domain, cbid, data);
     lp_nvtx_callback(domain, cbid, data);

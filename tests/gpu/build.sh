@@ -38,3 +38,6 @@ echo "built build/gpu/graph_trace_probe"
     -I"$CUDA/include" -Lbuild/lib -L"$CUDA/lib64" -L"$CUDA/lib64/stubs" -lcupti_phases -lcupti -lcuda \
     -Xlinker -rpath='$ORIGIN/../lib' -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/launch_split"
+"$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/window_cost bench/window_cost.cu \
+    -I"$CUDA/include" -L"$CUDA/lib64" -Xlinker -rpath="$CUDA/lib64"
+echo "built build/gpu/window_cost"
