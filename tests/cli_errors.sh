@@ -75,6 +75,8 @@ grep -q '"TEARDOWN_CUPTI": "0"' "$T/run/meta.json" && ok "meta.json keeps releva
 ls "$T"/run/trace.*.lpt >/dev/null 2>&1 && ok "one trace for the CUDA process" || bad "no trace written"
 expect 0 "exited (exit 3)" "info reads the run" -- "$LP" info "$T/run"
 expect 0 "no kernels or\|could not be enabled\|cuptiSubscribe" "info shows why nothing was recorded" -- "$LP" info "$T/run"
+expect 0 "buffers .* written every 500 ms" "info shows the collector's buffers and flush period" -- \
+    "$LP" info "$T/run"
 expect 2 "already holds a recorded run" "record refuses a used run directory" -- \
     "$LP" record -o "$T/run" -- "$FAKE"
 "$LP" record -o "$T/sig" -- sh -c 'kill -TERM $$' 2>/dev/null
@@ -87,17 +89,18 @@ LLMPROF_OUT=/nonexistent-dir CUDA_INJECTION64_PATH="$(dirname "$LP")/../lib/libl
 [ "$rc" -eq 4 ] && grep -q "nothing will be recorded" "$T/err2" && ok "unwritable trace directory: warning, program runs on" || \
     bad "status $rc, stderr: $(cat "$T/err2")"
 
-# counts from the environment that no integer holds (nan, inf, past a bound): warned about,
-# the default kept, the program unaffected (read only where CUPTI loads)
-out=$(LLMPROF_MAX_BUFFERS=nan LLMPROF_FLUSH_MS=inf LLMPROF_DEVICE_BUFFERS=1e9 \
+# counts from the environment that no integer holds (nan, inf, past a bound, a fraction):
+# warned about, the default kept, the program unaffected (read only where CUPTI loads)
+out=$(LLMPROF_MAX_BUFFERS=nan LLMPROF_FLUSH_MS=inf LLMPROF_DEVICE_BUFFERS=1e9 LLMPROF_BUFFER_KB=0.5 \
     "$LP" record -o "$T/envbad" -- "$FAKE" 5 </dev/null 2>&1)
 rc=$?
 if grep -q "no kernels or NVTX ranges are recorded" <<<"$out"; then
     skip "bad collector counts: CUPTI does not load on this machine"
 elif [ "$rc" -eq 5 ] && grep -q "ignoring LLMPROF_MAX_BUFFERS=nan: not a non-negative number" <<<"$out" &&
     grep -q "ignoring LLMPROF_FLUSH_MS=inf: not a non-negative number" <<<"$out" &&
-    grep -q "ignoring LLMPROF_DEVICE_BUFFERS=1e9: more than 10000" <<<"$out"; then
-    ok "bad collector counts (nan, inf, past a bound) warned about, the program runs on"
+    grep -q "ignoring LLMPROF_DEVICE_BUFFERS=1e9: more than 10000" <<<"$out" &&
+    grep -q "ignoring LLMPROF_BUFFER_KB=0.5: not a whole number" <<<"$out"; then
+    ok "bad collector counts (nan, inf, past a bound, a fraction) warned about, the program runs on"
 else bad "bad collector counts: status $rc, $out"; fi
 
 # one trace per CUDA process, named by rank and pid

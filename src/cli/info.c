@@ -33,6 +33,36 @@ static const struct lp_cli_opt options[] = {
 
 static const struct lp_cli_cmd info_cmd = {.name = "info", .opts = options};
 
+/* CUPTI's device buffers and llmprof's host buffers as the collector left them in the header
+ * (what it could read of each). */
+static void print_buffers(const struct lp_trace *t)
+{
+    const char *dev_n = lp_trace_meta(t, "cupti_device_buffers"),
+               *dev_b = lp_trace_meta(t, "cupti_device_buffer_bytes"),
+               *dev_lim = lp_trace_meta(t, "cupti_device_buffer_limit"),
+               *peak = lp_trace_meta(t, "activity_buffers_peak"),
+               *host_b = lp_trace_meta(t, "activity_buffer_bytes"),
+               *flush = lp_trace_meta(t, "flush_ms");
+    if (!dev_n && !dev_b && !dev_lim && !peak && !flush)
+        return;
+    char a[32];
+    const char *sep = "  buffers  ";
+    if (dev_b || dev_n || dev_lim) {
+        lp_fmt_bytes(dev_b ? strtod(dev_b, NULL) : 0, a, sizeof a);
+        printf("%sCUPTI's device buffers: %s made per context, %s each, at most %s", sep,
+               dev_n ? dev_n : "?", dev_b ? a : "?", dev_lim ? dev_lim : "?");
+        sep = "; ";
+    }
+    if (peak) {
+        lp_fmt_bytes(host_b ? strtod(host_b, NULL) : 0, a, sizeof a);
+        printf("%shost buffers: %s at most in use, %s each", sep, peak, host_b ? a : "?");
+        sep = "; ";
+    }
+    if (flush)
+        printf("%swritten every %s ms", sep, flush);
+    printf("\n");
+}
+
 /* meta.json's command: its words, or why they cannot be shown */
 static void print_command(const json_t *cmd)
 {
@@ -232,6 +262,7 @@ static int info_trace(const char *path)
     if (t->n_kernels && t->n_apis)
         printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
                s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
+    print_buffers(t);
     print_gemms(t, &s);
     print_counters(t, &s);
     print_pm(t, &s);

@@ -67,6 +67,11 @@ static double env_double(const char *name, double def)
 static size_t env_count(const char *name, size_t def, size_t max)
 {
     double d = env_double(name, (double)def);
+    if (d != floor(d)) { /* 0.5 would be cut to 0 */
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a whole number", name,
+                        getenv(name));
+        return def;
+    }
     if (d > (double)max) {
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: more than %zu", name,
                         getenv(name), max);

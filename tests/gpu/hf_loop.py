@@ -46,6 +46,9 @@ p.add_argument("--timer", help="write the timings here (JSON)")
 p.add_argument("--config-out", help="write the model's config.json here")
 windows.add_options(p)
 args = p.parse_args()
+if args.new_tokens < 2 or args.requests < 1:
+    p.error("--new-tokens needs at least 2 (the prefill's token and one decode step) and "
+            "--requests at least 1: the per-step figures divide by them")
 
 DEEPSEEK_V2_LITE = {
     "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
