@@ -69,6 +69,8 @@ static int kinds_on, graph_on;
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record ring[RING];
 static uint64_t pushed, kernels;
+static uint32_t last_correlation;  /* the callbacks' thread: the callers' one */
+static uint64_t correlation_resets;
 static _Thread_local int runtime_open;
 static int finalize_pending;      /* the next cuCtxGetCurrent exit finalizes CUPTI */
 static CUptiResult finalize_result;
@@ -123,6 +125,13 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
     if (!body || cbid >= MAX_CBID || !traced[s][cbid])
         return;
     const CUpti_CallbackData *cd = data;
+    /* whether CUPTI starts correlation ids again after a finalize (llmprof's launch spans
+     * assume they only grow); the body phases follow finalizing ones */
+    if (cd->callbackSite == CUPTI_API_EXIT) {
+        if (cd->correlationId < last_correlation)
+            correlation_resets++;
+        last_correlation = cd->correlationId;
+    }
     int enter = cd->callbackSite == CUPTI_API_ENTER;
     if (s == DRV && runtime_open)
         return;
@@ -302,6 +311,9 @@ const char *lsp_phase_name(int phase)
 }
 
 int lsp_phases(void) { return PHASES; }
+
+/* How many times a traced call's correlation id was lower than the one before. */
+uint64_t lsp_correlation_resets(void) { return correlation_resets; }
 
 /* Kernel records CUPTI delivered and launch records pushed so far. */
 void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records)

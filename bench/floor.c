@@ -10,6 +10,12 @@
  *   graph             kernel activity and graph-level records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
  *                     one per graph launch) from the start, on for the whole run
  *   graph-only        graph-level records alone
+ *   window            kernel activity off at the start, on from each cudaProfilerStart to the
+ *                     next cudaProfilerStop (at their exit): a capture window's switching at
+ *                     CUPTI's level, enabled in mid-run
+ *   ctx-window        the same, but on at the start and off when the program's first context
+ *                     has been made: whether a context made under kernel activity keeps the
+ *                     cost a window leaves behind away
  * At exit it prints one line on stderr: the records counted (kernels and graph launches
  * apart) and what happened at the stop. */
 #include <cupti.h>
@@ -39,10 +45,10 @@ static struct {
 } cupti;
 
 enum floor_mode { FLOOR_KERNEL, FLOOR_STOP_DISABLE, FLOOR_STOP_FINALIZE, FLOOR_GRAPH,
-                  FLOOR_GRAPH_ONLY };
+                  FLOOR_GRAPH_ONLY, FLOOR_WINDOW, FLOOR_CTX_WINDOW };
 static enum floor_mode mode;
-static _Atomic unsigned long long records, kernels, graphs;
-static _Atomic int stopped;
+static _Atomic unsigned long long records, kernels, graphs, windows;
+static _Atomic int stopped, context_made;
 static CUpti_SubscriberHandle subscriber;
 static const char *outcome = "no stop";
 
@@ -73,9 +79,26 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
 static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
-    (void)user, (void)domain, (void)cbid;
+    (void)user;
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) { /* ctx-window: the first context is made */
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED && !atomic_exchange(&context_made, 1))
+            cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        return;
+    }
     const CUpti_CallbackData *cd = data;
-    if (cd->callbackSite != CUPTI_API_EXIT || atomic_exchange(&stopped, 1))
+    if (cd->callbackSite != CUPTI_API_EXIT)
+        return;
+    if (mode == FLOOR_WINDOW || mode == FLOOR_CTX_WINDOW) {
+        if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) {
+            cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+            atomic_fetch_add(&windows, 1);
+        } else {
+            cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+            cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        }
+        return;
+    }
+    if (cbid != CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000 || atomic_exchange(&stopped, 1))
         return;
     cupti.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -89,8 +112,15 @@ static void at_exit(void)
 {
     if (!atomic_load(&stopped))
         cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    fprintf(stderr, "libfloor: %llu activity records (%llu kernels, %llu graph launches), %s\n",
-            atomic_load(&records), atomic_load(&kernels), atomic_load(&graphs), outcome);
+    if (mode == FLOOR_WINDOW || mode == FLOOR_CTX_WINDOW)
+        fprintf(stderr, "libfloor: %llu activity records (%llu kernels) in %llu windows%s\n",
+                atomic_load(&records), atomic_load(&kernels), atomic_load(&windows),
+                mode == FLOOR_CTX_WINDOW && !atomic_load(&context_made) ? ", no context seen"
+                                                                        : "");
+    else
+        fprintf(stderr, "libfloor: %llu activity records (%llu kernels, %llu graph launches), "
+                "%s\n", atomic_load(&records), atomic_load(&kernels), atomic_load(&graphs),
+                outcome);
 }
 
 static void *open_cupti(void)
@@ -120,22 +150,34 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
            : !strcmp(m, "stop-finalize") ? FLOOR_STOP_FINALIZE
            : !strcmp(m, "graph")         ? FLOOR_GRAPH
            : !strcmp(m, "graph-only")    ? FLOOR_GRAPH_ONLY
+           : !strcmp(m, "window")        ? FLOOR_WINDOW
+           : !strcmp(m, "ctx-window")    ? FLOOR_CTX_WINDOW
                                          : (fprintf(stderr, "libfloor: LP_FLOOR=%s is not kernel, "
-                                                    "stop-disable, stop-finalize, graph or "
-                                                    "graph-only: kernel\n", m),
+                                                    "stop-disable, stop-finalize, graph, "
+                                                    "graph-only, window or ctx-window: kernel\n",
+                                                    m),
                                             FLOOR_KERNEL);
     int graph = mode == FLOOR_GRAPH || mode == FLOOR_GRAPH_ONLY;
+    int kernel_at_start = mode != FLOOR_GRAPH_ONLY && mode != FLOOR_WINDOW;
     if (cupti.ActivityRegisterCallbacks(requested, completed) != CUPTI_SUCCESS ||
-        (mode != FLOOR_GRAPH_ONLY &&
+        (kernel_at_start &&
          cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) ||
         (graph && cupti.ActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) != CUPTI_SUCCESS)) {
         fprintf(stderr, "libfloor: CUPTI activity could not be enabled\n");
         return 1;
     }
-    if ((mode == FLOOR_STOP_DISABLE || mode == FLOOR_STOP_FINALIZE) && cupti.Subscribe(&subscriber, on_callback, NULL) == CUPTI_SUCCESS) {
-        /* the runtime's call only: finalizing inside the driver call it makes is not safe */
+    int window = mode == FLOOR_WINDOW || mode == FLOOR_CTX_WINDOW;
+    if ((mode == FLOOR_STOP_DISABLE || mode == FLOOR_STOP_FINALIZE || window) &&
+        cupti.Subscribe(&subscriber, on_callback, NULL) == CUPTI_SUCCESS) {
+        /* the runtime's calls only: finalizing inside the driver call it makes is not safe */
         cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                              CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
+        if (window)
+            cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                 CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
+        if (mode == FLOOR_CTX_WINDOW)
+            cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+                                 CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
     }
     atexit(at_exit);
     return 1;

@@ -19,6 +19,7 @@ int lsp_phase(int phase);
 const char *lsp_phase_name(int phase);
 int lsp_phases(void);
 void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records);
+uint64_t lsp_correlation_resets(void);
 }
 
 #include "launch_time.cuh"
@@ -131,8 +132,10 @@ int main(int argc, char **argv)
     }
     uint64_t k = 0, l = 0;
     lsp_counts(&k, &l);
-    printf("records: %llu kernels, %llu launch records pushed\n", (unsigned long long)k,
-           (unsigned long long)l);
+    printf("records: %llu kernels, %llu launch records pushed; a traced call's correlation id "
+           "was lower than the one before %llu times (finalizing restarts them?)\n",
+           (unsigned long long)k, (unsigned long long)l,
+           (unsigned long long)lsp_correlation_resets());
     free(t);
     free(col);
     return 0;

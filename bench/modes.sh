@@ -48,6 +48,9 @@
 #                         finalized) when the program calls cudaProfilerStop
 #   floor-graph, floor-graph-only   the floor with CUPTI's graph-level records (one per graph
 #                         launch) beside kernel activity, or alone
+#   floor-window, floor-ctx-window   kernel activity on only between the program's
+#                         cudaProfilerStart and Stop (and, ctx-window, from the start until
+#                         its first context is made): a capture window at CUPTI's level
 lp_bench_rec() {
     local mode=$1 dir=$2
     rec=("$B/bin/llmprof" record --quiet -o "$dir")
@@ -98,7 +101,7 @@ lp_bench_rec() {
     activity) rec=(env LLMPROF_LAUNCH=activity "${rec[@]}") ;;
     launch-driver) rec=(env LLMPROF_LAUNCH=driver "${rec[@]}") ;;
     floor) rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" LP_FLOOR=kernel) ;;
-    floor-stop-disable|floor-stop-finalize|floor-graph|floor-graph-only)
+    floor-stop-disable|floor-stop-finalize|floor-graph|floor-graph-only|floor-window|floor-ctx-window)
         rec=(env "CUDA_INJECTION64_PATH=$B/lib/libfloor.so" "LP_FLOOR=${mode#floor-}") ;;
     *) return 1 ;;
     esac

@@ -5,7 +5,8 @@
 # capture-bare, floor-stop-disable, floor-stop-finalize), $WINDOW_ROUNDS interleaved rounds
 # (default 15), summarised by bench/window_summary.py. Expects build/ carried
 # (build/gpu/window_cost from tests/gpu/build.sh). Writes $OUT/window_cost-log.txt and
-# $OUT/window_cost.jsonl.
+# $OUT/window_cost.jsonl. Whether a context made under kernel activity escapes what a window
+# leaves behind: WINDOW_MODES='none floor-window floor-ctx-window capture-bare'.
 . "$(dirname "$0")/setup.sh" window_cost
 step "window_cost: ${WINDOW_MODES:=none capture capture-bare floor-stop-disable floor-stop-finalize}"
 LLMPROF_BENCH_MODES="$WINDOW_MODES" LLMPROF_BENCH_CMD="build/gpu/window_cost 20000 7" \
