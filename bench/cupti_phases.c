@@ -34,6 +34,10 @@
  * The callers run the phases in rotating order, so each phase but a round's first comes right
  * after the one listed before it: the order above is what makes "attached" fresh and
  * "disabled" cycled.
+ * With LSP_NVTX=1 it also points NVTX at this CUPTI (NVTX_INJECTION64_PATH) and enables the
+ * callback of nvtxRangePushA whenever it subscribes, counting per phase the pushes CUPTI
+ * delivers: whether NVTX still reaches a subscriber made after a finalize (capture windows
+ * on NVTX ranges would need it to).
  * It links the toolkit's CUPTI (CMake builds it beside libfloor.so when that library is found). */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -70,6 +74,8 @@ static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record ring[RING];
 static uint64_t pushed, kernels;
 static uint32_t last_correlation;  /* the callbacks' thread: the callers' one */
+static int nvtx_watch;             /* LSP_NVTX */
+static int current;                /* the phase set last */
 static uint64_t correlation_resets;
 static _Thread_local int runtime_open;
 static int finalize_pending;      /* the next cuCtxGetCurrent exit finalizes CUPTI */
@@ -102,6 +108,7 @@ static const struct phase {
     {"graph-on", 0, 0, 0, 0, NEED_BOTH, 1},
 };
 enum { PHASES = sizeof phases / sizeof *phases };
+static uint64_t nvtx_seen[PHASES];
 
 static uint64_t now_ns(void)
 {
@@ -119,6 +126,10 @@ static void CUPTIAPI on_callback(void *user, CUpti_CallbackDomain domain, CUpti_
         ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT) {
         finalize_pending = 0;
         finalize_result = cuptiFinalize();
+        return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {
+        nvtx_seen[current]++;
         return;
     }
     int s = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? RT : DRV;
@@ -188,6 +199,8 @@ static CUptiResult attach(int needs)
     if (r == CUPTI_SUCCESS && (needs & NEED_SUB) && !have_sub) {
         r = cuptiSubscribe(&sub, on_callback, NULL);
         have_sub = r == CUPTI_SUCCESS;
+        if (have_sub && nvtx_watch)
+            r = cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA);
     }
     return r;
 }
@@ -195,6 +208,11 @@ static CUptiResult attach(int needs)
 /* 0, or the CUPTI error that stopped it. Call before the program's first CUDA call or after. */
 int lsp_init(void)
 {
+    const char *w = getenv("LSP_NVTX");
+    Dl_info info;
+    nvtx_watch = w && *w && strcmp(w, "0");
+    if (nvtx_watch && dladdr((void *)&cuptiSubscribe, &info) && info.dli_fname)
+        setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++) {
             const char *name = NULL;
@@ -288,6 +306,7 @@ int lsp_phase(int phase)
     const struct phase *p = &phases[phase];
     CUptiResult r = CUPTI_SUCCESS;
     body = p->body;
+    current = phase;
     /* what this phase must not have (or, fresh, anything) goes by finalizing, once everything
      * is off */
     if ((have_sub && !(p->needs & NEED_SUB)) || (have_buffers && !(p->needs & NEED_BUFFERS)) ||
@@ -311,6 +330,12 @@ const char *lsp_phase_name(int phase)
 }
 
 int lsp_phases(void) { return PHASES; }
+
+/* The nvtxRangePushA calls CUPTI delivered in PHASE (LSP_NVTX), or -1 when not watched. */
+long long lsp_nvtx_seen(int phase)
+{
+    return nvtx_watch && phase >= 0 && phase < PHASES ? (long long)nvtx_seen[phase] : -1;
+}
 
 /* How many times a traced call's correlation id was lower than the one before. */
 uint64_t lsp_correlation_resets(void) { return correlation_resets; }

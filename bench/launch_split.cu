@@ -3,10 +3,13 @@
  * (bench/cupti_phases.c lists them). Each round runs every phase once, in rotating order; per
  * phase the table gives the median host time of an empty-kernel launch, of a cudaGetDevice
  * and of a cuCtxGetCurrent (calls that are not traced, as PyTorch makes several per op), and,
- * paired per round, the launch's difference from the floor and from CUPTI finalized.
+ * paired per round, the launch's difference from the floor and from CUPTI finalized. With
+ * LSP_NVTX=1, also how many of the NVTX range pushes made once per phase and round CUPTI
+ * delivered in each phase (whether NVTX survives a finalize).
  * Usage: launch_split [CALLS_PER_PHASE [ROUNDS]]   (default 20000, 15) */
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@ const char *lsp_phase_name(int phase);
 int lsp_phases(void);
 void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records);
 uint64_t lsp_correlation_resets(void);
+long long lsp_nvtx_seen(int phase);
 }
 
 #include "launch_time.cuh"
@@ -101,6 +105,8 @@ int main(int argc, char **argv)
             m[0] = launch_ns(n);
             m[1] = get_device_ns(n);
             m[2] = ctx_current_ns(n);
+            nvtxRangePushA("launch_split"); /* counted by CUPTI under LSP_NVTX */
+            nvtxRangePop();
         }
     cudaDeviceSynchronize();
     lsp_phase(0);
@@ -136,6 +142,12 @@ int main(int argc, char **argv)
            "was lower than the one before %llu times (finalizing restarts them?)\n",
            (unsigned long long)k, (unsigned long long)l,
            (unsigned long long)lsp_correlation_resets());
+    if (lsp_nvtx_seen(0) >= 0) {
+        printf("nvtxRangePushA calls CUPTI delivered per phase (one a round):");
+        for (int p = 0; p < phases; p++)
+            printf(" %s %lld", lsp_phase_name(p), lsp_nvtx_seen(p));
+        printf("\n");
+    }
     free(t);
     free(col);
     return 0;

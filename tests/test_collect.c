@@ -303,7 +303,7 @@ static int subscriber_token, context_token, domain_token;
 #define FAKE_NVTX_DOMAIN ((nvtxDomainHandle_t)&domain_token)
 enum { CB_LAUNCH = 1, CB_MALLOC = 2, CB_GRAPH = 3, CB_BEGIN_CAPTURE = 5, CB_END_CAPTURE = 6,
        CB_INSTANTIATE = 7, DRV_INSTANTIATE = 3 };
-/* runtime; the driver's 1 and 2 */
+/* the runtime's ids, but DRV_INSTANTIATE, the driver's (as are its 1 and 2) */
 
 static CUptiResult fake_callback_name(CUpti_CallbackDomain domain, uint32_t cbid,
                                       const char **name)
