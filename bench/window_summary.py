@@ -10,8 +10,20 @@ import json
 import statistics
 import sys
 
-rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-runs = {(r["round"], r["mode"]): r["run"] for r in rows}
+if len(sys.argv) != 2:
+    sys.exit("usage: window_summary.py RESULTS.jsonl")
+try:
+    with open(sys.argv[1]) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    runs = {(r["round"], r["mode"]): r["run"] for r in rows}
+    for r in runs.values():
+        if not all(isinstance(r.get(k), (int, float)) for k in ("before_ns", "after_ns", "change")):
+            raise KeyError("before_ns, after_ns or change")
+except OSError as e:
+    sys.exit(f"window_summary: cannot read {sys.argv[1]}: {e.strerror}")
+except (ValueError, KeyError, TypeError, AttributeError) as e:
+    sys.exit(f"window_summary: {sys.argv[1]} is not tests/gpu/window_cost.sh's results (one JSON "
+             f"line per run with round, mode and run.before_ns, after_ns, change): {e}")
 modes = list(dict.fromkeys(r["mode"] for r in rows))
 if "none" not in modes:
     sys.exit("window_summary: no unprofiled runs to pair against")
