@@ -48,10 +48,20 @@
 #                         finalized) when the program calls cudaProfilerStop
 #   floor-graph, floor-graph-only   the floor with CUPTI's graph-level records (one per graph
 #                         launch) beside kernel activity, or alone
+#   MODE-finalize         MODE (one with --capture) with --finalize: CUPTI finalized between
+#                         capture windows
 #   floor-window, floor-ctx-window   kernel activity on only between the program's
 #                         cudaProfilerStart and Stop (and, ctx-window, from the start until
 #                         its first context is made): a capture window at CUPTI's level
 lp_bench_rec() {
+    local mode=$1 dir=$2 finalize=
+    case $mode in *-finalize) finalize=1 mode=${mode%-finalize} ;; esac
+    lp_bench_rec_mode "$mode" "$dir" || return 1
+    [ -z "$finalize" ] || rec+=(--finalize)
+    return 0
+}
+
+lp_bench_rec_mode() {
     local mode=$1 dir=$2
     rec=("$B/bin/llmprof" record --quiet -o "$dir")
     case $mode in

@@ -542,6 +542,11 @@ expect 2 "--graphs 'nodes': give replay" "record --graphs with a bad mode" -- \
     "$LP" record -o "$T/cap0" --graphs nodes -- true
 expect 2 "--graphs chooses how the kernels of CUDA graph replays are recorded" \
     "record --graphs with --light" -- "$LP" record -o "$T/cap0" --light --graphs node -- true
+expect 2 "--finalize finalizes CUPTI between capture windows: give --capture too" \
+    "record --finalize without --capture" -- "$LP" record -o "$T/cap0" --finalize -- true
+expect 2 "--finalize finalizes CUPTI between capture windows" \
+    "record --finalize with --capture all" -- \
+    "$LP" record -o "$T/cap0" --capture all --finalize -- true
 [ ! -e "$T/cap0" ] && ok "--capture and --graphs refusals: nothing written" || bad "cap0: $(ls -A "$T/cap0")"
 expect 0 "" "record --capture cuda-profiler" -- \
     sh -c '"$@" </dev/null' sh "$LP" record -o "$T/cap1" --quiet --capture cuda-profiler -- "$FAKE" 0

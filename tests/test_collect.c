@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "collect/activity.h"
+#include "collect/attach.h"
 #include "collect/cupti_api.h"
 #include "collect/dlbind.h"
 #include "collect/launch.h"
@@ -333,7 +334,7 @@ struct enable_call {
     CUpti_CallbackDomain domain;
     CUpti_CallbackId cbid;
 };
-static struct enable_call enables[64];
+static struct enable_call enables[256];
 static size_t n_enables;
 static CUpti_CallbackId refused_driver_cbid; /* CUPTI refuses this driver callback */
 
@@ -346,6 +347,21 @@ static CUptiResult fake_enable_callback(uint32_t on, CUpti_SubscriberHandle sub,
         enables[n_enables] = (struct enable_call){on, sub, domain, cbid};
     n_enables++;
     return CUPTI_SUCCESS;
+}
+
+static CUptiResult fake_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
+{
+    (void)cb, (void)user;
+    *sub = FAKE_SUB;
+    return CUPTI_SUCCESS;
+}
+
+/* llmprof's subscriber slot held, as FAKE_SUB (attach.c enables every callback on it). */
+static void hold_fake_sub(void)
+{
+    lp_cupti.Subscribe = fake_subscribe;
+    if (lp_attach_subscribe(NULL) != CUPTI_SUCCESS || lp_attach_subscriber() != FAKE_SUB)
+        _exit(1);
 }
 
 /* The trace clock: strictly increasing (1 us a reading) from the real time, so that a
@@ -430,6 +446,7 @@ static void launch_kernel(uint32_t correlation)
 
 static void launch_records_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 0, NULL) == 0);
     /* every call is named, with the version suffix cut; only the traced are switched on */
     NEED(!strcmp(lp_launch_api_name(LP_API_DOMAIN_RUNTIME, CB_LAUNCH), "cudaLaunchKernel"));
@@ -533,6 +550,7 @@ static int in_window(uint32_t correlation)
 
 static void launch_windowed_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
     /* switched on once (can they be?), then off until a window opens */
     NEED(n_enables == 6);
@@ -616,6 +634,7 @@ static void launch_windowed_child(void)
  * is the next step's, so it is not recorded and its replay falls outside the window. */
 static void launch_dropped_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
     lp_launch_set_recording(1);
     uint64_t rt = 0, drv = 0;
@@ -658,6 +677,7 @@ static void test_launch_dropped(void **state)
  * only recording is switched; launches between windows are not recorded. */
 static void launch_flag_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, LP_LAUNCH_WINDOWED_FLAG, NULL) == 0);
     size_t from = n_enables;
     launch_kernel(10); /* before any window */
@@ -687,6 +707,7 @@ static void test_launch_flag(void **state)
  * with its own, never off. */
 static void launch_kept_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
     lp_launch_keep_enabled(CUPTI_CB_DOMAIN_DRIVER_API, 1);
     size_t from = n_enables;
@@ -757,6 +778,7 @@ static void nvtx_call(CUpti_CallbackId cbid, const void *params)
 {
     CUpti_NvtxData d = {.functionName = "nvtx", .functionParams = params};
     lp_nvtx_callback(CUPTI_CB_DOMAIN_NVTX, cbid, &d);
+    lp_window_renew_point(CUPTI_CB_DOMAIN_NVTX, cbid, &d); /* last, as inject.c calls it */
 }
 static void push(const char *name)
 {
@@ -774,6 +796,8 @@ static void start_windows(const char *text, CUpti_SubscriberHandle sub)
     struct lp_capture_spec spec;
     char err[256];
     NEED(lp_capture_parse(text, &spec, err, sizeof err) == 0);
+    if (sub)
+        hold_fake_sub();
     lp_window_start(sub, &spec, text, test_switches);
 }
 
@@ -781,13 +805,14 @@ static void nvtx_windows_child(void)
 {
     start_windows("nvtx:^step$@2/2", FAKE_SUB);
     NEED(!strcmp(switch_log, "K-L-")); /* everything starts off */
-    /* the NVTX range callbacks, switched on for the subscriber, then context creation's */
-    NEED(n_enables == 7);
-    for (size_t i = 0; i < 6; i++)
+    /* the NVTX range callbacks (push, pop, start and end), switched on for the subscriber,
+     * then context creation's */
+    NEED(n_enables == 13);
+    for (size_t i = 0; i < 12; i++)
         NEED(enables[i].on == 1 && enables[i].sub == FAKE_SUB &&
              enables[i].domain == CUPTI_CB_DOMAIN_NVTX);
-    NEED(enables[6].on == 1 && enables[6].domain == CUPTI_CB_DOMAIN_RESOURCE &&
-         enables[6].cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+    NEED(enables[12].on == 1 && enables[12].domain == CUPTI_CB_DOMAIN_RESOURCE &&
+         enables[12].cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
     CUcontext cx[1];
     NEED(lp_launch_contexts(cx, 1) == 0); /* no launch: windows close at once, not deferred */
     const char *off = "K-L-";
@@ -1068,12 +1093,6 @@ static CUptiResult fake_register(CUpti_BuffersCallbackRequestFunc a,
     return CUPTI_SUCCESS;
 }
 
-static CUptiResult fake_subscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb, void *user)
-{
-    (void)cb, (void)user;
-    *sub = FAKE_SUB;
-    return CUPTI_SUCCESS;
-}
 
 /* The subscriber's callback, passing calls on as inject.c's does. */
 static void CUPTIAPI forward_callback(void *user, CUpti_CallbackDomain domain,
@@ -1456,6 +1475,7 @@ static void capture_call(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site)
 
 static void deferred_child(void)
 {
+    hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
     struct lp_capture_spec spec;
     char err[256];
@@ -1516,6 +1536,264 @@ static void test_window_deferred(void **state)
     lp_trace_free(t);
 }
 
+/* Finalizing CUPTI between windows (window.c, attach.c): a fake CUPTI that counts its
+ * finalizes and subscriptions, completes the buffer waiting at a flush, and whose correlation
+ * ids start again after a finalize. */
+static int finalizes, subscribes;
+static uint8_t *waiting_buffer; /* completed at the next flush */
+static size_t waiting_valid;
+static CUptiResult fake_finalize(void)
+{
+    finalizes++;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_flush(uint32_t flag)
+{
+    (void)flag;
+    if (waiting_buffer)
+        fake_completed(NULL, 0, waiting_buffer, 65536, waiting_valid);
+    waiting_buffer = NULL;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult fake_subscribe_count(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
+                                        void *user)
+{
+    subscribes++;
+    return fake_subscribe(sub, cb, user);
+}
+/* A replayed graph's record (a kernel to the trace) of CORRELATION in a buffer of CUPTI's,
+ * completed at once or at the next flush (WAIT). */
+static void replay_record(uint32_t correlation, int wait)
+{
+    uint8_t *b = NULL;
+    size_t size = 0, max = 0;
+    fake_requested(&b, &size, &max);
+    NEED(b);
+    CUpti_ActivityGraphTrace2 g = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                   .correlationId = correlation, .graphId = 3,
+                                   .start = fake_now, .end = fake_now + 1000};
+    memcpy(b, &g, sizeof g);
+    if (wait) {
+        waiting_buffer = b;
+        waiting_valid = sizeof g;
+    } else {
+        fake_completed(NULL, 0, b, size, sizeof g);
+    }
+}
+static void profiler_call(int start)
+{
+    int rv = 0;
+    CUpti_CallbackData cd = {.callbackSite = start ? CUPTI_API_EXIT : CUPTI_API_ENTER,
+                             .functionReturnValue = &rv};
+    lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API,
+                       start ? CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000
+                             : CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, &cd);
+}
+/* A launch of CORRELATION, then the exit point where a pending finalize happens. */
+static void launch_and_exit(uint32_t correlation)
+{
+    launch_kernel(correlation);
+    CUpti_CallbackData cd = {.callbackSite = CUPTI_API_EXIT, .correlationId = correlation};
+    lp_window_renew_point(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, &cd);
+}
+/* Waits up to 2 s for the closed window's kernel activity to go off (the switching thread). */
+static int kernels_off(void)
+{
+    for (int i = 0; i < 2000; i++) {
+        size_t n = strlen(kind_log);
+        if (n >= 2 && !strcmp(kind_log + n - 2, "K-"))
+            return 1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return 0;
+}
+static int enabled_after(size_t from, CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    for (size_t i = from; i < n_enables && i < sizeof enables / sizeof *enables; i++)
+        if (enables[i].on && enables[i].domain == domain && enables[i].cbid == cbid)
+            return 1;
+    return 0;
+}
+/* How often the launch callbacks were switched on so far. */
+static int launch_arms(void)
+{
+    int n = 0;
+    for (size_t i = 0; i < n_enables && i < sizeof enables / sizeof *enables; i++)
+        n += enables[i].on && enables[i].domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+             enables[i].cbid == CB_LAUNCH;
+    return n;
+}
+/* Waits up to 2 s for the launch callbacks to be switched on more than ARMS times. */
+static int armed_after(int arms)
+{
+    for (int i = 0; i < 2000 && launch_arms() <= arms; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return launch_arms() > arms;
+}
+/* Waits up to 2 s for the switching thread to have set CUPTI up again. */
+static int reattached(void)
+{
+    for (int i = 0; i < 2000 && lp_attach_renewing(); i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return !lp_attach_renewing();
+}
+static const lp_window_switch renew_switches[] = {lp_activity_set_recording,
+                                                   lp_launch_set_recording, NULL};
+static void renew_start(void)
+{
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityDisable = fake_activity_disable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register_keep;
+    lp_cupti.ActivityFlushAll = fake_flush;
+    lp_cupti.ActivityGetNumDroppedRecords = fake_no_drops;
+    lp_cupti.ActivityGetNextRecord = fake_next_record;
+    lp_cupti.Subscribe = fake_subscribe_count;
+    lp_cupti.Finalize = fake_finalize;
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 65536,
+                                    .max_buffers = 8, .windowed = 1, .graph_replays = 1,
+                                    .subscribe = 1, .callback = forward_callback};
+    NEED(lp_activity_start(&o) == 0);
+    NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
+    NEED(lp_nvtx_watch(FAKE_SUB) == 0);
+    struct lp_capture_spec spec;
+    char err[256];
+    NEED(lp_capture_parse("cuda-profiler", &spec, err, sizeof err) == 0);
+    setenv("LLMPROF_FINALIZE_AFTER_MS", "0", 1); /* at once, not after a second */
+    lp_window_allow_renew(lp_attach_can_renew());
+    lp_window_start(FAKE_SUB, &spec, "cuda-profiler", renew_switches);
+}
+
+static void renew_child(void)
+{
+    renew_start();
+    NEED(subscribes == 1 && !strcmp(kind_log, ""));
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(10);
+    replay_record(10, 1); /* still in CUPTI's buffer when the window closes */
+    profiler_call(0);
+    NEED(kernels_off()); /* the switching thread waited for the GPU */
+    NEED(armed_after(arms)); /* then armed the launch callbacks for a call's exit */
+    NEED(finalizes == 0);
+    size_t before = n_enables;
+    launch_and_exit(11);  /* after the close: not recorded, but its id is seen */
+    NEED(finalizes == 1);
+    NEED(reattached() && subscribes == 2); /* the switching thread subscribed again */
+    /* set up again as it was: NVTX, the profiler calls, the instantiation calls, contexts;
+     * the launch callbacks were off by then, and kernel activity too */
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangeEnd));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API,
+                       CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API, CB_INSTANTIATE));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_DRIVER_API, DRV_INSTANTIATE));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
+    NEED(!enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH));
+    NEED(fake_requested && !strcmp(kind_log, "K+K-"));
+    /* CUPTI numbers from 1 again: llmprof's ids go on past 11 */
+    profiler_call(1);
+    launch_kernel(3);
+    replay_record(3, 0);
+    profiler_call(0);
+    NEED(kernels_off());
+    lp_window_stop();
+    lp_activity_drain();
+    lp_launch_stop();
+}
+
+/* An NVTX range open at the call's exit: the finalize waits for a later call's exit with
+ * none open. Once a graph may exist, CUPTI is never finalized again. */
+static void renew_nvtx_child(void)
+{
+    renew_start();
+    push("request");
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(10);
+    profiler_call(0);
+    NEED(kernels_off());
+    NEED(armed_after(arms));
+    arms = launch_arms();
+    launch_and_exit(11);
+    NEED(finalizes == 0); /* "request" is open: armed again later */
+    NEED(armed_after(arms));
+    push("inner");
+    arms = launch_arms();
+    launch_and_exit(12);
+    NEED(finalizes == 0);
+    pop();
+    pop();
+    NEED(finalizes == 0); /* not at a pop: finalizing in an NVTX callback crashed */
+    NEED(armed_after(launch_arms()));
+    launch_and_exit(13);
+    NEED(finalizes == 1);
+    NEED(reattached() && subscribes == 2);
+    CUpti_CallbackData cd = {.callbackSite = CUPTI_API_ENTER};
+    forward_callback(NULL, CUPTI_CB_DOMAIN_RUNTIME_API, CB_INSTANTIATE, &cd);
+    profiler_call(1);
+    launch_kernel(3);
+    profiler_call(0);
+    NEED(kernels_off());
+    arms = launch_arms();
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(launch_arms() == arms); /* never armed */
+    launch_and_exit(4);
+    NEED(finalizes == 1);
+    lp_window_stop();
+    lp_launch_stop();
+}
+
+/* A second thread of the program launched: CUPTI is never finalized. */
+static void *second_launcher(void *arg)
+{
+    (void)arg;
+    launch_kernel(20);
+    return NULL;
+}
+static void renew_threads_child(void)
+{
+    renew_start();
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(10);
+    pthread_t t;
+    NEED(pthread_create(&t, NULL, second_launcher, NULL) == 0 && pthread_join(t, NULL) == 0);
+    profiler_call(0);
+    NEED(kernels_off());
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(launch_arms() == arms); /* never armed */
+    launch_and_exit(21);
+    NEED(finalizes == 0);
+    lp_window_stop();
+    lp_launch_stop();
+}
+
+static void test_window_finalize(void **state)
+{
+    (void)state;
+    in_child("renew", renew_child);
+    struct lp_trace *t = read_only_trace("renew");
+    assert_int_equal(t->n_apis, 2);
+    assert_int_equal(t->n_kernels, 2);
+    /* launches and kernels keep matching, growing ids: 3 after the finalize is 12 + 3 */
+    assert_int_equal(t->apis[0].correlation, 10);
+    assert_int_equal(t->apis[1].correlation, 15);
+    assert_int_equal(t->kernels[0].correlation + t->kernels[1].correlation, 25);
+    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
+    assert_string_equal(lp_trace_meta(t, "capture_finalize"), "on");
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "2");
+    lp_trace_free(t);
+    in_child("renew-nvtx", renew_nvtx_child);
+    t = read_only_trace("renew-nvtx");
+    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
+    lp_trace_free(t);
+    in_child("renew-threads", renew_threads_child);
+    t = read_only_trace("renew-threads");
+    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "0");
+    lp_trace_free(t);
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -1554,6 +1832,7 @@ int main(void)
         cmocka_unit_test(test_device_buffers),
         cmocka_unit_test(test_untimed_replay),
         cmocka_unit_test(test_window_deferred),
+        cmocka_unit_test(test_window_finalize),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -185,6 +185,7 @@ struct lp_cli_record_opts {
     double pm_sampling_us;        /* PM sampling interval (--pm-sampling); 0: off */
     const char *capture;          /* --capture: all or cuda-profiler; NULL: all */
     const char *graphs;           /* --graphs: replay or node; NULL: the collector's (replay) */
+    int finalize;                 /* --finalize: CUPTI finalized between capture windows */
     char **cmd;                   /* the command to run, NULL-terminated */
     char default_out[64];         /* out when no -o: llmprof-YYYYmmdd-HHMMSS */
 };

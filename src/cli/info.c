@@ -229,6 +229,18 @@ static int info_trace(const char *path)
             lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
             printf("           switching recording on and off took %s\n", a);
         }
+        const char *fin = lp_trace_meta(t, "capture_finalized"),
+                   *fin_ns = lp_trace_meta(t, "capture_finalize_ns"),
+                   *missed = lp_trace_meta(t, "capture_finalize_missed");
+        if (fin && strcmp(fin, "0")) {
+            lp_fmt_ns(fin_ns ? strtod(fin_ns, NULL) : 0, a, sizeof a);
+            printf("           CUPTI finalized and set up again %s time%s between windows "
+                   "(--finalize; the program's thread spent %s finalizing)\n", fin,
+                   strcmp(fin, "1") ? "s" : "", a);
+        }
+        if (missed && strcmp(missed, "0"))
+            printf("           %s window%s opened while CUPTI was being set up again: not "
+                   "recorded\n", missed, strcmp(missed, "1") ? "s" : "");
         const char *after = lp_trace_meta(t, "capture_after_close");
         if (after && strcmp(after, "0"))
             printf("           %s kernels, copies and sets launched after a window closed "

@@ -110,8 +110,8 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof record [-o DIR] [--force] [--nvml-hz N] [--light] [--no-gemm] [--quiet]\n"
     "                      [--counters] [--counter-dtypes LIST] [--counter-ranges REGEX]\n"
-    "                      [--pm-sampling US] [--capture MODE] [--graphs replay|node]\n"
-    "                      [--] CMD [ARGS...]\n"
+    "                      [--pm-sampling US] [--capture MODE [--finalize]]\n"
+    "                      [--graphs replay|node] [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD with llmprof's CUPTI collector injected (CUDA_INJECTION64_PATH) and writes a\n"
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
@@ -181,6 +181,11 @@ const struct lp_cli_opt lp_cli_record_options[] = {
              "nvtx:REGEX[@FIRST[-LAST]][/EVERY], graphs[@FIRST[-LAST]][/EVERY] or\n"
              "signal (see below)",
      .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX..., graphs... or signal"},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--finalize",
+     .help = "with --capture: finalize CUPTI between windows, so that a program with\n"
+             "one CUDA thread pays nothing for llmprof's kernel tracing there (see\n"
+             "below)",
+     .off = OPT(finalize), .set = 1},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--graphs", .arg = "MODE",
      .help = "CUDA graph replays: replay (default) records each replay whole, node\n"
              "records each of its kernels (see below)",
@@ -605,6 +610,7 @@ static json_t *meta_json(const struct lp_cli_record_opts *o, const char *resolve
     json_object_set_new(opts, "pm_sampling_us", json_real(o->pm_sampling_us));
     json_object_set_new(opts, "graphs", json_string(o->light ? "none"
                                                     : o->graphs ? o->graphs : "replay"));
+    json_object_set_new(opts, "finalize", json_boolean(o->finalize));
     json_object_set_new(m, "options", opts);
     json_t *env = json_object();
     for (char **e = environ; *e; e++) {
@@ -745,6 +751,7 @@ static const char *const env_names[] = {
     "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LLMPROF_OUT", "LLMPROF_NVML_HZ",
     "LLMPROF_LIGHT", "LLMPROF_QUIET", "LLMPROF_GEMM", "LLMPROF_COUNTERS",
     "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "LLMPROF_CAPTURE", "LLMPROF_GRAPHS",
+    "LLMPROF_FINALIZE",
     "CUBLASLT_LOG_FILE",
     "LD_PRELOAD", "TEARDOWN_CUPTI",
 };
@@ -812,6 +819,10 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
         setenv("LLMPROF_GRAPHS", o->graphs, 1);
     else
         unsetenv("LLMPROF_GRAPHS");
+    if (o->finalize)
+        setenv("LLMPROF_FINALIZE", "1", 1);
+    else
+        unsetenv("LLMPROF_FINALIZE");
     if (o->pm_sampling_us > 0) {
         char us[32];
         snprintf(us, sizeof us, "%g", o->pm_sampling_us);
@@ -941,6 +952,11 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     if (o->graphs && strcmp(o->graphs, "replay") && strcmp(o->graphs, "node")) {
         lp_cli_error("record", "--graphs '%s': give replay (each CUDA graph replay recorded "
                      "whole) or node (each of its kernels)", o->graphs);
+        return 2;
+    }
+    if (o->finalize && (!o->capture || !strcmp(o->capture, "all"))) {
+        lp_cli_error("record", "--finalize finalizes CUPTI between capture windows: give "
+                     "--capture too");
         return 2;
     }
     if (o->graphs && o->light) {

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "attach.h"
 #include "convert.h"
 #include "cupti_api.h"
 #include "launch.h"
@@ -28,6 +30,7 @@ static int recording; /* the per-launch kinds are on (capture windows switch the
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
+static uint32_t *done_base; /* the correlation base when each completed (launch.h) */
 static unsigned n_free, n_done, n_alloc;
 static uint64_t denied, dropped_total;
 static int zeroed; /* CUPTI takes our buffers as zeroed */
@@ -36,11 +39,11 @@ static uint64_t untimed_replays; /* graph replays CUPTI could not time (drain's 
 static _Atomic uint64_t active_devices;
 static _Atomic uint64_t completions;
 static void (*notify)(void);
-static CUpti_SubscriberHandle subscriber;
 /* graph-level records wait for the first graph instantiation (see lp_activity_start) */
 enum { MAX_CBID = 2048 };
 static uint8_t instantiates[2][MAX_CBID]; /* [runtime, driver][cbid]: an instantiation call */
 static int graphs_pending;                /* armed, records not on yet (atomic) */
+static int instantiating;                 /* an instantiation call was entered (atomic) */
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct {
@@ -125,6 +128,19 @@ static int in_window(const struct lp_record *r)
     }
 }
 
+/* Correlation ids as llmprof numbers them: CUPTI's start again after a finalize (launch.h). */
+static void rebase(struct lp_record *r, uint32_t base)
+{
+    uint32_t *c = r->type == LP_REC_KERNEL   ? &r->u.kernel.correlation
+                  : r->type == LP_REC_MEMCPY ? &r->u.memcpy.correlation
+                  : r->type == LP_REC_MEMSET ? &r->u.memset.correlation
+                  : r->type == LP_REC_MEMORY ? &r->u.memory.correlation
+                  : r->type == LP_REC_API    ? &r->u.api.correlation
+                                             : NULL;
+    if (c && *c)
+        *c += base;
+}
+
 static const char *api_name_cb(void *user, uint32_t domain, uint32_t cbid)
 {
     (void)user;
@@ -147,6 +163,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         ours = all_bufs[i] == buffer;
     if (ours) {
         done_bufs[n_done] = buffer; /* each of our buffers is queued at most once */
+        done_base[n_done] = lp_launch_correlation_base();
         done_valid[n_done++] = valid;
     }
     pthread_mutex_unlock(&pool_lock);
@@ -154,7 +171,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "a buffer of another CUPTI client reached llmprof "
                         "and was left alone: its records are not recorded");
-    if (dropped)
+    if (dropped && lp_attach_renewing()) /* one a finalize, each so far (docs/collector.md) */
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
+                        "CUPTI dropped activity records as it was finalized between capture "
+                        "windows; counts are in the trace");
+    else if (dropped)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
                         "CUPTI dropped activity records (buffers full); counts are in the trace");
     atomic_fetch_add(&completions, 1);
@@ -176,9 +197,11 @@ void lp_activity_drain(void)
         }
         uint8_t *buffer = done_bufs[0];
         size_t valid = done_valid[0];
+        uint32_t base = done_base[0];
         n_done--;
         memmove(done_bufs, done_bufs + 1, n_done * sizeof *done_bufs);
         memmove(done_valid, done_valid + 1, n_done * sizeof *done_valid);
+        memmove(done_base, done_base + 1, n_done * sizeof *done_base);
         pthread_mutex_unlock(&pool_lock);
         CUpti_Activity *a = NULL;
         uint64_t devices = 0;
@@ -187,6 +210,8 @@ void lp_activity_drain(void)
             struct lp_record r;
             if (!lp_convert_activity(a, &cc, &r))
                 continue;
+            if (base)
+                rebase(&r, base);
             if (opts.windowed && !in_window(&r))
                 continue;
             if (r.type == LP_REC_KERNEL && (r.u.kernel.flags & LP_KERNEL_FLAG_REPLAY) &&
@@ -224,8 +249,7 @@ int lp_activity_set_recording(int on)
     for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
         if (!(opts.kinds & 1u << i) || !windowed_kind(i))
             continue;
-        CUptiResult r = on ? LP_CUPTI(ActivityEnable, kinds_info[i].cupti)
-                           : LP_CUPTI(ActivityDisable, kinds_info[i].cupti);
+        CUptiResult r = lp_attach_kind(on, kinds_info[i].cupti);
         if (r != CUPTI_SUCCESS && on && i == LP_KIND_INDEX_KERNEL)
             rc = -1;
     }
@@ -236,7 +260,7 @@ int lp_activity_set_recording(int on)
  * refusal, replays are recorded node by node. 0 when on. */
 static int enable_graph_records(void)
 {
-    if (LP_CUPTI(ActivityEnable, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS)
+    if (lp_attach_kind(1, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS)
         return 0;
     lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                     "CUPTI refused graph-level records: CUDA graph replays are recorded "
@@ -256,7 +280,8 @@ static int watch_instantiation(void)
                                                     CUPTI_CB_DOMAIN_DRIVER_API};
     static const char *const prefixes[2] = {"cudaGraphInstantiate", "cuGraphInstantiate"};
     /* the subscriber's callback must pass them on to lp_activity_callback */
-    if (!subscriber || !opts.callback || !lp_cupti.EnableCallback || !lp_cupti.GetCallbackName)
+    if (!lp_attach_subscriber() || !opts.callback || !lp_cupti.EnableCallback ||
+        !lp_cupti.GetCallbackName)
         return -1;
     unsigned armed = 0, failed = 0;
     __atomic_store_n(&graphs_pending, 1, __ATOMIC_RELEASE);
@@ -267,7 +292,7 @@ static int watch_instantiation(void)
                 strncmp(name, prefixes[d], strlen(prefixes[d])) != 0)
                 continue;
             instantiates[d][cbid] = 1;
-            if (LP_CUPTI(EnableCallback, 1, subscriber, domains[d], cbid) == CUPTI_SUCCESS)
+            if (lp_attach_callback(1, domains[d], cbid) == CUPTI_SUCCESS)
                 armed++;
             else
                 failed++;
@@ -279,7 +304,7 @@ static int watch_instantiation(void)
     for (int d = 0; d < 2; d++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             if (instantiates[d][cbid])
-                LP_CUPTI(EnableCallback, 0, subscriber, domains[d], cbid);
+                lp_attach_callback(0, domains[d], cbid);
     return -1;
 }
 
@@ -291,6 +316,10 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
     if (d < 0 || cbid >= MAX_CBID || !instantiates[d][cbid] || !cd ||
         cd->callbackSite != CUPTI_API_ENTER || !__atomic_load_n(&graphs_pending, __ATOMIC_ACQUIRE))
         return;
+    /* no finalize may overlap the first instantiation (lp_activity_graphs_seen) */
+    __atomic_store_n(&instantiating, 1, __ATOMIC_SEQ_CST);
+    for (int ms = 0; ms < 2000 && lp_attach_renewing(); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
     /* a second thread instantiating meanwhile waits here until the records are on */
     pthread_mutex_lock(&graph_lock);
     if (__atomic_load_n(&graphs_pending, __ATOMIC_RELAXED)) {
@@ -329,8 +358,7 @@ static void device_buffers(void)
     };
     for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
         size_t v = *(const size_t *)((const char *)&opts + attrs[i].offset), size = sizeof v;
-        if (v && (!lp_cupti.ActivitySetAttribute ||
-                  lp_cupti.ActivitySetAttribute(attrs[i].attr, &size, &v) != CUPTI_SUCCESS))
+        if (v && lp_attach_attribute(attrs[i].attr, size, &v) != CUPTI_SUCCESS)
             lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                             "CUPTI refused %s=%zu: its default is kept", attrs[i].env,
                             attrs[i].attr == CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE ? v / 1024
@@ -351,14 +379,15 @@ int lp_activity_start(const struct lp_activity_options *o)
     done_bufs = calloc(opts.max_buffers, sizeof *done_bufs);
     all_bufs = calloc(opts.max_buffers, sizeof *all_bufs);
     done_valid = calloc(opts.max_buffers, sizeof *done_valid);
-    if (!free_bufs || !done_bufs || !all_bufs || !done_valid)
+    done_base = calloc(opts.max_buffers, sizeof *done_base);
+    if (!free_bufs || !done_bufs || !all_bufs || !done_valid || !done_base)
         return -1;
     /* CUPTI has one subscriber slot. Holding it (with only graph.c's callbacks on) keeps a later
      * torch.profiler from taking over the activity API mid-run; it then reports
      * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED and profiles the CPU side only. A tool
      * that already holds the slot keeps it, and llmprof stays off CUPTI in this process. */
     CUpti_CallbackFunc cb = opts.callback ? opts.callback : no_callbacks;
-    CUptiResult sub = opts.subscribe ? lp_cupti.Subscribe(&subscriber, cb, NULL) : CUPTI_SUCCESS;
+    CUptiResult sub = opts.subscribe ? lp_attach_subscribe(cb) : CUPTI_SUCCESS;
     if (sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "another CUPTI client (nsys, ncu, compute-sanitizer, torch.profiler ...) "
@@ -366,16 +395,12 @@ int lp_activity_start(const struct lp_activity_options *o)
                         "ranges here; the program and that tool run on unaffected");
         return 1;
     }
-    if (sub != CUPTI_SUCCESS) {
+    if (sub != CUPTI_SUCCESS)
         lp_cupti_check(sub, "cuptiSubscribe");
-        subscriber = NULL;
-    }
     device_buffers();
     uint8_t yes = 1;
-    size_t yes_size = sizeof yes;
-    zeroed = lp_cupti.ActivitySetAttribute &&
-             lp_cupti.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
-                                           &yes_size, &yes) == CUPTI_SUCCESS;
+    zeroed = lp_attach_attribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, sizeof yes,
+                                 &yes) == CUPTI_SUCCESS;
     for (unsigned i = 0; i < PREALLOCATED_BUFFERS && n_alloc < opts.max_buffers; i++) {
         uint8_t *b = calloc(1, opts.buffer_bytes);
         if (!b)
@@ -383,7 +408,7 @@ int lp_activity_start(const struct lp_activity_options *o)
         all_bufs[n_alloc++] = b;
         free_bufs[n_free++] = b;
     }
-    if (LP_CUPTI(ActivityRegisterCallbacks, buffer_requested, buffer_completed) != CUPTI_SUCCESS)
+    if (lp_attach_buffers(buffer_requested, buffer_completed) != CUPTI_SUCCESS)
         return -1;
     unsigned kinds = opts.kinds;
     for (unsigned i = 0; i < LP_KIND_COUNT; i++) {
@@ -391,8 +416,7 @@ int lp_activity_start(const struct lp_activity_options *o)
             (opts.windowed && windowed_kind(i)))
             continue;
         /* kernels are what every report hangs on: without them activity is of no use */
-        if (LP_CUPTI(ActivityEnable, kinds_info[i].cupti) != CUPTI_SUCCESS &&
-            i == LP_KIND_INDEX_KERNEL)
+        if (lp_attach_kind(1, kinds_info[i].cupti) != CUPTI_SUCCESS && i == LP_KIND_INDEX_KERNEL)
             return -1;
     }
     /* Graph-level records are chosen per replay, at its launch, and must be on before a graph
@@ -415,7 +439,13 @@ int lp_activity_graph_replays(void)
     return __atomic_load_n(&opts.graph_replays, __ATOMIC_RELAXED);
 }
 
-CUpti_SubscriberHandle lp_activity_subscriber(void) { return subscriber; }
+CUpti_SubscriberHandle lp_activity_subscriber(void) { return lp_attach_subscriber(); }
+
+int lp_activity_graphs_seen(void)
+{
+    return !__atomic_load_n(&graphs_pending, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&instantiating, __ATOMIC_SEQ_CST);
+}
 
 void lp_activity_flush(int forced)
 {

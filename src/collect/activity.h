@@ -80,6 +80,10 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
 /* 1 when graph replays are recorded whole (graph_replays was asked for and CUPTI has not
  * refused it). */
 int lp_activity_graph_replays(void);
+/* 1 once the program may have made a CUDA graph: an instantiation call was entered, or
+ * they could not be watched. CUPTI is then never finalized (capture windows): graph-level
+ * records must stay on once a graph exists. */
+int lp_activity_graphs_seen(void);
 /* The subscriber held since lp_activity_start, or NULL. */
 CUpti_SubscriberHandle lp_activity_subscriber(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 #include "dlbind.h"
@@ -461,8 +462,7 @@ void lp_counters_start(CUpti_SubscriberHandle subscriber)
                         "callbacks could not be enabled");
         return;
     }
-    LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-             CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+    lp_attach_callback(1, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
     lp_sink_set_meta("counters", "on");
     lp_sink_set_meta("counters_ranges", pattern);
     lp_sink_set_meta_u64("counters_segments_per_decode", c.per_pass);

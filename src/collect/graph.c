@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 #include "log.h"
@@ -131,8 +132,7 @@ void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void))
     __atomic_store_n(&enabled, 1, __ATOMIC_RELEASE);
     unsigned on = 0;
     for (size_t i = 0; i < sizeof events / sizeof *events; i++)
-        on += LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                       events[i].cbid) == CUPTI_SUCCESS;
+        on += lp_attach_callback(1, CUPTI_CB_DOMAIN_RESOURCE, events[i].cbid) == CUPTI_SUCCESS;
     lp_sink_set_meta("graph_nodes", on == sizeof events / sizeof *events ? "on" : "partly on");
 }
 

@@ -8,7 +8,8 @@
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
  * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
  * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH,
- * LLMPROF_DEVICE_BUFFER_KB, LLMPROF_DEVICE_BUFFER_LIMIT, LLMPROF_DEVICE_BUFFERS
+ * LLMPROF_DEVICE_BUFFER_KB, LLMPROF_DEVICE_BUFFER_LIMIT, LLMPROF_DEVICE_BUFFERS,
+ * LLMPROF_FINALIZE
  * (docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "activity.h"
+#include "attach.h"
 #include "clock.h"
 #include "counters.h"
 #include "cupti_api.h"
@@ -149,6 +151,7 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     lp_nvtx_callback(domain, cbid, data);
     lp_counters_callback(domain, cbid, data);
     lp_pmsample_callback(domain, cbid, data);
+    lp_window_renew_point(domain, cbid, data); /* last: it may finalize CUPTI */
 }
 
 static void shutdown_collector(void)
@@ -288,6 +291,13 @@ static void init(void)
             lp_graph_start(sub, wake_flusher);
             lp_counters_start(sub);
             lp_pmsample_start(sub);
+            /* finalizing between windows: not with counters, which it would end */
+            const char *counters = getenv("LLMPROF_COUNTERS"), *pm = getenv("LLMPROF_PM_SAMPLING");
+            lp_window_allow_renew(
+                windowed && env_double("LLMPROF_FINALIZE", 0) > 0 && lp_attach_can_renew() &&
+                (!counters || !*counters || !strcmp(counters, "0")) &&
+                (!pm || !*pm || !strcmp(pm, "0")) && lp_launch_via_callbacks() &&
+                lp_nvtx_watch(sub) == 0);
             static const lp_window_switch switches[] = {
                 lp_activity_set_recording, lp_launch_set_recording, lp_gemm_set_recording, NULL};
             lp_window_start(sub, &capture, getenv("LLMPROF_CAPTURE"), switches);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 #include "log.h"
@@ -29,8 +30,8 @@ static const char *names[2][MAX_CBID];
 static uint8_t traced[2][MAX_CBID];
 static uint8_t kept[2][MAX_CBID]; /* never disabled: window.c watches them all run */
 static unsigned n_traced[2];
-static CUpti_SubscriberHandle subscriber;
 static int via_callbacks;
+static uint32_t correlation_base, max_id; /* lp_launch_correlation_base; CUPTI's ids since */
 static int callbacks_on;        /* capture windows switch them */
 static int switch_by_flag;      /* callbacks stay enabled and windows only switch
                                    callbacks_on: graphs node by node (inject.c), or
@@ -51,6 +52,8 @@ static uint64_t open_ns;        /* when recording was last switched on */
 static uint64_t close_ns;       /* ...and off */
 static int pending_off;         /* off, the callbacks still enabled (lp_launch_settle) */
 static _Thread_local int own_thread; /* llmprof's thread: its calls are not the program's */
+static _Thread_local int thread_counted;
+static unsigned n_threads;      /* lp_launch_threads (atomic) */
 /* Capture windows: the correlation ids launched while the callbacks were on, one span per
  * switch-on, in order (ids grow with every call). Kernels launched after a window closed but
  * recorded before kernel activity went off (window.c) fall outside every span. */
@@ -110,8 +113,7 @@ static unsigned switch_callbacks(int on)
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             if (traced[s][cbid] && (on || !kept[s][cbid]))
-                n += LP_CUPTI(EnableCallback, (uint32_t)on, subscriber, cupti_domain[s], cbid) ==
-                     CUPTI_SUCCESS;
+                n += lp_attach_callback((uint32_t)on, cupti_domain[s], cbid) == CUPTI_SUCCESS;
     return n;
 }
 
@@ -165,6 +167,18 @@ void lp_launch_settle(void)
     pending_off = 0;
 }
 
+void lp_launch_arm(int on)
+{
+    if (!via_callbacks || switch_by_flag || __atomic_load_n(&callbacks_on, __ATOMIC_RELAXED))
+        return;
+    if (on && !pending_off) {
+        switch_callbacks(1);
+        pending_off = 1; /* lp_launch_settle switches them off, as after a close */
+    } else if (!on) {
+        lp_launch_settle();
+    }
+}
+
 void lp_launch_drop_current(void)
 {
     drop_runtime = runtime_open != 0;
@@ -176,8 +190,18 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
     if (s < 0 || cbid >= MAX_CBID || !traced[s][cbid] || !data || own_thread)
         return;
     const CUpti_CallbackData *cd = data;
+    if (!thread_counted) {
+        thread_counted = 1;
+        __atomic_add_fetch(&n_threads, 1, __ATOMIC_SEQ_CST);
+    }
     uint32_t gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
     int enter = cd->callbackSite == CUPTI_API_ENTER;
+    /* every id, recorded or not: kernels of calls left out still come with theirs */
+    uint32_t seen = __atomic_load_n(&max_id, __ATOMIC_RELAXED);
+    while (!enter && cd->correlationId > seen &&
+           !__atomic_compare_exchange_n(&max_id, &seen, cd->correlationId, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
     if (s == DRV && runtime_open == gen)
         return;
     if (s == RT) {
@@ -207,7 +231,7 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
     struct lp_api a = {
         .start = start,
         .end = end,
-        .correlation = cd->correlationId,
+        .correlation = cd->correlationId + __atomic_load_n(&correlation_base, __ATOMIC_RELAXED),
         .thread = (uint32_t)pthread_self(), /* CUPTI's thread ids are pthread_self's low bits */
         .domain = s == RT ? LP_API_DOMAIN_RUNTIME : LP_API_DOMAIN_DRIVER,
         .cbid = cbid,
@@ -262,6 +286,23 @@ size_t lp_launch_contexts(CUcontext *out, size_t max)
 
 void lp_launch_ignore_thread(void) { own_thread = 1; }
 
+uint32_t lp_launch_correlation_base(void)
+{
+    return __atomic_load_n(&correlation_base, __ATOMIC_RELAXED);
+}
+
+void lp_launch_new_epoch(void)
+{
+    uint32_t seen = __atomic_exchange_n(&max_id, 0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&correlation_base, seen + 1, __ATOMIC_RELAXED);
+}
+
+int lp_launch_via_callbacks(void) { return via_callbacks; }
+
+int lp_launch_in_runtime_call(void) { return runtime_open != 0; }
+
+unsigned lp_launch_threads(void) { return __atomic_load_n(&n_threads, __ATOMIC_SEQ_CST); }
+
 /* Without a subscriber: CUPTI's API activity records for the traced calls, on all run. */
 static unsigned enable_activity(void)
 {
@@ -303,7 +344,6 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     queue.notify = notify;
     __atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
     if (sub && lp_cupti.EnableCallback && !activity) {
-        subscriber = sub;
         via_callbacks = 1;
         on = switch_callbacks(1); /* also when windowed: says whether they can be switched */
         callbacks_on = 1;

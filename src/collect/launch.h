@@ -24,6 +24,9 @@ int lp_launch_set_recording(int on);
 /* Off: disables the callbacks (once the calls in flight at the close have exited: windows
  * call it after waiting for the GPU, or at once when they cannot wait). */
 void lp_launch_settle(void);
+/* Recording off: ON enables the callbacks without recording (a call's exit is then seen:
+ * capture windows finalize CUPTI there), off disables them again. */
+void lp_launch_arm(int on);
 /* The runtime call this thread is in (if any) is not recorded: a window closed inside it, by
  * its own driver call (a graph launch beginning the next step), so its work is after the
  * close although it entered before. */
@@ -38,6 +41,21 @@ int lp_launch_in_window(uint32_t correlation);
 /* Windowed through callbacks: the contexts (at most MAX) launched into since the callbacks
  * were last switched on, into OUT; returns how many. */
 size_t lp_launch_contexts(CUcontext *out, size_t max);
+/* CUPTI starts its correlation ids again after a finalize (capture windows, window.c), so
+ * llmprof adds a base to them, raised past every id seen at each finalize: launch records
+ * and activity records (activity.c, by the base when their buffer completed) keep unique,
+ * growing ids. 0 until the first finalize. */
+uint32_t lp_launch_correlation_base(void);
+/* Between a finalize and the new subscription: the base goes past every id seen. */
+void lp_launch_new_epoch(void);
+/* 1 when launch calls are recorded through callbacks (every launch's correlation id is
+ * then seen, which lp_launch_new_epoch needs). */
+int lp_launch_via_callbacks(void);
+/* How many of the program's threads made a traced call while its callbacks were enabled. */
+unsigned lp_launch_threads(void);
+/* 1 while the calling thread is inside a traced runtime call (its driver calls are nested
+ * in it). */
+int lp_launch_in_runtime_call(void);
 /* Calls made by the calling thread (llmprof's own) are not recorded. */
 void lp_launch_ignore_thread(void);
 /* The name of a call ("cudaLaunchKernel"), or NULL. DOMAIN: enum lp_api_domain. */

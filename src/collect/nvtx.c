@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 
@@ -21,21 +22,38 @@ struct open_range {
 };
 static _Thread_local struct open_range stack[STACK];
 static _Thread_local unsigned depth;
+static int watched;          /* the callbacks are on (atomic) */
+static int64_t open_ranges;  /* on every thread, pushed or started (atomic) */
+static int64_t started;      /* of them, start/end ranges (atomic) */
 
-int lp_nvtx_add_client(CUpti_SubscriberHandle subscriber, const struct lp_nvtx_client *client)
+/* Enables the range callbacks once: 0, or -1 when CUPTI refused one. */
+static int watch(void)
 {
     static const CUpti_CallbackId cbids[] = {
         CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushW,
-        CUPTI_CBID_NVTX_nvtxRangePushEx,
-        CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
-        CUPTI_CBID_NVTX_nvtxDomainRangePop};
-    if (!subscriber || !lp_cupti.EnableCallback)
-        return -1;
-    unsigned on = 0;
-    for (size_t i = 0; i < sizeof cbids / sizeof *cbids; i++)
-        on += LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_NVTX, cbids[i]) ==
-              CUPTI_SUCCESS;
-    if (on != sizeof cbids / sizeof *cbids)
+        CUPTI_CBID_NVTX_nvtxRangePushEx, CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+        CUPTI_CBID_NVTX_nvtxRangePop, CUPTI_CBID_NVTX_nvtxDomainRangePop,
+        CUPTI_CBID_NVTX_nvtxRangeStartA, CUPTI_CBID_NVTX_nvtxRangeStartW,
+        CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+        CUPTI_CBID_NVTX_nvtxRangeEnd, CUPTI_CBID_NVTX_nvtxDomainRangeEnd};
+    pthread_mutex_lock(&add_lock);
+    int rc = 0;
+    if (!watched) {
+        unsigned on = 0;
+        for (size_t i = 0; i < sizeof cbids / sizeof *cbids; i++)
+            on += lp_attach_callback(1, CUPTI_CB_DOMAIN_NVTX, cbids[i]) == CUPTI_SUCCESS;
+        if (on == sizeof cbids / sizeof *cbids)
+            __atomic_store_n(&watched, 1, __ATOMIC_RELEASE);
+        else
+            rc = -1;
+    }
+    pthread_mutex_unlock(&add_lock);
+    return rc;
+}
+
+int lp_nvtx_add_client(CUpti_SubscriberHandle subscriber, const struct lp_nvtx_client *client)
+{
+    if (!subscriber || watch() != 0)
         return -1;
     pthread_mutex_lock(&add_lock);
     int rc = -1;
@@ -48,6 +66,30 @@ int lp_nvtx_add_client(CUpti_SubscriberHandle subscriber, const struct lp_nvtx_c
     return rc;
 }
 
+int lp_nvtx_watch(CUpti_SubscriberHandle subscriber)
+{
+    return subscriber ? watch() : -1;
+}
+
+int64_t lp_nvtx_open_ranges(void)
+{
+    return __atomic_load_n(&watched, __ATOMIC_ACQUIRE) ? __atomic_load_n(&open_ranges,
+                                                                         __ATOMIC_SEQ_CST)
+                                                        : -1;
+}
+
+/* A start/end range's end: counted down, never below 0 (an end of a range started before
+ * the watch). */
+static void end_one(void)
+{
+    int64_t n = __atomic_load_n(&started, __ATOMIC_RELAXED);
+    while (n > 0 && !__atomic_compare_exchange_n(&started, &n, n - 1, 0, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_RELAXED))
+        ;
+    if (n > 0)
+        __atomic_sub_fetch(&open_ranges, 1, __ATOMIC_SEQ_CST);
+}
+
 static const char *message_of(const nvtxEventAttributes_t *a)
 {
     return a && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : NULL;
@@ -56,7 +98,7 @@ static const char *message_of(const nvtxEventAttributes_t *a)
 void lp_nvtx_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
     unsigned n = __atomic_load_n(&n_clients, __ATOMIC_ACQUIRE);
-    if (domain != CUPTI_CB_DOMAIN_NVTX || !data || n == 0)
+    if (domain != CUPTI_CB_DOMAIN_NVTX || !data || !__atomic_load_n(&watched, __ATOMIC_ACQUIRE))
         return;
     const void *params = ((const CUpti_NvtxData *)data)->functionParams;
     const char *msg = NULL;
@@ -77,10 +119,20 @@ void lp_nvtx_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const 
         dom = ((const nvtxDomainRangePop_params *)params)->domain;
         is_push = 0;
         break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+        __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch(&open_ranges, 1, __ATOMIC_SEQ_CST);
+        return;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: end_one(); return;
     default: return;
     }
     uint32_t self = (uint32_t)pthread_self();
     if (is_push) {
+        __atomic_add_fetch(&open_ranges, 1, __ATOMIC_SEQ_CST);
         uint8_t told = 0;
         if (depth < STACK) {
             uint64_t now = lp_clock_ns();
@@ -100,10 +152,12 @@ void lp_nvtx_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const 
         i--;
     if (depth > STACK) { /* the pop of a range beyond the stack's room */
         depth--;
+        __atomic_sub_fetch(&open_ranges, 1, __ATOMIC_SEQ_CST);
         return;
     }
     if (i == 0) /* nothing of that domain is open */
         return;
+    __atomic_sub_fetch(&open_ranges, 1, __ATOMIC_SEQ_CST);
     uint8_t told = stack[i - 1].told;
     memmove(&stack[i - 1], &stack[i], (top - i) * sizeof stack[0]);
     depth--;

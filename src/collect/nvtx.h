@@ -19,6 +19,13 @@ struct lp_nvtx_client {
 /* Adds CLIENT (at most 4; it must live until exit) and enables the NVTX range callbacks on
  * SUBSCRIBER. 0, or -1 when the callbacks could not be enabled. */
 int lp_nvtx_add_client(CUpti_SubscriberHandle subscriber, const struct lp_nvtx_client *client);
+/* Enables the range callbacks on SUBSCRIBER without a client, for lp_nvtx_open_ranges. 0, or
+ * -1 when they could not be enabled. */
+int lp_nvtx_watch(CUpti_SubscriberHandle subscriber);
+/* NVTX ranges open now on every thread (pushed and not popped, started and not ended), as
+ * seen since the callbacks went on; -1 when they are not watched. CUPTI is never finalized
+ * with a range open: its end would lose its start. */
+int64_t lp_nvtx_open_ranges(void);
 /* The subscriber's callback (NVTX domain only). */
 void lp_nvtx_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 #include "log.h"
@@ -400,8 +401,8 @@ void lp_pmsample_start(CUpti_SubscriberHandle subscriber)
                         "sampling (CUDA 12.6 or later has)", lp_cupti.version);
         return;
     }
-    if (!subscriber || LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED) != CUPTI_SUCCESS) {
+    if (!subscriber || lp_attach_callback(1, CUPTI_CB_DOMAIN_RESOURCE,
+                                          CUPTI_CBID_RESOURCE_CONTEXT_CREATED) != CUPTI_SUCCESS) {
         lp_collect_warn(LP_LOSS_SOURCE_PM, 0, "PM sampling off: llmprof holds no CUPTI subscriber "
                         "for the context callbacks");
         return;

@@ -20,7 +20,15 @@
  * work already launched, then disables kernel activity and the launch callbacks (left
  * enabled till then, so that other threads' launch calls in flight at the close record
  * their exit). Kernels launched after the close and recorded before the disable are left
- * out by their correlation ids (launch.c). */
+ * out by their correlation ids (launch.c).
+ * Disabled kernel activity still costs each launch about half of what it costs on, until
+ * CUPTI is finalized (docs/benchmarks.md). With record --finalize, a second after the
+ * disable (LLMPROF_FINALIZE_AFTER_MS) the launch callbacks go on again, and at the exit of
+ * the program's next traced call, with no NVTX range open, CUPTI is finalized there, on the
+ * program's thread, as CUPTI advises; the switching thread sets it up again (attach.c).
+ * Never once the program may have made a CUDA graph (graph-level records must stay on),
+ * once a second thread made CUDA calls, nor with hardware counters, which a finalize ends
+ * (docs/collector.md says what crashed otherwise). */
 #include "window.h"
 
 #include <errno.h>
@@ -33,6 +41,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "activity.h"
+#include "attach.h"
 #include "clock.h"
 #include "cupti_api.h"
 #include "dlbind.h"
@@ -71,6 +81,23 @@ static int captures;
 enum { CAPTURE_BEGIN = 1, CAPTURE_END = 2 };
 static uint8_t capture_call[2][MAX_CBID]; /* [runtime, driver][cbid] */
 static uint64_t generation;        /* counts window openings */
+/* Finalizing between windows (see the top): allowed at all, and where it stands (atomic) */
+static int renew_allowed;
+static int captures_began;         /* a stream capture began: a graph may exist (atomic) */
+enum renew_state {
+    RENEW_IDLE,
+    RENEW_WAITING,   /* kernel activity off; the switching thread waits renew_after_ms */
+    RENEW_ARMED,     /* the launch callbacks on: the next traced call's exit finalizes */
+    RENEW_DETACHING, /* a program's thread is finalizing */
+    RENEW_DETACHED,  /* finalized: the switching thread sets CUPTI up again */
+};
+static int renew_state;
+static uint64_t renew_gen;         /* the window generation the renewal follows */
+static struct timespec renew_deadline; /* WAITING: when to arm; ARMED: when to give up */
+static unsigned renew_after_ms = 1000; /* LLMPROF_FINALIZE_AFTER_MS */
+static uint64_t detach_t0;
+static uint64_t renewals, detach_ns, reattach_ns, renew_missed;
+static _Thread_local int own_thread; /* the switching thread */
 /* graphs: each graph exec's latest step, in an open-addressed table (cleared when full) */
 enum { EXEC_SLOTS = 1024 };
 static struct exec_step {
@@ -121,8 +148,8 @@ static int watch_graph_launches(CUpti_SubscriberHandle subscriber)
     int ok = subscriber != NULL;
     for (size_t i = 0; ok && i < sizeof graph_launch_cbids / sizeof *graph_launch_cbids; i++) {
         lp_launch_keep_enabled(CUPTI_CB_DOMAIN_DRIVER_API, graph_launch_cbids[i]);
-        ok = LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                      graph_launch_cbids[i]) == CUPTI_SUCCESS;
+        ok = lp_attach_callback(1, CUPTI_CB_DOMAIN_DRIVER_API, graph_launch_cbids[i]) ==
+             CUPTI_SUCCESS;
     }
     return ok;
 }
@@ -132,6 +159,16 @@ static int open_window(uint64_t now, enum lp_window_cause cause, uint32_t thread
 {
     if (open_ || !active)
         return 0;
+    int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
+    if (state == RENEW_DETACHING || state == RENEW_DETACHED) { /* CUPTI is being set up */
+        if (renew_missed++ == 0)
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 1, "capture windows: a window that "
+                            "opened while llmprof set CUPTI up again was not recorded (the "
+                            "count is in the trace header)");
+        return 0;
+    }
+    if (state != RENEW_IDLE) /* a window again before the finalize: none is needed */
+        __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
     uint64_t t0 = lp_clock_ns();
     int rc = set_recording(1);
     switch_ns += lp_clock_ns() - t0;
@@ -193,6 +230,9 @@ static void capture_edge(int kind, const CUpti_CallbackData *cd)
                                                      __ATOMIC_RELAXED))
             ;
     } else if (delta > 0) {
+        __atomic_store_n(&captures_began, 1, __ATOMIC_SEQ_CST); /* no finalize from now on */
+        for (int ms = 0; ms < 2000 && lp_attach_renewing(); ms++)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
         __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -236,6 +276,140 @@ static void graph_launch(const void *exec, uint32_t thread)
     }
     *e = (struct exec_step){exec, steps};
     pthread_mutex_unlock(&lock);
+}
+
+/* Whether CUPTI may be finalized now: nothing that must outlive it exists, and one thread
+ * of the program makes CUDA calls (finalizing while another thread launched corrupted the
+ * heap: H200, CUPTI 13.0, tests/gpu/finalize_threads.py). */
+static int renew_possible(void)
+{
+    return renew_allowed && !__atomic_load_n(&captures_began, __ATOMIC_SEQ_CST) &&
+           !lp_activity_graphs_seen() && lp_launch_threads() <= 1 && !switcher_stopping;
+}
+
+/* ...and no NVTX range is open (its end after the finalize would lose its start). */
+static int renew_still_allowed(void) { return renew_possible() && lp_nvtx_open_ranges() == 0; }
+
+static void deadline_in(unsigned ms)
+{
+    clock_gettime(CLOCK_REALTIME, &renew_deadline);
+    uint64_t ns = (uint64_t)renew_deadline.tv_nsec + (uint64_t)ms * 1000000u;
+    renew_deadline.tv_sec += (time_t)(ns / 1000000000u);
+    renew_deadline.tv_nsec = (long)(ns % 1000000000u);
+}
+
+/* With the lock held: the renewal as it ends, RC as lp_attach_detach or _reattach gave it. */
+static void renew_end(int rc, const char *why)
+{
+    if (rc < 0) {
+        renew_allowed = 0;
+        int lost = lp_attach_subscriber() == NULL;
+        if (lost)
+            __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows: %s; %s", why,
+                        lost ? "llmprof lost CUPTI: no later window is recorded"
+                             : "CUPTI is no longer finalized between windows");
+    }
+    __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
+}
+
+/* On a program's thread, at a traced call's exit while ARMED: finalizes CUPTI (inside the
+ * callback, as CUPTI advises), or waits for a later gap when an NVTX range is open. The new
+ * subscription is the switching thread's: subscribing again before this callback returned
+ * crashed the process at its next CUDA call (H200, CUPTI 13.0). */
+static void detach(void)
+{
+    int state = RENEW_ARMED;
+    if (!__atomic_compare_exchange_n(&renew_state, &state, RENEW_DETACHING, 0, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST))
+        return;
+    pthread_mutex_lock(&lock);
+    int go = !open_ && generation == renew_gen && active;
+    lp_launch_arm(0);
+    pthread_mutex_unlock(&lock);
+    int rc = 1;
+    char why[256] = "";
+    uint64_t t0 = lp_clock_ns();
+    if (go) {
+        const struct lp_attach_renewal r = {renew_still_allowed, lp_launch_new_epoch};
+        rc = lp_attach_detach(&r, why, sizeof why);
+    }
+    pthread_mutex_lock(&lock);
+    if (rc == 0) {
+        detach_t0 = t0;
+        detach_ns += lp_clock_ns() - t0;
+        __atomic_store_n(&renew_state, RENEW_DETACHED, __ATOMIC_SEQ_CST);
+    } else if (rc > 0 && go) { /* a range is open: a call after a while */
+        deadline_in(renew_after_ms);
+        __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
+    } else {
+        renew_end(rc, why);
+    }
+    pthread_mutex_unlock(&lock);
+    sem_post(&wake);
+}
+
+/* The switching thread: CUPTI set up again once the finalizing thread left its callback. */
+static void reattach(void)
+{
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    char why[256] = "";
+    int rc = lp_attach_reattach(why, sizeof why);
+    pthread_mutex_lock(&lock);
+    if (rc == 0) {
+        renewals++;
+        reattach_ns += lp_clock_ns() - detach_t0;
+    }
+    renew_end(rc, why);
+    pthread_mutex_unlock(&lock);
+}
+
+/* The switching thread, at the deadline: the launch callbacks on (the renewal happens at
+ * the next call's exit) for 200 ms at most, then off for renew_after_ms, and so on. */
+static void renew_timer(void)
+{
+    pthread_mutex_lock(&lock);
+    int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
+    if (state == RENEW_ARMED)
+        lp_launch_arm(0);
+    if ((state == RENEW_WAITING || state == RENEW_ARMED) &&
+        (open_ || generation != renew_gen || !renew_possible())) {
+        __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
+    } else if (state == RENEW_WAITING) {
+        lp_launch_arm(1);
+        deadline_in(200);
+        __atomic_store_n(&renew_state, RENEW_ARMED, __ATOMIC_SEQ_CST);
+    } else if (state == RENEW_ARMED) {
+        deadline_in(renew_after_ms);
+        __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
+{
+    if (__atomic_load_n(&renew_state, __ATOMIC_RELAXED) != RENEW_ARMED || own_thread || !data)
+        return;
+    (void)cbid;
+    /* not at a driver call's exit inside a runtime call: finalizing there crashed the
+     * process when the runtime call returned (H200, CUPTI 13.0) */
+    if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API ||
+         (domain == CUPTI_CB_DOMAIN_DRIVER_API && !lp_launch_in_runtime_call())) &&
+        ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
+        detach();
+}
+
+void lp_window_allow_renew(int allowed)
+{
+    renew_allowed = allowed;
+    const char *after = getenv("LLMPROF_FINALIZE_AFTER_MS");
+    char *end = NULL;
+    long ms = after && *after ? strtol(after, &end, 10) : -1;
+    if (ms >= 0 && ms <= 3600000 && end && !*end)
+        renew_after_ms = (unsigned)ms;
+    else if (after && *after)
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_FINALIZE_AFTER_MS=%s: "
+                        "not a whole number of milliseconds up to 3600000", after);
 }
 
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -350,6 +524,11 @@ static void finish_disable(void)
     if (!open_ && gen == generation && !switcher_stopping) {
         switches[0](0);
         lp_launch_settle();
+        if (renew_possible()) {
+            renew_gen = gen;
+            deadline_in(renew_after_ms);
+            __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
+        }
     }
     pthread_mutex_unlock(&lock);
 }
@@ -358,9 +537,28 @@ static void *switcher_loop(void *arg)
 {
     (void)arg;
     lp_launch_ignore_thread(); /* its cuCtxSynchronize is not the program's */
+    own_thread = 1;
     for (;;) {
-        while (sem_wait(&wake) != 0 && errno == EINTR)
-            ;
+        int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
+        if (state == RENEW_DETACHED) {
+            reattach();
+            continue;
+        }
+        if (state == RENEW_WAITING || state == RENEW_ARMED) {
+            pthread_mutex_lock(&lock);
+            struct timespec until = renew_deadline;
+            pthread_mutex_unlock(&lock);
+            int rc;
+            while ((rc = sem_timedwait(&wake, &until)) != 0 && errno == EINTR)
+                ;
+            if (rc != 0) {
+                renew_timer();
+                continue;
+            }
+        } else {
+            while (sem_wait(&wake) != 0 && errno == EINTR)
+                ;
+        }
         pthread_mutex_lock(&lock);
         int stopping = switcher_stopping;
         for (; !stopping && __atomic_load_n(&signals_pending, __ATOMIC_RELAXED) > 0;
@@ -433,8 +631,7 @@ static void watch_captures(CUpti_SubscriberHandle subscriber)
                        : !strncmp(name, begin[d], strlen(begin[d])) ? CAPTURE_BEGIN
                        : !strncmp(name, end[d], strlen(end[d]))     ? CAPTURE_END
                                                                     : 0;
-            if (kind && LP_CUPTI(EnableCallback, 1, subscriber, domain[d], cbid) ==
-                            CUPTI_SUCCESS)
+            if (kind && lp_attach_callback(1, domain[d], cbid) == CUPTI_SUCCESS)
                 capture_call[d][cbid] = (uint8_t)kind;
         }
 }
@@ -473,8 +670,7 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
             {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop},
         };
         for (size_t i = 0; ok && i < sizeof calls / sizeof *calls; i++)
-            ok = LP_CUPTI(EnableCallback, 1, subscriber, calls[i].domain, calls[i].cbid) ==
-                 CUPTI_SUCCESS;
+            ok = lp_attach_callback(1, calls[i].domain, calls[i].cbid) == CUPTI_SUCCESS;
     } else if (ok && spec.mode == LP_CAPTURE_MODE_NVTX) {
         ok = regcomp(&range_re, spec.range, REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0 &&
              lp_nvtx_add_client(subscriber, &nvtx_client) == 0;
@@ -493,8 +689,8 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
     }
     /* a process whose windows never open still keeps its trace if it made a context
      * (sink.c): the report then says no window opened */
-    if (!subscriber || LP_CUPTI(EnableCallback, 1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-                                CUPTI_CBID_RESOURCE_CONTEXT_CREATED) != CUPTI_SUCCESS)
+    if (!subscriber || lp_attach_callback(1, CUPTI_CB_DOMAIN_RESOURCE,
+                                          CUPTI_CBID_RESOURCE_CONTEXT_CREATED) != CUPTI_SUCCESS)
         lp_sink_mark_used();
     lp_sink_set_meta("capture", text);
     __atomic_store_n(&active, 1, __ATOMIC_RELAXED);
@@ -502,6 +698,11 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
 
 void lp_window_stop(void)
 {
+    int pending = RENEW_WAITING, armed = RENEW_ARMED;
+    __atomic_compare_exchange_n(&renew_state, &pending, RENEW_IDLE, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    __atomic_compare_exchange_n(&renew_state, &armed, RENEW_IDLE, 0, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
     if (switcher_running) {
         pthread_mutex_lock(&lock);
         __atomic_store_n(&switcher_stopping, 1, __ATOMIC_RELAXED);
@@ -519,6 +720,8 @@ void lp_window_stop(void)
         }
         switcher_running = 0;
     }
+    if (__atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_DETACHED)
+        reattach(); /* finalized, the switching thread gone before it set CUPTI up again */
     if (!__atomic_load_n(&active, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&lock);
@@ -526,12 +729,18 @@ void lp_window_stop(void)
     __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
     lp_sink_set_meta_u64("capture_windows", n_windows);
     lp_sink_set_meta_u64("capture_switch_ns", switch_ns);
+    lp_sink_set_meta("capture_finalize", renew_allowed || renewals ? "on" : "off");
+    lp_sink_set_meta_u64("capture_finalized", renewals);
+    lp_sink_set_meta_u64("capture_finalize_ns", detach_ns);
+    lp_sink_set_meta_u64("capture_reattach_ns", reattach_ns);
+    lp_sink_set_meta_u64("capture_finalize_missed", renew_missed);
     pthread_mutex_unlock(&lock);
 }
 
 void lp_window_forget(void)
 {
     __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
     switcher_running = 0; /* the thread did not survive the fork */
     if (spec.mode == LP_CAPTURE_MODE_SIGNAL)
         signal(SIGUSR1, SIG_DFL);

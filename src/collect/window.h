@@ -21,6 +21,13 @@ typedef int (*lp_window_switch)(int on);
  * open: then everything is switched on and recorded, and the trace says so. */
 void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_spec *spec,
                      const char *text, const lp_window_switch *switches);
+/* Whether CUPTI may be finalized and set up again between windows (before lp_window_start):
+ * the caller knows that nothing a finalize ends is in use (hardware counters) and that
+ * every launch's correlation id is seen (lp_launch_new_epoch). */
+void lp_window_allow_renew(int allowed);
+/* The subscriber's callback, last: where a pending finalize happens (a traced call's exit,
+ * or the pop of the last open NVTX range). */
+void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
 /* At exit: closes an open window and writes the count to the END header. */
 void lp_window_stop(void);
 /* In a forked child: opens no window, and gives SIGUSR1 back its default. */
