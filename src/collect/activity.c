@@ -318,7 +318,7 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
         return;
     /* no finalize may overlap the first instantiation (lp_activity_graphs_seen) */
     __atomic_store_n(&instantiating, 1, __ATOMIC_SEQ_CST);
-    for (int ms = 0; ms < 2000 && lp_attach_renewing(); ms++)
+    for (int ms = 0; ms < 200 && lp_attach_renewing(); ms++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     /* a second thread instantiating meanwhile waits here until the records are on */
     pthread_mutex_lock(&graph_lock);
@@ -449,7 +449,7 @@ int lp_activity_graphs_seen(void)
 
 void lp_activity_flush(int forced)
 {
-    if (lp_cupti.ActivityFlushAll)
+    if (lp_cupti.ActivityFlushAll && !lp_attach_renewing()) /* not into a finalize */
         lp_cupti.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 

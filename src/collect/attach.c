@@ -185,6 +185,13 @@ int lp_attach_reattach(char *why, size_t len)
 {
     pthread_mutex_lock(&lock);
     const char *failed = apply();
+    if (failed && subscriber) { /* half set up: nothing of it is to cost the program */
+        for (unsigned k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
+            if (kinds[k])
+                lp_cupti.ActivityDisable((CUpti_ActivityKind)k);
+        if (lp_cupti.Unsubscribe)
+            lp_cupti.Unsubscribe(subscriber);
+    }
     if (failed)
         subscriber = NULL;
     pthread_mutex_unlock(&lock);

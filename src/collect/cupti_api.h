@@ -40,6 +40,7 @@
     X(GetGraphExecId, 0, (CUgraphExec, uint32_t *))                                      \
     X(GetDeviceId, 0, (CUcontext, uint32_t *))                                           \
     X(Finalize, 0, (void))                                                               \
+    X(Unsubscribe, 0, (CUpti_SubscriberHandle))                                          \
     /* the range profiler (counters.c), CUPTI 12.6 and later */                          \
     X(ProfilerInitialize, 0, (CUpti_Profiler_Initialize_Params *))                       \
     X(DeviceGetChipName, 0, (CUpti_Device_GetChipName_Params *))                         \

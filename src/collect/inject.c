@@ -291,13 +291,21 @@ static void init(void)
             lp_graph_start(sub, wake_flusher);
             lp_counters_start(sub);
             lp_pmsample_start(sub);
-            /* finalizing between windows: not with counters, which it would end */
+            /* finalizing between windows (record --finalize): not with counters, which it
+             * would end, and only where a first graph would be seen (docs/collector.md) */
             const char *counters = getenv("LLMPROF_COUNTERS"), *pm = getenv("LLMPROF_PM_SAMPLING");
-            lp_window_allow_renew(
-                windowed && env_double("LLMPROF_FINALIZE", 0) > 0 && lp_attach_can_renew() &&
-                (!counters || !*counters || !strcmp(counters, "0")) &&
-                (!pm || !*pm || !strcmp(pm, "0")) && lp_launch_via_callbacks() &&
-                lp_nvtx_watch(sub) == 0);
+            int finalize = windowed && env_double("LLMPROF_FINALIZE", 0) > 0;
+            int can = finalize && lp_attach_can_renew() && !lp_activity_graphs_seen() &&
+                      (!counters || !*counters || !strcmp(counters, "0")) &&
+                      (!pm || !*pm || !strcmp(pm, "0")) && lp_launch_via_callbacks() &&
+                      lp_nvtx_watch(sub) == 0;
+            if (finalize && !can)
+                lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
+                                "--finalize: CUPTI cannot be finalized between windows here (it "
+                                "needs launch records from callbacks, graph replays recorded "
+                                "whole, no --counters or --pm-sampling, and NVTX's callbacks); "
+                                "it stays attached");
+            lp_window_allow_renew(can);
             static const lp_window_switch switches[] = {
                 lp_activity_set_recording, lp_launch_set_recording, lp_gemm_set_recording, NULL};
             lp_window_start(sub, &capture, getenv("LLMPROF_CAPTURE"), switches);

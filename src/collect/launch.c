@@ -299,7 +299,11 @@ void lp_launch_new_epoch(void)
 
 int lp_launch_via_callbacks(void) { return via_callbacks; }
 
-int lp_launch_in_runtime_call(void) { return runtime_open != 0; }
+int lp_launch_traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
+{
+    int s = side_of(domain);
+    return s >= 0 && cbid < MAX_CBID && traced[s][cbid];
+}
 
 unsigned lp_launch_threads(void) { return __atomic_load_n(&n_threads, __ATOMIC_SEQ_CST); }
 

@@ -51,11 +51,10 @@ void lp_launch_new_epoch(void);
 /* 1 when launch calls are recorded through callbacks (every launch's correlation id is
  * then seen, which lp_launch_new_epoch needs). */
 int lp_launch_via_callbacks(void);
+/* 1 when DOMAIN's CBID is a traced call (its entry's time is in its correlation data). */
+int lp_launch_traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /* How many of the program's threads made a traced call while its callbacks were enabled. */
 unsigned lp_launch_threads(void);
-/* 1 while the calling thread is inside a traced runtime call (its driver calls are nested
- * in it). */
-int lp_launch_in_runtime_call(void);
 /* Calls made by the calling thread (llmprof's own) are not recorded. */
 void lp_launch_ignore_thread(void);
 /* The name of a call ("cudaLaunchKernel"), or NULL. DOMAIN: enum lp_api_domain. */

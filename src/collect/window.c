@@ -96,6 +96,8 @@ static uint64_t renew_gen;         /* the window generation the renewal follows 
 static struct timespec renew_deadline; /* WAITING: when to arm; ARMED: when to give up */
 static unsigned renew_after_ms = 1000; /* LLMPROF_FINALIZE_AFTER_MS */
 static uint64_t detach_t0;
+static uint64_t arm_ns;            /* when the launch callbacks were last armed */
+static int detach_returned;        /* the finalizing thread left lp_window_renew_point */
 static uint64_t renewals, detach_ns, reattach_ns, renew_missed;
 static _Thread_local int own_thread; /* the switching thread */
 /* graphs: each graph exec's latest step, in an open-addressed table (cleared when full) */
@@ -231,7 +233,7 @@ static void capture_edge(int kind, const CUpti_CallbackData *cd)
             ;
     } else if (delta > 0) {
         __atomic_store_n(&captures_began, 1, __ATOMIC_SEQ_CST); /* no finalize from now on */
-        for (int ms = 0; ms < 2000 && lp_attach_renewing(); ms++)
+        for (int ms = 0; ms < 200 && lp_attach_renewing(); ms++)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
         __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
         struct timespec until;
@@ -349,10 +351,14 @@ static void detach(void)
     sem_post(&wake);
 }
 
-/* The switching thread: CUPTI set up again once the finalizing thread left its callback. */
+/* The switching thread: CUPTI set up again once the finalizing thread left its callback
+ * (its return from llmprof's part, then 10 ms for CUPTI's: subscribing before it returned
+ * crashed the program). */
 static void reattach(void)
 {
-    nanosleep(&(struct timespec){0, 1000000}, NULL);
+    for (int ms = 0; ms < 1000 && !__atomic_load_n(&detach_returned, __ATOMIC_SEQ_CST); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
     char why[256] = "";
     int rc = lp_attach_reattach(why, sizeof why);
     pthread_mutex_lock(&lock);
@@ -365,38 +371,48 @@ static void reattach(void)
 }
 
 /* The switching thread, at the deadline: the launch callbacks on (the renewal happens at
- * the next call's exit) for 200 ms at most, then off for renew_after_ms, and so on. */
+ * the next call's exit) for 200 ms at most, then off for renew_after_ms, and so on. Each
+ * change is a compare-and-swap: a program's thread may have taken ARMED meanwhile. */
 static void renew_timer(void)
 {
     pthread_mutex_lock(&lock);
     int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
-    if (state == RENEW_ARMED)
-        lp_launch_arm(0);
-    if ((state == RENEW_WAITING || state == RENEW_ARMED) &&
-        (open_ || generation != renew_gen || !renew_possible())) {
-        __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
-    } else if (state == RENEW_WAITING) {
-        lp_launch_arm(1);
-        deadline_in(200);
-        __atomic_store_n(&renew_state, RENEW_ARMED, __ATOMIC_SEQ_CST);
+    int stale = open_ || generation != renew_gen || !renew_possible();
+    if (state == RENEW_WAITING) {
+        int next = stale ? RENEW_IDLE : RENEW_ARMED;
+        if (__atomic_compare_exchange_n(&renew_state, &state, next, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST) && next == RENEW_ARMED) {
+            __atomic_store_n(&arm_ns, lp_clock_ns(), __ATOMIC_RELAXED);
+            deadline_in(200);
+            lp_launch_arm(1);
+        }
     } else if (state == RENEW_ARMED) {
-        deadline_in(renew_after_ms);
-        __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
+        int next = stale ? RENEW_IDLE : RENEW_WAITING;
+        if (__atomic_compare_exchange_n(&renew_state, &state, next, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST)) {
+            lp_launch_arm(0);
+            deadline_in(renew_after_ms);
+        }
     }
     pthread_mutex_unlock(&lock);
 }
 
 void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
-    if (__atomic_load_n(&renew_state, __ATOMIC_RELAXED) != RENEW_ARMED || own_thread || !data)
+    const CUpti_CallbackData *cd = data;
+    if (__atomic_load_n(&renew_state, __ATOMIC_RELAXED) != RENEW_ARMED || own_thread || !cd)
         return;
-    (void)cbid;
-    /* not at a driver call's exit inside a runtime call: finalizing there crashed the
-     * process when the runtime call returned (H200, CUPTI 13.0) */
-    if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API ||
-         (domain == CUPTI_CB_DOMAIN_DRIVER_API && !lp_launch_in_runtime_call())) &&
-        ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT)
-        detach();
+    /* A traced runtime call's exit whose entry came after the arming (launch.c keeps the
+     * entry's time): not a driver call's, which may be nested in a runtime call whose entry
+     * was not seen; finalizing inside a runtime call crashed the program when the runtime
+     * call returned (H200, CUPTI 13.0). */
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API || cd->callbackSite != CUPTI_API_EXIT ||
+        !lp_launch_traced(domain, cbid) || !cd->correlationData ||
+        *cd->correlationData < __atomic_load_n(&arm_ns, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&detach_returned, 0, __ATOMIC_SEQ_CST);
+    detach();
+    __atomic_store_n(&detach_returned, 1, __ATOMIC_SEQ_CST);
 }
 
 void lp_window_allow_renew(int allowed)
@@ -541,10 +557,8 @@ static void *switcher_loop(void *arg)
     for (;;) {
         int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
         if (state == RENEW_DETACHED) {
-            reattach();
-            continue;
-        }
-        if (state == RENEW_WAITING || state == RENEW_ARMED) {
+            reattach(); /* then the signals that waited for it */
+        } else if (state == RENEW_WAITING || state == RENEW_ARMED) {
             pthread_mutex_lock(&lock);
             struct timespec until = renew_deadline;
             pthread_mutex_unlock(&lock);
@@ -561,7 +575,9 @@ static void *switcher_loop(void *arg)
         }
         pthread_mutex_lock(&lock);
         int stopping = switcher_stopping;
-        for (; !stopping && __atomic_load_n(&signals_pending, __ATOMIC_RELAXED) > 0;
+        state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
+        int away = state == RENEW_DETACHING || state == RENEW_DETACHED; /* wait for CUPTI */
+        for (; !stopping && !away && __atomic_load_n(&signals_pending, __ATOMIC_RELAXED) > 0;
              __atomic_sub_fetch(&signals_pending, 1, __ATOMIC_RELAXED)) {
             if (open_)
                 close_window(lp_clock_ns(), 1);
