@@ -183,8 +183,8 @@ const struct lp_cli_opt lp_cli_record_options[] = {
      .off = OPT(capture), .missing = "all, cuda-profiler, nvtx:REGEX..., graphs... or signal"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--finalize",
      .help = "with --capture: finalize CUPTI between windows, so that a program with\n"
-             "one CUDA thread pays nothing for llmprof's kernel tracing there (see\n"
-             "below)",
+             "one CUDA thread and no CUDA graph gets back what kernel tracing keeps\n"
+             "costing there once switched off (docs/collector.md)",
      .off = OPT(finalize), .set = 1},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--graphs", .arg = "MODE",
      .help = "CUDA graph replays: replay (default) records each replay whole, node\n"

@@ -439,8 +439,6 @@ int lp_activity_graph_replays(void)
     return __atomic_load_n(&opts.graph_replays, __ATOMIC_RELAXED);
 }
 
-CUpti_SubscriberHandle lp_activity_subscriber(void) { return lp_attach_subscriber(); }
-
 int lp_activity_graphs_seen(void)
 {
     return !__atomic_load_n(&graphs_pending, __ATOMIC_SEQ_CST) ||

@@ -84,8 +84,6 @@ int lp_activity_graph_replays(void);
  * they could not be watched. CUPTI is then never finalized (capture windows): graph-level
  * records must stay on once a graph exists. */
 int lp_activity_graphs_seen(void);
-/* The subscriber held since lp_activity_start, or NULL. */
-CUpti_SubscriberHandle lp_activity_subscriber(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */
 void lp_activity_flush(int forced);
 /* Converts completed buffers into the sink and returns them to the pool. */

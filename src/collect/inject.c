@@ -280,7 +280,7 @@ static void init(void)
                                    : lp_activity_graph_replays()              ? "replay"
                                                                               : "node");
         if (act == 0) {
-            CUpti_SubscriberHandle sub = lp_activity_subscriber();
+            CUpti_SubscriberHandle sub = lp_attach_subscriber();
             /* graph kernels node by node: CUPTI hands out correlation ids only while launch
              * callbacks are enabled, and on an H200 they froze and graph launches went unseen
              * when windows switched them; so they stay enabled and only recording switches */
