@@ -31,6 +31,11 @@
  *   disabled     as attached, but right after kernel activity and the callbacks were enabled
  *                and disabled again: the state capture windows leave between windows
  *   graph-on     disabled with graph-level records on (llmprof's default keeps them on all run)
+ *   ctx-floor    finalized, set up again, and kernel activity enabled for the current context
+ *                only (cuptiActivityEnableContext), not globally
+ *   ctx-off      as attached, right after ctx-floor: kernel activity enabled and disabled
+ *                once for the context (cuptiActivityDisableContext): whether a window switched
+ *                per context leaves what floor-off leaves
  * The callers run the phases in rotating order, so each phase but a round's first comes right
  * after the one listed before it: the order above is what makes "attached" fresh and
  * "disabled" cycled.
@@ -69,7 +74,7 @@ static const CUpti_ActivityKind other_kinds[] = {
 static uint8_t traced[2][MAX_CBID];
 static CUpti_SubscriberHandle sub;
 static int body;
-static int kinds_on, graph_on;
+static int kinds_on, graph_on, ctx_kernel_on;
 static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct record ring[RING];
 static uint64_t pushed, kernels;
@@ -86,7 +91,7 @@ enum { NEED_SUB = 1, NEED_BUFFERS = 2, NEED_BOTH = 3 };
 enum { CB_RT = 1, CB_DRV = 2, CB_ONE = 4 };
 static const struct phase {
     const char *name;
-    int kernel, kinds, callbacks, body, needs, graph, fresh;
+    int kernel, kinds, callbacks, body, needs, graph, fresh, ctx_kernel;
 } phases[] = {
     {"detached", 0, 0, 0, 0, 0},
     {"sub-only", 0, 0, 0, 0, NEED_SUB},
@@ -106,9 +111,12 @@ static const struct phase {
     {"cb-driver", 1, 0, CB_DRV, 1, NEED_BOTH},
     {"disabled", 0, 0, 0, 0, NEED_BOTH},
     {"graph-on", 0, 0, 0, 0, NEED_BOTH, 1},
+    {"ctx-floor", 0, 0, 0, 0, NEED_BOTH, 0, 1, 1},
+    {"ctx-off", 0, 0, 0, 0, NEED_BOTH},
 };
 enum { PHASES = sizeof phases / sizeof *phases };
 static uint64_t nvtx_seen[PHASES];
+static uint64_t phase_kernels[PHASES]; /* kernel records delivered, by the phase they ran in */
 
 static uint64_t now_ns(void)
 {
@@ -177,6 +185,7 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
     while (valid && cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS)
         k += a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     __atomic_add_fetch(&kernels, k, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&phase_kernels[current], k, __ATOMIC_RELAXED);
     free(buffer);
 }
 
@@ -271,9 +280,28 @@ static CUptiResult detach(void)
     return r;
 }
 
+/* Kernel activity for the current context only (ON), or not. */
+static CUptiResult set_ctx_kernel(int on)
+{
+    CUresult (*get_current)(CUcontext *) = NULL;
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda)
+        *(void **)&get_current = dlsym(cuda, "cuCtxGetCurrent");
+    CUcontext c = NULL;
+    CUptiResult r = CUPTI_ERROR_NOT_INITIALIZED;
+    if (get_current && get_current(&c) == CUDA_SUCCESS && c)
+        r = on ? cuptiActivityEnableContext(c, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+               : cuptiActivityDisableContext(c, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (cuda)
+        dlclose(cuda);
+    if (r == CUPTI_SUCCESS)
+        ctx_kernel_on = on;
+    return r;
+}
+
 /* Kernel activity, the other kinds, graph-level records and the callbacks as asked (what
  * is set up of them). */
-static CUptiResult set_uses(int kernel, int kinds, int graph, int callbacks)
+static CUptiResult set_uses(int kernel, int kinds, int graph, int callbacks, int ctx_kernel)
 {
     CUptiResult r = CUPTI_SUCCESS;
     if (have_buffers) {
@@ -289,6 +317,9 @@ static CUptiResult set_uses(int kernel, int kinds, int graph, int callbacks)
                       : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
         if (r == CUPTI_SUCCESS)
             graph_on = graph;
+        /* after the global setting, which would otherwise override it */
+        if (r == CUPTI_SUCCESS && ctx_kernel != ctx_kernel_on)
+            r = set_ctx_kernel(ctx_kernel);
         if (r == CUPTI_SUCCESS)
             r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     }
@@ -305,22 +336,24 @@ int lsp_phase(int phase)
         return -1;
     const struct phase *p = &phases[phase];
     CUptiResult r = CUPTI_SUCCESS;
+    if (have_buffers) /* what the phase left has its kernels counted as its own */
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     body = p->body;
     current = phase;
     /* what this phase must not have (or, fresh, anything) goes by finalizing, once everything
      * is off */
     if ((have_sub && !(p->needs & NEED_SUB)) || (have_buffers && !(p->needs & NEED_BUFFERS)) ||
         (p->fresh && (have_sub || have_buffers))) {
-        r = set_uses(0, 0, 0, 0);
+        r = set_uses(0, 0, 0, 0, 0);
         if (r == CUPTI_SUCCESS)
             r = detach();
         if (r == CUPTI_SUCCESS)
-            kinds_on = graph_on = 0;
+            kinds_on = graph_on = ctx_kernel_on = 0;
     }
     if (r == CUPTI_SUCCESS)
         r = attach(p->needs);
     if (r == CUPTI_SUCCESS)
-        r = set_uses(p->kernel, p->kinds, p->graph, p->callbacks);
+        r = set_uses(p->kernel, p->kinds, p->graph, p->callbacks, p->ctx_kernel);
     return (int)r;
 }
 
@@ -335,6 +368,13 @@ int lsp_phases(void) { return PHASES; }
 long long lsp_nvtx_seen(int phase)
 {
     return nvtx_watch && phase >= 0 && phase < PHASES ? (long long)nvtx_seen[phase] : -1;
+}
+
+/* Kernel records CUPTI delivered for the work of PHASE so far. */
+uint64_t lsp_phase_kernels(int phase)
+{
+    return phase >= 0 && phase < PHASES ? __atomic_load_n(&phase_kernels[phase], __ATOMIC_RELAXED)
+                                        : 0;
 }
 
 /* How many times a traced call's correlation id was lower than the one before. */

@@ -24,6 +24,7 @@ int lsp_phases(void);
 void lsp_counts(uint64_t *kernel_records, uint64_t *launch_records);
 uint64_t lsp_correlation_resets(void);
 long long lsp_nvtx_seen(int phase);
+uint64_t lsp_phase_kernels(int phase);
 }
 
 #include "launch_time.cuh"
@@ -142,6 +143,10 @@ int main(int argc, char **argv)
            "was lower than the one before %llu times (finalizing restarts them?)\n",
            (unsigned long long)k, (unsigned long long)l,
            (unsigned long long)lsp_correlation_resets());
+    printf("kernel records per phase:");
+    for (int p = 0; p < phases; p++)
+        printf(" %s %llu", lsp_phase_name(p), (unsigned long long)lsp_phase_kernels(p));
+    printf("\n");
     if (lsp_nvtx_seen(0) >= 0) {
         printf("nvtxRangePushA calls CUPTI delivered per phase (one a round):");
         for (int p = 0; p < phases; p++)

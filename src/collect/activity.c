@@ -32,7 +32,7 @@ static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
 static uint32_t *done_base; /* the correlation base when each completed (launch.h) */
 static unsigned n_free, n_done, n_alloc;
-static uint64_t denied, dropped_total;
+static uint64_t denied, dropped_total, dropped_renewing; /* the last: as CUPTI was finalized */
 static int zeroed; /* CUPTI takes our buffers as zeroed */
 enum { PREALLOCATED_BUFFERS = 4 };
 static uint64_t untimed_replays; /* graph replays CUPTI could not time (drain's thread) */
@@ -156,8 +156,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (lp_cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS)
         dropped = 0;
+    int renewing = lp_attach_renewing();
     pthread_mutex_lock(&pool_lock);
     dropped_total += dropped;
+    if (renewing)
+        dropped_renewing += dropped;
     int ours = 0;
     for (unsigned i = 0; buffer && i < n_alloc && !ours; i++)
         ours = all_bufs[i] == buffer;
@@ -171,13 +174,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "a buffer of another CUPTI client reached llmprof "
                         "and was left alone: its records are not recorded");
-    if (dropped && lp_attach_renewing()) /* one a finalize, each so far (docs/collector.md) */
-        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
-                        "CUPTI dropped activity records as it was finalized between capture "
-                        "windows; counts are in the trace");
-    else if (dropped)
-        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped,
-                        "CUPTI dropped activity records (buffers full); counts are in the trace");
+    /* one a finalize, each so far (docs/collector.md): said once, at the end */
+    if (dropped && !renewing) /* CUPTI may count a finalize's drop in a later buffer */
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped, "%s",
+                        lp_attach_finalized()
+                            ? "CUPTI dropped activity records (buffers full, or as it was "
+                              "finalized between capture windows); counts are in the trace"
+                            : "CUPTI dropped activity records (buffers full); counts are in the "
+                              "trace");
     atomic_fetch_add(&completions, 1);
     if (notify)
         notify();
@@ -256,17 +260,22 @@ int lp_activity_set_recording(int on)
     return rc;
 }
 
+/* CUDA graph replays recorded node by node from now on, WHY in the warning. */
+static void replays_by_node(const char *why)
+{
+    lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "%s: CUDA graph replays are recorded node by "
+                    "node (as record --graphs node)", why);
+    __atomic_store_n(&opts.graph_replays, 0, __ATOMIC_RELAXED);
+    lp_sink_set_meta("graphs", "node");
+}
+
 /* Graph-level records (CUPTI_ACTIVITY_KIND_GRAPH_TRACE), for replays recorded whole; on
  * refusal, replays are recorded node by node. 0 when on. */
 static int enable_graph_records(void)
 {
     if (lp_attach_kind(1, CUPTI_ACTIVITY_KIND_GRAPH_TRACE) == CUPTI_SUCCESS)
         return 0;
-    lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                    "CUPTI refused graph-level records: CUDA graph replays are recorded "
-                    "node by node (as record --graphs node)");
-    __atomic_store_n(&opts.graph_replays, 0, __ATOMIC_RELAXED);
-    lp_sink_set_meta("graphs", "node");
+    replays_by_node("CUPTI refused graph-level records");
     return -1;
 }
 
@@ -323,7 +332,14 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
     /* a second thread instantiating meanwhile waits here until the records are on */
     pthread_mutex_lock(&graph_lock);
     if (__atomic_load_n(&graphs_pending, __ATOMIC_RELAXED)) {
-        enable_graph_records();
+        /* CUPTI was finalized between capture windows before: a graph may have been made
+         * unseen while it was away, and replaying a graph made while graph-level records
+         * were off, once they are on, crashed CUPTI (H200, CUPTI 13.0) */
+        if (lp_attach_finalized())
+            replays_by_node("the program's first CUDA graph came after CUPTI was finalized "
+                            "between capture windows, when a graph may have been made unseen");
+        else
+            enable_graph_records();
         __atomic_store_n(&graphs_pending, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&graph_lock);
@@ -458,9 +474,14 @@ void lp_activity_finish(void)
         lp_cupti.ActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
     pthread_mutex_lock(&pool_lock);
-    uint64_t d = denied, total = dropped_total + dropped;
+    uint64_t d = denied, total = dropped_total + dropped, at_renewal = dropped_renewing;
     unsigned peak = n_alloc;
     pthread_mutex_unlock(&pool_lock);
+    if (at_renewal)
+        lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, at_renewal,
+                        "CUPTI dropped %llu activity record%s as it was finalized between "
+                        "capture windows", (unsigned long long)at_renewal,
+                        at_renewal == 1 ? "" : "s");
     if (d)
         lp_collect_warn(LP_LOSS_SOURCE_BUFFER_DENIED, d,
                         "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "

@@ -25,6 +25,7 @@ static size_t n_attrs;
 static CUpti_BuffersCallbackRequestFunc requested_fn;
 static CUpti_BuffersCallbackCompleteFunc completed_fn;
 static int renewing; /* atomic */
+static unsigned finalized; /* lp_attach_finalized (atomic) */
 
 CUptiResult lp_attach_subscribe(CUpti_CallbackFunc callback)
 {
@@ -121,34 +122,47 @@ int lp_attach_can_renew(void)
 
 int lp_attach_renewing(void) { return __atomic_load_n(&renewing, __ATOMIC_SEQ_CST); }
 
+unsigned lp_attach_finalized(void) { return __atomic_load_n(&finalized, __ATOMIC_SEQ_CST); }
+
 /* With the lock held: everything remembered, on the new subscription. NULL, or the step
- * CUPTI refused. */
-static const char *apply(void)
+ * CUPTI refused and its result in *R. */
+static const char *apply(CUptiResult *r)
 {
     CUpti_SubscriberHandle s = NULL;
-    if (lp_cupti.Subscribe(&s, callback_fn, NULL) != CUPTI_SUCCESS)
-        return "cuptiSubscribe (another CUPTI client took the slot meanwhile?)";
+    if ((*r = lp_cupti.Subscribe(&s, callback_fn, NULL)) != CUPTI_SUCCESS)
+        return "cuptiSubscribe";
     subscriber = s;
     for (size_t i = 0; i < n_attrs; i++) {
         size_t sz = attrs[i].size;
         uint64_t v = attrs[i].value;
-        if (!lp_cupti.ActivitySetAttribute ||
-            lp_cupti.ActivitySetAttribute(attrs[i].attr, &sz, &v) != CUPTI_SUCCESS)
+        *r = lp_cupti.ActivitySetAttribute ? lp_cupti.ActivitySetAttribute(attrs[i].attr, &sz, &v)
+                                           : CUPTI_ERROR_NOT_INITIALIZED;
+        if (*r != CUPTI_SUCCESS)
             return "cuptiActivitySetAttribute";
     }
-    if (requested_fn && lp_cupti.ActivityRegisterCallbacks(requested_fn, completed_fn) !=
+    if (requested_fn && (*r = lp_cupti.ActivityRegisterCallbacks(requested_fn, completed_fn)) !=
                             CUPTI_SUCCESS)
         return "cuptiActivityRegisterCallbacks";
     for (unsigned k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
-        if (kinds[k] && lp_cupti.ActivityEnable((CUpti_ActivityKind)k) != CUPTI_SUCCESS)
+        if (kinds[k] && (*r = lp_cupti.ActivityEnable((CUpti_ActivityKind)k)) != CUPTI_SUCCESS)
             return "cuptiActivityEnable";
     for (unsigned d = 0; d < CUPTI_CB_DOMAIN_SIZE; d++)
         for (uint32_t c = 0; c < MAX_CBID; c++)
-            if (callbacks[d][c] &&
-                (!lp_cupti.EnableCallback ||
-                 lp_cupti.EnableCallback(1, s, (CUpti_CallbackDomain)d, c) != CUPTI_SUCCESS))
+            if (callbacks[d][c] && (*r = lp_cupti.EnableCallback ? lp_cupti.EnableCallback(
+                                                 1, s, (CUpti_CallbackDomain)d, c)
+                                           : CUPTI_ERROR_NOT_INITIALIZED) != CUPTI_SUCCESS)
                 return "cuptiEnableCallback";
     return NULL;
+}
+
+/* "CUPTI's text for R (R)" into BUF. */
+static const char *result_text(CUptiResult r, char *buf, size_t len)
+{
+    const char *msg = NULL;
+    if (!lp_cupti.GetResultString || lp_cupti.GetResultString(r, &msg) != CUPTI_SUCCESS || !msg)
+        msg = "unknown";
+    snprintf(buf, len, "%s (%d)", msg, (int)r);
+    return buf;
 }
 
 int lp_attach_detach(const struct lp_attach_renewal *r, char *why, size_t len)
@@ -170,12 +184,11 @@ int lp_attach_detach(const struct lp_attach_renewal *r, char *why, size_t len)
         subscriber = old;
         pthread_mutex_unlock(&lock);
         __atomic_store_n(&renewing, 0, __ATOMIC_SEQ_CST);
-        const char *msg = NULL;
-        if (!lp_cupti.GetResultString || lp_cupti.GetResultString(fr, &msg) != CUPTI_SUCCESS)
-            msg = "unknown";
-        snprintf(why, len, "cuptiFinalize failed: %s (%d)", msg, (int)fr);
+        char text[160];
+        snprintf(why, len, "cuptiFinalize failed: %s", result_text(fr, text, sizeof text));
         return -1;
     }
+    __atomic_add_fetch(&finalized, 1, __ATOMIC_SEQ_CST);
     if (r->between)
         r->between();
     return 0;
@@ -184,7 +197,8 @@ int lp_attach_detach(const struct lp_attach_renewal *r, char *why, size_t len)
 int lp_attach_reattach(char *why, size_t len)
 {
     pthread_mutex_lock(&lock);
-    const char *failed = apply();
+    CUptiResult r = CUPTI_SUCCESS;
+    const char *failed = apply(&r);
     if (failed && subscriber) { /* half set up: nothing of it is to cost the program */
         for (unsigned k = 0; k < CUPTI_ACTIVITY_KIND_COUNT; k++)
             if (kinds[k])
@@ -197,7 +211,9 @@ int lp_attach_reattach(char *why, size_t len)
     pthread_mutex_unlock(&lock);
     __atomic_store_n(&renewing, 0, __ATOMIC_SEQ_CST);
     if (failed) {
-        snprintf(why, len, "%s failed after cuptiFinalize", failed);
+        char text[160];
+        snprintf(why, len, "%s failed after cuptiFinalize: %s", failed,
+                 result_text(r, text, sizeof text));
         return -1;
     }
     return 0;

@@ -47,5 +47,7 @@ int lp_attach_detach(const struct lp_attach_renewal *r, char *why, size_t len);
 int lp_attach_reattach(char *why, size_t len);
 /* 1 from a detach until its reattach. */
 int lp_attach_renewing(void);
+/* How many times CUPTI was finalized: while it was, the program's calls went unseen. */
+unsigned lp_attach_finalized(void);
 
 #endif

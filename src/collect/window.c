@@ -286,7 +286,8 @@ static void graph_launch(const void *exec, uint32_t thread)
 static int renew_possible(void)
 {
     return renew_allowed && !__atomic_load_n(&captures_began, __ATOMIC_SEQ_CST) &&
-           !lp_activity_graphs_seen() && lp_launch_threads() <= 1 && !switcher_stopping;
+           !lp_activity_graphs_seen() && !lp_launch_graphs_launched() &&
+           lp_launch_threads() <= 1 && !switcher_stopping;
 }
 
 /* ...and no NVTX range is open (its end after the finalize would lose its start). */

@@ -3,8 +3,13 @@ threads each run STEPS steps of small kernels on their own stream, with no NVTX 
 main thread opens a window (torch.cuda.profiler.start/stop) around every WINDOW_EVERY-th
 round of its own steps, so that llmprof finalizes CUPTI at some thread's call exit while the
 others are inside theirs (record with LLMPROF_FINALIZE_AFTER_MS=0 to finalize after every
-window). Every step's result is compared with the same computation done before any window:
-the program's results must not change. Prints one JSON line; exits 1 when a result differs."""
+window). Every step's result is compared with the same computation done before any window
+(a graph's with its first replay's): the program's results must not change.
+With --graph-at K the main thread captures a CUDA graph of its step at the end of step K
+(K one after a window's step: likely while CUPTI is finalized and away) and replays it from
+then on, and captures a second one 2*WINDOW_EVERY steps later (the first instantiation
+llmprof then sees). With --torch-profiler, torch.profiler profiles the main thread's loop
+(a second CUPTI client). Prints one JSON line; exits 1 when a result differs."""
 import argparse
 import json
 import threading
@@ -16,6 +21,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--threads", type=int, default=4)
 p.add_argument("--steps", type=int, default=400)
 p.add_argument("--window-every", type=int, default=10)
+p.add_argument("--graph-at", type=int, default=-1)
+p.add_argument("--torch-profiler", action="store_true")
 args = p.parse_args()
 
 torch.manual_seed(0)
@@ -48,19 +55,57 @@ t0 = time.time()
 for th in threads:
     th.start()
 windows = 0
-for i in range(args.steps):
-    if i % args.window_every == 0:
-        torch.cuda.profiler.start()
-        windows += 1
-    v = step(inputs[-1]).sum().item()
-    if v != reference[-1]:
-        bad.append((-1, i, v))
-    if i % args.window_every == 0:
-        torch.cuda.profiler.stop()
-        time.sleep(0.002)
+graphs = []  # (graph, output, first replay's result, input), the last one replayed
+
+
+def capture():
+    """A CUDA graph of one step on the main thread's input, as torch.cuda.graph wants it."""
+    x = inputs[-1].clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        step(x)  # warm-up on a side stream
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = step(x)
+    g.replay()  # its result: a graph's kernels may differ from the eager ones (cuBLAS)
+    graphs.append((g, out, out.sum().item(), x))  # x too: the graph reads it at each replay
+
+
+def main_loop():
+    global windows
+    for i in range(args.steps):
+        if i % args.window_every == 0:
+            torch.cuda.profiler.start()
+            windows += 1
+        if graphs:
+            graphs[-1][0].replay()
+            v = graphs[-1][1].sum().item()
+        else:
+            v = step(inputs[-1]).sum().item()
+        if v != (graphs[-1][2] if graphs else reference[-1]):
+            bad.append((-1, i, v))
+        if i % args.window_every == 0:
+            torch.cuda.profiler.stop()
+            time.sleep(0.002)
+        if args.graph_at >= 0 and i in (args.graph_at, args.graph_at + 2 * args.window_every):
+            capture()
+
+
+profiled = 0
+if args.torch_profiler:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        main_loop()
+    profiled = len(prof.key_averages())
+else:
+    main_loop()
 for th in threads:
     th.join()
 print(json.dumps({"threads": args.threads, "steps": args.steps, "windows": windows,
-                  "seconds": round(time.time() - t0, 2), "identical": not bad,
+                  "seconds": round(time.time() - t0, 2), "graph_results": [g[2] for g in graphs],
+                  "torch_profiler_op_kinds": profiled, "identical": not bad,
                   "differences": bad[:5]}))
 raise SystemExit(1 if bad else 0)
