@@ -1555,9 +1555,12 @@ static CUptiResult fake_flush(uint32_t flag)
     waiting_buffer = NULL;
     return CUPTI_SUCCESS;
 }
+static int refuse_resubscribe; /* another client took CUPTI while it was finalized */
 static CUptiResult fake_subscribe_count(CUpti_SubscriberHandle *sub, CUpti_CallbackFunc cb,
                                         void *user)
 {
+    if (refuse_resubscribe && subscribes)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
     subscribes++;
     return fake_subscribe(sub, cb, user);
 }
@@ -1682,11 +1685,14 @@ static void renew_start(void)
 }
 
 /* CUPTI drops one record at each buffer completed while it is being finalized (as seen on
- * the H200), none otherwise. */
+ * the H200), and DROP_NEXT at the next other buffer. */
+static size_t drop_next;
 static CUptiResult fake_drops_renewing(CUcontext c, uint32_t s, size_t *n)
 {
     (void)c, (void)s;
-    *n = lp_attach_renewing() ? 1 : 0;
+    *n = lp_attach_renewing() ? 1 : drop_next;
+    if (!lp_attach_renewing())
+        drop_next = 0;
     return CUPTI_SUCCESS;
 }
 static void renew_child(void)
@@ -1722,6 +1728,7 @@ static void renew_child(void)
     /* CUPTI numbers from 1 again: llmprof's ids go on past 11 */
     profiler_call(1);
     launch_kernel(3);
+    drop_next = 2;
     replay_record(3, 0);
     profiler_call(0);
     NEED(kernels_off());
@@ -1731,19 +1738,53 @@ static void renew_child(void)
     lp_launch_stop();
 }
 
+/* After a window's close (ARMS: the launch callbacks' switch-ons before it): CUPTI is never
+ * armed to be finalized (again), FINALIZED times so far. */
+static void never_armed(int arms, int finalized)
+{
+    NEED(kernels_off());
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(launch_arms() == arms);
+    launch_and_exit(21);
+    NEED(finalizes == finalized);
+    lp_window_stop();
+    lp_launch_stop();
+}
+/* A last window once CUPTI was finalized and a graph may exist. */
+static void last_window_once_finalized(void)
+{
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(3);
+    profiler_call(0);
+    never_armed(arms, 1);
+}
+/* A window of one launch of ID, closed, then the launch callbacks armed for a finalize. */
+static void window_then_armed(uint32_t id)
+{
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(id);
+    profiler_call(0);
+    NEED(kernels_off());
+    NEED(armed_after(arms));
+}
+/* A first window and the finalize at the next call's exit after it. */
+static void window_then_finalize(void)
+{
+    window_then_armed(10);
+    launch_and_exit(11);
+    NEED(finalizes == 1 && reattached());
+}
+
 /* An NVTX range open at the call's exit: the finalize waits for a later call's exit with
  * none open. Once a graph may exist, CUPTI is never finalized again. */
 static void renew_nvtx_child(void)
 {
     renew_start();
     push("request");
-    profiler_call(1);
+    window_then_armed(10);
     int arms = launch_arms();
-    launch_kernel(10);
-    profiler_call(0);
-    NEED(kernels_off());
-    NEED(armed_after(arms));
-    arms = launch_arms();
     launch_and_exit(11);
     NEED(finalizes == 0); /* "request" is open: armed again later */
     NEED(armed_after(arms));
@@ -1763,57 +1804,56 @@ static void renew_nvtx_child(void)
     /* the first graph came after a finalize: one may have been made unseen, so graph-level
      * records never go on (a replay of a graph made while they were off crashed CUPTI) */
     NEED(strchr(kind_log, 'G') == NULL);
-    profiler_call(1);
-    launch_kernel(3);
-    profiler_call(0);
-    NEED(kernels_off());
-    arms = launch_arms();
-    nanosleep(&(struct timespec){0, 50000000}, NULL);
-    NEED(launch_arms() == arms); /* never armed */
-    launch_and_exit(4);
-    NEED(finalizes == 1);
-    lp_window_stop();
-    lp_launch_stop();
+    last_window_once_finalized();
 }
 
-/* A window during which DURING happens, which rules finalizing out: CUPTI is never finalized. */
-static void never_renewed(void (*during)(void))
-{
-    renew_start();
-    profiler_call(1);
-    int arms = launch_arms();
-    launch_kernel(10);
-    during();
-    profiler_call(0);
-    NEED(kernels_off());
-    nanosleep(&(struct timespec){0, 50000000}, NULL);
-    NEED(launch_arms() == arms); /* never armed */
-    launch_and_exit(21);
-    NEED(finalizes == 0);
-    lp_window_stop();
-    lp_launch_stop();
-}
-/* A second thread of the program launches. */
+/* A second thread of the program launched: CUPTI is never finalized. */
 static void *second_launcher(void *arg)
 {
     (void)arg;
     launch_kernel(20);
     return NULL;
 }
-static void second_thread(void)
+static void renew_threads_child(void)
 {
+    renew_start();
+    profiler_call(1);
+    int arms = launch_arms();
+    launch_kernel(10);
     pthread_t t;
     NEED(pthread_create(&t, NULL, second_launcher, NULL) == 0 && pthread_join(t, NULL) == 0);
+    profiler_call(0);
+    never_armed(arms, 0);
 }
-static void renew_threads_child(void) { never_renewed(second_thread); }
-/* A graph is launched, its instantiation unseen (as while CUPTI was away). */
-static void graph_launched(void)
+
+/* Another CUPTI client took the subscriber while CUPTI was finalized: llmprof says so with
+ * CUPTI's result, and records no more windows. */
+static void renew_refused_child(void)
 {
-    uint64_t slot = 0;
-    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_ENTER, 11, &slot, 0);
-    api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_EXIT, 11, &slot, 0);
+    renew_start();
+    refuse_resubscribe = 1;
+    window_then_finalize();
+    NEED(lp_attach_subscriber() == NULL);
+    lp_window_stop();
+    lp_launch_stop();
 }
-static void renew_graph_child(void) { never_renewed(graph_launched); }
+
+/* After a finalize, a graph launch between windows (the driver's, whose callback stays on),
+ * its instantiation unseen as if made while CUPTI was away: replays go node by node, and
+ * CUPTI is not finalized again. */
+static void renew_graph_child(void)
+{
+    renew_start();
+    NEED(enabled_after(0, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch));
+    size_t before = n_enables;
+    window_then_finalize();
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_DRIVER_API,
+                       CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz));
+    CUpti_CallbackData cd = {.callbackSite = CUPTI_API_ENTER};
+    lp_window_callback(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &cd);
+    last_window_once_finalized();
+    NEED(strchr(kind_log, 'G') == NULL);
+}
 
 static void test_window_finalize(void **state)
 {
@@ -1830,15 +1870,14 @@ static void test_window_finalize(void **state)
     assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
     assert_string_equal(lp_trace_meta(t, "capture_finalize"), "on");
     assert_string_equal(lp_trace_meta(t, "capture_windows"), "2");
-    /* the record dropped at the finalize: one loss, said at the end */
-    assert_int_equal(t->n_losses, 1);
-    assert_int_equal(t->losses[0].count, 1);
+    /* the two dropped after the finalize, said with both causes as they came; the one
+     * dropped at the finalize, said at the end */
+    assert_int_equal(t->n_losses, 2);
+    assert_int_equal(t->losses[0].count, 2);
     assert_non_null(strstr(lp_trace_str(t, t->losses[0].what),
-                           "dropped 1 activity record as it was finalized"));
-    /* the record dropped at the finalize: one loss, said at the end */
-    assert_int_equal(t->n_losses, 1);
-    assert_int_equal(t->losses[0].count, 1);
-    assert_non_null(strstr(lp_trace_str(t, t->losses[0].what),
+                           "(buffers full, or as it was finalized between capture windows)"));
+    assert_int_equal(t->losses[1].count, 1);
+    assert_non_null(strstr(lp_trace_str(t, t->losses[1].what),
                            "dropped 1 activity record as it was finalized"));
     lp_trace_free(t);
     in_child("renew-nvtx", renew_nvtx_child);
@@ -1848,7 +1887,22 @@ static void test_window_finalize(void **state)
     lp_trace_free(t);
     in_child("renew-graph", renew_graph_child);
     t = read_only_trace("renew-graph");
+    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
+    assert_string_equal(lp_trace_meta(t, "graphs"), "node");
+    int said = 0;
+    for (size_t i = 0; i < t->n_losses; i++)
+        said |= strstr(lp_trace_str(t, t->losses[i].what), "instantiation was not seen") != NULL;
+    assert_true(said);
+    lp_trace_free(t);
+    in_child("renew-refused", renew_refused_child);
+    t = read_only_trace("renew-refused");
     assert_string_equal(lp_trace_meta(t, "capture_finalized"), "0");
+    said = 0;
+    for (size_t i = 0; i < t->n_losses; i++)
+        said |= strstr(lp_trace_str(t, t->losses[i].what),
+                       "cuptiSubscribe failed after cuptiFinalize: ") != NULL &&
+                strstr(lp_trace_str(t, t->losses[i].what), "(39)") != NULL;
+    assert_true(said);
     lp_trace_free(t);
     in_child("renew-threads", renew_threads_child);
     t = read_only_trace("renew-threads");

@@ -332,14 +332,29 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
     /* a second thread instantiating meanwhile waits here until the records are on */
     pthread_mutex_lock(&graph_lock);
     if (__atomic_load_n(&graphs_pending, __ATOMIC_RELAXED)) {
-        /* CUPTI was finalized between capture windows before: a graph may have been made
-         * unseen while it was away, and replaying a graph made while graph-level records
-         * were off, once they are on, crashed CUPTI (H200, CUPTI 13.0) */
-        if (lp_attach_finalized())
+        /* CUPTI was finalized between capture windows before (or is being: this call waited
+         * 200 ms for it): a graph may have been made unseen while it was away, and replaying
+         * a graph made while graph-level records were off, once they are on, crashed CUPTI
+         * (H200, CUPTI 13.0) */
+        if (lp_attach_finalized() || lp_attach_renewing())
             replays_by_node("the program's first CUDA graph came after CUPTI was finalized "
                             "between capture windows, when a graph may have been made unseen");
         else
             enable_graph_records();
+        __atomic_store_n(&graphs_pending, 0, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&graph_lock);
+}
+
+void lp_activity_graph_launched(void)
+{
+    if (!__atomic_load_n(&graphs_pending, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&graph_lock);
+    if (__atomic_load_n(&graphs_pending, __ATOMIC_RELAXED) &&
+        (lp_attach_finalized() || lp_attach_renewing())) {
+        replays_by_node("a CUDA graph whose instantiation was not seen (made while CUPTI was "
+                        "finalized between capture windows) was launched");
         __atomic_store_n(&graphs_pending, 0, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&graph_lock);

@@ -80,10 +80,14 @@ void lp_activity_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
 /* 1 when graph replays are recorded whole (graph_replays was asked for and CUPTI has not
  * refused it). */
 int lp_activity_graph_replays(void);
-/* 1 once the program may have made a CUDA graph: an instantiation call was entered, or
- * they could not be watched. CUPTI is then never finalized (capture windows): graph-level
- * records must stay on once a graph exists. */
+/* 1 once the program may have made a CUDA graph: an instantiation call was entered, a graph
+ * launch seen after a finalize, or they could not be watched. CUPTI is then never finalized
+ * (capture windows): graph-level records must stay on once a graph exists. */
 int lp_activity_graphs_seen(void);
+/* A graph launch was seen (window.c, with --finalize): once CUPTI was finalized, a graph its
+ * instantiation unseen may exist, so replays go node by node and CUPTI is not finalized
+ * again (lp_activity_graphs_seen). */
+void lp_activity_graph_launched(void);
 /* Asks CUPTI to complete buffers now (forced: also incomplete ones, at exit). */
 void lp_activity_flush(int forced);
 /* Converts completed buffers into the sink and returns them to the pool. */

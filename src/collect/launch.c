@@ -23,16 +23,12 @@ static const char *const prefixes[2][8] = {
     [DRV] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", "cuCtxSynchronize",
              "cuStreamSynchronize", "cuEventSynchronize", NULL},
 };
-static const char *const graph_prefixes[2][2] = {[RT] = {"cudaGraphLaunch", NULL},
-                                                  [DRV] = {"cuGraphLaunch", NULL}};
 static const CUpti_CallbackDomain cupti_domain[2] = {[RT] = CUPTI_CB_DOMAIN_RUNTIME_API,
                                                      [DRV] = CUPTI_CB_DOMAIN_DRIVER_API};
 
 static const char *names[2][MAX_CBID];
 static uint8_t traced[2][MAX_CBID];
 static uint8_t kept[2][MAX_CBID]; /* never disabled: window.c watches them all run */
-static uint8_t graph_call[2][MAX_CBID]; /* a graph launch: a graph exists */
-static int graphs_launched;              /* lp_launch_graphs_launched (atomic) */
 static unsigned n_traced[2];
 static int via_callbacks;
 static uint32_t correlation_base, max_id; /* lp_launch_correlation_base; CUPTI's ids since */
@@ -107,7 +103,6 @@ static void pick_calls(void)
                 *u = 0;
             names[s][cbid] = copy;
             traced[s][cbid] = (uint8_t)has_prefix(copy, prefixes[s]);
-            graph_call[s][cbid] = (uint8_t)has_prefix(copy, graph_prefixes[s]);
         }
 }
 
@@ -201,8 +196,6 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
     }
     uint32_t gen = __atomic_load_n(&generation, __ATOMIC_RELAXED);
     int enter = cd->callbackSite == CUPTI_API_ENTER;
-    if (enter && graph_call[s][cbid])
-        __atomic_store_n(&graphs_launched, 1, __ATOMIC_SEQ_CST);
     /* every id, recorded or not: kernels of calls left out still come with theirs */
     uint32_t seen = __atomic_load_n(&max_id, __ATOMIC_RELAXED);
     while (!enter && cd->correlationId > seen &&
@@ -313,8 +306,6 @@ int lp_launch_traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid)
 }
 
 unsigned lp_launch_threads(void) { return __atomic_load_n(&n_threads, __ATOMIC_SEQ_CST); }
-
-int lp_launch_graphs_launched(void) { return __atomic_load_n(&graphs_launched, __ATOMIC_SEQ_CST); }
 
 /* Without a subscriber: CUPTI's API activity records for the traced calls, on all run. */
 static unsigned enable_activity(void)

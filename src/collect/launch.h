@@ -55,9 +55,6 @@ int lp_launch_via_callbacks(void);
 int lp_launch_traced(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /* How many of the program's threads made a traced call while its callbacks were enabled. */
 unsigned lp_launch_threads(void);
-/* 1 once a graph launch was seen (its callbacks enabled): a graph exists, perhaps made while
- * CUPTI was finalized and its instantiation unseen. */
-int lp_launch_graphs_launched(void);
 /* Calls made by the calling thread (llmprof's own) are not recorded. */
 void lp_launch_ignore_thread(void);
 /* The name of a call ("cudaLaunchKernel"), or NULL. DOMAIN: enum lp_api_domain. */

@@ -26,9 +26,10 @@
  * disable (LLMPROF_FINALIZE_AFTER_MS) the launch callbacks go on again, and at the exit of
  * the program's next traced call, with no NVTX range open, CUPTI is finalized there, on the
  * program's thread, as CUPTI advises; the switching thread sets it up again (attach.c).
- * Never once the program may have made a CUDA graph (graph-level records must stay on),
- * once a second thread made CUDA calls, nor with hardware counters, which a finalize ends
- * (docs/collector.md says what crashed otherwise). */
+ * Never once the program may have made a CUDA graph (a finalize would turn graph-level
+ * records off and on again with a graph made, which crashed CUPTI; with them off since an
+ * earlier finalize, it is untried), once a second thread made CUDA calls, nor with hardware
+ * counters, which a finalize ends (docs/collector.md says what crashed otherwise). */
 #include "window.h"
 
 #include <errno.h>
@@ -84,6 +85,7 @@ static uint64_t generation;        /* counts window openings */
 /* Finalizing between windows (see the top): allowed at all, and where it stands (atomic) */
 static int renew_allowed;
 static int captures_began;         /* a stream capture began: a graph may exist (atomic) */
+static int cupti_lost;             /* the new subscription after a finalize failed (atomic) */
 enum renew_state {
     RENEW_IDLE,
     RENEW_WAITING,   /* kernel activity off; the switching thread waits renew_after_ms */
@@ -143,8 +145,8 @@ static void write_window(void)
     lp_sink_unlock();
 }
 
-/* graphs: the graph launch callbacks on for the whole run (launch.c, which traces them
- * too, leaves them on when it switches its own off). 1 when they are. */
+/* graphs, or --finalize: the graph launch callbacks on for the whole run (launch.c, which
+ * traces them too, leaves them on when it switches its own off). 1 when they are. */
 static int watch_graph_launches(CUpti_SubscriberHandle subscriber)
 {
     int ok = subscriber != NULL;
@@ -286,8 +288,7 @@ static void graph_launch(const void *exec, uint32_t thread)
 static int renew_possible(void)
 {
     return renew_allowed && !__atomic_load_n(&captures_began, __ATOMIC_SEQ_CST) &&
-           !lp_activity_graphs_seen() && !lp_launch_graphs_launched() &&
-           lp_launch_threads() <= 1 && !switcher_stopping;
+           !lp_activity_graphs_seen() && lp_launch_threads() <= 1 && !switcher_stopping;
 }
 
 /* ...and no NVTX range is open (its end after the finalize would lose its start). */
@@ -307,8 +308,11 @@ static void renew_end(int rc, const char *why)
     if (rc < 0) {
         renew_allowed = 0;
         int lost = lp_attach_subscriber() == NULL;
-        if (lost)
+        if (lost) {
             __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
+            /* lp_window_stop still writes the windows' facts */
+            __atomic_store_n(&cupti_lost, 1, __ATOMIC_RELAXED);
+        }
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows: %s; %s", why,
                         lost ? "llmprof lost CUPTI: no later window is recorded"
                              : "CUPTI is no longer finalized between windows");
@@ -439,10 +443,14 @@ void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
             lp_sink_mark_used();
         return;
     }
-    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && spec.mode == LP_CAPTURE_MODE_GRAPHS &&
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
         (cbid == graph_launch_cbids[0] || cbid == graph_launch_cbids[1])) {
         const CUpti_CallbackData *cd = data;
-        if (cd && cd->callbackSite == CUPTI_API_ENTER && cd->functionParams &&
+        if (!cd || cd->callbackSite != CUPTI_API_ENTER)
+            return;
+        if (renew_allowed)
+            lp_activity_graph_launched();
+        if (spec.mode == LP_CAPTURE_MODE_GRAPHS && cd->functionParams &&
             __atomic_load_n(&active, __ATOMIC_RELAXED))
             graph_launch(((const cuGraphLaunch_params *)cd->functionParams)->hGraph,
                          (uint32_t)pthread_self());
@@ -696,6 +704,14 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
     } else if (ok && spec.mode == LP_CAPTURE_MODE_GRAPHS) {
         ok = watch_graph_launches(subscriber);
     }
+    /* --finalize: graph launches are seen between windows too (launch.c notes them), so that a
+     * graph made while CUPTI was away rules out the next finalize */
+    if (ok && renew_allowed && spec.mode != LP_CAPTURE_MODE_GRAPHS &&
+        !watch_graph_launches(subscriber)) {
+        renew_allowed = 0;
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "--finalize: graph launches cannot be "
+                        "watched here; CUPTI is not finalized between windows");
+    }
     if (!ok) {
         int on = set_recording(1) == 0;
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows (%s) cannot open here: "
@@ -739,7 +755,10 @@ void lp_window_stop(void)
     }
     if (__atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_DETACHED)
         reattach(); /* finalized, the switching thread gone before it set CUPTI up again */
-    if (!__atomic_load_n(&active, __ATOMIC_RELAXED))
+    /* not the lock first: a forked child (lp_window_forget) may have it held by a thread
+     * that the fork left behind */
+    if (!__atomic_load_n(&active, __ATOMIC_RELAXED) &&
+        !__atomic_load_n(&cupti_lost, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&lock);
     close_window(lp_clock_ns(), 0);
@@ -757,6 +776,7 @@ void lp_window_stop(void)
 void lp_window_forget(void)
 {
     __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&cupti_lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
     switcher_running = 0; /* the thread did not survive the fork */
     if (spec.mode == LP_CAPTURE_MODE_SIGNAL)

@@ -12,8 +12,9 @@
 #    finalized: that corrupted the heap). Exit status, identical results, info's lines.
 # graphs: finalize_threads.py --graph-at 11: a CUDA graph captured just after a finalize
 #    (unseen while CUPTI is away) and replayed, then a second one; unprofiled first, then
-#    with --finalize; with $FIN_OLD_LIB (a libllmprof.so from before a change) the same with
-#    that library, shown but not counted as failures.
+#    with --finalize, results compared with the unprofiled run's; with $FIN_OLD_LIB (a
+#    libllmprof.so from before a change, an absolute path) the same with that library, shown
+#    but not counted as failures.
 # profiler: finalize_threads.py --torch-profiler: torch.profiler present, with --finalize.
 # hf: HF eager decode, --finalize, one step in eight (NVTX) and around the warm-up request
 #    (cudaProfilerStart/Stop): exit status, info's capture lines, report.
@@ -32,7 +33,11 @@ rec() {
     [ "$rc" -eq 0 ] || fails=$((fails + 1))
     "$L" info "$T/$name" | grep -E "capture|finalized|opened on|records|lost|left out"
 }
-parts=" ${FIN_PARTS:-cost kinds threads graphs profiler hf window_threads} "
+all_parts="cost kinds threads graphs profiler hf window_threads"
+parts=" ${FIN_PARTS:-$all_parts} "
+for p in $parts; do
+    [[ " $all_parts " == *" $p "* ]] || { echo "FIN_PARTS: unknown part $p (of: $all_parts)"; exit 2; }
+done
 want() { [[ $parts == *" $1 "* ]]; }
 FT=("$PY" tests/gpu/finalize_threads.py)
 if want cost; then
@@ -55,7 +60,9 @@ if want kinds; then
             d=$T/kinds-$k-$i
             env "${envs[@]}" "$L" record --quiet -o "$d" "${extra[@]}" --capture cuda-profiler \
                 --finalize -- build/gpu/window_cost 20000 7 > /dev/null 2>&1
-            echo "$k run $i: exit $? $("$L" info "$d" | grep -E 'finaliz' | tr -s ' ' | head -2 |
+            rc=$?
+            [ "$rc" -eq 0 ] || fails=$((fails + 1))
+            echo "$k run $i: exit $rc $("$L" info "$d" | grep -E 'finaliz' | tr -s ' ' | head -2 |
                 tr '\n' ' ')"
         done
     done
@@ -69,11 +76,24 @@ if want threads; then
 fi
 if want graphs; then
     step "graphs made after a finalize (finalize_threads.py --threads 0 --graph-at 11)"
-    "${FT[@]}" --threads 0 --graph-at 11 || fails=$((fails + 1))
+    # the program's JSON line in FILE: its results identical to the unprofiled run's ($ref)
+    same() {
+        python3 -c 'import json, sys
+line = [l for l in open(sys.argv[1]) if l.startswith("{\"threads\"")][-1]
+d, ref = json.loads(line), json.loads(sys.argv[2])
+ok = d["identical"] and d["graph_results"] == ref["graph_results"]
+print("results", "identical to the unprofiled run" if ok else "DIFFER", d["graph_results"])
+sys.exit(0 if ok else 1)' "$1" "$ref"
+    }
+    ref=$("${FT[@]}" --threads 0 --graph-at 11 | tail -1)
+    echo "unprofiled: $ref"
     for i in 1 2 3 4; do
-        LLMPROF_FINALIZE_AFTER_MS=0 rec "graphs$i" --capture cuda-profiler --finalize -- \
-            "${FT[@]}" --threads 0 --graph-at 11
-        "$L" info "$T/graphs$i" | grep -E "graphs|node by node"
+        LLMPROF_FINALIZE_AFTER_MS=0 timeout 300 "$L" record -o "$T/graphs$i" --capture \
+            cuda-profiler --finalize -- "${FT[@]}" --threads 0 --graph-at 11 > "$T/graphs$i.log" 2>&1
+        rc=$?
+        echo "graphs$i: exit $rc"
+        [ "$rc" -eq 0 ] && same "$T/graphs$i.log" || fails=$((fails + 1))
+        "$L" info "$T/graphs$i" | grep -E "capture|finalized|graphs|node by node|records"
     done
     for i in 1 2 3 4; do # shown, not counted: a library from before a change
         [ -n "${FIN_OLD_LIB:-}" ] || break
@@ -81,7 +101,8 @@ if want graphs; then
             -o "$T/graphs-old$i" --capture cuda-profiler --finalize -- \
             "${FT[@]}" --threads 0 --graph-at 11 > "$T/graphs-old$i.log" 2>&1
         echo "graphs-old$i ($FIN_OLD_LIB): exit $?"
-        grep -E "Error|failed|identical" "$T/graphs-old$i.log" | cut -c1-240
+        grep -E "Error|failed" "$T/graphs-old$i.log" | cut -c1-240
+        same "$T/graphs-old$i.log"
     done
 fi
 if want profiler; then
