@@ -156,6 +156,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     size_t dropped = 0;
     if (lp_cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) != CUPTI_SUCCESS)
         dropped = 0;
+    /* CUPTI drops about one record a finalize (docs/collector.md): those are said once, at
+     * the end (lp_activity_finish) */
     int renewing = lp_attach_renewing();
     pthread_mutex_lock(&pool_lock);
     dropped_total += dropped;
@@ -174,7 +176,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "a buffer of another CUPTI client reached llmprof "
                         "and was left alone: its records are not recorded");
-    /* one a finalize, each so far (docs/collector.md): said once, at the end */
     if (dropped && !renewing) /* CUPTI may count a finalize's drop in a later buffer */
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped, "%s",
                         lp_attach_finalized()

@@ -704,8 +704,8 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
     } else if (ok && spec.mode == LP_CAPTURE_MODE_GRAPHS) {
         ok = watch_graph_launches(subscriber);
     }
-    /* --finalize: graph launches are seen between windows too (launch.c notes them), so that a
-     * graph made while CUPTI was away rules out the next finalize */
+    /* --finalize: graph launches are seen between windows too (lp_activity_graph_launched),
+     * so that a graph made while CUPTI was away rules out the next finalize */
     if (ok && renew_allowed && spec.mode != LP_CAPTURE_MODE_GRAPHS &&
         !watch_graph_launches(subscriber)) {
         renew_allowed = 0;
@@ -755,8 +755,7 @@ void lp_window_stop(void)
     }
     if (__atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_DETACHED)
         reattach(); /* finalized, the switching thread gone before it set CUPTI up again */
-    /* not the lock first: a forked child (lp_window_forget) may have it held by a thread
-     * that the fork left behind */
+    /* no windows ran (capture all, windows that could not open): nothing to close or say */
     if (!__atomic_load_n(&active, __ATOMIC_RELAXED) &&
         !__atomic_load_n(&cupti_lost, __ATOMIC_RELAXED))
         return;
