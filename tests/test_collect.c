@@ -1867,9 +1867,9 @@ static void test_window_finalize(void **state)
     assert_int_equal(t->apis[1].correlation, 15);
     uint32_t k0 = t->kernels[0].correlation, k1 = t->kernels[1].correlation;
     assert_true((k0 == 10 && k1 == 15) || (k0 == 15 && k1 == 10));
-    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
-    assert_string_equal(lp_trace_meta(t, "capture_finalize"), "on");
-    assert_string_equal(lp_trace_meta(t, "capture_windows"), "2");
+    assert_string_equal(meta_of(t, "capture_finalized"), "1");
+    assert_string_equal(meta_of(t, "capture_finalize"), "on");
+    assert_string_equal(meta_of(t, "capture_windows"), "2");
     /* the two dropped after the finalize, said with both causes as they came; the one
      * dropped at the finalize, said at the end */
     assert_int_equal(t->n_losses, 2);
@@ -1882,31 +1882,24 @@ static void test_window_finalize(void **state)
     lp_trace_free(t);
     in_child("renew-nvtx", renew_nvtx_child);
     t = read_only_trace("renew-nvtx");
-    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
-    assert_string_equal(lp_trace_meta(t, "graphs"), "node");
+    assert_string_equal(meta_of(t, "capture_finalized"), "1");
+    assert_string_equal(meta_of(t, "graphs"), "node");
     lp_trace_free(t);
     in_child("renew-graph", renew_graph_child);
     t = read_only_trace("renew-graph");
-    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "1");
-    assert_string_equal(lp_trace_meta(t, "graphs"), "node");
-    int said = 0;
-    for (size_t i = 0; i < t->n_losses; i++)
-        said |= strstr(lp_trace_str(t, t->losses[i].what), "instantiation was not seen") != NULL;
-    assert_true(said);
+    assert_string_equal(meta_of(t, "capture_finalized"), "1");
+    assert_string_equal(meta_of(t, "graphs"), "node");
+    assert_true(has_loss(t, "instantiation was not seen"));
     lp_trace_free(t);
     in_child("renew-refused", renew_refused_child);
     t = read_only_trace("renew-refused");
-    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "0");
-    said = 0;
-    for (size_t i = 0; i < t->n_losses; i++)
-        said |= strstr(lp_trace_str(t, t->losses[i].what),
-                       "cuptiSubscribe failed after cuptiFinalize: ") != NULL &&
-                strstr(lp_trace_str(t, t->losses[i].what), "(39)") != NULL;
-    assert_true(said);
+    assert_string_equal(meta_of(t, "capture_finalized"), "0");
+    assert_true(has_loss(t, "cuptiSubscribe failed after cuptiFinalize: "));
+    assert_true(has_loss(t, "(39); llmprof lost CUPTI"));
     lp_trace_free(t);
     in_child("renew-threads", renew_threads_child);
     t = read_only_trace("renew-threads");
-    assert_string_equal(lp_trace_meta(t, "capture_finalized"), "0");
+    assert_string_equal(meta_of(t, "capture_finalized"), "0");
     lp_trace_free(t);
 }
 
