@@ -32,11 +32,10 @@
 #   windowed-node         windowed with --graphs node
 #   windowed-nolaunch     the same without launch records (LLMPROF_KINDS without api): only
 #                         kernel activity and GEMM capture are switched
-#   windowed-flag         windowed, the launch callbacks left enabled and only a flag
-#                         switched (LLMPROF_LAUNCH_SWITCH=flag)
-#   windowed-bare         windowed with nothing on between windows but what switches: kernel
-#                         activity and launch records (LLMPROF_KINDS=kernel,api), no GEMM
-#                         capture, no NVML: what llmprof's always-on parts cost outside windows
+#   windowed-bare         windowed with nothing on between windows but kernel activity and
+#                         launch records (LLMPROF_KINDS=kernel,api; the launch callbacks stay
+#                         enabled, recording nothing), no GEMM capture, no NVML: what
+#                         llmprof's always-on parts cost outside windows
 #   windowed-never        windowed-bare whose range never comes (--capture 'nvtx:^never$'): the
 #                         state between windows without a window ever switched on and off
 #   activity              the default with launch calls from CUPTI's API activity records
@@ -50,14 +49,22 @@
 #                         launch) beside kernel activity, or alone
 #   MODE-finalize         MODE (one with --capture) with --finalize: CUPTI finalized between
 #                         capture windows
+#   MODE-oldlib           MODE (a recording one; -oldlib last, after -finalize) with
+#                         build/lib/old/libllmprof.so (a library from before a change, built
+#                         from a git worktree) instead of build/lib's
 #   floor-window, floor-ctx-window   kernel activity on only between the program's
 #                         cudaProfilerStart and Stop (and, ctx-window, from the start until
 #                         its first context is made): a capture window at CUPTI's level
 lp_bench_rec() {
-    local mode=$1 dir=$2 finalize=
+    local mode=$1 dir=$2 finalize= old=
+    case $mode in *-oldlib) old=1 mode=${mode%-oldlib} ;; esac
     case $mode in *-finalize) finalize=1 mode=${mode%-finalize} ;; esac
     lp_bench_rec_mode "$mode" "$dir" || return 1
     [ -z "$finalize" ] || rec+=(--finalize)
+    if [ -n "$old" ]; then # none and the floor load no llmprof library
+        [[ ${rec[*]-} == *"/bin/llmprof record"* ]] || return 1
+        rec=(env "LLMPROF_LIB=$B/lib/old/libllmprof.so" "${rec[@]}")
+    fi
     return 0
 }
 
@@ -98,7 +105,6 @@ lp_bench_rec_mode() {
         [ "$mode" = capture-bare-node ] && rec+=(--graphs node) ;;
     windowed) rec+=(--capture 'nvtx:^step$/8') ;;
     windowed-node) rec+=(--graphs node --capture 'nvtx:^step$/8') ;;
-    windowed-flag) rec=(env LLMPROF_LAUNCH_SWITCH=flag "${rec[@]}" --capture 'nvtx:^step$/8') ;;
     windowed-bare)
         rec=(env LLMPROF_KINDS=kernel,api "${rec[@]}" --no-gemm --nvml-hz 0
              --capture 'nvtx:^step$/8') ;;

@@ -548,39 +548,41 @@ static int in_window(uint32_t correlation)
     return in;
 }
 
+/* No launch callback was ever switched off (windows switch only recording). */
+static int never_disabled(void)
+{
+    NEED(n_enables <= sizeof enables / sizeof *enables); /* every switch logged */
+    for (size_t i = 0; i < n_enables && i < sizeof enables / sizeof *enables; i++)
+        if (!enables[i].on)
+            return 0;
+    return 1;
+}
+
 static void launch_windowed_child(void)
 {
     hold_fake_sub();
     NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
-    /* switched on once (can they be?), then off until a window opens */
-    NEED(n_enables == 6);
-    for (size_t i = 0; i < 6; i++)
-        NEED(enables[i].on == (i < 3));
-    NEED(in_window(5) == 0); /* before any window */
+    /* enabled once, for the whole run: disabling a callback while a call of it is in flight
+     * corrupts CUPTI, so windows switch only recording */
+    NEED(n_enables == 3);
+    launch_kernel(5); /* before any window: not recorded */
+    NEED(in_window(5) == 0);
     NEED(lp_launch_in_window(0) == 1); /* no correlation: kept */
     lp_launch_set_recording(1);
-    NEED(n_enables == 9 && enables[8].on == 1);
     CUcontext cx[2];
     NEED(lp_launch_contexts(cx, 2) == 0);
     launch_kernel(20);
     NEED(lp_launch_contexts(cx, 2) == 1 && cx[0] == FAKE_CTX); /* the window's context */
     launch_kernel(25);
     lp_launch_set_recording(0);
-    lp_launch_set_recording(0); /* no change: nothing switched */
-    NEED(n_enables == 9); /* still enabled, for calls in flight at the close */
-    lp_launch_settle();
-    NEED(n_enables == 12 && enables[11].on == 0);
-    lp_launch_settle(); /* once */
-    NEED(n_enables == 12);
+    lp_launch_set_recording(0); /* no change */
+    launch_kernel(30); /* between windows: not recorded */
     lp_launch_set_recording(1); /* a window that launches nothing */
-    NEED(n_enables == 15);
     lp_launch_set_recording(0);
-    lp_launch_set_recording(1); /* reopened before they were disabled: nothing switched */
-    NEED(n_enables == 15);
+    lp_launch_set_recording(1);
     launch_kernel(40);
     lp_launch_set_recording(0);
-    lp_launch_settle();
-    NEED(n_enables == 18);
+    NEED(n_enables == 3 && never_disabled());
     NEED(in_window(19) == 0);
     NEED(in_window(20) == 1);
     NEED(in_window(22) == 1);
@@ -623,9 +625,9 @@ static void launch_windowed_child(void)
     uint64_t late = 0;
     api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_ENTER, 95, &late, 0);
     api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, CUPTI_API_EXIT, 95, &late, 0);
-    lp_launch_settle();
     NEED(in_window(90) == 1);
     NEED(in_window(95) == 0);
+    NEED(n_enables == 3);
     lp_launch_stop();
 }
 
@@ -649,14 +651,12 @@ static void launch_dropped_child(void)
     api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_ENTER, 31, &drv, 0);
     api_site(CUPTI_CB_DOMAIN_DRIVER_API, 1, CUPTI_API_EXIT, 31, &drv, 0);
     api_site(CUPTI_CB_DOMAIN_RUNTIME_API, CB_GRAPH, CUPTI_API_EXIT, 31, &rt, 0);
-    lp_launch_settle();
     NEED(in_window(30) == 1);
     NEED(in_window(31) == 0);
     lp_launch_drop_current(); /* outside any call: the next call is recorded */
     lp_launch_set_recording(1);
     launch_kernel(40);
     lp_launch_set_recording(0);
-    lp_launch_settle();
     NEED(in_window(40) == 1);
     lp_launch_stop();
 }
@@ -673,69 +673,11 @@ static void test_launch_dropped(void **state)
     lp_trace_free(t);
 }
 
-/* Windows over graphs recorded node by node (inject.c): the callbacks stay enabled and
- * only recording is switched; launches between windows are not recorded. */
-static void launch_flag_child(void)
-{
-    hold_fake_sub();
-    NEED(lp_launch_start(FAKE_SUB, LP_LAUNCH_WINDOWED_FLAG, NULL) == 0);
-    size_t from = n_enables;
-    launch_kernel(10); /* before any window */
-    lp_launch_set_recording(1);
-    launch_kernel(20);
-    lp_launch_set_recording(0);
-    lp_launch_settle();
-    launch_kernel(30);
-    NEED(n_enables == from); /* nothing switched */
-    for (size_t i = 0; i < n_enables; i++)
-        NEED(enables[i].on == 1);
-    NEED(in_window(10) == 0 && in_window(20) == 1 && in_window(30) == 0);
-    lp_launch_stop();
-}
-
-static void test_launch_flag(void **state)
-{
-    (void)state;
-    in_child("flag", launch_flag_child);
-    struct lp_trace *t = read_only_trace("flag");
-    assert_int_equal(t->n_apis, 1);
-    assert_non_null(api_of(t, 20));
-    lp_trace_free(t);
-}
-
-/* A call another part watches all run (window.c's graph launches): launch.c switches it on
- * with its own, never off. */
-static void launch_kept_child(void)
-{
-    hold_fake_sub();
-    NEED(lp_launch_start(FAKE_SUB, 1, NULL) == 0);
-    lp_launch_keep_enabled(CUPTI_CB_DOMAIN_DRIVER_API, 1);
-    size_t from = n_enables;
-    lp_launch_set_recording(1);
-    lp_launch_set_recording(0);
-    lp_launch_settle();
-    size_t on = 0, off = 0;
-    for (size_t i = from; i < n_enables; i++)
-        if (enables[i].domain == CUPTI_CB_DOMAIN_DRIVER_API && enables[i].cbid == 1)
-            enables[i].on ? on++ : off++;
-    NEED(on == 1 && off == 0);
-    NEED(n_enables - from == 3 + 2); /* the runtime's two on and off, the driver's on */
-    lp_launch_stop();
-}
-
-static void test_launch_kept(void **state)
-{
-    (void)state;
-    in_child("kept", launch_kept_child);
-    struct lp_trace *t = read_only_trace("kept");
-    assert_int_equal(t->n_losses, 0);
-    lp_trace_free(t);
-}
-
-/* Windowed launch records (record --capture): the callbacks start switched off and each
- * window switches them; lp_launch_in_window tells kernels launched inside a window (their
- * correlation id within a window's span) from those launched after it closed, also with a
- * window that launched nothing in between, and counts the others in the header. */
+/* Windowed launch records (record --capture): the callbacks stay enabled all run and each
+ * window switches recording (calls outside windows leave no record); lp_launch_in_window
+ * tells kernels launched inside a window (their correlation id within a window's span) from
+ * those launched after it closed, also with a window that launched nothing in between, and
+ * counts the others in the header. */
 static void test_launch_windowed(void **state)
 {
     (void)state;
@@ -745,8 +687,9 @@ static void test_launch_windowed(void **state)
     const uint32_t launched[] = {20, 25, 40, 50, 80, 85, 90};
     for (size_t i = 0; i < 7; i++)
         assert_non_null(api_of(t, launched[i]));
-    assert_null(api_of(t, 70));
-    assert_null(api_of(t, 95));
+    const uint32_t outside_windows[] = {5, 30, 70, 95};
+    for (size_t i = 0; i < 4; i++)
+        assert_null(api_of(t, outside_windows[i]));
     assert_string_equal(lp_trace_meta(t, "capture_after_close"), "9");
     assert_string_equal(lp_trace_meta(t, "launch_records_recorded"), "7");
     lp_trace_free(t);
@@ -1635,21 +1578,12 @@ static int enabled_after(size_t from, CUpti_CallbackDomain domain, CUpti_Callbac
             return 1;
     return 0;
 }
-/* How often the launch callbacks were switched on so far. */
-static int launch_arms(void)
+/* Waits up to 2 s for a finalize to be armed (at the next runtime call's exit). */
+static int armed(void)
 {
-    int n = 0;
-    for (size_t i = 0; i < n_enables && i < sizeof enables / sizeof *enables; i++)
-        n += enables[i].on && enables[i].domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
-             enables[i].cbid == CB_LAUNCH;
-    return n;
-}
-/* Waits up to 2 s for the launch callbacks to be switched on more than ARMS times. */
-static int armed_after(int arms)
-{
-    for (int i = 0; i < 2000 && launch_arms() <= arms; i++)
+    for (int i = 0; i < 2000 && !lp_window_renew_armed(); i++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
-    return launch_arms() > arms;
+    return lp_window_renew_armed();
 }
 /* Waits up to 2 s for the switching thread to have set CUPTI up again. */
 static int reattached(void)
@@ -1698,15 +1632,15 @@ static CUptiResult fake_drops_renewing(CUcontext c, uint32_t s, size_t *n)
 static void renew_child(void)
 {
     renew_start();
+    lp_launch_keep_enabled(CUPTI_CB_DOMAIN_DRIVER_API, 1); /* as window.c's graph launches */
     lp_cupti.ActivityGetNumDroppedRecords = fake_drops_renewing;
     NEED(subscribes == 1 && !strcmp(kind_log, ""));
     profiler_call(1);
-    int arms = launch_arms();
     launch_kernel(10);
     replay_record(10, 1); /* still in CUPTI's buffer when the window closes */
     profiler_call(0);
     NEED(kernels_off()); /* the switching thread waited for the GPU */
-    NEED(armed_after(arms)); /* then armed the launch callbacks for a call's exit */
+    NEED(armed()); /* then armed a finalize at a call's exit */
     unsafe_exits();
     NEED(finalizes == 0);
     size_t before = n_enables;
@@ -1724,9 +1658,14 @@ static void renew_child(void)
     NEED(enabled_after(before, CUPTI_CB_DOMAIN_DRIVER_API, DRV_INSTANTIATE));
     NEED(enabled_after(before, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
     NEED(!enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH));
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_DRIVER_API, 1)); /* kept on */
     NEED(fake_requested && !strcmp(kind_log, "K+K-"));
-    /* CUPTI numbers from 1 again: llmprof's ids go on past 11 */
+    /* CUPTI numbers from 1 again: llmprof's ids go on past 11; the launch callbacks go on
+     * again with the window, and no callback was ever disabled (which corrupts CUPTI) */
+    before = n_enables;
     profiler_call(1);
+    NEED(enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH));
+    NEED(never_disabled());
     launch_kernel(3);
     drop_next = 2;
     replay_record(3, 0);
@@ -1738,13 +1677,13 @@ static void renew_child(void)
     lp_launch_stop();
 }
 
-/* After a window's close (ARMS: the launch callbacks' switch-ons before it): CUPTI is never
- * armed to be finalized (again), FINALIZED times so far. */
-static void never_armed(int arms, int finalized)
+/* After a window's close: CUPTI is never armed to be finalized (again), FINALIZED times so
+ * far. */
+static void never_armed(int finalized)
 {
     NEED(kernels_off());
     nanosleep(&(struct timespec){0, 50000000}, NULL);
-    NEED(launch_arms() == arms);
+    NEED(!lp_window_renew_armed());
     launch_and_exit(21);
     NEED(finalizes == finalized);
     lp_window_stop();
@@ -1754,20 +1693,18 @@ static void never_armed(int arms, int finalized)
 static void last_window_once_finalized(void)
 {
     profiler_call(1);
-    int arms = launch_arms();
     launch_kernel(3);
     profiler_call(0);
-    never_armed(arms, 1);
+    never_armed(1);
 }
-/* A window of one launch of ID, closed, then the launch callbacks armed for a finalize. */
+/* A window of one launch of ID, closed, then a finalize armed. */
 static void window_then_armed(uint32_t id)
 {
     profiler_call(1);
-    int arms = launch_arms();
     launch_kernel(id);
     profiler_call(0);
     NEED(kernels_off());
-    NEED(armed_after(arms));
+    NEED(armed());
 }
 /* A first window and the finalize at the next call's exit after it. */
 static void window_then_finalize(void)
@@ -1784,18 +1721,16 @@ static void renew_nvtx_child(void)
     renew_start();
     push("request");
     window_then_armed(10);
-    int arms = launch_arms();
     launch_and_exit(11);
     NEED(finalizes == 0); /* "request" is open: armed again later */
-    NEED(armed_after(arms));
+    NEED(armed());
     push("inner");
-    arms = launch_arms();
     launch_and_exit(12);
     NEED(finalizes == 0);
     pop();
     pop();
     NEED(finalizes == 0); /* not at a pop: finalizing in an NVTX callback crashed */
-    NEED(armed_after(launch_arms()));
+    NEED(armed());
     launch_and_exit(13);
     NEED(finalizes == 1);
     NEED(reattached() && subscribes == 2);
@@ -1818,12 +1753,11 @@ static void renew_threads_child(void)
 {
     renew_start();
     profiler_call(1);
-    int arms = launch_arms();
     launch_kernel(10);
     pthread_t t;
     NEED(pthread_create(&t, NULL, second_launcher, NULL) == 0 && pthread_join(t, NULL) == 0);
     profiler_call(0);
-    never_armed(arms, 0);
+    never_armed(0);
 }
 
 /* Another CUPTI client took the subscriber while CUPTI was finalized: llmprof says so with
@@ -1928,10 +1862,8 @@ int main(void)
         cmocka_unit_test(test_dl_bind),
         cmocka_unit_test(test_launch_records),
         cmocka_unit_test(test_launch_windowed),
-        cmocka_unit_test(test_launch_kept),
         cmocka_unit_test(test_launch_dropped),
         cmocka_unit_test(test_sink_ranks),
-        cmocka_unit_test(test_launch_flag),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_graph_windows),
         cmocka_unit_test(test_windows_fail_open),

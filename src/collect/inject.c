@@ -7,7 +7,7 @@
  * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
  * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
  * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
- * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH, LLMPROF_LAUNCH_SWITCH,
+ * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH,
  * LLMPROF_DEVICE_BUFFER_KB, LLMPROF_DEVICE_BUFFER_LIMIT, LLMPROF_DEVICE_BUFFERS,
  * LLMPROF_FINALIZE
  * (docs/collector.md). */
@@ -281,13 +281,8 @@ static void init(void)
                                                                               : "node");
         if (act == 0) {
             CUpti_SubscriberHandle sub = lp_attach_subscriber();
-            /* graph kernels node by node: CUPTI hands out correlation ids only while launch
-             * callbacks are enabled, and on an H200 they froze and graph launches went unseen
-             * when windows switched them; so they stay enabled and only recording switches */
             if (ao.kinds & LP_KIND_API)
-                lp_launch_start(sub, windowed && !lp_activity_graph_replays()
-                                         ? LP_LAUNCH_WINDOWED_FLAG : windowed,
-                                wake_flusher);
+                lp_launch_start(sub, windowed, wake_flusher);
             lp_graph_start(sub, wake_flusher);
             lp_counters_start(sub);
             lp_pmsample_start(sub);

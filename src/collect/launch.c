@@ -28,14 +28,13 @@ static const CUpti_CallbackDomain cupti_domain[2] = {[RT] = CUPTI_CB_DOMAIN_RUNT
 
 static const char *names[2][MAX_CBID];
 static uint8_t traced[2][MAX_CBID];
-static uint8_t kept[2][MAX_CBID]; /* never disabled: window.c watches them all run */
+static uint8_t kept[2][MAX_CBID]; /* still wanted after a finalize: window.c's */
 static unsigned n_traced[2];
 static int via_callbacks;
 static uint32_t correlation_base, max_id; /* lp_launch_correlation_base; CUPTI's ids since */
-static int callbacks_on;        /* capture windows switch them */
-static int switch_by_flag;      /* callbacks stay enabled and windows only switch
-                                   callbacks_on: graphs node by node (inject.c), or
-                                   LLMPROF_LAUNCH_SWITCH=flag (to measure which costs) */
+static int callbacks_on;        /* recording: capture windows switch it */
+static int in_cupti;            /* the callbacks are enabled in CUPTI (off only after a
+                                   finalize, lp_launch_new_epoch) */
 static int enabled;             /* records are kept (not after exit or in a forked child) */
 static uint32_t generation = 1; /* counts switch-ons */
 /* the generation in which this thread entered a traced runtime call still open: a driver
@@ -44,17 +43,16 @@ static _Thread_local uint32_t runtime_open;
 /* lp_launch_drop_current: the runtime call open on this thread is not recorded */
 static _Thread_local int drop_runtime;
 static struct lp_queue queue = LP_QUEUE_INIT(struct lp_api, QUEUE_CAP);
-/* the contexts launched into since the callbacks were last switched on (windows) */
+/* the contexts launched into since recording was last switched on (windows) */
 enum { MAX_CONTEXTS = 8 };
 static CUcontext contexts[MAX_CONTEXTS];
 static size_t n_contexts;
 static uint64_t open_ns;        /* when recording was last switched on */
 static uint64_t close_ns;       /* ...and off */
-static int pending_off;         /* off, the callbacks still enabled (lp_launch_settle) */
 static _Thread_local int own_thread; /* llmprof's thread: its calls are not the program's */
 static _Thread_local int thread_counted;
 static unsigned n_threads;      /* lp_launch_threads (atomic) */
-/* Capture windows: the correlation ids launched while the callbacks were on, one span per
+/* Capture windows: the correlation ids launched while recording was on, one span per
  * switch-on, in order (ids grow with every call). Kernels launched after a window closed but
  * recorded before kernel activity went off (window.c) fall outside every span. */
 struct span {
@@ -106,7 +104,12 @@ static void pick_calls(void)
         }
 }
 
-/* Switches the traced calls' callbacks; returns how many switched. */
+/* Switches the traced calls' callbacks; returns how many switched. Off only between a
+ * finalize and the new subscription, where it changes what attach.c sets up again: CUPTI
+ * disabling a callback while a call of it is in flight (entered, not yet exited) on any
+ * thread loses its exit and corrupts CUPTI's bookkeeping of calls: later exits come twice,
+ * correlation ids repeat and freeze (tests/gpu/callback_toggle_probe.cu, H200, CUPTI 13.0),
+ * so capture windows switch only recording (callbacks_on). */
 static unsigned switch_callbacks(int on)
 {
     unsigned n = 0;
@@ -131,7 +134,6 @@ int lp_launch_set_recording(int on)
     if (!on) {
         __atomic_store_n(&close_ns, lp_clock_ns(), __ATOMIC_RELAXED);
         __atomic_store_n(&callbacks_on, 0, __ATOMIC_RELEASE);
-        pending_off = !switch_by_flag;
         return 0;
     }
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELAXED);
@@ -150,33 +152,14 @@ int lp_launch_set_recording(int on)
     }
     if (n_spans < cap_spans) /* else the last span grows to hold this one */
         spans[n_spans++] = (struct span){0, 0};
-    /* on only with the new span in place: lp_launch_in_window reads both under the lock */
-    __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELAXED);
+    /* on only with the new span in place: lp_launch_in_window reads both under the lock;
+     * released after open_ns, which the callbacks read without it */
+    __atomic_store_n(&callbacks_on, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&spans_lock);
-    if (!switch_by_flag && !pending_off) /* else they are still enabled */
+    /* after a finalize (enabling is safe at any time: a call in flight then has no exit) */
+    if (!__atomic_exchange_n(&in_cupti, 1, __ATOMIC_RELAXED))
         switch_callbacks(1);
-    pending_off = 0;
     return 0;
-}
-
-void lp_launch_settle(void)
-{
-    if (!via_callbacks || !pending_off || __atomic_load_n(&callbacks_on, __ATOMIC_RELAXED))
-        return;
-    switch_callbacks(0);
-    pending_off = 0;
-}
-
-void lp_launch_arm(int on)
-{
-    if (!via_callbacks || switch_by_flag || __atomic_load_n(&callbacks_on, __ATOMIC_RELAXED))
-        return;
-    if (on && !pending_off) {
-        switch_callbacks(1);
-        pending_off = 1; /* lp_launch_settle switches them off, as after a close */
-    } else if (!on) {
-        lp_launch_settle();
-    }
 }
 
 void lp_launch_drop_current(void)
@@ -221,8 +204,7 @@ void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, cons
     /* no start, or one before recording was last switched on: the entry came before (a
      * call in flight across a window's opening, whose work is outside it); switched off: a
      * call that entered after the close. A call that entered inside the window and exits
-     * after its close is recorded: its work is the window's (the callbacks stay enabled
-     * until lp_launch_settle, so its exit comes). */
+     * after its close is recorded: its work is the window's. */
     int on = __atomic_load_n(&callbacks_on, __ATOMIC_ACQUIRE);
     if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED) || start == 0 || start > end ||
         start < __atomic_load_n(&open_ns, __ATOMIC_RELAXED) ||
@@ -268,8 +250,9 @@ int lp_launch_in_window(uint32_t correlation)
         else
             hi = mid;
     }
+    /* within a closed window's span, or past the start of the open window's */
     int in = lo > 0 && (correlation <= spans[lo - 1].hi ||
-                        (lo == n_spans && callbacks_on)); /* the open window's */
+                        (lo == n_spans && __atomic_load_n(&callbacks_on, __ATOMIC_RELAXED)));
     outside_spans += !in;
     pthread_mutex_unlock(&spans_lock);
     return in;
@@ -295,6 +278,12 @@ void lp_launch_new_epoch(void)
 {
     uint32_t seen = __atomic_exchange_n(&max_id, 0, __ATOMIC_RELAXED);
     __atomic_add_fetch(&correlation_base, seen + 1, __ATOMIC_RELAXED);
+    /* the finalize disabled them safely: the new subscription leaves them off until the
+     * next window, which is what finalizing is for */
+    if (via_callbacks && !__atomic_load_n(&callbacks_on, __ATOMIC_RELAXED)) {
+        switch_callbacks(0);
+        __atomic_store_n(&in_cupti, 0, __ATOMIC_RELAXED);
+    }
 }
 
 int lp_launch_via_callbacks(void) { return via_callbacks; }
@@ -334,8 +323,7 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             n_traced[s] += traced[s][cbid];
-    const char *how = getenv("LLMPROF_LAUNCH"), *sw = getenv("LLMPROF_LAUNCH_SWITCH");
-    switch_by_flag = (sw && !strcmp(sw, "flag")) || windowed == LP_LAUNCH_WINDOWED_FLAG;
+    const char *how = getenv("LLMPROF_LAUNCH");
     int activity = how && !strcmp(how, "activity");
     /* LLMPROF_LAUNCH=driver: the driver's calls only (the runtime's make them), two callbacks
      * per runtime launch instead of four; records then name the driver's calls */
@@ -349,13 +337,10 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     __atomic_store_n(&enabled, 1, __ATOMIC_RELAXED);
     if (sub && lp_cupti.EnableCallback && !activity) {
         via_callbacks = 1;
-        on = switch_callbacks(1); /* also when windowed: says whether they can be switched */
-        callbacks_on = 1;
-        if (windowed) {
-            lp_launch_set_recording(0);
-            lp_launch_settle();
-            __atomic_store_n(&spans_on, 1, __ATOMIC_RELAXED);
-        }
+        on = switch_callbacks(1); /* on for the whole run, also when windowed */
+        in_cupti = 1;
+        callbacks_on = !windowed;
+        __atomic_store_n(&spans_on, windowed, __ATOMIC_RELAXED);
         lp_sink_set_meta("launch_records", driver_only ? "callbacks-driver" : "callbacks");
     } else {
         on = enable_activity();

@@ -10,28 +10,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* WINDOWED values beside 0 and 1: windows switch recording, the callbacks stay enabled. */
-enum { LP_LAUNCH_WINDOWED_FLAG = 2 };
 /* Picks the calls and starts recording them: through SUBSCRIBER's callbacks (NULL, or
- * LLMPROF_LAUNCH=activity: API activity records). WINDOWED: callbacks start switched off
- * (lp_launch_set_recording), or stay enabled with LP_LAUNCH_WINDOWED_FLAG. NOTIFY wakes the flusher when records pile up. Warns and
+ * LLMPROF_LAUNCH=activity: API activity records). The callbacks stay enabled all run (off
+ * only after a finalize: lp_launch_new_epoch); WINDOWED: recording starts off
+ * (lp_launch_set_recording). NOTIFY wakes the flusher when records pile up. Warns and
  * returns -1 when no call could be enabled. */
 int lp_launch_start(CUpti_SubscriberHandle subscriber, int windowed, void (*notify)(void));
-/* Capture windows switch recording; API activity records stay on. Returns 0. Off, the
- * callbacks stay enabled until lp_launch_settle, so that calls in flight at the close (other
- * threads') still record their exit; calls entered after the close are not recorded. */
+/* Capture windows switch recording; the callbacks are never disabled by it (CUPTI loses a
+ * call in flight then and corrupts its bookkeeping), only enabled again after a finalize.
+ * Off: calls that entered before still record their exit, calls entered after do not.
+ * Returns 0. */
 int lp_launch_set_recording(int on);
-/* Off: disables the callbacks (once the calls in flight at the close have exited: windows
- * call it after waiting for the GPU, or at once when they cannot wait). */
-void lp_launch_settle(void);
-/* Recording off: ON enables the callbacks without recording (a call's exit is then seen:
- * capture windows finalize CUPTI there), off disables them again. */
-void lp_launch_arm(int on);
 /* The runtime call this thread is in (if any) is not recorded: a window closed inside it, by
  * its own driver call (a graph launch beginning the next step), so its work is after the
  * close although it entered before. */
 void lp_launch_drop_current(void);
-/* Another part needs the callbacks of DOMAIN's CBID all run: switching off leaves them on. */
+/* Another part needs the callbacks of DOMAIN's CBID all run: the switch-off after a
+ * finalize (lp_launch_new_epoch) leaves them on. */
 void lp_launch_keep_enabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 /* The subscriber's callback (runtime and driver domains). */
 void lp_launch_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
@@ -46,7 +41,8 @@ size_t lp_launch_contexts(CUcontext *out, size_t max);
  * and activity records (activity.c, by the base when their buffer completed) keep unique,
  * growing ids. 0 until the first finalize. */
 uint32_t lp_launch_correlation_base(void);
-/* Between a finalize and the new subscription: the base goes past every id seen. */
+/* Between a finalize and the new subscription: the base goes past every id seen, and
+ * outside a window the callbacks are left off in the new subscription. */
 void lp_launch_new_epoch(void);
 /* 1 when launch calls are recorded through callbacks (every launch's correlation id is
  * then seen, which lp_launch_new_epoch needs). */

@@ -17,15 +17,16 @@
  * gives kernels still running when it is disabled end times from its next enabling (a
  * CUDA-graph step closed by its range's pop read 12 ms per kernel on an H200). The same
  * thread waits for that with cuCtxSynchronize, which blocks only itself and waits only for
- * work already launched, then disables kernel activity and the launch callbacks (left
- * enabled till then, so that other threads' launch calls in flight at the close record
- * their exit). Kernels launched after the close and recorded before the disable are left
- * out by their correlation ids (launch.c).
+ * work already launched, then disables kernel activity. Kernels launched after the close
+ * and recorded before the disable are left out by their correlation ids (launch.c). The
+ * launch callbacks stay enabled and only stop recording: disabling them while a call is in
+ * flight corrupts CUPTI (launch.c).
  * Disabled kernel activity still costs each launch about half of what it costs on, until
  * CUPTI is finalized (docs/benchmarks.md). With record --finalize, a second after the
- * disable (LLMPROF_FINALIZE_AFTER_MS) the launch callbacks go on again, and at the exit of
- * the program's next traced call, with no NVTX range open, CUPTI is finalized there, on the
- * program's thread, as CUPTI advises; the switching thread sets it up again (attach.c).
+ * disable (LLMPROF_FINALIZE_AFTER_MS), at the exit of the program's next traced call with no
+ * NVTX range open, CUPTI is finalized there, on the program's thread, as CUPTI advises; the
+ * switching thread sets it up again (attach.c), the launch callbacks off till the next
+ * window.
  * Never once the program may have made a CUDA graph (a finalize would turn graph-level
  * records off and on again with a graph made, which crashed CUPTI; with them off since an
  * earlier finalize, it is untried), once a second thread made CUDA calls, nor with hardware
@@ -89,16 +90,16 @@ static int cupti_lost;             /* the new subscription after a finalize fail
 enum renew_state {
     RENEW_IDLE,
     RENEW_WAITING,   /* kernel activity off; the switching thread waits renew_after_ms */
-    RENEW_ARMED,     /* the launch callbacks on: the next traced call's exit finalizes */
+    RENEW_ARMED,     /* the next traced call's exit finalizes */
     RENEW_DETACHING, /* a program's thread is finalizing */
     RENEW_DETACHED,  /* finalized: the switching thread sets CUPTI up again */
 };
 static int renew_state;
 static uint64_t renew_gen;         /* the window generation the renewal follows */
-static struct timespec renew_deadline; /* WAITING: when to arm; ARMED: when to give up */
+static struct timespec renew_deadline; /* WAITING: when to arm; ARMED: when to re-check */
 static unsigned renew_after_ms = 1000; /* LLMPROF_FINALIZE_AFTER_MS */
 static uint64_t detach_t0;
-static uint64_t arm_ns;            /* when the launch callbacks were last armed */
+static uint64_t arm_ns;            /* when the finalize was last armed */
 static int detach_returned;        /* the finalizing thread left lp_window_renew_point */
 static uint64_t renewals, detach_ns, reattach_ns, renew_missed;
 static _Thread_local int own_thread; /* the switching thread */
@@ -203,8 +204,6 @@ static void close_window(uint64_t now, int defer)
     uint64_t t0 = lp_clock_ns();
     for (const lp_window_switch *s = switches + (defer ? 1 : 0); *s; s++)
         (*s)(0);
-    if (!defer)
-        lp_launch_settle(); /* else once the GPU has run the window's work */
     switch_ns += lp_clock_ns() - t0;
     if (defer) {
         disable_pending = 1;
@@ -332,7 +331,6 @@ static void detach(void)
         return;
     pthread_mutex_lock(&lock);
     int go = !open_ && generation == renew_gen && active;
-    lp_launch_arm(0);
     pthread_mutex_unlock(&lock);
     int rc = 1;
     char why[256] = "";
@@ -375,31 +373,29 @@ static void reattach(void)
     pthread_mutex_unlock(&lock);
 }
 
-/* The switching thread, at the deadline: the launch callbacks on (the renewal happens at
- * the next call's exit) for 200 ms at most, then off for renew_after_ms, and so on. Each
- * change is a compare-and-swap: a program's thread may have taken ARMED meanwhile. */
+/* The switching thread, at the deadline: the finalize armed (it happens at the next call's
+ * exit), the arming checked every 200 ms. Each change is a compare-and-swap: a program's
+ * thread may have taken ARMED meanwhile. */
 static void renew_timer(void)
 {
     pthread_mutex_lock(&lock);
     int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
     int stale = open_ || generation != renew_gen || !renew_possible();
-    if (state == RENEW_WAITING) {
+    if (state == RENEW_WAITING || state == RENEW_ARMED) {
         int next = stale ? RENEW_IDLE : RENEW_ARMED;
         if (__atomic_compare_exchange_n(&renew_state, &state, next, 0, __ATOMIC_SEQ_CST,
                                         __ATOMIC_SEQ_CST) && next == RENEW_ARMED) {
-            __atomic_store_n(&arm_ns, lp_clock_ns(), __ATOMIC_RELAXED);
+            if (state == RENEW_WAITING)
+                __atomic_store_n(&arm_ns, lp_clock_ns(), __ATOMIC_RELAXED);
             deadline_in(200);
-            lp_launch_arm(1);
-        }
-    } else if (state == RENEW_ARMED) {
-        int next = stale ? RENEW_IDLE : RENEW_WAITING;
-        if (__atomic_compare_exchange_n(&renew_state, &state, next, 0, __ATOMIC_SEQ_CST,
-                                        __ATOMIC_SEQ_CST)) {
-            lp_launch_arm(0);
-            deadline_in(renew_after_ms);
         }
     }
     pthread_mutex_unlock(&lock);
+}
+
+int lp_window_renew_armed(void)
+{
+    return __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_ARMED;
 }
 
 void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
@@ -548,7 +544,6 @@ static void finish_disable(void)
     pthread_mutex_lock(&lock);
     if (!open_ && gen == generation && !switcher_stopping) {
         switches[0](0);
-        lp_launch_settle();
         if (renew_possible()) {
             renew_gen = gen;
             deadline_in(renew_after_ms);

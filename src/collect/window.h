@@ -25,9 +25,11 @@ void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_
  * the caller knows that nothing a finalize ends is in use (hardware counters) and that
  * every launch's correlation id is seen (lp_launch_new_epoch). */
 void lp_window_allow_renew(int allowed);
-/* The subscriber's callback, last: where a pending finalize happens (a traced call's exit,
- * or the pop of the last open NVTX range). */
+/* The subscriber's callback, last: where a pending finalize happens (a traced runtime
+ * call's exit with no NVTX range open). */
 void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
+/* 1 while a finalize is pending: it happens at the next such exit. */
+int lp_window_renew_armed(void);
 /* At exit: closes an open window and writes the count to the END header. */
 void lp_window_stop(void);
 /* In a forked child: opens no window, and gives SIGUSR1 back its default. */

@@ -41,3 +41,6 @@ echo "built build/gpu/launch_split"
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/window_cost bench/window_cost.cu \
     -I"$CUDA/include" -L"$CUDA/lib64" -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/window_cost"
+"$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/callback_toggle_probe tests/gpu/callback_toggle_probe.cu \
+    -I"$CUDA/include" -L"$CUDA/lib64" -lcupti -lpthread -Xlinker -rpath="$CUDA/lib64"
+echo "built build/gpu/callback_toggle_probe"

@@ -1,5 +1,5 @@
-/* Error checks of the GPU test programs: a failed CUDA or cuBLAS call ends the program with
- * its file, line and status, so a GPU test never goes on with a broken setup. */
+/* Error checks of the GPU test programs: a failed CUDA, CUPTI or cuBLAS call ends the
+ * program with its file, line and status, so a GPU test never goes on with a broken setup. */
 #ifndef LP_TESTS_GPU_CHECK_H
 #define LP_TESTS_GPU_CHECK_H
 
@@ -13,6 +13,15 @@
         cudaError_t e_ = (x);                                                              \
         if (e_ != cudaSuccess) {                                                           \
             fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+/* Any call whose status is an integer, 0 on success (CUPTI's too). */
+#define CHECK_STATUS(x)                                                                    \
+    do {                                                                                   \
+        int rc_ = (int)(x);                                                                \
+        if (rc_) {                                                                         \
+            fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, rc_);             \
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)

@@ -12,16 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
+
 #define NODES 8
 #define REPLAYS 5
-#define CHECK(x)                                                                   \
-    do {                                                                           \
-        int rc_ = (int)(x);                                                        \
-        if (rc_) {                                                                 \
-            fprintf(stderr, "%s:%d: %s = %d\n", __FILE__, __LINE__, #x, rc_);      \
-            exit(1);                                                               \
-        }                                                                          \
-    } while (0)
 
 __global__ void tick(float *p) { p[threadIdx.x] += 1.0f; }
 
@@ -69,11 +63,11 @@ static cudaGraphExec_t make_graph(void)
 {
     cudaGraph_t g;
     cudaGraphExec_t e;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CHECK_STATUS(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     for (int i = 0; i < NODES; i++)
         tick<<<1, 32, 0, s>>>(d);
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&e, g, 0));
+    CHECK_STATUS(cudaStreamEndCapture(s, &g));
+    CHECK_STATUS(cudaGraphInstantiate(&e, g, 0));
     return e;
 }
 
@@ -81,10 +75,10 @@ static void phase(const char *what, cudaGraphExec_t *e, int n)
 {
     for (int r = 0; r < REPLAYS; r++)
         for (int i = 0; i < n; i++)
-            CHECK(cudaGraphLaunch(e[i], s));
+            CHECK_STATUS(cudaGraphLaunch(e[i], s));
     tick<<<1, 32, 0, s>>>(d);
-    CHECK(cudaStreamSynchronize(s));
-    CHECK(cuptiActivityFlushAll(1));
+    CHECK_STATUS(cudaStreamSynchronize(s));
+    CHECK_STATUS(cuptiActivityFlushAll(1));
     printf("%-58s eager kernels %llu", what, eager_k);
     for (int i = 0; i < n; i++)
         printf(" | graph %c: node kernels %llu, graph records %llu", 'A' + i, node_k[i],
@@ -95,8 +89,8 @@ static void phase(const char *what, cudaGraphExec_t *e, int n)
         node_k[i] = graph_r[i] = 0;
 }
 
-#define ON(kind) CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_##kind))
-#define OFF(kind) CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_##kind))
+#define ON(kind) CHECK_STATUS(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_##kind))
+#define OFF(kind) CHECK_STATUS(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_##kind))
 
 /* Each scenario runs in its own process: a switch that crashes CUPTI ends only it. */
 static void scenario(int n, cudaGraphExec_t *e)
@@ -166,9 +160,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc > 1) {
         cudaGraphExec_t e[3];
-        CHECK(cuptiActivityRegisterCallbacks(requested, completed));
-        CHECK(cudaMalloc(&d, 1024));
-        CHECK(cudaStreamCreate(&s));
+        CHECK_STATUS(cuptiActivityRegisterCallbacks(requested, completed));
+        CHECK_STATUS(cudaMalloc(&d, 1024));
+        CHECK_STATUS(cudaStreamCreate(&s));
         scenario(atoi(argv[1]), e);
         return 0;
     }
