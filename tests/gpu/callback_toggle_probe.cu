@@ -18,6 +18,8 @@
  *   exit-off     off inside the runtime call's own exit callback, on again between calls
  *   activity     the callbacks never switched; kernel activity switched on and off by a
  *                second thread at random moments (as llmprof's switching thread does)
+ *   activity-busy   the same with kernels of about 20 us, the GPU behind the host (kernels
+ *                launched with kernel activity on still run when it goes off)
  *   graph-activity  the same over CUDA graph launches (graph-level records on throughout),
  *                the GPU behind the host
  *   graph-window as llmprof's windows on graph steps: kernel activity enabled in the entry
@@ -57,10 +59,10 @@ __global__ void spin(float *p)
 }
 
 enum { P_NONE, P_BETWEEN, P_THREAD, P_NESTED_ON, P_NESTED_OFF, P_GRAPH_ON, P_EXIT_OFF,
-       P_ACTIVITY, P_GRAPH_ACTIVITY, P_GRAPH_WINDOW, P_COUNT };
+       P_ACTIVITY, P_ACTIVITY_BUSY, P_GRAPH_ACTIVITY, P_GRAPH_WINDOW, P_COUNT };
 static const char *const phase_names[P_COUNT] = {
     "none",     "between",  "thread",   "nested-on",      "nested-off",
-    "graph-on", "exit-off", "activity", "graph-activity", "graph-window"};
+    "graph-on", "exit-off", "activity", "activity-busy", "graph-activity", "graph-window"};
 static int phase;
 static CUpti_SubscriberHandle sub;
 static int stop_thread; /* atomic */
@@ -176,7 +178,7 @@ static void *toggler(void *arg)
     (void)arg;
     unsigned r = 12345;
     for (int on = 0; !__atomic_load_n(&stop_thread, __ATOMIC_RELAXED); on ^= 1) {
-        if (phase == P_ACTIVITY || phase == P_GRAPH_ACTIVITY)
+        if (phase == P_ACTIVITY || phase == P_ACTIVITY_BUSY || phase == P_GRAPH_ACTIVITY)
             CHECK_STATUS(on ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                      : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
         else
@@ -238,7 +240,7 @@ static int run_phase(int p, int iters)
         CHECK_STATUS(cudaGraphInstantiate(&exec, g, 0));
     }
     pthread_t t;
-    if (p == P_THREAD || p == P_ACTIVITY || p == P_GRAPH_ACTIVITY)
+    if (p == P_THREAD || p == P_ACTIVITY || p == P_ACTIVITY_BUSY || p == P_GRAPH_ACTIVITY)
         CHECK_STATUS(pthread_create(&t, NULL, toggler, NULL));
     if (p == P_GRAPH_WINDOW) {
         CHECK_STATUS(sem_init(&close_sem, 0, 0));
@@ -260,13 +262,16 @@ static int run_phase(int p, int iters)
                 CHECK_STATUS(cuptiEnableCallback(1, sub, dom[s], cb[s]));
         if (graphs)
             CHECK_STATUS(cudaGraphLaunch(exec, st));
+        else if (p == P_ACTIVITY_BUSY)
+            spin<<<1, 32, 0, st>>>(d);
         else
             tick<<<1, 32, 0, st>>>(d);
         calls++;
         if (i % 256 == 255)
             CHECK_STATUS(cudaStreamSynchronize(st));
     }
-    if (p == P_THREAD || p == P_ACTIVITY || p == P_GRAPH_ACTIVITY || p == P_GRAPH_WINDOW) {
+    if (p == P_THREAD || p == P_ACTIVITY || p == P_ACTIVITY_BUSY || p == P_GRAPH_ACTIVITY ||
+        p == P_GRAPH_WINDOW) {
         __atomic_store_n(&stop_thread, 1, __ATOMIC_RELAXED);
         if (p == P_GRAPH_WINDOW)
             sem_post(&close_sem);

@@ -14,7 +14,7 @@ fails=0
 step "probe"
 # the ways of switching that were sound on the H200 (CUPTI 13.0); thread and nested-off,
 # which disable a callback with a call in flight, were not (docs/benchmarks.md)
-sound="none between nested-on graph-on exit-off activity graph-activity graph-window"
+sound="none between nested-on graph-on exit-off activity activity-busy graph-activity graph-window"
 for i in $(seq "${TOGGLE_PROBES:-2}"); do
     out=$(timeout 300 "$B/gpu/callback_toggle_probe" "" "${TOGGLE_ITERS:-20000}")
     rc=$?
