@@ -1647,8 +1647,9 @@ static void renew_child(void)
     launch_and_exit(11);  /* after the close: not recorded, but its id is seen */
     NEED(finalizes == 1);
     NEED(reattached() && subscribes == 2); /* the switching thread subscribed again */
-    /* set up again as it was: NVTX, the profiler calls, the instantiation calls, contexts;
-     * the launch callbacks were off by then, and kernel activity too */
+    /* set up again as it was: NVTX, the profiler calls, the instantiation calls, contexts,
+     * a call another part keeps on; kernel activity off, and the launch callbacks left off
+     * by the finalize until the next window */
     NEED(enabled_after(before, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA));
     NEED(enabled_after(before, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxDomainRangeEnd));
     NEED(enabled_after(before, CUPTI_CB_DOMAIN_RUNTIME_API,
