@@ -1229,6 +1229,44 @@ static void zeroed_buffers_child(void)
     }
 }
 
+/* A buffer CUPTI returns twice, or one it was never lent, is left alone: queued, drained
+ * and lent once, the pool's lists never outgrow max_buffers (ASan sees the writes). */
+static void buffers_returned_twice_child(void)
+{
+    lp_cupti.ActivityEnable = fake_activity_enable;
+    lp_cupti.ActivityRegisterCallbacks = fake_register_keep;
+    lp_cupti.ActivitySetAttribute = fake_set_attribute;
+    lp_cupti.ActivityGetNumDroppedRecords = fake_no_drops;
+    enum { MAX = 6 };
+    struct lp_activity_options o = {.kinds = LP_KINDS_DEFAULT, .buffer_bytes = 4096,
+                                    .max_buffers = MAX};
+    NEED(lp_activity_start(&o) == 0);
+    uint8_t *b = NULL, *spare = NULL, *lent[MAX + 1] = {0};
+    size_t size = 0, max = 0;
+    fake_requested(&b, &size, &max);
+    fake_requested(&spare, &size, &max);
+    NEED(b && spare && b != spare);
+    fake_completed(NULL, 0, spare, size, 0);
+    lp_activity_drain(); /* spare is free again, never lent since */
+    for (int round = 0; round < 3; round++) {
+        fake_completed(NULL, 0, b, size, 0);
+        fake_completed(NULL, 0, b, size, 0);
+        fake_completed(NULL, 0, spare, size, 0);
+        lp_activity_drain();
+        fake_requested(&b, &size, &max);
+        NEED(b);
+    }
+    /* the pool holds MAX distinct buffers: b is lent, MAX - 1 more, then none */
+    lent[0] = b;
+    for (int i = 1; i <= MAX; i++)
+        fake_requested(&lent[i], &size, &max);
+    for (int i = 0; i < MAX; i++)
+        for (int j = 0; j < i; j++)
+            NEED(lent[i] && lent[i] != lent[j]);
+    NEED(lent[MAX] == NULL);
+    lp_activity_finish();
+}
+
 /* A graph replay CUPTI gave no times (start and end 0): left out and counted as a loss,
  * beside a timed one that is kept. */
 static uint8_t *replay_buffer;
@@ -1332,6 +1370,16 @@ static const char *meta_of(const struct lp_trace *t, const char *key)
 {
     const char *v = lp_trace_meta(t, key);
     return v ? v : "(none)";
+}
+
+static void test_buffers_returned_twice(void **state)
+{
+    (void)state;
+    in_child("returned-twice", buffers_returned_twice_child);
+    struct lp_trace *t = read_only_trace("returned-twice");
+    assert_true(has_loss(t, "CUPTI returned 6 activity buffers llmprof had not lent it"));
+    assert_string_equal(meta_of(t, "activity_buffers_unlent"), "6");
+    lp_trace_free(t);
 }
 
 static void test_device_buffers(void **state)
@@ -1871,6 +1919,7 @@ int main(void)
         cmocka_unit_test(test_windows_never_opened),
         cmocka_unit_test(test_graph_replays_switch),
         cmocka_unit_test(test_zeroed_buffers),
+        cmocka_unit_test(test_buffers_returned_twice),
         cmocka_unit_test(test_device_buffers),
         cmocka_unit_test(test_untimed_replay),
         cmocka_unit_test(test_window_deferred),

@@ -21,8 +21,11 @@
 static struct lp_activity_options opts;
 static int recording; /* the per-launch kinds are on (capture windows switch them) */
 /* Buffers (all_bufs) are either free, lent to CUPTI, or completed and waiting to be
- * drained: each list is at most max_buffers long, so memory is bounded by max_buffers x
- * buffer_bytes. They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
+ * drained (buf_state): each list is at most max_buffers long, so memory is bounded by
+ * max_buffers x buffer_bytes. A buffer moves only along free -> lent -> completed -> free:
+ * CUPTI has broken its own bookkeeping before (calls exited twice, launch.c), and a buffer
+ * it returned twice would otherwise be queued, drained and lent twice, past the lists'
+ * ends. They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
  * zeroes each buffer on the program's thread as it takes it (4 MiB, a stall in the step
  * that happens to fill one), while llmprof zeroes them on its own thread after the drain
  * and gets fresh ones zeroed by the allocator. A few are made at the start, so the first
@@ -31,8 +34,11 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;
 static uint32_t *done_base; /* the correlation base when each completed (launch.h) */
+enum buf_state { BUF_FREE, BUF_LENT, BUF_DONE };
+static uint8_t *buf_state; /* enum buf_state, by index in all_bufs */
 static unsigned n_free, n_done, n_alloc;
 static uint64_t denied, dropped_total, dropped_renewing; /* the last: as CUPTI was finalized */
+static uint64_t unlent; /* buffers CUPTI returned that were not lent to it */
 static int zeroed; /* CUPTI takes our buffers as zeroed */
 enum { PREALLOCATED_BUFFERS = 4 };
 static uint64_t untimed_replays; /* graph replays CUPTI could not time (drain's thread) */
@@ -91,6 +97,15 @@ int lp_kinds_parse(const char *list, unsigned *kinds, char *err, size_t errlen)
 
 uint64_t lp_activity_active_devices(void) { return atomic_load(&active_devices); }
 
+/* With pool_lock held: BUFFER's index in all_bufs, or -1 when it is not one of ours. */
+static int slot_of(const uint8_t *buffer)
+{
+    for (unsigned i = 0; buffer && i < n_alloc; i++)
+        if (all_bufs[i] == buffer)
+            return (int)i;
+    return -1;
+}
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     *max_records = 0;
@@ -98,10 +113,13 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     uint8_t *b = NULL;
     if (n_free > 0) {
         b = free_bufs[--n_free];
+        buf_state[slot_of(b)] = BUF_LENT;
     } else if (n_alloc < opts.max_buffers) {
         b = calloc(1, opts.buffer_bytes); /* CUPTI needs 8-byte alignment: calloc's is 16 */
-        if (b)
+        if (b) {
+            buf_state[n_alloc] = BUF_LENT;
             all_bufs[n_alloc++] = b; /* never freed: reused until exit */
+        }
     }
     if (!b)
         denied++;
@@ -163,16 +181,18 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     dropped_total += dropped;
     if (renewing)
         dropped_renewing += dropped;
-    int ours = 0;
-    for (unsigned i = 0; buffer && i < n_alloc && !ours; i++)
-        ours = all_bufs[i] == buffer;
-    if (ours) {
-        done_bufs[n_done] = buffer; /* each of our buffers is queued at most once */
+    int slot = slot_of(buffer);
+    int lent = slot >= 0 && buf_state[slot] == BUF_LENT;
+    if (lent) {
+        buf_state[slot] = BUF_DONE;
+        done_bufs[n_done] = buffer;
         done_base[n_done] = lp_launch_correlation_base();
         done_valid[n_done++] = valid;
+    } else if (slot >= 0) {
+        unlent++;
     }
     pthread_mutex_unlock(&pool_lock);
-    if (buffer && !ours) /* only if another CUPTI client re-registered callbacks */
+    if (buffer && slot < 0) /* only if another CUPTI client re-registered callbacks */
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
                         "a buffer of another CUPTI client reached llmprof "
                         "and was left alone: its records are not recorded");
@@ -234,6 +254,7 @@ void lp_activity_drain(void)
         if (zeroed) /* whole: CUPTI may have written past what it reported valid */
             memset(buffer, 0, opts.buffer_bytes);
         pthread_mutex_lock(&pool_lock);
+        buf_state[slot_of(buffer)] = BUF_FREE; /* queued buffers are ours */
         free_bufs[n_free++] = buffer;
         pthread_mutex_unlock(&pool_lock);
     }
@@ -412,7 +433,8 @@ int lp_activity_start(const struct lp_activity_options *o)
     all_bufs = calloc(opts.max_buffers, sizeof *all_bufs);
     done_valid = calloc(opts.max_buffers, sizeof *done_valid);
     done_base = calloc(opts.max_buffers, sizeof *done_base);
-    if (!free_bufs || !done_bufs || !all_bufs || !done_valid || !done_base)
+    buf_state = calloc(opts.max_buffers, sizeof *buf_state);
+    if (!free_bufs || !done_bufs || !all_bufs || !done_valid || !done_base || !buf_state)
         return -1;
     /* CUPTI has one subscriber slot. Holding it (with only graph.c's callbacks on) keeps a later
      * torch.profiler from taking over the activity API mid-run; it then reports
@@ -491,6 +513,7 @@ void lp_activity_finish(void)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, dropped, "CUPTI dropped activity records");
     pthread_mutex_lock(&pool_lock);
     uint64_t d = denied, total = dropped_total + dropped, at_renewal = dropped_renewing;
+    uint64_t twice = unlent;
     unsigned peak = n_alloc;
     pthread_mutex_unlock(&pool_lock);
     if (at_renewal)
@@ -503,11 +526,17 @@ void lp_activity_finish(void)
                         "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "
                         "CUPTI dropped what did not fit", opts.max_buffers, opts.buffer_bytes,
                         (unsigned long long)d);
+    if (twice)
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, twice,
+                        "CUPTI returned %llu activity buffer%s llmprof had not lent it (one "
+                        "it had returned already): left alone, so no record is written twice",
+                        (unsigned long long)twice, twice == 1 ? "" : "s");
     if (untimed_replays)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, untimed_replays,
                         "%llu CUDA graph replays came without times from CUPTI and are not "
                         "recorded", (unsigned long long)untimed_replays);
     lp_sink_set_meta_u64("cupti_dropped_records", total);
     lp_sink_set_meta_u64("activity_buffers_peak", peak);
+    lp_sink_set_meta_u64("activity_buffers_unlent", twice);
     lp_sink_set_meta_u64("activity_buffer_bytes", opts.buffer_bytes);
 }
