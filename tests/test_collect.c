@@ -1464,6 +1464,17 @@ static void capture_call(CUpti_CallbackId cbid, CUpti_ApiCallbackSite site)
     lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &cd);
 }
 
+/* The program's traced calls, one a millisecond for up to 2 s, until *V equals WANT: kernel
+ * activity goes off at such a call, once the switching thread has waited for the GPU. */
+static int becomes_at_calls(int *v, int want)
+{
+    for (int i = 0; i < 2000 && __atomic_load_n(v, __ATOMIC_SEQ_CST) != want; i++) {
+        capture_call(CB_LAUNCH, CUPTI_API_ENTER);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return __atomic_load_n(v, __ATOMIC_SEQ_CST) == want;
+}
+
 static void deferred_child(void)
 {
     hold_fake_sub();
@@ -1485,8 +1496,10 @@ static void deferred_child(void)
     NEED(kernel_on == 1); /* so kernel activity stays on */
     capture_call(CB_END_CAPTURE, CUPTI_API_ENTER);
     capture_call(CB_END_CAPTURE, CUPTI_API_EXIT);
-    NEED(becomes(&n_syncs, 1));      /* then the window's context is synchronised */
-    NEED(becomes(&kernel_offs, 2));  /* and kernel activity goes off */
+    NEED(becomes(&n_syncs, 1)); /* then the window's context is synchronised */
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(kernel_offs == 1 && kernel_on == 1); /* not by the switching thread */
+    NEED(becomes_at_calls(&kernel_offs, 2)); /* but at the program's next call */
     NEED(kernel_on == 0);
     /* a window that opens again before the synchronisation: kernel activity stays on */
     push("step");
@@ -1498,9 +1511,10 @@ static void deferred_child(void)
     capture_call(CB_END_CAPTURE, CUPTI_API_EXIT);
     NEED(becomes(&n_syncs, 2));
     nanosleep(&(struct timespec){0, 50000000}, NULL);
+    capture_call(CB_LAUNCH, CUPTI_API_ENTER);
     NEED(kernel_offs == 2 && kernel_on == 1);
     pop();
-    NEED(becomes(&kernel_offs, 3));
+    NEED(becomes_at_calls(&kernel_offs, 3));
     /* a capture whose begin failed is not counted as in progress */
     push("step");
     launch_kernel(30);
@@ -1509,21 +1523,31 @@ static void deferred_child(void)
     capture_call(CB_BEGIN_CAPTURE, CUPTI_API_ENTER);
     lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CB_BEGIN_CAPTURE, &failed);
     pop();
-    NEED(becomes(&kernel_offs, 4));
+    NEED(becomes_at_calls(&kernel_offs, 4));
+    /* ready when the program makes no more calls: off as the windows stop at exit */
+    int syncs = __atomic_load_n(&n_syncs, __ATOMIC_SEQ_CST);
+    push("step");
+    launch_kernel(40);
+    pop();
+    NEED(becomes(&n_syncs, syncs + 1));
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
+    NEED(kernel_offs == 4 && kernel_on == 1);
     lp_window_stop();
+    NEED(kernel_offs == 5 && kernel_on == 0);
     lp_launch_stop();
 }
 
 /* Closing a window switches kernel activity off only after llmprof's thread synchronised
  * the contexts the window launched into, never while a stream captures a graph (that would
- * invalidate the capture), and not at all when a window opened again meanwhile. */
+ * invalidate the capture), and not at all when a window opened again meanwhile; then at the
+ * program's next traced call, not on llmprof's thread. */
 static void test_window_deferred(void **state)
 {
     (void)state;
     in_child("deferred", deferred_child);
     struct lp_trace *t = read_only_trace("deferred");
-    assert_int_equal(t->n_apis, 3);
-    assert_string_equal(lp_trace_meta(t, "capture_windows"), "4");
+    assert_int_equal(t->n_apis, 4);
+    assert_string_equal(lp_trace_meta(t, "capture_windows"), "5");
     lp_trace_free(t);
 }
 
@@ -1608,13 +1632,16 @@ static void launch_and_exit(uint32_t correlation)
     lp_launch_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, &cd);
     lp_window_renew_point(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, &cd);
 }
-/* Waits up to 2 s for the closed window's kernel activity to go off (the switching thread). */
+/* Up to 2 s of the program's traced calls until the closed window's kernel activity went
+ * off (at such a call, once the switching thread waited for the GPU). */
 static int kernels_off(void)
 {
     for (int i = 0; i < 2000; i++) {
         size_t n = strlen(kind_log);
         if (n >= 2 && !strcmp(kind_log + n - 2, "K-"))
             return 1;
+        CUpti_CallbackData cd = {.callbackSite = CUPTI_API_ENTER, .context = FAKE_CTX};
+        lp_window_callback(CUPTI_CB_DOMAIN_RUNTIME_API, CB_LAUNCH, &cd);
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     return 0;
@@ -1687,7 +1714,7 @@ static void renew_child(void)
     launch_kernel(10);
     replay_record(10, 1); /* still in CUPTI's buffer when the window closes */
     profiler_call(0);
-    NEED(kernels_off()); /* the switching thread waited for the GPU */
+    NEED(kernels_off()); /* the switching thread waited for the GPU, then a call came */
     NEED(armed()); /* then armed a finalize at a call's exit */
     unsafe_exits();
     NEED(finalizes == 0);

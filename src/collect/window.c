@@ -69,6 +69,7 @@ static pthread_t switcher;
 static int switcher_running, switcher_stopping;
 static int signals_pending;        /* SIGUSR1s not yet acted on (atomic) */
 static int disable_pending;        /* a window closed: kernel activity still on */
+static int disable_ready;          /* ...and its work has run: off at a program's call (atomic) */
 enum { MAX_CONTEXTS = 8, MAX_CBID = 2048 };
 static CUcontext disable_contexts[MAX_CONTEXTS]; /* ...to be synchronised before it goes off */
 static size_t n_disable_contexts;
@@ -188,6 +189,7 @@ static int open_window(uint64_t now, enum lp_window_cause cause, uint32_t thread
     open_ = 1;
     generation++;
     disable_pending = 0;
+    __atomic_store_n(&disable_ready, 0, __ATOMIC_SEQ_CST);
     write_window();
     return 1;
 }
@@ -429,6 +431,33 @@ void lp_window_allow_renew(int allowed)
                         "not a whole number of milliseconds up to 3600000", after);
 }
 
+/* On a program's thread, at a traced call or NVTX range: kernel activity off once the closed
+ * window's work has run (finish_disable), unless a window opened meanwhile; a finalize is
+ * armed then. Not on the switching thread: on the H200 (CUPTI 13.0) windowed piecewise-graph
+ * runs whose activity that thread disabled while the program ran corrupted the heap when
+ * allocations were recorded (glibc aborts at exit or mid-run, 23 of 408 runs in four
+ * parallel lanes; 0 of 88 without allocation records); switched off at the close on the
+ * program's thread, 0 of 44 (docs/benchmarks.md). */
+static void disable_if_ready(void)
+{
+    if (!__atomic_load_n(&disable_ready, __ATOMIC_ACQUIRE) || own_thread)
+        return;
+    int armed = 0;
+    pthread_mutex_lock(&lock);
+    if (__atomic_exchange_n(&disable_ready, 0, __ATOMIC_SEQ_CST) && !open_) {
+        switches[0](0);
+        if (renew_possible()) {
+            renew_gen = generation;
+            deadline_in(renew_after_ms);
+            __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
+            armed = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    if (armed) /* the switching thread times the finalize */
+        sem_post(&wake);
+}
+
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void *data)
 {
@@ -439,6 +468,7 @@ void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId c
             lp_sink_mark_used();
         return;
     }
+    disable_if_ready();
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API &&
         (cbid == graph_launch_cbids[0] || cbid == graph_launch_cbids[1])) {
         const CUpti_CallbackData *cd = data;
@@ -515,8 +545,8 @@ static void on_sigusr1(int sig)
     errno = saved;
 }
 
-/* Kernel activity off after the GPU has run the closed window's work, unless a window
- * opened meanwhile. */
+/* The switching thread: once the GPU has run the closed window's work, kernel activity may
+ * go off (disable_if_ready), unless a window opened meanwhile. */
 static void finish_disable(void)
 {
     pthread_mutex_lock(&lock);
@@ -542,14 +572,8 @@ static void finish_disable(void)
             cuCtxSynchronize_p();
     pthread_mutex_unlock(&sync_lock);
     pthread_mutex_lock(&lock);
-    if (!open_ && gen == generation && !switcher_stopping) {
-        switches[0](0);
-        if (renew_possible()) {
-            renew_gen = gen;
-            deadline_in(renew_after_ms);
-            __atomic_store_n(&renew_state, RENEW_WAITING, __ATOMIC_SEQ_CST);
-        }
-    }
+    if (!open_ && gen == generation && !switcher_stopping)
+        __atomic_store_n(&disable_ready, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&lock);
 }
 
@@ -750,6 +774,7 @@ void lp_window_stop(void)
     }
     if (__atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_DETACHED)
         reattach(); /* finalized, the switching thread gone before it set CUPTI up again */
+    disable_if_ready(); /* the switching thread is gone: nothing races it */
     /* no windows ran (capture all, windows that could not open): nothing to close or say */
     if (!__atomic_load_n(&active, __ATOMIC_RELAXED) &&
         !__atomic_load_n(&cupti_lost, __ATOMIC_RELAXED))
@@ -772,6 +797,7 @@ void lp_window_forget(void)
     __atomic_store_n(&active, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&cupti_lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&renew_state, RENEW_IDLE, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&disable_ready, 0, __ATOMIC_SEQ_CST);
     switcher_running = 0; /* the thread did not survive the fork */
     if (spec.mode == LP_CAPTURE_MODE_SIGNAL)
         signal(SIGUSR1, SIG_DFL);

@@ -44,3 +44,7 @@ echo "built build/gpu/window_cost"
 "$CUDA/bin/nvcc" -O2 -arch=sm_90 -o build/gpu/callback_toggle_probe tests/gpu/callback_toggle_probe.cu \
     -I"$CUDA/include" -L"$CUDA/lib64" -lcupti -lpthread -Xlinker -rpath="$CUDA/lib64"
 echo "built build/gpu/callback_toggle_probe"
+# preloaded by aborts.sh: every thread's backtrace when a process aborts or faults
+cc -std=gnu17 -O1 -g -Wall -Wextra -Werror -shared -fPIC -o build/gpu/libcrash_stacks.so \
+    tests/gpu/crash_stacks.c
+echo "built build/gpu/libcrash_stacks.so"
