@@ -25,7 +25,7 @@ static int recording; /* the per-launch kinds are on (capture windows switch the
  * max_buffers x buffer_bytes. A buffer moves only along free -> lent -> completed -> free:
  * CUPTI has broken its own bookkeeping before (calls exited twice, launch.c), and a buffer
  * it returned twice would otherwise be queued, drained and lent twice, past the lists'
- * ends. They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
+ * ends (a second return after the buffer was lent again cannot be told from its return). They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
  * zeroes each buffer on the program's thread as it takes it (4 MiB, a stall in the step
  * that happens to fill one), while llmprof zeroes them on its own thread after the drain
  * and gets fresh ones zeroed by the allocator. A few are made at the start, so the first
@@ -111,8 +111,9 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
     pthread_mutex_lock(&pool_lock);
     uint8_t *b = NULL;
-    if (n_free > 0) {
-        b = free_bufs[--n_free];
+    if (n_free > 0) { /* the longest free: a late second return of it is then told */
+        b = free_bufs[0];
+        memmove(free_bufs, free_bufs + 1, --n_free * sizeof *free_bufs);
         buf_state[slot_of(b)] = BUF_LENT;
     } else if (n_alloc < opts.max_buffers) {
         b = calloc(1, opts.buffer_bytes); /* CUPTI needs 8-byte alignment: calloc's is 16 */
@@ -529,7 +530,7 @@ void lp_activity_finish(void)
     if (twice)
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, twice,
                         "CUPTI returned %llu activity buffer%s llmprof had not lent it (one "
-                        "it had returned already): left alone, so no record is written twice",
+                        "it had returned already): left alone",
                         (unsigned long long)twice, twice == 1 ? "" : "s");
     if (untimed_replays)
         lp_collect_warn(LP_LOSS_SOURCE_CUPTI_DROPPED, untimed_replays,

@@ -17,8 +17,9 @@
  * gives kernels still running when it is disabled end times from its next enabling (a
  * CUDA-graph step closed by its range's pop read 12 ms per kernel on an H200). The same
  * thread waits for that with cuCtxSynchronize, which blocks only itself and waits only for
- * work already launched, then disables kernel activity. Kernels launched after the close
- * and recorded before the disable are left out by their correlation ids (launch.c). The
+ * work already launched; kernel activity then goes off at the program's next traced call or
+ * NVTX range, on that thread (disable_if_ready). Kernels launched after the close and
+ * recorded before the disable are left out by their correlation ids (launch.c). The
  * launch callbacks stay enabled and only stop recording: disabling them while a call is in
  * flight corrupts CUPTI (launch.c).
  * Disabled kernel activity still costs each launch about half of what it costs on, until
@@ -194,8 +195,8 @@ static int open_window(uint64_t now, enum lp_window_cause cause, uint32_t thread
     return 1;
 }
 
-/* With the lock held. DEFER: kernel activity goes off on the switching thread, once the
- * GPU has run the window's work (else at once). */
+/* With the lock held. DEFER: kernel activity goes off once the switching thread saw the GPU
+ * run the window's work, at a program's next call (else at once). */
 static void close_window(uint64_t now, int defer)
 {
     if (!open_)
@@ -395,6 +396,8 @@ static void renew_timer(void)
     pthread_mutex_unlock(&lock);
 }
 
+int lp_window_disable_ready(void) { return __atomic_load_n(&disable_ready, __ATOMIC_SEQ_CST); }
+
 int lp_window_renew_armed(void)
 {
     return __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST) == RENEW_ARMED;
@@ -445,7 +448,9 @@ static void disable_if_ready(void)
     int armed = 0;
     pthread_mutex_lock(&lock);
     if (__atomic_exchange_n(&disable_ready, 0, __ATOMIC_SEQ_CST) && !open_) {
+        uint64_t t0 = lp_clock_ns();
         switches[0](0);
+        switch_ns += lp_clock_ns() - t0;
         if (renew_possible()) {
             renew_gen = generation;
             deadline_in(renew_after_ms);

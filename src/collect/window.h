@@ -30,6 +30,8 @@ void lp_window_allow_renew(int allowed);
 void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);
 /* 1 while a finalize is pending: it happens at the next such exit. */
 int lp_window_renew_armed(void);
+/* 1 while a closed window's kernel activity waits for a program's call to go off. */
+int lp_window_disable_ready(void);
 /* At exit: closes an open window and writes the count to the END header. */
 void lp_window_stop(void);
 /* In a forked child: opens no window, and gives SIGUSR1 back its default. */
