@@ -25,11 +25,12 @@ static int recording; /* the per-launch kinds are on (capture windows switch the
  * max_buffers x buffer_bytes. A buffer moves only along free -> lent -> completed -> free:
  * CUPTI has broken its own bookkeeping before (calls exited twice, launch.c), and a buffer
  * it returned twice would otherwise be queued, drained and lent twice, past the lists'
- * ends (a second return after the buffer was lent again cannot be told from its return). They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise
- * zeroes each buffer on the program's thread as it takes it (4 MiB, a stall in the step
- * that happens to fill one), while llmprof zeroes them on its own thread after the drain
- * and gets fresh ones zeroed by the allocator. A few are made at the start, so the first
- * requests do not wait for it. */
+ * ends (a second return after the buffer was lent again cannot be told from its return).
+ * They are handed out zeroed (ZEROED_OUT_ACTIVITY_BUFFER): CUPTI otherwise zeroes each
+ * buffer on the program's thread as it takes it (4 MiB, a stall in the step that happens to
+ * fill one), while llmprof zeroes them on its own thread after the drain and gets fresh ones
+ * zeroed by the allocator. A few are made at the start, so the first requests do not wait
+ * for it. */
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint8_t **free_bufs, **done_bufs, **all_bufs;
 static size_t *done_valid;

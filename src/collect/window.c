@@ -440,7 +440,7 @@ void lp_window_allow_renew(int allowed)
  * runs whose activity that thread disabled while the program ran corrupted the heap when
  * allocations were recorded (glibc aborts at exit or mid-run, 23 of 408 runs in four
  * parallel lanes; 0 of 88 without allocation records); switched off at the close on the
- * program's thread, 0 of 44 (docs/benchmarks.md). */
+ * program's thread (without the wait), 0 of 44 (docs/benchmarks.md). */
 static void disable_if_ready(void)
 {
     if (!__atomic_load_n(&disable_ready, __ATOMIC_ACQUIRE) || own_thread)

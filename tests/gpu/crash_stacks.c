@@ -88,7 +88,8 @@ static void dump_maps(void)
     if (fd < 0)
         return;
     ssize_t r, n = 0;
-    while (n < (ssize_t)sizeof maps - 1 && (r = read(fd, maps + n, sizeof maps - 1 - (size_t)n)) > 0)
+    while (n < (ssize_t)sizeof maps - 1 &&
+           (r = read(fd, maps + n, sizeof maps - 1 - (size_t)n)) > 0)
         n += r;
     close(fd);
     maps[n] = 0;
