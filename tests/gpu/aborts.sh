@@ -18,6 +18,7 @@ lane() {
     local ln=$1 i=0 v d rc
     while [ "$(date +%s)" -lt "$end" ]; do
         for v in ${ABORTS_VARIANTS:-w}; do
+            [ "$(date +%s)" -lt "$end" ] || break
             i=$((i + 1))
             d=$T/$v-$ln-$i
             local envs=() args=(--capture 'graphs/8')
@@ -41,10 +42,13 @@ lane() {
         done
     done
 }
+lanes=()
 for ln in $(seq "${ABORTS_LANES:-4}"); do
     lane "$ln" >"$OUT/aborts-lane$ln.txt" 2>&1 &
+    lanes+=($!)
 done
-wait
+# the lanes by their ids: a bare wait also waits for setup.sh's tee, which never ends
+wait "${lanes[@]}"
 fails=0
 for v in ${ABORTS_VARIANTS:-w}; do
     n=$(cat "$OUT"/aborts-lane*.txt | grep -c "^$v ")
