@@ -14,6 +14,9 @@
 #                         NVML (what --light was before PM sampling): CUPTI's kernel tracing
 #   kernels-nosub, kernels-noflush, kernels-bigbuf   the same without the subscriber slot,
 #                         with a periodic flush every 100 s, with 32 MiB activity buffers
+#   launches              kernels with launch records (the launch callbacks): against
+#                         kernels, what tying kernels to threads costs; default against it,
+#                         the copy, set and memory kinds, GEMM capture and NVML
 #   counters, pm          --counters; --pm-sampling 200 (on top of the default)
 #   light-counters        --light --counters: the range profiler instead of PM sampling
 #   light-nocounters      what --light enables without its counters: marker, device and
@@ -90,6 +93,9 @@ lp_bench_rec_mode() {
         kernels-bigbuf) rec=(env LLMPROF_BUFFER_KB=32768 "${rec[@]:1}") ;;
         *) return 1 ;;
         esac ;;
+    launches)
+        rec=(env LLMPROF_KINDS=kernel,marker,device,overhead,api "${rec[@]}" --no-gemm
+             --nvml-hz 0) ;;
     counters) rec+=(--counters) ;;
     pm) rec+=(--pm-sampling 200) ;;
     light-counters) rec+=(--light --counters) ;;

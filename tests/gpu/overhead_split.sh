@@ -36,7 +36,8 @@ LLMPROF_BENCH_UNTIL=$((start + total - 60 - graph_rounds * 45)) \
     bash bench/overhead.sh 20 "$OUT/eager.jsonl" "$T/eager" | grep -v '^{'
 pairs=(default/floor windowed/floor launch-driver/default launch-driver/floor
        windowed/windowed-bare windowed/floor-stop-disable windowed-bare/floor-stop-disable
-       windowed-bare/windowed-never windowed-never/floor-stop-disable)
+       windowed-bare/windowed-never windowed-never/floor-stop-disable kernels/floor
+       launches/kernels default/launches)
 for stat in "" --min --p10 --cpu "--cpu --p10" "--outside 8" "--outside 8 --p10"; do
     python3 bench/summarize.py "$OUT/eager.jsonl" $stat "${pairs[@]}"
 done
