@@ -107,6 +107,37 @@ static void test_launch_correlation_not_overlap(void **state)
     lp_trace_free(t);
 }
 
+/* A loss's count is of records, 0 when they were not counted (buffers returned twice, a
+ * window missed): report.md gives each with its count or says it was not counted, and the
+ * total of records lost says how many losses it leaves out. */
+static void test_losses_counted_or_not(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 1000, 4000);
+    kernel(&b, "gemm_a", 1, 1500, 3100, 3900);
+    struct lp_record l = {.type = LP_REC_LOSS};
+    l.u.loss = (struct lp_loss){.source = LP_LOSS_SOURCE_CUPTI_DROPPED, .count = 5,
+                                .what = lp_trace_writer_intern(b.w, "CUPTI dropped records")};
+    add(&b, &l);
+    l.u.loss = (struct lp_loss){.source = LP_LOSS_SOURCE_COLLECTOR, .count = 0,
+                                .what = lp_trace_writer_intern(b.w, "buffers returned twice")};
+    add(&b, &l);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.lost_records, 5);
+    assert_int_equal(r.losses_uncounted, 1);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "- records lost: 5, and those of 1 loss not counted\n"));
+    assert_non_null(strstr(md, "- loss: CUPTI dropped records (5 records)\n"));
+    assert_non_null(strstr(md, "- loss: buffers returned twice (records not counted)\n"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* vision holding sam and clip: one stage with two notes, GPU time counted once */
 static void test_nested_substages(void **state)
 {
@@ -2287,6 +2318,7 @@ int main(void)
         cmocka_unit_test(test_harness_nogemm),
         cmocka_unit_test(test_harness_styles),
         cmocka_unit_test(test_fixture_not_llm),
+        cmocka_unit_test(test_losses_counted_or_not),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

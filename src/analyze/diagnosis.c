@@ -21,8 +21,11 @@ static int losses(struct lp_run *r)
 {
     const struct lp_trace *t = r->trace;
     uint64_t lost = 0;
-    for (size_t i = 0; i < t->n_losses; i++)
+    r->losses_uncounted = 0;
+    for (size_t i = 0; i < t->n_losses; i++) {
         lost += t->losses[i].count;
+        r->losses_uncounted += t->losses[i].count == 0;
+    }
     r->lost_records = lost;
     if (lost == 0 && t->complete && t->n_warnings == 0 && t->n_losses == 0)
         return LP_OK;

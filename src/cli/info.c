@@ -279,13 +279,20 @@ static int info_trace(const char *path)
     print_counters(t, &s);
     print_pm(t, &s);
     printf("  lost     %" PRIu64 " records", s.lost_records);
+    if (s.n_loss_notes)
+        printf(", and those of %zu loss%s not counted", s.n_loss_notes,
+               s.n_loss_notes == 1 ? "" : "es");
     if (t->implausible)
         printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
                t->implausible == 1 ? "" : "s");
     printf("%s\n", t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
-    for (size_t i = 0; i < t->n_losses; i++)
-        printf("    - %s%s\n", lp_trace_str(t, t->losses[i].what),
-               t->losses[i].count ? "" : " (no count)");
+    for (size_t i = 0; i < t->n_losses; i++) {
+        printf("    - %s", lp_trace_str(t, t->losses[i].what));
+        if (t->losses[i].count)
+            printf(" (%" PRIu64 " records)\n", t->losses[i].count);
+        else
+            printf(" (records not counted)\n");
+    }
     for (size_t i = 0; i < t->n_warnings; i++)
         printf("    - reader: %s\n", t->warnings[i]);
     for (size_t i = 0; i < t->n_devices; i++) {

@@ -524,12 +524,12 @@ void lp_activity_finish(void)
                         "capture windows", (unsigned long long)at_renewal,
                         at_renewal == 1 ? "" : "s");
     if (d)
-        lp_collect_warn(LP_LOSS_SOURCE_BUFFER_DENIED, d,
+        lp_collect_warn(LP_LOSS_SOURCE_BUFFER_DENIED, 0, /* a count of requests, not records */
                         "the activity buffer pool reached its bound (%u x %zu bytes) %llu times; "
                         "CUPTI dropped what did not fit", opts.max_buffers, opts.buffer_bytes,
                         (unsigned long long)d);
     if (twice)
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, twice,
+        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, /* buffers: their records are unknown */
                         "CUPTI returned %llu activity buffer%s llmprof had not lent it (one "
                         "it had returned already): left alone",
                         (unsigned long long)twice, twice == 1 ? "" : "s");

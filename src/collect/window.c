@@ -169,7 +169,7 @@ static int open_window(uint64_t now, enum lp_window_cause cause, uint32_t thread
     int state = __atomic_load_n(&renew_state, __ATOMIC_SEQ_CST);
     if (state == RENEW_DETACHING || state == RENEW_DETACHED) { /* CUPTI is being set up */
         if (renew_missed++ == 0)
-            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 1, "capture windows: a window that "
+            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "capture windows: a window that "
                             "opened while llmprof set CUPTI up again was not recorded (the "
                             "count is in the trace header)");
         return 0;

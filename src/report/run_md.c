@@ -994,11 +994,19 @@ static void notes(FILE *f, const struct lp_run *r)
 {
     const struct lp_trace *t = r->trace;
     fprintf(f, "\n## Losses and notes\n\n");
-    fprintf(f, "- records lost: %llu%s\n", (unsigned long long)r->lost_records,
+    fprintf(f, "- records lost: %llu", (unsigned long long)r->lost_records);
+    if (r->losses_uncounted)
+        fprintf(f, ", and those of %zu loss%s not counted", r->losses_uncounted,
+                r->losses_uncounted == 1 ? "" : "es");
+    fprintf(f, "%s\n",
             t->complete ? "" : "; the trace has no end chunk (the process did not exit cleanly)");
-    for (size_t i = 0; i < t->n_losses; i++)
-        fprintf(f, "- loss: %s (%llu records)\n", lp_trace_str(t, t->losses[i].what),
-                (unsigned long long)t->losses[i].count);
+    for (size_t i = 0; i < t->n_losses; i++) {
+        fprintf(f, "- loss: %s", lp_trace_str(t, t->losses[i].what));
+        if (t->losses[i].count)
+            fprintf(f, " (%llu records)\n", (unsigned long long)t->losses[i].count);
+        else
+            fprintf(f, " (records not counted)\n");
+    }
     for (size_t i = 0; i < t->n_warnings; i++)
         fprintf(f, "- reader: %s\n", t->warnings[i]);
     for (size_t i = 0; i < r->n_notes; i++) {
