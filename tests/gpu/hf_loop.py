@@ -34,6 +34,7 @@ import torch
 import transformers
 
 import windows
+from tinyllama import TINYLLAMA
 
 p = argparse.ArgumentParser()
 p.add_argument("--arch", choices=["llama", "llama3-8b", "deepseek-v2-lite"], default="llama")
@@ -68,10 +69,7 @@ DEEPSEEK_V2_LITE = {
 torch.manual_seed(0)
 torch.set_default_dtype(torch.bfloat16)
 if args.arch == "llama":
-    cfg = transformers.LlamaConfig(hidden_size=2048, intermediate_size=5632,
-                                   num_hidden_layers=22, num_attention_heads=32,
-                                   num_key_value_heads=4, vocab_size=32000,
-                                   max_position_embeddings=4096)
+    cfg = transformers.LlamaConfig(**TINYLLAMA)
 elif args.arch == "llama3-8b":
     cfg = transformers.LlamaConfig(hidden_size=4096, intermediate_size=14336,
                                    num_hidden_layers=args.layers, num_attention_heads=32,

@@ -19,6 +19,8 @@ import torch
 import transformers
 from transformers.generation.streamers import BaseStreamer
 
+from tinyllama import TINYLLAMA
+
 p = argparse.ArgumentParser()
 p.add_argument("--style", required=True, choices=["sync-loop", "per-step", "sample", "compile"])
 p.add_argument("--prompt", type=int, default=512)
@@ -31,9 +33,7 @@ nvtx = torch.cuda.nvtx
 
 torch.manual_seed(0)
 torch.set_default_dtype(torch.bfloat16)
-cfg = transformers.LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                               num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                               max_position_embeddings=4096)
+cfg = transformers.LlamaConfig(**TINYLLAMA)
 with torch.device("cuda"):
     model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
 if args.config_out:
