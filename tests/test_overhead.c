@@ -158,6 +158,22 @@ static void test_synthetic(void **state)
                                "occurrences, 2.0 % of its time, in 1 of CUPTI's overhead records"));
     free(md);
 
+    /* stages.csv: per class, the stage's time, count and share, as many fields as the header */
+    char *csv = write_to_string(lp_report_stages_csv, &r);
+    assert_non_null(strstr(csv, ",pm_mbu,cupti_profiler_ns,cupti_profiler_count,"
+                                "cupti_profiler_share,cupti_loading_ns,cupti_loading_count,"
+                                "cupti_loading_share,cupti_queue_ns,"));
+    const char *row = strstr(csv, "\ndecode,");
+    assert_non_null(row);
+    assert_non_null(strstr(row, ",5000,1,0.00050,200000,1,0.02000,0,0,0.00000,0,0,0.00000\n"));
+    size_t header_fields = 1, row_fields = 1;
+    for (const char *c = csv; *c != '\n'; c++)
+        header_fields += *c == ',';
+    for (const char *c = row + 1; *c != '\n'; c++)
+        row_fields += *c == ',';
+    assert_int_equal(row_fields, header_fields);
+    free(csv);
+
     char *pf = write_to_string(perfetto_all, &r);
     assert_non_null(strstr(pf, "{\"ph\":\"X\",\"cat\":\"cupti_overhead\",\"name\":\"lazy "
                                "function loading\",\"pid\":42,\"tid\":1,\"ts\":1990.000,"

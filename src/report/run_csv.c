@@ -134,7 +134,12 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                "ctr_dram_bytes,ctr_gbs,ctr_mbu,pm_samples");
     for (int p = 0; p < LP_PM_COUNT; p++)
         fprintf(f, ",pm_%s", lp_pm_name((enum lp_pm)p));
-    fprintf(f, ",pm_dram_gbs,pm_mbu\n");
+    fprintf(f, ",pm_dram_gbs,pm_mbu");
+    for (int c = 0; c < LP_OVERHEAD_CLASS_COUNT; c++) {
+        const char *key = lp_text_overhead_class_key((enum lp_overhead_class)c);
+        fprintf(f, ",cupti_%s_ns,cupti_%s_count,cupti_%s_share", key, key, key);
+    }
+    fprintf(f, "\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         lp_csv_field(f, s->name);
@@ -169,6 +174,12 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                 (unsigned long long)s->peak_alloc_bytes);
         counter_fields(f, &s->ctr);
         pm_fields(f, &s->pm);
+        for (int c = 0; c < LP_OVERHEAD_CLASS_COUNT; c++) /* empty: none recorded */
+            if (r->overhead.records)
+                fprintf(f, ",%llu,%zu,%.5f", (unsigned long long)s->overhead_ns[c],
+                        s->overhead_n[c], s->overhead_share[c]);
+            else
+                fprintf(f, ",,,");
         fprintf(f, "\n");
     }
     return ferror(f) ? -1 : 0;
