@@ -254,8 +254,8 @@ e=$(envof --light --counter-dtypes bf16)
 grep -q "LLMPROF_COUNTERS=bf16 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
     ok "--light --counter-dtypes: the range profiler, no PM sampling" || bad "--light --counter-dtypes bf16: $e"
 e=$("$LP" info "$FIX/cupti-first")
-grep -q "lost     0 records, and those of 1 loss not counted" <<<"$e" &&
-    grep -q "torch.profiler ...) is active in this process.*(records not counted)$" <<<"$e" &&
+grep -q "lost     0 records; 1 loss note without a count" <<<"$e" &&
+    grep -q "torch.profiler ...) is active in this process.*(no count)$" <<<"$e" &&
     ok "info: a loss without a count said so, beside the records lost" ||
     bad "info on cupti-first: $e"
 "$LP" info "$FIX/pm-hf-llama-light" | grep -q "kernels not recorded" &&

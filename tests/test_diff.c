@@ -126,6 +126,12 @@ static void test_diff_same(void **state)
     assert_int_equal(lp_diff_gate(&d, &rule, 1), LP_OK);
     assert_int_equal(d.failed, 0);
     assert_int_equal(d.checks[0].result, LP_DIFF_RULE_PASSED);
+    /* a loss without a count (buffers CUPTI returned twice) warns as a counted one does */
+    struct lp_diff d2;
+    rb.losses_uncounted = 1;
+    assert_int_equal(lp_diff_build(&ra, &rb, NULL, &d2), LP_OK);
+    assert_int_equal(d2.warnings, LP_DIFF_WARN_LOSSES);
+    lp_diff_free(&d2);
     done(ta, tb, &ra, &rb, &d);
 }
 

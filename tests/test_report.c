@@ -130,10 +130,21 @@ static void test_losses_counted_or_not(void **state)
     assert_int_equal(r.lost_records, 5);
     assert_int_equal(r.losses_uncounted, 1);
     char *md = write_to_string(lp_report_run_md, &r);
-    assert_non_null(strstr(md, "- records lost: 5, and those of 1 loss not counted\n"));
+    assert_non_null(strstr(md, "- records lost: 5; 1 loss note without a count\n"));
     assert_non_null(strstr(md, "- loss: CUPTI dropped records (5 records)\n"));
-    assert_non_null(strstr(md, "- loss: buffers returned twice (records not counted)\n"));
+    assert_non_null(strstr(md, "- loss: buffers returned twice (no count)\n"));
     free(md);
+    char *js = write_to_string(lp_report_run_json, &r);
+    assert_non_null(strstr(js, "\"losses_uncounted\": 1"));
+    free(js);
+    char *sum = write_to_string(lp_report_summary_md, &r);
+    assert_non_null(strstr(sum, "Some records were lost: figures are lower bounds."));
+    free(sum);
+    r.lost_records = 0; /* the uncounted loss alone: not "no records were lost" */
+    sum = write_to_string(lp_report_summary_md, &r);
+    assert_non_null(strstr(sum, "No records were counted lost; report.md lists loss notes "
+                                "without a count."));
+    free(sum);
     lp_run_free(&r);
     lp_trace_free(t);
 }

@@ -1155,7 +1155,7 @@ enum lp_diff_warning {
     LP_DIFF_WARN_SHAPES = 1 << 1,       /* under half of the GEMM weight shapes of either run
                                            are in both: other models, or another parallelism */
     LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
-    LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records */
+    LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records, or has losses without a count */
     LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
 };
 #define LP_DIFF_WARN_BITS 5

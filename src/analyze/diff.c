@@ -911,7 +911,7 @@ static int warnings(struct lp_diff *d, const struct lp_run *const run[2])
             return LP_ERR_NOMEM;
         if (run[x]->opt.command && !(d->command[x] = strdup(run[x]->opt.command)))
             return LP_ERR_NOMEM;
-        if (run[x]->lost_records)
+        if (run[x]->lost_records || run[x]->losses_uncounted)
             d->warnings |= LP_DIFF_WARN_LOSSES;
         if (!run[x]->kernels_recorded)
             d->warnings |= LP_DIFF_WARN_NO_KERNELS;

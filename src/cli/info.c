@@ -280,8 +280,8 @@ static int info_trace(const char *path)
     print_pm(t, &s);
     printf("  lost     %" PRIu64 " records", s.lost_records);
     if (s.n_loss_notes)
-        printf(", and those of %zu loss%s not counted", s.n_loss_notes,
-               s.n_loss_notes == 1 ? "" : "es");
+        printf("; %zu loss note%s without a count", s.n_loss_notes,
+               s.n_loss_notes == 1 ? "" : "s");
     if (t->implausible)
         printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
                t->implausible == 1 ? "" : "s");
@@ -289,9 +289,10 @@ static int info_trace(const char *path)
     for (size_t i = 0; i < t->n_losses; i++) {
         printf("    - %s", lp_trace_str(t, t->losses[i].what));
         if (t->losses[i].count)
-            printf(" (%" PRIu64 " records)\n", t->losses[i].count);
+            printf(" (%" PRIu64 " record%s)\n", t->losses[i].count,
+                   t->losses[i].count == 1 ? "" : "s");
         else
-            printf(" (records not counted)\n");
+            printf(" (no count)\n");
     }
     for (size_t i = 0; i < t->n_warnings; i++)
         printf("    - reader: %s\n", t->warnings[i]);

@@ -463,6 +463,7 @@ static json_t *trace_json(const struct lp_trace *t, const struct lp_run *r)
                           (int)t->version_minor, "complete", t->complete, "records",
                           u64(t->n_records), "file_bytes", u64(t->file_bytes), "dropped_bytes",
                           u64(t->dropped_bytes), "lost_records", u64(r->lost_records));
+    json_object_set_new(o, "losses_uncounted", json_integer((json_int_t)r->losses_uncounted));
     json_object_set_new(o, "counts",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "kernels",
                                   (json_int_t)t->n_kernels, "memcpy", (json_int_t)t->n_memcpys,

@@ -996,16 +996,17 @@ static void notes(FILE *f, const struct lp_run *r)
     fprintf(f, "\n## Losses and notes\n\n");
     fprintf(f, "- records lost: %llu", (unsigned long long)r->lost_records);
     if (r->losses_uncounted)
-        fprintf(f, ", and those of %zu loss%s not counted", r->losses_uncounted,
-                r->losses_uncounted == 1 ? "" : "es");
+        fprintf(f, "; %zu loss note%s without a count", r->losses_uncounted,
+                r->losses_uncounted == 1 ? "" : "s");
     fprintf(f, "%s\n",
             t->complete ? "" : "; the trace has no end chunk (the process did not exit cleanly)");
     for (size_t i = 0; i < t->n_losses; i++) {
         fprintf(f, "- loss: %s", lp_trace_str(t, t->losses[i].what));
         if (t->losses[i].count)
-            fprintf(f, " (%llu records)\n", (unsigned long long)t->losses[i].count);
+            fprintf(f, " (%llu record%s)\n", (unsigned long long)t->losses[i].count,
+                    t->losses[i].count == 1 ? "" : "s");
         else
-            fprintf(f, " (records not counted)\n");
+            fprintf(f, " (no count)\n");
     }
     for (size_t i = 0; i < t->n_warnings; i++)
         fprintf(f, "- reader: %s\n", t->warnings[i]);
@@ -1185,8 +1186,10 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     if (!shown)
         fprintf(f, "Nothing stood out.\n");
     fprintf(f, "\nDetails in report.md; the numbers in report.json. %s\n",
-            r->lost_records || !r->trace->complete ? "Some records were lost: figures are lower "
-                                                      "bounds."
-                                                    : "No records were lost.");
+            r->lost_records || !r->trace->complete
+                ? "Some records were lost: figures are lower bounds."
+            : r->losses_uncounted ? "No records were counted lost; report.md lists loss notes "
+                                    "without a count."
+                                  : "No records were lost.");
     return ferror(f) ? -1 : 0;
 }

@@ -163,9 +163,9 @@ static void trace_not_whole(const struct lp_run *r, struct lp_finding_text *t)
     PUT(advice, "See the losses section; a trace cut short (killed process) keeps what was "
                 "flushed. Rerun with a larger buffer (LLMPROF_MAX_BUFFERS) if CUPTI dropped "
                 "records.");
-    PUT(evidence, "%llu records lost, %zu loss notes, %s, %zu reader warnings, %llu bytes "
-                  "skipped, %llu implausible records left out",
-        (unsigned long long)r->lost_records, tr->n_losses,
+    PUT(evidence, "%llu records lost, %zu loss notes (%zu without a count), %s, %zu reader "
+                  "warnings, %llu bytes skipped, %llu implausible records left out",
+        (unsigned long long)r->lost_records, tr->n_losses, r->losses_uncounted,
         tr->complete ? "clean exit" : "no end chunk (the process did not exit cleanly)",
         tr->n_warnings, (unsigned long long)tr->dropped_bytes,
         (unsigned long long)tr->implausible);
@@ -681,7 +681,8 @@ static const struct label diff_warnings[LP_DIFF_WARN_BITS] = {
     {"shapes", "the runs' GEMMs share under half of their weight shapes: other models, or "
                "another parallelism"},
     {"windows", "one run recorded capture windows (record --capture), the other all of it"},
-    {"losses", "a run lost records (llmprof info says which): its figures may be short"},
+    {"losses", "a run lost records, or has loss notes without a count (llmprof info says "
+               "which): its figures may be short"},
     {"no_kernels", "a run recorded no kernels (record --light): kernel figures are missing"},
 };
 

@@ -50,7 +50,7 @@ done
 # the lanes by their ids: a bare wait also waits for setup.sh's tee, which never ends
 wait "${lanes[@]}"
 fails=0
-for v in ${ABORTS_VARIANTS:-w}; do
+for v in $(tr ' ' '\n' <<<"${ABORTS_VARIANTS:-w}" | sort -u); do # "w w old": w once
     n=$(cat "$OUT"/aborts-lane*.txt | grep -c "^$v ")
     bad=$(cat "$OUT"/aborts-lane*.txt | grep "^$v " | grep -vc " exit 0 ")
     echo "$v: $bad of $n runs did not exit 0"
