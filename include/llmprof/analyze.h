@@ -57,7 +57,7 @@ struct lp_trace_summary {
     size_t n_replays;              /* kernel records that are whole CUDA graph replays */
     uint64_t memcpy_bytes, memset_bytes;
     uint64_t lost_records;         /* sum of loss counts */
-    size_t n_loss_notes;           /* losses whose records were not counted (count 0) */
+    size_t n_loss_notes;           /* losses with count 0: notes, or records not counted */
     size_t n_launch_matched;       /* kernels whose launching API call was recorded */
     size_t n_gemm_tied;            /* GEMM calls tied to at least one kernel */
     size_t n_gemm_kernels;         /* kernels launched by GEMM calls */
@@ -777,7 +777,7 @@ struct lp_run {
     uint64_t measured_gpu_ns;           /* GPU time of the measured stages (warmup and work
                                            outside the stages left out): the centres' base */
     uint64_t lost_records;              /* sum of the trace's loss counts */
-    size_t losses_uncounted;            /* losses whose records were not counted (count 0) */
+    size_t losses_uncounted;            /* losses with count 0: notes, or records not counted */
     struct lp_run_counters counters;    /* segments 0: no counters recorded */
     struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
     struct lp_run_overhead overhead;    /* CUPTI's overhead records (overhead.c) */

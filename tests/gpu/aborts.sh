@@ -2,7 +2,8 @@
 # Issue 15 on the GPU machine: processes recorded under capture windows must never abort.
 # graph_styles.py --style piecewise recorded under --capture graphs/8 in ABORTS_LANES
 # parallel lanes (4: about one run in 18 aborted with the library that disabled activity on
-# its own thread, none in 56 recorded whole, docs/benchmarks.md) until ABORTS_S seconds.
+# its own thread, none in 56 recorded whole; none in 136 since it goes off on a program's
+# thread, docs/benchmarks.md) until ABORTS_S seconds.
 # Each lane cycles through ABORTS_VARIANTS:
 #   w     this build's library, --capture graphs/8
 #   a     this build's library, everything recorded
