@@ -30,14 +30,23 @@ struct lp_ranges {
     size_t n;
     size_t unmatched_ends; /* end markers whose start was not recorded */
     size_t unclosed;
+    /* ranges of the request convention ("request <id>", docs/serving.md): they overlap, so
+     * they are kept apart from V, by start, never nested (depth 0, parent -1) */
+    struct lp_range *req;
+    size_t n_req;
 };
 
 /* Pairs start and end markers by id (push/pop and start/end alike) and nests the ranges
- * of each thread by time. */
+ * of each thread by time; ranges named like a request (lp_request_word) go to REQ. */
 int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out);
 void lp_ranges_free(struct lp_ranges *r);
 /* The innermost range open on THREAD at time TS (an index into RG->v), or -1. */
 int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts);
+
+/* The request convention (docs/serving.md): when NAME is "KEYWORD <id>[ more words]" (KEYWORD
+ * "request" for a request's range, "token" or "prefill" for a mark), the id's length, its
+ * first character at NAME + strlen(KEYWORD) + 1; else 0. */
+size_t lp_request_word(const char *name, const char *keyword);
 
 /* A range name without its key=value words: "prefill tokens=512" -> "prefill". Writes
  * into BUF (size LEN) and returns it. */
@@ -512,6 +521,8 @@ enum lp_llm_why_not {
     LP_LLM_NO_SHAPES,             /* no stage ranges, and no GEMM shapes to infer them from */
     LP_LLM_NOT_LLM_SHAPES,        /* no stage ranges, and the GEMM shapes are no LLM's */
     LP_LLM_NO_STAGE_KIND,         /* stage ranges, none of them prefill or decode */
+    LP_LLM_SERVING,               /* no stage ranges, and a serving loop (lp_run.serving):
+                                     its prefill and decode share forward passes */
 };
 
 struct lp_llm_metrics {
@@ -672,6 +683,146 @@ struct lp_capture_facts {
     double power_mean_w;          /* energy_j over their summed length */
 };
 
+/* ---- serving engines: the iterations of continuous batching (serving.c) ---- */
+
+/* What a forward pass of a serving loop ran: decode sequences (one token each), prompt tokens
+ * (prefill chunks), or both. */
+enum lp_iter_kind {
+    LP_ITER_KIND_DECODE,          /* tokens in flight = sequences sampled, or a CUDA graph */
+    LP_ITER_KIND_PREFILL,         /* prompt tokens only */
+    LP_ITER_KIND_MIXED,           /* decode sequences and prompt tokens (chunked prefill) */
+    LP_ITER_KIND_UNKNOWN,         /* no token dimension was seen (no GEMM, no graph) */
+    LP_ITER_KIND_COUNT
+};
+
+/* Where an iteration's decode sequences (and so its prompt tokens) came from. */
+enum lp_iter_source {
+    LP_ITER_SOURCE_SHAPES,        /* exact: tokens in flight = sequences sampled (or a graph) */
+    LP_ITER_SOURCE_CARRIED,       /* inferred: the sequences the iteration before sampled, at
+                                     most those this one samples (a sequence that finished
+                                     there is counted once too many) */
+    LP_ITER_SOURCE_MARKS,         /* counted: the request convention's token (and prefill)
+                                     marks */
+    LP_ITER_SOURCE_COUNT
+};
+
+/* One forward pass: from the first kernel of its forward (its first linear GEMM, or its CUDA
+ * graph) to the end of its lm_head's kernels, the one GEMM every pass runs once. */
+struct lp_iteration {
+    uint64_t host_ns;             /* host start of its lm_head call */
+    uint64_t start, end;          /* GPU, trace clock; START 0: not known (the first) */
+    uint64_t period_ns;           /* END - the previous iteration's END: what each of its decode
+                                     sequences waited for its token; 0 for the first, and after
+                                     an iteration outside every capture window */
+    uint64_t gap_ns;              /* of the period, before START: sampling, scheduling, input
+                                     preparation of the host between two forwards */
+    uint64_t busy_ns;             /* GPU busy in the period */
+    int64_t tokens;               /* tokens in flight: the token dimension of its forward's
+                                     linear GEMMs (a graph: its sequences sampled); 0 unknown */
+    int64_t sampled;              /* sequences sampled: the lm_head's token dimension */
+    int64_t decode;               /* decode sequences, each one token (enum lp_iter_source) */
+    int64_t prefill_tokens;       /* prompt tokens: TOKENS - DECODE, or the prefill marks' */
+    int64_t bucket;               /* a CUDA graph replay: the token dimension it was captured
+                                     for (BUCKET - SAMPLED rows padded); 0 eager or unknown */
+    enum lp_iter_kind kind;
+    enum lp_iter_source source;
+};
+
+/* Iteration times (END - START) of one kind of iteration. */
+struct lp_iter_class {
+    size_t n;                     /* iterations of the kind */
+    struct lp_dist time;          /* of those with a START */
+    int64_t tokens, decode, prefill_tokens, sampled; /* summed */
+};
+
+/* Decode-only and mixed iterations with DECODE sequences in [LO, HI] (powers of two): the
+ * cost of a prefill chunk to the decodes that wait for it. */
+struct lp_batch_row {
+    int64_t lo, hi;
+    size_t n_decode, n_mixed;
+    double decode_p50_ns, mixed_p50_ns; /* iteration time medians; 0 none */
+    double mixed_prefill_mean;          /* prompt tokens per mixed iteration */
+};
+
+/* CUDA graph replays of one captured size. */
+struct lp_graph_bucket {
+    int64_t bucket;
+    size_t n;                     /* iterations */
+    int64_t sampled;              /* their sequences, summed (the real rows) */
+};
+
+/* One request of the request convention: its range, marks and latency. */
+struct lp_serving_request {
+    char *id;
+    int64_t prompt;               /* its range's prompt=N word, 0 absent */
+    uint64_t admit, end;          /* its range (END: the recording's end when cut) */
+    uint64_t first_token, last_token; /* 0: no token mark */
+    int64_t tokens;               /* token marks */
+    int64_t prefill_tokens;       /* from its prefill marks, 0 none */
+    size_t prefill_iterations;    /* iterations its prefill marks fell before */
+    double ttft_ns;               /* first token - admission; -1 no token */
+    double queue_ns;              /* admission - start of the forward of its first prefill
+                                     mark; -1 without prefill marks */
+    double tpot_ns;               /* (last token - first) / (tokens - 1); -1 under 2 tokens */
+    int cut;                      /* never ended: the recording stopped first */
+};
+
+/* What showed a serving engine (continuous batching). */
+enum lp_serving_cause {
+    LP_SERVING_CAUSE_NONE,        /* not found: a one-request-at-a-time program */
+    LP_SERVING_CAUSE_CONVENTION,  /* request ranges or token marks of the convention */
+    LP_SERVING_CAUSE_SHRANK,      /* decode-only iterations whose batch shrank with no prefill
+                                     between: a sequence left while others ran on */
+    LP_SERVING_CAUSE_RAGGED,      /* a prefill of several sequences whose tokens are no
+                                     multiple of them: prompts of several lengths in one flat
+                                     batch */
+};
+
+#define LP_SERVING_SLOWEST 5
+struct lp_serving {
+    enum lp_serving_cause cause;  /* NONE: no serving section */
+    int64_t cause_value[3];       /* SHRANK: the batch before and after and the iteration;
+                                     RAGGED: tokens, sequences, the iteration */
+    struct lp_iteration *iters;   /* in time order (iterations outside capture windows left
+                                     out) */
+    size_t n_iters;
+    size_t anchors_outside;       /* lm_head calls with no recorded kernel (outside windows) */
+    struct lp_iter_class cls[LP_ITER_KIND_COUNT];
+    struct lp_dist period;        /* over iterations with a period */
+    /* token-weighted inter-token latency: each decode sequence of an iteration waited its
+       period, so each generated token counts once (no request identity needed) */
+    struct lp_dist itl;
+    size_t itl_inferred;          /* of its tokens, those of iterations with inferred decodes */
+    int64_t generated;            /* tokens sampled (the marks' count with the convention) */
+    int64_t prefill_tokens;
+    uint64_t span_ns;             /* first iteration's START (or END) to the last END */
+    double generated_per_s, prefill_per_s;
+    /* the host between forwards while sequences were decoding: idle GPU waiting for the
+       next forward (sampling, scheduling, Python) */
+    uint64_t sched_gap_ns, sched_period_ns;
+    double sched_share;           /* gap / period over the iterations with decodes; NaN none */
+    struct lp_batch_row *batches;
+    size_t n_batches;
+    double interference;          /* median over batch rows with both kinds of
+                                     mixed_p50 / decode_p50; 0 none */
+    size_t interference_rows;
+    struct lp_graph_bucket *buckets; /* by size */
+    size_t n_buckets;
+    double padding_share;         /* padded rows of the graph iterations / their bucket rows;
+                                     NaN without graphs */
+    /* the request convention: absent (n_reqs 0), per-request figures are not given */
+    struct lp_serving_request *reqs; /* by admission */
+    size_t n_reqs;
+    size_t reqs_cut;              /* never ended: left out of the distributions */
+    size_t reqs_no_token;         /* ended without a token mark */
+    size_t ids_reused;            /* request ranges whose id an earlier one had */
+    size_t marks_unknown;         /* token or prefill marks of no request range open then */
+    size_t token_marks, prefill_marks;
+    struct lp_dist ttft, tpot, queue, req_itl; /* over requests (req_itl: each token gap) */
+    size_t slowest[LP_SERVING_SLOWEST]; /* indices into reqs by TTFT, longest first */
+    size_t n_slowest;
+};
+
 struct lp_run {
     const struct lp_trace *trace;
     struct lp_run_options opt;
@@ -779,6 +930,7 @@ struct lp_run {
     uint64_t lost_records;              /* sum of the trace's loss counts */
     size_t losses_uncounted;            /* losses with count 0: notes, or records not counted */
     struct lp_run_counters counters;    /* segments 0: no counters recorded */
+    struct lp_serving serving;          /* serving.c: cause NONE when not a serving loop */
     struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
     struct lp_run_overhead overhead;    /* CUPTI's overhead records (overhead.c) */
     struct lp_ranges ranges;

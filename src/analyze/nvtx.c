@@ -50,6 +50,16 @@ static size_t slot_of(const struct open_table *o, uint32_t id)
     return i;
 }
 
+size_t lp_request_word(const char *name, const char *keyword)
+{
+    size_t k = strlen(keyword), n = 0;
+    if (!name || strncmp(name, keyword, k) != 0 || name[k] != ' ')
+        return 0;
+    while (name[k + 1 + n] && name[k + 1 + n] != ' ')
+        n++;
+    return n;
+}
+
 int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
 {
     memset(out, 0, sizeof *out);
@@ -60,6 +70,7 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     const struct lp_marker **m = malloc(n * sizeof *m);
     struct lp_range *v = calloc(n, sizeof *v);
     size_t *stack = malloc((n + 1) * sizeof *stack);
+    uint8_t *is_req = calloc(n, 1);
     struct open_table o = {0};
     o.cap = 64;
     while (o.cap < n * 2)
@@ -67,7 +78,7 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     o.ids = calloc(o.cap, sizeof *o.ids);
     o.idx = calloc(o.cap, sizeof *o.idx);
     o.used = calloc(o.cap, 1);
-    if (!m || !v || !stack || !o.ids || !o.idx || !o.used)
+    if (!m || !v || !stack || !is_req || !o.ids || !o.idx || !o.used)
         goto out;
     for (size_t i = 0; i < n; i++)
         m[i] = &t->markers[i];
@@ -79,6 +90,7 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
         if (k->flags & LP_MARKER_FLAG_START) {
             v[nr] = (struct lp_range){.start = k->timestamp, .end = UINT64_MAX, .name = k->name,
                                       .domain = k->domain, .thread = k->thread, .parent = -1};
+            is_req[nr] = lp_request_word(lp_trace_str(t, k->name), "request") > 0;
             o.used[s] = 1;
             o.ids[s] = k->id;
             o.idx[s] = nr++;
@@ -97,6 +109,21 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
             out->unclosed++;
         }
     }
+    /* request ranges overlap: apart, by start (the order they were made in) */
+    size_t nq = 0, nk = 0;
+    for (size_t i = 0; i < nr; i++)
+        nq += is_req[i];
+    if (nq) {
+        if (!(out->req = malloc(nq * sizeof *out->req)))
+            goto out;
+        for (size_t i = 0; i < nr; i++) {
+            if (is_req[i])
+                out->req[out->n_req++] = v[i];
+            else
+                v[nk++] = v[i];
+        }
+        nr = nk;
+    }
     qsort(v, nr, sizeof *v, cmp_range);
     /* nesting: a stack of enclosing ranges per thread */
     size_t depth = 0;
@@ -114,6 +141,12 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     v = NULL;
     rc = LP_OK;
 out:
+    if (rc != LP_OK) {
+        free(out->req);
+        out->req = NULL;
+        out->n_req = 0;
+    }
+    free(is_req);
     free(stack);
     free(m);
     free(v);
@@ -126,6 +159,7 @@ out:
 void lp_ranges_free(struct lp_ranges *r)
 {
     free(r->v);
+    free(r->req);
     memset(r, 0, sizeof *r);
 }
 

@@ -296,6 +296,7 @@ int lp_run_llm_metrics(struct lp_run_ctx *c)
     }
     m->why_not = m->found   ? LP_LLM_FOUND
                  : ranged   ? LP_LLM_NO_STAGE_KIND
+                 : r->serving.cause != LP_SERVING_CAUSE_NONE ? LP_LLM_SERVING
                  : c->t->n_gemms ? LP_LLM_NOT_LLM_SHAPES
                                  : LP_LLM_NO_SHAPES;
     /* the steps' source of the measured decode (the first counted occurrence's) */

@@ -29,6 +29,9 @@ static void ranges_free(struct lp_run *r)
 static const struct lp_pass passes[] = {
     {ranges, ranges_free},                         /* nvtx.c: ranges paired and nested */
     {lp_run_name_groups, lp_run_names_free},       /* kernels.c: group of every piece of work */
+    {lp_run_windows_load, NULL},                   /* windows.c: capture windows (stages
+                                                      free them) */
+    {lp_run_serving, lp_run_serving_free},         /* serving.c: iterations, requests */
     {lp_run_stages, lp_run_stages_free},           /* stages.c: occurrences, attribution */
     {lp_run_steps, NULL},                          /* steps.c: spans, tokens, decode steps */
     {lp_run_warmup, NULL},                         /* requests.c: requests, warmup set apart */

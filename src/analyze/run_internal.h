@@ -94,6 +94,7 @@ struct lp_run_ctx {
     const struct lp_gemm *gemms;
     size_t n_gemms;
     struct lp_gemm *gemm_store;   /* GEMMS when replays were added (owned) */
+    int replays_made;             /* lp_run_replays ran: GEMMS and the links below are set */
     int32_t *gemm_replay_of;      /* the captured call each one replays, -1 (NULL: none) */
     uint32_t *gemm_replays;       /* per trace GEMM record: its replays (> 0: captured) */
     int32_t *kernel_gemm;         /* GEMM that launched each kernel, -1 (NULL: none) */
@@ -131,11 +132,16 @@ int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int3
 /* kernels.c: the group of every piece of work (lp_run.names) */
 int lp_run_name_groups(struct lp_run_ctx *c);
 void lp_run_names_free(struct lp_run *r);
+/* serving.c: the iterations of a serving loop (continuous batching) from the lm_head's calls,
+ * whether the program is one, and the requests of the request convention; before the stages,
+ * which infer no prefill or decode in a serving loop */
+int lp_run_serving(struct lp_run_ctx *c);
+void lp_run_serving_free(struct lp_run *r);
 /* stages.c: stage rules, ranges classified into occurrences, work attributed to them */
 int lp_run_stages(struct lp_run_ctx *c);
-/* windows.c: the capture windows (lp_run.capture, c->windows: by start, merged, closed);
- * then occurrences from FIRST on kept only for their parts inside them (after classifying
- * the ranges, and again after inferring stages). */
+/* windows.c: the capture windows (lp_run.capture, c->windows: by start, merged, closed; a
+ * pass of its own, before serving.c reads them); then occurrences from FIRST on kept only for
+ * their parts inside them (after classifying the ranges, and again after inferring stages). */
 int lp_run_windows_load(struct lp_run_ctx *c);
 int lp_run_windows_clip(struct lp_run_ctx *c, size_t first);
 /* The last capture window that starts at or before T, -1 before the first (or none). */
@@ -189,8 +195,8 @@ int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
 int32_t lp_run_occ_span_at(const struct lp_run_ctx *c, uint64_t ts);
 /* stages.c: the warmup stage's index, made when missing; -1 out of memory */
 int lp_run_warmup_stage(struct lp_run_ctx *c);
-/* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run by
- * steps.c before anything reads c->gemms */
+/* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run once,
+ * by the first pass that reads c->gemms (serving.c, else steps.c) */
 int lp_run_replays(struct lp_run_ctx *c);
 /* infer.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
  * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the

@@ -328,7 +328,8 @@ static int make_stages(struct lp_run_ctx *c)
             o->stage = c->rule_stage[o->stage];
         }
     }
-    if (c->t->n_gemms && vision_only(c)) {
+    /* a serving loop's forwards mix prefill and decode: no stages to infer from shapes */
+    if (c->t->n_gemms && vision_only(c) && r->serving.cause == LP_SERVING_CAUSE_NONE) {
         size_t first = c->n_occ;
         int rc = infer_stages(c);
         if (rc == LP_OK) /* inferred from GEMM calls, which are recorded outside windows too */
@@ -595,8 +596,6 @@ int lp_run_stages(struct lp_run_ctx *c)
     int rc = compile_rules(c, &rs);
     if (rc == LP_OK)
         rc = classify_ranges(c, &rs);
-    if (rc == LP_OK)
-        rc = lp_run_windows_load(c);
     if (rc == LP_OK)
         rc = lp_run_windows_clip(c, 0);
     if (rc == LP_OK)

@@ -1,0 +1,479 @@
+/* Serving engines (serving.c): iterations, tokens and latency of continuous batching against
+ * the engines' own timings (truth.json beside each H200 fixture, written by
+ * tests/gpu/serve_engine.py and hf_batch.py), and the request convention's bad inputs on
+ * built traces. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tracebuild.h"
+
+/* ---- the truth: the engine's own timings ---- */
+
+struct truth {
+    json_t *root, *iters, *reqs;
+    size_t n_iters, first;        /* FIRST: the engine's iteration the trace's first one is */
+};
+
+static void truth_load(const char *name, struct truth *t)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/truth.json", LP_FIXTURES, name);
+    json_error_t e;
+    t->root = json_load_file(path, 0, &e);
+    assert_non_null(t->root);
+    t->iters = json_object_get(t->root, "iterations");
+    t->reqs = json_object_get(t->root, "requests");
+    t->n_iters = json_array_size(t->iters);
+    const char *win = json_string_value(
+        json_object_get(json_object_get(t->root, "engine"), "profile_iters"));
+    t->first = win ? (size_t)atoi(win) : 0;
+}
+
+static int64_t ti(const struct truth *t, size_t i, const char *key)
+{
+    return json_integer_value(json_object_get(json_array_get(t->iters, i), key));
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The Q quantile of the engine's per-request list or value KEY (seconds -> ns), as
+ * lp_dist's: linear between the closest ranks. */
+static double truth_quantile(const struct truth *t, const char *key, double q)
+{
+    size_t n = 0, cap = 1 << 16;
+    double *v = malloc(cap * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < json_array_size(t->reqs); i++) {
+        json_t *x = json_object_get(json_array_get(t->reqs, i), key);
+        if (json_is_array(x)) {
+            for (size_t j = 0; j < json_array_size(x) && n < cap; j++)
+                v[n++] = json_real_value(json_array_get(x, j)) * 1e9;
+        } else if (json_is_number(x) && n < cap) {
+            v[n++] = json_number_value(x) * 1e9;
+        }
+    }
+    assert_true(n > 0);
+    qsort(v, n, sizeof *v, cmp_d);
+    double x = q * (double)(n - 1), f = x - floor(x);
+    size_t i = (size_t)x;
+    double r = i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+    free(v);
+    return r;
+}
+
+static void within(double got, double want, double rel, const char *what)
+{
+    if (!(fabs(got - want) <= rel * want)) {
+        print_error("%s: %.0f, the engine's timer %.0f (more than %.1f %% apart)\n", what, got,
+                    want, 100 * rel);
+        fail();
+    }
+}
+
+struct fixture_run {
+    struct lp_trace *t;
+    struct lp_run r;
+    struct truth truth;
+};
+
+static void load(const char *name, struct fixture_run *f)
+{
+    memset(f, 0, sizeof *f);
+    f->t = tb_fixture(LP_FIXTURES, name);
+    struct lp_run_options o = {0};
+    analyze(f->t, &o, &f->r);
+    truth_load(name, &f->truth);
+}
+
+static void unload(struct fixture_run *f)
+{
+    lp_run_free(&f->r);
+    lp_trace_free(f->t);
+    json_decref(f->truth.root);
+}
+
+/* The trace's iteration K is the engine's FIRST + K - 1 (the trace's first is the engine's
+ * warm-up forward), or FIRST + K inside a profiler window (the trace holds only those). */
+static size_t engine_index(const struct fixture_run *f, size_t k, int warmup)
+{
+    return f->truth.first + k - (warmup ? 1 : 0);
+}
+
+/* Iterations exact: one per forward pass, each with the engine's sequences sampled and
+ * tokens in flight; with the convention also its decodes and prompt tokens. */
+static void check_iterations(const char *name, int marked, int warmup)
+{
+    struct fixture_run f;
+    load(name, &f);
+    const struct lp_serving *s = &f.r.serving;
+    assert_int_not_equal(s->cause, LP_SERVING_CAUSE_NONE);
+    size_t want = f.truth.n_iters - f.truth.first + (warmup ? 1 : 0);
+    assert_int_equal(s->n_iters, want);
+    size_t exact = 0;
+    int64_t prefill = 0;
+    for (size_t k = warmup ? 1 : 0; k < s->n_iters; k++) {
+        size_t i = engine_index(&f, k, warmup);
+        const struct lp_iteration *x = &s->iters[k];
+        assert_int_equal(x->sampled, ti(&f.truth, i, "sampled"));
+        /* a graph: its real rows; eager: the flat batch */
+        assert_int_equal(x->tokens, ti(&f.truth, i, "tokens"));
+        if (ti(&f.truth, i, "bucket") && x->bucket)
+            assert_int_equal(x->bucket, ti(&f.truth, i, "bucket"));
+        exact += x->decode == ti(&f.truth, i, "decode") &&
+                 x->prefill_tokens == ti(&f.truth, i, "prefill_tokens");
+        prefill += x->prefill_tokens;
+    }
+    size_t n = s->n_iters - (warmup ? 1 : 0);
+    if (marked) {
+        assert_int_equal(exact, n);
+        int64_t want_prefill = 0;
+        for (size_t i = f.truth.first; i < f.truth.n_iters; i++)
+            want_prefill += ti(&f.truth, i, "prefill_tokens");
+        assert_int_equal(prefill, want_prefill);
+    } else {
+        /* inferred decodes: off only where a sequence finished the iteration before (or
+         * after a warm-up that sampled) */
+        assert_true(exact + 2 >= n);
+    }
+    unload(&f);
+}
+
+static void iterations_eager(void **state)
+{
+    (void)state;
+    check_iterations("serve-eager", 0, 1);
+}
+
+static void iterations_eager_marked(void **state)
+{
+    (void)state;
+    check_iterations("serve-eager-mark", 1, 1);
+}
+
+static void iterations_graphs(void **state)
+{
+    (void)state;
+    check_iterations("serve-graphs", 0, 1);
+}
+
+static void iterations_graphs_marked(void **state)
+{
+    (void)state;
+    check_iterations("serve-graphs-mark", 1, 1);
+}
+
+static void iterations_graph_nodes(void **state)
+{
+    (void)state;
+    check_iterations("serve-graphs-node", 1, 1);
+}
+
+/* a profiler window of a running server: only the iterations inside it, no bucket (the
+ * graphs were captured before it opened) */
+static void iterations_window(void **state)
+{
+    (void)state;
+    check_iterations("serve-window", 1, 0);
+}
+
+/* Token-weighted ITL within 3 % of the engine's per-request gaps, p50 and p90; without
+ * the convention no per-request figure at all, and no invented prefill/decode. */
+static void check_latency(const char *name, int marked)
+{
+    struct fixture_run f;
+    load(name, &f);
+    const struct lp_serving *s = &f.r.serving;
+    within(s->itl.p50, truth_quantile(&f.truth, "itl_s", 0.5), 0.03, "ITL p50");
+    within(s->itl.p90, truth_quantile(&f.truth, "itl_s", 0.9), 0.03, "ITL p90");
+    assert_int_equal(f.r.llm.found, 0);
+    assert_int_equal(f.r.llm.why_not, LP_LLM_SERVING);
+    assert_int_equal(f.r.stages_inferred, 0);
+    assert_int_equal(f.r.llm.ttft.n, 0);
+    if (!marked) {
+        assert_int_equal(s->n_reqs, 0);
+        assert_int_equal(s->ttft.n, 0);
+        assert_int_equal(s->tpot.n, 0);
+        assert_true(s->itl_inferred > 0);
+    } else {
+        size_t n = json_array_size(f.truth.reqs);
+        assert_int_equal(s->n_reqs, n);
+        assert_int_equal(s->ttft.n, n);
+        assert_int_equal(s->reqs_cut + s->marks_unknown + s->ids_reused, 0);
+        within(s->ttft.p50, truth_quantile(&f.truth, "ttft_s", 0.5), 0.03, "TTFT p50");
+        within(s->ttft.p90, truth_quantile(&f.truth, "ttft_s", 0.9), 0.03, "TTFT p90");
+        within(s->tpot.p50, truth_quantile(&f.truth, "tpot_s", 0.5), 0.03, "TPOT p50");
+        within(s->tpot.p90, truth_quantile(&f.truth, "tpot_s", 0.9), 0.03, "TPOT p90");
+        within(s->req_itl.p50, truth_quantile(&f.truth, "itl_s", 0.5), 0.03, "request ITL p50");
+        int64_t tokens = 0;
+        for (size_t i = 0; i < n; i++)
+            tokens += json_integer_value(json_object_get(json_array_get(f.truth.reqs, i),
+                                                         "generated"));
+        assert_int_equal(s->generated, tokens);
+        assert_int_equal(s->itl_inferred, 0);
+    }
+    unload(&f);
+}
+
+static void latency_eager(void **state)
+{
+    (void)state;
+    check_latency("serve-eager", 0);
+}
+
+static void latency_eager_marked(void **state)
+{
+    (void)state;
+    check_latency("serve-eager-mark", 1);
+}
+
+static void latency_graphs(void **state)
+{
+    (void)state;
+    check_latency("serve-graphs", 0);
+}
+
+static void latency_graphs_marked(void **state)
+{
+    (void)state;
+    check_latency("serve-graphs-mark", 1);
+}
+
+/* CUDA-graph decode buckets: every graph iteration's bucket is the engine's, the padding is
+ * what the buckets hold beyond the real rows */
+static void graph_buckets(void **state)
+{
+    (void)state;
+    struct fixture_run f;
+    load("serve-graphs", &f);
+    const struct lp_serving *s = &f.r.serving;
+    double rows = 0, pad = 0;
+    size_t graphs = 0;
+    for (size_t i = 0; i < f.truth.n_iters; i++)
+        if (ti(&f.truth, i, "bucket")) {
+            graphs++;
+            rows += (double)ti(&f.truth, i, "bucket");
+            pad += (double)(ti(&f.truth, i, "bucket") - ti(&f.truth, i, "sampled"));
+        }
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_buckets; i++)
+        n += s->buckets[i].n;
+    assert_int_equal(n, graphs);
+    assert_true(fabs(s->padding_share - pad / rows) < 1e-12);
+    assert_true(s->cls[LP_ITER_KIND_MIXED].n > 0 && s->interference_rows > 0);
+    unload(&f);
+}
+
+/* transformers' generate_batch: one flat prefill of 24 ragged prompts, then 47 decode steps
+ * of the 24; no request, prompt or batch invented */
+static void hf_generate_batch(void **state)
+{
+    (void)state;
+    struct fixture_run f;
+    load("hf-batch", &f);
+    const struct lp_serving *s = &f.r.serving;
+    json_t *prompts = json_object_get(f.truth.root, "prompts");
+    int64_t prompt = 0;
+    for (size_t i = 0; i < json_array_size(prompts); i++)
+        prompt += json_integer_value(json_array_get(prompts, i));
+    int64_t n_req = json_integer_value(json_object_get(f.truth.root, "requests"));
+    assert_int_equal(s->cause, LP_SERVING_CAUSE_RAGGED);
+    assert_int_equal(s->cause_value[0], prompt);
+    assert_int_equal(s->cause_value[1], n_req);
+    assert_int_equal(s->cls[LP_ITER_KIND_PREFILL].n, 1);
+    assert_int_equal(s->cls[LP_ITER_KIND_PREFILL].prefill_tokens, prompt);
+    assert_int_equal(s->cls[LP_ITER_KIND_DECODE].n, 47);
+    assert_int_equal(s->cls[LP_ITER_KIND_DECODE].decode, 47 * n_req);
+    assert_int_equal(s->generated, 48 * n_req);
+    assert_int_equal(s->n_reqs, 0);
+    assert_int_equal(f.r.llm.found, 0);
+    assert_int_equal(f.r.llm.requests, 0);
+    assert_int_equal(f.r.llm.prompt_tokens, 0);
+    unload(&f);
+}
+
+/* One-request-at-a-time programs are no serving loops: no fixture of theirs gets a section */
+static void harness_fixtures_unchanged(void **state)
+{
+    (void)state;
+    static const char *const names[] = {
+        "hf-llama", "hf-llama-b4", "hf-generate", "hf-moe", "llama", "graph-decode",
+        "graph-piecewise", "graph-replay", "style-sample", "style-sync-loop", "deepseek-ocr2",
+        "deepseek-ocr2-generate", "tp-hf", "diff-eager-1", "capture-hf", "torch-gemm",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct lp_trace *t = tb_fixture(LP_FIXTURES, names[i]);
+        struct lp_run r = {0};
+        struct lp_run_options o = {0};
+        analyze(t, &o, &r);
+        if (r.serving.cause != LP_SERVING_CAUSE_NONE || r.serving.n_iters) {
+            print_error("%s: taken for a serving loop (cause %d)\n", names[i], r.serving.cause);
+            fail();
+        }
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
+/* ---- built traces: the convention's bad inputs ---- */
+
+static void mark(struct tb *b, const char *name, uint64_t ts)
+{
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = ts, .id = b->next_id++,
+                                    .flags = LP_MARKER_FLAG_INSTANT,
+                                    .name = lp_trace_writer_intern(b->w, name), .thread = 1};
+    add(b, &r);
+}
+
+static void start_range(struct tb *b, const char *name, uint32_t id, uint64_t ts)
+{
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = ts, .id = id, .flags = LP_MARKER_FLAG_START,
+                                    .name = lp_trace_writer_intern(b->w, name), .thread = 1};
+    add(b, &r);
+}
+
+static void end_range(struct tb *b, uint32_t id, uint64_t ts)
+{
+    struct lp_record r = {.type = LP_REC_MARKER};
+    r.u.marker = (struct lp_marker){.timestamp = ts, .id = id, .flags = LP_MARKER_FLAG_END,
+                                    .thread = 1};
+    add(b, &r);
+}
+
+/* Request 1: admitted at 1 ms, tokens at 3, 5, 7 ms, ended at 8 ms. Request 2 (the id
+ * reused later): 2 ms, tokens at 6 ms, ended at 9 ms; then "2" again from 10 ms, one token
+ * at 11 ms, never ended. A token of "3" (no such request), a mark without an id, a token of
+ * "1" after its range ended, and overlapping ranges (push/pop could not). A push/pop range
+ * "decode" around it all stays a stage range. */
+static void convention_bad_input(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    const uint64_t ms = 1000000;
+    range(&b, "decode", 1, 500000, 12 * ms);
+    start_range(&b, "request 1 prompt=812", 901, 1 * ms);
+    start_range(&b, "request 2", 902, 2 * ms);
+    mark(&b, "token 1", 3 * ms);
+    mark(&b, "token 1", 5 * ms);
+    mark(&b, "token 2", 6 * ms);
+    mark(&b, "token 1", 7 * ms);
+    end_range(&b, 901, 8 * ms);
+    end_range(&b, 902, 9 * ms);
+    mark(&b, "token 1", 9500000);       /* after its range: no request */
+    start_range(&b, "request 2", 903, 10 * ms);
+    mark(&b, "token 2", 11 * ms);
+    mark(&b, "token 3", 11 * ms);       /* unknown id */
+    mark(&b, "token", 11 * ms);         /* no id: not the convention */
+    mark(&b, "prefill 9 tokens=5", 11 * ms);
+    kernel(&b, "k", 1, 11500000, 11600000, 11700000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r = {0};
+    struct lp_run_options o = {0};
+    analyze(t, &o, &r);
+    const struct lp_serving *s = &r.serving;
+    assert_int_equal(s->cause, LP_SERVING_CAUSE_CONVENTION);
+    assert_int_equal(s->n_reqs, 3);
+    assert_int_equal(s->ids_reused, 1);
+    assert_int_equal(s->reqs_cut, 1);
+    assert_int_equal(s->marks_unknown, 3); /* token 1 late, token 3, prefill 9 */
+    assert_int_equal(s->token_marks, 7);
+    assert_int_equal(s->prefill_marks, 1);
+    const struct lp_serving_request *q = &s->reqs[0];
+    assert_string_equal(q->id, "1");
+    assert_int_equal(q->prompt, 812);
+    assert_int_equal(q->tokens, 3);
+    assert_true(fabs(q->ttft_ns - 2 * ms) < 1);
+    assert_true(fabs(q->tpot_ns - 2 * ms) < 1);
+    assert_true(q->queue_ns < 0);       /* no prefill marks: TTFT is not split */
+    assert_string_equal(s->reqs[1].id, "2");
+    assert_int_equal(s->reqs[1].tokens, 1);
+    assert_true(s->reqs[2].cut);
+    assert_int_equal(s->reqs[2].tokens, 1);
+    /* the cut one is left out; the others count */
+    assert_int_equal(s->ttft.n, 2);
+    assert_int_equal(s->tpot.n, 1);
+    assert_int_equal(s->req_itl.n, 2);
+    assert_int_equal(s->generated, 5);
+    /* the request ranges are no stage, operator or nesting parent */
+    assert_int_equal(r.ranges.n, 1);
+    assert_int_equal(r.ranges.n_req, 3);
+    assert_int_equal(r.ranges.unmatched_ends, 0);
+    assert_non_null(stage(&r, "decode"));
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Marks with no request range at all, and a range never ended with no token: nothing
+ * invented, nothing crashes */
+static void convention_marks_only(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    mark(&b, "token a", 1000);
+    mark(&b, "prefill a tokens=x", 2000);
+    start_range(&b, "request b", 5, 3000);
+    kernel(&b, "k", 1, 3500, 4000, 5000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r = {0};
+    struct lp_run_options o = {0};
+    analyze(t, &o, &r);
+    const struct lp_serving *s = &r.serving;
+    assert_int_equal(s->cause, LP_SERVING_CAUSE_CONVENTION);
+    assert_int_equal(s->n_reqs, 1);
+    assert_int_equal(s->marks_unknown, 2);
+    assert_int_equal(s->reqs_cut, 1);
+    assert_int_equal(s->ttft.n + s->tpot.n + s->req_itl.n + s->queue.n, 0);
+    assert_int_equal(s->n_iters, 0);
+    assert_int_equal(s->generated, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+static void request_word(void **state)
+{
+    (void)state;
+    assert_int_equal(lp_request_word("request 17 prompt=3", "request"), 2);
+    assert_int_equal(lp_request_word("request abc", "request"), 3);
+    assert_int_equal(lp_request_word("request", "request"), 0);
+    assert_int_equal(lp_request_word("request ", "request"), 0);
+    assert_int_equal(lp_request_word("requests 1", "request"), 0);
+    assert_int_equal(lp_request_word("token 9", "token"), 1);
+    assert_int_equal(lp_request_word(NULL, "token"), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(iterations_eager),
+        cmocka_unit_test(iterations_eager_marked),
+        cmocka_unit_test(iterations_graphs),
+        cmocka_unit_test(iterations_graphs_marked),
+        cmocka_unit_test(iterations_graph_nodes),
+        cmocka_unit_test(iterations_window),
+        cmocka_unit_test(latency_eager),
+        cmocka_unit_test(latency_eager_marked),
+        cmocka_unit_test(latency_graphs),
+        cmocka_unit_test(latency_graphs_marked),
+        cmocka_unit_test(graph_buckets),
+        cmocka_unit_test(hf_generate_batch),
+        cmocka_unit_test(harness_fixtures_unchanged),
+        cmocka_unit_test(convention_bad_input),
+        cmocka_unit_test(convention_marks_only),
+        cmocka_unit_test(request_word),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
