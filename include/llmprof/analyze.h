@@ -34,6 +34,7 @@ struct lp_ranges {
      * they are kept apart from V, by start, never nested (depth 0, parent -1) */
     struct lp_range *req;
     size_t n_req;
+    size_t req_unclosed;  /* of them, never ended: the recording stopped first */
 };
 
 /* Pairs start and end markers by id (push/pop and start/end alike) and nests the ranges

@@ -106,7 +106,10 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
         if (v[i].end == UINT64_MAX) {
             v[i].end = last > v[i].start ? last : v[i].start;
             v[i].flags |= LP_RANGE_UNCLOSED;
-            out->unclosed++;
+            if (is_req[i])
+                out->req_unclosed++;
+            else
+                out->unclosed++;
         }
     }
     /* request ranges overlap: apart, by start (the order they were made in) */

@@ -116,6 +116,9 @@ static void print_run_meta(const char *dir)
 
 static void print_ranges(const struct lp_trace_summary *s)
 {
+    if (s->ranges.n_req)
+        printf("  requests %zu request ranges of the request convention (docs/serving.md), %zu "
+               "never closed\n", s->ranges.n_req, s->ranges.req_unclosed);
     if (s->n_top == 0) {
         printf("  nvtx     no ranges recorded\n");
         return;
