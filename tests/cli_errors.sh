@@ -205,7 +205,7 @@ expect 2 "none.json" "report --model on a missing config names it" -- \
 expect 2 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
 expect 0 "Decode is launch bound" "report on the recorded LLM run" -- \
     "$LP" report "$FIX/llama" -o "$T/rep" --model "$CFG/llama-bench-1.1b.json"
-for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv gemms.csv; do
+for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv gemms.csv iterations.csv; do
     [ -s "$T/rep/$f" ] || bad "report did not write $f"
 done
 [ -z "$(ls -A "$T/rep" | grep tmp)" ] && ok "report wrote its eight files, no temporaries" || bad "temporaries left: $(ls -A "$T/rep")"

@@ -35,4 +35,5 @@ check deepseek-ocr2/report-crops tests/fixtures/deepseek-ocr2-crops \
     --model examples/deepseek-ocr2/config.json
 check deepseek-ocr2/report-generate tests/fixtures/deepseek-ocr2-generate \
     --model examples/deepseek-ocr2/config.json
+check serving-h200 tests/fixtures/serve-graphs-mark --model tests/fixtures/serve-graphs-mark/config.json
 finish

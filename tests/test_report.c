@@ -1865,6 +1865,300 @@ static void test_fixture_not_llm(void **state)
     lp_trace_free(t);
 }
 
+/* ---- serving loops: the writers on a serving section set by hand ---- */
+
+/* Six iterations of a serving loop on the run R (its trace a plain one): a prefill, decodes,
+ * a chunked prefill beside decodes, two graph replays at size 4 with three sequences, and a
+ * batch that shrank at iteration 5; two requests when REQS. The arrays are static: the caller
+ * puts R's own serving back before lp_run_free. */
+static void fake_serving(struct lp_run *r, int reqs)
+{
+    static struct lp_iteration it[6];
+    static struct lp_batch_row rows[2];
+    static struct lp_graph_bucket bk[1];
+    static struct lp_serving_request rq[2];
+    static char id0[] = "r1", id1[] = "r|2";
+    const struct lp_iteration v[6] = {
+        {.start = 0, .end = 10000, .tokens = 40, .sampled = 2, .prefill_tokens = 40,
+         .kind = LP_ITER_KIND_PREFILL},
+        {.start = 11000, .end = 13000, .period_ns = 3000, .gap_ns = 1000, .busy_ns = 2000,
+         .tokens = 2, .sampled = 2, .decode = 2, .kind = LP_ITER_KIND_DECODE},
+        {.start = 14000, .end = 20000, .period_ns = 7000, .gap_ns = 1000, .busy_ns = 6000,
+         .tokens = 35, .sampled = 3, .decode = 2, .prefill_tokens = 33,
+         .kind = LP_ITER_KIND_MIXED, .source = LP_ITER_SOURCE_CARRIED},
+        {.start = 21000, .end = 23000, .period_ns = 3000, .tokens = 3, .sampled = 3, .decode = 3,
+         .bucket = 4, .kind = LP_ITER_KIND_DECODE},
+        {.start = 24000, .end = 26000, .period_ns = 3000, .tokens = 3, .sampled = 3, .decode = 3,
+         .bucket = 4, .kind = LP_ITER_KIND_DECODE},
+        {.start = 27000, .end = 29000, .period_ns = 3000, .tokens = 2, .sampled = 2, .decode = 2,
+         .kind = LP_ITER_KIND_UNKNOWN},
+    };
+    memcpy(it, v, sizeof it);
+    struct lp_serving *s = &r->serving;
+    memset(s, 0, sizeof *s);
+    s->cause = LP_SERVING_CAUSE_SHRANK;
+    s->cause_value[0] = 3;
+    s->cause_value[1] = 2;
+    s->cause_value[2] = 5;
+    s->iters = it;
+    s->n_iters = 6;
+    s->cls[LP_ITER_KIND_PREFILL] = (struct lp_iter_class){.n = 1, .tokens = 40, .sampled = 2,
+                                                          .prefill_tokens = 40};
+    s->cls[LP_ITER_KIND_DECODE] = (struct lp_iter_class){
+        .n = 3, .time = {.n = 3, .p50 = 2000, .p90 = 2000, .p99 = 2000, .mean = 2000},
+        .tokens = 8, .decode = 8, .sampled = 8};
+    s->cls[LP_ITER_KIND_MIXED] = (struct lp_iter_class){
+        .n = 1, .time = {.n = 1, .p50 = 6000, .p90 = 6000, .p99 = 6000, .mean = 6000},
+        .tokens = 35, .decode = 2, .prefill_tokens = 33, .sampled = 3};
+    s->cls[LP_ITER_KIND_UNKNOWN] = (struct lp_iter_class){.n = 1, .tokens = 2, .decode = 2};
+    s->period = (struct lp_dist){.n = 5, .p50 = 3000, .p90 = 7000, .p99 = 7000, .mean = 3800};
+    s->itl = (struct lp_dist){.n = 12, .p50 = 3000, .p90 = 7000, .p99 = 7250, .mean = 3500};
+    s->itl_inferred = 2;
+    s->generated = 15;
+    s->prefill_tokens = 73;
+    s->span_ns = 29000;
+    s->generated_per_s = 517241.4;
+    s->prefill_per_s = 2517241.4;
+    s->sched_gap_ns = 2000;
+    s->sched_period_ns = 16000;
+    s->sched_share = 0.125;
+    rows[0] = (struct lp_batch_row){.lo = 2, .hi = 3, .n_decode = 4, .n_mixed = 1,
+                                    .decode_p50_ns = 2000, .mixed_p50_ns = 3000,
+                                    .mixed_prefill_mean = 33};
+    rows[1] = (struct lp_batch_row){.lo = 4, .hi = 7, .n_decode = 1, .decode_p50_ns = 2500};
+    s->batches = rows;
+    s->n_batches = 2;
+    s->interference = 1.5;
+    s->interference_rows = 1;
+    bk[0] = (struct lp_graph_bucket){.bucket = 4, .n = 2, .sampled = 6, .mean_sampled = 3,
+                                     .padding_share = 0.25};
+    s->buckets = bk;
+    s->n_buckets = 1;
+    s->padding_share = 0.25;
+    if (!reqs)
+        return;
+    rq[0] = (struct lp_serving_request){.id = id0, .prompt = 20, .admit = 500, .end = 29000,
+                                        .first_token = 10000, .last_token = 29000, .tokens = 6,
+                                        .ttft_ns = 9500, .queue_ns = -1, .tpot_ns = 3800,
+                                        .prefill_iterations = 1};
+    rq[1] = (struct lp_serving_request){.id = id1, .admit = 600, .end = 29000, .cut = 1,
+                                        .first_token = 20000, .last_token = 29000, .tokens = 4,
+                                        .ttft_ns = 19400, .queue_ns = 1200, .tpot_ns = 3000,
+                                        .prefill_iterations = 2};
+    s->reqs = rq;
+    s->n_reqs = 2;
+    s->reqs_cut = 1;
+    s->marks_unknown = 3;
+    s->token_marks = 10;
+    s->ttft = (struct lp_dist){.n = 1, .p50 = 9500, .p90 = 9500, .p99 = 9500, .mean = 9500};
+    s->tpot = (struct lp_dist){.n = 1, .p50 = 3800, .p90 = 3800, .p99 = 3800, .mean = 3800};
+    s->req_itl = (struct lp_dist){.n = 5, .p50 = 3000, .p90 = 7000, .p99 = 7000, .mean = 3800};
+    s->slowest[0] = 1;
+    s->slowest[1] = 0;
+    s->n_slowest = 2;
+}
+
+static void has(const char *text, const char *what)
+{
+    if (!strstr(text, what))
+        fail_msg("missing \"%s\" in:\n%s", what, text);
+}
+
+/* report.md, summary.md, report.json and iterations.csv give a serving loop's section, and
+ * nothing of it when the run is none */
+static void test_serving_writers(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    kernel(&b, "k", 1, 100, 200, 300);
+    kernel(&b, "k", 1, 400, 9000, 29500); /* the iterations below lie on its time axis */
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.serving.cause, LP_SERVING_CAUSE_NONE);
+    assert_false(r.llm.found);
+    /* not a serving loop: no word of it anywhere, iterations.csv its header alone */
+    char *md = write_to_string(lp_report_run_md, &r);
+    char *sum = write_to_string(lp_report_summary_md, &r);
+    char *json = write_to_string(lp_report_run_json, &r);
+    char *csv = write_to_string(lp_report_iterations_csv, &r);
+    assert_null(strstr(md, "Serving"));
+    assert_null(strstr(md, "serving"));
+    has(md, "No prefill or decode was found");
+    assert_null(strstr(sum, "Serving"));
+    has(sum, "No LLM prefill or decode was found");
+    assert_null(strstr(json, "serving"));
+    assert_string_equal(csv, "index,kind,source,start_ns,end_ns,period_ns,gap_ns,busy_ns,tokens,"
+                             "sampled,decode,prefill_tokens,bucket\n");
+    free(md);
+    free(sum);
+    free(json);
+    free(csv);
+
+    struct lp_serving own = r.serving;
+    fake_serving(&r, 1);
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "No prefill or decode stage: this is a serving loop (continuous batching); its "
+            "figures are in Serving below.\n");
+    assert_null(strstr(md, "No prefill or decode was found"));
+    assert_true(strstr(md, "## LLM metrics") < strstr(md, "## Serving") &&
+                strstr(md, "## Serving") < strstr(md, "## Diagnosis"));
+    has(md, "decode-only iterations went from 3 to 2 sequences at iteration 5 with no prefill "
+            "between: a sequence left while others ran on");
+    has(md, "found from the lm_head's calls: each pass runs it once, on the sequences that "
+            "sample");
+    has(md, "| decode-only | 3 | 2.0 us | 2.0 us | 2.0 us | 8 | 8 | 0 |\n"
+            "| mixed | 1 | 6.0 us | 6.0 us | 6.0 us | 35 | 2 | 33 |\n"
+            "| prefill-only | 1 | - | - | - | 40 | 0 | 40 |\n"
+            "| unknown | 1 | - | - | - | 2 | 2 | 0 |\n");
+    has(md, "| generated tokens | 15 | the request convention's token marks in the iterations |");
+    has(md, "| prompt tokens | 73 | tokens in flight less decode sequences, per iteration |");
+    has(md, "| inter-token latency p50 / p90 / p99 | 3.0 us / 7.0 us / 7.2 us | token-weighted "
+            "over 12 tokens: each decode sequence of an iteration waited its period; no request "
+            "identity needed; 2 of the 12 tokens come from iterations whose decode count was "
+            "inferred");
+    has(md, "| scheduler share | 12.5 % | GPU idle between forwards while sequences were "
+            "decoding: sampling, scheduling, Python (2.0 us of 16.0 us) |");
+    has(md, "| CUDA-graph padding share | 25.0 % |");
+    has(md, "| 4 | 2 | 3.0 | 25.0 % |");
+    has(md, "| 2–3 | 4 | 2.0 us | 1 | 3.0 us | 33.0 |\n| 4–7 | 1 | 2.5 us | 0 | - | - |\n");
+    has(md, "Mixed iterations took 1.50× the decode-only ones at the same batch (median over 1 "
+            "batch size).");
+    has(md, "| 4 | 2 | 3.0 | 25.0 % |");
+    has(md, "| TTFT | 9.5 us | 9.5 us | 9.5 us | 9.5 us | 1 requests | admission to first token |");
+    has(md, "- No prefill marks: TTFT is not split into queue wait and prefill.");
+    has(md, "- 1 request never ended: the recording stopped first; left out.");
+    has(md, "- 3 token or prefill marks named no request open then: left out.");
+    assert_null(strstr(md, "without a token mark"));
+    has(md, "| r\\|2 | 19.4 us | 1.2 us | 2 | - | 4 |\n| r1 | 9.5 us | - | 1 | 20 | 6 |\n");
+    free(md);
+    /* prefill marks that gave no queue wait (their forwards not recorded), then one that did */
+    r.serving.prefill_marks = 4;
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "- None of the 4 prefill marks gave a queue wait: TTFT is not split");
+    assert_null(strstr(md, "\n| queue wait |"));
+    free(md);
+    r.serving.queue = (struct lp_dist){.n = 1, .p50 = 1200, .p90 = 1200, .p99 = 1200, .mean = 1200};
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "| queue wait | 1.2 us | 1.2 us | 1.2 us | 1.2 us | 1 requests | admission to the "
+            "start of the forward of its first prefill mark |");
+    assert_null(strstr(md, "TTFT is not split"));
+    free(md);
+    sum = write_to_string(lp_report_summary_md, &r);
+    has(sum, "- **Serving loop: 6 iterations** (3 decode-only, 1 mixed, 1 prefill-only, 1 "
+             "unknown, found from the lm_head's calls) over 29.0 us: 15 tokens generated "
+             "(517241.4 tokens/s), 73 prompt tokens (2517241.4 tokens/s).\n");
+    has(sum, "- **Between tokens p50 3.0 us** (p90 7.0 us, p99 7.2 us; token-weighted over 12 "
+             "tokens: each decode sequence waits for its iteration).\n");
+    has(sum, "- **First token after 9.5 us** (median of 1 request, p90 9.5 us; the program's "
+             "request marks).\n");
+    has(sum, "- **Each further token takes 3.8 us** (median TPOT of 1 request, p90 3.8 us).\n");
+    has(sum, "- Between forwards the GPU waited for the host 12.5 % of the decoding time");
+    has(sum, "25.0 %");
+    assert_null(strstr(sum, "No LLM prefill"));
+    free(sum);
+    json = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    assert_non_null(root);
+    json_t *sv = json_object_get(root, "serving");
+    assert_string_equal(json_string_value(json_object_get(sv, "cause")), "shrank");
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(sv, "cause_value"), 2)), 5);
+    assert_int_equal(json_integer_value(json_object_get(sv, "iterations")), 6);
+    json_t *dec = json_object_get(json_object_get(sv, "kinds"), "decode");
+    assert_int_equal(json_integer_value(json_object_get(dec, "n")), 3);
+    assert_true(json_real_value(json_object_get(json_object_get(dec, "time"), "p50_ns")) == 2000);
+    assert_true(json_is_null(json_object_get(json_object_get(json_object_get(sv, "kinds"),
+                                                             "prefill"), "time")));
+    assert_true(json_real_value(json_object_get(sv, "sched_share")) == 0.125);
+    assert_int_equal(json_integer_value(json_object_get(sv, "itl_inferred")), 2);
+    json_t *bt = json_array_get(json_object_get(sv, "batches"), 1);
+    assert_true(json_is_null(json_object_get(bt, "mixed_p50_ns")));
+    json_t *rq = json_object_get(sv, "requests");
+    assert_int_equal(json_integer_value(json_object_get(rq, "cut")), 1);
+    json_t *slow = json_array_get(json_object_get(rq, "slowest"), 0);
+    assert_string_equal(json_string_value(json_object_get(slow, "id")), "r|2");
+    assert_true(json_is_null(json_object_get(slow, "prompt")));
+    assert_true(json_is_null(json_object_get(json_array_get(json_object_get(rq, "slowest"), 1),
+                                             "queue_ns")));
+    json_t *il = json_object_get(sv, "iterations_list");
+    assert_true(json_is_null(json_array_get(json_object_get(il, "start"), 0)));
+    assert_true(json_is_null(json_array_get(json_object_get(il, "period"), 0)));
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(il, "end"), 5)), 29000);
+    assert_int_equal(json_integer_value(json_array_get(json_object_get(il, "bucket"), 3)), 4);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(il, "kind"), 2)),
+                        "mixed");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(il, "source"), 2)),
+                        "carried");
+    assert_int_equal(json_array_size(json_object_get(il, "decode")), 6);
+    json_decref(root);
+    free(json);
+    csv = write_to_string(lp_report_iterations_csv, &r);
+    has(csv, "\n0,prefill,shapes,,10000,,0,0,40,2,0,40,0\n"
+             "1,decode,shapes,11000,13000,3000,1000,2000,2,2,2,0,0\n"
+             "2,mixed,carried,14000,20000,7000,1000,6000,35,3,2,33,0\n");
+    has(csv, "\n5,unknown,shapes,27000,29000,3000,0,0,2,2,2,0,0\n");
+    free(csv);
+    char *html = write_to_string(lp_report_run_html, &r);
+    has(html, "\"serving\":{\"cause\":\"shrank\"");
+    free(html);
+
+    /* without the request convention: what would give per-request figures */
+    fake_serving(&r, 0);
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "Per-request TTFT and TPOT are not given: the program does not mark its requests.");
+    has(md, "`request <id>`");
+    has(md, "integrations/llmprof_requests.py");
+    has(md, "| generated tokens | 15 | sequences sampled by the lm_head (a warm-up's too) |");
+    assert_null(strstr(md, "Slowest requests"));
+    free(md);
+    sum = write_to_string(lp_report_summary_md, &r);
+    has(sum, "- Per-request TTFT and TPOT are not given: the program does not mark its requests "
+             "(docs/serving.md says how).\n");
+    assert_null(strstr(sum, "First token"));
+    free(sum);
+    json = write_to_string(lp_report_run_json, &r);
+    root = json_loads(json, 0, &je);
+    assert_non_null(root);
+    assert_true(json_is_null(json_object_get(json_object_get(root, "serving"), "requests")));
+    json_decref(root);
+    free(json);
+
+    /* every kind, source and cause has a key of its own and a label */
+    for (int k = 0; k < LP_ITER_KIND_COUNT; k++)
+        for (int j = 0; j < k; j++)
+            assert_string_not_equal(lp_text_iter_kind_key(k), lp_text_iter_kind_key(j));
+    for (int k = 0; k < LP_ITER_SOURCE_COUNT; k++) {
+        assert_string_not_equal(lp_text_iter_source_key(k), "unknown");
+        assert_true(strlen(lp_text_iter_source(k)) > 10);
+        for (int j = 0; j < k; j++)
+            assert_string_not_equal(lp_text_iter_source_key(k), lp_text_iter_source_key(j));
+    }
+    assert_string_equal(lp_text_iter_kind(LP_ITER_KIND_DECODE), "decode-only");
+    assert_string_equal(lp_text_iter_kind(LP_ITER_KIND_PREFILL), "prefill-only");
+    assert_string_equal(lp_text_serving_cause_key(LP_SERVING_CAUSE_CONVENTION), "convention");
+    assert_string_equal(lp_text_serving_cause_key(LP_SERVING_CAUSE_RAGGED), "ragged");
+
+    /* the other causes' sentences */
+    char why[256];
+    r.serving.cause = LP_SERVING_CAUSE_RAGGED;
+    r.serving.cause_value[0] = 45;
+    r.serving.cause_value[1] = 2;
+    r.serving.cause_value[2] = 0;
+    lp_text_serving_cause(&r.serving, why, sizeof why);
+    assert_string_equal(why, "iteration 0 prefilled 45 tokens for 2 sequences, no multiple of "
+                             "them: prompts of several lengths in one flat batch");
+    r.serving.cause = LP_SERVING_CAUSE_CONVENTION;
+    lp_text_serving_cause(&r.serving, why, sizeof why);
+    assert_string_equal(why, "the program marks its requests (request convention)");
+
+    r.serving = own;
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Every code the analysis returns has a machine key of its own and a sentence: a code added
  * without them fails here. */
 static void test_text_tables(void **state)
@@ -2330,6 +2624,7 @@ int main(void)
         cmocka_unit_test(test_harness_styles),
         cmocka_unit_test(test_fixture_not_llm),
         cmocka_unit_test(test_losses_counted_or_not),
+        cmocka_unit_test(test_serving_writers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

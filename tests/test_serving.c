@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "llmprof/report.h"
 #include "tracebuild.h"
 
 /* ---- the truth: the engine's own timings ---- */
@@ -31,8 +32,10 @@ static void truth_load(const char *name, struct truth *t)
     t->iters = json_object_get(t->root, "iterations");
     t->reqs = json_object_get(t->root, "requests");
     t->n_iters = json_array_size(t->iters);
-    const char *win = json_string_value(
-        json_object_get(json_object_get(t->root, "engine"), "profile_iters"));
+    json_t *engine = json_object_get(t->root, "engine");
+    const char *win = json_string_value(json_object_get(engine, "profile_iters"));
+    if (!win)
+        win = json_string_value(json_object_get(engine, "signal_iters"));
     t->first = win ? (size_t)atoi(win) : 0;
 }
 
@@ -119,6 +122,10 @@ static void check_iterations(const char *name, int marked, int warmup, size_t of
     const struct lp_serving *s = &f.r.serving;
     assert_int_not_equal(s->cause, LP_SERVING_CAUSE_NONE);
     size_t want = f.truth.n_iters - f.truth.first + (warmup ? 1 : 0);
+    const char *sig = json_string_value(
+        json_object_get(json_object_get(f.truth.root, "engine"), "signal_iters"));
+    if (sig) /* the window closed before iteration B */
+        want = (size_t)atoi(strchr(sig, ':') + 1) - f.truth.first;
     assert_int_equal(s->n_iters, want);
     size_t exact = 0;
     int64_t prefill = 0;
@@ -185,6 +192,13 @@ static void iterations_window(void **state)
 {
     (void)state;
     check_iterations("serve-window", 1, 0, 0);
+}
+
+/* a window opened and closed by SIGUSR1 (record --capture signal), eager */
+static void iterations_signal(void **state)
+{
+    (void)state;
+    check_iterations("serve-signal", 1, 0, 0);
 }
 
 /* Token-weighted ITL within 3 % of the engine's per-request gaps, p50 and p90; without
@@ -325,6 +339,53 @@ static void harness_fixtures_unchanged(void **state)
     }
 }
 
+/* The Perfetto export shows the requests as overlapping async slices, their marks as
+ * instants and the iterations on a GPU track, each with its counts */
+static void perfetto(void **state)
+{
+    (void)state;
+    struct fixture_run f;
+    load("serve-graphs-mark", &f);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    assert_non_null(m);
+    assert_int_equal(lp_report_perfetto(m, &f.r, 0, 0), 0);
+    fclose(m);
+    json_error_t e;
+    json_t *root = json_loads(buf, 0, &e);
+    assert_non_null(root);
+    json_t *ev = json_object_get(root, "traceEvents");
+    size_t begins = 0, ends = 0, tokens = 0, iters = 0;
+    int64_t decode = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *x = json_array_get(ev, i);
+        const char *cat = json_string_value(json_object_get(x, "cat"));
+        const char *ph = json_string_value(json_object_get(x, "ph"));
+        const char *name = json_string_value(json_object_get(x, "name"));
+        if (!cat || !ph)
+            continue;
+        begins += !strcmp(cat, "request") && !strcmp(ph, "b");
+        ends += !strcmp(cat, "request") && !strcmp(ph, "e");
+        tokens += !strcmp(ph, "i") && name && !strncmp(name, "token ", 6);
+        if (!strcmp(cat, "iteration")) {
+            iters++;
+            decode += json_integer_value(json_object_get(json_object_get(x, "args"), "decode"));
+        }
+    }
+    assert_int_equal(begins, f.r.serving.n_reqs);
+    assert_int_equal(ends, f.r.serving.n_reqs);
+    assert_int_equal(tokens, f.r.serving.token_marks);
+    assert_int_equal(iters, f.r.serving.n_iters);
+    int64_t want = 0;
+    for (size_t i = 0; i < f.r.serving.n_iters; i++)
+        want += f.r.serving.iters[i].decode;
+    assert_int_equal(decode, want);
+    json_decref(root);
+    free(buf);
+    unload(&f);
+}
+
 /* ---- built traces: the convention's bad inputs ---- */
 
 static void mark(struct tb *b, const char *name, uint64_t ts)
@@ -406,7 +467,8 @@ static void convention_bad_input(void **state)
     assert_int_equal(s->ttft.n, 2);
     assert_int_equal(s->tpot.n, 1);
     assert_int_equal(s->req_itl.n, 2);
-    assert_int_equal(s->generated, 5);
+    assert_int_equal(s->marked_tokens, 0); /* no iteration recorded: none counted generated */
+    assert_int_equal(s->generated, 0);
     /* the request ranges are no stage, operator or nesting parent */
     assert_int_equal(r.ranges.n, 1);
     assert_int_equal(r.ranges.n_req, 3);
@@ -522,6 +584,7 @@ int main(void)
         cmocka_unit_test(iterations_graphs_marked),
         cmocka_unit_test(iterations_graph_nodes),
         cmocka_unit_test(iterations_window),
+        cmocka_unit_test(iterations_signal),
         cmocka_unit_test(latency_eager),
         cmocka_unit_test(latency_eager_marked),
         cmocka_unit_test(latency_graphs),
@@ -529,6 +592,7 @@ int main(void)
         cmocka_unit_test(graph_buckets),
         cmocka_unit_test(hf_generate_batch),
         cmocka_unit_test(harness_fixtures_unchanged),
+        cmocka_unit_test(perfetto),
         cmocka_unit_test(convention_bad_input),
         cmocka_unit_test(convention_marks_only),
         cmocka_unit_test(serving_causes),

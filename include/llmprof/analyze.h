@@ -698,7 +698,8 @@ enum lp_iter_kind {
 
 /* Where an iteration's decode sequences (and so its prompt tokens) came from. */
 enum lp_iter_source {
-    LP_ITER_SOURCE_SHAPES,        /* exact: tokens in flight = sequences sampled (or a graph) */
+    LP_ITER_SOURCE_SHAPES,        /* exact: tokens in flight = sequences sampled (or a graph),
+                                     or the recording's first forward (nothing to decode) */
     LP_ITER_SOURCE_CARRIED,       /* inferred: the sequences the iteration before sampled, at
                                      most those this one samples (a sequence that finished
                                      there is counted once too many) */
@@ -750,6 +751,8 @@ struct lp_graph_bucket {
     int64_t bucket;
     size_t n;                     /* iterations */
     int64_t sampled;              /* their sequences, summed (the real rows) */
+    double mean_sampled;          /* sampled / n */
+    double padding_share;         /* of its rows, those past the sequences sampled */
 };
 
 /* One request of the request convention: its range, marks and latency. */
@@ -783,18 +786,22 @@ enum lp_serving_cause {
 struct lp_serving {
     enum lp_serving_cause cause;  /* NONE: no serving section */
     int64_t cause_value[3];       /* SHRANK: the batch before and after and the iteration;
-                                     RAGGED: tokens, sequences, the iteration */
+                                     RAGGED: tokens, sequences, the iteration (iterations count
+                                     from 0, as in iters) */
     struct lp_iteration *iters;   /* in time order (iterations outside capture windows left
                                      out) */
+    uint32_t device;              /* the CUDA ordinal the iterations' kernels ran on (most) */
     size_t n_iters;
-    size_t anchors_outside;       /* lm_head calls with no recorded kernel (outside windows) */
+    size_t anchors_outside;       /* lm_head calls recorded with no kernel (captured into a
+                                     graph, or their kernels not recorded): no iteration */
     struct lp_iter_class cls[LP_ITER_KIND_COUNT];
     struct lp_dist period;        /* over iterations with a period */
     /* token-weighted inter-token latency: each decode sequence of an iteration waited its
        period, so each generated token counts once (no request identity needed) */
     struct lp_dist itl;
     size_t itl_inferred;          /* of its tokens, those of iterations with inferred decodes */
-    int64_t generated;            /* tokens sampled (the marks' count with the convention) */
+    int64_t generated;            /* tokens sampled by the iterations (with the convention,
+                                     the token marks that fell in them) */
     int64_t prefill_tokens;
     uint64_t span_ns;             /* first iteration's START (or END) to the last END */
     double generated_per_s, prefill_per_s;
@@ -819,6 +826,7 @@ struct lp_serving {
     size_t ids_reused;            /* request ranges whose id an earlier one had */
     size_t marks_unknown;         /* token or prefill marks of no request range open then */
     size_t token_marks, prefill_marks;
+    size_t marked_tokens;         /* token marks that fell in a recorded iteration */
     struct lp_dist ttft, tpot, queue, req_itl; /* over requests (req_itl: each token gap) */
     size_t slowest[LP_SERVING_SLOWEST]; /* indices into reqs by TTFT, longest first */
     size_t n_slowest;

@@ -34,6 +34,8 @@ int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
 int lp_report_gemms_csv(FILE *out, const struct lp_run *r);   /* one row per GEMM shape */
 int lp_report_deep_csv(FILE *out, const struct lp_run *r);    /* kernels in depth */
+/* a serving loop's iterations, one row each; the header alone when the run is none */
+int lp_report_iterations_csv(FILE *out, const struct lp_run *r);
 /* The run report of several traces (lp_ranks_analyze): ranks.md, ranks.json (schema
  * llmprof-ranks/1), ranks.csv (one row per process and stage). 0, or -1 on a write error. */
 int lp_report_ranks_md(FILE *out, const struct lp_ranks *r);

@@ -171,7 +171,9 @@ int lp_run_diagnose(struct lp_run_ctx *c)
             rc = f ? LP_OK : LP_ERR_NOMEM;
         }
     }
-    if (rc == LP_OK && r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN)
+    /* a serving loop's passes mix prefill and decode: stage ranges would not split them */
+    if (rc == LP_OK && r->n_stages == 1 && r->stages[0].kind == LP_STAGE_KIND_RUN &&
+        r->serving.cause == LP_SERVING_CAUSE_NONE)
         rc = add(r, LP_FINDING_NO_STAGES, 0, -1) ? LP_OK : LP_ERR_NOMEM;
     /* most severe first, stable */
     for (size_t i = 1; i < r->n_findings; i++) {

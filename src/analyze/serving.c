@@ -282,7 +282,8 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
 /* Decode sequences and prompt tokens from the shapes: exact when every token in flight is
  * sampled (or the forward is a graph, taken as decode-only), else the sequences the iteration
  * before sampled carried on (at most the ones sampled now), none after an idle server. */
-static void classify(struct lp_iteration *it, size_t n, const struct anchor *an, uint64_t idle)
+static void classify(struct lp_iteration *it, size_t n, const struct anchor *an, uint64_t idle,
+                     int windowed)
 {
     for (size_t i = 0; i < n; i++) {
         struct lp_iteration *x = &it[i];
@@ -311,7 +312,8 @@ static void classify(struct lp_iteration *it, size_t n, const struct anchor *an,
             x->decode = x->tokens - 1;
         x->prefill_tokens = x->tokens - x->decode;
         x->kind = x->decode ? LP_ITER_KIND_MIXED : LP_ITER_KIND_PREFILL;
-        x->source = LP_ITER_SOURCE_CARRIED;
+        /* the program's first forward had nothing to decode; a window's first may have */
+        x->source = i == 0 && !windowed ? LP_ITER_SOURCE_SHAPES : LP_ITER_SOURCE_CARRIED;
     }
 }
 
@@ -520,6 +522,7 @@ static int requests(struct lp_run_ctx *c)
      * marks (else what the tokens in flight leave) */
     for (size_t i = 0; i < s->n_iters && s->token_marks; i++) {
         struct lp_iteration *x = &s->iters[i];
+        s->marked_tokens += tok_all[i];
         if (!tok_all[i] && !pre[i])
             continue; /* no mark: a warm-up, or cut off; the shapes stay */
         x->decode = tok_all[i] - tok_first[i];
@@ -746,6 +749,11 @@ static int graph_rows(struct lp_serving *s)
                 s->buckets[j].sampled += x->sampled;
             }
     }
+    for (size_t j = 0; j < s->n_buckets; j++) {
+        struct lp_graph_bucket *g = &s->buckets[j];
+        g->mean_sampled = (double)g->sampled / (double)g->n;
+        g->padding_share = 1 - g->mean_sampled / (double)g->bucket;
+    }
     return LP_OK;
 }
 
@@ -808,11 +816,8 @@ static int statistics(struct lp_serving *s)
     }
     if (rc == LP_OK)
         rc = lp_dist_compute(&s->itl, v, ki);
-    if (s->token_marks) { /* the tokens the program said it emitted */
-        s->generated = 0;
-        for (size_t i = 0; i < s->n_reqs; i++)
-            s->generated += s->reqs[i].tokens;
-    }
+    if (s->token_marks) /* the tokens the program said it emitted in those iterations */
+        s->generated = s->marked_tokens;
     s->span_ns = last > first ? last - first : 0;
     s->generated_per_s = s->span_ns ? (double)s->generated * 1e9 / (double)s->span_ns : 0;
     s->prefill_per_s = s->span_ns ? (double)s->prefill_tokens * 1e9 / (double)s->span_ns : 0;
@@ -856,6 +861,7 @@ int lp_run_serving(struct lp_run_ctx *c)
         goto out;
     }
     s->n_iters = n_an >= 3 ? n_an : 0;
+    s->device = lp_kernel_device(c->t) > 0 ? (uint32_t)lp_kernel_device(c->t) : 0;
     for (size_t i = 0; i < s->n_iters; i++) {
         struct lp_iteration *x = &s->iters[i];
         const struct lp_gemm *a = &c->gemms[an[i].gemm];
@@ -885,7 +891,8 @@ int lp_run_serving(struct lp_run_ctx *c)
     }
     double idle = 10 * median_of(periods, np);
     free(periods);
-    classify(s->iters, s->n_iters, an, idle > IDLE_NS ? (uint64_t)idle : IDLE_NS);
+    classify(s->iters, s->n_iters, an, idle > IDLE_NS ? (uint64_t)idle : IDLE_NS,
+             c->n_windows > 0);
     if ((rc = requests(c)) != LP_OK)
         goto out;
     find_cause(s, an);

@@ -132,6 +132,15 @@ static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, struct 
     for (size_t i = 0; i < r->ranges.n; i++)
         count(e, r->ranges.v[i].start, r->ranges.v[i].end, from, to,
               96 + strlen(lp_trace_str(t, r->ranges.v[i].name)));
+    for (size_t i = 0; i < r->ranges.n_req; i++) /* a begin and an end each */
+        count(e, r->ranges.req[i].start, r->ranges.req[i].end, from, to,
+              2 * (100 + strlen(lp_trace_str(t, r->ranges.req[i].name))));
+    for (size_t i = 0; i < t->n_markers; i++)
+        if (t->markers[i].flags & LP_MARKER_FLAG_INSTANT)
+            count(e, t->markers[i].timestamp, t->markers[i].timestamp, from, to,
+                  90 + strlen(lp_trace_str(t, t->markers[i].name)));
+    for (size_t i = 0; i < r->serving.n_iters; i++)
+        count(e, r->serving.iters[i].end, r->serving.iters[i].end, from, to, 260);
     for (size_t i = 0; i < t->n_apis; i++) {
         const char *n = lp_trace_str(t, t->apis[i].name);
         int flow = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");

@@ -38,6 +38,7 @@ const struct lp_cli_report_output lp_cli_report_outputs[] = {
     {"stages.csv", lp_report_stages_csv, NULL, NULL},
     {"gemms.csv", lp_report_gemms_csv, NULL, NULL},
     {"deep.csv", lp_report_deep_csv, NULL, "kernels in depth, after llmprof deep"},
+    {"iterations.csv", lp_report_iterations_csv, NULL, "a serving loop's iterations"},
     {"report.html", lp_report_run_html, lp_report_run_html_baseline,
      "self-contained, opens offline"},
     {"diff.md", NULL, baseline_md, "with --baseline, as llmprof diff writes it"},

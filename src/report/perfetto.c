@@ -11,6 +11,7 @@
 #include "report_internal.h"
 
 #define GPU_PID_BASE 1000000
+#define ITER_TID 999999 /* the GPU's track of a serving loop's iterations (streams are small) */
 
 /* A JSON string: runs that need no escape are written whole (an export writes millions). */
 static void str(FILE *f, const char *s)
@@ -115,6 +116,48 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
             continue;
         slice(&o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
         fputs("}", f);
+    }
+    /* requests of the request convention overlap: async slices, a track each */
+    for (size_t i = 0; i < r->ranges.n_req; i++) {
+        const struct lp_range *g = &r->ranges.req[i];
+        if (!in(&o, g->start, g->end))
+            continue;
+        for (int end = 0; end < 2; end++) {
+            sep(&o);
+            fprintf(f, "{\"ph\":\"%c\",\"cat\":\"request\",\"name\":", end ? 'e' : 'b');
+            str(f, lp_trace_str(t, g->name));
+            fprintf(f, ",\"id\":%zu,\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", i + 1, host,
+                    g->thread, us(&o, end ? g->end : g->start));
+        }
+    }
+    /* NVTX marks (the convention's tokens among them): instants on their thread */
+    for (size_t i = 0; i < t->n_markers; i++) {
+        const struct lp_marker *m = &t->markers[i];
+        if (!(m->flags & LP_MARKER_FLAG_INSTANT) || !in(&o, m->timestamp, m->timestamp))
+            continue;
+        sep(&o);
+        fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", f);
+        str(f, lp_trace_str(t, m->name));
+        fprintf(f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", host, m->thread,
+                us(&o, m->timestamp));
+    }
+    /* a serving loop's iterations: one track on the GPU they ran on */
+    const struct lp_serving *sv = &r->serving;
+    long gpu = GPU_PID_BASE + (long)sv->device;
+    if (sv->n_iters)
+        meta_name(&o, "thread_name", gpu, ITER_TID, "serving iterations");
+    for (size_t i = 0; i < sv->n_iters; i++) {
+        const struct lp_iteration *x = &sv->iters[i];
+        uint64_t a = x->start ? x->start : x->end;
+        if (!in(&o, a, x->end))
+            continue;
+        slice(&o, "iteration", lp_text_iter_kind_key(x->kind), gpu, ITER_TID, a, x->end);
+        fprintf(f, ",\"args\":{\"iteration\":%zu,\"tokens\":%lld,\"sampled\":%lld,"
+                   "\"decode\":%lld,\"prefill_tokens\":%lld,\"bucket\":%lld,"
+                   "\"period_ns\":%llu,\"decode_source\":\"%s\"}}",
+                i, (long long)x->tokens, (long long)x->sampled, (long long)x->decode,
+                (long long)x->prefill_tokens, (long long)x->bucket,
+                (unsigned long long)x->period_ns, lp_text_iter_source_key(x->source));
     }
     for (size_t i = 0; i < t->n_apis; i++) {
         const struct lp_api *a = &t->apis[i];

@@ -48,6 +48,15 @@ const char *lp_text_overhead_kind_key(enum lp_overhead_kind k);
 const char *lp_text_overhead_class(enum lp_overhead_class c);
 const char *lp_text_overhead_class_key(enum lp_overhead_class c);
 
+/* serving loops: labels and keys of an iteration's kind and source and of what showed the
+ * loop; the cause with its numbers, into BUF (256 bytes hold every one) */
+const char *lp_text_iter_kind(enum lp_iter_kind k);
+const char *lp_text_iter_kind_key(enum lp_iter_kind k);
+const char *lp_text_iter_source(enum lp_iter_source s);
+const char *lp_text_iter_source_key(enum lp_iter_source s);
+const char *lp_text_serving_cause_key(enum lp_serving_cause c);
+void lp_text_serving_cause(const struct lp_serving *s, char *buf, size_t len);
+
 /* kernels in depth: labels and keys of the bound class and the occupancy limits; the next
  * step, citing the row's numbers, into BUF (320 bytes hold every one) */
 const char *lp_text_deep_bound(enum lp_deep_bound b);

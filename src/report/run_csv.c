@@ -1,5 +1,6 @@
-/* kernels.csv, operators.csv, stages.csv, gemms.csv, deep.csv: RFC 4180 (quoted where needed), one header row,
- * times in ns, shares as fractions, for spreadsheets and scripts. */
+/* kernels.csv, operators.csv, stages.csv, gemms.csv, deep.csv, iterations.csv: RFC 4180 (quoted
+ * where needed), one header row, times in ns, shares as fractions, for spreadsheets and
+ * scripts. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -270,6 +271,26 @@ int lp_report_deep_csv(FILE *f, const struct lp_run *r)
             fprintf(f, ",%s", w->j.stall[s] >= 0 ? d->ncu->stall_names[w->j.stall[s]] : "");
         fprintf(f, ",%s,%s\n", lp_text_deep_bound_key(w->j.bound),
                 lp_text_deep_advice_key(w->advice));
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* One row per iteration of a serving loop; the header alone when the run is none. Times are
+ * on the trace clock, as in report.json; START and PERIOD empty when not known. */
+int lp_report_iterations_csv(FILE *f, const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char b1[32], b2[32];
+    fprintf(f, "index,kind,source,start_ns,end_ns,period_ns,gap_ns,busy_ns,tokens,sampled,"
+               "decode,prefill_tokens,bucket\n");
+    for (size_t i = 0; s->cause != LP_SERVING_CAUSE_NONE && i < s->n_iters; i++) {
+        const struct lp_iteration *it = &s->iters[i];
+        fprintf(f, "%zu,%s,%s,%s,%llu,%s,%llu,%llu,%lld,%lld,%lld,%lld,%lld\n", i,
+                lp_text_iter_kind_key(it->kind), lp_text_iter_source_key(it->source),
+                known(it->start != 0, it->start, b1), (unsigned long long)it->end,
+                known(it->period_ns != 0, it->period_ns, b2), (unsigned long long)it->gap_ns,
+                (unsigned long long)it->busy_ns, (long long)it->tokens, (long long)it->sampled,
+                (long long)it->decode, (long long)it->prefill_tokens, (long long)it->bucket);
     }
     return ferror(f) ? -1 : 0;
 }

@@ -494,8 +494,12 @@ static json_t *llm_json(const struct lp_run *r)
         lp_text_tokens_source(m->prefill_source), "decode_tokens", (json_int_t)m->decode_tokens,
         "decode_tokens_source", lp_text_tokens_source(m->decode_source), "batch",
         (json_int_t)m->batch, "batch_source", lp_text_tokens_source(m->batch_source));
-    static const char *const why[] = {NULL, "no_shapes", "not_llm_shapes", "no_stage_kind"};
-    json_object_set_new(llm, "why_not", m->why_not ? json_string(why[m->why_not]) : json_null());
+    static const char *const why[] = {NULL, "no_shapes", "not_llm_shapes", "no_stage_kind",
+                                      "serving"};
+    json_object_set_new(llm, "why_not",
+                        m->why_not && (size_t)m->why_not < sizeof why / sizeof *why
+                            ? json_string(why[m->why_not])
+                            : json_null());
     json_object_set_new(llm, "decode_requests", json_integer((json_int_t)m->decode_requests));
     json_object_set_new(llm, "requests_cut", json_integer((json_int_t)m->cut_requests));
     json_object_set_new(llm, "prompt_per_sequence", m->prompt_per_sequence
@@ -707,6 +711,143 @@ static json_t *capture_json(const struct lp_run *r)
                      "power_mean_w", c->n_energy ? num(c->power_mean_w) : json_null(), "list", list);
 }
 
+/* ---- serving loops ---- */
+
+static json_t *i64(int64_t v)
+{
+    return json_integer((json_int_t)v);
+}
+
+/* a time of the trace clock, null for 0 (not known) */
+static json_t *time_or_null(uint64_t v)
+{
+    return v ? u64(v) : json_null();
+}
+
+/* the requests of the request convention; null when the program marks none */
+static json_t *serving_requests(const struct lp_serving *s)
+{
+    if (!s->n_reqs)
+        return json_null();
+    json_t *slow = json_array();
+    for (size_t i = 0; i < s->n_slowest; i++) {
+        const struct lp_serving_request *q = &s->reqs[s->slowest[i]];
+        json_t *o = json_object();
+        json_object_set_new(o, "id", json_string(q->id ? q->id : ""));
+        json_object_set_new(o, "ttft_ns", q->ttft_ns >= 0 ? num(q->ttft_ns) : json_null());
+        json_object_set_new(o, "queue_ns", q->queue_ns >= 0 ? num(q->queue_ns) : json_null());
+        json_object_set_new(o, "prefill_iterations",
+                            json_integer((json_int_t)q->prefill_iterations));
+        json_object_set_new(o, "prompt", q->prompt ? i64(q->prompt) : json_null());
+        json_object_set_new(o, "tokens", i64(q->tokens));
+        json_object_set_new(o, "tpot_ns", q->tpot_ns >= 0 ? num(q->tpot_ns) : json_null());
+        json_array_append_new(slow, o);
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "n", json_integer((json_int_t)s->n_reqs));
+    json_object_set_new(o, "cut", json_integer((json_int_t)s->reqs_cut));
+    json_object_set_new(o, "no_token", json_integer((json_int_t)s->reqs_no_token));
+    json_object_set_new(o, "ids_reused", json_integer((json_int_t)s->ids_reused));
+    json_object_set_new(o, "marks_unknown", json_integer((json_int_t)s->marks_unknown));
+    json_object_set_new(o, "token_marks", json_integer((json_int_t)s->token_marks));
+    json_object_set_new(o, "prefill_marks", json_integer((json_int_t)s->prefill_marks));
+    json_object_set_new(o, "ttft", dist_json(&s->ttft));
+    json_object_set_new(o, "tpot", dist_json(&s->tpot));
+    json_object_set_new(o, "queue", dist_json(&s->queue));
+    json_object_set_new(o, "itl", dist_json(&s->req_itl));
+    json_object_set_new(o, "slowest", slow);
+    return o;
+}
+
+/* every iteration, as columns (one array per field) for the charts */
+static json_t *serving_iterations(const struct lp_serving *s)
+{
+    static const char *const cols[] = {"start", "end", "period", "tokens", "sampled", "decode",
+                                       "prefill_tokens", "bucket", "kind", "source"};
+    enum { N_COLS = sizeof cols / sizeof *cols };
+    json_t *a[N_COLS], *o = json_object();
+    for (size_t c = 0; c < N_COLS; c++)
+        a[c] = json_array();
+    for (size_t i = 0; i < s->n_iters; i++) {
+        const struct lp_iteration *it = &s->iters[i];
+        json_t *v[N_COLS] = {time_or_null(it->start), u64(it->end),
+                             it->period_ns ? u64(it->period_ns) : json_null(), i64(it->tokens),
+                             i64(it->sampled), i64(it->decode), i64(it->prefill_tokens),
+                             i64(it->bucket), json_string(lp_text_iter_kind_key(it->kind)),
+                             json_string(lp_text_iter_source_key(it->source))};
+        for (size_t c = 0; c < N_COLS; c++)
+            json_array_append_new(a[c], v[c]);
+    }
+    for (size_t c = 0; c < N_COLS; c++)
+        json_object_set_new(o, cols[c], a[c]);
+    return o;
+}
+
+/* a serving loop's iterations and requests (serving.c); the caller adds it only when one was
+ * found, so that every other report.json stays as it was */
+static json_t *serving_json(const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char why[256];
+    lp_text_serving_cause(s, why, sizeof why);
+    json_t *kinds = json_object();
+    for (int k = 0; k < LP_ITER_KIND_COUNT; k++) {
+        const struct lp_iter_class *c = &s->cls[k];
+        json_object_set_new(kinds, lp_text_iter_kind_key((enum lp_iter_kind)k),
+                            json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}", "n", (json_int_t)c->n, "time",
+                                      dist_json(&c->time), "tokens", i64(c->tokens), "decode",
+                                      i64(c->decode), "prefill_tokens", i64(c->prefill_tokens),
+                                      "sampled", i64(c->sampled)));
+    }
+    json_t *batches = json_array();
+    for (size_t i = 0; i < s->n_batches; i++) {
+        const struct lp_batch_row *b = &s->batches[i];
+        json_array_append_new(
+            batches, json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "lo", i64(b->lo), "hi", i64(b->hi),
+                               "decode_n", (json_int_t)b->n_decode, "mixed_n",
+                               (json_int_t)b->n_mixed, "decode_p50_ns", or_null(b->decode_p50_ns),
+                               "mixed_p50_ns", or_null(b->mixed_p50_ns), "mixed_prefill_mean",
+                               b->n_mixed ? num(b->mixed_prefill_mean) : json_null()));
+    }
+    json_t *buckets = json_array();
+    for (size_t i = 0; i < s->n_buckets; i++)
+        json_array_append_new(buckets, json_pack("{s:o,s:I,s:o,s:o,s:o}", "bucket",
+                                                 i64(s->buckets[i].bucket), "n",
+                                                 (json_int_t)s->buckets[i].n, "sampled",
+                                                 i64(s->buckets[i].sampled), "mean_sampled",
+                                                 num(s->buckets[i].mean_sampled),
+                                                 "padding_share",
+                                                 num(s->buckets[i].padding_share)));
+    json_t *o = json_object();
+    json_object_set_new(o, "cause", json_string(lp_text_serving_cause_key(s->cause)));
+    json_object_set_new(o, "cause_value", json_pack("[o,o,o]", i64(s->cause_value[0]),
+                                                    i64(s->cause_value[1]),
+                                                    i64(s->cause_value[2])));
+    json_object_set_new(o, "cause_text", json_string(why));
+    json_object_set_new(o, "iterations", json_integer((json_int_t)s->n_iters));
+    json_object_set_new(o, "anchors_outside", json_integer((json_int_t)s->anchors_outside));
+    json_object_set_new(o, "kinds", kinds);
+    json_object_set_new(o, "period", dist_json(&s->period));
+    json_object_set_new(o, "itl", dist_json(&s->itl));
+    json_object_set_new(o, "itl_inferred", json_integer((json_int_t)s->itl_inferred));
+    json_object_set_new(o, "generated", i64(s->generated));
+    json_object_set_new(o, "prefill_tokens", i64(s->prefill_tokens));
+    json_object_set_new(o, "span_ns", u64(s->span_ns));
+    json_object_set_new(o, "generated_per_s", num(s->generated_per_s));
+    json_object_set_new(o, "prefill_per_s", num(s->prefill_per_s));
+    json_object_set_new(o, "sched_gap_ns", u64(s->sched_gap_ns));
+    json_object_set_new(o, "sched_period_ns", u64(s->sched_period_ns));
+    json_object_set_new(o, "sched_share", num(s->sched_share));
+    json_object_set_new(o, "batches", batches);
+    json_object_set_new(o, "interference", or_null(s->interference));
+    json_object_set_new(o, "interference_rows", json_integer((json_int_t)s->interference_rows));
+    json_object_set_new(o, "buckets", buckets);
+    json_object_set_new(o, "padding_share", num(s->padding_share));
+    json_object_set_new(o, "requests", serving_requests(s));
+    json_object_set_new(o, "iterations_list", serving_iterations(s));
+    return o;
+}
+
 json_t *lp_report_run_json_value(const struct lp_run *r)
 {
     const struct lp_run_options *op = &r->opt;
@@ -721,6 +862,8 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
                                   (json_int_t)op->decode_tokens, "batch", (json_int_t)op->batch));
     json_object_set_new(root, "capture", capture_json(r));
     json_object_set_new(root, "llm", llm_json(r));
+    if (r->serving.cause != LP_SERVING_CAUSE_NONE) /* absent otherwise: reports stay as they were */
+        json_object_set_new(root, "serving", serving_json(r));
     json_object_set_new(root, "warmup_found", warmup_json(r));
     json_object_set_new(root, "utilisation", util_json(r));
     json_t *stages = json_array();

@@ -1,6 +1,7 @@
 /* report.md (everything, for engineers) and summary.md (one page, plain language, for
  * stakeholders). Every section says where its numbers come from: measured (CUPTI activity
  * and NVTX ranges), analytic (llmprof model) or counter (NVML). */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -142,6 +143,8 @@ static const char *why_not(const struct lp_run *r)
     case LP_LLM_NOT_LLM_SHAPES:
         return "no NVTX range is named like a stage, and the GEMM shapes do not look like an "
                "LLM's (decode steps running the prefill's weights)";
+    case LP_LLM_SERVING:
+        return "a serving loop: its prefills and decodes share forward passes";
     default:
         return "no stage range is a prefill or a decode";
     }
@@ -176,6 +179,11 @@ static void llm_section(FILE *f, const struct lp_run *r)
     const struct lp_llm_metrics *m = &r->llm;
     char src[160];
     fprintf(f, "\n## LLM metrics\n\n");
+    if (!m->found && r->serving.cause != LP_SERVING_CAUSE_NONE) {
+        fprintf(f, "No prefill or decode stage: this is a serving loop (continuous batching); "
+                   "its figures are in Serving below.\n");
+        return;
+    }
     if (!m->found) {
         fprintf(f, "No prefill or decode was found: %s. TTFT and TPOT are not given; the tables "
                    "below cover the whole run.\n",
@@ -242,6 +250,226 @@ static void llm_section(FILE *f, const struct lp_run *r)
                    "| MBU (request) | %.2f %% | analytic bytes / measured time |\n",
                 100 * r->mfu, 100 * r->mbu);
     ttft_parts(f, r);
+}
+
+/* ---- serving loops (continuous batching) ---- */
+
+/* the kinds in the order the tables give them */
+static const enum lp_iter_kind iter_kind_order[LP_ITER_KIND_COUNT] = {
+    LP_ITER_KIND_DECODE, LP_ITER_KIND_MIXED, LP_ITER_KIND_PREFILL, LP_ITER_KIND_UNKNOWN};
+
+static const char *const no_request_marks =
+    "Per-request TTFT and TPOT are not given: the program does not mark its requests. An NVTX "
+    "start/end range `request <id>` from admission to completion and a mark `token <id>` per "
+    "token it emits (optionally `prefill <id> tokens=N` when a prefill chunk is scheduled) give "
+    "them: integrations/llmprof_requests.py (Python) or integrations/llmprof_requests.h (C, "
+    "C++); docs/serving.md says how.";
+
+/* "4" or "4–7": a batch row's decode sequences */
+static const char *batch_span(const struct lp_batch_row *b, char *buf, size_t len)
+{
+    if (b->lo == b->hi)
+        snprintf(buf, len, "%lld", (long long)b->lo);
+    else
+        snprintf(buf, len, "%lld–%lld", (long long)b->lo, (long long)b->hi);
+    return buf;
+}
+
+/* a median of the batch table, "-" for none (0) */
+static const char *p50_or_dash(double ns, char *buf, size_t len)
+{
+    return ns > 0 ? lp_fmt_ns(ns, buf, len) : "-";
+}
+
+static void serving_kinds(FILE *f, const struct lp_serving *s)
+{
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "\n| iterations | n | time p50 | time p90 | time p99 | tokens in flight | decode "
+               "sequences | prompt tokens |\n|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < LP_ITER_KIND_COUNT; i++) {
+        const struct lp_iter_class *c = &s->cls[iter_kind_order[i]];
+        if (!c->n)
+            continue;
+        fprintf(f, "| %s | %zu | ", lp_text_iter_kind(iter_kind_order[i]), c->n);
+        if (c->time.n)
+            fprintf(f, "%s | %s | %s | ", NS(c->time.p50), NS2(c->time.p90),
+                    lp_fmt_ns(c->time.p99, b3, sizeof b3));
+        else
+            fprintf(f, "- | - | - | ");
+        fprintf(f, "%lld | %lld | %lld |\n", (long long)c->tokens, (long long)c->decode,
+                (long long)c->prefill_tokens);
+    }
+}
+
+static void serving_counts(FILE *f, const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char b1[32], b2[32], b3[32], b5[32];
+    fprintf(f, "\n| count | value | source |\n|---|---|---|\n");
+    fprintf(f, "| iterations | %zu | lm_head calls, one per forward pass |\n", s->n_iters);
+    const char *gen_src = s->token_marks ? "the request convention's token marks in the "
+                                           "iterations"
+                                         : "sequences sampled by the lm_head (a warm-up's too)";
+    fprintf(f, "| generated tokens | %lld | %s |\n", (long long)s->generated, gen_src);
+    fprintf(f, "| generated tokens/s | %.1f | generated tokens / span |\n", s->generated_per_s);
+    fprintf(f, "| prompt tokens | %lld | %s |\n", (long long)s->prefill_tokens,
+            s->prefill_marks ? "the request convention's prefill marks; tokens in flight "
+                               "less decodes in iterations without marks (a warm-up)"
+                             : "tokens in flight less decode sequences, per iteration");
+    fprintf(f, "| prompt tokens/s | %.1f | prompt tokens / span |\n", s->prefill_per_s);
+    fprintf(f, "| span | %s | the first iteration's start to the last one's end |\n",
+            NS(s->span_ns));
+    if (s->itl.n) {
+        fprintf(f, "| inter-token latency p50 / p90 / p99 | %s / %s / %s | token-weighted over "
+                   "%zu tokens: each decode sequence of an iteration waited its period; no "
+                   "request identity needed",
+                NS(s->itl.p50), NS2(s->itl.p90), lp_fmt_ns(s->itl.p99, b5, sizeof b5),
+                s->itl.n);
+        if (s->itl_inferred)
+            fprintf(f, "; %zu of the %zu tokens come from iterations whose decode count was "
+                       "inferred (the sequences sampled the iteration before)",
+                    s->itl_inferred, s->itl.n);
+        fprintf(f, " |\n");
+    } else {
+        fprintf(f, "| inter-token latency | - | no decode sequence waited a known period |\n");
+    }
+    if (s->period.n)
+        fprintf(f, "| iteration period p50 | %s | from one iteration's end to the next one's "
+                   "(p90 %s) |\n", NS(s->period.p50), NS2(s->period.p90));
+    fprintf(f, "| scheduler share | %s | GPU idle between forwards while sequences were "
+               "decoding: sampling, scheduling, Python",
+            PCT(s->sched_share));
+    if (s->sched_period_ns)
+        fprintf(f, " (%s of %s)", NS(s->sched_gap_ns), NS2(s->sched_period_ns));
+    fprintf(f, " |\n");
+    if (s->n_buckets)
+        fprintf(f, "| CUDA-graph padding share | %s | rows of the graph replays' captured sizes "
+                   "past the sequences sampled |\n",
+                PCT(s->padding_share));
+}
+
+static void serving_batches(FILE *f, const struct lp_serving *s)
+{
+    char b1[32], b2[32], span[48];
+    if (!s->interference_rows)
+        return;
+    fprintf(f, "\nBy decode sequences: decode-only against mixed iterations (a prefill chunk "
+               "beside the decodes), what the chunk costs the decodes that wait for it.\n\n"
+               "| decode sequences | decode-only n | decode-only p50 | mixed n | mixed p50 | "
+               "prompt tokens per mixed iteration |\n|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < s->n_batches; i++) {
+        const struct lp_batch_row *b = &s->batches[i];
+        fprintf(f, "| %s | %zu | %s | ", batch_span(b, span, sizeof span), b->n_decode,
+                p50_or_dash(b->decode_p50_ns, b1, sizeof b1));
+        fprintf(f, "%zu | %s | ", b->n_mixed, p50_or_dash(b->mixed_p50_ns, b2, sizeof b2));
+        if (b->n_mixed)
+            fprintf(f, "%.1f |\n", b->mixed_prefill_mean);
+        else
+            fprintf(f, "- |\n");
+    }
+    fprintf(f, "\nMixed iterations took %.2f× the decode-only ones at the same batch (median "
+               "over %zu batch size%s).\n",
+            s->interference, s->interference_rows, s->interference_rows == 1 ? "" : "s");
+}
+
+static void serving_buckets(FILE *f, const struct lp_serving *s)
+{
+    char b3[32];
+    if (!s->n_buckets)
+        return;
+    fprintf(f, "\nCUDA graph buckets: each replay runs the size it was captured for; its rows "
+               "past the sequences sampled are padding.\n\n"
+               "| captured size | iterations | mean real sequences | padding |\n"
+               "|---|---|---|---|\n");
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        const struct lp_graph_bucket *g = &s->buckets[i];
+        fprintf(f, "| %lld | %zu | %.1f | %s |\n", (long long)g->bucket, g->n, g->mean_sampled,
+                PCT(g->padding_share));
+    }
+}
+
+static void serving_requests(FILE *f, const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char b1[32], b2[32];
+    if (!s->n_reqs) {
+        fprintf(f, "\n%s\n", no_request_marks);
+        return;
+    }
+    fprintf(f, "\nRequests, from the program's request marks (request convention, "
+               "docs/serving.md): %zu request%s, %zu token marks, %zu prefill marks.\n\n"
+               "| metric | median | p90 | p99 | mean | n | source |\n"
+               "|---|---|---|---|---|---|---|\n",
+            s->n_reqs, s->n_reqs == 1 ? "" : "s", s->token_marks, s->prefill_marks);
+    dist_row(f, "TTFT", &s->ttft, "requests", "admission to first token");
+    dist_row(f, "TPOT", &s->tpot, "requests", "(last token - first) / (tokens - 1)");
+    dist_row(f, "ITL", &s->req_itl, "gaps", "each gap between a request's token marks");
+    if (s->queue.n)
+        dist_row(f, "queue wait", &s->queue, "requests",
+                 "admission to the start of the forward of its first prefill mark");
+    if (!s->queue.n || s->reqs_cut || s->reqs_no_token || s->ids_reused || s->marks_unknown)
+        fprintf(f, "\n");
+    if (!s->queue.n && !s->prefill_marks)
+        fprintf(f, "- No prefill marks: TTFT is not split into queue wait and prefill.\n");
+    else if (!s->queue.n)
+        fprintf(f, "- None of the %zu prefill marks gave a queue wait: TTFT is not split into "
+                   "queue wait and prefill.\n", s->prefill_marks);
+    if (s->reqs_cut)
+        fprintf(f, "- %zu request%s never ended: the recording stopped first; left out.\n",
+                s->reqs_cut, s->reqs_cut == 1 ? "" : "s");
+    if (s->reqs_no_token)
+        fprintf(f, "- %zu request%s ended without a token mark.\n", s->reqs_no_token,
+                s->reqs_no_token == 1 ? "" : "s");
+    if (s->ids_reused)
+        fprintf(f, "- %zu request range%s reused the id of an earlier one.\n", s->ids_reused,
+                s->ids_reused == 1 ? "" : "s");
+    if (s->marks_unknown)
+        fprintf(f, "- %zu token or prefill mark%s named no request open then: left out.\n",
+                s->marks_unknown, s->marks_unknown == 1 ? "" : "s");
+    if (!s->n_slowest)
+        return;
+    fprintf(f, "\nSlowest requests (by TTFT):\n\n"
+               "| request | TTFT | queue wait | prefill iterations | prompt | tokens |\n"
+               "|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < s->n_slowest; i++) {
+        const struct lp_serving_request *q = &s->reqs[s->slowest[i]];
+        fprintf(f, "| ");
+        lp_md_cell(f, q->id ? q->id : "");
+        fprintf(f, " | %s | %s | %zu | ", q->ttft_ns >= 0 ? NS(q->ttft_ns) : "-",
+                q->queue_ns >= 0 ? NS2(q->queue_ns) : "-", q->prefill_iterations);
+        if (q->prompt)
+            fprintf(f, "%lld", (long long)q->prompt);
+        else
+            fprintf(f, "-");
+        fprintf(f, " | %lld |\n", (long long)q->tokens);
+    }
+}
+
+static void serving(FILE *f, const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char why[256];
+    if (s->cause == LP_SERVING_CAUSE_NONE)
+        return;
+    lp_text_serving_cause(s, why, sizeof why);
+    fprintf(f, "\n## Serving\n\nA serving loop (continuous batching: several requests share each "
+               "forward pass): %s. An iteration is one forward pass, found from the lm_head's "
+               "calls: each pass runs it once, on the sequences that sample. Measured: an "
+               "iteration's time runs from its forward's first kernel to the end of its "
+               "lm_head's; its period from the previous iteration's end to its own, what each "
+               "of its decode sequences waited for its token.\n",
+            why);
+    if (s->anchors_outside)
+        fprintf(f, "\n%zu lm_head call%s ran no recorded kernel (outside the capture windows): "
+                   "%s iteration%s left out.\n",
+                s->anchors_outside, s->anchors_outside == 1 ? "" : "s",
+                s->anchors_outside == 1 ? "its" : "their",
+                s->anchors_outside == 1 ? " is" : "s are");
+    serving_kinds(f, s);
+    serving_counts(f, r);
+    serving_batches(f, s);
+    serving_buckets(f, s);
+    serving_requests(f, r);
 }
 
 static void findings(FILE *f, const struct lp_run *r)
@@ -1023,6 +1251,7 @@ int lp_report_run_md(FILE *f, const struct lp_run *r)
     header(f, r);
     capture_line(f, r);
     llm_section(f, r);
+    serving(f, r);
     findings(f, r);
     stages(f, r);
     communication(f, r);
@@ -1057,6 +1286,50 @@ static void summary_vision(FILE *f, const struct lp_run *r)
     }
 }
 
+/* A serving loop's headline: iterations, tokens, the token-weighted ITL, the requests'
+ * latency when the program marks them, the host's share and the graphs' padding */
+static void summary_serving(FILE *f, const struct lp_run *r)
+{
+    const struct lp_serving *s = &r->serving;
+    char b1[32], b2[32], b3[32];
+    fprintf(f, "- **Serving loop: %zu iterations** (%zu decode-only, %zu mixed, %zu "
+               "prefill-only",
+            s->n_iters, s->cls[LP_ITER_KIND_DECODE].n, s->cls[LP_ITER_KIND_MIXED].n,
+            s->cls[LP_ITER_KIND_PREFILL].n);
+    if (s->cls[LP_ITER_KIND_UNKNOWN].n)
+        fprintf(f, ", %zu unknown", s->cls[LP_ITER_KIND_UNKNOWN].n);
+    fprintf(f, ", found from the lm_head's calls) over %s: %lld tokens generated (%.1f "
+               "tokens/s), %lld prompt tokens (%.1f tokens/s).\n",
+            NS(s->span_ns), (long long)s->generated, s->generated_per_s,
+            (long long)s->prefill_tokens, s->prefill_per_s);
+    if (s->itl.n)
+        fprintf(f, "- **Between tokens p50 %s** (p90 %s, p99 %s; token-weighted over %zu "
+                   "tokens: each decode sequence waits for its iteration).\n",
+                NS(s->itl.p50), NS2(s->itl.p90), lp_fmt_ns(s->itl.p99, b3, sizeof b3),
+                s->itl.n);
+    if (s->n_reqs) {
+        if (s->ttft.n)
+            fprintf(f, "- **First token after %s** (median of %zu request%s, p90 %s; the "
+                       "program's request marks).\n",
+                    NS(s->ttft.p50), s->ttft.n, s->ttft.n == 1 ? "" : "s", NS2(s->ttft.p90));
+        if (s->tpot.n)
+            fprintf(f, "- **Each further token takes %s** (median TPOT of %zu request%s, p90 "
+                       "%s).\n",
+                    NS(s->tpot.p50), s->tpot.n, s->tpot.n == 1 ? "" : "s", NS2(s->tpot.p90));
+    } else {
+        fprintf(f, "- Per-request TTFT and TPOT are not given: the program does not mark its "
+                   "requests (docs/serving.md says how).\n");
+    }
+    if (isfinite(s->sched_share))
+        fprintf(f, "- Between forwards the GPU waited for the host %s of the decoding time "
+                   "(sampling, scheduling, Python).\n",
+                PCT(s->sched_share));
+    if (s->n_buckets && isfinite(s->padding_share))
+        fprintf(f, "- CUDA graphs replayed %s of their rows as padding (%zu captured size%s; "
+                   "rows past the sequences sampled).\n",
+                PCT(s->padding_share), s->n_buckets, s->n_buckets == 1 ? "" : "s");
+}
+
 int lp_report_summary_md(FILE *f, const struct lp_run *r)
 {
     char b1[32], b2[32];
@@ -1064,7 +1337,9 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
                                           : "the GPU";
     fprintf(f, "# Summary\n\n`%s` on %s.\n\n", command(r)[0] ? command(r) : "the run", gpu);
-    if (!m->found)
+    if (r->serving.cause != LP_SERVING_CAUSE_NONE)
+        summary_serving(f, r);
+    else if (!m->found)
         fprintf(f, "- **No LLM prefill or decode was found** in this program (%s), so there is "
                    "no TTFT or TPOT: the figures below are for the whole run.\n",
                 why_not(r));

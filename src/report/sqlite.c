@@ -261,6 +261,13 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
             text(&q, lp_trace_str(t, g->name));
             text(&q, g->domain ? lp_trace_str(t, g->domain) : NULL); u64v(&q, g->depth); row(&q);
         }
+        /* the request convention's ranges overlap: no depth */
+        for (size_t i = 0; i < r->ranges.n_req; i++) {
+            const struct lp_range *g = &r->ranges.req[i];
+            i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
+            text(&q, lp_trace_str(t, g->name));
+            text(&q, g->domain ? lp_trace_str(t, g->domain) : NULL); null(&q); row(&q);
+        }
     });
     TABLE("gemms", 22, {
         for (size_t i = 0; i < t->n_gemms; i++) {

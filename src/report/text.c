@@ -122,6 +122,39 @@ const char *lp_text_throttle_key(int bit)
     return bit >= 0 && bit < LP_THROTTLE_BITS ? throttles[bit].key : "other";
 }
 
+/* serving loops: what an iteration ran, where its decode count came from, what showed the
+ * loop; the keys are report.json's and iterations.csv's values */
+static const struct label iter_kinds[LP_ITER_KIND_COUNT] = {
+    [LP_ITER_KIND_DECODE] = {"decode", "decode-only"},
+    [LP_ITER_KIND_PREFILL] = {"prefill", "prefill-only"},
+    [LP_ITER_KIND_MIXED] = {"mixed", "mixed"},
+    [LP_ITER_KIND_UNKNOWN] = {"unknown", "unknown"},
+};
+
+static const struct label iter_sources[LP_ITER_SOURCE_COUNT] = {
+    [LP_ITER_SOURCE_SHAPES] = {"shapes", "exact: tokens in flight = sequences sampled"},
+    [LP_ITER_SOURCE_CARRIED] = {"carried", "inferred: sequences sampled the iteration before"},
+    [LP_ITER_SOURCE_MARKS] = {"marks", "counted: request marks"},
+};
+
+static const char *const serving_causes[] = {
+    [LP_SERVING_CAUSE_NONE] = "none",
+    [LP_SERVING_CAUSE_CONVENTION] = "convention",
+    [LP_SERVING_CAUSE_SHRANK] = "shrank",
+    [LP_SERVING_CAUSE_RAGGED] = "ragged",
+};
+
+const char *lp_text_iter_kind(enum lp_iter_kind k) { return LABEL(iter_kinds, k, text); }
+const char *lp_text_iter_kind_key(enum lp_iter_kind k) { return LABEL(iter_kinds, k, key); }
+const char *lp_text_iter_source(enum lp_iter_source s) { return LABEL(iter_sources, s, text); }
+const char *lp_text_iter_source_key(enum lp_iter_source s) { return LABEL(iter_sources, s, key); }
+
+const char *lp_text_serving_cause_key(enum lp_serving_cause c)
+{
+    return (unsigned)c < sizeof serving_causes / sizeof *serving_causes ? serving_causes[c]
+                                                                       : "unknown";
+}
+
 /* ---- findings ---- */
 
 static const char *const finding_keys[LP_FINDING_CODE_COUNT] = {
@@ -412,6 +445,30 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
                       "%s projects %.0f: the mode (--vision, --tiles) is not the run's, and the "
                       "image and text tokens are off",
             count, lp_vision_mode_name(r->vision_mode), n->value);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- serving loops ---- */
+
+void lp_text_serving_cause(const struct lp_serving *s, char *buf, size_t len)
+{
+    long long a = (long long)s->cause_value[0], b = (long long)s->cause_value[1],
+              i = (long long)s->cause_value[2];
+    buf[0] = 0;
+    switch (s->cause) {
+    case LP_SERVING_CAUSE_CONVENTION:
+        put(buf, len, "the program marks its requests (request convention)");
+        break;
+    case LP_SERVING_CAUSE_SHRANK:
+        put(buf, len, "decode-only iterations went from %lld to %lld sequences at iteration %lld "
+                      "with no prefill between: a sequence left while others ran on", a, b, i);
+        break;
+    case LP_SERVING_CAUSE_RAGGED:
+        put(buf, len, "iteration %lld prefilled %lld tokens for %lld sequences, no multiple of "
+                      "them: prompts of several lengths in one flat batch", i, a, b);
         break;
     default:
         break;

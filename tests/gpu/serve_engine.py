@@ -15,6 +15,7 @@ import heapq
 import json
 import os
 import random
+import signal
 import sys
 import time
 
@@ -41,6 +42,8 @@ p.add_argument("--mark", action="store_true", help="emit the request convention"
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--profile-iters", help="A:B: cudaProfilerStart before iteration A, Stop after "
                "iteration B-1 (a live server's window, as vLLM's cuda profiler does)")
+p.add_argument("--signal-iters", help="A:B: SIGUSR1 to itself before iteration A and before B "
+               "(record --capture signal, as an operator's kill -USR1 would)")
 p.add_argument("--truth", help="write the engine's own timings here (JSON)")
 p.add_argument("--config-out", help="write the model's config.json here")
 args = p.parse_args()
@@ -53,6 +56,7 @@ if not (1 <= pmin <= pmax and 1 <= gmin <= gmax):
     sys.exit("serve_engine.py: --prompt and --new-tokens take MIN:MAX with 1 <= MIN <= MAX")
 
 window = tuple(int(x) for x in args.profile_iters.split(":")) if args.profile_iters else None
+sig_window = tuple(int(x) for x in args.signal_iters.split(":")) if args.signal_iters else ()
 H, NH, KVH = TINYLLAMA["hidden_size"], TINYLLAMA["num_attention_heads"], TINYLLAMA["num_key_value_heads"]
 D, I, V = H // NH, TINYLLAMA["intermediate_size"], TINYLLAMA["vocab_size"]
 L = args.layers
@@ -222,6 +226,7 @@ iters = []
 t0 = time.perf_counter()
 prev_end = None
 win_state = 0
+signalled = set()
 while pending or waiting or running:
     now = time.perf_counter() - t0
     if not waiting and not running and pending[0].arrival > now:
@@ -239,6 +244,9 @@ while pending or waiting or running:
     if window and win_state == 1 and len(iters) == window[1]:
         torch.cuda.cudart().cudaProfilerStop()
         win_state = 2
+    if len(iters) in sig_window and len(iters) not in signalled:
+        signalled.add(len(iters))
+        os.kill(os.getpid(), signal.SIGUSR1)
     t_begin = time.perf_counter()
     # schedule: every decoding sequence one token, then prefill chunks under the budget
     budget = args.budget
