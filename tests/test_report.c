@@ -1924,6 +1924,7 @@ static void fake_serving(struct lp_run *r, int reqs)
     s->sched_share = 0.125;
     rows[0] = (struct lp_batch_row){.lo = 2, .hi = 3, .n_decode = 4, .n_mixed = 1,
                                     .decode_p50_ns = 2000, .mixed_p50_ns = 3000,
+                                    .decode_p90_ns = 2200, .mixed_p90_ns = 3300,
                                     .mixed_prefill_mean = 33};
     rows[1] = (struct lp_batch_row){.lo = 4, .hi = 7, .n_decode = 1, .decode_p50_ns = 2500};
     s->batches = rows;
@@ -1940,10 +1941,12 @@ static void fake_serving(struct lp_run *r, int reqs)
     rq[0] = (struct lp_serving_request){.id = id0, .prompt = 20, .admit = 500, .end = 29000,
                                         .first_token = 10000, .last_token = 29000, .tokens = 6,
                                         .ttft_ns = 9500, .queue_ns = -1, .tpot_ns = 3800,
+                                        .prefill_ns = -1, .shared_tokens = 7,
                                         .prefill_iterations = 1};
     rq[1] = (struct lp_serving_request){.id = id1, .admit = 600, .end = 29000, .cut = 1,
                                         .first_token = 20000, .last_token = 29000, .tokens = 4,
                                         .ttft_ns = 19400, .queue_ns = 1200, .tpot_ns = 3000,
+                                        .prefill_ns = 18200, .shared_tokens = 30,
                                         .prefill_iterations = 2};
     s->reqs = rq;
     s->n_reqs = 2;
@@ -2023,7 +2026,8 @@ static void test_serving_writers(void **state)
             "decoding: sampling, scheduling, Python (2.0 us of 16.0 us) |");
     has(md, "| CUDA-graph padding share | 25.0 % |");
     has(md, "| 4 | 2 | 3.0 | 25.0 % |");
-    has(md, "| 2–3 | 4 | 2.0 us | 1 | 3.0 us | 33.0 |\n| 4–7 | 1 | 2.5 us | 0 | - | - |\n");
+    has(md, "| 2–3 | 4 | 2.0 us | 2.2 us | 1 | 3.0 us | 3.3 us | 33.0 |\n"
+            "| 4–7 | 1 | 2.5 us | - | 0 | - | - | - |\n");
     has(md, "Mixed iterations took 1.50× the decode-only ones at the same batch (median over 1 "
             "batch size).");
     has(md, "| 4 | 2 | 3.0 | 25.0 % |");
@@ -2032,7 +2036,8 @@ static void test_serving_writers(void **state)
     has(md, "- 1 request never ended: the recording stopped first; left out.");
     has(md, "- 3 token or prefill marks named no request open then: left out.");
     assert_null(strstr(md, "without a token mark"));
-    has(md, "| r\\|2 | 19.4 us | 1.2 us | 2 | - | 4 |\n| r1 | 9.5 us | - | 1 | 20 | 6 |\n");
+    has(md, "| r\\|2 | 19.4 us | 1.2 us | 18.2 us | 2 | 30 | - | 4 |\n"
+            "| r1 | 9.5 us | - | - | 1 | 7 | 20 | 6 |\n");
     free(md);
     /* prefill marks that gave no queue wait (their forwards not recorded), then one that did */
     r.serving.prefill_marks = 4;

@@ -235,6 +235,18 @@ static void check_latency(const char *name, int marked)
                                                          "generated"));
         assert_int_equal(s->generated, tokens);
         assert_int_equal(s->itl_inferred, 0);
+        /* TTFT = queue wait + prefill; a prefill forward carries the others' tokens too */
+        size_t split = 0;
+        for (size_t i = 0; i < s->n_reqs; i++) {
+            const struct lp_serving_request *q = &s->reqs[i];
+            if (q->queue_ns < 0)
+                continue;
+            split++;
+            assert_true(fabs(q->queue_ns + q->prefill_ns - q->ttft_ns) < 1);
+            assert_true(q->prefill_ns > 0 && q->shared_tokens >= 0);
+        }
+        assert_int_equal(split, n);
+        assert_true(s->queue.n == n && s->queue.p50 < s->ttft.p50);
     }
     unload(&f);
 }

@@ -743,6 +743,7 @@ struct lp_batch_row {
     int64_t lo, hi;
     size_t n_decode, n_mixed;
     double decode_p50_ns, mixed_p50_ns; /* iteration time medians; 0 none */
+    double decode_p90_ns, mixed_p90_ns; /* ... and 90th percentiles */
     double mixed_prefill_mean;          /* prompt tokens per mixed iteration */
 };
 
@@ -767,8 +768,12 @@ struct lp_serving_request {
     double ttft_ns;               /* first token - admission; -1 no token */
     double queue_ns;              /* admission - start of the forward of its first prefill
                                      mark; -1 without prefill marks */
+    double prefill_ns;            /* that start to its first token (TTFT - queue); -1 */
+    int64_t shared_tokens;        /* tokens in flight of its prefill iterations that were not
+                                     its prompt's: decodes and other prompts beside it */
     double tpot_ns;               /* (last token - first) / (tokens - 1); -1 under 2 tokens */
     int cut;                      /* never ended: the recording stopped first */
+    uint64_t prefill_from;        /* the start of the forward of its first prefill mark, 0 */
 };
 
 /* What showed a serving engine (continuous batching). */

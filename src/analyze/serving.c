@@ -454,7 +454,7 @@ static int requests(struct lp_run_ctx *c)
         q->admit = g->start;
         q->end = g->end;
         q->cut = (g->flags & LP_RANGE_UNCLOSED) != 0;
-        q->ttft_ns = q->queue_ns = q->tpot_ns = -1;
+        q->ttft_ns = q->queue_ns = q->tpot_ns = q->prefill_ns = -1;
         keys[i] = (struct req_key){q->id, len, (uint32_t)i};
         s->n_reqs++;
     }
@@ -499,8 +499,12 @@ static int requests(struct lp_run_ctx *c)
             q->prefill_tokens += marks[i].tokens;
             if (it >= 0) {
                 pre[it] += marks[i].tokens;
-                if (!q->prefill_iterations && s->iters[it].start)
+                if (s->iters[it].tokens > marks[i].tokens)
+                    q->shared_tokens += s->iters[it].tokens - marks[i].tokens;
+                if (!q->prefill_iterations && s->iters[it].start) {
                     q->queue_ns = (double)s->iters[it].start - (double)q->admit;
+                    q->prefill_from = s->iters[it].start;
+                }
                 /* chunks of one request go to distinct iterations, in time order */
                 q->prefill_iterations++;
             }
@@ -545,6 +549,8 @@ static int requests(struct lp_run_ctx *c)
             q->ttft_ns = (double)q->first_token - (double)q->admit;
         if (q->tokens > 1)
             q->tpot_ns = (double)(q->last_token - q->first_token) / (double)(q->tokens - 1);
+        if (q->tokens && q->prefill_from)
+            q->prefill_ns = (double)q->first_token - (double)q->prefill_from;
         if (!q->cut && q->tokens)
             v[k++] = q->ttft_ns;
     }
@@ -649,12 +655,18 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median_of(double *v, size_t n)
+/* the Q quantile of V (sorted in place), 0 when empty */
+static double quantile_of(double *v, size_t n, double q)
 {
     if (!n)
         return 0;
     qsort(v, n, sizeof *v, lp_cmp_double);
-    return lp_quantile_sorted(v, n, 0.5);
+    return lp_quantile_sorted(v, n, q);
+}
+
+static double median_of(double *v, size_t n)
+{
+    return quantile_of(v, n, 0.5);
 }
 
 /* the last batch of the row that starts at LO */
@@ -698,10 +710,12 @@ static int batch_rows(struct lp_serving *s, double *v)
             if (mixed) {
                 b.n_mixed = k;
                 b.mixed_p50_ns = median_of(v, k);
+                b.mixed_p90_ns = quantile_of(v, k, 0.9);
                 b.mixed_prefill_mean = k ? pre / (double)k : 0;
             } else {
                 b.n_decode = k;
                 b.decode_p50_ns = median_of(v, k);
+                b.decode_p90_ns = quantile_of(v, k, 0.9);
             }
         }
         if (b.n_decode || b.n_mixed)

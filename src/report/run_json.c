@@ -736,6 +736,10 @@ static json_t *serving_requests(const struct lp_serving *s)
         json_object_set_new(o, "id", json_string(q->id ? q->id : ""));
         json_object_set_new(o, "ttft_ns", q->ttft_ns >= 0 ? num(q->ttft_ns) : json_null());
         json_object_set_new(o, "queue_ns", q->queue_ns >= 0 ? num(q->queue_ns) : json_null());
+        json_object_set_new(o, "prefill_ns",
+                            q->prefill_ns >= 0 ? num(q->prefill_ns) : json_null());
+        json_object_set_new(o, "shared_tokens",
+                            q->prefill_iterations ? i64(q->shared_tokens) : json_null());
         json_object_set_new(o, "prefill_iterations",
                             json_integer((json_int_t)q->prefill_iterations));
         json_object_set_new(o, "prompt", q->prompt ? i64(q->prompt) : json_null());
@@ -803,10 +807,12 @@ static json_t *serving_json(const struct lp_run *r)
     for (size_t i = 0; i < s->n_batches; i++) {
         const struct lp_batch_row *b = &s->batches[i];
         json_array_append_new(
-            batches, json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:o}", "lo", i64(b->lo), "hi", i64(b->hi),
-                               "decode_n", (json_int_t)b->n_decode, "mixed_n",
+            batches, json_pack("{s:o,s:o,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "lo", i64(b->lo), "hi",
+                               i64(b->hi), "decode_n", (json_int_t)b->n_decode, "mixed_n",
                                (json_int_t)b->n_mixed, "decode_p50_ns", or_null(b->decode_p50_ns),
-                               "mixed_p50_ns", or_null(b->mixed_p50_ns), "mixed_prefill_mean",
+                               "decode_p90_ns", or_null(b->decode_p90_ns), "mixed_p50_ns",
+                               or_null(b->mixed_p50_ns), "mixed_p90_ns", or_null(b->mixed_p90_ns),
+                               "mixed_prefill_mean",
                                b->n_mixed ? num(b->mixed_prefill_mean) : json_null()));
     }
     json_t *buckets = json_array();

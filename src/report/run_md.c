@@ -275,7 +275,7 @@ static const char *batch_span(const struct lp_batch_row *b, char *buf, size_t le
     return buf;
 }
 
-/* a median of the batch table, "-" for none (0) */
+/* a percentile of the batch table, "-" for none (0) */
 static const char *p50_or_dash(double ns, char *buf, size_t len)
 {
     return ns > 0 ? lp_fmt_ns(ns, buf, len) : "-";
@@ -350,18 +350,20 @@ static void serving_counts(FILE *f, const struct lp_run *r)
 
 static void serving_batches(FILE *f, const struct lp_serving *s)
 {
-    char b1[32], b2[32], span[48];
+    char b1[32], b2[32], b3[32], b4[32], span[48];
     if (!s->interference_rows)
         return;
     fprintf(f, "\nBy decode sequences: decode-only against mixed iterations (a prefill chunk "
                "beside the decodes), what the chunk costs the decodes that wait for it.\n\n"
-               "| decode sequences | decode-only n | decode-only p50 | mixed n | mixed p50 | "
-               "prompt tokens per mixed iteration |\n|---|---|---|---|---|---|\n");
+               "| decode sequences | decode-only n | decode-only p50 | p90 | mixed n | mixed p50 | "
+               "p90 | prompt tokens per mixed iteration |\n|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < s->n_batches; i++) {
         const struct lp_batch_row *b = &s->batches[i];
-        fprintf(f, "| %s | %zu | %s | ", batch_span(b, span, sizeof span), b->n_decode,
-                p50_or_dash(b->decode_p50_ns, b1, sizeof b1));
-        fprintf(f, "%zu | %s | ", b->n_mixed, p50_or_dash(b->mixed_p50_ns, b2, sizeof b2));
+        fprintf(f, "| %s | %zu | %s | %s | ", batch_span(b, span, sizeof span), b->n_decode,
+                p50_or_dash(b->decode_p50_ns, b1, sizeof b1),
+                p50_or_dash(b->decode_p90_ns, b3, sizeof b3));
+        fprintf(f, "%zu | %s | %s | ", b->n_mixed, p50_or_dash(b->mixed_p50_ns, b2, sizeof b2),
+                p50_or_dash(b->mixed_p90_ns, b4, sizeof b4));
         if (b->n_mixed)
             fprintf(f, "%.1f |\n", b->mixed_prefill_mean);
         else
@@ -428,15 +430,24 @@ static void serving_requests(FILE *f, const struct lp_run *r)
                 s->marks_unknown, s->marks_unknown == 1 ? "" : "s");
     if (!s->n_slowest)
         return;
-    fprintf(f, "\nSlowest requests (by TTFT):\n\n"
-               "| request | TTFT | queue wait | prefill iterations | prompt | tokens |\n"
-               "|---|---|---|---|---|---|\n");
+    fprintf(f, "\nSlowest requests (by TTFT; queue wait to the forward its prefill started in, "
+               "then its prefill to the first token, and the tokens of others those forwards "
+               "carried beside its prompt):\n\n"
+               "| request | TTFT | queue wait | prefill | prefill iterations | tokens beside it | "
+               "prompt | tokens |\n|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < s->n_slowest; i++) {
         const struct lp_serving_request *q = &s->reqs[s->slowest[i]];
+        char b3[32];
         fprintf(f, "| ");
         lp_md_cell(f, q->id ? q->id : "");
-        fprintf(f, " | %s | %s | %zu | ", q->ttft_ns >= 0 ? NS(q->ttft_ns) : "-",
-                q->queue_ns >= 0 ? NS2(q->queue_ns) : "-", q->prefill_iterations);
+        fprintf(f, " | %s | %s | %s | %zu | ", q->ttft_ns >= 0 ? NS(q->ttft_ns) : "-",
+                q->queue_ns >= 0 ? NS2(q->queue_ns) : "-",
+                q->prefill_ns >= 0 ? lp_fmt_ns(q->prefill_ns, b3, sizeof b3) : "-",
+                q->prefill_iterations);
+        if (q->prefill_iterations)
+            fprintf(f, "%lld | ", (long long)q->shared_tokens);
+        else
+            fprintf(f, "- | ");
         if (q->prompt)
             fprintf(f, "%lld", (long long)q->prompt);
         else
