@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
 # its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUPTI's
-# overhead records, CUDA graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples) and
+# overhead records, CUDA graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples, a
+# serving loop's section) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
 # Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
@@ -82,6 +83,17 @@ check "pm fixture: per-stage table" grep -q '<td class="t">(whole run)</td>' "$T
 check "pm fixture: time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc -l)" -ge 8
 check "pm fixture: no busy chart, said so" grep -q 'GPU busy and idle gaps: not recorded' "$T/dom.html"
 check "pm fixture: no attribution counts" grep -q 'Kernels: not recorded (--light)' "$T/dom.html"
+# a serving loop with the request convention: its section, the iterations chart, the kinds
+"$LP" report "$FIX/serve-graphs-mark" -o "$T/serve" --quiet ||
+    { echo "not ok - llmprof report failed on serve-graphs-mark"; exit 1; }
+render "$T/serve/report.html"
+check "serving fixture: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "serving fixture: no console messages" test ! -s "$T/console.txt"
+check "serving fixture: its section" grep -q '<h2>Serving</h2>' "$T/dom.html"
+check "serving fixture: iterations chart" grep -q 'aria-label="Serving iterations"' "$T/dom.html"
+check "serving fixture: its legend" grep -q 'decode sequences (left)' "$T/dom.html"
+check "serving fixture: kinds table" grep -q '<td class="t">mixed</td>' "$T/dom.html"
+check "serving fixture: the requests' TTFT" grep -q '<td class="t">TTFT (request marks)</td>' "$T/dom.html"
 # --light --counters: no kernels and no PM samples; the stage ranges give the time axis
 "$LP" report "$FIX/ctr-hf-llama-only" -o "$T/ctronly" --quiet ||
     { echo "not ok - llmprof report failed on ctr-hf-llama-only"; exit 1; }
