@@ -1922,6 +1922,7 @@ static void fake_serving(struct lp_run *r, int reqs)
     s->sched_gap_ns = 2000;
     s->sched_period_ns = 16000;
     s->sched_share = 0.125;
+    s->decode_busy_share = 0.5;
     rows[0] = (struct lp_batch_row){.lo = 2, .hi = 3, .n_decode = 4, .n_mixed = 1,
                                     .decode_p50_ns = 2000, .mixed_p50_ns = 3000,
                                     .decode_p90_ns = 2200, .mixed_p90_ns = 3300,
@@ -2022,8 +2023,10 @@ static void test_serving_writers(void **state)
             "over 12 tokens: each decode sequence of an iteration waited its period; no request "
             "identity needed; 2 of the 12 tokens come from iterations whose decode count was "
             "inferred");
-    has(md, "| scheduler share | 12.5 % | GPU idle between forwards while sequences were "
-            "decoding: sampling, scheduling, Python (2.0 us of 16.0 us) |");
+    has(md, "| gap before forwards | 12.5 % | of the periods of iterations with decodes, from "
+            "one iteration's end to the next forward's first GEMM kernel: sampling, scheduling, "
+            "input preparation, Python (2.0 us of 16.0 us) |\n| GPU busy while decoding | "
+            "50.0 % |");
     has(md, "| CUDA-graph padding share | 25.0 % |");
     has(md, "| 4 | 2 | 3.0 | 25.0 % |");
     has(md, "| 2–3 | 4 | 2.0 us | 2.2 us | 1 | 3.0 us | 3.3 us | 33.0 |\n"
@@ -2060,7 +2063,8 @@ static void test_serving_writers(void **state)
     has(sum, "- **First token after 9.5 us** (median of 1 request, p90 9.5 us; the program's "
              "request marks).\n");
     has(sum, "- **Each further token takes 3.8 us** (median TPOT of 1 request, p90 3.8 us).\n");
-    has(sum, "- Between forwards the GPU waited for the host 12.5 % of the decoding time");
+    has(sum, "- While sequences decoded, the GPU was busy 50.0 % of the time; the gaps before "
+             "each forward (sampling, scheduling, Python) took 12.5 %.");
     has(sum, "25.0 %");
     assert_null(strstr(sum, "No LLM prefill"));
     free(sum);

@@ -142,6 +142,17 @@ static void check_iterations(const char *name, int marked, int warmup, size_t of
         prefill += x->prefill_tokens;
     }
     size_t n = s->n_iters - (warmup ? 1 : 0);
+    if (warmup) { /* the whole run: every token a forward ran, the warm-up's apart */
+        int64_t ran = 0, fed = 0;
+        for (size_t i = 0; i < json_array_size(f.truth.reqs); i++) {
+            json_t *q = json_array_get(f.truth.reqs, i);
+            fed += json_integer_value(json_object_get(q, "prompt")) +
+                   json_integer_value(json_object_get(q, "generated")) - 1;
+        }
+        for (size_t k = 1; k < s->n_iters; k++)
+            ran += s->iters[k].tokens;
+        assert_int_equal(ran, fed);
+    }
     if (marked) {
         assert_int_equal(exact, n);
         int64_t want_prefill = 0;
@@ -275,6 +286,30 @@ static void latency_graphs_marked(void **state)
     check_latency("serve-graphs-mark", 1);
 }
 
+/* A window of a running server: the request marks are recorded all run, so TTFT and TPOT
+ * are the whole run's, within 3 % of the engine's */
+static void latency_windows(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"serve-window", "serve-signal"};
+    for (size_t i = 0; i < 2; i++) {
+        struct fixture_run f;
+        load(names[i], &f);
+        const struct lp_serving *s = &f.r.serving;
+        assert_int_equal(s->ttft.n, json_array_size(f.truth.reqs));
+        within(s->ttft.p50, truth_quantile(&f.truth, "ttft_s", 0.5), 0.03, "TTFT p50");
+        within(s->ttft.p90, truth_quantile(&f.truth, "ttft_s", 0.9), 0.03, "TTFT p90");
+        within(s->tpot.p50, truth_quantile(&f.truth, "tpot_s", 0.5), 0.03, "TPOT p50");
+        within(s->tpot.p90, truth_quantile(&f.truth, "tpot_s", 0.9), 0.03, "TPOT p90");
+        /* tokens generated: those of the iterations inside the window */
+        int64_t in = 0;
+        for (size_t k = 0; k < s->n_iters; k++)
+            in += ti(&f.truth, f.truth.first + k, "sampled");
+        assert_int_equal(s->generated, in);
+        unload(&f);
+    }
+}
+
 /* CUDA-graph decode buckets: every graph iteration's bucket is the engine's, the padding is
  * what the buckets hold beyond the real rows */
 static void graph_buckets(void **state)
@@ -300,6 +335,20 @@ static void graph_buckets(void **state)
     unload(&f);
 }
 
+/* Every token a forward ran: each prompt's, and each generated token but a request's last
+ * (fed back for the next) */
+static void tokens_in_flight(const struct lp_serving *s, json_t *root)
+{
+    int64_t want = 0, tokens = 0;
+    json_t *p = json_object_get(root, "prompts"), *g = json_object_get(root, "generated");
+    for (size_t i = 0; i < json_array_size(p); i++)
+        want += json_integer_value(json_array_get(p, i)) +
+                json_integer_value(json_array_get(g, i)) - 1;
+    for (size_t i = 0; i < s->n_iters; i++)
+        tokens += s->iters[i].tokens;
+    assert_int_equal(tokens, want);
+}
+
 /* transformers' generate_batch: one flat prefill of 24 ragged prompts, then 47 decode steps
  * of the 24; no request, prompt or batch invented */
 static void hf_generate_batch(void **state)
@@ -322,9 +371,34 @@ static void hf_generate_batch(void **state)
     assert_int_equal(s->cls[LP_ITER_KIND_DECODE].decode, 47 * n_req);
     assert_int_equal(s->generated, 48 * n_req);
     assert_int_equal(s->n_reqs, 0);
+    tokens_in_flight(s, f.truth.root);
     assert_int_equal(f.r.llm.found, 0);
     assert_int_equal(f.r.llm.requests, 0);
     assert_int_equal(f.r.llm.prompt_tokens, 0);
+    unload(&f);
+}
+
+/* transformers' ContinuousBatchingManager with requests arriving over time and a 256-token
+ * budget: prompts prefilled in chunks beside the decodes. It samples partial prefills too
+ * (docs/serving.md): its rows sampled are more than the tokens generated; the tokens in
+ * flight stay exact */
+static void hf_continuous_batching(void **state)
+{
+    (void)state;
+    struct fixture_run f;
+    load("hf-cb", &f);
+    const struct lp_serving *s = &f.r.serving;
+    assert_int_equal(s->cause, LP_SERVING_CAUSE_RAGGED);
+    assert_true(s->cls[LP_ITER_KIND_MIXED].n > 0 && s->cls[LP_ITER_KIND_DECODE].n > 0);
+    assert_int_equal(s->cls[LP_ITER_KIND_UNKNOWN].n, 0);
+    tokens_in_flight(s, f.truth.root);
+    int64_t generated = 0;
+    json_t *g = json_object_get(f.truth.root, "generated");
+    for (size_t i = 0; i < json_array_size(g); i++)
+        generated += json_integer_value(json_array_get(g, i));
+    assert_int_equal(s->generated - generated, (int64_t)s->cls[LP_ITER_KIND_MIXED].n);
+    assert_int_equal(s->n_reqs, 0);
+    assert_int_equal(f.r.llm.found, 0);
     unload(&f);
 }
 
@@ -451,6 +525,8 @@ static void convention_bad_input(void **state)
     mark(&b, "token 3", 11 * ms);       /* unknown id */
     mark(&b, "token", 11 * ms);         /* no id: not the convention */
     mark(&b, "prefill 9 tokens=5", 11 * ms);
+    mark(&b, "prefill 2 tokens=9223372036854775807", 11 * ms); /* no count: 0 */
+    mark(&b, "prefill 2 tokens=9223372036854775807", 11 * ms);
     kernel(&b, "k", 1, 11500000, 11600000, 11700000);
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r = {0};
@@ -463,7 +539,8 @@ static void convention_bad_input(void **state)
     assert_int_equal(s->reqs_cut, 1);
     assert_int_equal(s->marks_unknown, 3); /* token 1 late, token 3, prefill 9 */
     assert_int_equal(s->token_marks, 7);
-    assert_int_equal(s->prefill_marks, 1);
+    assert_int_equal(s->prefill_marks, 3);
+    assert_int_equal(s->reqs[2].prefill_tokens, 0);
     const struct lp_serving_request *q = &s->reqs[0];
     assert_string_equal(q->id, "1");
     assert_int_equal(q->prompt, 812);
@@ -513,35 +590,48 @@ static void convention_marks_only(void **state)
     assert_int_equal(s->ttft.n + s->tpot.n + s->req_itl.n + s->queue.n, 0);
     assert_int_equal(s->n_iters, 0);
     assert_int_equal(s->generated, 0);
+    /* the writers say the passes were not found rather than "0 iterations" */
+    char *md = write_to_string(lp_report_run_md, &r);
+    char *sum = write_to_string(lp_report_summary_md, &r);
+    assert_non_null(strstr(md, "Its forward passes were not found"));
+    assert_null(strstr(md, "| decode-only |"));
+    assert_non_null(strstr(sum, "- **Serving loop**, but its forward passes were not found"));
+    free(md);
+    free(sum);
     lp_run_free(&r);
     lp_trace_free(t);
 }
 
-/* One forward pass at T us: a linear layer of TOKENS tokens and the lm_head on SAMPLED rows,
- * each a cuBLAS call with its kernel */
-static void pass(struct tb *b, uint64_t t, uint64_t tokens, uint64_t sampled)
+/* One forward pass at T: a linear layer of TOKENS tokens (none when 0: layers no cuBLAS call
+ * runs), a MoE expert's down projection of EXPERT tokens (none when 0) and the lm_head on
+ * SAMPLED rows, each a cuBLAS call with its kernel */
+static void pass(struct tb *b, uint64_t t, uint64_t tokens, uint64_t expert, uint64_t sampled)
 {
     const uint64_t us = 1000;
-    const uint64_t m[2] = {2048, 32000}, n[2] = {tokens, sampled};
-    for (int i = 0; i < 2; i++) {
+    const uint64_t m[3] = {2048, 2048, 32000}, n[3] = {tokens, expert, sampled},
+                   k[3] = {2048, 5632, 2048};
+    for (int i = 0; i < 3; i++) {
+        if (!n[i])
+            continue;
         uint64_t a = t + (uint64_t)i * 100 * us;
         struct lp_record r = {.type = LP_REC_GEMM};
         r.u.gemm = (struct lp_gemm){.start = a, .end = a + 10 * us, .thread = 1,
                                     .api = lp_trace_writer_intern(b->w, "cublasGemmEx"),
-                                    .m = m[i], .n = n[i], .k = 2048, .batch = 1, .transa = 1,
+                                    .m = m[i], .n = n[i], .k = k[i], .batch = 1, .transa = 1,
                                     .a_type = 14, .b_type = 14, .c_type = 14, .d_type = 14,
                                     .compute_type = 68, .algo = -1, .epilogue = 1};
         add(b, &r);
-        kernel(b, i ? "lm_head_gemm" : "linear_gemm", 1, a + us, a + 20 * us, a + 90 * us);
+        kernel(b, i == 2 ? "lm_head_gemm" : "linear_gemm", 1, a + us, a + 20 * us, a + 90 * us);
     }
 }
 
-static enum lp_serving_cause cause_of(const uint64_t (*passes)[2], size_t n)
+/* the cause found in N passes of (tokens, expert tokens, sampled) */
+static enum lp_serving_cause cause_of(const uint64_t (*passes)[3], size_t n)
 {
     struct tb b;
     tb_open(&b);
     for (size_t i = 0; i < n; i++)
-        pass(&b, 1000000 + i * 1000000, passes[i][0], passes[i][1]);
+        pass(&b, 1000000 + i * 1000000, passes[i][0], passes[i][1], passes[i][2]);
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r = {0};
     struct lp_run_options o = {0};
@@ -562,17 +652,70 @@ static void serving_causes(void **state)
     (void)state;
     /* a batch of 4 prefilled (padded: 4 x 128) then decoded: one request at a time, also when
      * the next batch is smaller */
-    static const uint64_t batch[][2] = {{512, 4}, {4, 4}, {4, 4}, {4, 4}, {6, 2}, {2, 2}, {2, 2}};
+    static const uint64_t batch[][3] = {{512, 0, 4}, {4, 0, 4}, {4, 0, 4}, {4, 0, 4},
+                                        {6, 0, 2},   {2, 0, 2}, {2, 0, 2}};
     assert_int_equal(cause_of(batch, 7), LP_SERVING_CAUSE_NONE);
     /* a decode batch that shrinks with no prefill between: a sequence left, others ran on */
-    static const uint64_t shrank[][2] = {{512, 4}, {4, 4}, {4, 4}, {3, 3}, {3, 3}};
+    static const uint64_t shrank[][3] = {{512, 0, 4}, {4, 0, 4}, {4, 0, 4}, {3, 0, 3}, {3, 0, 3}};
     assert_int_equal(cause_of(shrank, 5), LP_SERVING_CAUSE_SHRANK);
     /* a prefill of 3 prompts whose tokens are no multiple of 3 */
-    static const uint64_t ragged[][2] = {{500, 3}, {3, 3}, {3, 3}};
+    static const uint64_t ragged[][3] = {{500, 0, 3}, {3, 0, 3}, {3, 0, 3}};
     assert_int_equal(cause_of(ragged, 3), LP_SERVING_CAUSE_RAGGED);
     /* logits for every prompt token (T = S), then one sequence: no shrink of a decode batch */
-    static const uint64_t all_logits[][2] = {{128, 128}, {1, 1}, {1, 1}, {1, 1}};
+    static const uint64_t all_logits[][3] = {{128, 0, 128}, {1, 0, 1}, {1, 0, 1}, {1, 0, 1}};
     assert_int_equal(cause_of(all_logits, 4), LP_SERVING_CAUSE_NONE);
+    /* a MoE batch: the last GEMM before the lm_head an expert's, of the tokens routed to it;
+     * the tokens in flight are the layers' that read the hidden state */
+    static const uint64_t moe[][3] = {{512, 130, 4}, {4, 2, 4}, {4, 1, 4}, {4, 3, 4}};
+    assert_int_equal(cause_of(moe, 4), LP_SERVING_CAUSE_NONE);
+    /* layers no cuBLAS call runs (Triton, quantized), a bf16 lm_head: passes of unknown kind,
+     * no shrink or prefill taken from them */
+    static const uint64_t no_layers[][3] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 4}, {0, 0, 4},
+                                            {0, 0, 4}, {0, 0, 3}, {0, 0, 3}};
+    assert_int_equal(cause_of(no_layers, 7), LP_SERVING_CAUSE_NONE);
+    /* the same with a token mark (the convention): the passes are reported, of unknown kind,
+     * and no decode or prefill is made of them */
+    {
+        struct tb b;
+        tb_open(&b);
+        for (size_t i = 0; i < 7; i++)
+            pass(&b, 1000000 + i * 1000000, 0, 0, no_layers[i][2]);
+        mark(&b, "token 1", 9000000);
+        struct lp_trace *t = tb_read(&b, 1);
+        struct lp_run r = {0};
+        struct lp_run_options o = {0};
+        analyze(t, &o, &r);
+        assert_int_equal(r.serving.n_iters, 7);
+        assert_int_equal(r.serving.cls[LP_ITER_KIND_UNKNOWN].n, 7);
+        assert_int_equal(r.serving.itl.n, 0);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+    /* a damaged lm_head of 2^62 rows is no call at all: nothing sized by it */
+    static const uint64_t huge[][3] = {{4, 0, 4}, {4, 0, 4}, {4, 0, (uint64_t)1 << 62},
+                                       {4, 0, 4}};
+    assert_int_equal(cause_of(huge, 4), LP_SERVING_CAUSE_NONE);
+}
+
+/* A script's own push/pop ranges named "request N" around one-at-a-time calls, no token
+ * marks: ordinary ranges, no convention, nothing changes */
+static void request_ranges_without_marks(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "request 1", 1, 1000, 5000);
+    range(&b, "request 2", 1, 6000, 9000);
+    kernel(&b, "k", 1, 2000, 2500, 3000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r = {0};
+    struct lp_run_options o = {0};
+    analyze(t, &o, &r);
+    assert_int_equal(r.serving.cause, LP_SERVING_CAUSE_NONE);
+    assert_int_equal(r.ranges.n, 2);
+    assert_int_equal(r.ranges.n_req, 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
 }
 
 static void request_word(void **state)
@@ -601,13 +744,16 @@ int main(void)
         cmocka_unit_test(latency_eager_marked),
         cmocka_unit_test(latency_graphs),
         cmocka_unit_test(latency_graphs_marked),
+        cmocka_unit_test(latency_windows),
         cmocka_unit_test(graph_buckets),
         cmocka_unit_test(hf_generate_batch),
+        cmocka_unit_test(hf_continuous_batching),
         cmocka_unit_test(harness_fixtures_unchanged),
         cmocka_unit_test(perfetto),
         cmocka_unit_test(convention_bad_input),
         cmocka_unit_test(convention_marks_only),
         cmocka_unit_test(serving_causes),
+        cmocka_unit_test(request_ranges_without_marks),
         cmocka_unit_test(request_word),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,7 +38,8 @@ struct lp_ranges {
 };
 
 /* Pairs start and end markers by id (push/pop and start/end alike) and nests the ranges
- * of each thread by time; ranges named like a request (lp_request_word) go to REQ. */
+ * of each thread by time; ranges named like a request (lp_request_word) go to REQ when the
+ * trace has a token mark too (the request convention). */
 int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out);
 void lp_ranges_free(struct lp_ranges *r);
 /* The innermost range open on THREAD at time TS (an index into RG->v), or -1. */
@@ -810,10 +811,12 @@ struct lp_serving {
     int64_t prefill_tokens;
     uint64_t span_ns;             /* first iteration's START (or END) to the last END */
     double generated_per_s, prefill_per_s;
-    /* the host between forwards while sequences were decoding: idle GPU waiting for the
-       next forward (sampling, scheduling, Python) */
-    uint64_t sched_gap_ns, sched_period_ns;
-    double sched_share;           /* gap / period over the iterations with decodes; NaN none */
+    /* the periods of the iterations with decodes: their gaps before the forward (sampling,
+       scheduling, input preparation, Python; GPU work before the first GEMM too) and the GPU
+       busy time in them (what is not busy is the GPU waiting, within the forwards too) */
+    uint64_t sched_gap_ns, sched_period_ns, sched_busy_ns;
+    double sched_share;           /* gap / period; NaN none */
+    double decode_busy_share;     /* busy / period; NaN none */
     struct lp_batch_row *batches;
     size_t n_batches;
     double interference;          /* median over batch rows with both kinds of

@@ -80,8 +80,14 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
     o.used = calloc(o.cap, 1);
     if (!m || !v || !stack || !is_req || !o.ids || !o.idx || !o.used)
         goto out;
-    for (size_t i = 0; i < n; i++)
+    /* ranges named "request <id>" are the request convention's only in a program that marks
+     * its tokens too: a script's own "request 3" range around a call stays a range */
+    int convention = 0;
+    for (size_t i = 0; i < n; i++) {
         m[i] = &t->markers[i];
+        convention |= (m[i]->flags & LP_MARKER_FLAG_INSTANT) &&
+                      lp_request_word(lp_trace_str(t, m[i]->name), "token") > 0;
+    }
     qsort(m, n, sizeof *m, cmp_marker_time);
     size_t nr = 0;
     for (size_t i = 0; i < n; i++) {
@@ -90,7 +96,7 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
         if (k->flags & LP_MARKER_FLAG_START) {
             v[nr] = (struct lp_range){.start = k->timestamp, .end = UINT64_MAX, .name = k->name,
                                       .domain = k->domain, .thread = k->thread, .parent = -1};
-            is_req[nr] = lp_request_word(lp_trace_str(t, k->name), "request") > 0;
+            is_req[nr] = convention && lp_request_word(lp_trace_str(t, k->name), "request") > 0;
             o.used[s] = 1;
             o.ids[s] = k->id;
             o.idx[s] = nr++;

@@ -43,7 +43,9 @@ static int gemm_times(const struct lp_run_ctx *c, struct gemm_times *g)
  * weight's rows, n the tokens, k the weight's columns). */
 static int linear_call(const struct lp_gemm *g)
 {
-    return g->status == 0 && g->batch == 1 && g->m && g->n && g->k;
+    const uint64_t big = (uint64_t)1 << 31; /* no real layer: a damaged record */
+    return g->status == 0 && g->batch == 1 && g->m && g->n && g->k && g->m < big &&
+           g->n < big && g->k < big;
 }
 
 static int cmp_gemm_start(const void *a, const void *b, void *arg)
@@ -163,8 +165,12 @@ struct anchor {
 };
 
 /* The anchors in time order with the forward before each: the GEMM calls on the anchor's
- * thread since the previous anchor, back from the anchor while they have kernels and the same
- * token dimension (the forward's layers; a graph's replays count too). */
+ * thread since the previous anchor, back from the anchor to a call captured into a graph
+ * (graph captures are no forward of the loop) or one of the other kind (eager, replayed). Its
+ * tokens in flight are the largest token dimension of those that read the hidden state (the
+ * lm_head's k: q/k/v, gate/up, the router; not a MoE expert's down projection, which sees only
+ * the tokens routed to it, nor a rotary embedding's or a vision tower's), its start the first
+ * call with that many. */
 static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
                         const uint32_t *ord, size_t n, uint64_t key_m, uint64_t key_k,
                         struct anchor **out, size_t *n_out, size_t *outside)
@@ -188,18 +194,24 @@ static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
         struct anchor x = {.gemm = ord[p], .after_break = broke};
         broke = 0;
         int64_t tokens = 0;
-        int graph = 0;
+        int graph = 0, seen = 0;
         for (ptrdiff_t q = (ptrdiff_t)p - 1; q > prev; q--) {
             uint32_t gi = ord[q];
             const struct lp_gemm *g = &c->gemms[gi];
-            if (g->thread != a->thread || !gt->end[gi])
+            if (g->thread != a->thread)
                 continue;
             int is_graph = c->gemm_replay_of && c->gemm_replay_of[gi] >= 0;
-            if (tokens && ((int64_t)g->n != tokens || is_graph != graph))
+            if (!gt->end[gi] || (seen && is_graph != graph))
                 break;
-            tokens = (int64_t)g->n;
+            seen = 1;
             graph = is_graph;
-            if (!x.fwd_start || gt->start[gi] < x.fwd_start)
+            if (g->k != key_k)
+                continue;
+            if ((int64_t)g->n > tokens) {
+                tokens = (int64_t)g->n;
+                x.fwd_start = 0;
+            }
+            if ((int64_t)g->n == tokens && (!x.fwd_start || gt->start[gi] < x.fwd_start))
                 x.fwd_start = gt->start[gi];
         }
         x.tokens = graph ? 0 : tokens;
@@ -242,9 +254,9 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
     const struct lp_trace *t = c->t;
     size_t w = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!it[i].period_ns)
-            continue;
-        uint64_t a = it[i].end - it[i].period_ns, b = it[i].end, reach = a, graph_start = 0;
+        /* the first of a run: its graph replays since the iteration before it, if any */
+        uint64_t a = it[i].period_ns ? it[i].end - it[i].period_ns : i ? it[i - 1].end : 0;
+        uint64_t b = it[i].end, reach = a, graph_start = 0;
         int64_t bucket = 0;
         int graph = 0;
         while (w < c->n_work && c->work[w].start <= a)
@@ -252,7 +264,7 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
         for (size_t j = w; j < c->n_work && c->work[j].start < b; j++) {
             const struct lp_work *x = &c->work[j];
             uint64_t s = x->start > reach ? x->start : reach, e = x->end < b ? x->end : b;
-            if (e > s)
+            if (e > s && it[i].period_ns)
                 it[i].busy_ns += e - s;
             if (x->end > reach)
                 reach = x->end;
@@ -359,7 +371,8 @@ static int64_t word_value(const char *name, const char *key)
         if ((p == name || p[-1] == ' ') && p[k] == '=') {
             char *e;
             long long v = strtoll(p + k + 1, &e, 10);
-            return e > p + k + 1 && v > 0 ? (int64_t)v : 0;
+            /* more than 2^31 tokens in one prompt or chunk: not a count */
+            return e > p + k + 1 && v > 0 && v < (1ll << 31) ? (int64_t)v : 0;
         }
     return 0;
 }
@@ -771,16 +784,67 @@ static int graph_rows(struct lp_serving *s)
     return LP_OK;
 }
 
+struct weighted {
+    double v;
+    uint64_t w;
+};
+
+static int cmp_weighted(const void *a, const void *b)
+{
+    double x = ((const struct weighted *)a)->v, y = ((const struct weighted *)b)->v;
+    return (x > y) - (x < y);
+}
+
+/* The value of rank K (from 0) of the N sorted values each repeated W times */
+static double weighted_rank(const struct weighted *p, size_t n, uint64_t k)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (k < p[i].w)
+            return p[i].v;
+        k -= p[i].w;
+    }
+    return n ? p[n - 1].v : 0;
+}
+
+/* D over the N values of P each counted W times, as lp_dist_compute over them repeated would
+ * make it (linear between the closest ranks), without repeating them: a generated token each,
+ * which an hour of serving has millions of. D's values are not kept (v NULL). P is sorted. */
+static void weighted_dist(struct lp_dist *d, struct weighted *p, size_t n)
+{
+    memset(d, 0, sizeof *d);
+    uint64_t total = 0;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += p[i].w;
+        sum += p[i].v * (double)p[i].w;
+    }
+    if (!total)
+        return;
+    qsort(p, n, sizeof *p, cmp_weighted);
+    d->n = (size_t)total;
+    d->mean = sum / (double)total;
+    d->min = p[0].v;
+    d->max = p[n - 1].v;
+    const double q[3] = {0.5, 0.9, 0.99};
+    double *out[3] = {&d->p50, &d->p90, &d->p99};
+    for (int j = 0; j < 3; j++) {
+        double x = q[j] * (double)(total - 1), f = x - floor(x);
+        uint64_t k = (uint64_t)x;
+        double a = weighted_rank(p, n, k), b = k + 1 < total ? weighted_rank(p, n, k + 1) : a;
+        *out[j] = a + (b - a) * f;
+    }
+}
+
 static int statistics(struct lp_serving *s)
 {
-    size_t n_itl = 0;
-    for (size_t i = 0; i < s->n_iters; i++)
-        if (s->iters[i].period_ns && s->iters[i].decode > 0)
-            n_itl += (size_t)s->iters[i].decode;
-    size_t cap = n_itl > s->n_iters ? n_itl : s->n_iters;
+    size_t cap = s->n_iters;
     double *v = malloc((cap ? cap : 1) * sizeof *v);
-    if (!v)
+    struct weighted *pw = malloc((cap ? cap : 1) * sizeof *pw);
+    if (!v || !pw) {
+        free(v);
+        free(pw);
         return LP_ERR_NOMEM;
+    }
     int rc = LP_OK;
     for (int kind = 0; kind < LP_ITER_KIND_COUNT && rc == LP_OK; kind++) {
         struct lp_iter_class *cl = &s->cls[kind];
@@ -816,6 +880,7 @@ static int statistics(struct lp_serving *s)
         if (x->decode > 0) {
             s->sched_gap_ns += x->gap_ns;
             s->sched_period_ns += x->period_ns;
+            s->sched_busy_ns += x->busy_ns;
         }
     }
     if (rc == LP_OK)
@@ -824,12 +889,11 @@ static int statistics(struct lp_serving *s)
         const struct lp_iteration *x = &s->iters[i];
         if (!x->period_ns || x->decode <= 0)
             continue;
-        for (int64_t j = 0; j < x->decode; j++)
-            v[ki++] = (double)x->period_ns;
+        pw[ki++] = (struct weighted){(double)x->period_ns, (uint64_t)x->decode};
         s->itl_inferred += x->source == LP_ITER_SOURCE_CARRIED ? (size_t)x->decode : 0;
     }
-    if (rc == LP_OK)
-        rc = lp_dist_compute(&s->itl, v, ki);
+    weighted_dist(&s->itl, pw, ki);
+    free(pw);
     if (s->token_marks) /* the tokens the program said it emitted in those iterations */
         s->generated = s->marked_tokens;
     s->span_ns = last > first ? last - first : 0;
@@ -837,6 +901,9 @@ static int statistics(struct lp_serving *s)
     s->prefill_per_s = s->span_ns ? (double)s->prefill_tokens * 1e9 / (double)s->span_ns : 0;
     s->sched_share = s->sched_period_ns ? (double)s->sched_gap_ns / (double)s->sched_period_ns
                                         : NAN;
+    s->decode_busy_share = s->sched_period_ns
+                               ? (double)s->sched_busy_ns / (double)s->sched_period_ns
+                               : NAN;
     if (rc == LP_OK)
         rc = batch_rows(s, v);
     free(v);
@@ -883,6 +950,7 @@ int lp_run_serving(struct lp_run_ctx *c)
         x->end = gt.end[an[i].gemm];
         x->sampled = (int64_t)a->n;
         x->start = an[i].fwd_start;
+        x->kind = LP_ITER_KIND_UNKNOWN; /* until its forward is seen: GEMMs or a graph */
         if (i > 0 && !an[i].after_break && x->end > s->iters[i - 1].end)
             x->period_ns = x->end - s->iters[i - 1].end;
     }

@@ -844,6 +844,8 @@ static json_t *serving_json(const struct lp_run *r)
     json_object_set_new(o, "sched_gap_ns", u64(s->sched_gap_ns));
     json_object_set_new(o, "sched_period_ns", u64(s->sched_period_ns));
     json_object_set_new(o, "sched_share", num(s->sched_share));
+    json_object_set_new(o, "sched_busy_ns", u64(s->sched_busy_ns));
+    json_object_set_new(o, "decode_busy_share", num(s->decode_busy_share));
     json_object_set_new(o, "batches", batches);
     json_object_set_new(o, "interference", or_null(s->interference));
     json_object_set_new(o, "interference_rows", json_integer((json_int_t)s->interference_rows));

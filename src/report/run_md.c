@@ -336,12 +336,15 @@ static void serving_counts(FILE *f, const struct lp_run *r)
     if (s->period.n)
         fprintf(f, "| iteration period p50 | %s | from one iteration's end to the next one's "
                    "(p90 %s) |\n", NS(s->period.p50), NS2(s->period.p90));
-    fprintf(f, "| scheduler share | %s | GPU idle between forwards while sequences were "
-               "decoding: sampling, scheduling, Python",
+    fprintf(f, "| gap before forwards | %s | of the periods of iterations with decodes, from "
+               "one iteration's end to the next forward's first GEMM kernel: sampling, "
+               "scheduling, input preparation, Python",
             PCT(s->sched_share));
     if (s->sched_period_ns)
         fprintf(f, " (%s of %s)", NS(s->sched_gap_ns), NS2(s->sched_period_ns));
-    fprintf(f, " |\n");
+    fprintf(f, " |\n| GPU busy while decoding | %s | GPU busy time in those periods; the rest "
+               "the GPU waited, within the forwards too |\n",
+            PCT(s->decode_busy_share));
     if (s->n_buckets)
         fprintf(f, "| CUDA-graph padding share | %s | rows of the graph replays' captured sizes "
                    "past the sequences sampled |\n",
@@ -471,15 +474,22 @@ static void serving(FILE *f, const struct lp_run *r)
                "of its decode sequences waited for its token.\n",
             why);
     if (s->anchors_outside)
-        fprintf(f, "\n%zu lm_head call%s ran no recorded kernel (outside the capture windows): "
-                   "%s iteration%s left out.\n",
+        fprintf(f, "\n%zu lm_head call%s ran no recorded kernel (captured into a CUDA graph, or "
+                   "its kernels not recorded): %s iteration%s left out.\n",
                 s->anchors_outside, s->anchors_outside == 1 ? "" : "s",
                 s->anchors_outside == 1 ? "its" : "their",
                 s->anchors_outside == 1 ? " is" : "s are");
-    serving_kinds(f, s);
-    serving_counts(f, r);
-    serving_batches(f, s);
-    serving_buckets(f, s);
+    if (s->n_iters) {
+        serving_kinds(f, s);
+        serving_counts(f, r);
+        serving_batches(f, s);
+        serving_buckets(f, s);
+    } else {
+        fprintf(f, "\nIts forward passes were not found: no cuBLAS GEMM of the largest weight "
+                   "(the lm_head) ran three times with its kernels recorded (Triton or CUTLASS "
+                   "matmuls, or a lm_head inside a CUDA graph recorded whole: record --graphs "
+                   "node), so there is no iteration, token or inter-token figure.\n");
+    }
     serving_requests(f, r);
 }
 
@@ -1303,16 +1313,21 @@ static void summary_serving(FILE *f, const struct lp_run *r)
 {
     const struct lp_serving *s = &r->serving;
     char b1[32], b2[32], b3[32];
-    fprintf(f, "- **Serving loop: %zu iterations** (%zu decode-only, %zu mixed, %zu "
-               "prefill-only",
-            s->n_iters, s->cls[LP_ITER_KIND_DECODE].n, s->cls[LP_ITER_KIND_MIXED].n,
-            s->cls[LP_ITER_KIND_PREFILL].n);
-    if (s->cls[LP_ITER_KIND_UNKNOWN].n)
-        fprintf(f, ", %zu unknown", s->cls[LP_ITER_KIND_UNKNOWN].n);
-    fprintf(f, ", found from the lm_head's calls) over %s: %lld tokens generated (%.1f "
-               "tokens/s), %lld prompt tokens (%.1f tokens/s).\n",
-            NS(s->span_ns), (long long)s->generated, s->generated_per_s,
-            (long long)s->prefill_tokens, s->prefill_per_s);
+    if (!s->n_iters) {
+        fprintf(f, "- **Serving loop**, but its forward passes were not found (report.md says "
+                   "why): no iteration, token or inter-token figure.\n");
+    } else {
+        fprintf(f, "- **Serving loop: %zu iterations** (%zu decode-only, %zu mixed, %zu "
+                   "prefill-only",
+                s->n_iters, s->cls[LP_ITER_KIND_DECODE].n, s->cls[LP_ITER_KIND_MIXED].n,
+                s->cls[LP_ITER_KIND_PREFILL].n);
+        if (s->cls[LP_ITER_KIND_UNKNOWN].n)
+            fprintf(f, ", %zu unknown", s->cls[LP_ITER_KIND_UNKNOWN].n);
+        fprintf(f, ", found from the lm_head's calls) over %s: %lld tokens generated (%.1f "
+                   "tokens/s), %lld prompt tokens (%.1f tokens/s).\n",
+                NS(s->span_ns), (long long)s->generated, s->generated_per_s,
+                (long long)s->prefill_tokens, s->prefill_per_s);
+    }
     if (s->itl.n)
         fprintf(f, "- **Between tokens p50 %s** (p90 %s, p99 %s; token-weighted over %zu "
                    "tokens: each decode sequence waits for its iteration).\n",
@@ -1331,10 +1346,12 @@ static void summary_serving(FILE *f, const struct lp_run *r)
         fprintf(f, "- Per-request TTFT and TPOT are not given: the program does not mark its "
                    "requests (docs/serving.md says how).\n");
     }
-    if (isfinite(s->sched_share))
-        fprintf(f, "- Between forwards the GPU waited for the host %s of the decoding time "
-                   "(sampling, scheduling, Python).\n",
-                PCT(s->sched_share));
+    if (isfinite(s->sched_share)) {
+        char b4[32];
+        fprintf(f, "- While sequences decoded, the GPU was busy %s of the time; the gaps before "
+                   "each forward (sampling, scheduling, Python) took %s.\n",
+                lp_fmt_pct(s->decode_busy_share, b4, sizeof b4), PCT(s->sched_share));
+    }
     if (s->n_buckets && isfinite(s->padding_share))
         fprintf(f, "- CUDA graphs replayed %s of their rows as padding (%zu captured size%s; "
                    "rows past the sequences sampled).\n",

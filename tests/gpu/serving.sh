@@ -3,7 +3,8 @@
 # with CUDA-graph decode buckets, each unmarked and with the request convention, graphs also
 # recorded node by node, a profiler window of a running server (--capture cuda-profiler) and
 # a window opened and closed by SIGUSR1 (--capture signal),
-# and transformers' generate_batch, all without stage ranges. Each run's report beside it.
+# and transformers' generate_batch and its ContinuousBatchingManager with requests arriving
+# over time, all without stage ranges. Each run's report beside it.
 # Writes serving-log.txt and serving-fixtures.tar.gz (each run: trace, meta.json, the
 # program's own timings as truth.json, config.json) under $OUT. Expects build/ carried.
 . "$(dirname "$0")/setup.sh" serving
@@ -41,6 +42,7 @@ run serve-graphs-node --graphs node -- $E --graphs --mark
 run serve-window --capture cuda-profiler -- $E --graphs --mark --profile-iters 40:100
 run serve-signal --capture signal -- $E --mark --signal-iters 30:60
 run hf-batch -- tests/gpu/hf_batch.py
+run hf-cb -- tests/gpu/hf_cb.py
 step "unprofiled, for the engine's own timings beside the profiled ones"
 for v in "" --graphs; do "$PY" $E $v --truth "$T/plain$v.json"; done
 cp "$T"/plain*.json "$T/fx/" 2>/dev/null
