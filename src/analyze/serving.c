@@ -9,6 +9,7 @@
  * sequences. Then no prefill or decode stage is inferred (stages.c), and per-request figures
  * come only from the convention (docs/serving.md). */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -403,30 +404,17 @@ static int32_t req_of(const struct lp_serving *s, const struct req_key *keys, co
  * -1 */
 static int32_t iter_ending_before(const struct lp_serving *s, uint64_t ts)
 {
-    size_t lo = 0, hi = s->n_iters;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->iters[mid].end <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (int32_t)lo - 1;
+    return (int32_t)lp_count_until(s->iters, s->n_iters, sizeof *s->iters,
+                                   offsetof(struct lp_iteration, end), ts) - 1;
 }
 
 /* The first iteration whose lm_head call started after TS (a prefill chunk is scheduled
  * before its forward), -1 */
 static int32_t iter_after(const struct lp_serving *s, uint64_t ts)
 {
-    size_t lo = 0, hi = s->n_iters;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->iters[mid].host_ns <= ts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->n_iters ? (int32_t)lo : -1;
+    size_t k = lp_count_until(s->iters, s->n_iters, sizeof *s->iters,
+                              offsetof(struct lp_iteration, host_ns), ts);
+    return k < s->n_iters ? (int32_t)k : -1;
 }
 
 static int requests(struct lp_run_ctx *c)

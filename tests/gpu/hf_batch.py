@@ -7,11 +7,10 @@ import json
 import random
 import time
 
-import torch
 import transformers
 from transformers.generation import GenerationConfig
 
-from tinyllama import TINYLLAMA
+from tinyllama import paged_model
 
 p = argparse.ArgumentParser()
 p.add_argument("--requests", type=int, default=24)
@@ -20,16 +19,7 @@ p.add_argument("--truth")
 p.add_argument("--config-out")
 args = p.parse_args()
 
-torch.manual_seed(0)
-cfg = transformers.LlamaConfig(**TINYLLAMA)
-with torch.device("cuda"):
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
-                                                          attn_implementation="paged|sdpa").eval()
-if args.config_out:
-    model.config.to_json_file(args.config_out)
-rng = random.Random(0)
-inputs = [[rng.randrange(3, cfg.vocab_size) for _ in range(rng.randint(64, 511))]
-          for _ in range(args.requests)]
+model, inputs = paged_model(args.requests, random.Random(0), args.config_out)
 gen = GenerationConfig(max_new_tokens=args.new_tokens, do_sample=False, eos_token_id=-1,
                        pad_token_id=0)
 t0 = time.perf_counter()
