@@ -954,6 +954,15 @@ static void test_kernel_names(void **state)
         {"void at::native::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::normal_and_transform<float>>(int)", LP_KCAT_ELEMENTWISE},
         {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", LP_KCAT_COMMUNICATION},
         {"my_custom_kernel", LP_KCAT_OTHER},
+        /* Triton and torch.compile matmuls by a word of their name (issue 46) */
+        {"mm", LP_KCAT_GEMM},
+        {"mm_kernel", LP_KCAT_GEMM},
+        {"_matmul_kernel", LP_KCAT_GEMM},
+        {"triton_tem_fused_addmm_silu_0", LP_KCAT_GEMM},
+        {"triton_tem_fused_bmm_1", LP_KCAT_GEMM},
+        {"comm_kernel", LP_KCAT_OTHER},
+        {"command_buffer_kernel", LP_KCAT_OTHER},
+        {"mmap_copy", LP_KCAT_ELEMENTWISE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (lp_kernel_category(cases[i].name) != cases[i].cat)

@@ -211,6 +211,28 @@ static int has_word(const char *lower, const char *words)
     return 0;
 }
 
+/* Whether a whole word of LOWER (letters and digits between other characters) is one of
+ * WORDS: a Triton matmul named "mm_kernel" or "triton_tem_fused_addmm_0" is a GEMM, a
+ * "command" or "comm" kernel is not */
+static int has_token(const char *lower, const char *const *words)
+{
+    for (const char *p = lower; *p;) {
+        while (*p && !isalnum((unsigned char)*p))
+            p++;
+        const char *w = p;
+        while (isalnum((unsigned char)*p))
+            p++;
+        for (size_t i = 0; words[i] && p > w; i++)
+            if (strlen(words[i]) == (size_t)(p - w) && !strncmp(w, words[i], (size_t)(p - w)))
+                return 1;
+    }
+    return 0;
+}
+
+/* matmuls written by hand or generated (Triton, torch.compile templates) say so in a word */
+static const char *const matmul_words[] = {"mm", "bmm", "addmm", "baddbmm", "matmul",
+                                           "gemm", NULL};
+
 enum lp_kcat lp_kernel_category(const char *name)
 {
     /* only the part before the parameter list: argument types mention anything */
@@ -228,7 +250,8 @@ enum lp_kcat lp_kernel_category(const char *name)
     }
     lower[o] = 0;
     for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
-        if (has_word(lower, rules[i].words))
+        if (has_word(lower, rules[i].words) ||
+            (rules[i].cat == LP_KCAT_GEMM && has_token(lower, matmul_words)))
             return rules[i].cat;
     return LP_KCAT_OTHER;
 }
