@@ -200,6 +200,14 @@ expect 2 "whole number >= 1" "report --top 0" -- "$LP" report "$FIX/llama" --top
 expect 2 "bad regular expression" "report with a bad stage regex" -- \
     "$LP" report "$FIX/llama" -o "$T/badre" --stage 'decode=(' --quiet
 [ -z "$(ls -A "$T/badre" 2>/dev/null)" ] && ok "nothing written on an analysis error" || bad "left: $(ls -A "$T/badre")"
+# a rule that matches none of the ranges would drop its stage without a word (issue 46)
+expect 2 "stage rule 'decode=^nomatch' matches none of the trace's" \
+    "report --stage matching no range" -- \
+    "$LP" report "$FIX/hf-moe" -o "$T/nomatch" --stage 'decode=^nomatch' --quiet
+[ -z "$(ls -A "$T/nomatch" 2>/dev/null)" ] && ok "nothing written for a rule matching no range" ||
+    bad "left: $(ls -A "$T/nomatch")"
+expect 2 "top-level names: 'prefill', 'decode'" "the refusal names the trace's ranges" -- \
+    "$LP" report "$FIX/hf-moe" -o "$T/nomatch" --stage 'decode=^nomatch' --quiet
 expect 2 "none.json" "report --model on a missing config names it" -- \
     "$LP" report "$FIX/llama" -o "$T/x" --model "$T/none.json"
 expect 2 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU

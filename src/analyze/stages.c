@@ -589,6 +589,45 @@ static int stage_spans(struct lp_run_ctx *c)
     return LP_OK;
 }
 
+/* A rule the user gave that matches none of a trace's ranges would leave its stage out without
+ * a word (issue 46): refused, naming the trace's top-level ranges. A trace with no ranges at
+ * all says so in its notes (LP_NOTE_ONE_STAGE) instead: several processes' traces share the
+ * rules, and a helper process marks nothing. */
+static int check_rules(struct lp_run_ctx *c)
+{
+    const struct lp_run *r = c->r;
+    if (!r->opt.stage_rules || r->ranges.n == 0)
+        return LP_OK;
+    for (size_t k = 0; k < c->n_rules; k++) {
+        size_t hits = 0;
+        for (size_t i = 0; i < r->ranges.n && !hits; i++)
+            hits += c->ri[i].rule == (int32_t)k;
+        if (hits)
+            continue;
+        char names[160] = "";
+        size_t o = 0, shown = 0;
+        for (size_t i = 0; i < r->ranges.n && shown < 4; i++) {
+            char g[64];
+            if (r->ranges.v[i].depth != 0)
+                continue;
+            lp_range_group_name(lp_trace_str(c->t, r->ranges.v[i].name), g, sizeof g);
+            if (!g[0] || strstr(names, g))
+                continue;
+            int w = snprintf(names + o, sizeof names - o, "%s'%s'", shown ? ", " : "", g);
+            if (w < 0 || (size_t)w >= sizeof names - o)
+                break;
+            o += (size_t)w;
+            shown++;
+        }
+        snprintf(c->err, c->errlen, "stage rule '%s' matches none of the trace's %zu NVTX "
+                 "ranges (top-level names: %s): correct its expression, or go without it for "
+                 "the default rules",
+                 r->opt.stage_rules[k], r->ranges.n, names[0] ? names : "none");
+        return LP_ERR_ARG;
+    }
+    return LP_OK;
+}
+
 int lp_run_stages(struct lp_run_ctx *c)
 {
     struct rules rs = {0};
@@ -596,6 +635,8 @@ int lp_run_stages(struct lp_run_ctx *c)
     int rc = compile_rules(c, &rs);
     if (rc == LP_OK)
         rc = classify_ranges(c, &rs);
+    if (rc == LP_OK)
+        rc = check_rules(c);
     if (rc == LP_OK)
         rc = lp_run_windows_clip(c, 0);
     if (rc == LP_OK)

@@ -165,7 +165,8 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "stages and tokens:\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--stage", .arg = "NAME=REGEX",
-     .help = "stage rule (repeatable; replaces the defaults), e.g.\n"
+     .help = "stage rule (repeatable; replaces the defaults; one that matches\n"
+             "none of a trace's ranges is refused), e.g.\n"
              "--stage prefill='^prompt' --stage decode='^step'",
      .parse = parse_stage},
     TOKENS("--prefill-tokens", prefill_tokens, "tokens of one prefill range (all sequences)"),
@@ -450,8 +451,9 @@ static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_
 
 /* Reads trace PATH into *T (freed by the caller, also on failure) and analyses it into R,
  * with the recorded command line in CMDLINE (R points to it: it must outlive R): 0, or -1
- * with a message. A trace that cannot be read returns -2 with the reason in UNREAD when
- * it is not NULL (the caller says it), else with a message. */
+ * with a message (-3: a stage rule matching none of its ranges, a usage error). A trace that
+ * cannot be read returns -2 with the reason in UNREAD when it is not NULL (the caller says
+ * it), else with a message. */
 static int analyse(const struct lp_cli_report *o, const char *path, char *cmdline, size_t len,
                    struct lp_trace **t, struct lp_run *r, char *unread, size_t unread_len)
 {
@@ -470,9 +472,10 @@ static int analyse(const struct lp_cli_report *o, const char *path, char *cmdlin
     }
     lp_cli_trace_warnings(o->cmd, path, *t, "report");
     lp_cli_progress(o->cmd, "analysing %zu kernels of %s", (*t)->n_kernels, path);
-    if (lp_run_analyze(*t, &opt, r, err, sizeof err) != LP_OK) {
+    int rc = lp_run_analyze(*t, &opt, r, err, sizeof err);
+    if (rc != LP_OK) {
         lp_cli_error(o->cmd, "%s: %s", path, err);
-        return -1;
+        return rc == LP_ERR_ARG ? -3 : -1; /* a stage rule the trace refutes: a usage error */
     }
     return 0;
 }
@@ -524,8 +527,8 @@ static int compare_baseline(const struct lp_cli_report *o, const struct lp_run *
 /* Reads and analyses one trace, writes its files under temporary names and keeps its
  * summary (printed once every file is in place), and what the run report needs in RANK
  * (NULL: one trace). LABEL: how the comparison with the baseline (if any) names it. 0, -1
- * with a message, or -2 when the trace cannot be read, with the reason in UNREAD (NULL: a
- * message instead). */
+ * with a message (-3: analyse's usage error), or -2 when the trace cannot be read, with the
+ * reason in UNREAD (NULL: a message instead). */
 static int report_one(const struct lp_cli_report *o, const char *path, const char *dir,
                       struct lp_cli_outs *outs, char **summary, struct lp_rank *rank,
                       const char *label, char *unread, size_t unread_len)
@@ -686,8 +689,10 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
             n_unread++;
             continue;
         }
-        if (one != 0)
+        if (one != 0) {
+            rc = one == -3 ? 2 : 1;
             goto done;
+        }
         n_read++;
     }
     if (ranks && n_read == 0) {
