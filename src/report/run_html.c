@@ -17,7 +17,7 @@
  * escaping it keeps "</script>" out of the page. -1 when it cannot be dumped. */
 static int put_json(FILE *f, json_t *doc)
 {
-    char *json = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(6)) : strdup("null");
+    char *json = doc ? json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17)) : strdup("null");
     json_decref(doc);
     if (!json)
         return -1;

@@ -927,7 +927,7 @@ int lp_report_run_json(FILE *out, const struct lp_run *r)
     json_t *root = lp_report_run_json_value(r);
     if (!root)
         return -1;
-    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(6));
+    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
     json_decref(root);
     if (rc == 0 && fputc('\n', out) == EOF)
         rc = -1;
