@@ -52,6 +52,10 @@ check "time ticks" test "$(grep -Eo '>[0-9.]+ (ms|s)</text>' "$T/dom.html" | wc 
 check "CUPTI's overhead records: their section" grep -q '<div id="overhead-part"><h2>Host time CUPTI recorded</h2>' "$T/dom.html"
 check "CUPTI's overhead records: lazy loading row" grep -q 'lazy function loading</td><td class="t">CUDA loading code</td><td>102</td><td>3.687 ms</td>' "$T/dom.html"
 check "CUPTI's overhead records: per stage" grep -q '<td class="t">warmup</td><td>1.899 ms (0.1 %)</td><td>3.177 ms (0.1 %)</td>' "$T/dom.html"
+# idle gaps in the set-up before the axis' origin (it starts after the warm-up): said so,
+# never a negative number of nanoseconds (issue 46)
+check "gaps before the axis said so" grep -q 'before the axis</td>' "$T/dom.html"
+check "no negative times" bash -c "! grep -Eq '<td>-[0-9]' '$T/dom.html'"
 check "no network references" bash -c "! grep -Eq '(src|href)=\"(https?:)?//' '$T/run/report.html'"
 # a graph-replayed decode: replayed GEMM rows and the CUDA graphs table
 "$LP" report "$FIX/graph-compile" -o "$T/graph" --quiet ||
