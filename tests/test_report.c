@@ -1085,6 +1085,40 @@ static void test_writers(void **state)
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
 
+/* --gpu naming another GPU than the recorded one: said in a note, with both names (issue 46);
+ * the recorded one by another spelling, or an unknown recorded GPU, says nothing */
+static void test_gpu_given_other(void **state)
+{
+    (void)state;
+    char err[256];
+    struct lp_gpu_table gpus;
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_trace *t = fixture("hf-llama");
+    static const struct {
+        const char *name;
+        int noted;
+    } cases[] = {{"H100 SXM", 1}, {"H200", 0}, {NULL, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct lp_run_options o = {.gpus = &gpus, .gpu_name = cases[i].name};
+        struct lp_run r;
+        analyze(t, &o, &r);
+        const struct lp_note *n = NULL;
+        for (size_t k = 0; k < r.n_notes; k++)
+            if (r.notes[k].code == LP_NOTE_GPU_GIVEN)
+                n = &r.notes[k];
+        assert_int_equal(n != NULL, cases[i].noted);
+        if (n) {
+            char buf[256];
+            lp_text_note(&r, n, buf, sizeof buf);
+            assert_non_null(strstr(buf, "(H100 SXM) is not the one the trace recorded (NVIDIA "
+                                        "H200)"));
+        }
+        lp_run_free(&r);
+    }
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
 /* bench/llama_decode.py --new-tokens 32 --runs 1 --warmup 1 on the H200 */
 static void test_fixture_llama(void **state)
 {
@@ -2598,6 +2632,7 @@ static void test_sqlite_export(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gpu_given_other),
         cmocka_unit_test(test_capture_windows),
         cmocka_unit_test(test_capture_split),
         cmocka_unit_test(test_sqlite_export),

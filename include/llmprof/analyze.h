@@ -479,6 +479,8 @@ enum lp_note_code {
     LP_NOTE_WORK_BY_TIME,         /* count of of pieces of GPU work had no launch call */
     LP_NOTE_TOKENS_PARTIAL,       /* STAGE: count of of occurrences have a token count */
     LP_NOTE_GEMMS_UNLINKED,       /* count of of successful GEMM calls launched no kernel */
+    LP_NOTE_GPU_GIVEN,            /* the GPU named (lp_run.gpu) is not the one the trace
+                                     recorded (its device 0): its peaks are used */
     LP_NOTE_VISION_ROWS,          /* count rows per request through the vision projector's
                                      GEMMs, value the rows of lp_run.vision_mode */
     LP_NOTE_CODE_COUNT

@@ -216,8 +216,9 @@ static void vision_util(struct lp_run *r, const struct lp_model_result *res)
 }
 
 /* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's
- * dtype is W's activation dtype. */
-static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
+ * dtype is W's activation dtype. A GPU named that is not the recorded one (both in the table,
+ * different rows) is said in a note: its peaks make the MFU and MBU (issue 46). */
+static int find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *o = &r->opt;
@@ -225,6 +226,8 @@ static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
     const char *dev = c->t->n_devices ? lp_trace_str(c->t, c->t->devices[0].name) : "";
     if (o->gpus)
         g = lp_gpu_find(o->gpus, o->gpu_name ? o->gpu_name : dev);
+    const struct lp_gpu *recorded = o->gpus && dev[0] ? lp_gpu_find(o->gpus, dev) : NULL;
+    int other = o->gpu_name && g && recorded && g != recorded;
     if (g)
         r->gpu = *g;
     else
@@ -234,6 +237,7 @@ static void find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
         r->gpu.tflops[r->dtype] = o->peak_tflops;
     if (o->mem_bw_gbs > 0)
         r->gpu.mem_bw_gbs = o->mem_bw_gbs;
+    return other ? lp_run_note(r, LP_NOTE_GPU_GIVEN, -1, 0, 0, 0) : LP_OK;
 }
 
 int lp_run_utilisation(struct lp_run_ctx *c)
@@ -245,7 +249,9 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         w = *o->workload;
     else
         lp_workload_defaults(&w);
-    find_gpu(c, &w);
+    int rc = find_gpu(c, &w);
+    if (rc != LP_OK)
+        return rc;
     r->util_workload = w;
     if (!o->model) {
         r->util_status = LP_UTIL_NO_MODEL;

@@ -395,6 +395,7 @@ static const char *const note_keys[LP_NOTE_CODE_COUNT] = {
     [LP_NOTE_TOKENS_PARTIAL] = "tokens_partial",
     [LP_NOTE_GEMMS_UNLINKED] = "gemms_unlinked",
     [LP_NOTE_VISION_ROWS] = "vision_rows",
+    [LP_NOTE_GPU_GIVEN] = "gpu_given",
 };
 
 const char *lp_text_note_key(enum lp_note_code c)
@@ -439,6 +440,13 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
                       "into a CUDA graph never replayed or whose nodes were not recorded, "
                       "launch records missing, or no kernels recorded): their FLOPs are left "
                       "out of the GEMM figures", count, of);
+        break;
+    case LP_NOTE_GPU_GIVEN:
+        put(buf, len, "the GPU named (%s) is not the one the trace recorded (%s): MFU, MBU and "
+                      "the bounds use the named one's peaks",
+            r->gpu.name, r->trace && r->trace->n_devices
+                             ? lp_trace_str(r->trace, r->trace->devices[0].name)
+                             : "none");
         break;
     case LP_NOTE_VISION_ROWS:
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
