@@ -1085,6 +1085,43 @@ static void test_writers(void **state)
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
 
+/* A config of another model (Llama-2-7B: hidden 4096, vocabulary 32000) on the MoE run
+ * (hidden 2048, vocabulary 102400): said, and its MFU kept out of the summary (issue 46);
+ * the run's own config fits */
+static void test_model_misfit(void **state)
+{
+    (void)state;
+    char err[256];
+    struct lp_gpu_table gpus;
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    struct lp_trace *t = fixture("hf-moe");
+    static const char *const configs[] = {LP_CONFIGS "/llama-2-7b.json",
+                                          LP_FIXTURES "/hf-moe/config.json"};
+    for (int i = 0; i < 2; i++) {
+        struct lp_model m;
+        assert_int_equal(lp_model_load(configs[i], &m, err, sizeof err), 0);
+        struct lp_run_options o = {.model = &m, .gpus = &gpus};
+        struct lp_run r;
+        analyze(t, &o, &r);
+        assert_int_equal(r.model_misfit, i == 0);
+        char *sum = write_to_string(lp_report_summary_md, &r);
+        if (i == 0) {
+            assert_non_null(strstr(sum, "- **The model does not fit this run:** the model given "
+                                        "(hidden 4096, vocabulary 32000) does not fit the "
+                                        "recorded GEMMs: their largest weight (the lm_head) is "
+                                        "102400 x 2048, and 0 % of the linear calls"));
+            assert_null(strstr(sum, "Over a whole request the model used"));
+        } else {
+            assert_null(strstr(sum, "does not fit"));
+            assert_non_null(strstr(sum, "Over a whole request the model used"));
+        }
+        free(sum);
+        lp_run_free(&r);
+    }
+    lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
 /* --gpu naming another GPU than the recorded one: said in a note, with both names (issue 46);
  * the recorded one by another spelling, or an unknown recorded GPU, says nothing */
 static void test_gpu_given_other(void **state)
@@ -2633,6 +2670,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_given_other),
+        cmocka_unit_test(test_model_misfit),
         cmocka_unit_test(test_capture_windows),
         cmocka_unit_test(test_capture_split),
         cmocka_unit_test(test_sqlite_export),

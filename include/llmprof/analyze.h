@@ -481,6 +481,10 @@ enum lp_note_code {
     LP_NOTE_GEMMS_UNLINKED,       /* count of of successful GEMM calls launched no kernel */
     LP_NOTE_GPU_GIVEN,            /* the GPU named (lp_run.gpu) is not the one the trace
                                      recorded (its device 0): its peaks are used */
+    LP_NOTE_MODEL_MISFIT,         /* the model given does not fit the recorded GEMMs: count,
+                                     of: the k and m of the largest weight (the lm_head);
+                                     value: the share of linear calls reading the model's
+                                     hidden size (lp_run.model_misfit) */
     LP_NOTE_VISION_ROWS,          /* count rows per request through the vision projector's
                                      GEMMs, value the rows of lp_run.vision_mode */
     LP_NOTE_CODE_COUNT
@@ -888,6 +892,9 @@ struct lp_run {
     size_t n_power;
     /* utilisation */
     int has_util;
+    int model_misfit;                   /* the model given does not fit the recorded GEMM
+                                           shapes (LP_NOTE_MODEL_MISFIT): its MFU and MBU are
+                                           kept out of the headline */
     enum lp_util_status util_status;    /* why not (has_util 0) */
     char util_error[256];               /* MODEL_REFUSED: the model's message */
     struct lp_workload util_workload;   /* the workload modelled: the text prompt, the

@@ -240,6 +240,38 @@ static int find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
     return other ? lp_run_note(r, LP_NOTE_GPU_GIVEN, -1, 0, 0, 0) : LP_OK;
 }
 
+/* The model given against the recorded GEMMs (issue 46): its hidden size should be the k of
+ * many linear calls (q/k/v, gate/up, the router read the hidden state), and the largest
+ * weight, the lm_head, vocabulary x hidden (a tensor-parallel shard of the vocabulary too). A
+ * config of another model (hidden 4096 for a 2048-wide trace) fits neither. Traces without
+ * three linear GEMM calls are not checked. */
+static int check_model(struct lp_run_ctx *c, const struct lp_model *m)
+{
+    struct lp_run *r = c->r;
+    size_t calls = 0, reading = 0;
+    const struct lp_gemm *big = NULL;
+    for (size_t i = 0; i < c->n_gemms; i++) {
+        const struct lp_gemm *g = &c->gemms[i];
+        if (g->status || g->batch != 1 || !g->m || !g->n || !g->k)
+            continue;
+        calls++;
+        reading += (int64_t)g->k == m->hidden;
+        if (!big || (double)g->m * (double)g->k > (double)big->m * (double)big->k)
+            big = g;
+    }
+    if (calls < 3 || m->hidden <= 0 || m->vocab <= 0)
+        return LP_OK;
+    double share = (double)reading / (double)calls;
+    int64_t bk = (int64_t)big->k, bm = (int64_t)big->m;
+    int vocab_fits = bm == m->vocab || (bm < m->vocab && m->vocab % bm == 0 &&
+                                        m->vocab / bm <= 64);
+    int misfit = share < 0.05 || (bk == m->hidden && bm > m->hidden && !vocab_fits);
+    if (!misfit)
+        return LP_OK;
+    r->model_misfit = 1;
+    return lp_run_note(r, LP_NOTE_MODEL_MISFIT, -1, bk, bm, share);
+}
+
 int lp_run_utilisation(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
@@ -257,6 +289,8 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         r->util_status = LP_UTIL_NO_MODEL;
         return LP_OK;
     }
+    if ((rc = check_model(c, o->model)) != LP_OK)
+        return rc;
     if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
         r->util_status = LP_UTIL_NO_PEAK;
         return LP_OK;

@@ -1414,10 +1414,16 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     else
         fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
                    "decode steps found from kernels are not known; see the counters.\n");
-    if (r->has_util)
+    if (r->has_util && !r->model_misfit)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
                 100 * r->mfu, 100 * r->mbu);
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (r->notes[i].code == LP_NOTE_MODEL_MISFIT) {
+            char buf[512];
+            lp_text_note(r, &r->notes[i], buf, sizeof buf);
+            fprintf(f, "- **The model does not fit this run:** %s.\n", buf);
+        }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         if (s->kind == LP_STAGE_KIND_PREFILL && s->gemm_calls && s->gemm_mfu > 0)

@@ -396,6 +396,7 @@ static const char *const note_keys[LP_NOTE_CODE_COUNT] = {
     [LP_NOTE_GEMMS_UNLINKED] = "gemms_unlinked",
     [LP_NOTE_VISION_ROWS] = "vision_rows",
     [LP_NOTE_GPU_GIVEN] = "gpu_given",
+    [LP_NOTE_MODEL_MISFIT] = "model_misfit",
 };
 
 const char *lp_text_note_key(enum lp_note_code c)
@@ -447,6 +448,15 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
             r->gpu.name, r->trace && r->trace->n_devices
                              ? lp_trace_str(r->trace, r->trace->devices[0].name)
                              : "none");
+        break;
+    case LP_NOTE_MODEL_MISFIT:
+        put(buf, len, "the model given (hidden %lld, vocabulary %lld) does not fit the recorded "
+                      "GEMMs: their largest weight (the lm_head) is %lld x %lld, and %.0f %% of "
+                      "the linear calls read a hidden state of %lld; its analytic MFU and MBU "
+                      "are kept out of the summary (check --model)",
+            r->opt.model ? (long long)r->opt.model->hidden : 0,
+            r->opt.model ? (long long)r->opt.model->vocab : 0, of, count, 100 * n->value,
+            r->opt.model ? (long long)r->opt.model->hidden : 0);
         break;
     case LP_NOTE_VISION_ROWS:
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
