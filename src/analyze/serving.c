@@ -3,11 +3,11 @@
  * admitted requests, and ends with the lm_head on the rows that sample. The lm_head, the GEMM
  * with the largest weight, is the anchor: one call per iteration, its token dimension the
  * sequences sampled; the GEMMs of its forward that read the hidden state give the tokens in
- * flight; a CUDA graph replay instead gives the size it was captured for. Whether a program is a serving loop at all is
- * decided from evidence only: the request convention's ranges and marks, a decode batch that
- * shrinks with no prefill between, or a prefill whose tokens are no multiple of its
- * sequences. Then no prefill or decode stage is inferred (stages.c), and per-request figures
- * come only from the convention (docs/serving.md). */
+ * flight; a CUDA graph replay instead gives the size it was captured for. Whether a program
+ * is a serving loop at all is decided from evidence only: the request convention's ranges and
+ * marks, a decode batch that shrinks with no prefill between, or a prefill whose tokens are no
+ * multiple of its sequences. Then no prefill or decode stage is inferred (stages.c), and
+ * per-request figures come only from the convention (docs/serving.md). */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>

@@ -226,19 +226,20 @@ static void launch_bound(const struct lp_run *r, const struct lp_finding *f,
                             "torch.cuda.CUDAGraph, or the engine's graph option)";
     double idle = f->idle_ns / 1e6, per = f->per_ns / 1e6;
     if (f->unit == LP_FINDING_UNIT_STEP)
-        PUT(advice, "%s, or fuse small kernels: with the GPU idle %.3g ms of each %.3g ms step, "
-                    "that could save up to ~%.3g ms per token. A larger batch gives each launch "
-                    "more work.", how, idle, per, idle);
+        PUT(advice, "%s, or fuse small kernels: with the GPU idle %.3g ms of a %.3g ms step on "
+                    "average (means, where the headline gives medians), that could save up to "
+                    "~%.3g ms per token. A larger batch gives each launch more work.",
+            how, idle, per, idle);
     else if (f->unit == LP_FINDING_UNIT_PREFILL)
-        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each %.3g ms prefill "
-                    "waiting for launches, up to ~%.3g ms of the TTFT. A longer prompt or a "
-                    "batch gives each launch more work.", how, idle, per, idle);
+        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of a %.3g ms prefill on "
+                    "average waiting for launches, up to ~%.3g ms of the TTFT. A longer prompt "
+                    "or a batch gives each launch more work.", how, idle, per, idle);
     else
-        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of each %.3g ms "
-                    "occurrence.", how, idle, per);
-    PUT(evidence, "%s: GPU busy %.3g ms of a %.3g ms %s (%.1f %%); %.1f %% of its idle time the "
-                  "GPU waited for the host to launch the next kernel; %.0f kernels per %s, "
-                  "median launch-to-start %.1f us%s",
+        PUT(advice, "%s, or fuse small kernels: the GPU idles %.3g ms of a %.3g ms "
+                    "occurrence on average.", how, idle, per);
+    PUT(evidence, "%s: GPU busy %.3g ms of a %.3g ms %s on average (%.1f %%); %.1f %% of its "
+                  "idle time the GPU waited for the host to launch the next kernel; %.0f "
+                  "kernels per %s, median launch-to-start %.1f us%s",
         s->name, f->busy_ns / 1e6, per, unit, 100 * s->busy_share, 100 * s->host_wait_share,
         f->kernels_per_unit, unit, s->launch_delay_p50_ns / 1e3, mbu);
 }
