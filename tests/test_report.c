@@ -3,6 +3,7 @@
  * unmatched pops, zero tokens, warmup, truncation, gaps, power, MFU) and on the real H200
  * fixtures. */
 #include <jansson.h>
+#include <dirent.h>
 #include <math.h>
 #include <setjmp.h>
 #include <sqlite3.h>
@@ -1084,6 +1085,82 @@ static void test_writers(void **state)
 /* ---- the real fixtures ---- */
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
+
+/* Every finding's premise holds on the figures the report prints beside it, on every bundled
+ * fixture (with its config.json when it has one): a finding whose premise a table refutes
+ * fails here (issue 46) */
+static void test_finding_premises(void **state)
+{
+    (void)state;
+    char err[256];
+    struct lp_gpu_table gpus;
+    assert_int_equal(lp_gpu_table_load(&gpus, NULL, err, sizeof err), 0);
+    DIR *d = opendir(LP_FIXTURES);
+    assert_non_null(d);
+    struct dirent *e;
+    size_t checked = 0, findings = 0;
+    while ((e = readdir(d)) != NULL) {
+        char probe[512], cfg[512];
+        snprintf(probe, sizeof probe, "ls %s/%s/*.lpt >/dev/null 2>&1", LP_FIXTURES, e->d_name);
+        if (e->d_name[0] == '.' || system(probe) != 0)
+            continue;
+        snprintf(cfg, sizeof cfg, "%s/%s/config.json", LP_FIXTURES, e->d_name);
+        struct lp_model m;
+        int has_model = access(cfg, R_OK) == 0 && lp_model_load(cfg, &m, err, sizeof err) == 0;
+        struct lp_trace *t = fixture(e->d_name);
+        struct lp_run_options o = {.gpus = &gpus, .model = has_model ? &m : NULL};
+        struct lp_run r;
+        analyze(t, &o, &r);
+        for (size_t i = 0; i < r.n_findings; i++) {
+            const struct lp_finding *f = &r.findings[i];
+            const struct lp_stage_report *s = f->stage >= 0 ? &r.stages[f->stage] : NULL;
+            struct lp_finding_text x;
+            lp_text_finding(&r, f, &x);
+            findings++;
+            switch (f->code) {
+            case LP_FINDING_PREFILL_LOW_MFU:
+                assert_true(s->mfu < 0.3);
+                if (f->reason == LP_MFU_REASON_IDLE)
+                    assert_true(s->busy_share < 0.5);
+                else if (f->reason == LP_MFU_REASON_NON_GEMM)
+                    assert_true(s->cat_share[LP_KCAT_GEMM] < 0.5);
+                else if (f->reason == LP_MFU_REASON_GEMM_ELSEWHERE)
+                    assert_true(s->cat_share[LP_KCAT_GEMM] >= 0.5 && f->share >= 0.4);
+                else if (f->reason == LP_MFU_REASON_GEMM_SLOW)
+                    assert_true(s->cat_share[LP_KCAT_GEMM] >= 0.5 && f->share < 0.4);
+                if (s->cat_share[LP_KCAT_ATTENTION] > 0 && strstr(x.advice, "use a fused attention"))
+                    fail_msg("%s: advises a fused attention kernel beside one", e->d_name);
+                if (s->busy_share < 0.5 && strstr(x.advice, "run slowly"))
+                    fail_msg("%s: GEMMs said slow in a prefill the GPU idles", e->d_name);
+                break;
+            case LP_FINDING_PREFILL_FEW_GEMMS:
+                assert_true(s->cat_share[LP_KCAT_GEMM] < 0.5);
+                break;
+            case LP_FINDING_COPIES:
+                assert_true(s->cat_ns[LP_KCAT_MEMCPY] >= 0.1 * (double)s->gpu_ns);
+                break;
+            case LP_FINDING_DECODE_LOW_MBU:
+                assert_true(s->mbu < 0.5 && s->busy_share >= 0.8);
+                break;
+            case LP_FINDING_LAUNCH_BOUND:
+                assert_true(f->idle_ns > 0 && f->idle_ns <= f->per_ns);
+                break;
+            case LP_FINDING_NO_STAGES:
+                assert_int_equal(r.n_stages, 1);
+                assert_int_equal(r.serving.cause, LP_SERVING_CAUSE_NONE);
+                break;
+            default:
+                break;
+            }
+        }
+        checked++;
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+    closedir(d);
+    lp_gpu_table_free(&gpus);
+    assert_true(checked >= 40 && findings > 0);
+}
 
 /* A config of another model (Llama-2-7B: hidden 4096, vocabulary 32000) on the MoE run
  * (hidden 2048, vocabulary 102400): said, and its MFU kept out of the summary (issue 46);
@@ -2670,6 +2747,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpu_given_other),
+        cmocka_unit_test(test_finding_premises),
         cmocka_unit_test(test_model_misfit),
         cmocka_unit_test(test_capture_windows),
         cmocka_unit_test(test_capture_split),

@@ -456,6 +456,21 @@ enum lp_finding_unit {
     LP_FINDING_UNIT_OCCURRENCE, LP_FINDING_UNIT_STEP, LP_FINDING_UNIT_PREFILL,
 };
 
+/* Where a prefill far from the compute peak (LP_FINDING_PREFILL_LOW_MFU) loses its time, read
+ * off the stage's own figures, so that the advice never contradicts its tables */
+enum lp_mfu_reason {
+    LP_MFU_REASON_REPLAYS,        /* CUDA graph replays recorded whole: its kernels unknown */
+    LP_MFU_REASON_IDLE,           /* the GPU idle half its wall time or more */
+    LP_MFU_REASON_GEMM_SLOW,      /* GEMM kernels half its GPU time or more, the measured ones
+                                     under 40 % of the peak while they run (share) */
+    LP_MFU_REASON_GEMM_ELSEWHERE, /* GEMM kernels half its GPU time or more, the measured ones
+                                     at 40 % of the peak or more while they run (share): the
+                                     time goes to GEMMs without shapes (grouped, CUTLASS,
+                                     Triton) or beside them */
+    LP_MFU_REASON_NON_GEMM,       /* other kernels most of its GPU time (attention already a
+                                     fused kernel when the stage has attention kernels) */
+};
+
 struct lp_finding {
     enum lp_finding_code code;
     int severity;                 /* 2 act on it, 1 worth a look, 0 fyi */
@@ -468,6 +483,8 @@ struct lp_finding {
     uint32_t throttle_bits;       /* bit b: lp_run.throttle_share[b] counted */
     double overhead_ns;           /* LOADING, PROFILER_WORK: the time, summed */
     size_t overhead_n;            /* ... and how many records */
+    enum lp_mfu_reason reason;    /* PREFILL_LOW_MFU: where the time goes (share: the measured
+                                     GEMMs' share of the peak while they run, -1 unknown) */
 };
 
 /* A note on how a figure was made or why one is missing. */

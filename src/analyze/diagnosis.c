@@ -64,8 +64,18 @@ static int utilisation(struct lp_run *r, int stage)
         return LP_OK;
     if (s->kind == LP_STAGE_KIND_DECODE && s->busy_share >= 0.8 && s->mbu < 0.5)
         return add(r, LP_FINDING_DECODE_LOW_MBU, 1, stage) ? LP_OK : LP_ERR_NOMEM;
-    if (s->kind == LP_STAGE_KIND_PREFILL && s->mfu < 0.3)
-        return add(r, LP_FINDING_PREFILL_LOW_MFU, 1, stage) ? LP_OK : LP_ERR_NOMEM;
+    if (s->kind != LP_STAGE_KIND_PREFILL || s->mfu >= 0.3)
+        return LP_OK;
+    struct lp_finding *f = add(r, LP_FINDING_PREFILL_LOW_MFU, 1, stage);
+    if (!f)
+        return LP_ERR_NOMEM;
+    double peak = r->gpu.tflops[r->dtype];
+    f->share = s->gemm_ns && peak > 0 ? s->gemm_tflops / peak : -1;
+    f->reason = s->cat_ns[LP_KCAT_GRAPH] > 0                ? LP_MFU_REASON_REPLAYS
+                : r->kernels_recorded && s->busy_share < 0.5 ? LP_MFU_REASON_IDLE
+                : s->cat_share[LP_KCAT_GEMM] < 0.5          ? LP_MFU_REASON_NON_GEMM
+                : f->share >= 0.4                           ? LP_MFU_REASON_GEMM_ELSEWHERE
+                                                            : LP_MFU_REASON_GEMM_SLOW;
     return LP_OK;
 }
 

@@ -267,15 +267,46 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
                 lp_dtype_name(r->dtype));
             break;
         }
-        PUT(advice, "%s",
-            cat[LP_KCAT_GRAPH] > 0
-                ? "Part of it ran as CUDA graph replays recorded whole, whose kernels are not "
-                  "known: record with --graphs node to see which kernels take its time."
-            : cat[LP_KCAT_GEMM] < 0.5
-                ? "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
-                  "(torch.compile), use a fused attention kernel."
-                : "GEMMs dominate but run slowly: check shapes (multiples of 64/128), dtypes "
-                  "(bf16/fp8 tensor cores), and batch more tokens per prefill.");
+        switch (f->reason) {
+        case LP_MFU_REASON_REPLAYS:
+            PUT(advice, "Part of it ran as CUDA graph replays recorded whole, whose kernels are "
+                        "not known: record with --graphs node to see which kernels take its "
+                        "time.");
+            break;
+        case LP_MFU_REASON_IDLE:
+            PUT(advice, "The GPU is idle %.0f %% of it: the time goes to launches and the host, "
+                        "not to slow kernels (see the launch-bound finding, the gaps).",
+                100 * (1 - s->busy_share));
+            break;
+        case LP_MFU_REASON_NON_GEMM:
+            if (cat[LP_KCAT_ATTENTION] > 0)
+                PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
+                            "(torch.compile); attention already runs as a fused kernel (%.0f %% "
+                            "of its GPU time).",
+                    100 * cat[LP_KCAT_ATTENTION]);
+            else
+                PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
+                            "(torch.compile), use a fused attention kernel.");
+            break;
+        case LP_MFU_REASON_GEMM_ELSEWHERE:
+            PUT(advice, "GEMMs take most of its GPU time, and the measured ones run at %.0f %% "
+                        "of the peak while they run: the time goes to GEMMs without shapes "
+                        "(grouped, CUTLASS, Triton: %.0f %% of its GEMM time) and to the idle "
+                        "GPU around them.",
+                100 * f->share, s->gemm_coverage >= 0 ? 100 * (1 - s->gemm_coverage) : 0.0);
+            break;
+        default:
+            if (f->share >= 0)
+                PUT(advice, "GEMMs dominate but run slowly (the measured ones at %.0f %% of the "
+                            "peak while they run): check shapes (multiples of 64/128), dtypes "
+                            "(bf16/fp8 tensor cores), and batch more tokens per prefill.",
+                    100 * f->share);
+            else
+                PUT(advice, "GEMMs dominate but run slowly: check shapes (multiples of 64/128), "
+                            "dtypes (bf16/fp8 tensor cores), and batch more tokens per "
+                            "prefill.");
+            break;
+        }
         PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s), GEMM share %.1f %% of its "
                       "GPU time, GPU busy %.1f %%",
             s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
