@@ -702,12 +702,15 @@ static void counters(FILE *f, const struct lp_run *r)
                "per occurrence otherwise; ratios against the model's matmul FLOPs and bytes "
                "(analytic) and the cuBLAS calls' FLOPs (shapes). Tensor FLOPs above the "
                "model's are work the tensor cores did that the model does not need: a few "
-               "tokens padded to the MMA tile (decode), padded expert groups (MoE).\n\n",
+               "tokens padded to the MMA tile (decode), padded expert groups (MoE), a "
+               "compressed KV cache expanded every step (MLA), recomputation. So the tensor "
+               "share of the peak below is of the work executed, not the model's useful FLOPs "
+               "(MFU, in Utilisation).\n\n",
             k->chip ? ", " : "", k->chip ? k->chip : "", k->segments, k->outside,
             k->metrics ? k->metrics : "no metrics named");
-    fprintf(f, "| stage | segments | tensor FLOPs/unit | tensor TFLOP/s | MFU (counters) | DRAM "
-               "bytes/unit | DRAM GB/s | MBU (counters) | / model FLOPs | / cuBLAS FLOPs | / "
-               "model bytes |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| stage | segments | tensor FLOPs/unit | tensor TFLOP/s | executed / peak | "
+               "DRAM bytes/unit | DRAM GB/s | MBU (counters) | / model FLOPs | / cuBLAS FLOPs | "
+               "/ model bytes |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     char a[32], b[32], c[32];
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_counters *s = &r->stages[i].ctr;
