@@ -2,9 +2,11 @@
 # The committed example reports (examples/) are what the current `llmprof report` writes on
 # their fixtures, byte for byte: a change to the analysis or the writers that changes them
 # must regenerate them (commands in examples/README.md) and show the difference in review.
-# Usage: examples.sh LLMPROF SOURCE_DIR
+# Usage: examples.sh LLMPROF SOURCE_DIR [--write]
+# --write: regenerate them instead (the files each example directory holds, no others).
 set -u
 LP=$1
+WRITE=${3:-}
 cd "$2" || exit 1
 T=$(mktemp -d /tmp/lp_examples.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -19,7 +21,9 @@ check() {
     fi
     local f differ=0
     for f in examples/"$ex"/*; do
-        if ! cmp -s "$f" "$T/$ex/$(basename "$f")"; then
+        if [ "$WRITE" = --write ]; then
+            cmp -s "$f" "$T/$ex/$(basename "$f")" || cp "$T/$ex/$(basename "$f")" "$f"
+        elif ! cmp -s "$f" "$T/$ex/$(basename "$f")"; then
             differ=1
             bad "$ex: $(basename "$f") is not what report writes now (regenerate it)"
         fi

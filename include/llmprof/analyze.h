@@ -265,6 +265,22 @@ struct lp_substage {
     double ttft_share;            /* wall_ns / the measured requests' TTFT summed; 0 n/a */
 };
 
+/* Why the tensor cores executed more or less than the model's useful matmul FLOPs
+ * (lp_stage_counters.excess: bits; more than 1.1 or under 0.8 of them). */
+enum lp_excess {
+    LP_EXCESS_TILE_PADDING = 1 << 0, /* 64 tokens a pass or fewer: padded to the tensor-core
+                                        tile (8 to 64 rows or columns, by kernel) */
+    LP_EXCESS_MLA = 1 << 1,          /* a GEMM row of the stage expands MLA's compressed KV
+                                        cache over the context (LP_GEMM_VARY_MLA) */
+    LP_EXCESS_MOE = 1 << 2,          /* grouped expert GEMMs ran: expert groups padded to tiles */
+    LP_EXCESS_UNEXPLAINED = 1 << 3,  /* more, and none of the above: recomputation, or matmuls
+                                        the config does not describe */
+    LP_EXCESS_SHORT = 1 << 4,        /* under 0.8: matmuls in a type the counters do not count
+                                        (fp16, tf32), on CUDA cores, or a config larger than the
+                                        model run */
+};
+#define LP_EXCESS_BITS 5
+
 /* Hardware counters (record --counters, trace format 1.3) of a stage's measured occurrences:
  * sums over the segments whose middle falls inside one of them. Counted by the GPU; the
  * ratios set beside them come from the model (--model) and the cuBLAS calls. */
@@ -274,14 +290,18 @@ struct lp_stage_counters {
     double value[LP_COUNTER_COUNT];  /* sums */
     double tensor_flops;             /* the tensor counters summed (tensor-core FLOPs) */
     double dram_bytes;               /* read + written */
-    double tflops, mfu;              /* tensor_flops over the wall time; of the dense peak of
-                                        the run's dtype (0 n/a) */
+    double tflops, executed_share;   /* tensor_flops over the wall time; of the dense peak of
+                                        the run's dtype (0 n/a): the work executed, not the
+                                        model's useful FLOPs that MFU counts */
     double gbs, mbu;                 /* dram_bytes over the wall time; of peak bandwidth */
     double units;                    /* what per_unit is per: decode steps, else occurrences */
     double flops_per_unit, bytes_per_unit;
     double vs_model_flops;           /* flops_per_unit / the model's matmul FLOPs; 0 n/a */
     double vs_model_bytes;           /* bytes_per_unit / the model's bytes; 0 n/a */
     double vs_gemm_flops;            /* tensor_flops / the cuBLAS calls' 2mnk FLOPs; 0 n/a */
+    int64_t pass_tokens;             /* tokens per forward pass: decode's batch, a prefill's
+                                        tokens per occurrence; 0 unknown */
+    uint32_t excess;                 /* enum lp_excess bits, from vs_model_flops */
 };
 
 /* The whole run's counters: every segment, and those outside any measured occurrence. */
@@ -379,6 +399,9 @@ struct lp_stage_report {
     double gemm_tflops;           /* gemm_flops / gemm_ns */
     double gemm_mfu;              /* gemm_flops / wall / dense peak of the run's dtype; 0 n/a */
     double gemm_vs_model;         /* measured GEMM FLOPs / analytic matmul FLOPs; 0 n/a */
+    double gemm_context_flops;    /* of the measured GEMM FLOPs, those of rows over the whole
+                                     context every step (LP_GEMM_VARY_CONTEXT, _MLA) */
+    double gemm_vs_model_rest;    /* gemm_vs_model without them; 0 n/a */
     double gemm_vs_linear;        /* ... / analytic matmul FLOPs without attention scores */
     uint64_t moe_gemm_ns;         /* MoE experts: grouped GEMM kernels (by name) and
                                      batched cuBLAS calls of an expert's shape (--model) */
@@ -479,7 +502,8 @@ struct lp_finding {
     double per_ns, busy_ns, idle_ns; /* per unit: wall, GPU busy and idle time */
     double kernels_per_unit;
     double share;                 /* OUTSIDE_WORK: of all GPU time; LOADING,
-                                     PROFILER_WORK: of the stage's wall time */
+                                     PROFILER_WORK: of the stage's wall time; PREFILL_FEW_GEMMS:
+                                     elementwise, norm, reduction and copies, of its GPU time */
     uint32_t throttle_bits;       /* bit b: lp_run.throttle_share[b] counted */
     double overhead_ns;           /* LOADING, PROFILER_WORK: the time, summed */
     size_t overhead_n;            /* ... and how many records */
@@ -504,6 +528,12 @@ enum lp_note_code {
                                      hidden size (lp_run.model_misfit) */
     LP_NOTE_VISION_ROWS,          /* count rows per request through the vision projector's
                                      GEMMs, value the rows of lp_run.vision_mode */
+    /* a token or batch flag against the trace's token dimensions (the flag's value is used):
+     * count the value given, of the value the trace shows, value the occurrences whose
+     * evidence disagrees (BATCH: decode occurrences with a GEMM token dimension) */
+    LP_NOTE_PREFILL_TOKENS_GIVEN, /* --prefill-tokens; the prefills' GEMM token dimension */
+    LP_NOTE_DECODE_TOKENS_GIVEN,  /* --decode-tokens; the decode steps found x the batch */
+    LP_NOTE_BATCH_GIVEN,          /* --batch; the decode GEMMs' token dimension */
     LP_NOTE_CODE_COUNT
 };
 
@@ -614,8 +644,20 @@ enum lp_gemm_hint {
     LP_GEMM_HINT_TILE_FILL = 1 << 2,    /* its tiles under 85 % filled by m x n */
     LP_GEMM_HINT_WAVES = 1 << 3,        /* the last wave leaves SMs idle: under 75 % busy */
     LP_GEMM_HINT_UNALIGNED = 1 << 4,    /* m, n or k not a multiple of 16 bytes */
+    LP_GEMM_HINT_STEPS = 1 << 5,        /* one row for sizes stepping through a progression */
 };
-#define LP_GEMM_HINT_BITS 5
+#define LP_GEMM_HINT_BITS 6
+
+/* Why a row's calls differ in one dimension only (lp_gemm_row.vary_dim). */
+enum lp_gemm_vary {
+    LP_GEMM_VARY_STEPS,           /* sizes in steps of one stride, nothing more known */
+    LP_GEMM_VARY_CONTEXT,         /* sizes within the decode's context (batch x prompt to batch
+                                     x (prompt + generated)): the whole context re-projected
+                                     every step rather than cached */
+    LP_GEMM_VARY_MLA,             /* CONTEXT, reducing over the model's kv_lora_rank: MLA's
+                                     compressed KV cache expanded through kv_b_proj every step
+                                     (transformers' MLA; absorbed MLA does not) */
+};
 
 /* One GEMM shape and dtype in one stage: a row of the report's GEMM table. */
 struct lp_gemm_row {
@@ -642,6 +684,15 @@ struct lp_gemm_row {
     uint32_t sms;
     double sm_fill;               /* SM slots busy over the waves */
     uint64_t align_elems;         /* elements in 16 bytes of its input type */
+    double flops, bytes;          /* its linked calls' FLOPs and least bytes moved */
+    /* Calls of a decode stage alike but for one dimension whose sizes step through a
+     * progression (a projection over the growing context): one row, the call holding the
+     * smallest size; VARY_DIM 'm' or 'n' (0: one shape) from VARY_LO to VARY_HI by VARY_STEP,
+     * VARY_VALUES sizes; VARY why */
+    char vary_dim;
+    uint64_t vary_lo, vary_hi, vary_step;
+    size_t vary_values;
+    enum lp_gemm_vary vary;
 };
 
 /* One executable CUDA graph's replays in one stage. */

@@ -2,8 +2,10 @@
  * the run, cut where stage ranges start and end, so a segment lies inside one stage
  * occurrence or between them. Its middle, on its thread, finds the occurrence as a launch
  * there would; the stage's measured occurrences sum their segments. From the sums: tensor
- * FLOP/s and MFU, DRAM bandwidth and MBU over the stage's wall time, per step or per
- * occurrence beside the model's FLOPs and bytes and the cuBLAS calls' FLOPs. */
+ * FLOP/s (executed work as a share of the peak, not MFU, which counts the model's useful
+ * FLOPs), DRAM bandwidth and MBU over the stage's wall time, per step or per occurrence beside
+ * the model's FLOPs and bytes and the cuBLAS calls' FLOPs, and why the executed work departs
+ * from the model's. */
 #include <string.h>
 
 #include "run_internal.h"
@@ -14,6 +16,29 @@ static void add(double *sum, unsigned *valid, const struct lp_counters *k)
     for (unsigned i = 0; i < LP_COUNTER_COUNT; i++)
         if (k->valid & (1u << i))
             sum[i] += (double)k->value[i];
+}
+
+/* Why executed tensor work departs from the model's useful matmul FLOPs: from the stage's
+ * tokens per pass, its GEMM rows and grouped GEMM kernels. */
+static uint32_t excess(const struct lp_stage_counters *k, const struct lp_stage_report *st,
+                       const struct lp_run *r)
+{
+    double x = k->vs_model_flops;
+    if (x <= 0 || (x >= 0.8 && x <= 1.1))
+        return 0;
+    if (x < 0.8)
+        return LP_EXCESS_SHORT;
+    uint32_t bits = 0;
+    if (k->pass_tokens > 0 && k->pass_tokens <= 64)
+        bits |= LP_EXCESS_TILE_PADDING;
+    int stage = (int)(st - r->stages);
+    for (size_t i = 0; i < r->n_gemms; i++)
+        if (r->gemms[i].stage == stage && r->gemms[i].vary_dim &&
+            r->gemms[i].vary == LP_GEMM_VARY_MLA)
+            bits |= LP_EXCESS_MLA;
+    if (st->moe_gemm_ns > 0)
+        bits |= LP_EXCESS_MOE;
+    return bits ? bits : LP_EXCESS_UNEXPLAINED;
 }
 
 static void derive(struct lp_stage_counters *k, const struct lp_stage_report *st,
@@ -28,7 +53,7 @@ static void derive(struct lp_stage_counters *k, const struct lp_stage_report *st
         k->tflops = k->tensor_flops / secs / 1e12;
         k->gbs = k->dram_bytes / secs / 1e9;
         double peak = r->gpu.tflops[r->dtype];
-        k->mfu = peak > 0 ? k->tflops / peak : 0;
+        k->executed_share = peak > 0 ? k->tflops / peak : 0;
         k->mbu = r->gpu.mem_bw_gbs > 0 ? k->gbs / r->gpu.mem_bw_gbs : 0;
     }
     /* per decode step, as the model's figures are; per occurrence otherwise */
@@ -43,6 +68,10 @@ static void derive(struct lp_stage_counters *k, const struct lp_stage_report *st
         k->vs_model_bytes = k->bytes_per_unit / st->model_bytes;
     if (st->gemm_flops > 0)
         k->vs_gemm_flops = k->tensor_flops / st->gemm_flops;
+    k->pass_tokens = st->kind == LP_STAGE_KIND_DECODE ? (st->batch > 0 ? st->batch : 0)
+                     : st->occurrences && st->tokens > 0 ? st->tokens / (int64_t)st->occurrences
+                                                         : 0;
+    k->excess = excess(k, st, r);
 }
 
 int lp_run_counters(struct lp_run_ctx *c)

@@ -81,6 +81,130 @@ static int cmp_rows(const void *a, const void *b)
     return (x->calls < y->calls) - (x->calls > y->calls);
 }
 
+/* ---- sizes stepping through a progression: one row ---- */
+
+#define VARY_MIN 4 /* sizes that make a progression */
+
+/* Row R's dimension DIM ('m' or 'n'). */
+static uint64_t dim_of(const struct lp_gemm_row *r, char dim)
+{
+    return dim == 'm' ? r->call.m : r->call.n;
+}
+
+/* Rows X and Y alike but for dimension DIM: stage, replays, the other sizes, types. */
+static int cmp_but(const struct lp_gemm_row *x, const struct lp_gemm_row *y, char dim)
+{
+    const struct lp_gemm *a = &x->call, *b = &y->call;
+    const uint64_t u[] = {(uint64_t)(int64_t)x->stage, (uint64_t)x->replayed,
+                          dim == 'm' ? a->n : a->m, a->k, a->batch, a->transa, a->transb,
+                          a->a_type, a->b_type, a->d_type, a->compute_type, a->epilogue};
+    const uint64_t v[] = {(uint64_t)(int64_t)y->stage, (uint64_t)y->replayed,
+                          dim == 'm' ? b->n : b->m, b->k, b->batch, b->transa, b->transb,
+                          b->a_type, b->b_type, b->d_type, b->compute_type, b->epilogue};
+    for (size_t i = 0; i < sizeof u / sizeof *u; i++)
+        if (u[i] != v[i])
+            return (u[i] > v[i]) - (u[i] < v[i]);
+    return 0;
+}
+
+struct vary_sort {
+    const struct lp_gemm_row *rows;
+    char dim;
+};
+
+static int cmp_vary(const void *a, const void *b, void *arg)
+{
+    const struct vary_sort *k = arg;
+    const struct lp_gemm_row *x = &k->rows[*(const uint32_t *)a],
+                             *y = &k->rows[*(const uint32_t *)b];
+    int c = cmp_but(x, y, k->dim);
+    if (c)
+        return c;
+    uint64_t p = dim_of(x, k->dim), q = dim_of(y, k->dim);
+    return (p > q) - (p < q);
+}
+
+/* Why sizes LO..HI of dimension DIM step: the decode's context (batch x prompt up to batch x
+ * (prompt + generated)), over MLA's compressed KV cache when K is the model's kv_lora_rank. */
+static enum lp_gemm_vary vary_cause(const struct lp_run *r, const struct lp_gemm *g, uint64_t lo,
+                                    uint64_t hi)
+{
+    const struct lp_llm_metrics *l = &r->llm;
+    int64_t b = l->batch > 0 ? l->batch : 1, p = l->prompt_per_sequence;
+    if (p <= 0 || !l->decode_requests || l->decode_steps <= 0)
+        return LP_GEMM_VARY_STEPS;
+    int64_t gen = l->decode_steps / (int64_t)l->decode_requests;
+    if (lo < (uint64_t)(b * p) || hi > (uint64_t)(b * (p + gen + 1)))
+        return LP_GEMM_VARY_STEPS;
+    const struct lp_model *m = r->opt.model;
+    for (int i = 0; m && i < m->n_groups; i++)
+        if (m->groups[i].attn.kind == LP_ATTN_KIND_MLA &&
+            (uint64_t)m->groups[i].attn.kv_lora_rank == g->k)
+            return LP_GEMM_VARY_MLA;
+    return LP_GEMM_VARY_CONTEXT;
+}
+
+/* Rows of a decode stage alike but for one dimension whose sizes, VARY_MIN or more, step by
+ * one stride (HF's MLA runs kv_b_proj over the whole context: 4096 x 513..527 x 512, one size
+ * per step) become one row; the others are removed. */
+static int merge_steps(struct lp_run *r)
+{
+    uint32_t *idx = malloc((r->n_gemms ? r->n_gemms : 1) * sizeof *idx);
+    if (!idx)
+        return LP_ERR_NOMEM;
+    for (int d = 0; d < 2; d++) {
+        char dim = d ? 'm' : 'n';
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_gemms; i++) {
+            const struct lp_gemm_row *g = &r->gemms[i];
+            if (g->calls && !g->vary_dim && g->stage >= 0 &&
+                r->stages[g->stage].kind == LP_STAGE_KIND_DECODE)
+                idx[n++] = (uint32_t)i;
+        }
+        struct vary_sort key = {r->gemms, dim};
+        qsort_r(idx, n, sizeof *idx, cmp_vary, &key);
+        for (size_t i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && !cmp_but(&r->gemms[idx[i]], &r->gemms[idx[j]], dim); j++)
+                ;
+            if (j - i < VARY_MIN)
+                continue;
+            uint64_t lo = dim_of(&r->gemms[idx[i]], dim);
+            uint64_t step = dim_of(&r->gemms[idx[i + 1]], dim) - lo;
+            int even = step > 0;
+            for (size_t q = i + 1; q < j && even; q++)
+                even = dim_of(&r->gemms[idx[q]], dim) - dim_of(&r->gemms[idx[q - 1]], dim) == step;
+            if (!even)
+                continue;
+            struct lp_gemm_row *to = &r->gemms[idx[i]];
+            for (size_t q = i + 1; q < j; q++) {
+                struct lp_gemm_row *g = &r->gemms[idx[q]];
+                to->calls += g->calls;
+                to->linked += g->linked;
+                to->kernels += g->kernels;
+                to->gpu_ns += g->gpu_ns;
+                to->flops += g->flops;
+                to->bytes += g->bytes;
+                if (to->top_group == SIZE_MAX)
+                    to->top_group = g->top_group;
+                g->calls = 0; /* merged: removed below */
+            }
+            to->vary_dim = dim;
+            to->vary_lo = lo;
+            to->vary_hi = dim_of(&r->gemms[idx[j - 1]], dim);
+            to->vary_step = step;
+            to->vary_values = j - i;
+            to->vary = vary_cause(r, &to->call, lo, to->vary_hi);
+        }
+    }
+    free(idx);
+    size_t k = 0;
+    for (size_t i = 0; i < r->n_gemms; i++)
+        if (r->gemms[i].calls)
+            r->gemms[k++] = r->gemms[i];
+    r->n_gemms = k;
+    return LP_OK;
+}
+
 /* per GEMM that ran (c->gemms): its stage, its kernels, their time and the costliest one */
 struct call_info {
     int32_t stage;
@@ -153,22 +277,32 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             row->linked++;
             row->kernels += ci[i].kernels;
             row->gpu_ns += ci[i].ns;
+            row->flops += lp_gemm_flops(g);
+            row->bytes += lp_gemm_min_bytes(g);
             if (row->top_group == SIZE_MAX) /* calls of one shape launch the same kernels */
                 row->top_group = ci[i].top_group;
         }
     }
     free(slot);
     free(slot_hash);
+    int rc = merge_steps(r);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < r->n_gemms; i++) {
         struct lp_gemm_row *row = &r->gemms[i];
         double bytes = lp_gemm_min_bytes(&row->call);
-        row->intensity = bytes > 0 ? row->flops_per_call / bytes : 0;
+        if (row->vary_dim && row->linked) /* the mean call of its sizes */
+            row->flops_per_call = row->flops / (double)row->linked;
+        if (row->vary_dim && row->bytes > 0)
+            row->intensity = row->flops / row->bytes;
+        else
+            row->intensity = bytes > 0 ? row->flops_per_call / bytes : 0;
         row->peak_dtype = lp_gemm_peak_dtype(&row->call);
         row->peak_share = -1;
         if (row->gpu_ns) {
             row->mean_ns = (double)row->gpu_ns / (double)row->linked;
-            row->tflops = row->flops_per_call * (double)row->linked / (double)row->gpu_ns / 1e3;
-            row->gbs = bytes * (double)row->linked / (double)row->gpu_ns;
+            row->tflops = row->flops / (double)row->gpu_ns / 1e3;
+            row->gbs = row->bytes / (double)row->gpu_ns;
         }
         double peak = row->peak_dtype >= 0 ? r->gpu.tflops[row->peak_dtype] : 0;
         if (peak > 0 && row->gpu_ns)
@@ -177,6 +311,10 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             row->memory_bound = row->intensity < peak * 1e3 / r->gpu.mem_bw_gbs;
         if (peak > 0 && r->gpu.mem_bw_gbs > 0)
             hint(r, row, sms);
+        if (row->vary_dim) /* tiles and alignment differ from size to size */
+            row->hints = (row->hints & ~(uint32_t)(LP_GEMM_HINT_TILE_FILL | LP_GEMM_HINT_WAVES |
+                                                   LP_GEMM_HINT_UNALIGNED)) |
+                         LP_GEMM_HINT_STEPS;
     }
     qsort(r->gemms, r->n_gemms, sizeof *r->gemms, cmp_rows);
     return LP_OK;
@@ -216,6 +354,11 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
             st->moe_gemm_kernels += ci[i].kernels;
         }
     }
+    for (size_t i = 0; i < r->n_gemms; i++) {
+        const struct lp_gemm_row *g = &r->gemms[i];
+        if (g->stage >= 0 && g->vary_dim && g->vary != LP_GEMM_VARY_STEPS)
+            r->stages[g->stage].gemm_context_flops += g->flops;
+    }
     double peak = r->gpu.tflops[r->dtype];
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
@@ -228,8 +371,11 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
         /* analytic FLOPs are per occurrence (per decode step); measured ones are summed */
         double units = st->kind == LP_STAGE_KIND_DECODE ? (double)st->steps
                                                         : (double)st->occurrences;
-        if (st->has_util && units > 0 && st->model_matmul_flops > 0)
+        if (st->has_util && units > 0 && st->model_matmul_flops > 0) {
             st->gemm_vs_model = st->gemm_flops / units / st->model_matmul_flops;
+            st->gemm_vs_model_rest = (st->gemm_flops - st->gemm_context_flops) / units /
+                                     st->model_matmul_flops;
+        }
         if (st->has_util && units > 0 && st->model_linear_flops > 0)
             st->gemm_vs_linear = st->gemm_flops / units / st->model_linear_flops;
     }

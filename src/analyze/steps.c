@@ -424,6 +424,59 @@ static int64_t mode_batch(const struct lp_run_ctx *c)
     return (int64_t)best;
 }
 
+/* The value most of N occurrences' evidence V shows (0: none) and in *DIFFER how many of
+ * them differ from GIVEN. */
+static int64_t evidence(int64_t *v, size_t n, int64_t given, size_t *differ)
+{
+    *differ = 0;
+    for (size_t i = 0; i < n; i++)
+        *differ += v[i] != given;
+    size_t count;
+    return n ? (int64_t)most_common((uint64_t *)v, n, &count) : 0;
+}
+
+/* Token and batch flags against what the trace shows before they replace it: the prefills'
+ * GEMM token dimension, the decode steps found times the batch, the decode GEMMs' token
+ * dimension. A disagreement is a note naming both; the flag's value is used. */
+static int check_flags(struct lp_run_ctx *c, int64_t shape_batch)
+{
+    struct lp_run *r = c->r;
+    const struct lp_run_options *opt = &r->opt;
+    int64_t *v = malloc((c->n_occ ? c->n_occ : 1) * sizeof *v);
+    if (!v)
+        return LP_ERR_NOMEM;
+    int rc = LP_OK;
+    for (int what = 0; what < 3 && rc == LP_OK; what++) {
+        int64_t given = what == 0 ? opt->prefill_tokens : what == 1 ? opt->decode_tokens
+                                                                    : opt->batch;
+        size_t n = 0, differ;
+        for (size_t i = 0; given > 0 && i < c->n_occ; i++) {
+            const struct lp_occ *o = &c->occ[i];
+            enum lp_stage_kind k = lp_occ_kind(c, o);
+            if (o->cut)
+                continue;
+            if (what == 0 && k == LP_STAGE_KIND_PREFILL && o->shape_tokens > 0)
+                v[n++] = o->shape_tokens;
+            else if (what == 1 && k == LP_STAGE_KIND_DECODE && o->steps > 0 &&
+                     (o->steps_source == LP_STEPS_LM_HEAD || o->steps_source == LP_STEPS_GRAPHS ||
+                      o->steps_source == LP_STEPS_SEQUENCE))
+                v[n++] = o->steps * (o->shape_tokens > 0 ? o->shape_tokens
+                                     : shape_batch > 0   ? shape_batch
+                                                         : 1);
+            else if (what == 2 && k == LP_STAGE_KIND_DECODE && o->shape_tokens > 0)
+                v[n++] = o->shape_tokens;
+        }
+        int64_t seen = evidence(v, n, given, &differ);
+        if (differ)
+            rc = lp_run_note(r, what == 0   ? LP_NOTE_PREFILL_TOKENS_GIVEN
+                                : what == 1 ? LP_NOTE_DECODE_TOKENS_GIVEN
+                                            : LP_NOTE_BATCH_GIVEN,
+                             -1, given, seen, (double)differ);
+    }
+    free(v);
+    return rc;
+}
+
 /* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. */
 static void resolve_tokens(struct lp_run_ctx *c)
 {
@@ -534,6 +587,8 @@ int lp_run_steps(struct lp_run_ctx *c)
                                calls, n_calls, lm, prefill_items, &it, pos, gap, ends)))
             goto out;
     }
+    if ((rc = check_flags(c, mode_batch(c))))
+        goto out;
     resolve_tokens(c);
     rc = LP_OK;
 out:

@@ -32,6 +32,10 @@ const char *lp_text_note_key(enum lp_note_code c);
 void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len);
 /* the key of bit BIT of enum lp_gemm_hint; NULL past the last */
 const char *lp_text_gemm_hint_key(int bit);
+/* Why a stage's executed tensor work departs from the model's FLOPs (k->excess), and each
+ * cause's key for report.json. */
+void lp_text_excess(const struct lp_stage_counters *k, char *buf, size_t len);
+const char *lp_text_excess_key(int bit);
 /* the trace's GEMM capture state, or why it was not recorded */
 const char *lp_text_gemm_state(const struct lp_run *r);
 /* the utilisation note: the assumptions of MFU and MBU, or why they are missing */

@@ -86,21 +86,29 @@ static const char *known(int is_known, uint64_t v, char *buf)
     return buf;
 }
 
-/* ctr_segments ... ctr_mbu: empty past the segment count when the stage has no counters;
- * MFU and MBU empty when they could not be made (0: no peak known) */
+/* ctr_segments ... ctr_over_model_causes: empty past the segment count when the stage has no
+ * counters; the executed share, MBU and the ratio to the model empty when they could not be
+ * made (0: no peak or model known); causes joined by '+' */
 static void counter_fields(FILE *f, const struct lp_stage_counters *c)
 {
     fprintf(f, "%zu,", c->segments);
     if (!c->segments) {
-        fprintf(f, ",,,,,,");
+        fprintf(f, ",,,,,,,,");
         return;
     }
     fprintf(f, "%.6g,%.4f,", c->tensor_flops, c->tflops);
-    if (c->mfu > 0)
-        fprintf(f, "%.5f", c->mfu);
+    if (c->executed_share > 0)
+        fprintf(f, "%.5f", c->executed_share);
     fprintf(f, ",%.6g,%.2f,", c->dram_bytes, c->gbs);
     if (c->mbu > 0)
         fprintf(f, "%.5f", c->mbu);
+    fprintf(f, ",");
+    if (c->vs_model_flops > 0)
+        fprintf(f, "%.4f", c->vs_model_flops);
+    fprintf(f, ",");
+    for (int b = 0, n = 0; lp_text_excess_key(b); b++)
+        if (c->excess & 1u << b)
+            fprintf(f, "%s%s", n++ ? "+" : "", lp_text_excess_key(b));
     fprintf(f, ",");
 }
 
@@ -131,8 +139,9 @@ int lp_report_stages_csv(FILE *f, const struct lp_run *r)
                "tokens,tokens_source,batch,tokens_per_s,steps,steps_source,step_p50_ns,"
                "step_p90_ns,step_p99_ns,mfu,mbu,achieved_tflops,achieved_gbs,"
                "power_mean_w,power_peak_w,energy_j,j_per_token,htod_bytes,dtoh_bytes,dtod_bytes,"
-               "peak_alloc_bytes,ctr_segments,ctr_tensor_flops,ctr_tflops,ctr_mfu,"
-               "ctr_dram_bytes,ctr_gbs,ctr_mbu,pm_samples");
+               "peak_alloc_bytes,ctr_segments,ctr_tensor_flops,ctr_tflops,ctr_executed_share,"
+               "ctr_dram_bytes,ctr_gbs,ctr_mbu,ctr_over_model_flops,ctr_over_model_causes,"
+               "pm_samples");
     for (int p = 0; p < LP_PM_COUNT; p++)
         fprintf(f, ",pm_%s", lp_pm_name((enum lp_pm)p));
     fprintf(f, ",pm_dram_gbs,pm_mbu");
@@ -190,7 +199,8 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
 {
     fprintf(f, "stage,replayed,api,m,n,k,batch,transa,transb,a_type,b_type,d_type,compute_type,epilogue,"
                "algo,tile,calls,linked,kernels,gpu_ns,mean_ns,flops_per_call,tflops,peak_dtype,"
-               "peak_share,intensity,memory_bound,gbs,top_kernel,hint\n");
+               "peak_share,intensity,memory_bound,gbs,top_kernel,hint,vary_dim,vary_to,"
+               "vary_step,vary_sizes\n");
     for (size_t i = 0; i < r->n_gemms; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
@@ -212,10 +222,14 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
         fprintf(f, ",%.2f,%d,%.1f,", g->intensity, g->memory_bound, g->gbs);
         lp_csv_field(f, g->top_group != SIZE_MAX ? r->names[g->top_group] : "");
         fputc(',', f);
-        char hint[320];
+        char hint[512];
         lp_text_gemm_hint(g, hint, sizeof hint);
         lp_csv_field(f, hint);
-        fputc('\n', f);
+        if (g->vary_dim) /* m or n above is the smallest size */
+            fprintf(f, ",%c,%llu,%llu,%zu\n", g->vary_dim, (unsigned long long)g->vary_hi,
+                    (unsigned long long)g->vary_step, g->vary_values);
+        else
+            fprintf(f, ",,,,\n");
     }
     return ferror(f) ? -1 : 0;
 }

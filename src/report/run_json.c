@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "llmprof/report.h"
 #include "llmprof/version.h"
@@ -80,10 +81,18 @@ static json_t *stage_counters(const struct lp_stage_counters *k)
 {
     if (!k->segments)
         return json_null();
-    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "segments",
-                     u64(k->segments), "values", counter_values(k->valid, k->value),
+    json_t *why = json_array();
+    for (int b = 0; lp_text_excess_key(b); b++)
+        if (k->excess & 1u << b)
+            json_array_append_new(why, json_string(lp_text_excess_key(b)));
+    /* "mfu": the executed share under its version-2 name, kept for readers of it */
+    return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+                     "segments", u64(k->segments), "values", counter_values(k->valid, k->value),
                      "tensor_flops", num(k->tensor_flops), "dram_bytes", num(k->dram_bytes),
-                     "tflops", num(k->tflops), "mfu", or_null(k->mfu), "gbs", num(k->gbs), "mbu",
+                     "tflops", num(k->tflops), "executed_share", or_null(k->executed_share),
+                     "mfu", or_null(k->executed_share),
+                     "pass_tokens", k->pass_tokens > 0 ? json_integer(k->pass_tokens) : json_null(),
+                     "over_model_causes", why, "gbs", num(k->gbs), "mbu",
                      or_null(k->mbu), "units", num(k->units), "flops_per_unit",
                      num(k->flops_per_unit), "bytes_per_unit", num(k->bytes_per_unit),
                      "over_model_flops", or_null(k->vs_model_flops), "over_model_bytes",
@@ -268,7 +277,8 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
         json_object_set_new(o, "utilisation", json_null());
     json_object_set_new(o, "substages", subs);
     json_object_set_new(o, "gemm",
-                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "calls",
+                        json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+                                  "calls",
                                   u64(s->gemm_calls), "gpu_ns", u64(s->gemm_ns), "unshaped_ns",
                                   u64(s->gemm_unshaped_ns), "coverage",
                                   s->gemm_coverage >= 0 ? num(s->gemm_coverage) : json_null(),
@@ -283,7 +293,11 @@ static json_t *stage_json(const struct lp_run *r, const struct lp_stage_report *
                                   "measured_over_model_matmul",
                                   s->gemm_vs_model > 0 ? num(s->gemm_vs_model) : json_null(),
                                   "measured_over_model_linear",
-                                  s->gemm_vs_linear > 0 ? num(s->gemm_vs_linear) : json_null()));
+                                  s->gemm_vs_linear > 0 ? num(s->gemm_vs_linear) : json_null(),
+                                  "context_flops", num(s->gemm_context_flops),
+                                  "measured_over_model_matmul_rest",
+                                  s->gemm_vs_model > 0 ? num(s->gemm_vs_model_rest)
+                                                       : json_null()));
     json_object_set_new(o, "counters", stage_counters(&s->ctr));
     json_object_set_new(o, "pm", pm_stats(&s->pm));
     json_object_set_new(o, "kernels_top", kernel_table(r, &s->top, s->top.n));
@@ -296,7 +310,7 @@ static json_t *gemms_json(const struct lp_run *r)
     for (size_t i = 0; i < r->n_gemms; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
-        char hint[320];
+        char hint[512];
         lp_text_gemm_hint(g, hint, sizeof hint);
         json_t *o = json_pack(
             "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:o}",
@@ -314,6 +328,17 @@ static json_t *gemms_json(const struct lp_run *r)
             if (g->hints & 1u << b)
                 json_array_append_new(codes, json_string(lp_text_gemm_hint_key(b)));
         json_object_set_new(o, "hint_codes", codes);
+        static const char *const vary_keys[] = {[LP_GEMM_VARY_STEPS] = "steps",
+                                                [LP_GEMM_VARY_CONTEXT] = "context",
+                                                [LP_GEMM_VARY_MLA] = "mla_kv_expansion"};
+        json_object_set_new(o, "sizes",
+                            g->vary_dim ? json_pack("{s:s#,s:o,s:o,s:o,s:o,s:s}", "dim",
+                                                    &g->vary_dim, (size_t)1, "from",
+                                                    u64(g->vary_lo), "to", u64(g->vary_hi), "step",
+                                                    u64(g->vary_step), "count",
+                                                    u64(g->vary_values), "cause",
+                                                    vary_keys[g->vary])
+                                        : json_null());
         json_object_set_new(o, "replayed", json_boolean(g->replayed));
         json_object_set_new(o, "gpu_ns", u64(g->gpu_ns));
         json_object_set_new(o, "mean_ns", num(g->mean_ns));
@@ -856,6 +881,34 @@ static json_t *serving_json(const struct lp_run *r)
     return o;
 }
 
+/* Times are whole nanoseconds: a real under a key ending in _ns, or directly in an object or
+ * array (of arrays) under one, becomes the nearest integer, so no reader meets 1.14244e+09
+ * ns. NS: V sits under such a key. */
+static void ns_integers(json_t *v, int ns)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x)
+        {
+            size_t l = strlen(key);
+            int under = l >= 3 && !strcmp(key + l - 3, "_ns");
+            if ((under || ns) && json_is_real(x))
+                json_object_set_new(v, key, json_integer((json_int_t)llround(json_real_value(x))));
+            else
+                ns_integers(x, under);
+        }
+    } else if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            json_t *x = json_array_get(v, i);
+            if (ns && json_is_real(x))
+                json_array_set_new(v, i, json_integer((json_int_t)llround(json_real_value(x))));
+            else
+                ns_integers(x, ns && json_is_array(x));
+        }
+    }
+}
+
 json_t *lp_report_run_json_value(const struct lp_run *r)
 {
     const struct lp_run_options *op = &r->opt;
@@ -919,6 +972,7 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     }
     json_object_set_new(root, "notes", notes);
     json_object_set_new(root, "note_codes", codes);
+    ns_integers(root, 0);
     return root;
 }
 

@@ -717,9 +717,23 @@ static void counters(FILE *f, const struct lp_run *r)
         if (!s->segments)
             continue;
         fprintf(f, "| %s | %zu | %.4g | %.1f | %.2f %% | %.4g | %.0f | %.2f %% | %s | %s | %s |\n",
-                r->stages[i].name, s->segments, s->flops_per_unit, s->tflops, 100 * s->mfu,
-                s->bytes_per_unit, s->gbs, 100 * s->mbu, ratio(s->vs_model_flops, a, sizeof a),
-                ratio(s->vs_gemm_flops, b, sizeof b), ratio(s->vs_model_bytes, c, sizeof c));
+                r->stages[i].name, s->segments, s->flops_per_unit, s->tflops,
+                100 * s->executed_share, s->bytes_per_unit, s->gbs, 100 * s->mbu,
+                ratio(s->vs_model_flops, a, sizeof a), ratio(s->vs_gemm_flops, b, sizeof b),
+                ratio(s->vs_model_bytes, c, sizeof c));
+    }
+    int said = 0;
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_counters *s = &r->stages[i].ctr;
+        if (!s->segments || !s->excess)
+            continue;
+        char why[640];
+        lp_text_excess(s, why, sizeof why);
+        fprintf(f, "%s- %s: the tensor cores executed %.3g x the model's matmul FLOPs %s: %s.\n",
+                said++ ? "" : "\nExecuted against useful work (the model's FLOPs, which MFU "
+                              "counts):\n\n",
+                r->stages[i].name, s->vs_model_flops,
+                r->stages[i].kind == LP_STAGE_KIND_DECODE ? "per step" : "per occurrence", why);
     }
 }
 
@@ -795,6 +809,16 @@ static void gemm_stages(FILE *f, const struct lp_run *r)
             fprintf(f, "%.2f %% | - | - |\n", 100 * s->mfu);
         else
             fprintf(f, "- | - | - |\n");
+    }
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const struct lp_stage_report *s = &r->stages[i];
+        if (s->gemm_context_flops > 0 && s->gemm_vs_model > 0)
+            fprintf(f, "\n%s: %.0f %% of the measured GEMM FLOPs are calls over the whole "
+                       "context every step (in the table below, the rows whose size steps), "
+                       "which the model counts once per token; without them measured / "
+                       "analytic matmul FLOPs is %.3f.\n",
+                    s->name, 100 * s->gemm_context_flops / s->gemm_flops,
+                    s->gemm_vs_model_rest);
     }
 }
 
@@ -880,11 +904,15 @@ static void gemms(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < top; i++) {
         const struct lp_gemm_row *g = &r->gemms[i];
         const struct lp_gemm *c = &g->call;
-        fprintf(f, "| %zu | %s%s | %llu x %llu x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
+        char dm[48], dn[48]; /* a size stepping through a progression: its range */
+        snprintf(dm, sizeof dm, g->vary_dim == 'm' ? "%llu..%llu" : "%llu",
+                 (unsigned long long)c->m, (unsigned long long)g->vary_hi);
+        snprintf(dn, sizeof dn, g->vary_dim == 'n' ? "%llu..%llu" : "%llu",
+                 (unsigned long long)c->n, (unsigned long long)g->vary_hi);
+        fprintf(f, "| %zu | %s%s | %s x %s x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
                    "| %s | %.1f | ",
                 i + 1, g->stage >= 0 ? r->stages[g->stage].name : "-", g->replayed ? " (replayed)" : "",
-                (unsigned long long)c->m, (unsigned long long)c->n, (unsigned long long)c->k,
-                (unsigned long long)c->batch, trans_names[c->transa % 3], trans_names[c->transb % 3],
+                dm, dn, (unsigned long long)c->k, (unsigned long long)c->batch, trans_names[c->transa % 3], trans_names[c->transb % 3],
                 lp_cuda_type_name(c->a_type), lp_cuda_type_name(c->b_type),
                 lp_cuda_type_name(c->d_type), lp_compute_type_name(c->compute_type),
                 (unsigned long long)g->calls, NS(g->gpu_ns), NS2(g->mean_ns), g->tflops);
@@ -898,7 +926,7 @@ static void gemms(FILE *f, const struct lp_run *r)
             fprintf(f, "- | `");
         lp_md_cell(f, g->top_group != SIZE_MAX ? r->short_names[g->top_group] : "-");
         fprintf(f, "` | ");
-        char hint[320];
+        char hint[512];
         lp_text_gemm_hint(g, hint, sizeof hint);
         lp_md_cell(f, hint);
         fprintf(f, " |\n");
@@ -1426,6 +1454,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
             char buf[512];
             lp_text_note(r, &r->notes[i], buf, sizeof buf);
             fprintf(f, "- **The model does not fit this run:** %s.\n", buf);
+        } else if (r->notes[i].code == LP_NOTE_PREFILL_TOKENS_GIVEN ||
+                   r->notes[i].code == LP_NOTE_DECODE_TOKENS_GIVEN ||
+                   r->notes[i].code == LP_NOTE_BATCH_GIVEN) {
+            char buf[512];
+            lp_text_note(r, &r->notes[i], buf, sizeof buf);
+            fprintf(f, "- **A flag disagrees with the trace:** %s.\n", buf);
         }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];

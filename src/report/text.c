@@ -314,8 +314,10 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
         break;
     case LP_FINDING_PREFILL_FEW_GEMMS:
         PUT(title, "GEMMs are a small share of prefill");
-        PUT(advice, "Elementwise, norm and copy kernels take most of the time: fuse them "
-                    "(torch.compile), use fused attention and norm kernels.");
+        PUT(advice, "Elementwise, norm, reduction and copy kernels take more of its GPU time "
+                    "(%.0f %%) than its GEMMs (%.0f %%): fuse them (torch.compile)%s.",
+            100 * f->share, 100 * cat[LP_KCAT_GEMM],
+            cat[LP_KCAT_ATTENTION] > 0 ? "" : ", use a fused attention kernel");
         PUT(evidence, "%s: GEMM %.1f %%, attention %.1f %%, elementwise %.1f %%, norm %.1f %%, "
                       "reduction %.1f %% of its GPU time",
             s->name, 100 * cat[LP_KCAT_GEMM], 100 * cat[LP_KCAT_ATTENTION],
@@ -429,6 +431,9 @@ static const char *const note_keys[LP_NOTE_CODE_COUNT] = {
     [LP_NOTE_VISION_ROWS] = "vision_rows",
     [LP_NOTE_GPU_GIVEN] = "gpu_given",
     [LP_NOTE_MODEL_MISFIT] = "model_misfit",
+    [LP_NOTE_PREFILL_TOKENS_GIVEN] = "prefill_tokens_given",
+    [LP_NOTE_DECODE_TOKENS_GIVEN] = "decode_tokens_given",
+    [LP_NOTE_BATCH_GIVEN] = "batch_given",
 };
 
 const char *lp_text_note_key(enum lp_note_code c)
@@ -490,6 +495,24 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
             r->opt.model ? (long long)r->opt.model->vocab : 0, of, count, 100 * n->value,
             r->opt.model ? (long long)r->opt.model->hidden : 0);
         break;
+    case LP_NOTE_PREFILL_TOKENS_GIVEN:
+        put(buf, len, "--prefill-tokens %lld was given, but the GEMMs of %.0f prefill%s carry "
+                      "%lld tokens (the token dimension most calls share; all sequences): the "
+                      "flag's value is used for tokens/s and MFU, check it",
+            count, n->value, n->value == 1 ? "" : "s", of);
+        break;
+    case LP_NOTE_DECODE_TOKENS_GIVEN:
+        put(buf, len, "--decode-tokens %lld was given, but %.0f decode range%s show%s %lld "
+                      "(the steps found times the batch): the flag's value is used for the "
+                      "steps, tokens/s and TPOT, check it",
+            count, n->value, n->value == 1 ? "" : "s", n->value == 1 ? "s" : "", of);
+        break;
+    case LP_NOTE_BATCH_GIVEN:
+        put(buf, len, "--batch %lld was given, but the decode GEMMs of %.0f range%s run %lld "
+                      "sequence%s a step (their token dimension): the flag's value is used, "
+                      "check it",
+            count, n->value, n->value == 1 ? "" : "s", of, of == 1 ? "" : "s");
+        break;
     case LP_NOTE_VISION_ROWS:
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
                       "%s projects %.0f: the mode (--vision, --tiles) is not the run's, and the "
@@ -529,7 +552,7 @@ void lp_text_serving_cause(const struct lp_serving *s, char *buf, size_t len)
 
 /* keys of enum lp_gemm_hint's bits, lowest first */
 static const char *const hint_keys[LP_GEMM_HINT_BITS] = {"gemv", "memory_bound", "tile_fill",
-                                                         "waves", "unaligned"};
+                                                         "waves", "unaligned", "steps"};
 
 const char *lp_text_gemm_hint_key(int bit)
 {
@@ -547,7 +570,7 @@ static void append(char *buf, size_t len, const char *text)
 void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len)
 {
     const struct lp_gemm *g = &row->call;
-    char s[200];
+    char s[256];
     buf[0] = 0;
     if (row->hints & LP_GEMM_HINT_GEMV) {
         uint64_t small = g->m < g->n ? g->m : g->n;
@@ -572,11 +595,58 @@ void lp_text_gemm_hint(const struct lp_gemm_row *row, char *buf, size_t len)
                  100 * row->sm_fill);
         append(buf, len, s);
     }
+    if (row->hints & LP_GEMM_HINT_STEPS) {
+        int len0 = snprintf(s, sizeof s, "%c runs %" PRIu64 "..%" PRIu64 " by %" PRIu64
+                            " (%zu sizes, one row)", row->vary_dim, row->vary_lo, row->vary_hi,
+                            row->vary_step, row->vary_values);
+        size_t at = len0 > 0 && (size_t)len0 < sizeof s ? (size_t)len0 : 0;
+        if (row->vary == LP_GEMM_VARY_MLA)
+            snprintf(s + at, sizeof s - at, ": the compressed KV cache (k = kv_lora_rank) "
+                     "expanded over the whole context every step, as transformers' MLA does; "
+                     "absorbed MLA (vLLM, SGLang) does not");
+        else if (row->vary == LP_GEMM_VARY_CONTEXT)
+            snprintf(s + at, sizeof s - at, ": a projection of the whole context every step, "
+                     "not cached");
+        append(buf, len, s);
+    }
     if (row->hints & LP_GEMM_HINT_UNALIGNED) {
         snprintf(s, sizeof s, "m, n or k is not a multiple of %" PRIu64 " (16 bytes of %s): "
                  "unaligned tensor-core loads", row->align_elems, lp_cuda_type_name(g->a_type));
         append(buf, len, s);
     }
+}
+
+/* ---- executed tensor work against the model's ---- */
+
+static const char *const excess_keys[LP_EXCESS_BITS] = {"tile_padding", "mla_kv_expansion",
+                                                        "moe_padding", "unexplained", "short"};
+
+const char *lp_text_excess_key(int bit)
+{
+    return bit >= 0 && bit < LP_EXCESS_BITS ? excess_keys[bit] : NULL;
+}
+
+void lp_text_excess(const struct lp_stage_counters *k, char *buf, size_t len)
+{
+    char s[200];
+    buf[0] = 0;
+    if (k->excess & LP_EXCESS_TILE_PADDING) {
+        snprintf(s, sizeof s, "%lld token%s a pass padded to the tensor-core tile (8 to 64 "
+                 "rows or columns, by kernel)", (long long)k->pass_tokens,
+                 k->pass_tokens == 1 ? "" : "s");
+        append(buf, len, s);
+    }
+    if (k->excess & LP_EXCESS_MLA)
+        append(buf, len, "MLA's compressed KV cache expanded over the whole context every step "
+                         "(the GEMM row whose n steps)");
+    if (k->excess & LP_EXCESS_MOE)
+        append(buf, len, "grouped expert GEMMs, each expert's tokens padded to the tile");
+    if (k->excess & LP_EXCESS_UNEXPLAINED)
+        append(buf, len, "no cause seen in the trace: recomputation, or matmuls the config does "
+                         "not describe");
+    if (k->excess & LP_EXCESS_SHORT)
+        append(buf, len, "matmuls in a type the counters do not count (only bf16 and fp8 "
+                         "are), on CUDA cores, or a config larger than the model run");
 }
 
 const char *lp_text_gemm_state(const struct lp_run *r)
