@@ -9,7 +9,8 @@
 #                                    default: all cores) from the committed corpus, merges new
 #                                    coverage into tests/fuzz/corpus/NAME/found/ and writes a
 #                                    summary (executions, edges, features, crashes, timeouts)
-#   bench/fuzz.sh seeds              remakes the trace seeds from tests/fixtures (fuzz_make_seeds)
+#   bench/fuzz.sh seeds              remakes the trace seeds from tests/fixtures, and those with
+#                                    values at the edges (extreme-*: fuzz_make_seeds --extreme)
 #   bench/fuzz.sh corpus TARGET      the corpus directory (under tests/fuzz/corpus/) TARGET reads
 #   bench/fuzz.sh targets            every fuzz target (the one list; scripts/test.sh reads it)
 # Environment: LLMPROF_FUZZ_BUILD (default build-fuzzbench), LLMPROF_FUZZ_OUT (results; default
@@ -30,7 +31,7 @@ read -r -a targets <<<"${LLMPROF_FUZZ_TARGETS:-${all_targets[*]}}"
 limits=(-timeout=10 -rss_limit_mb=2048 -max_len=65536)
 
 usage() {
-    sed -n '5,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -153,6 +154,7 @@ cmd_seeds() {
     [ -x "$bin" ] || { echo "no $bin: run bench/fuzz.sh build first" >&2; exit 1; }
     "$bin" tests/fuzz/corpus/trace_records/whole tests/fuzz/corpus/trace_reader/whole \
         tests/fixtures/*/*.lpt
+    "$bin" --extreme tests/fuzz/corpus
 }
 
 case "${1:-}" in

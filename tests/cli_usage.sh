@@ -268,6 +268,31 @@ e=$(envof)
 grep -q "LLMPROF_LIGHT=0 " <<<"$e" && grep -q "LLMPROF_GEMM=1 " <<<"$e" && ! grep -q "LLMPROF_PM_SAMPLING=" <<<"$e" &&
     ok "the default: kernels, GEMM capture, no counters" || bad "default record: $e"
 
+# floating-point options refuse NaN, infinities and values out of range, naming the option,
+# before anything runs (issue 52: NaN fails both comparisons of a range check)
+for v in nan NaN -nan inf -inf infinity 1e999 -1e999; do
+    for opt in --nvml-hz --pm-sampling; do
+        expect 2 "^llmprof record: $opt" "record $opt $v refused" -- \
+            "$LP" record "$opt" "$v" -o "$T/fl-rec" -- "$FAKE" 0
+    done
+    for opt in --peak-tflops --mem-bw; do
+        expect 2 "^llmprof report: $opt" "report $opt $v refused" -- \
+            "$LP" report "$FIX/hf-moe" "$opt" "$v" -o "$T/fl-rep"
+        expect 2 "^llmprof model: $opt" "model $opt $v refused" -- \
+            "$LP" model "$FIX/hf-moe/config.json" --gpu H200 "$opt" "$v"
+    done
+    for opt in --nvml-hz --pm-sampling --peak-tflops --mem-bw --deep-budget; do
+        expect 2 "^llmprof profile: $opt" "profile $opt $v refused" -- \
+            "$LP" profile "$opt" "$v" -o "$T/fl-prof" -- touch "$T/fl-ran"
+    done
+    expect 2 "^llmprof deep: --budget" "deep --budget $v refused" -- \
+        "$LP" deep "$FIX/deep-llama3-8b" --budget "$v" --dry-run
+    expect 2 "^llmprof diff: --min-change" "diff --min-change $v refused" -- \
+        "$LP" diff "$FIX/hf-moe" "$FIX/hf-moe" --min-change "$v"
+done
+if ls -d "$T"/fl-* >/dev/null 2>&1; then bad "a refused float option ran or wrote: $(ls -d "$T"/fl-*)"
+else ok "no refused float option ran a command or wrote a file"; fi
+
 # installed: bin/llmprof finds lib/libllmprof.so
 if [ -f "$BUILD/CMakeCache.txt" ] && [ -e "$BUILD/lib/libllmprof.so" ] && command -v "$CMAKE" >/dev/null; then
     P=$T/prefix

@@ -1,6 +1,6 @@
 /* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
- * out of time order. */
+ * out of time order; a summary of 100,000 differently named steps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +171,79 @@ static void test_summary(void **state)
     lp_trace_free(t);
 }
 
+/* A top-level range NAME of D ns at *TS on thread 1, with a nested range in it. */
+static void step_range(struct lp_trace_writer *w, lp_str name, lp_str inner, uint64_t *ts,
+                       uint64_t d, uint32_t *id)
+{
+    const struct lp_marker m[] = {
+        {.timestamp = *ts, .id = *id, .flags = S, .thread = 1, .name = name},
+        {.timestamp = *ts + 1, .id = *id + 1, .flags = S, .thread = 1, .name = inner},
+        {.timestamp = *ts + 2, .id = *id + 1, .flags = E, .thread = 1},
+        {.timestamp = *ts + d, .id = *id, .flags = E, .thread = 1},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        struct lp_record r = {.type = LP_REC_MARKER, .u.marker = m[i]};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    *ts += d + 10;
+    *id += 2;
+}
+
+/* A program that names every step ("decode 17 tokens=1"): 100,000 top-level groups of one
+ * range each, found by name (issue 52: a scan per range took seconds), around a name that
+ * comes back among them, and ranges nested in each, which are not counted. */
+static void test_summary_many_names(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    char path[] = "/tmp/lp_test_analyze_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct lp_trace_writer *w;
+    char err[256], name[64];
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    lp_str prefill = lp_trace_writer_intern(w, "prefill tokens=8"),
+           inner = lp_trace_writer_intern(w, "attention");
+    uint64_t ts = 1000;
+    uint32_t id = 1;
+    /* "prefill" first, midway and last (10 ms each: the largest total); step K lasts
+     * 1000 + K ns, so that every total differs and the order is the sort's alone */
+    step_range(w, prefill, inner, &ts, 10000000, &id);
+    for (int k = 0; k < N; k++) {
+        if (k == N / 2)
+            step_range(w, prefill, inner, &ts, 10000000, &id);
+        snprintf(name, sizeof name, "decode %d tokens=1", k);
+        step_range(w, lp_trace_writer_intern(w, name), inner, &ts, 1000 + (uint64_t)k, &id);
+    }
+    step_range(w, prefill, inner, &ts, 10000000, &id);
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    unlink(path);
+    struct lp_trace_summary s;
+    assert_int_equal(lp_trace_summarize(t, &s), LP_OK);
+    assert_int_equal(s.ranges.n, 2 * (N + 3));
+    assert_int_equal(s.n_top, N + 1);
+    assert_string_equal(s.top[0].name, "prefill");
+    assert_int_equal(s.top[0].count, 3);
+    assert_int_equal(s.top[0].total_ns, 30000000);
+    /* then every step by its total, largest first: decode N-1 ... decode 0, each once */
+    for (size_t i = 1; i <= N; i++) {
+        int k = N - (int)i;
+        snprintf(name, sizeof name, "decode %d", k);
+        if (strcmp(s.top[i].name, name) != 0)
+            fail_msg("group %zu is '%s', not '%s'", i, s.top[i].name, name);
+        if (s.top[i].count != 1 || s.top[i].total_ns != 1000 + (uint64_t)k ||
+            s.top[i].min_ns != s.top[i].total_ns || s.top[i].max_ns != s.top[i].total_ns)
+            fail_msg("group '%s': count %zu, total %llu", name, s.top[i].count,
+                     (unsigned long long)s.top[i].total_ns);
+    }
+    lp_trace_summary_free(&s);
+    lp_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_cross_thread_unmatched_unclosed),
         cmocka_unit_test(test_group_names),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_summary_many_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

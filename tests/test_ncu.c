@@ -19,6 +19,7 @@
 
 #include "llmprof/analyze.h"
 #include "llmprof/ncu.h"
+#include "llmprof/report.h"
 #include "llmprof/status.h"
 
 static struct lp_ncu_report *read_fixture(const char *file)
@@ -435,6 +436,49 @@ static void test_deep_llama(void **state)
     dive_free(&d);
 }
 
+/* Tensor-core work tells a matmul its name does not: no kernel of the Llama dive is flagged
+ * (its GEMMs are named so, its elementwise kernels counted no tensor FLOPs); the same dive
+ * with the prefill's top GEMM named like an elementwise kernel (its category changed before
+ * the join) flags that row alone and says it in report.md. */
+static void test_deep_tensor_unnamed(void **state)
+{
+    (void)state;
+    struct dived d;
+    dive_read(&d, "deep-llama3-8b", "ncu-raw.csv");
+    for (size_t i = 0; i < d.r.deep->n_rows; i++)
+        assert_false(d.r.deep->rows[i].flags & LP_DEEP_ROW_TENSOR_UNNAMED);
+    size_t top = first_row(&d.r, LP_STAGE_KIND_PREFILL)->group;
+    dive_free(&d);
+
+    dive_read(&d, "deep-llama3-8b", NULL);
+    assert_int_equal(d.r.cats[top], LP_KCAT_GEMM);
+    d.r.cats[top] = LP_KCAT_ELEMENTWISE;
+    char path[512], err[512];
+    snprintf(path, sizeof path, "%s/deep-llama3-8b/deep/ncu-raw.csv", LP_FIXTURES);
+    struct lp_ncu_report *n;
+    assert_int_equal(lp_ncu_read(&n, path, err, sizeof err), LP_OK);
+    assert_int_equal(lp_run_deep(&d.r, n), LP_OK);
+    size_t flagged = 0;
+    for (size_t i = 0; i < d.r.deep->n_rows; i++) {
+        const struct lp_deep_row *w = &d.r.deep->rows[i];
+        if (w->flags & LP_DEEP_ROW_TENSOR_UNNAMED) {
+            flagged++;
+            assert_int_equal(w->group, top);
+            assert_true(w->tensor_flops > 1e10);
+        }
+    }
+    assert_true(flagged >= 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(lp_report_run_md(f, &d.r), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "Tensor-core work in kernels whose name says neither GEMM"));
+    assert_non_null(strstr(buf, "counted as elementwise."));
+    free(buf);
+    dive_free(&d);
+}
+
 /* a CUDA-graph decode: ncu reached the kernels replayed from the graph (--graph-profiling
  * node) inside the decode range, and the join puts them in decode; the plan asked for what
  * ncu measured (48 kernels) */
@@ -590,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_units),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_deep_llama),
+        cmocka_unit_test(test_deep_tensor_unnamed),
         cmocka_unit_test(test_deep_plan),
         cmocka_unit_test(test_deep_graph),
         cmocka_unit_test(test_deep_flops),

@@ -148,6 +148,28 @@ static void test_ranks_communicators(void **state)
     lp_ranks_free(&rk);
 }
 
+/* Two traces that both claim rank 0 (and one rank 1) are counted, not merged without a
+ * word; distinct ranks count nothing. */
+static void test_ranks_duplicate(void **state)
+{
+    (void)state;
+    static const uint64_t a[3] = {100 * US, 200 * US, 300 * US};
+    static const uint32_t s[3] = {13, 14, 13};
+    const char *claims[2][3] = {{"0", "0", "1"}, {"0", "1", "2"}};
+    for (int c = 0; c < 2; c++) {
+        struct lp_rank *k = calloc(3, sizeof *k);
+        assert_non_null(k);
+        for (int i = 0; i < 3; i++)
+            two_comm_rank(&k[i], claims[c][i], a, s);
+        struct lp_ranks rk;
+        assert_int_equal(lp_ranks_analyze(k, 3, &rk), LP_OK);
+        assert_int_equal(rk.duplicate_ranks, c ? 0 : 1);
+        if (!c)
+            assert_int_equal(rk.duplicate_rank, 0);
+        lp_ranks_free(&rk);
+    }
+}
+
 /* Rank 0 arrives first at every all-reduce (by 20, 10, 30 us): it waits 60 us, rank 1 none;
  * rank 1's decode is the longer (500 against 400 us); the all-gather only rank 0 ran is left
  * out of the matching. From two hosts nothing is matched. */
@@ -330,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_comm_overlap),
         cmocka_unit_test(test_ranks_waits),
         cmocka_unit_test(test_ranks_communicators),
+        cmocka_unit_test(test_ranks_duplicate),
         cmocka_unit_test(test_ranks_fixtures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1873,6 +1873,7 @@ static void test_harness_triton(void **state)
     assert_true(r.stages[0].cat_share[LP_KCAT_GEMM] > 0.4);
     lp_run_free(&r);
     lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
 }
 
 /* Calls alike but for a size that grows a token a step are one row: HF's MLA runs kv_b_proj
@@ -2012,9 +2013,136 @@ static void test_flags_vs_trace(void **state)
         free(sum);
         if (cases[c].pre) /* the flag's value is used */
             assert_int_equal(r.llm.prompt_tokens, cases[c].pre);
+        assert_true(r.has_util);
+        lp_run_free(&r);
+    }
+    /* counts the run cannot hold are withheld, not turned into 0 ns steps or MFU past 100 % */
+    const struct {
+        int64_t pre, dec, batch;
+    } bad[] = {{INT64_MAX, 0, 0}, {0, INT64_MAX, 0}, {0, 100000, 0}, {0, 0, 1000000}};
+    for (size_t c = 0; c < sizeof bad / sizeof *bad; c++) {
+        struct lp_run_options o = {.model = &m, .gpus = &gpus, .prefill_tokens = bad[c].pre,
+                                   .decode_tokens = bad[c].dec, .batch = bad[c].batch};
+        struct lp_run r;
+        analyze(t, &o, &r);
+        int impossible = 0;
+        for (size_t i = 0; i < r.n_notes; i++)
+            impossible |= r.notes[i].code == LP_NOTE_TOKENS_IMPOSSIBLE;
+        if (bad[c].batch) { /* 1,000,000 sequences a step: 10,000 % of the peak */
+            assert_false(impossible);
+            assert_false(r.has_util);
+            assert_int_equal(r.util_status, LP_UTIL_OVER_PEAK);
+            assert_true(r.util_over > 1);
+            char *md = write_to_string(lp_report_run_md, &r);
+            assert_non_null(strstr(md, "which no run reaches"));
+            free(md);
+        } else {
+            assert_true(impossible);
+            if (bad[c].dec) { /* no TPOT rather than one of 0 ns, no request MFU */
+                assert_int_equal(r.llm.tpot.n, 0);
+                assert_true(r.llm.tpot_s == 0);
+                assert_true(r.request_s == 0);
+                char *sum = write_to_string(lp_report_summary_md, &r);
+                assert_null(strstr(sum, "Over a whole request"));
+                free(sum);
+            } else {
+                assert_int_equal(r.llm.prompt_tokens, 0);
+            }
+        }
+        for (size_t s = 0; s < r.n_stages; s++)
+            assert_true(!r.stages[s].has_util || (r.stages[s].mfu <= 1 && r.stages[s].mbu <= 1));
         lp_run_free(&r);
     }
     lp_trace_free(t);
+    lp_gpu_table_free(&gpus);
+}
+
+/* A real trace (hf-llama, format 1.7: its chunks carry no numbers) with every RECORDS chunk
+ * written twice, as a careless copy might: the reader reads each once, so the kernels and
+ * TTFT/TPOT are the original's; the report says the file was altered (summary and finding),
+ * and a diff against the original marks the comparison doubtful. With a middle chunk removed
+ * instead, its records are counted lost through the END chunk's account. */
+static void test_altered_trace(void **state)
+{
+    (void)state;
+    char cmd[512], path[512] = "", err[256];
+    snprintf(cmd, sizeof cmd, "ls %s/hf-llama/*.lpt", LP_FIXTURES);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(path, sizeof path, p));
+    pclose(p);
+    path[strcspn(path, "\n")] = 0;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    size_t size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *img = malloc(size), *twice = malloc(2 * size), *cut = malloc(size);
+    assert_int_equal(fread(img, 1, size, f), size);
+    fclose(f);
+    size_t lt = 16, lc = 16, n = 0, removed = 0;
+    memcpy(twice, img, 16);
+    memcpy(cut, img, 16);
+    for (size_t off = 16; off + 32 <= size; n++) {
+        uint32_t type = (uint32_t)img[off + 4] | (uint32_t)img[off + 5] << 8;
+        uint32_t payload = (uint32_t)img[off + 8] | (uint32_t)img[off + 9] << 8 |
+                           (uint32_t)img[off + 10] << 16 | (uint32_t)img[off + 11] << 24;
+        size_t len = 32 + payload;
+        for (int k = 0; k < (type == 2 ? 2 : 1); k++) {
+            memcpy(twice + lt, img + off, len);
+            lt += len;
+        }
+        if (n == 3 && type == 2)
+            removed = len;
+        else {
+            memcpy(cut + lc, img + off, len);
+            lc += len;
+        }
+        off += len;
+    }
+    assert_true(removed > 0);
+    struct lp_trace *orig = fixture("hf-llama"), *t, *c;
+    assert_int_equal(lp_trace_read_mem(&t, twice, lt, "twice", err, sizeof err), LP_OK);
+    assert_int_equal(lp_trace_read_mem(&c, cut, lc, "cut", err, sizeof err), LP_OK);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_REPEATED);
+    assert_int_equal(t->n_kernels, orig->n_kernels);
+    assert_int_equal(t->records_unread, 0);
+    assert_true(c->records_unread > 0 && c->n_kernels < orig->n_kernels);
+    struct lp_run ro, rt, rc;
+    analyze(orig, NULL, &ro);
+    analyze(t, NULL, &rt);
+    analyze(c, NULL, &rc);
+    assert_true(fabs(rt.llm.tpot_s - ro.llm.tpot_s) < 1e-12);
+    assert_true(fabs(rt.llm.ttft_s - ro.llm.ttft_s) < 1e-12);
+    const struct lp_finding *fa = finding(&rt, LP_FINDING_TRACE_NOT_WHOLE);
+    assert_non_null(fa);
+    struct lp_finding_text x;
+    lp_text_finding(&rt, fa, &x);
+    assert_string_equal(x.title, "The trace file was altered after it was written");
+    char *sum = write_to_string(lp_report_summary_md, &rt);
+    assert_non_null(strstr(sum, "**The trace file was altered after it was written**"));
+    free(sum);
+    assert_true(rc.lost_records >= c->records_unread && c->records_unread > 0);
+    sum = write_to_string(lp_report_summary_md, &rc);
+    assert_non_null(strstr(sum, "Some records were lost"));
+    free(sum);
+    sum = write_to_string(lp_report_summary_md, &ro);
+    assert_null(strstr(sum, "altered"));
+    free(sum);
+    struct lp_diff d;
+    struct lp_diff_options dopt = {0};
+    assert_int_equal(lp_diff_build(&ro, &rt, &dopt, &d), LP_OK);
+    assert_true(d.warnings & LP_DIFF_WARN_ALTERED);
+    lp_diff_free(&d);
+    lp_run_free(&ro);
+    lp_run_free(&rt);
+    lp_run_free(&rc);
+    lp_trace_free(orig);
+    lp_trace_free(t);
+    lp_trace_free(c);
+    free(img);
+    free(twice);
+    free(cut);
 }
 
 /* report.json's times are whole nanoseconds: no real under a key ending in _ns anywhere
@@ -3058,6 +3186,7 @@ int main(void)
         cmocka_unit_test(test_gemm_steps_row),
         cmocka_unit_test(test_flags_vs_trace),
         cmocka_unit_test(test_json_ns_integers),
+        cmocka_unit_test(test_altered_trace),
         cmocka_unit_test(test_fixture_pm),
         cmocka_unit_test(test_fixture_counters_ncu),
         cmocka_unit_test(test_harness_ocr2),

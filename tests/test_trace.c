@@ -25,12 +25,14 @@ static char tmpdir[] = "/tmp/lp_test_trace_XXXXXX";
 
 /* Writes one chunk (header and payload, both checksummed) at OUT whose header says the
  * payload decodes to RAW_SIZE bytes; returns its size. */
+static uint32_t next_seq; /* chunks are numbered from 1 in each image, as the writer does */
+
 static size_t put_chunk_sized(uint8_t *out, uint32_t type, uint32_t codec, const void *payload,
                               size_t len, size_t raw_size, uint32_t n_records)
 {
     struct lp_chunk_header h = {.type = type, .codec = codec, .payload_size = (uint32_t)len,
                                 .raw_size = (uint32_t)raw_size, .n_records = n_records,
-                                .payload_crc = lp_crc32(payload, len)};
+                                .payload_crc = lp_crc32(payload, len), .seq = ++next_seq};
     lp_chunk_header_pack(&h, out);
     if (len)
         memcpy(out + LP_CHUNK_HEADER_SIZE, payload, len);
@@ -50,6 +52,7 @@ static size_t put_file_header(uint8_t *img)
     memcpy(img, LP_TRACE_MAGIC, 8);
     img[8] = LP_TRACE_VERSION_MAJOR;
     img[10] = LP_TRACE_VERSION_MINOR;
+    next_seq = 0;
     return 16;
 }
 
@@ -246,6 +249,177 @@ static uint8_t *slurp(const char *path, long *size)
     return data;
 }
 
+/* ---- chunks against the writer's account: repeated, missing, reordered, retyped ---- */
+
+struct slices {
+    size_t off[512], len[512], n;
+};
+
+/* the chunks of IMG after its file header */
+static void slice(const uint8_t *img, size_t len, struct slices *s)
+{
+    s->n = 0;
+    for (size_t o = LP_FILE_HEADER_SIZE; o + LP_CHUNK_HEADER_SIZE <= len && s->n < 512;) {
+        struct lp_chunk_header h;
+        assert_int_equal(lp_chunk_header_unpack(img + o, &h), LP_OK);
+        s->off[s->n] = o;
+        s->len[s->n++] = LP_CHUNK_HEADER_SIZE + h.payload_size;
+        o += LP_CHUNK_HEADER_SIZE + h.payload_size;
+    }
+}
+
+/* a file of IMG's header and the chunks ORDER names (indexes into S; N of them) */
+static uint8_t *assemble(const uint8_t *img, const struct slices *s, const size_t *order,
+                         size_t n, size_t *len)
+{
+    size_t total = LP_FILE_HEADER_SIZE;
+    for (size_t i = 0; i < n; i++)
+        total += s->len[order[i]];
+    uint8_t *out = malloc(total);
+    memcpy(out, img, LP_FILE_HEADER_SIZE);
+    *len = LP_FILE_HEADER_SIZE;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(out + *len, img + s->off[order[i]], s->len[order[i]]);
+        *len += s->len[order[i]];
+    }
+    return out;
+}
+
+static struct lp_trace *read_img(const uint8_t *img, size_t len)
+{
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "mutated", err, sizeof err), LP_OK);
+    return t;
+}
+
+static int warned(const struct lp_trace *t, const char *what)
+{
+    for (size_t i = 0; i < t->n_warnings; i++)
+        if (strstr(t->warnings[i], what))
+            return 1;
+    return 0;
+}
+
+/* Whole chunks (checksums valid) repeated, removed, reordered or retyped: each is said, and
+ * no record counts twice. Format 1.8 numbers the chunks; a 1.7 trace (numbers zeroed) still
+ * has copies found by content and missing records by the END chunk's account. */
+static void test_chunk_account(void **state)
+{
+    (void)state;
+    char path[256];
+    tmp_path(path, sizeof path, "acct.lpt");
+    enum { N = 3000 };
+    struct lp_record *recs = calloc(N, sizeof *recs);
+    write_trace(path, recs, N, 4096);
+    free(recs);
+    long size;
+    uint8_t *img = slurp(path, &size);
+    struct slices s;
+    slice(img, (size_t)size, &s);
+    assert_true(s.n > 8);
+    struct lp_trace *ref = read_img(img, (size_t)size);
+    assert_int_equal(ref->altered, 0);
+    assert_int_equal(ref->records_unread, 0);
+    assert_int_equal(ref->n_warnings, 0);
+    assert_non_null(lp_trace_meta(ref, "records_by_type"));
+    assert_int_equal(strtoull(lp_trace_meta(ref, "records_written"), NULL, 10), N);
+    size_t order[1024], n, len, mid = s.n / 2;
+    for (int old = 0; old < 2; old++) {
+        if (old) { /* format 1.7: no chunk numbers */
+            img[10] = 7;
+            for (size_t i = 0; i < s.n; i++)
+                memset(img + s.off[i] + 28, 0, 4);
+        }
+        /* every chunk but the first and the END twice */
+        n = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            order[n++] = i;
+            if (i && i + 1 < s.n)
+                order[n++] = i;
+        }
+        uint8_t *m = assemble(img, &s, order, n, &len);
+        struct lp_trace *t = read_img(m, len);
+        assert_int_equal(t->altered, LP_TRACE_ALTERED_REPEATED);
+        assert_int_equal(t->n_kernels, ref->n_kernels);
+        assert_int_equal(t->n_records, ref->n_records);
+        assert_int_equal(t->records_unread, 0);
+        assert_true(warned(t, "each read once"));
+        lp_trace_free(t);
+        free(m);
+        /* a middle chunk removed */
+        n = 0;
+        for (size_t i = 0; i < s.n; i++)
+            if (i != mid)
+                order[n++] = i;
+        m = assemble(img, &s, order, n, &len);
+        t = read_img(m, len);
+        assert_int_equal(t->altered, old ? 0 : LP_TRACE_ALTERED_MISSING);
+        assert_true(t->records_unread > 0);
+        assert_true(t->n_records < ref->n_records);
+        assert_true(warned(t, "records the END chunk says were written were not read"));
+        assert_true(old || warned(t, "1 chunk is missing"));
+        lp_trace_free(t);
+        free(m);
+    }
+    free(img);
+    img = slurp(path, &size); /* numbered again */
+    /* every chunk after the META in reverse order: read in the written order */
+    n = 0;
+    order[n++] = 0;
+    for (size_t i = s.n; i-- > 1;)
+        order[n++] = i;
+    uint8_t *m = assemble(img, &s, order, n, &len);
+    struct lp_trace *t = read_img(m, len);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_ORDER);
+    assert_int_equal(t->n_kernels, ref->n_kernels);
+    for (size_t i = 0; i < t->n_kernels; i++)
+        assert_int_equal(t->kernels[i].start, ref->kernels[i].start);
+    assert_true(warned(t, "not in the order they were written"));
+    lp_trace_free(t);
+    free(m);
+    /* a middle chunk's type changed (its header checksum made valid again) */
+    struct lp_chunk_header h;
+    assert_int_equal(lp_chunk_header_unpack(img + s.off[mid], &h), LP_OK);
+    assert_int_equal(h.type, LP_CHUNK_RECORDS);
+    h.type = 9;
+    lp_chunk_header_pack(&h, img + s.off[mid]);
+    t = read_img(img, (size_t)size);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_UNKNOWN);
+    assert_true(t->records_unread > 0);
+    assert_true(warned(t, "of a type format 1.8 does not have"));
+    lp_trace_free(t);
+    /* a chunk of an unknown type in a newer minor version is skipped as such */
+    img[10] = LP_TRACE_VERSION_MINOR + 1;
+    t = read_img(img, (size_t)size);
+    assert_false(t->altered & LP_TRACE_ALTERED_UNKNOWN);
+    lp_trace_free(t);
+    img[10] = LP_TRACE_VERSION_MINOR;
+    h.type = LP_CHUNK_RECORDS;
+    lp_chunk_header_pack(&h, img + s.off[mid]);
+    /* a second, different chunk with a number already taken: the first read */
+    n = 0;
+    for (size_t i = 0; i + 1 < s.n; i++)
+        order[n++] = i;
+    order[n++] = mid;
+    order[n++] = s.n - 1;
+    m = assemble(img, &s, order, n, &len);
+    size_t at = len - s.len[s.n - 1] - s.len[mid]; /* the copy */
+    m[at + LP_CHUNK_HEADER_SIZE] ^= 1;
+    assert_int_equal(lp_chunk_header_unpack(m + at, &h), LP_OK);
+    h.payload_crc = lp_crc32(m + at + LP_CHUNK_HEADER_SIZE, h.payload_size);
+    lp_chunk_header_pack(&h, m + at);
+    t = read_img(m, len);
+    assert_true(t->altered & LP_TRACE_ALTERED_REPEATED);
+    assert_true(warned(t, "two different chunks carry one number"));
+    assert_int_equal(t->n_records, ref->n_records);
+    lp_trace_free(t);
+    free(m);
+    lp_trace_free(ref);
+    free(img);
+}
+
+
 /* Cutting the file anywhere keeps every record of the chunks before the cut. */
 static void test_torn_at_every_length(void **state)
 {
@@ -273,6 +447,10 @@ static void test_torn_at_every_length(void **state)
             assert_false(t->complete);
         if (t->n_warnings)
             assert_non_null(strstr(t->warnings[0], "torn"));
+        /* a killed process's trace is cut, not altered: no chunk missing, nothing unread */
+        assert_int_equal(t->altered, 0);
+        assert_int_equal(t->records_unread, 0);
+        assert_true(t->n_warnings <= 1);
         lp_trace_free(t);
     }
     struct lp_trace *t;
@@ -1172,6 +1350,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
+        cmocka_unit_test(test_chunk_account),
         cmocka_unit_test(test_counter_dtypes),
         cmocka_unit_test(test_torn_at_every_length),
         cmocka_unit_test(test_corrupt_chunk_is_skipped),

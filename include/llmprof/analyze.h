@@ -534,6 +534,10 @@ enum lp_note_code {
     LP_NOTE_PREFILL_TOKENS_GIVEN, /* --prefill-tokens; the prefills' GEMM token dimension */
     LP_NOTE_DECODE_TOKENS_GIVEN,  /* --decode-tokens; the decode steps found x the batch */
     LP_NOTE_BATCH_GIVEN,          /* --batch; the decode GEMMs' token dimension */
+    LP_NOTE_TOKENS_IMPOSSIBLE,    /* value: occurrences whose token count from a flag the run
+                                     cannot hold (a prefill of 2^31 tokens or more, a decode of
+                                     more steps than pieces of GPU work): withheld, with the
+                                     steps and TPOT of a decode */
     LP_NOTE_CODE_COUNT
 };
 
@@ -553,6 +557,11 @@ enum lp_util_status {
     LP_UTIL_MODEL_REFUSED,        /* the model refused the workload: lp_run.util_error */
     LP_UTIL_PROMPT_UNDER_SLOTS,   /* the prefill's tokens per sequence (util_workload.prompt)
                                      are fewer than the image slots (vision_tokens) */
+    LP_UTIL_OVER_PEAK,            /* the model's FLOPs or (least) bytes over the measured time
+                                     pass the GPU's peak: the workload (tokens, batch) or the
+                                     model does not describe the run; withheld
+                                     (lp_run.util_over: the largest MFU or MBU, util_over_what
+                                     the stage, -1 the request; util_over_bytes: MBU) */
 };
 
 /* Where the prefill logits assumption came from. */
@@ -960,6 +969,8 @@ struct lp_run {
     size_t n_power;
     /* utilisation */
     int has_util;
+    double util_over;                   /* LP_UTIL_OVER_PEAK: the largest MFU or MBU found */
+    int util_over_what, util_over_bytes; /* its stage (-1 the request); 1: an MBU */
     int model_misfit;                   /* the model given does not fit the recorded GEMM
                                            shapes (LP_NOTE_MODEL_MISFIT): its MFU and MBU are
                                            kept out of the headline */
@@ -1162,6 +1173,9 @@ enum lp_deep_row_flag {
                                        is the one where its kernel spent the most time */
     LP_DEEP_ROW_BY_ROOFLINE = 1 << 2, /* SM and memory both past 60 %: the bound is the
                                        roofline's (FLOP/byte against the ridge) */
+    LP_DEEP_ROW_TENSOR_UNNAMED = 1 << 3, /* tensor-core work counted in a kernel whose name
+                                       says neither GEMM nor attention: a matmul the kernel
+                                       tables count under another category */
 };
 
 /* One launch configuration of a kernel in one stage, as Nsight Compute measured it: the
@@ -1285,6 +1299,10 @@ struct lp_ranks {
     size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
                                                 unequally often */
     size_t shared_gpus;                 /* ranks whose GPU another rank also used */
+    size_t duplicate_ranks;             /* traces claiming a rank an earlier one claims (two
+                                           processes with RANK=0: a launcher's environment
+                                           passed twice, or runs mixed in one directory) */
+    int64_t duplicate_rank;             /* the first such rank */
     size_t kernels;                     /* over the ranks */
     uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;
     double comm_overlap_share;          /* NaN without communication */
@@ -1403,8 +1421,10 @@ enum lp_diff_warning {
     LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
     LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records, or has losses without a count */
     LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
+    LP_DIFF_WARN_ALTERED = 1 << 5,      /* a run's trace file was altered after it was written
+                                           (lp_trace.altered) */
 };
-#define LP_DIFF_WARN_BITS 5
+#define LP_DIFF_WARN_BITS 6
 
 struct lp_diff_options {
     double min_change;            /* changes under this fraction are no change (0: 0.02) */

@@ -11,7 +11,7 @@
 
 #define LP_TRACE_MAGIC "LLMPROF\0"
 #define LP_TRACE_VERSION_MAJOR 1
-#define LP_TRACE_VERSION_MINOR 7
+#define LP_TRACE_VERSION_MINOR 8
 #define LP_TRACE_SUFFIX ".lpt"
 
 /* Record types. Values are part of the on-disk format: never renumber. */
@@ -414,6 +414,22 @@ struct lp_trace {
     /* records decoded but left out of the arrays above because their times cannot be
      * true (docs/trace-format.md, "Implausible records"); the warnings say which */
     uint64_t implausible;
+    /* the chunks against the trace's own account (format 1.8 numbers its chunks; the END
+     * chunk says the records written): enum lp_trace_altered bits, and the records the END
+     * chunk says were written that no chunk read holds (chunks missing or damaged) */
+    uint32_t altered;
+    uint64_t records_unread;
+};
+
+/* How a trace's chunks depart from what its writer wrote (lp_trace.altered); each found is
+ * also one warning that says where and what the reader did. */
+enum lp_trace_altered {
+    LP_TRACE_ALTERED_REPEATED = 1 << 0,  /* a chunk found twice: read once */
+    LP_TRACE_ALTERED_MISSING = 1 << 1,   /* chunk numbers skipped */
+    LP_TRACE_ALTERED_ORDER = 1 << 2,     /* chunks out of their written order: read in it */
+    LP_TRACE_ALTERED_UNKNOWN = 1 << 3,   /* a chunk type its format version does not have */
+    LP_TRACE_ALTERED_EXTRA = 1 << 4,     /* more records than the END chunk says were written */
+    LP_TRACE_ALTERED_UNNUMBERED = 1 << 5, /* a chunk without a number among numbered ones */
 };
 
 /* Loads PATH. Memory and time are bounded by the file: see docs/trace-format.md, "Reading".

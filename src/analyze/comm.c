@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 struct iv {
     uint64_t start, end;
@@ -92,12 +93,13 @@ int lp_run_comm(struct lp_run_ctx *c)
             continue;
         uint64_t d = k->end - k->start, o = covered(comp, m, k->device, k->start, k->end);
         r->comm_kernels++;
-        r->comm_ns += d;
-        r->comm_overlap_ns += o;
+        /* both saturate alike, so the overlap never passes the time */
+        r->comm_ns = lp_sat_add(r->comm_ns, d);
+        r->comm_overlap_ns = lp_sat_add(r->comm_overlap_ns, o);
         int32_t s = r->kernel_stage ? r->kernel_stage[i] : -1;
         if (s >= 0 && (size_t)s < r->n_stages) {
-            r->stages[s].comm_ns += d;
-            r->stages[s].comm_overlap_ns += o;
+            r->stages[s].comm_ns = lp_sat_add(r->stages[s].comm_ns, d);
+            r->stages[s].comm_overlap_ns = lp_sat_add(r->stages[s].comm_overlap_ns, o);
         }
     }
     free(comp);

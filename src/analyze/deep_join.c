@@ -131,6 +131,10 @@ static void figures(const struct lp_run *r, const struct lp_ncu_report *n, struc
                 w->peak_dtype = dtype_of_ops(ops[i]);
             }
         }
+    /* the tensor cores say what the name does not: a matmul (or attention) by another name */
+    if (w->tensor_flops > 0 && r->cats[w->group] != LP_KCAT_GEMM &&
+        r->cats[w->group] != LP_KCAT_ATTENTION)
+        w->flags |= LP_DEEP_ROW_TENSOR_UNNAMED;
     if (has(k, LP_NCU_FFMA) || has(k, LP_NCU_FADD) || has(k, LP_NCU_FMUL)) {
         counted = 1;
         w->fp32_flops = 2 * (has(k, LP_NCU_FFMA) ? k->metric[LP_NCU_FFMA] : 0) +

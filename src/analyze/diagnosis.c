@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 static struct lp_finding *add(struct lp_run *r, enum lp_finding_code code, int severity,
                               int stage)
@@ -23,11 +24,13 @@ static int losses(struct lp_run *r)
     uint64_t lost = 0;
     r->losses_uncounted = 0;
     for (size_t i = 0; i < t->n_losses; i++) {
-        lost += t->losses[i].count;
+        lost = lp_sat_add(lost, t->losses[i].count);
         r->losses_uncounted += t->losses[i].count == 0;
     }
+    /* records the END chunk says were written that no chunk read holds */
+    lost = lp_sat_add(lost, t->records_unread);
     r->lost_records = lost;
-    if (lost == 0 && t->complete && t->n_warnings == 0 && t->n_losses == 0)
+    if (lost == 0 && t->complete && t->n_warnings == 0 && t->n_losses == 0 && !t->altered)
         return LP_OK;
     return add(r, LP_FINDING_TRACE_NOT_WHOLE, 1, -1) ? LP_OK : LP_ERR_NOMEM;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 /* ---- the table ---- */
 
@@ -181,7 +182,7 @@ static int merge_steps(struct lp_run *r)
                 to->calls += g->calls;
                 to->linked += g->linked;
                 to->kernels += g->kernels;
-                to->gpu_ns += g->gpu_ns;
+                to->gpu_ns = lp_sat_add(to->gpu_ns, g->gpu_ns);
                 to->flops += g->flops;
                 to->bytes += g->bytes;
                 if (to->top_group == SIZE_MAX)
@@ -276,7 +277,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         if (ci[i].kernels) {
             row->linked++;
             row->kernels += ci[i].kernels;
-            row->gpu_ns += ci[i].ns;
+            row->gpu_ns = lp_sat_add(row->gpu_ns, ci[i].ns);
             row->flops += lp_gemm_flops(g);
             row->bytes += lp_gemm_min_bytes(g);
             if (row->top_group == SIZE_MAX) /* calls of one shape launch the same kernels */
@@ -347,10 +348,10 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
             continue;
         struct lp_stage_report *st = &r->stages[ci[i].stage];
         st->gemm_calls++;
-        st->gemm_ns += ci[i].ns;
+        st->gemm_ns = lp_sat_add(st->gemm_ns, ci[i].ns);
         st->gemm_flops += lp_gemm_flops(&c->gemms[i]);
         if (expert_call(r->opt.model, &c->gemms[i])) {
-            st->moe_gemm_ns += ci[i].ns;
+            st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, ci[i].ns);
             st->moe_gemm_kernels += ci[i].kernels;
         }
     }
@@ -395,15 +396,15 @@ static int unshaped(struct lp_run_ctx *c)
             continue;
         struct lp_stage_report *st = &r->stages[w->stage];
         if (lp_kernel_grouped_gemm(r->names[w->group])) {
-            st->moe_gemm_ns += w->end - w->start;
+            st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, w->end - w->start);
             st->moe_gemm_kernels++;
         }
         if (c->kernel_gemm && c->kernel_gemm[w->index] >= 0)
             continue;
-        st->gemm_unshaped_ns += w->end - w->start;
+        st->gemm_unshaped_ns = lp_sat_add(st->gemm_unshaped_ns, w->end - w->start);
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
-        r->gemm_unshaped_ns += w->end - w->start;
+        r->gemm_unshaped_ns = lp_sat_add(r->gemm_unshaped_ns, w->end - w->start);
         kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
     }
     lp_sort_kv(kv, kv + n, n);
@@ -419,8 +420,9 @@ static int unshaped(struct lp_run_ctx *c)
         if (i == 0 || kv[i].key != kv[i - 1].key)
             r->unshaped[r->n_unshaped++] = (struct lp_unshaped_gemm){
                 .stage = (int)(kv[i].key >> 32), .group = (size_t)(uint32_t)kv[i].key};
-        r->unshaped[r->n_unshaped - 1].calls++;
-        r->unshaped[r->n_unshaped - 1].gpu_ns += kv[i].val;
+        struct lp_unshaped_gemm *u = &r->unshaped[r->n_unshaped - 1];
+        u->calls++;
+        u->gpu_ns = lp_sat_add(u->gpu_ns, kv[i].val);
     }
     free(kv);
     /* by GPU time, descending (insertion: few rows) */
@@ -479,7 +481,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
         if (!x->kernels && c->kernel_work[i] >= 0) /* the stage of its first kernel */
             x->stage = c->work[c->kernel_work[i]].stage;
         x->kernels++;
-        x->ns += ns;
+        x->ns = lp_sat_add(x->ns, ns);
         if (ns >= x->top_ns) {
             x->top_ns = ns;
             x->top_group = r->kernel_group[i];
@@ -503,7 +505,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
         r->gemm_failed += c->gemms[i].status != 0;
         if (ci[i].kernels) {
             r->gemm_linked++;
-            r->gemm_ns += ci[i].ns;
+            r->gemm_ns = lp_sat_add(r->gemm_ns, ci[i].ns);
             r->gemm_flops += lp_gemm_flops(&c->gemms[i]);
         }
     }

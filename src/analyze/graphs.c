@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 int lp_run_replays(struct lp_run_ctx *c)
 {
@@ -141,7 +142,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
         const struct lp_kernel *kr = &t->kernels[k[i].kernel];
         int first = g->replays == 0 || k[i].correlation != k[i - 1].correlation;
         g->replays += first;
-        g->gpu_ns += kr->end - kr->start;
+        g->gpu_ns = lp_sat_add(g->gpu_ns, kr->end - kr->start);
         if (kr->flags & LP_KERNEL_FLAG_REPLAY) {
             g->whole = 1;
             continue;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 static const char *const copy_names[4] = {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]",
                                           "[CUDA memcpy DtoD]", "[CUDA memcpy other]"};
@@ -185,11 +186,28 @@ static int cmp_row_total(const void *a, const void *b)
     return (x->group > y->group) - (x->group < y->group);
 }
 
+static int cmp_kv_val(const void *a, const void *b)
+{
+    uint64_t x = ((const struct lp_kv *)a)->val, y = ((const struct lp_kv *)b)->val;
+    return (x > y) - (x < y);
+}
+
 /* Rows from KV sorted by key: one row per run of equal key >> DUR_BITS. Values are the
- * exact durations (the key's copy is clamped at 68 s, which only orders them). */
-static int rows_of(const struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
+ * exact durations (the key's copy is clamped at 68 s, which only orders them: the clamped
+ * ones, last in their group, are sorted here by value, so that min, max and median hold for
+ * kernels past 68 s too); totals saturate at LP_SAT_MAX. */
+static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
                    struct lp_kernel_table *tab)
 {
+    const uint64_t cap = (1ull << DUR_BITS) - 1;
+    for (size_t i = 0, j; i < n; i = j) {
+        size_t first = SIZE_MAX;
+        for (j = i; j < n && (kv[j].key >> DUR_BITS) == (kv[i].key >> DUR_BITS); j++)
+            if ((kv[j].key & cap) == cap && first == SIZE_MAX)
+                first = j;
+        if (first != SIZE_MAX && j - first > 1)
+            qsort(kv + first, j - first, sizeof *kv, cmp_kv_val);
+    }
     size_t n_rows = 0;
     for (size_t i = 0; i < n; i++)
         if (i == 0 || (kv[i].key >> DUR_BITS) != (kv[i - 1].key >> DUR_BITS))
@@ -201,8 +219,10 @@ static int rows_of(const struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t k
     for (size_t i = 0; i < n;) {
         size_t j = i;
         double sum = 0, sq = 0;
+        uint64_t total = 0;
         while (j < n && (kv[j].key >> DUR_BITS) == (kv[i].key >> DUR_BITS)) {
             sum += (double)kv[j].val;
+            total = lp_sat_add(total, kv[j].val);
             j++;
         }
         size_t calls = j - i;
@@ -212,11 +232,12 @@ static int rows_of(const struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t k
         struct lp_kernel_row *x = &v[row++];
         x->group = (size_t)((kv[i].key >> DUR_BITS) & ((1u << GROUP_BITS) - 1));
         x->calls = calls;
-        x->total_ns = (uint64_t)sum;
-        x->min_ns = kv[i].val;
-        x->max_ns = kv[j - 1].val;
-        x->median_ns = calls % 2 ? kv[i + calls / 2].val
-                                 : (kv[i + calls / 2 - 1].val + kv[i + calls / 2].val) / 2;
+        x->total_ns = total;
+        x->min_ns = lp_sat_clamp(kv[i].val);
+        x->max_ns = lp_sat_clamp(kv[j - 1].val);
+        /* the mean of the middle two without their sum, which may wrap */
+        uint64_t lo = kv[i + (calls - 1) / 2].val, hi = kv[i + calls / 2].val;
+        x->median_ns = lp_sat_clamp(lo / 2 + hi / 2 + (lo & hi & 1));
         x->mean_ns = mean;
         x->std_ns = calls > 1 ? sqrt(sq / (double)(calls - 1)) : 0;
         x->share = scope_ns ? sum / (double)scope_ns : 0;
@@ -245,7 +266,7 @@ static void cost_centres(struct lp_run *r)
     for (size_t s = 0; s < r->n_stages; s++)
         if (lp_stage_measured(&r->stages[s]))
             all += (double)r->stages[s].gpu_ns;
-    r->measured_gpu_ns = (uint64_t)all;
+    r->measured_gpu_ns = lp_sat_from_double(all);
     for (size_t k = 0; k < 3; k++) {
         struct lp_cost_centre best = {.stage = -1};
         for (size_t s = 0; s < r->n_stages; s++) {
@@ -258,7 +279,8 @@ static void cost_centres(struct lp_run *r)
                     taken |= r->centres[q].stage == (int)s && r->centres[q].cat == (enum lp_kcat)cat;
                 if (!taken && st->cat_ns[cat] > (double)best.gpu_ns)
                     best = (struct lp_cost_centre){(int)s, (enum lp_kcat)cat,
-                                                   (uint64_t)st->cat_ns[cat], 0, SIZE_MAX};
+                                                   lp_sat_from_double(st->cat_ns[cat]), 0,
+                                                   SIZE_MAX};
             }
         }
         if (best.stage < 0 || best.gpu_ns == 0)
@@ -297,13 +319,14 @@ int lp_run_kernels(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t d = w->end - w->start;
-        total += d;
+        total = lp_sat_add(total, d);
         if (w->kind == LP_OP_KERNEL)
             r->kernel_stage[w->index] = w->stage;
         kv[i] = (struct lp_kv){((uint64_t)w->group << DUR_BITS) | dur_key(d), d};
         struct lp_stage_report *s = &r->stages[w->stage];
-        stage_ns[w->stage] += d;
-        s->cat_ns[r->cats[w->group]] += (double)d;
+        stage_ns[w->stage] = lp_sat_add(stage_ns[w->stage], d);
+        double *cat_ns = &s->cat_ns[r->cats[w->group]];
+        *cat_ns = lp_sat_add_double(*cat_ns, (double)d);
         /* a whole graph replay is GPU time, not a kernel: graphs.c counts replays */
         uint32_t flags = w->kind == LP_OP_KERNEL ? c->t->kernels[w->index].flags : 0;
         if (w->kind == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {

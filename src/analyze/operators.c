@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 struct pair_map {
     uint64_t *key;
@@ -45,7 +46,7 @@ static int pair_add(struct pair_map *m, uint64_t key, uint64_t ns)
         m->key[s] = key;
         m->n++;
     }
-    m->ns[s] += ns;
+    m->ns[s] = lp_sat_add(m->ns[s], ns);
     return LP_OK;
 }
 
@@ -72,8 +73,8 @@ int lp_run_operators(struct lp_run_ctx *c)
                 continue;
             struct lp_op_row *o = &r->ops[op];
             if (n_seen == 0)
-                o->self_gpu_ns += d;
-            o->gpu_ns += d;
+                o->self_gpu_ns = lp_sat_add(o->self_gpu_ns, d);
+            o->gpu_ns = lp_sat_add(o->gpu_ns, d);
             o->kernels++;
             if (n_seen < 64)
                 seen[n_seen++] = op;

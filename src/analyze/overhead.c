@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 /* CUpti_ActivityOverheadKind's values (cupti_activity.h), as the trace records them, and
  * what each is host time of */
@@ -101,12 +102,12 @@ int lp_run_overhead(struct lp_run_ctx *c)
         enum lp_overhead_class cls = lp_overhead_kind_class(kind);
         struct lp_overhead_row *row = &acc[kind];
         row->count++;
-        row->total_ns += d;
-        row->max_ns = d > row->max_ns ? d : row->max_ns;
+        row->total_ns = lp_sat_add(row->total_ns, d);
+        row->max_ns = d > row->max_ns ? lp_sat_clamp(d) : row->max_ns;
         if (!bsearch(&v->thread, threads, n_threads, sizeof *threads, lp_cmp_u32))
             continue;
-        row->program_ns += d;
-        o->program_ns[cls] += d;
+        row->program_ns = lp_sat_add(row->program_ns, d);
+        o->program_ns[cls] = lp_sat_add(o->program_ns[cls], d);
         /* the occurrence a launch there would get, and only the part inside its span (a run
          * without stages answers its one occurrence at any time) */
         int32_t occ = lp_run_occ_at(c, v->thread, v->start);
@@ -118,11 +119,11 @@ int lp_run_overhead(struct lp_run_ctx *c)
         if (b <= a)
             continue;
         struct lp_stage_report *s = &r->stages[oc->stage];
-        s->overhead_ns[cls] += b - a;
+        s->overhead_ns[cls] = lp_sat_add(s->overhead_ns[cls], b - a);
         s->overhead_n[cls]++;
         if (lp_stage_measured(s)) {
-            row->measured_ns += b - a;
-            o->measured_ns[cls] += b - a;
+            row->measured_ns = lp_sat_add(row->measured_ns, b - a);
+            o->measured_ns[cls] = lp_sat_add(o->measured_ns[cls], b - a);
         }
     }
     free(threads);

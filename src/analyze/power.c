@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 #define MAX_POINTS 1000
 
@@ -106,14 +107,20 @@ static void run_totals(struct lp_run *r, struct series *x)
     r->power_mean_w = n_power ? power_sum / (double)n_power : 0;
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
         r->throttle_share[b] = n_events ? (double)throttle[b] / (double)n_events : 0;
+    /* the counter's steps summed: a counter that goes back (the driver reloaded) adds
+     * nothing for that step, where the difference to the first sample would wrap */
+    uint64_t mj = 0;
     for (size_t i = 0; i < n; i++) {
-        if (x->counter)
-            x->cum[i] = (double)(s[i]->energy_mj - s[0]->energy_mj) / 1000.0;
-        else if (i == 0)
+        if (x->counter) {
+            if (i > 0 && s[i]->energy_mj > s[i - 1]->energy_mj)
+                mj = lp_sat_add_u64(mj, s[i]->energy_mj - s[i - 1]->energy_mj);
+            x->cum[i] = (double)mj / 1000.0;
+        } else if (i == 0) {
             x->cum[i] = 0;
-        else
-            x->cum[i] = x->cum[i - 1] + (s[i]->power_mw + s[i - 1]->power_mw) / 2000.0 *
+        } else {
+            x->cum[i] = x->cum[i - 1] + ((double)s[i]->power_mw + s[i - 1]->power_mw) / 2000.0 *
                                             (double)(x->ts[i] - x->ts[i - 1]) / 1e9;
+        }
     }
     r->energy_j = n > 1 ? x->cum[n - 1] : 0;
 }
@@ -131,7 +138,7 @@ static int stage_power(struct lp_run_ctx *c, const struct series *x)
         const struct lp_occ *oc = &c->occ[o];
         struct lp_stage_report *st = &r->stages[oc->stage];
         double e = energy_at(ts, x->cum, n, oc->end) - energy_at(ts, x->cum, n, oc->start);
-        if (!isnan(e)) {
+        if (!isnan(e) && oc->end > oc->start) {
             st->energy_j += e;
             covered[oc->stage] += (double)(oc->end - oc->start) / 1e9;
         }
@@ -150,7 +157,7 @@ static int stage_power(struct lp_run_ctx *c, const struct series *x)
             if ((sm->valid & LP_NVML_FIELD_POWER) && sm->power_mw / 1000.0 > st->power_peak_w)
                 st->power_peak_w = sm->power_mw / 1000.0;
             if ((sm->valid & LP_NVML_FIELD_MEM_USED) && sm->mem_used > st->peak_nvml_used_bytes)
-                st->peak_nvml_used_bytes = sm->mem_used;
+                st->peak_nvml_used_bytes = lp_sat_clamp(sm->mem_used);
         }
     }
     for (size_t i = 0; i < r->n_stages; i++) {
@@ -182,7 +189,7 @@ static int window_power(struct lp_run *r, const struct series *x)
         double e = energy_at(x->ts, x->cum, x->n, w->end) -
                    energy_at(x->ts, x->cum, x->n, w->start);
         cf->window_energy_j[i] = e;
-        if (isnan(e))
+        if (isnan(e) || w->end < w->start)
             continue;
         cf->energy_j += e;
         covered += (double)(w->end - w->start) / 1e9;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 static char *dup_or_null(const char *s, int *failed)
 {
@@ -137,7 +138,7 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
     k->kernels = t->n_kernels;
     for (size_t i = 0; i < t->n_kernels; i++)
         if (t->kernels[i].end > t->kernels[i].start)
-            k->kernel_ns += t->kernels[i].end - t->kernels[i].start;
+            k->kernel_ns = lp_sat_add(k->kernel_ns, t->kernels[i].end - t->kernels[i].start);
     k->comm_kernels = r->comm_kernels;
     k->comm_ns = r->comm_ns;
     k->comm_overlap_ns = r->comm_overlap_ns;
@@ -155,7 +156,7 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
         const struct lp_stage_report *st = &r->stages[s];
         k->stages[s] = (struct lp_rank_stage){
             .name = dup_or_null(st->name, &failed), .kind = st->kind,
-            .occurrences = st->occurrences, .wall_ns = (uint64_t)st->wall.total,
+            .occurrences = st->occurrences, .wall_ns = lp_sat_from_double(st->wall.total),
             .busy_ns = st->busy_ns, .gpu_ns = st->gpu_ns, .comm_ns = st->comm_ns,
             .comm_overlap_ns = st->comm_overlap_ns};
         k->n_stages = s + 1;
@@ -266,9 +267,9 @@ static void wait_for_latest(struct order *o, size_t m, size_t j)
         const struct lp_rank_coll *c = &k->coll[o[i].v[o[i].at + j].idx];
         uint64_t w = latest - c->start, d = c->end - c->start;
         w = w < d ? w : d; /* a kernel cannot wait longer than it ran */
-        k->wait_ns += w;
+        k->wait_ns = lp_sat_add(k->wait_ns, w);
         if (c->stage >= 0 && (size_t)c->stage < k->n_stages)
-            k->stages[c->stage].wait_ns += w;
+            k->stages[c->stage].wait_ns = lp_sat_add(k->stages[c->stage].wait_ns, w);
     }
 }
 
@@ -388,9 +389,9 @@ static int stages(struct lp_ranks *out)
                         longest = wall[st->n];
                         st->slowest = r;
                     }
-                    st->comm_ns += o->comm_ns;
-                    st->comm_overlap_ns += o->comm_overlap_ns;
-                    st->wait_ns += o->wait_ns;
+                    st->comm_ns = lp_sat_add(st->comm_ns, o->comm_ns);
+                    st->comm_overlap_ns = lp_sat_add(st->comm_overlap_ns, o->comm_overlap_ns);
+                    st->wait_ns = lp_sat_add(st->wait_ns, o->wait_ns);
                     st->n++;
                     break;
                 }
@@ -425,14 +426,16 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
     const char *host = NULL;
     for (size_t i = 0; i < n; i++) {
         const struct lp_rank *k = &ranks[i];
+        if (i && k->rank >= 0 && k->rank == ranks[i - 1].rank && !out->duplicate_ranks++)
+            out->duplicate_rank = k->rank; /* sorted by rank: the claims sit together */
         if (k->host && host && strcmp(k->host, host))
             out->one_host = 0;
         if (k->host)
             host = k->host;
         out->kernels += k->kernels;
-        out->kernel_ns += k->kernel_ns;
-        out->comm_ns += k->comm_ns;
-        out->comm_overlap_ns += k->comm_overlap_ns;
+        out->kernel_ns = lp_sat_add(out->kernel_ns, k->kernel_ns);
+        out->comm_ns = lp_sat_add(out->comm_ns, k->comm_ns);
+        out->comm_overlap_ns = lp_sat_add(out->comm_overlap_ns, k->comm_overlap_ns);
         int shared = 0, counted = 0;
         for (size_t j = 0; j < n; j++)
             if (j != i && k->has_uuid && ranks[j].has_uuid &&
@@ -450,7 +453,7 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
     if (rc == LP_OK)
         rc = stages(out);
     for (size_t i = 0; rc == LP_OK && i < n; i++)
-        out->wait_ns += ranks[i].wait_ns;
+        out->wait_ns = lp_sat_add(out->wait_ns, ranks[i].wait_ns);
     out->wait_share = out->waits == LP_RANKS_WAIT_DONE && out->comm_ns
                           ? (double)out->wait_ns / (double)out->comm_ns : NAN;
     out->comm_overlap_share = out->comm_ns ? (double)out->comm_overlap_ns / (double)out->comm_ns

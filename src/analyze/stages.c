@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 static const char *const default_rules[] = {
     "encoder=^(vision_encoder|encoder)",
@@ -190,7 +191,7 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             x->op = op;
             r->op_ranges++;
             r->ops[op].calls++;
-            r->ops[op].cpu_ns += g->end - g->start;
+            r->ops[op].cpu_ns = lp_sat_add(r->ops[op].cpu_ns, g->end - g->start);
         } else if (x->occ >= 0 && kind_of(c->rule_names[x->rule]) == LP_STAGE_KIND_VISION &&
                    kind_of(c->rule_names[c->occ[x->occ].stage]) == LP_STAGE_KIND_PREFILL) {
             /* vision inside a prefill (HF models run their vision tower inside the first
@@ -514,24 +515,25 @@ static int stage_stats(struct lp_run_ctx *c)
         struct lp_stage_report *s = &r->stages[w->stage];
         uint64_t *e = &stage_end[w->stage];
         if (w->start >= *e)
-            s->busy_ns += w->end - w->start;
+            s->busy_ns = lp_sat_add(s->busy_ns, w->end - w->start);
         else if (w->end > *e)
-            s->busy_ns += w->end - *e;
+            s->busy_ns = lp_sat_add(s->busy_ns, w->end - *e);
         if (w->end > *e)
             *e = w->end;
         if (w->occ >= 0) {
             struct lp_occ *o = &c->occ[w->occ];
             if (w->start >= o->cur_end)
-                o->busy += w->end - w->start;
+                o->busy = lp_sat_add(o->busy, w->end - w->start);
             else if (w->end > o->cur_end)
-                o->busy += w->end - o->cur_end;
+                o->busy = lp_sat_add(o->busy, w->end - o->cur_end);
             if (w->end > o->cur_end)
                 o->cur_end = w->end;
         }
         if (w->range >= 0 && c->ri[w->range].sub >= 0 && w->occ >= 0 &&
             c->subs[c->ri[w->range].sub].stage == c->occ[w->occ].stage) {
             int sub = c->ri[w->range].sub;
-            r->stages[c->subs[sub].stage].sub[c->subs[sub].rule].gpu_ns += w->end - w->start;
+            struct lp_substage *ss = &r->stages[c->subs[sub].stage].sub[c->subs[sub].rule];
+            ss->gpu_ns = lp_sat_add(ss->gpu_ns, w->end - w->start);
         }
     }
     for (size_t i = 0; i < r->ranges.n; i++) {
@@ -541,7 +543,7 @@ static int stage_stats(struct lp_run_ctx *c)
             (r->ranges.v[i].parent < 0 || c->ri[r->ranges.v[i].parent].sub != x->sub)) {
             struct lp_substage *sub = &r->stages[c->subs[x->sub].stage].sub[c->subs[x->sub].rule];
             sub->count++;
-            sub->wall_ns += r->ranges.v[i].end - r->ranges.v[i].start;
+            sub->wall_ns = lp_sat_add(sub->wall_ns, r->ranges.v[i].end - r->ranges.v[i].start);
         }
     }
     for (size_t s = 0; s < r->n_stages; s++) {

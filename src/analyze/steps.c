@@ -477,8 +477,12 @@ static int check_flags(struct lp_run_ctx *c, int64_t shape_batch)
     return rc;
 }
 
-/* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. */
-static void resolve_tokens(struct lp_run_ctx *c)
+/* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. A
+ * flag's count the run cannot hold is withheld (*IMPOSSIBLE counts the occurrences): a
+ * prefill past MAX_TOKENS, or a decode of more steps than it ran pieces of GPU work (each
+ * step launches one at least; B gives them, with kernels recorded; a range that holds none
+ * may have its work launched from another thread: nothing tells). */
+static void resolve_tokens(struct lp_run_ctx *c, const struct by_occ *b, size_t *impossible)
 {
     struct lp_run *r = c->r;
     const struct lp_run_options *opt = &r->opt;
@@ -504,6 +508,17 @@ static void resolve_tokens(struct lp_run_ctx *c)
                        : k == LP_STAGE_KIND_PREFILL ? opt->prefill_tokens
                        : k == LP_STAGE_KIND_DECODE  ? opt->decode_tokens
                                                     : 0;
+        size_t items = b->work_at[i + 1] - b->work_at[i];
+        int64_t per_step = m->batch > 0 ? m->batch : 1;
+        if (flag > 0 && ((k == LP_STAGE_KIND_PREFILL && flag >= MAX_TOKENS) ||
+                         (k == LP_STAGE_KIND_DECODE && lp_trace_kernels_recorded(c->t) &&
+                          items && (uint64_t)(flag / per_step) > items))) {
+            (*impossible)++;
+            o->steps = 0;
+            o->steps_source = LP_STEPS_NONE;
+            o->n_step_ns = 0;
+            continue;
+        }
         if (flag > 0) {
             o->n_tokens = flag;
             o->tokens_source = LP_TOKENS_FLAG;
@@ -589,8 +604,10 @@ int lp_run_steps(struct lp_run_ctx *c)
     }
     if ((rc = check_flags(c, mode_batch(c))))
         goto out;
-    resolve_tokens(c);
-    rc = LP_OK;
+    size_t impossible = 0;
+    resolve_tokens(c, &b, &impossible);
+    rc = impossible ? lp_run_note(c->r, LP_NOTE_TOKENS_IMPOSSIBLE, -1, 0, 0, (double)impossible)
+                    : LP_OK;
 out:
     free(pre);
     free(b.work);

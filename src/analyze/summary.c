@@ -5,6 +5,7 @@
 
 #include "llmprof/analyze.h"
 #include "run_internal.h"
+#include "sat.h"
 
 static void span(struct lp_trace_summary *s, uint64_t a, uint64_t b)
 {
@@ -60,9 +61,23 @@ static size_t count_matched(const struct lp_trace *t)
     return matched;
 }
 
+/* FNV-1a of a group name, for the table below */
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The top-level ranges grouped by name. A program may name every step ("decode 17"): the
+ * groups are found through a hash table of their indices, not by a scan of those so far, and
+ * are made in the order their names first appear, as the sort below has always seen them. */
 static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s)
 {
-    size_t cap = 0;
+    size_t cap = 0, slots = 0;
+    size_t *slot = NULL; /* index + 1 into s->top; 0: empty */
+    int rc = LP_OK;
     for (size_t i = 0; i < s->ranges.n; i++) {
         const struct lp_range *r = &s->ranges.v[i];
         if (r->depth != 0)
@@ -70,33 +85,57 @@ static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s
         char key[256];
         lp_range_group_name(lp_trace_str(t, r->name), key, sizeof key);
         uint64_t d = r->end - r->start;
-        size_t g = 0;
-        while (g < s->n_top && strcmp(s->top[g].name, key) != 0)
-            g++;
+        if (2 * (s->n_top + 1) > slots) { /* at most half full: short probes */
+            size_t ns = slots ? 2 * slots : 64;
+            size_t *nv = calloc(ns, sizeof *nv);
+            if (!nv) {
+                rc = LP_ERR_NOMEM;
+                break;
+            }
+            for (size_t g = 0; g < s->n_top; g++) {
+                size_t h = (size_t)name_hash(s->top[g].name) & (ns - 1);
+                while (nv[h])
+                    h = (h + 1) & (ns - 1);
+                nv[h] = g + 1;
+            }
+            free(slot);
+            slot = nv;
+            slots = ns;
+        }
+        size_t h = (size_t)name_hash(key) & (slots - 1);
+        while (slot[h] && strcmp(s->top[slot[h] - 1].name, key) != 0)
+            h = (h + 1) & (slots - 1);
+        size_t g = slot[h] ? slot[h] - 1 : s->n_top;
         if (g == s->n_top) {
             if (s->n_top == cap) {
                 cap = cap ? cap * 2 : 16;
                 struct lp_range_group *p = realloc(s->top, cap * sizeof *p);
-                if (!p)
-                    return LP_ERR_NOMEM;
+                if (!p) {
+                    rc = LP_ERR_NOMEM;
+                    break;
+                }
                 s->top = p;
             }
             s->top[g] = (struct lp_range_group){.name = strdup(key), .min_ns = UINT64_MAX};
-            if (!s->top[g].name)
-                return LP_ERR_NOMEM;
+            if (!s->top[g].name) {
+                rc = LP_ERR_NOMEM;
+                break;
+            }
             s->n_top++;
+            slot[h] = g + 1;
         }
         struct lp_range_group *grp = &s->top[g];
         grp->count++;
-        grp->total_ns += d;
+        grp->total_ns = lp_sat_add(grp->total_ns, d);
         if (d < grp->min_ns)
             grp->min_ns = d;
         if (d > grp->max_ns)
             grp->max_ns = d;
     }
-    if (s->n_top > 1)
+    free(slot);
+    if (rc == LP_OK && s->n_top > 1)
         qsort(s->top, s->n_top, sizeof *s->top, cmp_group);
-    return LP_OK;
+    return rc;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -155,31 +194,33 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
     for (size_t i = 0; i < t->n_kernels; i++) {
         span(s, t->kernels[i].start, t->kernels[i].end);
         if (t->kernels[i].end > t->kernels[i].start)
-            s->kernel_ns += t->kernels[i].end - t->kernels[i].start;
+            s->kernel_ns = lp_sat_add(s->kernel_ns, t->kernels[i].end - t->kernels[i].start);
         s->n_replays += (t->kernels[i].flags & LP_KERNEL_FLAG_REPLAY) != 0;
     }
     for (size_t i = 0; i < t->n_windows; i++) {
         s->n_windows += i == 0 || t->windows[i].start != t->windows[i - 1].start;
         if (t->windows[i].end > t->windows[i].start)
-            s->window_ns += t->windows[i].end - t->windows[i].start;
+            s->window_ns = lp_sat_add(s->window_ns, t->windows[i].end - t->windows[i].start);
     }
     for (size_t i = 0; i < t->n_memcpys; i++) {
         span(s, t->memcpys[i].start, t->memcpys[i].end);
-        s->memcpy_bytes += t->memcpys[i].bytes;
+        s->memcpy_bytes = lp_sat_add(s->memcpy_bytes, t->memcpys[i].bytes);
     }
     for (size_t i = 0; i < t->n_memsets; i++) {
         span(s, t->memsets[i].start, t->memsets[i].end);
-        s->memset_bytes += t->memsets[i].bytes;
+        s->memset_bytes = lp_sat_add(s->memset_bytes, t->memsets[i].bytes);
     }
     for (size_t i = 0; i < t->n_markers; i++)
         span(s, t->markers[i].timestamp, t->markers[i].timestamp);
     for (size_t i = 0; i < t->n_apis; i++)
         span(s, t->apis[i].start, t->apis[i].end);
     for (size_t i = 0; i < t->n_losses; i++) {
-        s->lost_records += t->losses[i].count;
+        s->lost_records = lp_sat_add(s->lost_records, t->losses[i].count);
         if (t->losses[i].count == 0)
             s->n_loss_notes++;
     }
+    /* records the END chunk says were written that no chunk read holds */
+    s->lost_records = lp_sat_add(s->lost_records, t->records_unread);
     for (size_t i = 0; i < t->n_counters; i++) {
         s->counter_valid |= t->counters[i].valid;
         for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)

@@ -6,9 +6,17 @@
 #include <string.h>
 
 #include "run_internal.h"
+#include "sat.h"
 
 #define MAX_BINS 400
 #define TOP_GAPS 10
+
+/* The start of bin I; saturated, as the last bins of a run that ends near the clock's end
+ * may reach past it. */
+static uint64_t bin_start(const struct lp_run *r, uint64_t bin_ns, size_t i)
+{
+    return lp_sat_add_u64(r->bins_from_ns, lp_sat_mul_u64(i, bin_ns));
+}
 
 /* Adds [A, B) to the bins it falls in: all of it, or (WINDOWS) its time between capture
  * windows. */
@@ -21,7 +29,7 @@ static void add_to_bins(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_
         return;
     size_t i = (size_t)((a - r->bins_from_ns) / bin_ns);
     while (a < b && i < r->n_bins) {
-        uint64_t bin_end = r->bins_from_ns + (i + 1) * bin_ns;
+        uint64_t bin_end = bin_start(r, bin_ns, i + 1);
         uint64_t e = b < bin_end ? b : bin_end;
         bins[i] += (double)(windows ? lp_run_outside_windows(windows, a, e) : e - a);
         a = e;
@@ -53,7 +61,7 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
         uint64_t s = x->start > a ? x->start : a, e = x->end < b ? x->end : b;
         if (e <= s)
             continue;
-        sum += e - s;
+        sum = lp_sat_add(sum, e - s); /* nested calls overlap */
         if (e - s > best) {
             best = e - s;
             *top = lp_trace_str(t, x->name);
@@ -99,7 +107,8 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     }
     uint64_t span = r->last_ns - r->bins_from_ns;
     r->n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
-    uint64_t bin_ns = r->n_bins ? (span + r->n_bins - 1) / r->n_bins : 1;
+    /* rounded up without SPAN + N - 1, which wraps for a span near 2^64 */
+    uint64_t bin_ns = r->n_bins ? span / r->n_bins + (span % r->n_bins != 0) : 1;
     double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
     /* idle time between capture windows, per bin: not recorded, not in the bin's share */
     double *unrec = r->n_bins && r->capture.windowed ? calloc(r->n_bins, sizeof *unrec) : NULL;
@@ -125,24 +134,25 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
                                       : w->launch >= end     ? LP_GAP_HOST
                                                              : LP_GAP_DEVICE;
             if (cause == LP_GAP_HOST)
-                s->host_wait_ns += idle;
+                s->host_wait_ns = lp_sat_add(s->host_wait_ns, idle);
             if (idle >= r->opt.gap_ns) {
-                struct lp_gap g = {.start = end, .dur = idle, .stage = w->stage, .cause = cause};
+                struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = w->stage,
+                                   .cause = cause};
                 if (cause == LP_GAP_HOST)
                     g.host_api_ns = host_api_time(t, apis, w->thread, end, w->start, &g.api);
                 r->n_gaps++;
-                r->gap_ns += idle;
-                r->gap_ns_by_cause[cause] += idle;
-                r->gap_host_api_ns += g.host_api_ns;
+                r->gap_ns = lp_sat_add(r->gap_ns, idle);
+                r->gap_ns_by_cause[cause] = lp_sat_add(r->gap_ns_by_cause[cause], idle);
+                r->gap_host_api_ns = lp_sat_add(r->gap_host_api_ns, g.host_api_ns);
                 s->gaps++;
-                s->gap_ns += idle;
+                s->gap_ns = lp_sat_add(s->gap_ns, idle);
                 if (s->kind != LP_STAGE_KIND_WARMUP)
                     insert_gap(r, &g);
             }
         }
         uint64_t a = w->start > end ? w->start : end;
         if (w->end > a) {
-            r->busy_ns += w->end - a;
+            r->busy_ns = lp_sat_add(r->busy_ns, w->end - a);
             /* the share is over the span from bins_from_ns: a leading warm-up's work is not
              * in it (it was, and shares passed 100 % on a graph decode) */
             uint64_t from = a > r->bins_from_ns ? a : r->bins_from_ns;
@@ -152,7 +162,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         if (w->end > end)
             end = w->end;
     }
-    r->unrecorded_ns = unrecorded;
+    r->unrecorded_ns = lp_sat_clamp(unrecorded);
     span -= unrecorded < span ? unrecorded : span;
     r->busy_share = span ? (double)busy_in_span / (double)span : 0;
     for (size_t i = 0; i < r->n_stages; i++) {
@@ -170,8 +180,9 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
             return LP_ERR_NOMEM;
         }
         for (size_t i = 0; i < r->n_bins; i++) {
-            uint64_t b0 = r->bins_from_ns + i * bin_ns;
-            uint64_t b1 = b0 + bin_ns < r->last_ns ? b0 + bin_ns : r->last_ns;
+            uint64_t b0 = bin_start(r, bin_ns, i), b1 = bin_start(r, bin_ns, i + 1);
+            if (b1 > r->last_ns)
+                b1 = r->last_ns;
             double recorded = b1 > b0 ? (double)(b1 - b0) - (unrec ? unrec[i] : 0) : 0;
             r->bins[i].start = b0;
             /* a bin wholly between windows was not recorded: NaN, neither busy nor idle */
@@ -221,17 +232,21 @@ static void copies(struct lp_run_ctx *c)
         if (w->kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *m = &c->t->memcpys[w->index];
             int d = lp_copy_direction(m->copy_kind);
-            s->memcpy_bytes[d] += m->bytes;
-            r->memcpy_bytes[d] += m->bytes;
+            s->memcpy_bytes[d] = lp_sat_add(s->memcpy_bytes[d], m->bytes);
+            r->memcpy_bytes[d] = lp_sat_add(r->memcpy_bytes[d], m->bytes);
         } else if (w->kind == LP_OP_MEMSET) {
-            s->memset_bytes += c->t->memsets[w->index].bytes;
-            r->memset_bytes += c->t->memsets[w->index].bytes;
+            uint64_t bytes = c->t->memsets[w->index].bytes;
+            s->memset_bytes = lp_sat_add(s->memset_bytes, bytes);
+            r->memset_bytes = lp_sat_add(r->memset_bytes, bytes);
         }
     }
 }
 
 /* Device memory held through cudaMalloc over time; the peak inside each stage's
- * occurrences. Caching allocators (PyTorch) hold what they reserved, not what tensors use. */
+ * occurrences. Caching allocators (PyTorch) hold what they reserved, not what tensors use.
+ * Sizes are any uint64 in a trace: what is held is summed over the whole uint64 range
+ * (saturating there), so that the free of an absurd allocation gives back exactly what it
+ * took, and reported at most LP_SAT_MAX. */
 static int device_memory(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
@@ -249,16 +264,14 @@ static int device_memory(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++)
         kv[i] = (struct lp_kv){t->memory[i].timestamp, i};
     lp_sort_kv(kv, kv + n, n);
-    int64_t cur = 0;
+    uint64_t cur = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_memory *m = &t->memory[kv[i].val];
         if (m->op == LP_MEMORY_OP_ALLOC)
-            cur += (int64_t)m->bytes;
+            cur = lp_sat_add_u64(cur, m->bytes);
         else if (m->op == LP_MEMORY_OP_FREE)
-            cur -= (int64_t)m->bytes;
-        if (cur < 0)
-            cur = 0; /* frees of memory allocated before recording began */
-        held[i] = (uint64_t)cur;
+            cur = lp_sat_sub(cur, m->bytes); /* 0: frees of memory allocated before recording */
+        held[i] = lp_sat_clamp(cur);
         if (held[i] > r->peak_alloc_bytes)
             r->peak_alloc_bytes = held[i];
     }

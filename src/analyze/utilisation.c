@@ -215,6 +215,44 @@ static void vision_util(struct lp_run *r, const struct lp_model_result *res)
     }
 }
 
+/* A figure past the GPU's peak cannot be: the model's FLOPs, or bytes it must move at least,
+ * over the measured time. The workload (a token or batch flag) or the model is not the run's:
+ * MFU and MBU are withheld, and the largest value found is kept to say so. */
+static void over_peak(struct lp_run *r)
+{
+    double worst = 1;
+    int what = -2, bytes = 0;
+    for (size_t s = 0; s < r->n_stages; s++) {
+        const struct lp_stage_report *st = &r->stages[s];
+        if (!st->has_util)
+            continue;
+        if (st->mfu > worst) {
+            worst = st->mfu;
+            what = (int)s;
+            bytes = 0;
+        }
+        if (st->mbu > worst) {
+            worst = st->mbu;
+            what = (int)s;
+            bytes = 1;
+        }
+    }
+    if (r->mfu > worst || r->mbu > worst) {
+        bytes = r->mbu > r->mfu;
+        worst = bytes ? r->mbu : r->mfu;
+        what = -1;
+    }
+    if (what == -2)
+        return;
+    r->util_over = worst;
+    r->util_over_what = what;
+    r->util_over_bytes = bytes;
+    r->util_status = LP_UTIL_OVER_PEAK;
+    r->has_util = 0;
+    for (size_t s = 0; s < r->n_stages; s++)
+        r->stages[s].has_util = 0;
+}
+
 /* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's
  * dtype is W's activation dtype. A GPU named that is not the recorded one (both in the table,
  * different rows) is said in a note: its peaks make the MFU and MBU (issue 46). */
@@ -362,7 +400,10 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
         (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->image_rows, 0, projected);
     /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
-    r->request_s = m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
+    /* a decode whose steps are unknown leaves the request unknown (its TTFT is not all of it) */
+    int decode_unknown = d >= 0 && r->stages[d].occurrences && steps <= 0;
+    r->request_s = decode_unknown ? 0
+                                  : m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
     r->request_flops = lp_cost_flops(&res.total[LP_MODEL_STAGE_REQUEST]);
     r->request_bytes = lp_cost_bytes(&res.total[LP_MODEL_STAGE_REQUEST]);
     if (r->request_s > 0) {
@@ -375,5 +416,6 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     r->util_logits_source = o->prefill_logits_set ? LP_LOGITS_GIVEN
                             : m->prefill_logits   ? LP_LOGITS_LM_HEAD_SHAPE
                                                   : LP_LOGITS_ASSUMED;
+    over_peak(r);
     return LP_OK;
 }

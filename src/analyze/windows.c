@@ -14,6 +14,7 @@
 
 #include "llmprof/capture.h"
 #include "run_internal.h"
+#include "sat.h"
 
 static int cmp_window(const void *a, const void *b)
 {
@@ -63,7 +64,7 @@ int lp_run_windows_load(struct lp_run_ctx *c)
         w[n] = w[i];
         if (w[n].end <= w[n].start) /* never closed: to the last kernel */
             w[n].end = last > w[n].start ? last : w[n].start;
-        f->recorded_ns += w[n].end - w[n].start;
+        f->recorded_ns = lp_sat_add(f->recorded_ns, w[n].end - w[n].start);
         n++;
     }
     c->windows = f->windows = w;

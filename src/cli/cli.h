@@ -55,8 +55,18 @@ int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
  * spaces into BUF; NULL when there is none. */
 const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
 
+/* 0 when PATH is a regular file, a directory, or not there (its reader says so); -1 with
+ * "PATH is a FIFO, not a regular file, ..." when it is a FIFO, socket or device, which a
+ * reader could wait on forever: a mistake of the invocation (status 2). Input files are
+ * checked so before they are opened (a stat: a FIFO put in its place after it still waits). */
+int lp_cli_input_check(const char *cmd, const char *path);
+/* lp_cli_input_check of what a command reads of RUN (a run directory or a trace): the trace,
+ * or each *.lpt in the directory, and the run's meta.json. 0, or -1 with a message. */
+int lp_cli_run_check(const char *cmd, const char *run);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
- * a message when none), -1 with a message when RUN cannot be read. */
+ * a message when none), -1 with a message when RUN cannot be read, -2 with a message when
+ * RUN, a trace in it or the meta.json beside one is a FIFO, socket or device
+ * (lp_cli_input_check: status 2). */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 /* The one trace of RUN into PATH: a trace file, a run directory holding one, or a report
  * directory whose report.json names one that is there (diff's operands, report's

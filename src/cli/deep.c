@@ -88,7 +88,9 @@ static const struct lp_cli_opt options[] = {
      .help = "ncu's clock control (default none: clocks as the\nprogram runs them)",
      .off = offsetof(struct lp_cli_deep_opts, clock), .missing = "none or base"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--dry-run",
-     .help = "print the kernels picked, the prediction and the ncu command; run nothing",
+     .help = "print the kernels picked, the prediction and the ncu command; run nothing\n"
+             "(the command quoted for sh, which reads it back byte for byte; control\n"
+             "bytes in a word written as \"$(printf '\\033')\", never raw)",
      .off = offsetof(struct lp_cli_deep_opts, dry_run), .set = 1},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force",
      .help = "replace RUN/deep/ when it holds an earlier deep dive",
@@ -260,6 +262,90 @@ static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *
     for (size_t i = 0; cmd[i]; i++)
         add(a, cmd[i]);
     return a->failed ? -1 : 0;
+}
+
+/* The length of the UTF-8 sequence at S when it is one of a printable character (U+00A0 and
+ * up: not a C1 control, which some terminals obey), else 0. */
+static size_t printable_utf8(const unsigned char *s)
+{
+    size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || s[0] > 0xf4)
+        return 0;
+    uint32_t c = s[0] & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    int overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
+    if (overlong || c < 0xa0 || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* C needs no quoting for sh ('=' does but in the first word, where sh would take the word
+ * for an assignment); by hand, as isalnum() follows the locale */
+static int shell_plain(unsigned char c, int first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("_@%+:,./-", c)) || (c == '=' && !first);
+}
+
+/* W as one word of a line that a POSIX sh reads back byte for byte, with no byte on the
+ * terminal that it would obey. Made only of [A-Za-z0-9_@%+=:,./-] it is written bare (but
+ * for '=' in the FIRST word, which sh would take for an assignment); else in single quotes,
+ * a quote as '\''. From its first control byte (or one that is not printable UTF-8) on, the
+ * word is made by "$(printf '\033...')", such bytes as octal escapes; but newlines that end
+ * it, which $(...) would drop, stay literal inside quotes (harmless on a terminal). */
+static void print_word(FILE *f, const char *w, int first)
+{
+    const unsigned char *u = (const unsigned char *)w;
+    size_t len = strlen(w), bare = 0, raw = 0;
+    while (bare < len && shell_plain(u[bare], first))
+        bare++;
+    if (len > 0 && bare == len) {
+        fputs(w, f);
+        return;
+    }
+    /* the part that may go on the terminal as it is */
+    while (raw < len) {
+        size_t n = u[raw] >= 0x80 ? printable_utf8(u + raw) : u[raw] >= 0x20 && u[raw] < 0x7f;
+        if (!n)
+            break;
+        raw += n;
+    }
+    size_t end = len;
+    while (end > raw && u[end - 1] == '\n')
+        end--;
+    if (raw > 0 || len == 0) {
+        fputc('\'', f);
+        for (size_t i = 0; i < raw; i++) {
+            if (u[i] == '\'')
+                fputs("'\\''", f);
+            else
+                fputc(u[i], f);
+        }
+        fputc('\'', f);
+    }
+    if (end > raw) {
+        fputs("\"$(printf '", f);
+        for (size_t i = raw; i < end; i++) {
+            size_t n = u[i] >= 0x80 ? printable_utf8(u + i) : u[i] >= 0x20 && u[i] < 0x7f;
+            if (u[i] == '%')
+                fputs("%%", f);
+            else if (n && u[i] != '\'' && u[i] != '\\') {
+                fwrite(u + i, 1, n, f);
+                i += n - 1;
+            } else
+                fprintf(f, "\\%03o", u[i]);
+        }
+        fputs("')\"", f);
+    }
+    if (end < len) {
+        fputc('\'', f);
+        fwrite(w + end, 1, len - end, f);
+        fputc('\'', f);
+    }
 }
 
 /* GIVEN, else "ncu" in PATH, else the CUDA toolkit's */
@@ -720,8 +806,11 @@ int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
         goto done;
     }
     if (o->dry_run) {
-        for (size_t i = 0; i < a.n; i++)
-            printf("%s'%s'", i ? " " : "", a.v[i]);
+        for (size_t i = 0; i < a.n; i++) {
+            if (i)
+                putchar(' ');
+            print_word(stdout, a.v[i], i == 0);
+        }
         printf("\n");
         rc = 0;
         goto done;

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,12 +175,24 @@ static uint64_t warn_bytes(void)
 
 /* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
  * unless all went in. */
+/* T0 plus MS milliseconds, at most the clock's end */
+static uint64_t ms_after(uint64_t t0, uint64_t ms)
+{
+    uint64_t ns, t;
+    if (__builtin_mul_overflow(ms, 1000000, &ns) || __builtin_add_overflow(t0, ns, &t))
+        return UINT64_MAX;
+    return t;
+}
+
 static int export_sqlite(const char *run, const char *out)
 {
+    /* a file-size limit then fails the write (EFBIG, said, the .tmp removed) rather than
+     * killing llmprof with the .tmp left behind */
+    signal(SIGXFSZ, SIG_IGN);
     char **traces = NULL;
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)
-        return 1;
+        return n == -2 ? 2 : 1;
     int rc = 2;
     struct lp_cli_outs outs = {.cmd = "export"};
     struct sqlite3 *db = NULL;
@@ -247,9 +260,11 @@ static int export_sqlite(const char *run, const char *out)
     lp_cli_progress("export", "indexing %s", out);
     int status = lp_sqlite_close(db, 1, err, sizeof err);
     db = NULL;
-    if (status != 0)
+    if (status != 0) { /* said once, with its cause: the .tmp goes with the outputs */
         lp_cli_error("export", "%s: %s", out, err);
-    if (lp_cli_outs_close(&outs, f, status) != 0 || lp_cli_outs_commit(&outs) != 0)
+        goto out;
+    }
+    if (lp_cli_outs_close(&outs, f, 0) != 0 || lp_cli_outs_commit(&outs) != 0)
         goto out;
     lp_cli_progress_end();
     printf("wrote %s: %d trace%s, %zu kernels (tables: docs/sqlite-schema.md)", out, n - unread,
@@ -293,7 +308,7 @@ int lp_cmd_export(int argc, char **argv)
     char **traces = NULL;
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)
-        return 1;
+        return n == -2 ? 2 : 1;
     int rc = 2;
     struct lp_trace *t = NULL;
     struct lp_run r;
@@ -330,7 +345,7 @@ int lp_cmd_export(int argc, char **argv)
     }
     analysed = 1;
     struct estimate e;
-    estimate(&r, r.t0_ns + from * 1000000, window ? r.t0_ns + to * 1000000 : UINT64_MAX, &e);
+    estimate(&r, ms_after(r.t0_ns, from), window ? ms_after(r.t0_ns, to) : UINT64_MAX, &e);
     double span_ms = (double)(e.last_ns - r.t0_ns) / 1e6;
     if (window && e.events == 0)
         lp_cli_error("export", "warning: nothing of %s overlaps --window %llu:%llu; the trace "

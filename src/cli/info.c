@@ -15,6 +15,19 @@
 #include "llmprof/analyze.h"
 #include "llmprof/trace.h"
 
+/* src/report/format.c's rule for text from outside (docs/report.md), declared here: its
+ * header (report_internal.h) is not the CLI's */
+void lp_fmt_puts(FILE *f, const char *s);
+void lp_fmt_put_lines(FILE *f, const char *s);
+const char *lp_fmt_escape(char *buf, size_t len, const char *s);
+
+/* A string of the trace or meta.json (any bytes), escaped: a newline in it too; "?" when
+ * there is none. */
+static void put(FILE *o, const char *s)
+{
+    lp_fmt_puts(o, s ? s : "?");
+}
+
 /* info takes one path, and --help only as its first word (any other is a path) */
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
@@ -35,7 +48,7 @@ static const struct lp_cli_cmd info_cmd = {.name = "info", .opts = options};
 
 /* CUPTI's device buffers and llmprof's host buffers as the collector left them in the header
  * (what it could read of each). */
-static void print_buffers(const struct lp_trace *t)
+static void print_buffers(FILE *o, const struct lp_trace *t)
 {
     const char *dev_n = lp_trace_meta(t, "cupti_device_buffers"),
                *dev_b = lp_trace_meta(t, "cupti_device_buffer_bytes"),
@@ -49,83 +62,108 @@ static void print_buffers(const struct lp_trace *t)
     const char *sep = "  buffers  ";
     if (dev_b || dev_n || dev_lim) {
         lp_fmt_bytes(dev_b ? strtod(dev_b, NULL) : 0, a, sizeof a);
-        printf("%sCUPTI's device buffers: %s made per context, %s each, at most %s", sep,
-               dev_n ? dev_n : "?", dev_b ? a : "?", dev_lim ? dev_lim : "?");
+        fprintf(o, "%sCUPTI's device buffers: ", sep);
+        put(o, dev_n);
+        fprintf(o, " made per context, %s each, at most ", dev_b ? a : "?");
+        put(o, dev_lim);
         sep = "; ";
     }
     if (peak) {
         lp_fmt_bytes(host_b ? strtod(host_b, NULL) : 0, a, sizeof a);
-        printf("%shost buffers: %s at most in use, %s each", sep, peak, host_b ? a : "?");
+        fprintf(o, "%shost buffers: ", sep);
+        put(o, peak);
+        fprintf(o, " at most in use, %s each", host_b ? a : "?");
         sep = "; ";
     }
-    if (flush)
-        printf("%swritten every %s ms", sep, flush);
-    printf("\n");
+    if (flush) {
+        fprintf(o, "%swritten every ", sep);
+        put(o, flush);
+        fprintf(o, " ms");
+    }
+    fprintf(o, "\n");
 }
 
 /* meta.json's command: its words, or why they cannot be shown */
-static void print_command(const json_t *cmd)
+static void print_command(FILE *o, const json_t *cmd)
 {
     if (!cmd) {
-        printf("? (not in meta.json)");
+        fprintf(o, "? (not in meta.json)");
         return;
     }
-    int bad = lp_cli_meta_command(stdout, cmd, "?");
+    char *words = NULL; /* one line: a newline in a word is escaped too */
+    size_t len = 0;
+    FILE *w = open_memstream(&words, &len);
+    if (!w) {
+        fprintf(o, "? (out of memory)");
+        return;
+    }
+    int bad = lp_cli_meta_command(w, cmd, "?");
+    fclose(w);
+    put(o, words);
+    free(words);
     if (bad < 0)
-        printf("? (malformed in meta.json: 'command' is not a list of strings)");
+        fprintf(o, "? (malformed in meta.json: 'command' is not a list of strings)");
     else if (bad)
-        printf(" (malformed in meta.json: a word of 'command' is not a string)");
+        fprintf(o, " (malformed in meta.json: a word of 'command' is not a string)");
 }
 
 /* The run's meta.json (record writes it). Fields of the wrong type are said to be
  * malformed, never printed as what they are not. */
-static void print_run_meta(const char *dir)
+static void print_run_meta(FILE *o, const char *dir)
 {
     char path[PATH_MAX + 16];
     struct stat st;
     if (lp_cli_meta_path(dir, path, sizeof path) != 0 || stat(path, &st) != 0) {
-        printf("run %s (no meta.json)\n", dir);
+        fprintf(o, "run %s (no meta.json)\n", dir);
         return;
     }
     json_error_t jerr;
     json_t *m = json_load_file(path, 0, &jerr);
     if (!m || !json_is_object(m)) {
-        printf("run %s (meta.json unreadable: %s)\n", dir, m ? "not a JSON object" : jerr.text);
+        fprintf(o, "run %s (meta.json unreadable: ", dir); /* jansson's text quotes the file */
+        put(o, m ? "not a JSON object" : jerr.text);
+        fprintf(o, ")\n");
         json_decref(m);
         return;
     }
-    printf("run %s\n  command  ", dir);
-    print_command(json_object_get(m, "command"));
+    fprintf(o, "run %s\n  command  ", dir);
+    print_command(o, json_object_get(m, "command"));
     json_t *status = json_object_get(m, "status");
-    printf("\n  status   %s", json_is_string(status) ? json_string_value(status)
-                             : status ? "? (malformed in meta.json: not a string)" : "?");
+    fprintf(o, "\n  status   ");
+    if (json_is_string(status))
+        put(o, json_string_value(status));
+    else
+        fprintf(o, "%s", status ? "? (malformed in meta.json: not a string)" : "?");
     json_t *code = json_object_get(m, "exit_code");
     if (json_is_integer(code))
-        printf(" (exit %" JSON_INTEGER_FORMAT ")", json_integer_value(code));
+        fprintf(o, " (exit %" JSON_INTEGER_FORMAT ")", json_integer_value(code));
     else if (code && !json_is_null(code))
-        printf(" (exit code malformed in meta.json)");
+        fprintf(o, " (exit code malformed in meta.json)");
     json_t *dur = json_object_get(m, "duration_s");
     if (json_is_number(dur))
-        printf(", %.2f s wall", json_number_value(dur));
+        fprintf(o, ", %.2f s wall", json_number_value(dur));
     json_t *start = json_object_get(m, "start_time");
-    if (json_is_string(start))
-        printf(", started %s", json_string_value(start));
-    printf("\n");
+    if (json_is_string(start)) {
+        fprintf(o, ", started ");
+        put(o, json_string_value(start));
+    }
+    fprintf(o, "\n");
     json_decref(m);
 }
 
-static void print_ranges(const struct lp_trace_summary *s)
+static void print_ranges(FILE *o, const struct lp_trace_summary *s)
 {
     if (s->ranges.n_req)
-        printf("  requests %zu request ranges of the request convention (docs/serving.md), %zu "
-               "never closed\n", s->ranges.n_req, s->ranges.req_unclosed);
+        fprintf(o, "  requests %zu request ranges of the request convention (docs/serving.md), %zu "
+                   "never closed\n", s->ranges.n_req, s->ranges.req_unclosed);
     if (s->n_top == 0) {
-        printf("  nvtx     no ranges recorded\n");
+        fprintf(o, "  nvtx     no ranges recorded\n");
         return;
     }
-    printf("  nvtx     %zu ranges (%zu never closed, %zu unmatched ends); top level by name:\n",
-           s->ranges.n, s->ranges.unclosed, s->ranges.unmatched_ends);
-    printf("    %-32s %7s %12s %12s %12s %12s\n", "range", "count", "total", "mean", "min", "max");
+    fprintf(o, "  nvtx     %zu ranges (%zu never closed, %zu unmatched ends); top level by name:\n",
+            s->ranges.n, s->ranges.unclosed, s->ranges.unmatched_ends);
+    fprintf(o, "    %-32s %7s %12s %12s %12s %12s\n", "range", "count", "total", "mean", "min",
+            "max");
     size_t shown = s->n_top < 15 ? s->n_top : 15;
     for (size_t i = 0; i < shown; i++) {
         const struct lp_range_group *g = &s->top[i];
@@ -134,63 +172,72 @@ static void print_ranges(const struct lp_trace_summary *s)
         lp_fmt_ns(g->total_ns / g->count, mean, sizeof mean);
         lp_fmt_ns(g->min_ns, mn, sizeof mn);
         lp_fmt_ns(g->max_ns, mx, sizeof mx);
-        printf("    %-32.32s %7zu %12s %12s %12s %12s\n", g->name[0] ? g->name : "(unnamed)",
-               g->count, tot, mean, mn, mx);
+        char name[33]; /* escaped first, so that the column is cut at a whole escape */
+        lp_fmt_escape(name, sizeof name, g->name[0] ? g->name : "(unnamed)");
+        fprintf(o, "    %-32s %7zu %12s %12s %12s %12s\n", name, g->count, tot, mean, mn, mx);
     }
     if (s->n_top > shown)
-        printf("    ... and %zu more names\n", s->n_top - shown);
+        fprintf(o, "    ... and %zu more names\n", s->n_top - shown);
 }
 
 /* GEMM calls: how many, how many tied to their kernels, how many with a known algorithm */
-static void print_gemms(const struct lp_trace *t, const struct lp_trace_summary *s)
+static void print_gemms(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *state = lp_trace_meta(t, "gemm");
     if (t->n_gemms)
-        printf("  gemm     %zu calls (cuBLAS/cuBLASLt), %zu tied to their %zu kernels; algorithm "
-               "known for %zu\n", t->n_gemms, s->n_gemm_tied, s->n_gemm_kernels, s->n_gemm_algo);
-    else if (state)
-        printf("  gemm     %s\n", strncmp(state, "on", 2) ? state
-                                                       : "on; the program made no cuBLAS GEMM call");
+        fprintf(o, "  gemm     %zu calls (cuBLAS/cuBLASLt), %zu tied to their %zu kernels; "
+                   "algorithm known for %zu\n", t->n_gemms, s->n_gemm_tied, s->n_gemm_kernels,
+                s->n_gemm_algo);
+    else if (state) {
+        fprintf(o, "  gemm     ");
+        put(o, strncmp(state, "on", 2) ? state : "on; the program made no cuBLAS GEMM call");
+        fprintf(o, "\n");
+    }
 }
 
 /* hardware counters (record --counters): segments and each counter's total */
-static void print_counters(const struct lp_trace *t, const struct lp_trace_summary *s)
+static void print_counters(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *metrics = lp_trace_meta(t, "counters_metrics");
     if (!t->n_counters && !metrics)
         return;
-    printf("  counters %zu segments (%s); totals:", t->n_counters,
-           metrics ? metrics : "no metrics recorded");
+    fprintf(o, "  counters %zu segments (", t->n_counters);
+    put(o, metrics ? metrics : "no metrics recorded");
+    fprintf(o, "); totals:");
     for (unsigned k = 0; k < LP_COUNTER_COUNT; k++)
         if (s->counter_valid & (1u << k))
-            printf(" %s %.6g", lp_counter_name(k), s->counter_total[k]);
-    printf("\n");
+            fprintf(o, " %s %.6g", lp_counter_name(k), s->counter_total[k]);
+    fprintf(o, "\n");
 }
 
 /* PM samples (record --pm-sampling): how many, when relative to the trace's start, each
  * value's mean and the DRAM bytes moved */
-static void print_pm(const struct lp_trace *t, const struct lp_trace_summary *s)
+static void print_pm(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
 {
     const char *metrics = lp_trace_meta(t, "pm_metrics");
     if (!t->n_pm && !metrics)
         return;
     const size_t *n = s->pm_n;
-    printf("  pm       %zu samples (%s)", t->n_pm, metrics ? metrics : "no metrics recorded");
+    fprintf(o, "  pm       %zu samples (", t->n_pm);
+    put(o, metrics ? metrics : "no metrics recorded");
+    fprintf(o, ")");
     const char *s0 = lp_trace_meta(t, "start_trace_ns");
     if (t->n_pm && s0) {
         double base = strtod(s0, NULL);
-        printf(", from %+.3f s to %+.3f s of the trace's start",
-               ((double)t->pm[0].start - base) / 1e9, ((double)t->pm[t->n_pm - 1].end - base) / 1e9);
+        fprintf(o, ", from %+.3f s to %+.3f s of the trace's start",
+                ((double)t->pm[0].start - base) / 1e9,
+                ((double)t->pm[t->n_pm - 1].end - base) / 1e9);
     }
-    printf("; means:");
+    fprintf(o, "; means:");
     for (unsigned k = 0; k < LP_PM_COUNT; k++)
         if (n[k] && k != LP_PM_DRAM_READ && k != LP_PM_DRAM_WRITE)
-            printf(" %s %.4g%s", lp_pm_name(k), s->pm_value[k], k == LP_PM_GPC_MHZ ? " MHz" : "%");
-    printf("; totals:");
+            fprintf(o, " %s %.4g%s", lp_pm_name(k), s->pm_value[k],
+                    k == LP_PM_GPC_MHZ ? " MHz" : "%");
+    fprintf(o, "; totals:");
     for (unsigned k = LP_PM_DRAM_READ; k <= LP_PM_DRAM_WRITE; k++)
         if (n[k])
-            printf(" %s %.6g bytes", lp_pm_name(k), s->pm_value[k]);
-    printf("\n");
+            fprintf(o, " %s %.6g bytes", lp_pm_name(k), s->pm_value[k]);
+    fprintf(o, "\n");
 }
 
 static int info_trace(const char *path)
@@ -208,114 +255,154 @@ static int info_trace(const char *path)
         lp_trace_free(t);
         return 1;
     }
+    /* the trace's strings (names, header values) may hold any bytes: each is escaped where it
+     * is printed, and the whole text passes the rule once more (lines kept) as a safety net */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *o = open_memstream(&text, &text_len);
+    if (!o) {
+        lp_cli_error("info", "%s: out of memory", path);
+        lp_trace_summary_free(&s);
+        lp_trace_free(t);
+        return 1;
+    }
     const char *base = strrchr(path, '/');
     const char *pid = lp_trace_meta(t, "pid"), *rank = lp_trace_meta(t, "rank");
     const char *mode = lp_trace_meta(t, "mode");
-    printf("\ntrace %s\n  process  pid %s%s%s on %s, mode %s, format %u.%u\n", base ? base + 1 : path,
-           pid ? pid : "?", rank ? ", rank " : "", rank ? rank : "",
-           lp_trace_meta(t, "host") ? lp_trace_meta(t, "host") : "?", mode ? mode : "?",
-           t->version_major, t->version_minor);
+    fprintf(o, "\ntrace ");
+    put(o, base ? base + 1 : path);
+    fprintf(o, "\n  process  pid ");
+    put(o, pid);
+    if (rank) {
+        fprintf(o, ", rank ");
+        put(o, rank);
+    }
+    fprintf(o, " on ");
+    put(o, lp_trace_meta(t, "host"));
+    fprintf(o, ", mode ");
+    put(o, mode);
+    fprintf(o, ", format %u.%u\n", t->version_major, t->version_minor);
     char a[32], b[32];
     lp_fmt_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
     lp_fmt_ns(s.kernel_ns, b, sizeof b);
     if (lp_trace_kernels_recorded(t))
-        printf("  span     %s from first to last record; kernels ran %s in total\n", a, b);
+        fprintf(o, "  span     %s from first to last record; kernels ran %s in total\n", a, b);
     else
-        printf("  span     %s from first to last record; kernels not recorded\n", a);
+        fprintf(o, "  span     %s from first to last record; kernels not recorded\n", a);
     const char *capture = lp_trace_meta(t, "capture");
     if (capture && strcmp(capture, "all")) {
         lp_fmt_ns((double)s.window_ns, a, sizeof a);
-        printf("  capture  %s: kernels recorded only in %zu window%s, %s in all\n", capture,
-               s.n_windows, s.n_windows == 1 ? "" : "s", a);
+        fprintf(o, "  capture  ");
+        put(o, capture);
+        fprintf(o, ": kernels recorded only in %zu window%s, %s in all\n", s.n_windows,
+                s.n_windows == 1 ? "" : "s", a);
         const char *sw = lp_trace_meta(t, "capture_switch_ns");
         if (sw && strcmp(sw, "0")) {
             lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
-            printf("           switching recording on and off took %s\n", a);
+            fprintf(o, "           switching recording on and off took %s\n", a);
         }
         const char *fin = lp_trace_meta(t, "capture_finalized"),
                    *fin_ns = lp_trace_meta(t, "capture_finalize_ns"),
                    *missed = lp_trace_meta(t, "capture_finalize_missed");
         if (fin && strcmp(fin, "0")) {
             lp_fmt_ns(fin_ns ? strtod(fin_ns, NULL) : 0, a, sizeof a);
-            printf("           CUPTI finalized and set up again %s time%s between windows "
-                   "(--finalize; the program's thread spent %s finalizing)\n", fin,
-                   strcmp(fin, "1") ? "s" : "", a);
+            fprintf(o, "           CUPTI finalized and set up again ");
+            put(o, fin);
+            fprintf(o, " time%s between windows (--finalize; the program's thread spent %s "
+                       "finalizing)\n", strcmp(fin, "1") ? "s" : "", a);
         }
-        if (missed && strcmp(missed, "0"))
-            printf("           %s window%s opened while CUPTI was being set up again: not "
-                   "recorded\n", missed, strcmp(missed, "1") ? "s" : "");
+        if (missed && strcmp(missed, "0")) {
+            fprintf(o, "           ");
+            put(o, missed);
+            fprintf(o, " window%s opened while CUPTI was being set up again: not recorded\n",
+                    strcmp(missed, "1") ? "s" : "");
+        }
         const char *after = lp_trace_meta(t, "capture_after_close");
-        if (after && strcmp(after, "0"))
-            printf("           %s kernels, copies and sets launched after a window closed "
-                   "(recorded while the GPU caught up) left out\n", after);
+        if (after && strcmp(after, "0")) {
+            fprintf(o, "           ");
+            put(o, after);
+            fprintf(o, " kernels, copies and sets launched after a window closed (recorded "
+                       "while the GPU caught up) left out\n");
+        }
     }
     const char *graphs = lp_trace_meta(t, "graphs");
     if (s.n_replays || (graphs && !strcmp(graphs, "replay")))
-        printf("  graphs   %zu CUDA graph replays recorded whole (--graphs replay), counted "
-               "with the kernels below; their kernels were not recorded one by one\n",
-               s.n_replays);
+        fprintf(o, "  graphs   %zu CUDA graph replays recorded whole (--graphs replay), counted "
+                   "with the kernels below; their kernels were not recorded one by one\n",
+                s.n_replays);
     else if (graphs && !strcmp(graphs, "node"))
-        printf("  graphs   each kernel of a CUDA graph replay recorded (--graphs node)\n");
-    printf("  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
-           "%zu api calls, %zu nvml samples, %zu overhead\n",
-           t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,
-           t->n_nvml, t->n_overheads);
+        fprintf(o, "  graphs   each kernel of a CUDA graph replay recorded (--graphs node)\n");
+    fprintf(o, "  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
+               "%zu api calls, %zu nvml samples, %zu overhead\n",
+            t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,
+            t->n_nvml, t->n_overheads);
     if (t->n_memcpys || t->n_memsets) {
         lp_fmt_bytes(s.memcpy_bytes, a, sizeof a);
         lp_fmt_bytes(s.memset_bytes, b, sizeof b);
-        printf("  bytes    %s copied, %s set\n", a, b);
+        fprintf(o, "  bytes    %s copied, %s set\n", a, b);
     }
     if (t->n_nvml) {
         lp_fmt_ns(s.nvml_interval_ns, a, sizeof a);
         lp_fmt_ns(s.nvml_query_p50_ns, b, sizeof b);
         char c[32];
         lp_fmt_ns(s.nvml_query_p99_ns, c, sizeof c);
-        printf("  nvml     %zu samples of %zu GPU%s, one every %s; each read took %s (p99 %s), "
-               "its time is the midpoint\n", t->n_nvml, s.n_nvml_devices,
-               s.n_nvml_devices == 1 ? "" : "s", a, b, c);
+        fprintf(o, "  nvml     %zu samples of %zu GPU%s, one every %s; each read took %s (p99 %s), "
+                   "its time is the midpoint\n", t->n_nvml, s.n_nvml_devices,
+                s.n_nvml_devices == 1 ? "" : "s", a, b, c);
     }
     if (t->n_kernels && t->n_apis)
-        printf("  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
-               s.n_launch_matched, t->n_kernels, 100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
-    print_buffers(t);
-    print_gemms(t, &s);
-    print_counters(t, &s);
-    print_pm(t, &s);
-    printf("  lost     %" PRIu64 " records", s.lost_records);
+        fprintf(o, "  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
+                s.n_launch_matched, t->n_kernels,
+                100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
+    print_buffers(o, t);
+    print_gemms(o, t, &s);
+    print_counters(o, t, &s);
+    print_pm(o, t, &s);
+    fprintf(o, "  lost     %" PRIu64 " records", s.lost_records);
     if (s.n_loss_notes)
-        printf("; %zu loss note%s without a count", s.n_loss_notes,
-               s.n_loss_notes == 1 ? "" : "s");
+        fprintf(o, "; %zu loss note%s without a count", s.n_loss_notes,
+                s.n_loss_notes == 1 ? "" : "s");
     if (t->implausible)
-        printf("; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
-               t->implausible == 1 ? "" : "s");
-    printf("%s\n", t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
+        fprintf(o, "; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
+                t->implausible == 1 ? "" : "s");
+    fprintf(o, "%s\n",
+            t->complete ? "" : "; the process did not finish the trace (killed or crashed)");
     for (size_t i = 0; i < t->n_losses; i++) {
-        printf("    - %s", lp_trace_str(t, t->losses[i].what));
+        fprintf(o, "    - ");
+        put(o, lp_trace_str(t, t->losses[i].what));
         if (t->losses[i].count)
-            printf(" (%" PRIu64 " record%s)\n", t->losses[i].count,
-                   t->losses[i].count == 1 ? "" : "s");
+            fprintf(o, " (%" PRIu64 " record%s)\n", t->losses[i].count,
+                    t->losses[i].count == 1 ? "" : "s");
         else
-            printf(" (no count)\n");
+            fprintf(o, " (no count)\n");
     }
-    for (size_t i = 0; i < t->n_warnings; i++)
-        printf("    - reader: %s\n", t->warnings[i]);
+    for (size_t i = 0; i < t->n_warnings; i++) {
+        fprintf(o, "    - reader: ");
+        put(o, t->warnings[i]);
+        fprintf(o, "\n");
+    }
     for (size_t i = 0; i < t->n_devices; i++) {
         const struct lp_device *d = &t->devices[i];
         lp_fmt_bytes(d->mem_bytes, a, sizeof a);
-        printf("  gpu %u    %s, cc %u.%u, %u SMs, %s", d->id, lp_trace_str(t, d->name), d->cc_major,
-               d->cc_minor, d->sm_count, a);
+        fprintf(o, "  gpu %u    ", d->id);
+        put(o, lp_trace_str(t, d->name));
+        fprintf(o, ", cc %u.%u, %u SMs, %s", d->cc_major, d->cc_minor, d->sm_count, a);
         if (d->max_sm_mhz)
-            printf(", max SM %u MHz, max mem %u MHz", d->max_sm_mhz, d->max_mem_mhz);
+            fprintf(o, ", max SM %u MHz, max mem %u MHz", d->max_sm_mhz, d->max_mem_mhz);
         if (d->power_limit_mw)
-            printf(", power limit %u W", d->power_limit_mw / 1000);
-        printf("\n");
+            fprintf(o, ", power limit %u W", d->power_limit_mw / 1000);
+        fprintf(o, "\n");
     }
     lp_fmt_bytes(t->file_bytes, a, sizeof a);
-    printf("  file     %s", a);
+    fprintf(o, "  file     %s", a);
     if (t->n_kernels)
-        printf(", %.1f bytes per kernel (all records included)", (double)t->file_bytes / (double)t->n_kernels);
-    printf("\n");
-    print_ranges(&s);
+        fprintf(o, ", %.1f bytes per kernel (all records included)",
+                (double)t->file_bytes / (double)t->n_kernels);
+    fprintf(o, "\n");
+    print_ranges(o, &s);
+    fclose(o);
+    lp_fmt_put_lines(stdout, text);
+    free(text);
     lp_trace_summary_free(&s);
     lp_trace_free(t);
     return 0;
@@ -336,6 +423,8 @@ int lp_cmd_info(int argc, char **argv)
         lp_cli_error("info", "%s does not exist", argv[1]);
         return 1;
     }
+    if (lp_cli_run_check("info", argv[1]) != 0)
+        return 2;
     if (!S_ISDIR(st.st_mode))
         return info_trace(argv[1]);
     char **traces = NULL;
@@ -355,7 +444,18 @@ int lp_cmd_info(int argc, char **argv)
         lp_cli_free_list(traces, 0);
         return 1;
     }
-    print_run_meta(argv[1]);
+    char *meta = NULL;
+    size_t meta_len = 0;
+    FILE *o = open_memstream(&meta, &meta_len);
+    if (!o) {
+        lp_cli_error("info", "out of memory");
+        lp_cli_free_list(traces, n);
+        return 1;
+    }
+    print_run_meta(o, argv[1]); /* meta.json's strings escaped like the trace's */
+    fclose(o);
+    lp_fmt_put_lines(stdout, meta);
+    free(meta);
     if (n == 0) {
         /* the run recorded nothing: say so, and fail, so that scripts notice */
         printf("  no traces: no process of the command initialised CUDA, or the collector could "

@@ -202,11 +202,13 @@ int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double 
         lp_cli_error(cmd, "%s %s is too small to be told from 0", opt, v);
         return -1;
     }
+    /* !(x > 0) and !(x <= max), not x <= 0 and x > max: NaN fails both */
     if (!whole || !(x > 0)) {
-        lp_cli_error(cmd, "%s takes a number above 0, not '%s'", opt, v ? v : "(nothing)");
+        lp_cli_error(cmd, "%s takes a number above 0 and at most %g, not '%s'", opt, max,
+                     v ? v : "(nothing)");
         return -1;
     }
-    if (x > max) {
+    if (!(x <= max)) {
         lp_cli_error(cmd, "%s %s is too large (at most %g)", opt, v, max);
         return -1;
     }

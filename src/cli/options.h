@@ -18,7 +18,7 @@ enum lp_cli_opt_kind {
     LP_CLI_OPT_KIND_FLAG,     /* int at OFF = SET */
     LP_CLI_OPT_KIND_STRING,   /* const char * at OFF = the argument */
     LP_CLI_OPT_KIND_INT,      /* int64_t at OFF: a whole number from MIN to MAX */
-    LP_CLI_OPT_KIND_DOUBLE,   /* double at OFF: a number above 0, at most DMAX */
+    LP_CLI_OPT_KIND_DOUBLE,   /* double at OFF: a number above 0, at most DMAX (no NaN, inf) */
     LP_CLI_OPT_KIND_CALLBACK, /* PARSE, given the value at OFF */
     LP_CLI_OPT_KIND_TABLE,    /* the options of TABLE, on the struct at OFF; not in --help */
 };

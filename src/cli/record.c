@@ -37,7 +37,8 @@ static int parse_nvml_hz(const struct lp_cli_opt *o, void *value, const char *cm
     }
     errno = 0;
     double hz = strtod(arg, &end);
-    if (errno || !*arg || *end || hz < 0 || hz > 1000) {
+    /* written so that NaN, which fails every comparison, fails the check */
+    if (errno || !*arg || *end || !(hz >= 0 && hz <= 1000)) {
         lp_cli_error(cmd, "%s takes a number from 0 to 1000, not '%s'", opt, arg);
         return -1;
     }

@@ -16,6 +16,11 @@
 #include "llmprof/ncu.h"
 #include "llmprof/report.h"
 
+/* src/report/format.c's rule for text from outside (docs/report.md), declared here: its
+ * header (report_internal.h) is not the CLI's */
+void lp_fmt_put_lines(FILE *f, const char *s);
+const char *lp_fmt_escape(char *buf, size_t len, const char *s);
+
 static int baseline_md(FILE *f, const struct lp_run *r, const struct lp_diff *d)
 {
     (void)r;
@@ -438,8 +443,9 @@ static int read_deep(const struct lp_cli_report *o, const char *path, struct lp_
         return 0;
     struct lp_ncu_report *n = NULL;
     if (lp_ncu_read(&n, csv, err, sizeof err) != LP_OK) {
+        char said[sizeof err]; /* the reason may quote the CSV */
         lp_cli_error(o->cmd, "%s; \"Kernels in depth\" is left out (llmprof deep --force "
-                     "measures again)", err);
+                     "measures again)", lp_fmt_escape(said, sizeof said, err));
         return 0;
     }
     if (lp_run_deep(r, n) != LP_OK) {
@@ -644,7 +650,7 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     struct lp_ranks_unread *unread = NULL;
     char(*why)[512] = NULL;
     size_t n_read = 0, n_unread = 0;
-    int rc = 1, n = lp_cli_run_traces(r->cmd, run, &traces);
+    int n = lp_cli_run_traces(r->cmd, run, &traces), rc = n == -2 ? 2 : 1;
     if (n <= 0)
         goto done;
     if (r->baseline_trace && n > 1) {
@@ -720,11 +726,17 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
                                  "--baseline, left as they were; this report has no baseline",
                          old);
     }
+    /* summary.md and the paths: names already escaped by the writer, and anything else from
+     * outside is escaped here (lines kept) before it reaches the terminal */
     for (int i = 0, shown = 0; i < n; i++)
-        if (summaries[i])
-            printf("%s%s", shown++ ? "\n" : "", summaries[i]);
-    if (run_summary)
-        printf("\n%s", run_summary);
+        if (summaries[i]) {
+            printf("%s", shown++ ? "\n" : "");
+            lp_fmt_put_lines(stdout, summaries[i]);
+        }
+    if (run_summary) {
+        printf("\n");
+        lp_fmt_put_lines(stdout, run_summary);
+    }
 done:
     lp_cli_progress_end();
     lp_cli_outs_free(&outs);

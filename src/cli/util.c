@@ -118,6 +118,63 @@ void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_tr
                 t->n_warnings - shown, path);
 }
 
+/* what a file of mode M is, said when it is refused as an input */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISSOCK(m))
+        return "a socket";
+    if (S_ISCHR(m))
+        return "a character device";
+    return S_ISBLK(m) ? "a block device" : "of another kind";
+}
+
+/* 1 when an input of mode M is refused: reading a FIFO (or socket, or device) waits for a
+ * writer, or never ends; a directory is the caller's to say */
+static int not_regular(mode_t m)
+{
+    return !S_ISREG(m) && !S_ISDIR(m);
+}
+
+int lp_cli_input_check(const char *cmd, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !not_regular(st.st_mode))
+        return 0;
+    lp_cli_error(cmd, "%s is %s, not a regular file, and reading it could wait forever: give "
+                      "a regular file (copy what it carries into one)",
+                 path, file_kind(st.st_mode));
+    return -1;
+}
+
+/* The trace PATH and the run's meta.json beside it, before either is read: 0, or -1 with a
+ * message when one is a FIFO, socket or device. */
+static int check_trace_inputs(const char *cmd, const char *path)
+{
+    char meta[PATH_MAX + 16];
+    if (lp_cli_input_check(cmd, path) != 0)
+        return -1;
+    return lp_cli_meta_path(path, meta, sizeof meta) == 0 ? lp_cli_input_check(cmd, meta) : 0;
+}
+
+int lp_cli_run_check(const char *cmd, const char *run)
+{
+    struct stat st;
+    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode))
+        return check_trace_inputs(cmd, run);
+    char meta[PATH_MAX + 16];
+    if (lp_cli_meta_path(run, meta, sizeof meta) == 0 && lp_cli_input_check(cmd, meta) != 0)
+        return -1;
+    /* a FIFO named like a trace is refused, not waited on */
+    char **traces = NULL;
+    int n = lp_cli_list_traces(run, &traces), rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = lp_cli_input_check(cmd, traces[i]);
+    lp_cli_free_list(traces, n > 0 ? n : 0);
+    return rc;
+}
+
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
 {
     *paths = NULL;
@@ -127,6 +184,8 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
                      run, strerror(errno));
         return -1;
     }
+    if (lp_cli_run_check(cmd, run) != 0)
+        return -2;
     if (!S_ISDIR(st.st_mode)) {
         char **v = malloc(sizeof *v);
         if (!v || !(v[0] = strdup(run))) {
@@ -301,8 +360,12 @@ const char *lp_cli_recorded_command(const char *path, char *buf, size_t len)
 {
     char meta[PATH_MAX + 16], *words = NULL;
     size_t n = 0;
-    json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 ? json_load_file(meta, 0, NULL)
-                                                              : NULL;
+    struct stat st;
+    /* a meta.json that is a FIFO is left unread (lp_cli_run_traces has refused it) */
+    json_t *m = lp_cli_meta_path(path, meta, sizeof meta) == 0 && stat(meta, &st) == 0 &&
+                        S_ISREG(st.st_mode)
+                    ? json_load_file(meta, 0, NULL)
+                    : NULL;
     FILE *f = open_memstream(&words, &n);
     if (f) {
         lp_cli_meta_command(f, json_object_get(m, "command"), NULL);
@@ -323,6 +386,8 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
     char json_path[PATH_MAX];
     if (stat(run, &st) == 0 && S_ISDIR(st.st_mode) && lp_cli_dir_holds_run(run) == 0) {
         snprintf(json_path, sizeof json_path, "%s/report.json", run);
+        if (lp_cli_input_check(cmd, json_path) != 0)
+            return -1;
         json_error_t e;
         json_t *j = json_load_file(json_path, 0, &e);
         if (!j) {
@@ -340,6 +405,8 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
         } else if (stat(trace, &st) != 0 || S_ISDIR(st.st_mode)) {
             lp_cli_error(cmd, "%s names the trace %s, which is not there (from here): give "
                                  "the run directory or the .lpt instead", json_path, trace);
+        } else if (check_trace_inputs(cmd, trace) != 0) {
+            /* said */
         } else if ((size_t)snprintf(path, len, "%s", trace) >= len) {
             lp_cli_error(cmd, "%s: the trace's path is too long", json_path);
         } else if (report_json && !(*report_json = strdup(json_path))) {

@@ -170,10 +170,7 @@ void lp_sink_close(void)
             lp_trace_writer_close(writer);
             unlink(path);
         } else if (!write_failed) {
-            char buf[32];
-            snprintf(buf, sizeof buf, "%" PRIu64, lp_trace_writer_records(writer));
-            lp_trace_writer_set_meta(writer, "records_written", buf);
-            check_write(lp_trace_writer_close(writer));
+            check_write(lp_trace_writer_close(writer)); /* it says the records written */
         } else {
             lp_trace_writer_close(writer);
         }

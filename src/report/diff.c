@@ -72,10 +72,29 @@ static void md_row(FILE *f, const char *what, const struct lp_diff_value *v, enu
             fmt(v->b, u, b, sizeof b), change_text(v, c, sizeof c), verdict_text(v, w, sizeof w));
 }
 
+/* "| A | B" as header cells: the runs' labels */
+static void md_labels(FILE *f, const struct lp_diff *d)
+{
+    for (int x = 0; x < 2; x++) {
+        fprintf(f, " | ");
+        lp_md_cell(f, run_label(d, x));
+    }
+}
+
+/* " → B" after A's label, in a header cell: "calls A → B" */
+static void md_label_pair(FILE *f, const struct lp_diff *d, const char *what)
+{
+    fprintf(f, " | %s ", what);
+    lp_md_cell(f, run_label(d, 0));
+    fprintf(f, " → ");
+    lp_md_cell(f, run_label(d, 1));
+}
+
 static void md_table_head(FILE *f, const struct lp_diff *d, const char *first)
 {
-    fprintf(f, "| %s | %s | %s | change (95 %% interval) | verdict |\n|---|---:|---:|---:|---|\n",
-            first, run_label(d, 0), run_label(d, 1));
+    fprintf(f, "| %s", first);
+    md_labels(f, d);
+    fprintf(f, " | change (95 %% interval) | verdict |\n|---|---:|---:|---:|---|\n");
 }
 
 static void md_warnings(FILE *f, const struct lp_diff *d)
@@ -85,8 +104,13 @@ static void md_warnings(FILE *f, const struct lp_diff *d)
             continue;
         fprintf(f, "> **Warning:** %s", lp_text_diff_warning(bit));
         if (bit == 0)
-            fprintf(f, " (%s: %s; %s: %s)", run_label(d, 0), d->gpu[0], run_label(d, 1),
-                    d->gpu[1]);
+            for (int x = 0; x < 2; x++) {
+                fprintf(f, "%s", x ? "; " : " (");
+                lp_fmt_puts(f, run_label(d, x));
+                fprintf(f, ": ");
+                lp_fmt_puts(f, d->gpu[x] ? d->gpu[x] : "?");
+                fprintf(f, "%s", x ? ")" : "");
+            }
         if (1u << bit == LP_DIFF_WARN_SHAPES)
             fprintf(f, " (%.0f %% shared)", 100 * d->shapes_shared);
         fprintf(f, ".\n\n");
@@ -110,17 +134,17 @@ static void md_gate(FILE *f, const struct lp_diff *d)
 {
     if (!d->n_checks)
         return;
-    fprintf(f, "## Gate\n\n%zu of %zu rules failed.\n\n| rule | %s | %s | change (95 %% "
-               "interval) | result |\n|---|---:|---:|---:|---|\n",
-            d->failed, d->n_checks, run_label(d, 0), run_label(d, 1));
+    fprintf(f, "## Gate\n\n%zu of %zu rules failed.\n\n| rule", d->failed, d->n_checks);
+    md_labels(f, d);
+    fprintf(f, " | change (95 %% interval) | result |\n|---|---:|---:|---:|---|\n");
     for (size_t i = 0; i < d->n_checks; i++) {
         const struct lp_diff_check *c = &d->checks[i];
         const struct lp_diff_value *v = c->value;
         char a[48], b[48], ch[96];
-        fprintf(f, "| `");
-        lp_md_cell(f, c->rule.text ? c->rule.text : "");
+        fprintf(f, "| ");
+        lp_md_code_cell(f, c->rule.text ? c->rule.text : "");
         enum unit u = rule_unit(&c->rule);
-        fprintf(f, "` | %s | %s | %s | %s |\n", v ? fmt(v->a, u, a, sizeof a) : "-",
+        fprintf(f, " | %s | %s | %s | %s |\n", v ? fmt(v->a, u, a, sizeof a) : "-",
                 v ? fmt(v->b, u, b, sizeof b) : "-",
                 v ? change_text(v, ch, sizeof ch) : "-", lp_text_diff_result(c->result));
     }
@@ -135,15 +159,22 @@ static const char *stage_unit(const struct lp_diff_stage *s)
 static void md_stage(FILE *f, const struct lp_diff *d, const struct lp_diff_stage *s)
 {
     char what[96];
-    fprintf(f, "### %s", s->name);
-    if (s->a < 0 || s->b < 0)
-        fprintf(f, " (only in %s)", run_label(d, s->a < 0));
+    fprintf(f, "### ");
+    lp_fmt_puts(f, s->name);
+    if (s->a < 0 || s->b < 0) {
+        fprintf(f, " (only in ");
+        lp_fmt_puts(f, run_label(d, s->a < 0));
+        fprintf(f, ")");
+    }
     fprintf(f, "\n\n");
     char ua[32], ub[32];
-    fprintf(f, "Per %s: %s %s, %s %s. Kernels: %zu added, %zu removed, %zu changed.\n\n",
-            stage_unit(s), run_label(d, 0), fmt(s->units_a, UNIT_COUNT, ua, sizeof ua),
-            run_label(d, 1), fmt(s->units_b, UNIT_COUNT, ub, sizeof ub), s->kernels_added,
-            s->kernels_removed, s->kernels_changed);
+    fprintf(f, "Per %s: ", stage_unit(s));
+    lp_fmt_puts(f, run_label(d, 0));
+    fprintf(f, " %s, ", fmt(s->units_a, UNIT_COUNT, ua, sizeof ua));
+    lp_fmt_puts(f, run_label(d, 1));
+    fprintf(f, " %s. Kernels: %zu added, %zu removed, %zu changed.\n\n",
+            fmt(s->units_b, UNIT_COUNT, ub, sizeof ub), s->kernels_added, s->kernels_removed,
+            s->kernels_changed);
     md_table_head(f, d, "figure");
     md_row(f, "wall per occurrence (mean)", &s->wall, UNIT_NS);
     for (int q = 0; q < LP_DIFF_QUANTILES; q++) {
@@ -176,16 +207,19 @@ static void md_kernels(FILE *f, const struct lp_diff *d, size_t stage)
             hidden++;
             continue;
         }
-        if (!shown++)
-            fprintf(f, "Kernels that changed in %s, by the change of their GPU time per %s:\n\n"
-                       "| kernel | status | calls %s → %s | GPU time %s → %s | change (95 %% "
-                       "interval) |\n|---|---|---:|---:|---:|\n",
-                    d->stages[stage].name, stage_unit(&d->stages[stage]), run_label(d, 0),
-                    run_label(d, 1), run_label(d, 0), run_label(d, 1));
+        if (!shown++) {
+            fprintf(f, "Kernels that changed in ");
+            lp_fmt_puts(f, d->stages[stage].name);
+            fprintf(f, ", by the change of their GPU time per %s:\n\n| kernel | status",
+                    stage_unit(&d->stages[stage]));
+            md_label_pair(f, d, "calls");
+            md_label_pair(f, d, "GPU time");
+            fprintf(f, " | change (95 %% interval) |\n|---|---|---:|---:|---:|\n");
+        }
         char ca[32], cb[32], ta[32], tb[32], ch[96];
-        fprintf(f, "| `");
-        lp_md_cell(f, k->short_name);
-        fprintf(f, "` | %s | %s → %s | %s → %s | %s |\n", lp_text_diff_status(k->status),
+        fprintf(f, "| ");
+        lp_md_code_cell(f, k->short_name);
+        fprintf(f, " | %s | %s → %s | %s → %s | %s |\n", lp_text_diff_status(k->status),
                 fmt(k->calls.a, UNIT_COUNT, ca, sizeof ca),
                 fmt(k->calls.b, UNIT_COUNT, cb, sizeof cb), fmt(k->gpu_ns.a, UNIT_NS, ta, sizeof ta),
                 fmt(k->gpu_ns.b, UNIT_NS, tb, sizeof tb), change_text(&k->gpu_ns, ch, sizeof ch));
@@ -207,12 +241,14 @@ static void md_gemms(FILE *f, const struct lp_diff *d, size_t stage)
             hidden++;
             continue;
         }
-        if (!shown++)
-            fprintf(f, "GEMM shapes that changed in %s:\n\n| m × n × k (batch) | types | status "
-                       "| calls %s → %s | time per call %s → %s | change |\n"
-                       "|---|---|---|---:|---:|---:|\n",
-                    d->stages[stage].name, run_label(d, 0), run_label(d, 1), run_label(d, 0),
-                    run_label(d, 1));
+        if (!shown++) {
+            fprintf(f, "GEMM shapes that changed in ");
+            lp_fmt_puts(f, d->stages[stage].name);
+            fprintf(f, ":\n\n| m × n × k (batch) | types | status");
+            md_label_pair(f, d, "calls");
+            md_label_pair(f, d, "time per call");
+            fprintf(f, " | change |\n|---|---|---|---:|---:|---:|\n");
+        }
         const struct lp_gemm *c = &g->call;
         char ca[32], cb[32], ta[32], tb[32], ch[96];
         fprintf(f, "| %llu × %llu × %llu (%llu) | %s %s → %s | %s | %s → %s | %s → %s | %s |\n",
@@ -240,14 +276,16 @@ static void md_ops(FILE *f, const struct lp_diff *d)
             hidden++;
             continue;
         }
-        if (!shown++)
-            fprintf(f, "## Operators that changed\n\n| operator | status | calls %s → %s | GPU "
-                       "time per call %s → %s | change |\n|---|---|---:|---:|---:|\n",
-                    run_label(d, 0), run_label(d, 1), run_label(d, 0), run_label(d, 1));
+        if (!shown++) {
+            fprintf(f, "## Operators that changed\n\n| operator | status");
+            md_label_pair(f, d, "calls");
+            md_label_pair(f, d, "GPU time per call");
+            fprintf(f, " | change |\n|---|---|---:|---:|---:|\n");
+        }
         char ca[32], cb[32], ta[32], tb[32], ch[96];
-        fprintf(f, "| `");
-        lp_md_cell(f, o->name);
-        fprintf(f, "` | %s | %s → %s | %s → %s | %s |\n", lp_text_diff_status(o->status),
+        fprintf(f, "| ");
+        lp_md_code_cell(f, o->name);
+        fprintf(f, " | %s | %s → %s | %s → %s | %s |\n", lp_text_diff_status(o->status),
                 fmt(o->calls.a, UNIT_COUNT, ca, sizeof ca), fmt(o->calls.b, UNIT_COUNT, cb, sizeof cb),
                 fmt(o->mean_ns.a, UNIT_NS, ta, sizeof ta), fmt(o->mean_ns.b, UNIT_NS, tb, sizeof tb),
                 change_text(&o->mean_ns, ch, sizeof ch));
@@ -262,13 +300,15 @@ int lp_report_diff_md(FILE *f, const struct lp_diff *d)
 {
     fprintf(f, "# llmprof diff\n\n");
     for (int x = 0; x < 2; x++) {
-        fprintf(f, "- **%s**: %s", x ? "B" : "A", run_label(d, x));
-        if (d->gpu[x])
-            fprintf(f, " on %s", d->gpu[x]);
+        fprintf(f, "- **%s**: ", x ? "B" : "A");
+        lp_fmt_puts(f, run_label(d, x));
+        if (d->gpu[x]) {
+            fprintf(f, " on ");
+            lp_fmt_puts(f, d->gpu[x]);
+        }
         if (d->command[x]) {
-            fprintf(f, ": `");
-            lp_md_cell(f, d->command[x]);
-            fprintf(f, "`");
+            fprintf(f, ": ");
+            lp_md_code(f, d->command[x]);
         }
         fprintf(f, "\n");
     }
@@ -462,7 +502,9 @@ static void headline_row(FILE *f, const char *what, const struct lp_diff_value *
 
 int lp_report_diff_headline(FILE *f, const struct lp_diff *d)
 {
-    fprintf(f, "against %s:\n", run_label(d, 0));
+    fprintf(f, "against ");
+    lp_fmt_puts(f, run_label(d, 0));
+    fprintf(f, ":\n");
     for (int bit = 0; bit < LP_DIFF_WARN_BITS; bit++)
         if (d->warnings & (1u << bit))
             fprintf(f, "  warning: %s\n", lp_text_diff_warning(bit));
@@ -470,15 +512,18 @@ int lp_report_diff_headline(FILE *f, const struct lp_diff *d)
     headline_row(f, "TPOT p50", &d->tpot[0], UNIT_NS);
     for (size_t i = 0; i < d->n_stages; i++) {
         const struct lp_diff_stage *s = &d->stages[i];
-        char what[96];
+        char what[96], name[61]; /* the name cut at 60 bytes, whole characters and escapes */
         if (s->a < 0 || s->b < 0) {
-            fprintf(f, "  %s: only in %s\n", s->name, s->a < 0 ? "this run" : "the baseline");
+            fprintf(f, "  ");
+            lp_fmt_puts(f, s->name);
+            fprintf(f, ": only in %s\n", s->a < 0 ? "this run" : "the baseline");
             continue;
         }
-        snprintf(what, sizeof what, "%.60s %s", s->name, s->per_step ? "step p50" : "wall");
+        lp_fmt_escape(name, sizeof name, s->name);
+        snprintf(what, sizeof what, "%s %s", name, s->per_step ? "step p50" : "wall");
         headline_row(f, what, s->per_step ? &s->step[0] : &s->wall, UNIT_NS);
         if (s->kernels_added || s->kernels_removed || s->kernels_changed)
-            fprintf(f, "  %-22.60s kernels: %zu added, %zu removed, %zu changed\n", s->name,
+            fprintf(f, "  %-22s kernels: %zu added, %zu removed, %zu changed\n", name,
                     s->kernels_added, s->kernels_removed, s->kernels_changed);
     }
     return ferror(f) ? -1 : 0;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "llmprof/report.h"
+#include "report_internal.h"
 
 /* 6738415616 -> "6,738,415,616" */
 static const char *commas(double v, char *buf, size_t len)
@@ -64,9 +65,12 @@ static void weights(FILE *o, const struct lp_weights *wt, const struct lp_params
     }
     fprintf(o, "| **total** | %s | %s |\n\ndtypes:", commas(wt->params, x, sizeof x),
             commas(p->total + p->mtp, y, sizeof y));
-    for (int i = 0; i < wt->n_dtypes; i++)
-        fprintf(o, " %s %s%s", wt->by_dtype[i].name, commas(wt->by_dtype[i].params, x, sizeof x),
+    for (int i = 0; i < wt->n_dtypes; i++) { /* dtype names as the safetensors headers say */
+        fprintf(o, " ");
+        lp_fmt_puts(o, wt->by_dtype[i].name);
+        fprintf(o, " %s%s", commas(wt->by_dtype[i].params, x, sizeof x),
                 i + 1 < wt->n_dtypes ? "," : "");
+    }
     fprintf(o, " (elements as stored: packed formats count their containers)\n\n");
 }
 
@@ -77,8 +81,12 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
     const struct lp_model_result *r = rep->result;
     const struct lp_model_bounds *b = rep->bounds;
     char x[32], y[32];
-    fprintf(o, "# %s (%s family): %lld layers, hidden %lld, vocabulary %lld\n\n", m->model_type,
-            m->family, (long long)m->layers, (long long)m->hidden, (long long)m->vocab);
+    fprintf(o, "# "); /* config.json's strings */
+    lp_fmt_puts(o, m->model_type);
+    fprintf(o, " (");
+    lp_fmt_puts(o, m->family);
+    fprintf(o, " family): %lld layers, hidden %lld, vocabulary %lld\n\n", (long long)m->layers,
+            (long long)m->hidden, (long long)m->vocab);
     fprintf(o, "## Parameters (analytic, from config.json)\n\n| | parameters |\n|---|---|\n");
     fprintf(o, "| total | %s (%s) |\n", commas(r->params.total, x, sizeof x), si(r->params.total, y, sizeof y));
     fprintf(o, "| active per decoder token (without the embedding table) | %s (%s) |\n",
@@ -122,9 +130,11 @@ int lp_report_model_md(FILE *o, const struct lp_model_report *rep)
         fprintf(o, "\n");
     }
     if (b) {
-        fprintf(o, "## Roofline on %s (datasheet: %s dense %.1f TFLOP/s, FP32 %.1f TFLOP/s, "
+        fprintf(o, "## Roofline on "); /* the hardware table's name, or --hw-file's */
+        lp_fmt_puts(o, b->gpu.name);
+        fprintf(o, " (datasheet: %s dense %.1f TFLOP/s, FP32 %.1f TFLOP/s, "
                    "%.0f GB/s)\n\n| stage | compute | memory | lower bound | bound by |\n|---|---|---|---|---|\n",
-                b->gpu.name, lp_dtype_name(b->matmul_dtype), b->gpu.tflops[b->matmul_dtype],
+                lp_dtype_name(b->matmul_dtype), b->gpu.tflops[b->matmul_dtype],
                 b->gpu.tflops[LP_DTYPE_FP32], b->gpu.mem_bw_gbs);
         for (int s = 0; s < LP_MODEL_STAGE_COUNT; s++) {
             if (s == LP_MODEL_STAGE_VISION && r->vision_tokens == 0)

@@ -41,6 +41,16 @@ struct out {
     int first;
 };
 
+/* T0 + MS milliseconds, at most UINT64_MAX: a window past the clock's end holds nothing
+ * rather than wrapping round to its start */
+static uint64_t ms_after(uint64_t t0, uint64_t ms)
+{
+    uint64_t ns, t;
+    if (__builtin_mul_overflow(ms, 1000000, &ns) || __builtin_add_overflow(t0, ns, &t))
+        return UINT64_MAX;
+    return t;
+}
+
 static int in(const struct out *o, uint64_t a, uint64_t b)
 {
     return b >= o->from && a <= o->to;
@@ -99,8 +109,8 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
     const struct lp_trace *t = r->trace;
     const char *pid_s = lp_trace_meta(t, "pid");
     long host = pid_s ? strtol(pid_s, NULL, 10) : 1;
-    struct out o = {.f = f, .t0 = r->t0_ns, .first = 1, .from = r->t0_ns + from_ms * 1000000,
-                    .to = to_ms ? r->t0_ns + to_ms * 1000000 : UINT64_MAX};
+    struct out o = {.f = f, .t0 = r->t0_ns, .first = 1, .from = ms_after(r->t0_ns, from_ms),
+                    .to = to_ms ? ms_after(r->t0_ns, to_ms) : UINT64_MAX};
     char buf[160];
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
     snprintf(buf, sizeof buf, "host (pid %ld)", host);
@@ -188,11 +198,11 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
         slice(&o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
         /* the full name is in kernels.csv: here it would double the file */
         fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
-                   "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%u,"
+                   "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"
                    "\"graph\":%u",
                 lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
                 k->block[0], k->block[1], k->block[2], k->registers,
-                k->static_smem + k->dynamic_smem, k->graph_id);
+                (unsigned long long)k->static_smem + k->dynamic_smem, k->graph_id);
         int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
         if (cr >= 0) { /* a replay: where its node was captured */
             fprintf(f, ",\"captured in\":");

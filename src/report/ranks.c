@@ -116,8 +116,10 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
         fprintf(f, "**Left out:** %zu trace%s of the run could not be read; everything below "
                    "is over the other %zu:\n\n", r->n_unread, r->n_unread == 1 ? "" : "s", r->n);
         for (size_t i = 0; i < r->n_unread; i++) {
-            fprintf(f, "- `%s`: ", r->unread[i].trace);
-            lp_md_cell(f, r->unread[i].reason);
+            fprintf(f, "- ");
+            lp_md_code(f, r->unread[i].trace);
+            fprintf(f, ": ");
+            lp_fmt_puts(f, r->unread[i].reason);
             fprintf(f, "\n");
         }
         fprintf(f, "\n");
@@ -128,7 +130,8 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n; i++) {
         const struct lp_rank *k = &r->ranks[i];
-        fprintf(f, "| %s", label(k, l, sizeof l));
+        fprintf(f, "| ");
+        lp_md_cell(f, label(k, l, sizeof l));
         if (k->local_rank >= 0 && k->rank >= 0)
             fprintf(f, " (local %lld)", (long long)k->local_rank);
         fprintf(f, " | ");
@@ -137,7 +140,7 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
                                                           (long long)k->pid), p) : "-",
                 k->device);
         lp_md_cell(f, k->gpu_name ? k->gpu_name : "");
-        fprintf(f, " | %s | %zu | %s | %s | %s | %s | %s | %s | %s | %s | [%s](%s/report.md) |\n",
+        fprintf(f, " | %s | %zu | %s | %s | %s | %s | %s | %s | %s | %s | [",
                 uuid_text(k, u, sizeof u), k->kernels,
                 lp_fmt_ns((double)k->kernel_ns, a, sizeof a),
                 ns_or_dash((double)k->comm_ns, b, sizeof b),
@@ -147,8 +150,13 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
                 num_or_dash(k->energy_j, "J", e, sizeof e),
                 num_or_dash(k->power_mean_w, "W", g, sizeof g),
                 ns_or_dash(k->ttft_s * 1e9, h, sizeof h),
-                k->tpot_s > 0 ? lp_fmt_ns(k->tpot_s * 1e9, tp, sizeof tp) : "-",
-                page(k, pg, sizeof pg), pg);
+                k->tpot_s > 0 ? lp_fmt_ns(k->tpot_s * 1e9, tp, sizeof tp) : "-");
+        /* the subdirectory is named after the trace's file: its link's text and target */
+        page(k, pg, sizeof pg);
+        lp_md_cell(f, pg);
+        fprintf(f, "](");
+        lp_md_cell(f, pg);
+        fprintf(f, "/report.md) |\n");
     }
     fprintf(f, "\nGPU: the CUDA ordinal most of the process's kernels ran on, and its name and "
                "UUID (NVML's form). Energy and mean power: that GPU over the process's "
@@ -157,6 +165,12 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
     if (r->shared_gpus)
         fprintf(f, "\n%zu processes used a GPU another one used too: its energy is counted "
                    "once.\n", r->shared_gpus);
+    if (r->duplicate_ranks)
+        fprintf(f, "\n**Warning:** %zu trace%s claim%s a rank another trace claims (first: rank "
+                   "%lld): two runs in one directory, or a launcher's rank passed to several "
+                   "processes; the ranks' comparison mixes them.\n",
+                r->duplicate_ranks, r->duplicate_ranks == 1 ? "" : "s",
+                r->duplicate_ranks == 1 ? "s" : "", (long long)r->duplicate_rank);
     if (r->energy_gpus)
         fprintf(f, "\nEnergy over the %zu GPU%s with NVML samples: %.1f J.\n", r->energy_gpus,
                 r->energy_gpus == 1 ? "" : "s", r->energy_j);
@@ -176,13 +190,13 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
             char m1[64], m2[64];
             fprintf(f, "| ");
             lp_md_cell(f, st->name);
-            fprintf(f, " | %s | %zu | %s | %s | %s | %s | %s | %s (%s - %s) | %s | %s | %s |\n",
-                    lp_stage_kind_name(st->kind), st->n,
-                    ns_or_dash(st->wall_median, a, sizeof a),
+            fprintf(f, " | %s | %zu | %s | %s | %s | %s | ", lp_stage_kind_name(st->kind),
+                    st->n, ns_or_dash(st->wall_median, a, sizeof a),
                     ns_or_dash(st->wall_min, b, sizeof b), ns_or_dash(st->wall_max, c, sizeof c),
-                    share_or_dash(st->wall_spread, d, sizeof d),
-                    st->n > 1 && st->slowest < r->n ? label(&r->ranks[st->slowest], l, sizeof l)
-                                                    : "-",
+                    share_or_dash(st->wall_spread, d, sizeof d));
+            lp_md_cell(f, st->n > 1 && st->slowest < r->n
+                              ? label(&r->ranks[st->slowest], l, sizeof l) : "-");
+            fprintf(f, " | %s (%s - %s) | %s | %s | %s |\n",
                     lp_fmt_ns(st->busy_median, e, sizeof e),
                     lp_fmt_ns(st->busy_min, m1, sizeof m1),
                     lp_fmt_ns(st->busy_max, m2, sizeof m2),
@@ -304,6 +318,7 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
     if (!doc)
         return -1;
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
+    json_object_set_new(doc, "duplicate_ranks", json_integer((json_int_t)r->duplicate_ranks));
     json_t *unread = json_array();
     for (size_t i = 0; i < r->n_unread; i++)
         json_array_append_new(unread, json_pack("{s:s,s:s}", "trace", r->unread[i].trace,

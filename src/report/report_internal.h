@@ -1,5 +1,5 @@
-/* Shared by the run report writers: the JSON document (the HTML report embeds it) and
- * number formatting for tables. Not installed. */
+/* Shared by the run report writers: the JSON document (the HTML report embeds it), number
+ * formatting for tables and the escaping of names. Not installed. */
 #ifndef LP_REPORT_INTERNAL_H
 #define LP_REPORT_INTERNAL_H
 
@@ -84,9 +84,23 @@ const char *lp_text_diff_warning_key(int bit);
 
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
-/* a CSV field (RFC 4180): quoted when it holds a comma, quote or line break (run_csv.c) */
-void lp_csv_field(FILE *f, const char *s);
-/* Markdown table cell: '|' and newlines escaped */
+
+/* Text from outside (kernel, device, range, operator, host and command names; a config's
+ * and Nsight Compute's strings), written by one rule (format.c, docs/report.md): control
+ * characters and bytes that are not UTF-8 as \xNN, a backslash kept. */
+/* terminal output and Markdown prose: newlines escaped too */
+void lp_fmt_puts(FILE *f, const char *s);
+/* the same with newlines kept: text of several lines composed here (the printed summary) */
+void lp_fmt_put_lines(FILE *f, const char *s);
+/* escaped into BUF, cut at a whole character or escape where LEN ends; returns BUF */
+const char *lp_fmt_escape(char *buf, size_t len, const char *s);
+/* a Markdown table cell: also '|' as "\|" and '`' as "\`" */
 void lp_md_cell(FILE *f, const char *s);
+/* a Markdown code span, fenced by more backticks than S holds in a row: in prose, and in a
+ * table cell ('|' as "\|") */
+void lp_md_code(FILE *f, const char *s);
+void lp_md_code_cell(FILE *f, const char *s);
+/* a CSV field (RFC 4180): quoted when it holds a comma or a quote */
+void lp_csv_field(FILE *f, const char *s);
 
 #endif

@@ -9,21 +9,6 @@
 #include "llmprof/report.h"
 #include "report_internal.h"
 
-void lp_csv_field(FILE *f, const char *s)
-{
-    if (strpbrk(s, ",\"\n\r")) {
-        fputc('"', f);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
-}
-
 static void rows(FILE *f, const struct lp_run *r, const char *scope,
                  const struct lp_kernel_table *t)
 {
@@ -281,8 +266,10 @@ int lp_report_deep_csv(FILE *f, const struct lp_run *r)
         fputc(',', f);
         if (w->ridge > 0)
             fprintf(f, "%.6g", w->ridge);
-        for (int s = 0; s < LP_DEEP_STALLS; s++)
-            fprintf(f, ",%s", w->j.stall[s] >= 0 ? d->ncu->stall_names[w->j.stall[s]] : "");
+        for (int s = 0; s < LP_DEEP_STALLS; s++) {
+            fputc(',', f);
+            lp_csv_field(f, w->j.stall[s] >= 0 ? d->ncu->stall_names[w->j.stall[s]] : "");
+        }
         fprintf(f, ",%s,%s\n", lp_text_deep_bound_key(w->j.bound),
                 lp_text_deep_advice_key(w->advice));
     }

@@ -17,9 +17,16 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* JSON integers are int64 here: a value past it (a crafted trace's) is written as the most */
 static json_t *u64(uint64_t v)
 {
-    return json_integer((json_int_t)v);
+    return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* the nearest integer of a real ns value, within int64 */
+static json_int_t ns_round(double x)
+{
+    return x >= 9.2e18 ? INT64_MAX : x <= -9.2e18 ? INT64_MIN : (json_int_t)llround(x);
 }
 
 static json_t *stat_json(const struct lp_stat *s)
@@ -673,6 +680,8 @@ static json_t *deep_json(const struct lp_run *r)
         json_object_set_new(o, "block", json_pack("[iii]", w->block[0], w->block[1], w->block[2]));
         json_object_set_new(o, "config_in_run", json_boolean(!(w->flags & LP_DEEP_ROW_UNSEEN)));
         json_object_set_new(o, "stage_by_nvtx", json_boolean(w->flags & LP_DEEP_ROW_BY_NVTX));
+        json_object_set_new(o, "tensor_unnamed",
+                            json_boolean(w->flags & LP_DEEP_ROW_TENSOR_UNNAMED));
         json_object_set_new(o, "run_gpu_ns", u64(w->run_ns));
         json_object_set_new(o, "run_calls", u64(w->run_calls));
         json_object_set_new(o, "share", num(w->share));
@@ -894,7 +903,7 @@ static void ns_integers(json_t *v, int ns)
             size_t l = strlen(key);
             int under = l >= 3 && !strcmp(key + l - 3, "_ns");
             if ((under || ns) && json_is_real(x))
-                json_object_set_new(v, key, json_integer((json_int_t)llround(json_real_value(x))));
+                json_object_set_new(v, key, json_integer(ns_round(json_real_value(x))));
             else
                 ns_integers(x, under);
         }
@@ -902,7 +911,7 @@ static void ns_integers(json_t *v, int ns)
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *x = json_array_get(v, i);
             if (ns && json_is_real(x))
-                json_array_set_new(v, i, json_integer((json_int_t)llround(json_real_value(x))));
+                json_array_set_new(v, i, json_integer(ns_round(json_real_value(x))));
             else
                 ns_integers(x, ns && json_is_array(x));
         }

@@ -56,14 +56,16 @@ static void capture_line(FILE *f, const struct lp_run *r)
         break;
     default: break;
     }
+    char flag[512]; /* the mode is the trace's string: one code span with the flag */
+    snprintf(flag, sizeof flag, "--capture %s", c->mode ? c->mode : "");
+    fprintf(f, "- **Capture windows** (");
+    lp_md_code(f, flag);
     if (c->n_windows == 0) {
-        fprintf(f, "- **Capture windows** (`--capture %s`): %s, so no kernels were recorded.\n",
-                c->mode, none);
+        fprintf(f, "): %s, so no kernels were recorded.\n", none);
         return;
     }
-    fprintf(f, "- **Capture windows** (`--capture %s`%s): kernels were recorded in %zu "
-               "window%s, %s", c->mode, opens, c->n_windows, c->n_windows == 1 ? "" : "s",
-            NS(c->recorded_ns));
+    fprintf(f, "%s): kernels were recorded in %zu window%s, %s", opens, c->n_windows,
+            c->n_windows == 1 ? "" : "s", NS(c->recorded_ns));
     if (c->span_ns)
         fprintf(f, " of the %s recorded", NS2(c->span_ns));
     fprintf(f, "; stage and step figures come from the windows only");
@@ -81,15 +83,22 @@ static void header(FILE *f, const struct lp_run *r)
 {
     const struct lp_trace *t = r->trace;
     char b1[32], b2[32], b4[32];
-    fprintf(f, "- trace: `%s` (format %u.%u, %s, %llu records, %s)\n", t->path ? t->path : "",
-            t->version_major, t->version_minor, t->complete ? "complete" : "INCOMPLETE",
-            (unsigned long long)t->n_records, BYTES(t->file_bytes));
-    if (command(r)[0])
-        fprintf(f, "- command: `%s`\n", command(r));
-    for (size_t i = 0; i < t->n_devices; i++)
-        fprintf(f, "- GPU %u: %s, cc %u.%u, %u SMs, %s\n", t->devices[i].id,
-                lp_trace_str(t, t->devices[i].name), t->devices[i].cc_major,
-                t->devices[i].cc_minor, t->devices[i].sm_count, BYTES(t->devices[i].mem_bytes));
+    fprintf(f, "- trace: ");
+    lp_md_code(f, t->path ? t->path : "");
+    fprintf(f, " (format %u.%u, %s, %llu records, %s)\n", t->version_major, t->version_minor,
+            t->complete ? "complete" : "INCOMPLETE", (unsigned long long)t->n_records,
+            BYTES(t->file_bytes));
+    if (command(r)[0]) {
+        fprintf(f, "- command: ");
+        lp_md_code(f, command(r));
+        fprintf(f, "\n");
+    }
+    for (size_t i = 0; i < t->n_devices; i++) {
+        fprintf(f, "- GPU %u: ", t->devices[i].id);
+        lp_fmt_puts(f, lp_trace_str(t, t->devices[i].name));
+        fprintf(f, ", cc %u.%u, %u SMs, %s\n", t->devices[i].cc_major, t->devices[i].cc_minor,
+                t->devices[i].sm_count, BYTES(t->devices[i].mem_bytes));
+    }
     if (r->kernels_recorded && r->unrecorded_ns)
         fprintf(f, "- GPU work from first to last: %s, %s of it between capture windows (not "
                    "recorded); GPU busy %.1f %% of the rest%s (measured)\n",
@@ -165,9 +174,14 @@ static void ttft_parts(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (s->ttft_share <= 0)
             continue;
-        fprintf(f, "\n- %s: %s, %s", s->name, NS(s->ttft_ns_per_request), PCT(s->ttft_share));
-        for (size_t j = 0; j < s->n_sub; j++)
-            fprintf(f, "%s%s %s", j ? ", " : " (", s->sub[j].name, PCT(s->sub[j].ttft_share));
+        fprintf(f, "\n- ");
+        lp_fmt_puts(f, s->name);
+        fprintf(f, ": %s, %s", NS(s->ttft_ns_per_request), PCT(s->ttft_share));
+        for (size_t j = 0; j < s->n_sub; j++) {
+            fprintf(f, "%s", j ? ", " : " (");
+            lp_fmt_puts(f, s->sub[j].name);
+            fprintf(f, " %s", PCT(s->sub[j].ttft_share));
+        }
         fprintf(f, "%s", s->n_sub ? ")" : "");
     }
     fprintf(f, "\n- in no stage (host work before and between them): %s\n",
@@ -245,7 +259,7 @@ static void llm_section(FILE *f, const struct lp_run *r)
         fprintf(f, "| prefill tokens/s | %.1f | measured |\n", m->prefill_tokens_per_s);
     if (m->decode_tokens_per_s > 0)
         fprintf(f, "| decode tokens/s | %.1f | measured |\n", m->decode_tokens_per_s);
-    if (r->has_util)
+    if (r->has_util && r->request_s > 0)
         fprintf(f, "| MFU (request) | %.2f %% | analytic FLOPs / measured time |\n"
                    "| MBU (request) | %.2f %% | analytic bytes / measured time |\n",
                 100 * r->mfu, 100 * r->mbu);
@@ -467,12 +481,13 @@ static void serving(FILE *f, const struct lp_run *r)
         return;
     lp_text_serving_cause(s, why, sizeof why);
     fprintf(f, "\n## Serving\n\nA serving loop (continuous batching: several requests share each "
-               "forward pass): %s. An iteration is one forward pass, found from the lm_head's "
+               "forward pass): ");
+    lp_fmt_puts(f, why);
+    fprintf(f, ". An iteration is one forward pass, found from the lm_head's "
                "calls: each pass runs it once, on the sequences that sample. Measured: an "
                "iteration's time runs from its forward's first kernel to the end of its "
                "lm_head's; its period from the previous iteration's end to its own, what each "
-               "of its decode sequences waited for its token.\n",
-            why);
+               "of its decode sequences waited for its token.\n");
     if (s->anchors_outside)
         fprintf(f, "\n%zu lm_head call%s ran no recorded kernel (captured into a CUDA graph, or "
                    "its kernels not recorded): %s iteration%s left out.\n",
@@ -504,9 +519,14 @@ static void findings(FILE *f, const struct lp_run *r)
         const struct lp_finding *x = &r->findings[i];
         struct lp_finding_text t;
         lp_text_finding(r, x, &t);
-        fprintf(f, "%zu. **[%s] %s.** %s  \n   *Next:* %s\n", i + 1,
-                sev[x->severity < 0 ? 0 : x->severity > 2 ? 2 : x->severity], t.title,
-                t.evidence, t.advice);
+        fprintf(f, "%zu. **[%s] ", i + 1,
+                sev[x->severity < 0 ? 0 : x->severity > 2 ? 2 : x->severity]);
+        lp_fmt_puts(f, t.title);
+        fprintf(f, ".** ");
+        lp_fmt_puts(f, t.evidence);
+        fprintf(f, "  \n   *Next:* ");
+        lp_fmt_puts(f, t.advice);
+        fprintf(f, "\n");
     }
 }
 
@@ -525,7 +545,9 @@ static void stages(FILE *f, const struct lp_run *r)
             NS(r->opt.gap_ns));
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        fprintf(f, "| %s%s | %zu | %s | ", s->name, s->variable ? " ~" : "", s->occurrences,
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, "%s | %zu | %s | ", s->variable ? " ~" : "", s->occurrences,
                 s->occurrences ? NS(s->wall.mean) : "-");
         fprintf(f, "%s | ", s->occurrences > 1 ? PCT(s->wall.cv) : "-");
         fprintf(f, "%s | ", s->occurrences ? NS(s->wall.min) : "-");
@@ -549,12 +571,17 @@ static void stages(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        for (size_t j = 0; j < s->n_sub; j++)
-            fprintf(f, "\n- %s contains %s: %zu ranges, %s wall, %s of GPU time (a part of "
-                       "%s, not added again)%s%s",
-                    s->name, s->sub[j].name, s->sub[j].count, NS(s->sub[j].wall_ns),
-                    NS2(s->sub[j].gpu_ns), s->name, s->sub[j].ttft_share > 0 ? "; of TTFT " : "",
+        for (size_t j = 0; j < s->n_sub; j++) {
+            fprintf(f, "\n- ");
+            lp_fmt_puts(f, s->name);
+            fprintf(f, " contains ");
+            lp_fmt_puts(f, s->sub[j].name);
+            fprintf(f, ": %zu ranges, %s wall, %s of GPU time (a part of ", s->sub[j].count,
+                    NS(s->sub[j].wall_ns), NS2(s->sub[j].gpu_ns));
+            lp_fmt_puts(f, s->name);
+            fprintf(f, ", not added again)%s%s", s->sub[j].ttft_share > 0 ? "; of TTFT " : "",
                     s->sub[j].ttft_share > 0 ? PCT(s->sub[j].ttft_share) : "");
+        }
     }
     if (r->kernels_recorded)
         fprintf(f, "\n\nKernels: %zu tied to a stage through their launching call, %zu by time "
@@ -582,7 +609,9 @@ static void communication(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (!s->comm_ns)
             continue;
-        fprintf(f, "| %s | %s | ", s->name, NS(s->comm_ns));
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " | %s | ", NS(s->comm_ns));
         fprintf(f, "%s | ", s->gpu_ns ? PCT(s->cat_share[LP_KCAT_COMMUNICATION]) : "-");
         fprintf(f, "%s | %s |\n", NS2(s->comm_overlap_ns), PCT(s->comm_overlap_share));
     }
@@ -645,7 +674,9 @@ static void overhead(FILE *f, const struct lp_run *r)
             has |= s->overhead_ns[k] > 0;
         if (!has)
             continue;
-        fprintf(f, "| %s |", s->name);
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " |");
         for (int k = 0; k < LP_OVERHEAD_CLASS_COUNT; k++)
             if (shown[k] && s->overhead_ns[k])
                 fprintf(f, " %s (%s) |", NS(s->overhead_ns[k]), PCT(s->overhead_share[k]));
@@ -661,23 +692,28 @@ static void utilisation(FILE *f, const struct lp_run *r)
     char note[1024];
     lp_text_util(r, note, sizeof note);
     if (!r->has_util) {
-        fprintf(f, "Not computed: %s.\n", note);
+        fprintf(f, "Not computed: ");
+        lp_fmt_puts(f, note);
+        fprintf(f, ".\n");
         return;
     }
-    fprintf(f, "Source: %s.\n\n| stage | model FLOPs/occ | model bytes/occ | achieved "
-               "TFLOP/s | achieved GB/s | MFU | MBU |\n|---|---|---|---|---|---|---|\n",
-            note);
+    fprintf(f, "Source: ");
+    lp_fmt_puts(f, note);
+    fprintf(f, ".\n\n| stage | model FLOPs/occ | model bytes/occ | achieved TFLOP/s | achieved "
+               "GB/s | MFU | MBU |\n|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
         if (!s->has_util)
             continue;
-        fprintf(f, "| %s | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n", s->name,
-                s->model_flops, s->model_bytes, s->achieved_tflops, s->achieved_gbs,
-                100 * s->mfu, 100 * s->mbu);
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n", s->model_flops,
+                s->model_bytes, s->achieved_tflops, s->achieved_gbs, 100 * s->mfu, 100 * s->mbu);
     }
-    fprintf(f, "| request | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n",
-            r->request_flops, r->request_bytes, r->request_tflops, r->request_gbs, 100 * r->mfu,
-            100 * r->mbu);
+    if (r->request_s > 0) /* unknown when the decode's steps are */
+        fprintf(f, "| request | %.3g | %.3g | %.1f | %.0f | %.2f %% | %.2f %% |\n",
+                r->request_flops, r->request_bytes, r->request_tflops, r->request_gbs,
+                100 * r->mfu, 100 * r->mbu);
 }
 
 /* a ratio, or "-" when there is nothing to divide by */
@@ -696,18 +732,20 @@ static void counters(FILE *f, const struct lp_run *r)
     if (!k->segments && !k->metrics)
         return;
     fprintf(f, "\n## Hardware counters\n\nCounted by the GPU (CUPTI range profiler, one pass, "
-               "no replay%s%s): %zu segments cut at the stage ranges, %zu of them outside the "
-               "measured stages (warm-up, gaps). Tensor FLOPs are what the tensor cores did "
-               "(the counters of %s); DRAM bytes what was read and written. Per step for decode, "
+               "no replay%s", k->chip ? ", " : "");
+    lp_fmt_puts(f, k->chip ? k->chip : "");
+    fprintf(f, "): %zu segments cut at the stage ranges, %zu of them outside the measured "
+               "stages (warm-up, gaps). Tensor FLOPs are what the tensor cores did (the counters "
+               "of ", k->segments, k->outside);
+    lp_fmt_puts(f, k->metrics ? k->metrics : "no metrics named");
+    fprintf(f, "); DRAM bytes what was read and written. Per step for decode, "
                "per occurrence otherwise; ratios against the model's matmul FLOPs and bytes "
                "(analytic) and the cuBLAS calls' FLOPs (shapes). Tensor FLOPs above the "
                "model's are work the tensor cores did that the model does not need: a few "
                "tokens padded to the MMA tile (decode), padded expert groups (MoE), a "
                "compressed KV cache expanded every step (MLA), recomputation. So the tensor "
                "share of the peak below is of the work executed, not the model's useful FLOPs "
-               "(MFU, in Utilisation).\n\n",
-            k->chip ? ", " : "", k->chip ? k->chip : "", k->segments, k->outside,
-            k->metrics ? k->metrics : "no metrics named");
+               "(MFU, in Utilisation).\n\n");
     fprintf(f, "| stage | segments | tensor FLOPs/unit | tensor TFLOP/s | executed / peak | "
                "DRAM bytes/unit | DRAM GB/s | MBU (counters) | / model FLOPs | / cuBLAS FLOPs | "
                "/ model bytes |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -716,8 +754,10 @@ static void counters(FILE *f, const struct lp_run *r)
         const struct lp_stage_counters *s = &r->stages[i].ctr;
         if (!s->segments)
             continue;
-        fprintf(f, "| %s | %zu | %.4g | %.1f | %.2f %% | %.4g | %.0f | %.2f %% | %s | %s | %s |\n",
-                r->stages[i].name, s->segments, s->flops_per_unit, s->tflops,
+        fprintf(f, "| ");
+        lp_md_cell(f, r->stages[i].name);
+        fprintf(f, " | %zu | %.4g | %.1f | %.2f %% | %.4g | %.0f | %.2f %% | %s | %s | %s |\n",
+                s->segments, s->flops_per_unit, s->tflops,
                 100 * s->executed_share, s->bytes_per_unit, s->gbs, 100 * s->mbu,
                 ratio(s->vs_model_flops, a, sizeof a), ratio(s->vs_gemm_flops, b, sizeof b),
                 ratio(s->vs_model_bytes, c, sizeof c));
@@ -729,11 +769,14 @@ static void counters(FILE *f, const struct lp_run *r)
             continue;
         char why[640];
         lp_text_excess(s, why, sizeof why);
-        fprintf(f, "%s- %s: the tensor cores executed %.3g x the model's matmul FLOPs %s: %s.\n",
-                said++ ? "" : "\nExecuted against useful work (the model's FLOPs, which MFU "
-                              "counts):\n\n",
-                r->stages[i].name, s->vs_model_flops,
-                r->stages[i].kind == LP_STAGE_KIND_DECODE ? "per step" : "per occurrence", why);
+        fprintf(f, "%s- ", said++ ? "" : "\nExecuted against useful work (the model's FLOPs, "
+                                          "which MFU counts):\n\n");
+        lp_fmt_puts(f, r->stages[i].name);
+        fprintf(f, ": the tensor cores executed %.3g x the model's matmul FLOPs %s: ",
+                s->vs_model_flops,
+                r->stages[i].kind == LP_STAGE_KIND_DECODE ? "per step" : "per occurrence");
+        lp_fmt_puts(f, why);
+        fprintf(f, ".\n");
     }
 }
 
@@ -751,7 +794,9 @@ static void pm_row(FILE *f, const char *name, const struct lp_pm_stats *s)
     char mbu[24] = "-";
     if (s->mbu > 0)
         snprintf(mbu, sizeof mbu, "%.1f %%", 100 * s->mbu);
-    fprintf(f, "| %s | %zu | %.3f | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", name, s->samples,
+    fprintf(f, "| ");
+    lp_md_cell(f, name);
+    fprintf(f, " | %zu | %.3f | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", s->samples,
             s->seconds, m[LP_PM_TENSOR], m[LP_PM_SM_ISSUE], m[LP_PM_GR_ACTIVE], m[LP_PM_SM_ACTIVE],
             m[LP_PM_IDLE_SM_WARPS], s->dram_gbs, mbu, m[LP_PM_GPC_MHZ]);
 }
@@ -761,14 +806,15 @@ static void pm(FILE *f, const struct lp_run *r)
     const struct lp_run_pm *k = &r->pm;
     if (!k->all.samples && !k->metrics)
         return;
-    fprintf(f, "\n## GPU throughput sampled over time\n\nSampled by the GPU (CUPTI PM sampling%s%s, "
-               "every %.0f us): %zu samples, %zu of them outside the measured stages (warm-up, "
+    fprintf(f, "\n## GPU throughput sampled over time\n\nSampled by the GPU (CUPTI PM sampling%s",
+            k->chip ? ", " : "");
+    lp_fmt_puts(f, k->chip ? k->chip : "");
+    fprintf(f, ", every %.0f us): %zu samples, %zu of them outside the measured stages (warm-up, "
                "gaps). Means over each stage's measured occurrences, weighted by time: tensor "
                "pipe, SM issue slots, compute engine (GR) and SMs active, as percentages of their "
                "peak; warp slots left empty because their SM had no work; DRAM bandwidth from the "
                "bytes counted (MBU: of the GPU's peak). report.html draws them over time.\n\n",
-            k->chip ? ", " : "", k->chip ? k->chip : "", (double)k->interval_ns / 1e3,
-            k->all.samples, k->outside.samples);
+            (double)k->interval_ns / 1e3, k->all.samples, k->outside.samples);
     fprintf(f, "| stage | samples | seconds | tensor pipe | SM issue | GR active | SMs active | "
                "idle-SM warp slots | DRAM GB/s | MBU (sampled) | GPC MHz |\n"
                "|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -793,8 +839,9 @@ static void gemm_stages(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (!s->gemm_calls && !s->gemm_unshaped_ns)
             continue;
-        fprintf(f, "| %s | %llu | %s | ", s->name, (unsigned long long)s->gemm_calls,
-                NS(s->gemm_ns));
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " | %llu | %s | ", (unsigned long long)s->gemm_calls, NS(s->gemm_ns));
         fprintf(f, "%s | %s | %.1f | ", NS2(s->gemm_unshaped_ns),
                 s->gemm_coverage >= 0 ? lp_fmt_pct(s->gemm_coverage, b1, sizeof b1) : "-",
                 s->gemm_tflops);
@@ -812,13 +859,15 @@ static void gemm_stages(FILE *f, const struct lp_run *r)
     }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        if (s->gemm_context_flops > 0 && s->gemm_vs_model > 0)
-            fprintf(f, "\n%s: %.0f %% of the measured GEMM FLOPs are calls over the whole "
-                       "context every step (in the table below, the rows whose size steps), "
-                       "which the model counts once per token; without them measured / "
-                       "analytic matmul FLOPs is %.3f.\n",
-                    s->name, 100 * s->gemm_context_flops / s->gemm_flops,
-                    s->gemm_vs_model_rest);
+        if (s->gemm_context_flops > 0 && s->gemm_vs_model > 0) {
+            fprintf(f, "\n");
+            lp_fmt_puts(f, s->name);
+            fprintf(f, ": %.0f %% of the measured GEMM FLOPs are calls over the whole context "
+                       "every step (in the table below, the rows whose size steps), which the "
+                       "model counts once per token; without them measured / analytic matmul "
+                       "FLOPs is %.3f.\n",
+                    100 * s->gemm_context_flops / s->gemm_flops, s->gemm_vs_model_rest);
+        }
     }
 }
 
@@ -835,8 +884,10 @@ static void moe_gemms(FILE *f, const struct lp_run *r)
             fprintf(f, "\nMoE expert GEMMs per stage (measured: grouped GEMM kernels by "
                        "name, and with --model the batched cuBLAS calls of the experts' "
                        "shapes), and their share of the stage's GPU time:\n");
-        fprintf(f, "\n- %s: %s in %zu kernels, %s", s->name, NS(s->moe_gemm_ns),
-                s->moe_gemm_kernels, PCT(s->moe_gemm_share));
+        fprintf(f, "\n- ");
+        lp_fmt_puts(f, s->name);
+        fprintf(f, ": %s in %zu kernels, %s", NS(s->moe_gemm_ns), s->moe_gemm_kernels,
+                PCT(s->moe_gemm_share));
     }
     if (any)
         fprintf(f, "\n");
@@ -857,9 +908,11 @@ static void unshaped(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < n; i++) {
         const struct lp_unshaped_gemm *u = &r->unshaped[i];
         const struct lp_stage_report *s = &r->stages[u->stage];
-        fprintf(f, "| %s | `", s->name);
-        lp_md_cell(f, r->short_names[u->group]);
-        fprintf(f, "` | %llu | %s | %s |\n", (unsigned long long)u->calls, NS(u->gpu_ns),
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " | ");
+        lp_md_code_cell(f, r->short_names[u->group]);
+        fprintf(f, " | %llu | %s | %s |\n", (unsigned long long)u->calls, NS(u->gpu_ns),
                 PCT(u->stage_share));
     }
     if (r->n_unshaped > n)
@@ -872,7 +925,9 @@ static void gemms(FILE *f, const struct lp_run *r)
     char b1[32], b2[32];
     fprintf(f, "\n## GEMMs\n\n");
     if (!r->gemm_calls) {
-        fprintf(f, "No cuBLAS GEMM call was recorded (capture: %s).\n", lp_text_gemm_state(r));
+        fprintf(f, "No cuBLAS GEMM call was recorded (capture: ");
+        lp_fmt_puts(f, lp_text_gemm_state(r));
+        fprintf(f, ").\n");
         if (r->gemm_unshaped_ns) {
             fprintf(f, "\n");
             gemm_stages(f, r);
@@ -880,21 +935,24 @@ static void gemms(FILE *f, const struct lp_run *r)
         }
         return;
     }
-    fprintf(f, "Measured: every cuBLAS and cuBLASLt GEMM call (capture: %s), %llu calls, %llu "
-               "tied to the kernels they launched, %llu failed. Shapes are as cuBLAS sees "
-               "them (column-major, D[m x n] = op(A)[m x k] op(B)[k x n]): for PyTorch's "
-               "y = x W^T, m is out_features and n the tokens. FLOPs are 2 m n k batch of the "
-               "recorded shape; time is the GPU time of the call's kernels; the peak is the "
-               "dense peak of the inputs' dtype (TF32 when fp32 runs on tensor cores) on %s. "
-               "With shapes: the share of the stage's GEMM-kernel time whose calls were "
+    fprintf(f, "Measured: every cuBLAS and cuBLASLt GEMM call (capture: ");
+    lp_fmt_puts(f, lp_text_gemm_state(r));
+    fprintf(f, "), %llu calls, %llu tied to the kernels they launched, %llu failed. Shapes are "
+               "as cuBLAS sees them (column-major, D[m x n] = op(A)[m x k] op(B)[k x n]): for "
+               "PyTorch's y = x W^T, m is out_features and n the tokens. FLOPs are 2 m n k "
+               "batch of the recorded shape; time is the GPU time of the call's kernels; the "
+               "peak is the dense peak of the inputs' dtype (TF32 when fp32 runs on tensor "
+               "cores) on ",
+            (unsigned long long)r->gemm_calls, (unsigned long long)r->gemm_linked,
+            (unsigned long long)r->gemm_failed);
+    lp_fmt_puts(f, r->gpu.name[0] ? r->gpu.name : "the recorded GPU");
+    fprintf(f, ". With shapes: the share of the stage's GEMM-kernel time whose calls were "
                "recorded; the rest (without shapes) has no FLOPs, so measured MFU (GEMMs) "
                "marked (part) covers only that share. Measured MFU (GEMMs) is GEMM FLOPs over "
                "the stage's time at the %s peak, beside the analytic MFU; linear FLOPs leave "
                "out attention scores (QK^T, PV), which attention kernels compute outside "
                "cuBLAS.\n\n",
-            lp_text_gemm_state(r), (unsigned long long)r->gemm_calls,
-            (unsigned long long)r->gemm_linked, (unsigned long long)r->gemm_failed,
-            r->gpu.name[0] ? r->gpu.name : "the recorded GPU", lp_dtype_name(r->dtype));
+            lp_dtype_name(r->dtype));
     gemm_stages(f, r);
     unshaped(f, r);
     size_t top = r->n_gemms < r->opt.top_k ? r->n_gemms : r->opt.top_k;
@@ -909,10 +967,13 @@ static void gemms(FILE *f, const struct lp_run *r)
                  (unsigned long long)c->m, (unsigned long long)g->vary_hi);
         snprintf(dn, sizeof dn, g->vary_dim == 'n' ? "%llu..%llu" : "%llu",
                  (unsigned long long)c->n, (unsigned long long)g->vary_hi);
-        fprintf(f, "| %zu | %s%s | %s x %s x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s "
-                   "| %s | %.1f | ",
-                i + 1, g->stage >= 0 ? r->stages[g->stage].name : "-", g->replayed ? " (replayed)" : "",
-                dm, dn, (unsigned long long)c->k, (unsigned long long)c->batch, trans_names[c->transa % 3], trans_names[c->transb % 3],
+        fprintf(f, "| %zu | ", i + 1);
+        lp_md_cell(f, g->stage >= 0 ? r->stages[g->stage].name : "-");
+        fprintf(f, "%s | %s x %s x %llu | %llu | %c%c | %s/%s -> %s (%s) | %llu | %s | %s "
+                   "| %.1f | ",
+                g->replayed ? " (replayed)" : "", dm, dn, (unsigned long long)c->k,
+                (unsigned long long)c->batch, trans_names[c->transa % 3],
+                trans_names[c->transb % 3],
                 lp_cuda_type_name(c->a_type), lp_cuda_type_name(c->b_type),
                 lp_cuda_type_name(c->d_type), lp_compute_type_name(c->compute_type),
                 (unsigned long long)g->calls, NS(g->gpu_ns), NS2(g->mean_ns), g->tflops);
@@ -920,12 +981,15 @@ static void gemms(FILE *f, const struct lp_run *r)
             fprintf(f, "%.1f %% | ", 100 * g->peak_share);
         else
             fprintf(f, "- | ");
-        if (c->algo >= 0)
-            fprintf(f, "%d / %s | `", c->algo, lp_trace_str(r->trace, c->tile));
-        else
-            fprintf(f, "- | `");
-        lp_md_cell(f, g->top_group != SIZE_MAX ? r->short_names[g->top_group] : "-");
-        fprintf(f, "` | ");
+        if (c->algo >= 0) {
+            fprintf(f, "%d / ", c->algo);
+            lp_md_cell(f, lp_trace_str(r->trace, c->tile));
+            fprintf(f, " | ");
+        } else {
+            fprintf(f, "- | ");
+        }
+        lp_md_code_cell(f, g->top_group != SIZE_MAX ? r->short_names[g->top_group] : "-");
+        fprintf(f, " | ");
         char hint[512];
         lp_text_gemm_hint(g, hint, sizeof hint);
         lp_md_cell(f, hint);
@@ -969,8 +1033,9 @@ static void graphs(FILE *f, const struct lp_run *r)
                "|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_graphs; i++) {
         const struct lp_graph_row *g = &r->graphs[i];
-        fprintf(f, "| %s | %u | %llu | ", r->stages[g->stage].name, g->graph_id,
-                (unsigned long long)g->replays);
+        fprintf(f, "| ");
+        lp_md_cell(f, r->stages[g->stage].name);
+        fprintf(f, " | %u | %llu | ", g->graph_id, (unsigned long long)g->replays);
         if (g->whole && g->kernels_per_replay > 0)
             fprintf(f, "%.0f (its kernel nodes) | %s | - | - | ", g->kernels_per_replay,
                     NS(g->gpu_ns));
@@ -995,9 +1060,9 @@ static void kernel_table(FILE *f, const struct lp_run *r, const struct lp_kernel
                "|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < t->n; i++) {
         const struct lp_kernel_row *k = &t->v[i];
-        fprintf(f, "| %zu | `", i + 1);
-        lp_md_cell(f, r->short_names[k->group]);
-        fprintf(f, "` | %s | %s | %llu | ", lp_kcat_name(r->cats[k->group]), NS(k->total_ns),
+        fprintf(f, "| %zu | ", i + 1);
+        lp_md_code_cell(f, r->short_names[k->group]);
+        fprintf(f, " | %s | %s | %llu | ", lp_kcat_name(r->cats[k->group]), NS(k->total_ns),
                 (unsigned long long)k->calls);
         fprintf(f, "%s | ", NS(k->mean_ns));
         fprintf(f, "%s | ", NS(k->median_ns));
@@ -1034,7 +1099,9 @@ static void kernels(FILE *f, const struct lp_run *r)
     fprintf(f, "\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        fprintf(f, "| %s |", s->name);
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " |");
         for (int c = 0; c < LP_KCAT_COUNT; c++)
             if (SHOWN(c))
                 fprintf(f, " %s |", s->gpu_ns ? PCT(s->cat_share[c]) : "-");
@@ -1044,7 +1111,9 @@ static void kernels(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (s->top.n == 0)
             continue;
-        fprintf(f, "\n### Stage %s (%s of GPU time)\n\n", s->name, NS(s->gpu_ns));
+        fprintf(f, "\n### Stage ");
+        lp_fmt_puts(f, s->name);
+        fprintf(f, " (%s of GPU time)\n\n", NS(s->gpu_ns));
         kernel_table(f, r, &s->top);
     }
 #undef SHOWN
@@ -1065,7 +1134,8 @@ static void deep_section(FILE *f, const struct lp_run *r)
     const struct lp_deep *d = r->deep;
     if (!d)
         return;
-    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], next[512];
+    char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], next[512], device[256];
+    lp_fmt_escape(device, sizeof device, d->ncu->device ? d->ncu->device : "device unknown");
     fprintf(f, "\n## Kernels in depth\n\nMeasured by Nsight Compute (`llmprof deep`, %s): "
                "%zu kernels profiled, each replayed for its metrics (caches flushed between "
                "passes, so a kernel's DRAM traffic is its cold-cache traffic). One row per launch "
@@ -1075,7 +1145,7 @@ static void deep_section(FILE *f, const struct lp_run *r)
                "SMs, else latency. FLOP/s and FLOP/byte are counted (tensor-core ops and FP32 "
                "instructions over DRAM bytes); the ridge is the dense peak of the dominant type "
                "over the peak bandwidth.\n",
-            d->ncu->device ? d->ncu->device : "device unknown", d->n_kernels);
+            device, d->n_kernels);
     if (d->unmatched)
         fprintf(f, "\n%zu of the measured kernels are not in this run (another program or "
                    "shape): left out.\n", d->unmatched);
@@ -1085,15 +1155,16 @@ static void deep_section(FILE *f, const struct lp_run *r)
         const struct lp_ncu_kernel *k = w->j.k;
         if (w->stage != stage) {
             stage = w->stage;
-            fprintf(f, "\n### Stage %s\n\n| kernel | grid x block | share | time | SOL SM | "
-                       "SOL mem | SOL DRAM | occupancy (theor.) | limit | tensor | TFLOP/s | "
-                       "FLOP/B (ridge) | stalls | bound | next step |\n"
-                       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-                    r->stages[stage].name);
+            fprintf(f, "\n### Stage ");
+            lp_fmt_puts(f, r->stages[stage].name);
+            fprintf(f, "\n\n| kernel | grid x block | share | time | SOL SM | SOL mem | SOL DRAM "
+                       "| occupancy (theor.) | limit | tensor | TFLOP/s | FLOP/B (ridge) | stalls "
+                       "| bound | next step |\n"
+                       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         }
-        fprintf(f, "| `");
-        lp_md_cell(f, r->short_names[w->group]);
-        fprintf(f, "`%s | (%d,%d,%d)x(%d,%d,%d) | %s | %s", w->flags & LP_DEEP_ROW_UNSEEN ?
+        fprintf(f, "| ");
+        lp_md_code_cell(f, r->short_names[w->group]);
+        fprintf(f, "%s | (%d,%d,%d)x(%d,%d,%d) | %s | %s", w->flags & LP_DEEP_ROW_UNSEEN ?
                 " (config not in run)" : "", w->grid[0], w->grid[1], w->grid[2], w->block[0],
                 w->block[1], w->block[2], PCT(w->share), NS(k->metric[LP_NCU_DURATION]));
         if (w->instances > 1)
@@ -1126,13 +1197,30 @@ static void deep_section(FILE *f, const struct lp_run *r)
         if (w->ridge > 0)
             fprintf(f, " (%.0f %s)", w->ridge, lp_dtype_name((enum lp_dtype)w->peak_dtype));
         fprintf(f, " | ");
-        for (int s = 0; s < LP_DEEP_STALLS && w->j.stall[s] >= 0; s++)
-            fprintf(f, "%s%s %.1f", s ? ", " : "", d->ncu->stall_names[w->j.stall[s]],
-                    k->stall[w->j.stall[s]]);
+        for (int s = 0; s < LP_DEEP_STALLS && w->j.stall[s] >= 0; s++) {
+            fprintf(f, "%s", s ? ", " : "");
+            lp_md_cell(f, d->ncu->stall_names[w->j.stall[s]]);
+            fprintf(f, " %.1f", k->stall[w->j.stall[s]]);
+        }
         lp_text_deep_advice(d, w, next, sizeof next);
         fprintf(f, " | **%s** | ", lp_text_deep_bound(w->j.bound));
         lp_md_cell(f, next);
         fprintf(f, " |\n");
+    }
+    for (size_t i = 0, said = 0; i < d->n_rows; i++) {
+        const struct lp_deep_row *w = &d->rows[i];
+        if (!(w->flags & LP_DEEP_ROW_TENSOR_UNNAMED))
+            continue;
+        if (!said++)
+            fprintf(f, "\nTensor-core work in kernels whose name says neither GEMM nor "
+                       "attention (matmuls by another name; the kernel tables count them "
+                       "under the category their name gives):\n\n");
+        fprintf(f, "- ");
+        lp_fmt_puts(f, r->stages[w->stage].name);
+        fprintf(f, ": ");
+        lp_md_code(f, r->short_names[w->group]);
+        fprintf(f, ", %.4g tensor FLOPs a launch, counted as %s.\n", w->tensor_flops,
+                lp_kcat_name(r->cats[w->group]));
     }
 }
 
@@ -1152,16 +1240,16 @@ static void operators(FILE *f, const struct lp_run *r)
     size_t n = r->n_ops < 40 ? r->n_ops : 40;
     for (size_t i = 0; i < n; i++) {
         const struct lp_op_row *o = &r->ops[i];
-        fprintf(f, "| `");
-        lp_md_cell(f, o->name);
-        fprintf(f, "` | %llu | %s | ", (unsigned long long)o->calls, NS(o->cpu_ns));
+        fprintf(f, "| ");
+        lp_md_code_cell(f, o->name);
+        fprintf(f, " | %llu | %s | ", (unsigned long long)o->calls, NS(o->cpu_ns));
         fprintf(f, "%s | ", NS(o->gpu_ns));
         fprintf(f, "%s | %s | ", NS(o->self_gpu_ns),
                 NS2(o->calls ? (double)o->gpu_ns / (double)o->calls : 0));
         for (int k = 0; k < 3 && o->top_group[k] != SIZE_MAX; k++) {
-            fprintf(f, "%s`", k ? ", " : "");
-            lp_md_cell(f, r->short_names[o->top_group[k]]);
-            fprintf(f, "` %s", NS(o->top_ns[k]));
+            fprintf(f, "%s", k ? ", " : "");
+            lp_md_code_cell(f, r->short_names[o->top_group[k]]);
+            fprintf(f, " %s", NS(o->top_ns[k]));
         }
         fprintf(f, " |\n");
     }
@@ -1194,11 +1282,16 @@ static void timeline(FILE *f, const struct lp_run *r)
                    "calls |\n|---|---|---|---|---|\n");
         for (size_t i = 0; i < r->n_top_gaps; i++) {
             const struct lp_gap *g = &r->top_gaps[i];
-            fprintf(f, "| %s | %s | %s | %s | %s%s%s%s |\n", NS(g->dur),
-                    NS2(g->start - r->first_ns),
-                    g->stage >= 0 ? r->stages[g->stage].name : "-", lp_text_gap_cause(g->cause),
-                    lp_fmt_ns((double)g->host_api_ns, b3, sizeof b3), g->api ? " (mostly " : "",
-                    g->api ? g->api : "", g->api ? ")" : "");
+            fprintf(f, "| %s | %s | ", NS(g->dur), NS2(g->start - r->first_ns));
+            lp_md_cell(f, g->stage >= 0 ? r->stages[g->stage].name : "-");
+            fprintf(f, " | %s | %s", lp_text_gap_cause(g->cause),
+                    lp_fmt_ns((double)g->host_api_ns, b3, sizeof b3));
+            if (g->api) {
+                fprintf(f, " (mostly ");
+                lp_md_cell(f, g->api);
+                fprintf(f, ")");
+            }
+            fprintf(f, " |\n");
         }
     }
     fprintf(f, "\nCopies: %s HtoD, ", BYTES(r->memcpy_bytes[0]));
@@ -1211,7 +1304,9 @@ static void timeline(FILE *f, const struct lp_run *r)
                "start (median) |\n|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
-        fprintf(f, "| %s | %s | ", s->name, BYTES(s->memcpy_bytes[0]));
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, " | %s | ", BYTES(s->memcpy_bytes[0]));
         fprintf(f, "%s | ", BYTES(s->memcpy_bytes[1]));
         fprintf(f, "%s | ", BYTES(s->memcpy_bytes[2]));
         fprintf(f, "%s | ", BYTES(s->peak_alloc_bytes));
@@ -1242,7 +1337,9 @@ static void power(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (s->occurrences == 0)
             continue;
-        fprintf(f, "| %s%s | %zu | %.1f | %.1f | %.2f | ", s->name, s->power_coarse ? " ~" : "",
+        fprintf(f, "| ");
+        lp_md_cell(f, s->name);
+        fprintf(f, "%s | %zu | %.1f | %.1f | %.2f | ", s->power_coarse ? " ~" : "",
                 s->nvml_samples, s->power_mean_w, s->power_peak_w, s->energy_j);
         if (s->j_per_token > 0)
             fprintf(f, "%.4f |\n", s->j_per_token);
@@ -1281,19 +1378,25 @@ static void notes(FILE *f, const struct lp_run *r)
     fprintf(f, "%s\n",
             t->complete ? "" : "; the trace has no end chunk (the process did not exit cleanly)");
     for (size_t i = 0; i < t->n_losses; i++) {
-        fprintf(f, "- loss: %s", lp_trace_str(t, t->losses[i].what));
+        fprintf(f, "- loss: ");
+        lp_fmt_puts(f, lp_trace_str(t, t->losses[i].what));
         if (t->losses[i].count)
             fprintf(f, " (%llu record%s)\n", (unsigned long long)t->losses[i].count,
                     t->losses[i].count == 1 ? "" : "s");
         else
             fprintf(f, " (no count)\n");
     }
-    for (size_t i = 0; i < t->n_warnings; i++)
-        fprintf(f, "- reader: %s\n", t->warnings[i]);
+    for (size_t i = 0; i < t->n_warnings; i++) {
+        fprintf(f, "- reader: ");
+        lp_fmt_puts(f, t->warnings[i]);
+        fprintf(f, "\n");
+    }
     for (size_t i = 0; i < r->n_notes; i++) {
         char text[1024];
         lp_text_note(r, &r->notes[i], text, sizeof text);
-        fprintf(f, "- %s\n", text);
+        fprintf(f, "- ");
+        lp_fmt_puts(f, text);
+        fprintf(f, "\n");
     }
 }
 
@@ -1330,10 +1433,14 @@ static void summary_vision(FILE *f, const struct lp_run *r)
         const struct lp_stage_report *s = &r->stages[i];
         if (s->kind != LP_STAGE_KIND_VISION || s->ttft_share < 0.01) /* a projector: noise */
             continue;
-        fprintf(f, "- Of the first token's time, **%s took %s** (%s a request", s->name,
-                PCT(s->ttft_share), NS(s->ttft_ns_per_request));
-        for (size_t j = 0; j < s->n_sub; j++)
-            fprintf(f, "%s%s %s", j ? ", " : "; ", s->sub[j].name, PCT(s->sub[j].ttft_share));
+        fprintf(f, "- Of the first token's time, **");
+        lp_fmt_puts(f, s->name);
+        fprintf(f, " took %s** (%s a request", PCT(s->ttft_share), NS(s->ttft_ns_per_request));
+        for (size_t j = 0; j < s->n_sub; j++) {
+            fprintf(f, "%s", j ? ", " : "; ");
+            lp_fmt_puts(f, s->sub[j].name);
+            fprintf(f, " %s", PCT(s->sub[j].ttft_share));
+        }
         fprintf(f, ").\n");
     }
 }
@@ -1395,7 +1502,11 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     const struct lp_llm_metrics *m = &r->llm;
     const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
                                           : "the GPU";
-    fprintf(f, "# Summary\n\n`%s` on %s.\n\n", command(r)[0] ? command(r) : "the run", gpu);
+    fprintf(f, "# Summary\n\n");
+    lp_md_code(f, command(r)[0] ? command(r) : "the run");
+    fprintf(f, " on ");
+    lp_fmt_puts(f, gpu);
+    fprintf(f, ".\n\n");
     if (r->serving.cause != LP_SERVING_CAUSE_NONE)
         summary_serving(f, r);
     else if (!m->found)
@@ -1425,11 +1536,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                 m->batch_source == LP_TOKENS_NONE ? ", assumed" : "");
     for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
         if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
-            !r->stages[i].steps)
-            fprintf(f, "- The time per token of %s is not given: its steps could not be counted "
-                       "(name each step's range, put tokens=N in the name, or pass "
-                       "--decode-tokens).\n",
-                    r->stages[i].name);
+            !r->stages[i].steps) {
+            fprintf(f, "- The time per token of ");
+            lp_fmt_puts(f, r->stages[i].name);
+            fprintf(f, " is not given: its steps could not be counted (name each step's range, "
+                       "put tokens=N in the name, or pass --decode-tokens).\n");
+        }
     if (r->warmup.cause != LP_WARMUP_NONE)
         fprintf(f, "- The first %s was slow (%s, %.0fx the others' median) and is reported "
                    "apart as warm-up.\n",
@@ -1445,21 +1557,36 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     else
         fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
                    "decode steps found from kernels are not known; see the counters.\n");
-    if (r->has_util && !r->model_misfit)
+    if (r->has_util && !r->model_misfit && r->request_s > 0)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
                 100 * r->mfu, 100 * r->mbu);
+    if (r->util_status == LP_UTIL_OVER_PEAK) {
+        char buf[512];
+        lp_text_util(r, buf, sizeof buf);
+        fprintf(f, "- **MFU and MBU are withheld:** ");
+        lp_fmt_puts(f, buf);
+        fprintf(f, ".\n");
+    }
+    if (r->trace->altered)
+        fprintf(f, "- **The trace file was altered after it was written** (chunks repeated, "
+                   "missing or reordered): report.md's \"Losses and notes\" say how it was read; "
+                   "figures may be wrong.\n");
     for (size_t i = 0; i < r->n_notes; i++)
         if (r->notes[i].code == LP_NOTE_MODEL_MISFIT) {
             char buf[512];
             lp_text_note(r, &r->notes[i], buf, sizeof buf);
-            fprintf(f, "- **The model does not fit this run:** %s.\n", buf);
+            fprintf(f, "- **The model does not fit this run:** ");
+            lp_fmt_puts(f, buf);
+            fprintf(f, ".\n");
         } else if (r->notes[i].code == LP_NOTE_PREFILL_TOKENS_GIVEN ||
                    r->notes[i].code == LP_NOTE_DECODE_TOKENS_GIVEN ||
                    r->notes[i].code == LP_NOTE_BATCH_GIVEN) {
             char buf[512];
             lp_text_note(r, &r->notes[i], buf, sizeof buf);
-            fprintf(f, "- **A flag disagrees with the trace:** %s.\n", buf);
+            fprintf(f, "- **A flag disagrees with the trace:** ");
+            lp_fmt_puts(f, buf);
+            fprintf(f, ".\n");
         }
     for (size_t i = 0; i < r->n_stages; i++) {
         const struct lp_stage_report *s = &r->stages[i];
@@ -1487,17 +1614,18 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     for (size_t i = 0; i < r->n_centres; i++) {
         const struct lp_cost_centre *c = &r->centres[i];
         if (c->cat == LP_KCAT_GRAPH) { /* replays recorded whole: their kernels unknown */
-            fprintf(f, "%zu. **CUDA graph replays in %s** (recorded whole; record --graphs node "
-                       "names their kernels): %s, %.0f %%.\n", i + 1, r->stages[c->stage].name,
-                    NS(c->gpu_ns), 100 * c->share);
+            fprintf(f, "%zu. **CUDA graph replays in ", i + 1);
+            lp_fmt_puts(f, r->stages[c->stage].name);
+            fprintf(f, "** (recorded whole; record --graphs node names their kernels): %s, "
+                       "%.0f %%.\n", NS(c->gpu_ns), 100 * c->share);
             continue;
         }
-        fprintf(f, "%zu. **%s kernels in %s**: %s, %.0f %%", i + 1, lp_kcat_name(c->cat),
-                r->stages[c->stage].name, NS(c->gpu_ns), 100 * c->share);
+        fprintf(f, "%zu. **%s kernels in ", i + 1, lp_kcat_name(c->cat));
+        lp_fmt_puts(f, r->stages[c->stage].name);
+        fprintf(f, "**: %s, %.0f %%", NS(c->gpu_ns), 100 * c->share);
         if (c->top_group != SIZE_MAX) {
-            fprintf(f, "; mostly `");
-            lp_md_cell(f, r->short_names[c->top_group]);
-            fprintf(f, "`");
+            fprintf(f, "; mostly ");
+            lp_md_code(f, r->short_names[c->top_group]);
         }
         fprintf(f, ".\n");
     }
@@ -1526,7 +1654,11 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
         if (j < shown)
             continue;
         snprintf(said[shown], sizeof said[shown], "%s", t.title);
-        fprintf(f, "- **%s.** %s\n", t.title, t.advice);
+        fprintf(f, "- **");
+        lp_fmt_puts(f, t.title);
+        fprintf(f, ".** ");
+        lp_fmt_puts(f, t.advice);
+        fprintf(f, "\n");
         shown++;
     }
     if (!shown)

@@ -2,9 +2,13 @@
  * trace of a run as rows, with the analysis's stage of each kernel and the stage spans, so
  * pandas, DuckDB or sqlite3 can query runs of any size, and many runs together. Writes only:
  * the numbers are the trace's and the analysis's. */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "llmprof/report.h"
 #include "report_internal.h"
@@ -65,9 +69,47 @@ static const char indexes[] =
     "CREATE INDEX memcpys_time ON memcpys(trace_id, start_ns);"
     "CREATE INDEX nvml_time ON nvml(trace_id, ts_ns);";
 
+/* The errno of a failed write to DB's file that SQLite did not keep, 0 unknown: the
+ * process's file size limit reached (ulimit -f: EFBIG), or no space left on its file system
+ * (ENOSPC; SQLite's SQLITE_FULL says as much). */
+static int write_errno(sqlite3 *db, int full)
+{
+    struct rlimit lim;
+    struct stat st;
+    struct statvfs fs;
+    const char *path = sqlite3_db_filename(db, "main");
+    if (!path || !*path)
+        return full ? ENOSPC : 0;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        stat(path, &st) == 0 && (rlim_t)st.st_size + 65536 >= lim.rlim_cur)
+        return EFBIG;
+    if (full || (statvfs(path, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < 65536))
+        return ENOSPC;
+    return 0;
+}
+
+/* Why the last call on DB failed, in BUF: for a failed read or write, the system's cause
+ * first, which SQLite's own words ("disk I/O error", "database or disk is full") leave out.
+ * SQLite keeps no errno for a short write (SQLITE_FULL) nor, on some paths, for a failed
+ * one: those are told apart here. */
+static const char *cause(sqlite3 *db, char *buf, size_t len)
+{
+    int code = sqlite3_extended_errcode(db), sys = sqlite3_system_errno(db);
+    int io = (code & 0xff) == SQLITE_IOERR || (code & 0xff) == SQLITE_FULL ||
+             (code & 0xff) == SQLITE_CANTOPEN;
+    if (io && !sys && ((code & 0xff) == SQLITE_FULL || code == SQLITE_IOERR_WRITE))
+        sys = write_errno(db, (code & 0xff) == SQLITE_FULL);
+    if (io && sys)
+        snprintf(buf, len, "%s (SQLite: %s)", strerror(sys), sqlite3_errmsg(db));
+    else
+        snprintf(buf, len, "%s", sqlite3_errmsg(db));
+    return buf;
+}
+
 static int fail(sqlite3 *db, char *err, size_t errlen, const char *what)
 {
-    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    char why[256];
+    snprintf(err, errlen, "%s: %s", what, cause(db, why, sizeof why));
     return -1;
 }
 
@@ -77,7 +119,8 @@ int lp_sqlite_open(sqlite3 **out, const char *path, char *err, size_t errlen)
     *out = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+        char why[256];
+        snprintf(err, errlen, "%s: %s", path, db ? cause(db, why, sizeof why) : "out of memory");
         sqlite3_close(db);
         return -1;
     }
@@ -105,12 +148,24 @@ int lp_sqlite_close(sqlite3 *db, int finish, char *err, size_t errlen)
     return rc;
 }
 
-/* One prepared INSERT into TABLE of N columns, bound by position, stepped per row. */
+/* One prepared INSERT into TABLE of N columns, bound by position, stepped per row. After
+ * the first failure nothing more is written (with the journal off, writes after a failed
+ * one only damage the file further: "database disk image is malformed"), and WHY keeps
+ * that failure's cause, which later calls would overwrite ("not an error"). */
 struct ins {
     sqlite3 *db;
     sqlite3_stmt *st;
     int col, failed;
+    char why[256];
 };
+
+static void check(struct ins *q, int rc, int ok)
+{
+    if (rc != ok && !q->failed) {
+        q->failed = 1;
+        cause(q->db, q->why, sizeof q->why);
+    }
+}
 
 static int ins_open(struct ins *q, sqlite3 *db, const char *table, int n)
 {
@@ -123,22 +178,39 @@ static int ins_open(struct ins *q, sqlite3 *db, const char *table, int n)
     return sqlite3_prepare_v2(db, sql, -1, &q->st, NULL) == SQLITE_OK ? 0 : -1;
 }
 
-static void i64(struct ins *q, int64_t v) { q->failed |= sqlite3_bind_int64(q->st, ++q->col, v) != SQLITE_OK; }
-static void u64v(struct ins *q, uint64_t v) { i64(q, (int64_t)v); }
-static void dbl(struct ins *q, double v) { q->failed |= sqlite3_bind_double(q->st, ++q->col, v) != SQLITE_OK; }
-static void null(struct ins *q) { q->failed |= sqlite3_bind_null(q->st, ++q->col) != SQLITE_OK; }
+static void i64(struct ins *q, int64_t v)
+{
+    if (!q->failed)
+        check(q, sqlite3_bind_int64(q->st, ++q->col, v), SQLITE_OK);
+}
+/* SQLite's integers are int64: a value past INT64_MAX (only an absurd trace holds one) is
+ * stored as INT64_MAX, never as the negative number a cast would make */
+static void u64v(struct ins *q, uint64_t v) { i64(q, v > INT64_MAX ? INT64_MAX : (int64_t)v); }
+static void dbl(struct ins *q, double v)
+{
+    if (!q->failed)
+        check(q, sqlite3_bind_double(q->st, ++q->col, v), SQLITE_OK);
+}
+static void null(struct ins *q)
+{
+    if (!q->failed)
+        check(q, sqlite3_bind_null(q->st, ++q->col), SQLITE_OK);
+}
 static void text(struct ins *q, const char *s)
 {
     if (!s) {
         null(q);
         return;
     }
-    q->failed |= sqlite3_bind_text(q->st, ++q->col, s, -1, SQLITE_STATIC) != SQLITE_OK;
+    if (!q->failed)
+        check(q, sqlite3_bind_text(q->st, ++q->col, s, -1, SQLITE_STATIC), SQLITE_OK);
 }
 
 static void row(struct ins *q)
 {
-    q->failed |= sqlite3_step(q->st) != SQLITE_DONE;
+    if (q->failed)
+        return;
+    check(q, sqlite3_step(q->st), SQLITE_DONE);
     sqlite3_reset(q->st);
     sqlite3_clear_bindings(q->st);
     q->col = 0;
@@ -157,8 +229,10 @@ static int ins_close(struct ins *q)
         if (ins_open(&q, db, table, n) != 0)                                                   \
             return fail(db, err, errlen, "preparing " table);                                  \
         body;                                                                                  \
-        if (ins_close(&q) != 0)                                                                \
-            return fail(db, err, errlen, "writing " table);                                    \
+        if (ins_close(&q) != 0) {                                                              \
+            snprintf(err, errlen, "writing %s: %s", table, q.why);                             \
+            return -1;                                                                         \
+        }                                                                                      \
     } while (0)
 
 static const char *api_domain(uint32_t d)

@@ -192,10 +192,16 @@ static void put(char *buf, size_t len, const char *fmt, ...)
 static void trace_not_whole(const struct lp_run *r, struct lp_finding_text *t)
 {
     const struct lp_trace *tr = r->trace;
-    PUT(title, "The trace is not whole: figures are lower bounds");
-    PUT(advice, "See the losses section; a trace cut short (killed process) keeps what was "
-                "flushed. Rerun with a larger buffer (LLMPROF_MAX_BUFFERS) if CUPTI dropped "
-                "records.");
+    if (tr->altered) { /* copied, cut or reordered after it was written: not a lost record */
+        PUT(title, "The trace file was altered after it was written");
+        PUT(advice, "Its chunks are not as the collector wrote them (the reader warnings below "
+                    "say how, and what was read): use the original file, or record again.");
+    } else {
+        PUT(title, "The trace is not whole: figures are lower bounds");
+        PUT(advice, "See the losses section; a trace cut short (killed process) keeps what "
+                    "was flushed. Rerun with a larger buffer (LLMPROF_MAX_BUFFERS) if CUPTI "
+                    "dropped records.");
+    }
     PUT(evidence, "%llu records lost, %zu loss notes (%zu without a count), %s, %zu reader "
                   "warnings, %llu bytes skipped, %llu implausible records left out",
         (unsigned long long)r->lost_records, tr->n_losses, r->losses_uncounted,
@@ -434,11 +440,20 @@ static const char *const note_keys[LP_NOTE_CODE_COUNT] = {
     [LP_NOTE_PREFILL_TOKENS_GIVEN] = "prefill_tokens_given",
     [LP_NOTE_DECODE_TOKENS_GIVEN] = "decode_tokens_given",
     [LP_NOTE_BATCH_GIVEN] = "batch_given",
+    [LP_NOTE_TOKENS_IMPOSSIBLE] = "tokens_impossible",
 };
 
 const char *lp_text_note_key(enum lp_note_code c)
 {
     return (unsigned)c < LP_NOTE_CODE_COUNT ? note_keys[c] : "unknown";
+}
+
+static int has_note(const struct lp_run *r, enum lp_note_code code)
+{
+    for (size_t i = 0; i < r->n_notes; i++)
+        if (r->notes[i].code == code)
+            return 1;
+    return 0;
 }
 
 void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, size_t len)
@@ -497,21 +512,31 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
         break;
     case LP_NOTE_PREFILL_TOKENS_GIVEN:
         put(buf, len, "--prefill-tokens %lld was given, but the GEMMs of %.0f prefill%s carry "
-                      "%lld tokens (the token dimension most calls share; all sequences): the "
-                      "flag's value is used for tokens/s and MFU, check it",
-            count, n->value, n->value == 1 ? "" : "s", of);
+                      "%lld tokens (the token dimension most calls share; all sequences): %s",
+            count, n->value, n->value == 1 ? "" : "s", of,
+            has_note(r, LP_NOTE_TOKENS_IMPOSSIBLE)
+                ? "a count the run cannot hold, withheld"
+                : "the flag's value is used for tokens/s and MFU, check it");
         break;
     case LP_NOTE_DECODE_TOKENS_GIVEN:
         put(buf, len, "--decode-tokens %lld was given, but %.0f decode range%s show%s %lld "
-                      "(the steps found times the batch): the flag's value is used for the "
-                      "steps, tokens/s and TPOT, check it",
-            count, n->value, n->value == 1 ? "" : "s", n->value == 1 ? "s" : "", of);
+                      "(the steps found times the batch): %s",
+            count, n->value, n->value == 1 ? "" : "s", n->value == 1 ? "s" : "", of,
+            has_note(r, LP_NOTE_TOKENS_IMPOSSIBLE)
+                ? "a count the run cannot hold, withheld"
+                : "the flag's value is used for the steps, tokens/s and TPOT, check it");
         break;
     case LP_NOTE_BATCH_GIVEN:
         put(buf, len, "--batch %lld was given, but the decode GEMMs of %.0f range%s run %lld "
                       "sequence%s a step (their token dimension): the flag's value is used, "
                       "check it",
             count, n->value, n->value == 1 ? "" : "s", of, of == 1 ? "" : "s");
+        break;
+    case LP_NOTE_TOKENS_IMPOSSIBLE:
+        put(buf, len, "the token count a flag gives %.0f range%s cannot be (a prefill of 2^31 "
+                      "tokens or more, or a decode of more steps than the GPU work it ran): "
+                      "withheld, with those decodes' steps and TPOT",
+            n->value, n->value == 1 ? "" : "s");
         break;
     case LP_NOTE_VISION_ROWS:
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
@@ -672,8 +697,19 @@ void lp_text_util(const struct lp_run *r, char *buf, size_t len)
     case LP_UTIL_NO_PREFILL:
         put(buf, len, "MFU and MBU need a prefill stage with a token count (its prompt sets the "
                       "decode context), and none was found: no prefill range, or no GEMM shapes "
-                      "in it (recorded with --no-gemm or --light); name a range prefill with "
-                      "tokens=N, or pass --prefill-tokens");
+                      "in it (recorded with --no-gemm or --light, or matmuls that are no cuBLAS "
+                      "call: Triton, CUTLASS); name a range prefill with tokens=N, or pass "
+                      "--prefill-tokens");
+        return;
+    case LP_UTIL_OVER_PEAK:
+        put(buf, len, "the model's %s over the measured time would be %.0f %% of the "
+                      "GPU's peak %s (%s), which no run reaches: the tokens or batch (flags, "
+                      "tokens= names) or the model given do not describe this run",
+            r->util_over_bytes ? "bytes" : "FLOPs", 100 * r->util_over,
+            r->util_over_bytes ? "bandwidth" : "compute",
+            r->util_over_what >= 0 && (size_t)r->util_over_what < r->n_stages
+                ? r->stages[r->util_over_what].name
+                : "the request");
         return;
     case LP_UTIL_MODEL_REFUSED:
         put(buf, len, "the model cannot run this workload: %s", r->util_error);
@@ -861,6 +897,8 @@ static const struct label diff_warnings[LP_DIFF_WARN_BITS] = {
     {"losses", "a run lost records, or has loss notes without a count (llmprof info says "
                "which): its figures may be short"},
     {"no_kernels", "a run recorded no kernels (record --light): kernel figures are missing"},
+    {"altered", "a run's trace file was altered after it was written (chunks repeated, "
+                "missing or reordered; llmprof info says how): its figures may be wrong"},
 };
 
 const char *lp_text_diff_verdict(enum lp_diff_verdict v) { return LABEL(diff_verdicts, v, text); }

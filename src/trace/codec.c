@@ -424,6 +424,7 @@ void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_
     put_le32(out + 16, h->n_records);
     put_le32(out + 20, h->payload_crc);
     put_le32(out + 24, lp_crc32(out, 24));
+    put_le32(out + 28, h->seq); /* after the header's checksum: readers before 1.8 skip it */
 }
 
 int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chunk_header *h)
@@ -437,5 +438,6 @@ int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chu
     h->raw_size = get_le32(in + 12);
     h->n_records = get_le32(in + 16);
     h->payload_crc = get_le32(in + 20);
+    h->seq = get_le32(in + 28);
     return LP_OK;
 }

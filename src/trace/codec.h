@@ -24,6 +24,7 @@ enum lp_chunk_codec { LP_CODEC_RAW = 0, LP_CODEC_ZSTD = 1 };
 
 struct lp_chunk_header {
     uint32_t type, codec, payload_size, raw_size, n_records, payload_crc;
+    uint32_t seq; /* its place among the file's chunks, from 1 (format 1.8); 0: not numbered */
 };
 
 void lp_chunk_header_pack(const struct lp_chunk_header *h, uint8_t out[LP_CHUNK_HEADER_SIZE]);

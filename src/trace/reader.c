@@ -55,6 +55,7 @@ struct rd {
     uint64_t meta_pairs, meta_dropped;
     uint64_t device_records, devices_dropped;
     uint64_t utf8_repaired;           /* bytes of names that were not UTF-8, now '?' */
+    uint64_t read_by_type[LP_REC_TYPE_COUNT]; /* known records decoded (strings left out) */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
 };
@@ -295,6 +296,7 @@ static uint64_t decode_records(struct rd *rd, const uint8_t *raw, size_t len, in
                 *bad = 1;
                 break;
             }
+            rd->read_by_type[type]++;
             if (store(rd, &r) != 0) {
                 *oom = 1;
                 break;
@@ -470,6 +472,200 @@ static int finish_strings(struct rd *rd)
 /* ---- the whole file ---- */
 
 /* Everything that is known only once every chunk was read. */
+/* ---- the chunks against the writer's account ---- */
+
+/* A whole chunk the scan found, in file order. */
+struct found {
+    size_t off, total;
+    struct lp_chunk_header h;
+    uint64_t key;  /* its place in the order written */
+    int repeat;    /* another copy of a chunk read: not read */
+};
+
+static int cmp_found(const void *a, const void *b)
+{
+    const struct found *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* the same chunk: type, size, record count and payload checksum all alike */
+static int same_chunk(const struct found *x, const struct found *y)
+{
+    return x->h.type == y->h.type && x->h.payload_size == y->h.payload_size &&
+           x->h.n_records == y->h.n_records && x->h.payload_crc == y->h.payload_crc;
+}
+
+static int cmp_content(const void *a, const void *b)
+{
+    const struct found *x = *(const struct found *const *)a, *y = *(const struct found *const *)b;
+    const uint32_t u[] = {x->h.payload_crc, x->h.payload_size, x->h.type, x->h.n_records};
+    const uint32_t v[] = {y->h.payload_crc, y->h.payload_size, y->h.type, y->h.n_records};
+    for (int i = 0; i < 4; i++)
+        if (u[i] != v[i])
+            return u[i] < v[i] ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+/* Puts the N chunks F found in the order they were written and marks repeats. Numbered
+ * chunks (format 1.8) go by number: one number twice is read once, numbers skipped are
+ * missing, a file order that is not the number order is said; a chunk without a number
+ * among numbered ones stays after the numbered chunk before it. Unnumbered traces keep the
+ * file order, and a chunk whose content another one has (a copy) is read once. */
+static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, size_t n)
+{
+    struct lp_trace *t = rd->t;
+    int numbered = 0;
+    for (size_t i = 0; i < n; i++)
+        numbered |= f[i].h.seq != 0;
+    uint64_t repeats = 0, unnumbered = 0, missing = 0;
+    size_t repeat_off = 0, missing_after = 0;
+    if (!numbered) {
+        const struct found **by = malloc((n ? n : 1) * sizeof *by);
+        if (!by)
+            return LP_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            f[i].key = i;
+            by[i] = &f[i];
+        }
+        qsort(by, n, sizeof *by, cmp_content);
+        /* a copy holds its checksum (a damaged chunk is no copy: it is dropped as such) */
+        for (size_t i = 1; i < n; i++)
+            if (same_chunk(by[i], by[i - 1]) && by[i]->h.type != LP_CHUNK_META &&
+                lp_crc32(data + by[i]->off + LP_CHUNK_HEADER_SIZE, by[i]->h.payload_size) ==
+                    by[i]->h.payload_crc) {
+                f[by[i] - f].repeat = 1;
+                if (!repeats++)
+                    repeat_off = by[i]->off;
+            }
+        free(by);
+    } else {
+        uint64_t prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (f[i].h.seq)
+                prev = f[i].h.seq;
+            else
+                unnumbered++;
+            f[i].key = f[i].h.seq ? (uint64_t)f[i].h.seq << 1 : prev << 1 | 1;
+        }
+        qsort(f, n, sizeof *f, cmp_found);
+        uint64_t last = 0;
+        int conflict = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t seq = f[i].h.seq;
+            if (!seq)
+                continue;
+            if (seq == last) {
+                f[i].repeat = 1;
+                conflict |= !same_chunk(&f[i], &f[i - 1]);
+                if (!repeats++)
+                    repeat_off = f[i].off;
+                continue;
+            }
+            if (seq > last + 1) {
+                if (!missing)
+                    missing_after = (size_t)last;
+                missing += seq - last - 1;
+            }
+            last = seq;
+        }
+        if (conflict)
+            lp_trace_warn(t, "two different chunks carry one number (the copy at byte %zu): "
+                             "the first in the file was read", repeat_off);
+        size_t prev_off = 0, back = 0;
+        int first = 1;
+        for (size_t i = 0; i < n && !back; i++) {
+            if (f[i].repeat)
+                continue;
+            if (!first && f[i].off < prev_off)
+                back = f[i].off ? f[i].off : 1;
+            prev_off = f[i].off;
+            first = 0;
+        }
+        if (back) {
+            t->altered |= LP_TRACE_ALTERED_ORDER;
+            lp_trace_warn(t, "the chunks are not in the order they were written (the chunk at "
+                             "byte %zu comes before one written earlier): read in their written "
+                             "order", back);
+        }
+    }
+    if (repeats) {
+        t->altered |= LP_TRACE_ALTERED_REPEATED;
+        lp_trace_warn(t, "%llu chunk%s repeat%s another one (first at byte %zu): each read once, "
+                         "so no record counts twice; the file was altered",
+                      (unsigned long long)repeats, plural(repeats), repeats == 1 ? "s" : "",
+                      repeat_off);
+    }
+    if (missing) {
+        t->altered |= LP_TRACE_ALTERED_MISSING;
+        lp_trace_warn(t, "%llu chunk%s missing (numbers skipped, first after chunk %zu): "
+                         "their records are lost",
+                      (unsigned long long)missing, missing == 1 ? " is" : "s are", missing_after);
+    }
+    if (unnumbered) {
+        t->altered |= LP_TRACE_ALTERED_UNNUMBERED;
+        lp_trace_warn(t, "%llu chunk%s without a number among numbered ones: read where they "
+                         "lie", (unsigned long long)unnumbered, plural(unnumbered));
+    }
+    return LP_OK;
+}
+
+/* Record type names, for the END chunk's account (docs/trace-format.md) */
+static const char *const type_names[LP_REC_TYPE_COUNT] = {
+    [LP_REC_KERNEL] = "kernel",  [LP_REC_MEMCPY] = "memcpy",     [LP_REC_MEMSET] = "memset",
+    [LP_REC_MEMORY] = "memory",  [LP_REC_MARKER] = "marker",     [LP_REC_API] = "api",
+    [LP_REC_NVML] = "nvml",      [LP_REC_DEVICE] = "device",     [LP_REC_OVERHEAD] = "overhead",
+    [LP_REC_LOSS] = "loss",      [LP_REC_GEMM] = "gemm",         [LP_REC_GRAPH] = "graph",
+    [LP_REC_COUNTERS] = "counters", [LP_REC_PM_SAMPLE] = "pm", [LP_REC_WINDOW] = "window",
+};
+
+/* The records read against the END chunk's records_written and records_by_type ("TYPE:N,"
+ * list): more read than written is an altered trace; fewer are records lost (in chunks
+ * missing or damaged), counted in records_unread. */
+static void check_account(struct rd *rd)
+{
+    struct lp_trace *t = rd->t;
+    const char *w = t->complete ? lp_trace_meta(t, "records_written") : NULL;
+    char *end;
+    if (!w || !*w)
+        return;
+    unsigned long long written = strtoull(w, &end, 10);
+    if (*end)
+        return;
+    uint64_t read = 0;
+    for (int i = 0; i < LP_REC_TYPE_COUNT; i++)
+        read += rd->read_by_type[i];
+    /* which kinds differ, where the END chunk says them */
+    char kinds[256] = "";
+    size_t kl = 0;
+    const char *p = lp_trace_meta(t, "records_by_type");
+    while (p && *p && kl + 64 < sizeof kinds) {
+        unsigned long ty = strtoul(p, &end, 10);
+        if (*end != ':' || ty >= LP_REC_TYPE_COUNT)
+            break;
+        unsigned long long cnt = strtoull(end + 1, &end, 10);
+        if (cnt != rd->read_by_type[ty] && type_names[ty])
+            kl += (size_t)snprintf(kinds + kl, sizeof kinds - kl, "%s%s %llu of %llu",
+                                   kl ? ", " : "; ", type_names[ty],
+                                   (unsigned long long)rd->read_by_type[ty], cnt);
+        if (*end != ',')
+            break;
+        p = end + 1;
+    }
+    if (read > written) {
+        t->altered |= LP_TRACE_ALTERED_EXTRA;
+        lp_trace_warn(t, "%llu records read where the END chunk says %llu were written%s: the "
+                         "file was altered, figures may count records twice",
+                      (unsigned long long)read, written, kinds);
+    } else if (read < written) {
+        t->records_unread = written - read;
+        lp_trace_warn(t, "%llu of the %llu records the END chunk says were written were not "
+                         "read%s: lost in chunks missing or damaged",
+                      (unsigned long long)t->records_unread, written, kinds);
+    }
+}
+
 static int finish(struct rd *rd)
 {
     struct lp_trace *t = rd->t;
@@ -508,6 +704,7 @@ static int finish(struct rd *rd)
                 "trace the collector writes",
              (unsigned long long)rd->meta_dropped, plural(rd->meta_dropped), MAX_META_PAIRS,
              MAX_META_KEYS);
+    check_account(rd);
     if (rd->devices_dropped)
         lp_trace_warn(t, "%llu device record%s dropped: more than %d device records or %d devices is "
                 "not a trace the collector writes",
@@ -677,29 +874,59 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
     t->version_major = data[8] | (uint32_t)data[9] << 8;
     t->version_minor = data[10] | (uint32_t)data[11] << 8;
     t->file_bytes = size;
+    /* the chunks first (at most one per 32 bytes), then read in the order written */
+    struct found *found = NULL;
+    size_t n_found = 0, cap_found = 0;
     size_t off = LP_FILE_HEADER_SIZE;
     while (off < size) {
-        struct lp_chunk_header h;
-        size_t total = 0;
-        enum header_fate at = chunk_at(&rd, data, size, &off, &h, &total);
+        struct found x = {.off = off};
+        enum header_fate at = chunk_at(&rd, data, size, &off, &x.h, &x.total);
         if (at == HEADER_TORN)
             break;
         if (at == HEADER_RESYNCED)
             continue;
+        x.off = off;
+        if (append((void **)&found, &n_found, &cap_found, &x, sizeof x) != 0)
+            goto oom_found;
+        off += x.total;
+    }
+    if (order_chunks(&rd, data, found, n_found) != LP_OK)
+        goto oom_found;
+    uint64_t unknown = 0, unknown_records = 0;
+    size_t unknown_off = 0;
+    for (size_t i = 0; i < n_found; i++) {
+        const struct found *x = &found[i];
+        if (x->repeat)
+            continue;
         const uint8_t *body = NULL;
         enum chunk_fate fate =
-            open_chunk(&rd, &h, data + off + LP_CHUNK_HEADER_SIZE, off, total, &body);
+            open_chunk(&rd, &x->h, data + x->off + LP_CHUNK_HEADER_SIZE, x->off, x->total, &body);
         if (fate == CHUNK_NOMEM)
-            goto oom;
+            goto oom_found;
         if (fate == CHUNK_DROPPED)
-            t->dropped_bytes += total;
-        if (fate == CHUNK_READ) {
-            rd.raw_total += h.raw_size;
-            rd.chunk_bytes += total;
-            if (read_chunk(&rd, &h, body, off) != 0)
-                goto oom;
+            t->dropped_bytes += x->total;
+        /* a chunk type of a newer minor version is skipped as such; in a version this reader
+         * knows every type of, it is a chunk whose type was changed */
+        if (fate == CHUNK_SKIPPED && t->version_minor <= LP_TRACE_VERSION_MINOR) {
+            if (!unknown++)
+                unknown_off = x->off;
+            unknown_records += x->h.n_records;
         }
-        off += total;
+        if (fate == CHUNK_READ) {
+            rd.raw_total += x->h.raw_size;
+            rd.chunk_bytes += x->total;
+            if (read_chunk(&rd, &x->h, body, x->off) != 0)
+                goto oom_found;
+        }
+    }
+    free(found);
+    found = NULL;
+    if (unknown) {
+        t->altered |= LP_TRACE_ALTERED_UNKNOWN;
+        lp_trace_warn(t, "%llu chunk%s of a type format %u.%u does not have (first at byte %zu, "
+                         "%llu records): skipped; the file was altered",
+                      (unsigned long long)unknown, plural(unknown), t->version_major,
+                      t->version_minor, unknown_off, (unsigned long long)unknown_records);
     }
     free(rd.raw);
     rd.raw = NULL;
@@ -708,6 +935,8 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
     rd_free(&rd);
     *out = t;
     return LP_OK;
+oom_found:
+    free(found);
 oom:
     rd_free(&rd);
     lp_trace_free(t);

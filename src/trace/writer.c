@@ -35,6 +35,8 @@ struct lp_trace_writer {
     struct lp_meta_kv *meta;
     size_t n_meta;
     uint64_t records;
+    uint64_t by_type[LP_REC_TYPE_COUNT]; /* records added, per type: the END chunk says them */
+    uint32_t chunks;                     /* chunks written: the next one's number less one */
 };
 
 static int fail(struct lp_trace_writer *w, int status, const char *fmt, ...)
@@ -250,6 +252,7 @@ static int write_chunk(struct lp_trace_writer *w, uint32_t type, const struct lp
         .raw_size = (uint32_t)raw->len,
         .n_records = n_records,
         .payload_crc = lp_crc32(w->comp.data, n),
+        .seq = w->chunks + 1,
     };
     uint8_t hdr[LP_CHUNK_HEADER_SIZE];
     lp_chunk_header_pack(&h, hdr);
@@ -259,6 +262,8 @@ static int write_chunk(struct lp_trace_writer *w, uint32_t type, const struct lp
     lp_buf_put(&out, w->comp.data, n);
     int rc = out.oom ? fail(w, LP_ERR_NOMEM, "out of memory") : write_all(w, out.data, out.len);
     lp_buf_free(&out);
+    if (rc == LP_OK)
+        w->chunks++;
     return rc;
 }
 
@@ -301,6 +306,7 @@ int lp_trace_writer_add(struct lp_trace_writer *w, const struct lp_record *r)
     lp_record_encode(&w->raw, &w->delta, r);
     w->pending_records++;
     w->records++;
+    w->by_type[r->type]++;
     if (w->raw.len >= w->chunk_bytes)
         return lp_trace_writer_flush(w);
     return w->failed ? LP_ERR_IO : LP_OK;
@@ -313,6 +319,19 @@ int lp_trace_writer_close(struct lp_trace_writer *w)
     int rc = LP_OK;
     if (w->fd >= 0) {
         rc = lp_trace_writer_flush(w);
+        /* what was written, for the reader to hold the chunks it reads against */
+        char buf[32 * LP_REC_TYPE_COUNT];
+        size_t len = 0;
+        for (int i = 0; i < LP_REC_TYPE_COUNT && len < sizeof buf; i++)
+            if (w->by_type[i])
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%d:%llu", len ? "," : "",
+                                        i, (unsigned long long)w->by_type[i]);
+        buf[len < sizeof buf ? len : sizeof buf - 1] = 0;
+        char n[24];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)w->records);
+        if (lp_trace_writer_set_meta(w, "records_written", n) != LP_OK ||
+            lp_trace_writer_set_meta(w, "records_by_type", buf) != LP_OK)
+            rc = rc == LP_OK ? fail(w, LP_ERR_NOMEM, "out of memory") : rc;
         /* The END chunk marks a clean exit and holds the final meta (end times ...). */
         int rc2 = write_meta_chunk(w, LP_CHUNK_END);
         if (rc == LP_OK)

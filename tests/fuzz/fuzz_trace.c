@@ -1,6 +1,7 @@
 /* Trace images for the trace fuzz targets: made from a record stream (the input format of
  * fuzz_trace_records, whose chunks must carry valid checksums to reach the decoder), and
- * run through what `llmprof report` does: read, analyse, every writer. */
+ * run through what `llmprof report` and `llmprof export` do: read, analyse, every writer,
+ * the Perfetto JSON and the SQLite export (into memory). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,28 @@ int lp_fuzz_trace_build(const uint8_t *in, size_t n, int zstd, struct lp_buf *ou
     return out->oom ? -1 : 0;
 }
 
+/* R's rows in an in-memory database kept across inputs (making its tables took more time
+ * than the rows), each input under a trace id of its own; a new one every 256 inputs, so
+ * that it stays small. 0, or -1 when a call failed. */
+static int sqlite_rows(const struct lp_run *r)
+{
+    static struct sqlite3 *db;
+    static int64_t id;
+    char err[256];
+    if (db && id % 256 == 0) {
+        lp_sqlite_close(db, 0, err, sizeof err);
+        db = NULL;
+    }
+    if (!db && lp_sqlite_open(&db, ":memory:", err, sizeof err) != 0)
+        return -1;
+    if (lp_sqlite_add_trace(db, ++id, "fuzz", r, err, sizeof err) != 0) {
+        lp_sqlite_close(db, 0, err, sizeof err); /* its state is unknown: start afresh */
+        db = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 enum lp_fuzz_verdict lp_fuzz_trace_image(const uint8_t *data, size_t size)
 {
     /* opened once, with a large buffer: the fuzzer calls this millions of times and the
@@ -111,6 +134,7 @@ enum lp_fuzz_verdict lp_fuzz_trace_image(const uint8_t *data, size_t size)
             bad |= lp_report_stages_csv(sink, &r);
             bad |= lp_report_gemms_csv(sink, &r);
             bad |= lp_report_perfetto(sink, &r, 0, 0);
+            bad |= sqlite_rows(&r);
         }
         if (!bad)
             v = t->complete && t->n_warnings == 0 ? LP_FUZZ_WHOLE : LP_FUZZ_PARTIAL;
