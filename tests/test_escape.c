@@ -59,6 +59,10 @@ static void test_rule(void **state)
     assert_string_equal(lp_fmt_escape(b, sizeof b, "a" OSC "b"), "a\\x1b]0;pwned\\x07b");
     assert_string_equal(lp_fmt_escape(b, sizeof b, "x\ty\r\n\x7f"), "x\\x09y\\x0d\\x0a\\x7f");
     assert_string_equal(lp_fmt_escape(b, sizeof b, C1), "\\xc2\\x9b31m");
+    /* bidirectional controls (a right-to-left override reorders the line) as \xNN; other
+     * characters of their block kept (U+2010, a hyphen) */
+    assert_string_equal(lp_fmt_escape(b, sizeof b, "a\xe2\x80\xae" "b\xe2\x81\xa6" "c\xe2\x80\x90"),
+                        "a\\xe2\\x80\\xaeb\\xe2\\x81\\xa6c\xe2\x80\x90");
     assert_string_equal(lp_fmt_escape(b, sizeof b, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
                         "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
     assert_string_equal(lp_fmt_escape(b, sizeof b, "back\\slash | `tick`"),

@@ -411,9 +411,53 @@ static void test_chunk_account(void **state)
     lp_chunk_header_pack(&h, m + at);
     t = read_img(m, len);
     assert_true(t->altered & LP_TRACE_ALTERED_REPEATED);
-    assert_true(warned(t, "two different chunks carry one number"));
+    /* both read (the flipped one decoded or dropped as damaged): nothing of the first lost */
+    assert_true(warned(t, "carries the number of another, different chunk"));
+    assert_true(t->n_records >= ref->n_records);
+    lp_trace_free(t);
+    free(m);
+    /* the END chunk's number made huge: numbers skip, but every record was read */
+    memcpy(m = malloc((size_t)size), img, (size_t)size);
+    memset(m + s.off[s.n - 1] + 28, 0xff, 4);
+    t = read_img(m, (size_t)size);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_MISSING);
+    assert_int_equal(t->records_unread, 0);
+    assert_true(warned(t, "the numbers were altered"));
+    assert_false(warned(t, "their records are lost"));
+    lp_trace_free(t);
+    /* every chunk one number: none is a copy of another, all read */
+    for (size_t i = 0; i < s.n; i++)
+        memset(m + s.off[i] + 28, 0xff, 4);
+    t = read_img(m, (size_t)size);
+    assert_int_equal(t->n_records, ref->n_records);
+    assert_true(t->altered & LP_TRACE_ALTERED_REPEATED);
+    lp_trace_free(t);
+    /* format 1.8 with every number zeroed: said, read where they lie */
+    for (size_t i = 0; i < s.n; i++)
+        memset(m + s.off[i] + 28, 0, 4);
+    t = read_img(m, (size_t)size);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_UNNUMBERED);
+    assert_int_equal(t->n_records, ref->n_records);
+    assert_true(warned(t, "numbers its chunks, and none of these"));
+    lp_trace_free(t);
+    /* format 1.7: the header chunk twice (read once), or gone while the END is there */
+    m[10] = 7;
+    n = 0;
+    order[n++] = 0;
+    for (size_t i = 0; i < s.n; i++)
+        order[n++] = i;
+    uint8_t *m2 = assemble(m, &s, order, n, &len);
+    t = read_img(m2, len);
+    assert_int_equal(t->altered, LP_TRACE_ALTERED_REPEATED);
     assert_int_equal(t->n_records, ref->n_records);
     lp_trace_free(t);
+    free(m2);
+    m2 = assemble(m, &s, order + 2, n - 2, &len);
+    t = read_img(m2, len);
+    assert_true(t->altered & LP_TRACE_ALTERED_MISSING);
+    assert_true(warned(t, "no header chunk (META) was read"));
+    lp_trace_free(t);
+    free(m2);
     free(m);
     lp_trace_free(ref);
     free(img);

@@ -55,6 +55,16 @@ int lp_report_diff_warnings(FILE *out, const struct lp_diff *d, const char *cmd)
  * "1.5 GiB", "12 B". Each writes into BUF and returns it. */
 const char *lp_fmt_ns(double ns, char *buf, size_t len);
 const char *lp_fmt_bytes(double bytes, char *buf, size_t len);
+/* Text from outside (kernel, device, range, operator, host and command names; a config's
+ * and Nsight Compute's strings), written by one rule wherever it is text (format.c,
+ * docs/report.md): control characters and bytes that are not UTF-8 as \xNN, a backslash
+ * kept. lp_fmt_puts: terminal output and Markdown prose, newlines escaped too;
+ * lp_fmt_put_lines: the same with newlines kept (text of several lines composed here, the
+ * printed summary); lp_fmt_escape: into BUF, cut at a whole character or escape where LEN
+ * ends, returns BUF. */
+void lp_fmt_puts(FILE *f, const char *s);
+void lp_fmt_put_lines(FILE *f, const char *s);
+const char *lp_fmt_escape(char *buf, size_t len, const char *s);
 
 /* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
  * and CUDA calls per thread, NVML counters, launch-to-kernel flows. Only events overlapping

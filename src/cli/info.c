@@ -15,12 +15,6 @@
 #include "llmprof/analyze.h"
 #include "llmprof/trace.h"
 
-/* src/report/format.c's rule for text from outside (docs/report.md), declared here: its
- * header (report_internal.h) is not the CLI's */
-void lp_fmt_puts(FILE *f, const char *s);
-void lp_fmt_put_lines(FILE *f, const char *s);
-const char *lp_fmt_escape(char *buf, size_t len, const char *s);
-
 /* A string of the trace or meta.json (any bytes), escaped: a newline in it too; "?" when
  * there is none. */
 static void put(FILE *o, const char *s)

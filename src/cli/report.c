@@ -16,11 +16,6 @@
 #include "llmprof/ncu.h"
 #include "llmprof/report.h"
 
-/* src/report/format.c's rule for text from outside (docs/report.md), declared here: its
- * header (report_internal.h) is not the CLI's */
-void lp_fmt_put_lines(FILE *f, const char *s);
-const char *lp_fmt_escape(char *buf, size_t len, const char *s);
-
 static int baseline_md(FILE *f, const struct lp_run *r, const struct lp_diff *d)
 {
     (void)r;

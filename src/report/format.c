@@ -45,8 +45,9 @@ const char *lp_fmt_pct(double share, char *buf, size_t len)
  * any bytes), from meta.json, a config or Nsight Compute's CSV. Wherever they are written as
  * text (terminal, Markdown, CSV) one rule applies, so that no name can move the cursor, set
  * a terminal's title, or forge a line, a table row or a cell: a control character (a byte
- * below 0x20, 0x7f, and U+0080..U+009F) and any byte that is not part of well-formed UTF-8
- * is shown as \xNN, one per byte (U+009B is \xc2\x9b); every other character is kept, a
+ * below 0x20, 0x7f, and U+0080..U+009F), a bidirectional control (U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069) and any byte that is not part of well-formed UTF-8 is
+ * shown as \xNN, one per byte (U+009B is \xc2\x9b); every other character is kept, a
  * backslash too. Markdown table cells also show '|' as "\|" (and a backslash just before a
  * '|' as \x5c, so that the pipe's escape stays one) and, outside code spans, '`' as "\`";
  * a code span's fence is longer than any run of backticks in the name. CSV fields are
@@ -110,6 +111,12 @@ static size_t shown_len(const unsigned char *s)
     for (size_t i = 2; i < n; i++)
         if ((s[i] & 0xc0) != 0x80)
             return 0;
+    /* the bidirectional controls that reorder a line on screen: U+200E, U+200F,
+     * U+202A..U+202E, U+2066..U+2069 */
+    if (c == 0xe2 && ((s[1] == 0x80 && (s[2] == 0x8e || s[2] == 0x8f ||
+                                        (s[2] >= 0xaa && s[2] <= 0xae))) ||
+                      (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+        return 0;
     return n;
 }
 

@@ -85,15 +85,8 @@ const char *lp_text_diff_warning_key(int bit);
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
 
-/* Text from outside (kernel, device, range, operator, host and command names; a config's
- * and Nsight Compute's strings), written by one rule (format.c, docs/report.md): control
- * characters and bytes that are not UTF-8 as \xNN, a backslash kept. */
-/* terminal output and Markdown prose: newlines escaped too */
-void lp_fmt_puts(FILE *f, const char *s);
-/* the same with newlines kept: text of several lines composed here (the printed summary) */
-void lp_fmt_put_lines(FILE *f, const char *s);
-/* escaped into BUF, cut at a whole character or escape where LEN ends; returns BUF */
-const char *lp_fmt_escape(char *buf, size_t len, const char *s);
+/* lp_fmt_puts, lp_fmt_put_lines, lp_fmt_escape: in llmprof/report.h (the CLI prints with
+ * them too) */
 /* a Markdown table cell: also '|' as "\|" and '`' as "\`" */
 void lp_md_cell(FILE *f, const char *s);
 /* a Markdown code span, fenced by more backticks than S holds in a row: in prose, and in a

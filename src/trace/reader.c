@@ -5,11 +5,13 @@
  * "Reading"), and records whose times cannot be true are counted, named in one warning per
  * reason, and kept out of the arrays every total is summed from. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "codec.h"
@@ -56,6 +58,9 @@ struct rd {
     uint64_t device_records, devices_dropped;
     uint64_t utf8_repaired;           /* bytes of names that were not UTF-8, now '?' */
     uint64_t read_by_type[LP_REC_TYPE_COUNT]; /* known records decoded (strings left out) */
+    uint64_t missing, missing_after;  /* chunk numbers skipped; the number before the first */
+    int account;                      /* the END chunk said the records written */
+    int meta_read;                    /* a header chunk was read */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
 };
@@ -364,6 +369,7 @@ static int read_chunk(struct rd *rd, const struct lp_chunk_header *h, const uint
             chunk_warn(rd, "malformed header chunk at byte %zu: part of it dropped", off);
         if (h->type == LP_CHUNK_END)
             t->complete = 1;
+        rd->meta_read |= h->type == LP_CHUNK_META;
     }
     /* The header's count is redundant with the payload, whose checksum held: what was
      * decoded is kept, and the disagreement is reported once for the trace. */
@@ -508,19 +514,22 @@ static int cmp_content(const void *a, const void *b)
     return (x->off > y->off) - (x->off < y->off);
 }
 
-/* Puts the N chunks F found in the order they were written and marks repeats. Numbered
- * chunks (format 1.8) go by number: one number twice is read once, numbers skipped are
- * missing, a file order that is not the number order is said; a chunk without a number
- * among numbered ones stays after the numbered chunk before it. Unnumbered traces keep the
- * file order, and a chunk whose content another one has (a copy) is read once. */
+/* Puts the N chunks F found in the order they were written and marks repeats (a copy of a
+ * chunk read: type, size, record count and payload checksum alike, the checksum holding).
+ * Numbered chunks (format 1.8) go by number: a copy with the same number is read once;
+ * different chunks with one number are all read, where they lie, and said; numbers skipped
+ * are kept (rd->missing) for finish() to weigh against the END chunk's account; a file
+ * order that is not the number order is said. A chunk without a number among numbered ones
+ * stays after the numbered chunk before it. Unnumbered chunks keep the file order (said in a
+ * 1.8 file, whose writer numbers them all), and a copy is read once. */
 static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, size_t n)
 {
     struct lp_trace *t = rd->t;
     int numbered = 0;
     for (size_t i = 0; i < n; i++)
         numbered |= f[i].h.seq != 0;
-    uint64_t repeats = 0, unnumbered = 0, missing = 0;
-    size_t repeat_off = 0, missing_after = 0;
+    uint64_t repeats = 0, unnumbered = 0, shared = 0;
+    size_t repeat_off = 0, shared_off = 0;
     if (!numbered) {
         const struct found **by = malloc((n ? n : 1) * sizeof *by);
         if (!by)
@@ -532,7 +541,7 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
         qsort(by, n, sizeof *by, cmp_content);
         /* a copy holds its checksum (a damaged chunk is no copy: it is dropped as such) */
         for (size_t i = 1; i < n; i++)
-            if (same_chunk(by[i], by[i - 1]) && by[i]->h.type != LP_CHUNK_META &&
+            if (same_chunk(by[i], by[i - 1]) &&
                 lp_crc32(data + by[i]->off + LP_CHUNK_HEADER_SIZE, by[i]->h.payload_size) ==
                     by[i]->h.payload_crc) {
                 f[by[i] - f].repeat = 1;
@@ -540,6 +549,8 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
                     repeat_off = by[i]->off;
             }
         free(by);
+        if (n && t->version_minor >= 8)
+            unnumbered = n;
     } else {
         uint64_t prev = 0;
         for (size_t i = 0; i < n; i++) {
@@ -550,29 +561,34 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
             f[i].key = f[i].h.seq ? (uint64_t)f[i].h.seq << 1 : prev << 1 | 1;
         }
         qsort(f, n, sizeof *f, cmp_found);
+        /* among chunks of one number, a copy of one before it is a repeat; another chunk
+         * is read too (and its order is its file order: the key ties break by offset) */
         uint64_t last = 0;
-        int conflict = 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && f[j].key == f[i].key; j++)
+                ;
+            for (size_t k = i + 1; f[i].h.seq && k < j; k++) {
+                int copy = 0;
+                for (size_t q = i; q < k && !copy; q++)
+                    copy = !f[q].repeat && same_chunk(&f[k], &f[q]);
+                if (copy) {
+                    f[k].repeat = 1;
+                    if (!repeats++)
+                        repeat_off = f[k].off;
+                } else if (!shared++) {
+                    shared_off = f[k].off;
+                }
+            }
             uint64_t seq = f[i].h.seq;
             if (!seq)
                 continue;
-            if (seq == last) {
-                f[i].repeat = 1;
-                conflict |= !same_chunk(&f[i], &f[i - 1]);
-                if (!repeats++)
-                    repeat_off = f[i].off;
-                continue;
-            }
             if (seq > last + 1) {
-                if (!missing)
-                    missing_after = (size_t)last;
-                missing += seq - last - 1;
+                if (!rd->missing)
+                    rd->missing_after = last;
+                rd->missing += seq - last - 1;
             }
             last = seq;
         }
-        if (conflict)
-            lp_trace_warn(t, "two different chunks carry one number (the copy at byte %zu): "
-                             "the first in the file was read", repeat_off);
         size_t prev_off = 0, back = 0;
         int first = 1;
         for (size_t i = 0; i < n && !back; i++) {
@@ -590,6 +606,13 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
                              "order", back);
         }
     }
+    if (shared) {
+        t->altered |= LP_TRACE_ALTERED_REPEATED;
+        lp_trace_warn(t, "%llu chunk%s carr%s the number of another, different chunk (first at "
+                         "byte %zu): all read, where they lie; the file was altered",
+                      (unsigned long long)shared, plural(shared), shared == 1 ? "ies" : "y",
+                      shared_off);
+    }
     if (repeats) {
         t->altered |= LP_TRACE_ALTERED_REPEATED;
         lp_trace_warn(t, "%llu chunk%s repeat%s another one (first at byte %zu): each read once, "
@@ -597,18 +620,37 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
                       (unsigned long long)repeats, plural(repeats), repeats == 1 ? "s" : "",
                       repeat_off);
     }
-    if (missing) {
-        t->altered |= LP_TRACE_ALTERED_MISSING;
-        lp_trace_warn(t, "%llu chunk%s missing (numbers skipped, first after chunk %zu): "
-                         "their records are lost",
-                      (unsigned long long)missing, missing == 1 ? " is" : "s are", missing_after);
-    }
     if (unnumbered) {
         t->altered |= LP_TRACE_ALTERED_UNNUMBERED;
-        lp_trace_warn(t, "%llu chunk%s without a number among numbered ones: read where they "
-                         "lie", (unsigned long long)unnumbered, plural(unnumbered));
+        if (numbered)
+            lp_trace_warn(t, "%llu chunk%s without a number among numbered ones: read where "
+                             "they lie", (unsigned long long)unnumbered, plural(unnumbered));
+        else
+            lp_trace_warn(t, "format %u.%u numbers its chunks, and none of these %llu has a "
+                             "number: read where they lie; chunks missing or out of order "
+                             "cannot be told", t->version_major, t->version_minor,
+                          (unsigned long long)unnumbered);
     }
     return LP_OK;
+}
+
+/* Numbers skipped (order_chunks), weighed against the END chunk's account: with every
+ * record it says was written read, the numbers were changed, not chunks lost. */
+static void say_missing(struct rd *rd)
+{
+    struct lp_trace *t = rd->t;
+    if (!rd->missing)
+        return;
+    t->altered |= LP_TRACE_ALTERED_MISSING;
+    if (rd->account && !t->records_unread)
+        lp_trace_warn(t, "chunk numbers skip %llu (first after chunk %llu), yet every record "
+                         "the END chunk says was written was read: the numbers were altered",
+                      (unsigned long long)rd->missing, (unsigned long long)rd->missing_after);
+    else
+        lp_trace_warn(t, "%llu chunk%s missing (numbers skipped, first after chunk %llu): "
+                         "their records are lost",
+                      (unsigned long long)rd->missing, rd->missing == 1 ? " is" : "s are",
+                      (unsigned long long)rd->missing_after);
 }
 
 /* Record type names, for the END chunk's account (docs/trace-format.md) */
@@ -633,6 +675,7 @@ static void check_account(struct rd *rd)
     unsigned long long written = strtoull(w, &end, 10);
     if (*end)
         return;
+    rd->account = 1;
     uint64_t read = 0;
     for (int i = 0; i < LP_REC_TYPE_COUNT; i++)
         read += rd->read_by_type[i];
@@ -705,6 +748,13 @@ static int finish(struct rd *rd)
              (unsigned long long)rd->meta_dropped, plural(rd->meta_dropped), MAX_META_PAIRS,
              MAX_META_KEYS);
     check_account(rd);
+    say_missing(rd);
+    /* a writer writes the header first and the END last: an END without one lost it */
+    if (!rd->meta_read && t->complete) {
+        t->altered |= LP_TRACE_ALTERED_MISSING;
+        lp_trace_warn(t, "no header chunk (META) was read: the start time, host, process and "
+                         "settings it holds are unknown");
+    }
     if (rd->devices_dropped)
         lp_trace_warn(t, "%llu device record%s dropped: more than %d device records or %d devices is "
                 "not a trace the collector writes",
@@ -947,9 +997,15 @@ oom:
 int lp_trace_read(struct lp_trace **out, const char *path, char *err, size_t errlen)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
+    /* never blocks in open: a FIFO nobody writes opens and then reads as empty */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = NULL;
+    if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0)
+        f = fdopen(fd, "rb");
     if (!f) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
         return LP_ERR_IO;
     }
     struct stat st;

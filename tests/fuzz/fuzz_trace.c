@@ -30,13 +30,14 @@ static uint32_t count_units(const uint8_t *p, size_t n, uint32_t type)
     return units;
 }
 
-/* One chunk as the writer lays it out; zstd only when asked (the seeds' traces): raw
- * chunks keep the fuzzer's time on the decoder. */
-static void put_chunk(struct lp_buf *out, uint32_t type, const uint8_t *p, size_t n, int zstd)
+/* One chunk as the writer lays it out, numbered SEQ; zstd only when asked (the seeds'
+ * traces): raw chunks keep the fuzzer's time on the decoder. */
+static void put_chunk(struct lp_buf *out, uint32_t type, const uint8_t *p, size_t n, int zstd,
+                      uint32_t seq)
 {
     struct lp_chunk_header h = {.type = type, .codec = LP_CODEC_RAW,
                                 .payload_size = (uint32_t)n, .raw_size = (uint32_t)n,
-                                .n_records = count_units(p, n, type)};
+                                .n_records = count_units(p, n, type), .seq = seq};
     uint8_t *z = NULL;
     if (zstd && (z = malloc(ZSTD_compressBound(n)))) {
         size_t k = ZSTD_compress(z, ZSTD_compressBound(n), p, n, 3);
@@ -67,19 +68,19 @@ int lp_fuzz_trace_build(const uint8_t *in, size_t n, int zstd, struct lp_buf *ou
     lp_buf_put(out, hdr, sizeof hdr);
     const uint8_t *end = in + n, *meta = in;
     size_t meta_len = n;
-    uint32_t type = LP_CHUNK_META;
+    uint32_t type = LP_CHUNK_META, seq = 0;
     for (const uint8_t *p = in;;) {
         const uint8_t *cut = n ? memmem(p, (size_t)(end - p), sep, sep_len) : NULL;
         size_t len = cut ? (size_t)(cut - p) : (size_t)(end - p);
         if (type == LP_CHUNK_META)
             meta_len = len;
-        put_chunk(out, type, p, len, zstd);
+        put_chunk(out, type, p, len, zstd, ++seq);
         if (!cut)
             break;
         p = cut + sep_len;
         type = LP_CHUNK_RECORDS;
     }
-    put_chunk(out, LP_CHUNK_END, meta, meta_len, zstd);
+    put_chunk(out, LP_CHUNK_END, meta, meta_len, zstd, ++seq);
     return out->oom ? -1 : 0;
 }
 
