@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the normal build, the same suite under AddressSanitizer and
-# UndefinedBehaviorSanitizer, and a short libFuzzer run of each parser of user files.
+# UndefinedBehaviorSanitizer, a Release build (gcc -O3 finds warnings -O2 does not), and a
+# short libFuzzer run of each parser of user files.
 # Environment: LLMPROF_FUZZ_SECONDS (default 30 in all; 0 skips the fuzzer runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,10 @@ echo "== build and test under ASan+UBSan (build-asan/)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DLLMPROF_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== build as a packager does: Release, warnings as errors (build-release/)"
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DLLMPROF_WERROR=ON >/dev/null
+cmake --build build-release -j "$jobs"
 
 secs=${LLMPROF_FUZZ_SECONDS:-30}
 if [ "$secs" -gt 0 ]; then

@@ -143,10 +143,12 @@ expect 2 "--gpu needs a name" "model --gpu without a value" -- "$LP" model "$CFG
 expect 2 "--gpu needs a name" "report --gpu without a value" -- "$LP" report "$FIX/llama" --gpu
 # the option tables: a value is the next word whatever it is, an unknown option is named,
 # and --help lists every option of the table
-expect 2 "no GPU named '--format'" "model --gpu takes the next word" -- "$LP" model "$CFG/gpt2.json" --gpu --format
+expect 2 "'--format' is not in the hardware table" "model --gpu takes the next word" -- "$LP" model "$CFG/gpt2.json" --gpu --format
 expect 2 "--kv takes fp32, tf32, bf16, fp16, fp8, int8 or int4, not '(nothing)'" "model --kv at the end" -- "$LP" model "$CFG/gpt2.json" --kv
 expect 2 "unexpected '--bogus'; see 'llmprof export --help'" "export with an unknown option" -- "$LP" export "$FIX/llama" --bogus
 expect 2 "unknown option '--bogus'; see 'llmprof report --help'" "report with an unknown option" -- "$LP" report "$FIX/llama" --bogus
+expect 2 "unknown option '--mdoel'; did you mean '--model'?" "report: a mistyped option" -- "$LP" report "$FIX/llama" --mdoel x
+expect 2 "unknown option '--ligth'; did you mean '--light'?" "record: a mistyped option" -- "$LP" record --ligth -- true
 expect 2 "one run at a time: 'a' and 'b'" "report with two runs" -- "$LP" report a b
 expect 2 "llmprof profile: --nvml-hz takes a number from 0 to 1000" "profile checks record's options as record does" -- \
     "$LP" profile -o "$T/pn" --nvml-hz fast -- true
@@ -164,7 +166,8 @@ for opt in --batch --prompt --gen --context --weights --act --kv --prefill-logit
 done
 expect 0 "deepseek_ocr2 (DeepSeek-OCR-2)" "model --help lists every family the parser reads" -- "$LP" model --help
 expect 0 "gemms.csv" "report --help names every file" -- "$LP" report --help
-expect 2 "no GPU named 'TPU'" "model on an unknown GPU" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
+expect 2 "'TPU' is not in the hardware table; did you mean 'H100 SXM'" "model on an unknown GPU: every row named" -- "$LP" model "$CFG/gpt2.json" --gpu TPU
+expect 2 "did you mean 'H100 SXM', 'H100 PCIe'?" "model: the rows holding a part of a name" -- "$LP" model "$CFG/gpt2.json" --gpu h100
 expect 2 "takes md or json" "model with a bad format" -- "$LP" model "$CFG/gpt2.json" --format xml
 expect 2 "override a --gpu" "model --peak-tflops without --gpu" -- "$LP" model "$CFG/gpt2.json" --peak-tflops 100
 expect 1 "No such file" "model on a missing config" -- "$LP" model "$T/none.json"
@@ -211,6 +214,8 @@ expect 2 "top-level names: 'prefill', 'decode'" "the refusal names the trace's r
 expect 2 "none.json" "report --model on a missing config names it" -- \
     "$LP" report "$FIX/llama" -o "$T/x" --model "$T/none.json"
 expect 2 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
+expect 2 "--gpu 'H100' is not in the hardware table; did you mean 'H100 SXM', 'H100 PCIe'?" \
+    "report --gpu: the same message as model's, with the rows it may mean" -- "$LP" report "$FIX/llama" --gpu H100
 expect 0 "Decode is launch bound" "report on the recorded LLM run" -- \
     "$LP" report "$FIX/llama" -o "$T/rep" --model "$CFG/llama-bench-1.1b.json"
 for f in report.md summary.md report.json report.html kernels.csv operators.csv stages.csv gemms.csv iterations.csv; do

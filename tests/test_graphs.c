@@ -97,7 +97,7 @@ static void test_graph_api(void **state)
     assert_int_equal(r.gemm_captured, 6);
     assert_int_equal(r.gemm_replayed, 3 * 14);
     /* after cudaGraphExecUpdate, the GEMM kernels come from the calls captured in "update" */
-    uint64_t ua, ue, ra, re;
+    uint64_t ua = 0, ue = 0, ra = 0, re = 0; /* set by range_named (gcc -O3 cannot see it) */
     assert_true(range_named(&r, "update", &ua, &ue));
     assert_true(range_named(&r, "replay_updated", &ra, &re));
     re = UINT64_MAX; /* and those of "replay_set" after it */

@@ -277,6 +277,11 @@ enum lp_status lp_gpu_table_load(struct lp_gpu_table *t, const char *file, char 
 void lp_gpu_table_free(struct lp_gpu_table *t);
 /* By table name (case-insensitive) or by a device name as a trace records it. */
 const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name);
+/* A GPU named by the user (--gpu): lp_gpu_find's row, or NULL with ERR saying so and naming
+ * the rows whose name holds NAME (or all of them, when none does) and how to add one. The
+ * one message every command gives. */
+const struct lp_gpu *lp_gpu_resolve(const struct lp_gpu_table *t, const char *name, char *err,
+                                    size_t errlen);
 
 struct lp_bound {
     double compute_s, memory_s, bound_s;

@@ -392,7 +392,7 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
     setpgid(pid, pid);
     close(fds[1]);
     double t0 = now_s(), kill_at = 0;
-    char buf[8192], line[512];
+    char buf[8192], line[512], said[2048];
     size_t ll = 0;
     int status = 0, done = 0, open_pipe = 1;
     *profiled = 0;
@@ -417,7 +417,8 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
                     if (!strncmp(line, "==PROF== Profiling", 18))
                         (*profiled)++;
                     else if (!strncmp(line, "==ERROR==", 9) || !strncmp(line, "==WARNING==", 11))
-                        lp_cli_error("deep", "ncu said: %s", line);
+                        lp_cli_error("deep", "ncu said: %s", /* it quotes kernel names */
+                                     lp_fmt_escape(said, sizeof said, line));
                     ll = 0;
                 }
             }
@@ -582,16 +583,19 @@ static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, 
 static void print_plan(FILE *f, const struct lp_run *r, const struct lp_deep_plan *p,
                        double predicted)
 {
-    char ns[32];
+    char ns[32], stage[256];
     for (size_t i = 0; i < p->n_picks; i++) {
         const struct lp_deep_pick *k = &p->picks[i];
         size_t nc = 0;
         for (size_t c = 0; c < p->n_configs; c++)
             nc += p->configs[c].pick == i;
-        fprintf(f, "  %-10s %5.1f %%  %9s  %2zu config%s %3llu to profile  %s\n",
-                r->stages[k->stage].name, 100 * k->share, lp_fmt_ns((double)k->gpu_ns, ns,
-                sizeof ns), nc, nc == 1 ? ", " : "s,", (unsigned long long)k->profiled,
-                r->short_names[k->group]);
+        /* names from the trace: escaped (docs/report.md) */
+        fprintf(f, "  %-10s %5.1f %%  %9s  %2zu config%s %3llu to profile  ",
+                lp_fmt_escape(stage, sizeof stage, r->stages[k->stage].name), 100 * k->share,
+                lp_fmt_ns((double)k->gpu_ns, ns, sizeof ns), nc, nc == 1 ? ", " : "s,",
+                (unsigned long long)k->profiled);
+        lp_fmt_puts(f, r->short_names[k->group]);
+        fputc('\n', f);
     }
     fprintf(f, "%llu kernels to profile (skip %llu, then %llu per configuration), predicted "
             "%.0f s\n", (unsigned long long)p->profiled, (unsigned long long)p->skip,
@@ -785,7 +789,8 @@ int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
         goto done;
     double predicted = predict_s(&plan, program_s);
     if (!o->quiet || o->dry_run) {
-        printf("llmprof deep: %s, stages by %s\n", o->run,
+        char run[512];
+        printf("llmprof deep: %s, stages by %s\n", lp_fmt_escape(run, sizeof run, o->run),
                plan.by_nvtx ? "their NVTX ranges" : "launch configuration (no ranges to filter on)");
         print_plan(stdout, &r, &plan, predicted);
         if (trimmed)

@@ -18,7 +18,7 @@ static const struct {
     {"profile", lp_cmd_profile, "record a command, then report on it"},
     {"deep", lp_cmd_deep, "Nsight Compute on the top kernels of each stage (into RUN/deep/)"},
     {"diff", lp_cmd_diff, "compare two runs, with the noise, and gate on it (--fail-if)"},
-    {"export", lp_cmd_export, "write a trace for ui.perfetto.dev (--perfetto)"},
+    {"export", lp_cmd_export, "a run for ui.perfetto.dev (--perfetto) or SQLite (--sqlite)"},
     {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
@@ -40,33 +40,6 @@ static void usage(FILE *f)
                "  llmprof model config.json --gpu H200\n");
 }
 
-/* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
-static size_t edit_distance(const char *a, const char *b, size_t limit)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    enum { MAX_LEN = 32 };
-    if (la > MAX_LEN || lb > MAX_LEN || (la > lb ? la - lb : lb - la) > limit)
-        return limit + 1;
-    size_t row[MAX_LEN + 1];
-    for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best)
-                best = up + 1;
-            if (row[j - 1] + 1 < best)
-                best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* The command (or top-level option) within two edits of WORD, NULL when none is. */
 static const char *did_you_mean(const char *word)
 {
@@ -75,7 +48,7 @@ static const char *did_you_mean(const char *word)
     size_t best_d = 3;
     for (size_t i = 0; i < N_COMMANDS + 2; i++) {
         const char *name = i < N_COMMANDS ? commands[i].name : options[i - N_COMMANDS];
-        size_t d = edit_distance(word, name, 2);
+        size_t d = lp_cli_edit_distance(word, name, 2);
         /* a word of one or two letters is within two edits of too much */
         if (d < best_d && d < strlen(word)) {
             best = name;

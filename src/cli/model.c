@@ -126,7 +126,9 @@ static void list_gpus(const struct lp_gpu_table *t)
            "int8", "mem GB/s");
     for (size_t i = 0; i < t->n; i++) {
         const struct lp_gpu *g = &t->v[i];
-        printf("%-16s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.0f\n", g->name,
+        char name[256]; /* a row of --hw-file: any bytes, escaped (docs/report.md) */
+        printf("%-16s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.0f\n",
+               lp_fmt_escape(name, sizeof name, g->name),
                g->tflops[LP_DTYPE_FP32], g->tflops[LP_DTYPE_TF32], g->tflops[LP_DTYPE_BF16],
                g->tflops[LP_DTYPE_FP16], g->tflops[LP_DTYPE_FP8], g->tflops[LP_DTYPE_INT8],
                g->mem_bw_gbs);
@@ -178,10 +180,10 @@ static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_tabl
         }
         return 0;
     }
-    const struct lp_gpu *row = lp_gpu_find(t, g->gpu);
+    char err[1024];
+    const struct lp_gpu *row = lp_gpu_resolve(t, g->gpu, err, sizeof err);
     if (!row) {
-        lp_cli_error("model", "no GPU named '%s' in the hardware table; see --list-gpus, or "
-                              "add a row with --hw-file", g->gpu);
+        lp_cli_error("model", "%s", err);
         return 2;
     }
     *gpu = *row;

@@ -6,6 +6,53 @@
 
 #include "cli.h"
 
+/* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
+size_t lp_cli_edit_distance(const char *a, const char *b, size_t limit)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    enum { MAX_LEN = 32 };
+    if (la > MAX_LEN || lb > MAX_LEN || (la > lb ? la - lb : lb - la) > limit)
+        return limit + 1;
+    size_t row[MAX_LEN + 1];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* The option name of TABLE (and the tables it takes in) within two edits of A, nearest
+ * first; NULL when none is (a word of one or two letters is within two of too much). */
+static const char *nearest(const struct lp_cli_opt *table, const char *a, size_t *best_d)
+{
+    const char *best = NULL;
+    for (const struct lp_cli_opt *o = table; o->kind != LP_CLI_OPT_KIND_END; o++) {
+        if (o->kind == LP_CLI_OPT_KIND_TABLE) {
+            const char *sub = nearest(o->table, a, best_d);
+            best = sub ? sub : best;
+        } else if (o->kind != LP_CLI_OPT_KIND_TEXT && o->name) {
+            size_t d = lp_cli_edit_distance(a, o->name, 2);
+            if (d < *best_d && d + 2 < strlen(a)) {
+                best = o->name;
+                *best_d = d;
+            }
+        }
+    }
+    return best;
+}
+
 /* The entry of TABLE (or of a table it takes in) spelt A, with *CTX moved to that table's
  * struct; NULL when none is. */
 static const struct lp_cli_opt *find(const struct lp_cli_opt *table, const char *a, char **ctx)
@@ -89,8 +136,14 @@ int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, i
             lp_cli_error(c->name, "%s: '%s' and '%s'", c->too_many, operand[k - 1], a);
             return -1;
         } else {
-            lp_cli_error(c->name, "%s '%s'; see 'llmprof %s --help'",
-                         c->unexpected ? "unexpected" : "unknown option", a, c->name);
+            size_t d = 3;
+            const char *near = a[0] == '-' ? nearest(c->opts, a, &d) : NULL;
+            if (near)
+                lp_cli_error(c->name, "%s '%s'; did you mean '%s'? (see 'llmprof %s --help')",
+                             c->unexpected ? "unexpected" : "unknown option", a, near, c->name);
+            else
+                lp_cli_error(c->name, "%s '%s'; see 'llmprof %s --help'",
+                             c->unexpected ? "unexpected" : "unknown option", a, c->name);
             return -1;
         }
     }

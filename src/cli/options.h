@@ -63,6 +63,8 @@ struct lp_cli_cmd {
 /* Parses ARGV[1..] into CTX: 0, 1 when --help was printed, -1 after a message (a mistake:
  * status 2). *FIRST (may be NULL) is the index of the command to run (stops_at_command). */
 int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, int *first);
+/* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
+size_t lp_cli_edit_distance(const char *a, const char *b, size_t limit);
 /* 1 when WORD is C's -h or --help, else 0 */
 int lp_cli_is_help(const struct lp_cli_cmd *c, const char *word);
 /* C's --help, from its table. */

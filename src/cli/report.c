@@ -159,8 +159,10 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "a sub-stage: a note of the outer one, never added twice; but vision inside a prefill (an\n"
     "HF model's first forward) is cut out of it as its own stage. A kernel belongs to the range open\n"
     "on its launching thread when it was launched. Ranges whose name (or an enclosing range's)\n"
-    "contains 'warmup' are reported apart. Tokens: a flag wins, then tokens=N words in range\n"
-    "names ('prefill tokens=512 batch=1'), then one decode range = one step of the batch.\n"
+    "contains 'warmup' are reported apart. Tokens: a flag wins (checked against the trace's\n"
+    "token dimensions: a disagreement is said), then tokens=N words in range names\n"
+    "('prefill tokens=512 batch=1'), then the GEMM shapes and the decode steps found (CUDA\n"
+    "graph launches, the lm_head's calls, or the kernel sequence that repeats each step).\n"
     "\n"
     "stages and tokens:\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
@@ -294,9 +296,8 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
         return -1;
     }
     ro->gpus = &r->gpus;
-    if (r->wl.gpu && !lp_gpu_find(&r->gpus, r->wl.gpu)) {
-        lp_cli_error(r->cmd, "--gpu '%s' is not in the hardware table ('llmprof model "
-                             "--list-gpus' lists it; --hw-file adds rows)", r->wl.gpu);
+    if (r->wl.gpu && !lp_gpu_resolve(&r->gpus, r->wl.gpu, err, sizeof err)) {
+        lp_cli_error(r->cmd, "%s", err);
         return -1;
     }
     if (r->model_path) {

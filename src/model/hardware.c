@@ -165,6 +165,26 @@ static int contains_nocase(const char *hay, const char *needle, size_t nlen)
     return 0;
 }
 
+const struct lp_gpu *lp_gpu_resolve(const struct lp_gpu_table *t, const char *name, char *err,
+                                    size_t errlen)
+{
+    const struct lp_gpu *g = lp_gpu_find(t, name);
+    if (g || !errlen)
+        return g;
+    int len = snprintf(err, errlen, "--gpu '%s' is not in the hardware table", name);
+    size_t at = len > 0 && (size_t)len < errlen ? (size_t)len : errlen - 1, shown = 0;
+    for (int pass = 0; pass < 2 && !shown; pass++) /* those holding NAME, else every row */
+        for (size_t i = 0; i < t->n && at + 1 < errlen; i++) {
+            if (!pass && !contains_nocase(t->v[i].name, name, strlen(name)))
+                continue;
+            len = snprintf(err + at, errlen - at, "%s'%s'", shown++ ? ", " : "; did you mean ",
+                           t->v[i].name);
+            at += len > 0 && (size_t)len < errlen - at ? (size_t)len : errlen - at - 1;
+        }
+    snprintf(err + at, errlen - at, "? (llmprof model --list-gpus lists them; --hw-file adds rows)");
+    return NULL;
+}
+
 const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
 {
     for (size_t i = 0; i < t->n; i++)
