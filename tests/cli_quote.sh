@@ -24,7 +24,7 @@ m = json.load(open(t + "/r/meta.json"))
 m["command"] = ["prog", "'; touch %s/pwned; '" % t, "$(touch %s/pwned2)" % t,
                 "`touch %s/pwned3`" % t, "a`b", "two words", "line\nbreak", "tail\n", "\n",
                 "\x1b[31mred\x1b]0;title\x07", "", "'", "pct%d back\\slash \"dq\" $HOME *",
-                "é 日本", "\u009b6n", "x=y", "\x01\x7f", "-n", "a'b'c"]
+                "é 日本", "\u009b6n", "x=y", "\x01\x7f", "-n", "a'b'c", "rtl\u202eevil"]
 json.dump(m, open(t + "/r/meta.json", "w"))
 EOF
 
@@ -62,6 +62,9 @@ sys.stdout.buffer.write(b"".join(w.encode() + b"\0" for w in json.load(open(sys.
 if LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]\|\xc2[\x80-\x9f]' <<<"$out"; then
     bad "a control byte is printed raw: $(cat -v <<<"$out" | tail -c 400)"
 else ok "no control byte printed raw (ESC, BEL, DEL, C1 written by printf)"; fi
+# nor a bidirectional control (U+202E, a right-to-left override, reorders the line shown)
+if LC_ALL=C grep -q $'\xe2\x80\xae' <<<"$out"; then bad "a right-to-left override is printed raw"
+else ok "no bidirectional control printed raw"; fi
 grep -q -- " --config-file off -o " <<<"$out" && grep -q " '' " <<<"$out" &&
     grep -q " x=y " <<<"$out" && grep -qF " ''\\''' " <<<"$out" &&
     ok "plain words bare, the empty word '', a quote '\\''" || bad "quoting: $(cat -v <<<"$out" | tail -c 400)"

@@ -424,15 +424,17 @@ static int64_t mode_batch(const struct lp_run_ctx *c)
     return (int64_t)best;
 }
 
-/* The value most of N occurrences' evidence V shows (0: none) and in *DIFFER how many of
- * them differ from GIVEN. */
+/* Of N occurrences' evidence V, how many differ from GIVEN (*DIFFER), and the value most
+ * of those show (0: none differs); V is reordered. */
 static int64_t evidence(int64_t *v, size_t n, int64_t given, size_t *differ)
 {
-    *differ = 0;
+    size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        *differ += v[i] != given;
+        if (v[i] != given)
+            v[k++] = v[i];
+    *differ = k;
     size_t count;
-    return n ? (int64_t)most_common((uint64_t *)v, n, &count) : 0;
+    return k ? (int64_t)most_common((uint64_t *)v, k, &count) : 0;
 }
 
 /* Token and batch flags against what the trace shows before they replace it: the prefills'
@@ -478,7 +480,8 @@ static int check_flags(struct lp_run_ctx *c, int64_t shape_batch)
 }
 
 /* Token counts and steps of every occurrence: flag, then range name, then shapes/steps. A
- * flag's count the run cannot hold is withheld (*IMPOSSIBLE counts the occurrences): a
+ * flag's count the run cannot hold is withheld, the trace's own count standing in its place
+ * (*IMPOSSIBLE counts the occurrences): a
  * prefill past MAX_TOKENS, or a decode of more steps than it ran pieces of GPU work (each
  * step launches one at least; B gives them, with kernels recorded; a range that holds none
  * may have its work launched from another thread: nothing tells). */
@@ -514,10 +517,7 @@ static void resolve_tokens(struct lp_run_ctx *c, const struct by_occ *b, size_t 
                          (k == LP_STAGE_KIND_DECODE && lp_trace_kernels_recorded(c->t) &&
                           items && (uint64_t)(flag / per_step) > items))) {
             (*impossible)++;
-            o->steps = 0;
-            o->steps_source = LP_STEPS_NONE;
-            o->n_step_ns = 0;
-            continue;
+            flag = 0; /* withheld: the trace's own count stands */
         }
         if (flag > 0) {
             o->n_tokens = flag;

@@ -249,8 +249,20 @@ static void over_peak(struct lp_run *r)
     r->util_over_bytes = bytes;
     r->util_status = LP_UTIL_OVER_PEAK;
     r->has_util = 0;
-    for (size_t s = 0; s < r->n_stages; s++)
-        r->stages[s].has_util = 0;
+    /* the token rates made from a flag's count go with it (a rate the GPU cannot reach) */
+    struct lp_llm_metrics *m = &r->llm;
+    int batch_given = m->batch_source == LP_TOKENS_FLAG;
+    if (m->decode_source == LP_TOKENS_FLAG || batch_given)
+        m->decode_tokens_per_s = 0;
+    if (m->prefill_source == LP_TOKENS_FLAG)
+        m->prefill_tokens_per_s = 0;
+    for (size_t s = 0; s < r->n_stages; s++) {
+        struct lp_stage_report *st = &r->stages[s];
+        st->has_util = 0;
+        if (st->tokens_source == LP_TOKENS_FLAG ||
+            (batch_given && st->kind == LP_STAGE_KIND_DECODE))
+            st->tokens_per_s = 0;
+    }
 }
 
 /* The recorded GPU's row of the hardware table (or --gpu's), with the overrides; the run's

@@ -265,7 +265,7 @@ static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *
 }
 
 /* The length of the UTF-8 sequence at S when it is one of a printable character (U+00A0 and
- * up: not a C1 control, which some terminals obey), else 0. */
+ * up: not a C1 control, which some terminals obey, nor a bidirectional control), else 0. */
 static size_t printable_utf8(const unsigned char *s)
 {
     size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
@@ -278,7 +278,10 @@ static size_t printable_utf8(const unsigned char *s)
         c = c << 6 | (s[i] & 0x3f);
     }
     int overlong = (n == 3 && c < 0x800) || (n == 4 && c < 0x10000);
-    if (overlong || c < 0xa0 || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+    /* nor a bidirectional control, which would reorder the line on screen */
+    int bidi = c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
+               (c >= 0x2066 && c <= 0x2069);
+    if (overlong || bidi || c < 0xa0 || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
         return 0;
     return n;
 }

@@ -352,7 +352,7 @@ static int info_trace(const char *path)
     print_gemms(o, t, &s);
     print_counters(o, t, &s);
     print_pm(o, t, &s);
-    fprintf(o, "  lost     %" PRIu64 " records", s.lost_records);
+    fprintf(o, "  lost     %" PRIu64 " record%s", s.lost_records, s.lost_records == 1 ? "" : "s");
     if (s.n_loss_notes)
         fprintf(o, "; %zu loss note%s without a count", s.n_loss_notes,
                 s.n_loss_notes == 1 ? "" : "s");

@@ -180,10 +180,10 @@ static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_tabl
         }
         return 0;
     }
-    char err[1024];
+    char err[1024], said[2048];
     const struct lp_gpu *row = lp_gpu_resolve(t, g->gpu, err, sizeof err);
-    if (!row) {
-        lp_cli_error("model", "%s", err);
+    if (!row) { /* it quotes the name as given: escaped */
+        lp_cli_error("model", "%s", lp_fmt_escape(said, sizeof said, err));
         return 2;
     }
     *gpu = *row;

@@ -297,7 +297,8 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
     }
     ro->gpus = &r->gpus;
     if (r->wl.gpu && !lp_gpu_resolve(&r->gpus, r->wl.gpu, err, sizeof err)) {
-        lp_cli_error(r->cmd, "%s", err);
+        char said[1024]; /* it quotes the name as given: escaped */
+        lp_cli_error(r->cmd, "%s", lp_fmt_escape(said, sizeof said, err));
         return -1;
     }
     if (r->model_path) {

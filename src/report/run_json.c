@@ -496,6 +496,15 @@ static json_t *trace_json(const struct lp_trace *t, const struct lp_run *r)
                           u64(t->n_records), "file_bytes", u64(t->file_bytes), "dropped_bytes",
                           u64(t->dropped_bytes), "lost_records", u64(r->lost_records));
     json_object_set_new(o, "losses_uncounted", json_integer((json_int_t)r->losses_uncounted));
+    /* the chunks against the writer's account (format 1.8): how the file was altered */
+    static const char *const altered_keys[] = {"repeated", "missing", "order", "unknown_type",
+                                               "extra_records", "unnumbered"};
+    json_t *alt = json_array();
+    for (size_t b = 0; b < sizeof altered_keys / sizeof *altered_keys; b++)
+        if (t->altered & 1u << b)
+            json_array_append_new(alt, json_string(altered_keys[b]));
+    json_object_set_new(o, "altered", alt);
+    json_object_set_new(o, "records_unread", u64(t->records_unread));
     json_object_set_new(o, "counts",
                         json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "kernels",
                                   (json_int_t)t->n_kernels, "memcpy", (json_int_t)t->n_memcpys,

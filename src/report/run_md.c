@@ -559,9 +559,12 @@ static void stages(FILE *f, const struct lp_run *r)
                     s->occurrences ? s->kernels_per_occurrence : (double)s->kernels, s->gaps);
         else
             fprintf(f, "- | - | ");
-        if (s->tokens > 0)
+        if (s->tokens > 0 && s->tokens_per_s > 0)
             fprintf(f, "%lld (%s) | %.1f | ", (long long)s->tokens,
                     lp_text_tokens_source(s->tokens_source), s->tokens_per_s);
+        else if (s->tokens > 0) /* a rate withheld (past what the GPU can do) */
+            fprintf(f, "%lld (%s) | withheld | ", (long long)s->tokens,
+                    lp_text_tokens_source(s->tokens_source));
         else
             fprintf(f, "- | - | ");
         if (s->steps > 0)
@@ -1496,67 +1499,11 @@ static void summary_serving(FILE *f, const struct lp_run *r)
                 PCT(s->padding_share), s->n_buckets, s->n_buckets == 1 ? "" : "s");
 }
 
-int lp_report_summary_md(FILE *f, const struct lp_run *r)
+/* summary.md: what the inputs and the trace say of the figures (MFU, withheld, altered,
+ * the model or a flag against the trace), and the prefill's GEMMs */
+static void summary_checks(FILE *f, const struct lp_run *r)
 {
-    char b1[32], b2[32];
-    const struct lp_llm_metrics *m = &r->llm;
-    const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
-                                          : "the GPU";
-    fprintf(f, "# Summary\n\n");
-    lp_md_code(f, command(r)[0] ? command(r) : "the run");
-    fprintf(f, " on ");
-    lp_fmt_puts(f, gpu);
-    fprintf(f, ".\n\n");
-    if (r->serving.cause != LP_SERVING_CAUSE_NONE)
-        summary_serving(f, r);
-    else if (!m->found)
-        fprintf(f, "- **No LLM prefill or decode was found** in this program (%s), so there is "
-                   "no TTFT or TPOT: the figures below are for the whole run.\n",
-                why_not(r));
-    char prompt[160] = "prompt length unknown";
-    if (m->prompt_per_sequence && r->vision_tokens > 0)
-        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s: %lld image slots, %lld text",
-                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "",
-                 (long long)r->vision_tokens, (long long)r->text_tokens);
-    else if (m->prompt_per_sequence)
-        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s",
-                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "");
-    if (m->ttft.n > 1)
-        fprintf(f, "- **First token after %s** (median of %zu requests, p90 %s; %s).\n",
-                NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90), prompt);
-    else if (m->ttft.n)
-        fprintf(f, "- **First token after %s** (one request; %s).\n", NS(m->ttft.p50), prompt);
-    summary_vision(f, r);
-    if (m->tpot.n)
-        fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
-                   "%s; %.1f tokens/s over a batch of %lld%s).\n",
-                NS(m->tpot.p50), m->tpot.n > 1 ? "median" : "mean", m->tpot.n,
-                m->tpot.n == 1 ? "" : "s", m->itl.n, m->itl.n ? NS2(m->itl.p90) : "-",
-                m->decode_tokens_per_s, (long long)m->batch,
-                m->batch_source == LP_TOKENS_NONE ? ", assumed" : "");
-    for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
-        if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
-            !r->stages[i].steps) {
-            fprintf(f, "- The time per token of ");
-            lp_fmt_puts(f, r->stages[i].name);
-            fprintf(f, " is not given: its steps could not be counted (name each step's range, "
-                       "put tokens=N in the name, or pass --decode-tokens).\n");
-        }
-    if (r->warmup.cause != LP_WARMUP_NONE)
-        fprintf(f, "- The first %s was slow (%s, %.0fx the others' median) and is reported "
-                   "apart as warm-up.\n",
-                r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
-                NS(r->warmup.value_ns), r->warmup.ratio);
-    capture_line(f, r);
-    if (r->capture.windowed && r->capture.n_windows == 0)
-        ; /* said by capture_line: no window, no kernels */
-    else if (r->kernels_recorded)
-        fprintf(f, "- The GPU was busy %.0f %% of the %stime between its first and last "
-                   "kernel%s.\n", 100 * r->busy_share, r->unrecorded_ns ? "recorded " : "",
-                after_warmup(r));
-    else
-        fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
-                   "decode steps found from kernels are not known; see the counters.\n");
+    char b2[32];
     if (r->has_util && !r->model_misfit && r->request_s > 0)
         fprintf(f, "- Over a whole request the model used %.1f %% of the GPU's compute peak "
                    "and %.1f %% of its memory bandwidth (analytic, see report.md).\n",
@@ -1606,6 +1553,12 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
     if (r->stages_inferred)
         fprintf(f, "- The program marks no stages: prefill and decode were inferred from the "
                    "sizes of its matrix multiplies.\n");
+}
+
+/* summary.md: the costliest (stage, kernel category) pairs */
+static void summary_where(FILE *f, const struct lp_run *r)
+{
+    char b1[32];
     fprintf(f, "\n## Where the GPU time goes\n\n");
     if (r->n_centres)
         fprintf(f, "Shares of the GPU time in the measured stages (%s; warm-up and work outside "
@@ -1641,11 +1594,18 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
                                                                      : "Outside every stage",
                     NS(s->gpu_ns));
     }
+}
+
+/* summary.md: the first three findings (each title once) and what was lost */
+static void summary_look(FILE *f, const struct lp_run *r)
+{
     fprintf(f, "\n\n## What to look at\n\n");
     size_t shown = 0;
     char said[3][sizeof ((struct lp_finding_text *)0)->title];
     for (size_t i = 0; i < r->n_findings && shown < 3; i++) {
         struct lp_finding_text t;
+        if (r->findings[i].code == LP_FINDING_TRACE_NOT_WHOLE && r->trace->altered)
+            continue; /* said at the top */
         lp_text_finding(r, &r->findings[i], &t);
         /* a title already said (the same finding for a second stage) says nothing new */
         size_t j = 0;
@@ -1669,5 +1629,73 @@ int lp_report_summary_md(FILE *f, const struct lp_run *r)
             : r->losses_uncounted ? "No records were counted lost; report.md lists loss notes "
                                     "without a count."
                                   : "No records were lost.");
+}
+
+int lp_report_summary_md(FILE *f, const struct lp_run *r)
+{
+    char b1[32], b2[32];
+    const struct lp_llm_metrics *m = &r->llm;
+    const char *gpu = r->trace->n_devices ? lp_trace_str(r->trace, r->trace->devices[0].name)
+                                          : "the GPU";
+    fprintf(f, "# Summary\n\n");
+    lp_md_code(f, command(r)[0] ? command(r) : "the run");
+    fprintf(f, " on ");
+    lp_fmt_puts(f, gpu);
+    fprintf(f, ".\n\n");
+    if (r->serving.cause != LP_SERVING_CAUSE_NONE)
+        summary_serving(f, r);
+    else if (!m->found)
+        fprintf(f, "- **No LLM prefill or decode was found** in this program (%s), so there is "
+                   "no TTFT or TPOT: the figures below are for the whole run.\n",
+                why_not(r));
+    char prompt[160] = "prompt length unknown";
+    if (m->prompt_per_sequence && r->vision_tokens > 0)
+        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s: %lld image slots, %lld text",
+                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "",
+                 (long long)r->vision_tokens, (long long)r->text_tokens);
+    else if (m->prompt_per_sequence)
+        snprintf(prompt, sizeof prompt, "prompt of %lld tokens%s",
+                 (long long)m->prompt_per_sequence, m->batch > 1 ? " per sequence" : "");
+    if (m->ttft.n > 1)
+        fprintf(f, "- **First token after %s** (median of %zu requests, p90 %s; %s).\n",
+                NS(m->ttft.p50), m->ttft.n, NS2(m->ttft.p90), prompt);
+    else if (m->ttft.n)
+        fprintf(f, "- **First token after %s** (one request; %s).\n", NS(m->ttft.p50), prompt);
+    summary_vision(f, r);
+    char rate[48] = "tokens/s withheld";
+    if (m->decode_tokens_per_s > 0)
+        snprintf(rate, sizeof rate, "%.1f tokens/s", m->decode_tokens_per_s);
+    if (m->tpot.n)
+        fprintf(f, "- **Each further token takes %s** (%s of %zu request%s, p90 of the %zu steps "
+                   "%s; %s over a batch of %lld%s).\n",
+                NS(m->tpot.p50), m->tpot.n > 1 ? "median" : "mean", m->tpot.n,
+                m->tpot.n == 1 ? "" : "s", m->itl.n, m->itl.n ? NS2(m->itl.p90) : "-", rate,
+                (long long)m->batch, m->batch_source == LP_TOKENS_NONE ? ", assumed" : "");
+    for (size_t i = 0; i < r->n_stages && !m->tpot.n; i++)
+        if (r->stages[i].kind == LP_STAGE_KIND_DECODE && r->stages[i].occurrences &&
+            !r->stages[i].steps) {
+            fprintf(f, "- The time per token of ");
+            lp_fmt_puts(f, r->stages[i].name);
+            fprintf(f, " is not given: its steps could not be counted (name each step's range, "
+                       "put tokens=N in the name, or pass --decode-tokens).\n");
+        }
+    if (r->warmup.cause != LP_WARMUP_NONE)
+        fprintf(f, "- The first %s was slow (%s, %.0fx the others' median) and is reported "
+                   "apart as warm-up.\n",
+                r->warmup.cause == LP_WARMUP_STAGE_TIME ? "occurrence" : "request",
+                NS(r->warmup.value_ns), r->warmup.ratio);
+    capture_line(f, r);
+    if (r->capture.windowed && r->capture.n_windows == 0)
+        ; /* said by capture_line: no window, no kernels */
+    else if (r->kernels_recorded)
+        fprintf(f, "- The GPU was busy %.0f %% of the %stime between its first and last "
+                   "kernel%s.\n", 100 * r->busy_share, r->unrecorded_ns ? "recorded " : "",
+                after_warmup(r));
+    else
+        fprintf(f, "- No kernels were recorded (--light): GPU time, kernels and "
+                   "decode steps found from kernels are not known; see the counters.\n");
+    summary_checks(f, r);
+    summary_where(f, r);
+    summary_look(f, r);
     return ferror(f) ? -1 : 0;
 }

@@ -194,8 +194,9 @@ static void trace_not_whole(const struct lp_run *r, struct lp_finding_text *t)
     const struct lp_trace *tr = r->trace;
     if (tr->altered) { /* copied, cut or reordered after it was written: not a lost record */
         PUT(title, "The trace file was altered after it was written");
-        PUT(advice, "Its chunks are not as the collector wrote them (the reader warnings below "
-                    "say how, and what was read): use the original file, or record again.");
+        PUT(advice, "Its chunks are not as the collector wrote them (the reader's warnings, in "
+                    "report.md's losses and notes, say how and what was read): use the original "
+                    "file, or record again.");
     } else {
         PUT(title, "The trace is not whole: figures are lower bounds");
         PUT(advice, "See the losses section; a trace cut short (killed process) keeps what "
@@ -511,11 +512,11 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
             r->opt.model ? (long long)r->opt.model->hidden : 0);
         break;
     case LP_NOTE_PREFILL_TOKENS_GIVEN:
-        put(buf, len, "--prefill-tokens %lld was given, but the GEMMs of %.0f prefill%s carry "
+        put(buf, len, "--prefill-tokens %lld was given, but the GEMMs of %.0f prefill range%s carr%s "
                       "%lld tokens (the token dimension most calls share; all sequences): %s",
-            count, n->value, n->value == 1 ? "" : "s", of,
+            count, n->value, n->value == 1 ? "" : "s", n->value == 1 ? "ies" : "y", of,
             has_note(r, LP_NOTE_TOKENS_IMPOSSIBLE)
-                ? "a count the run cannot hold, withheld"
+                ? "a count the run cannot hold, withheld (the trace's own is used)"
                 : "the flag's value is used for tokens/s and MFU, check it");
         break;
     case LP_NOTE_DECODE_TOKENS_GIVEN:
@@ -523,7 +524,7 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
                       "(the steps found times the batch): %s",
             count, n->value, n->value == 1 ? "" : "s", n->value == 1 ? "s" : "", of,
             has_note(r, LP_NOTE_TOKENS_IMPOSSIBLE)
-                ? "a count the run cannot hold, withheld"
+                ? "a count the run cannot hold, withheld (the trace's own is used)"
                 : "the flag's value is used for the steps, tokens/s and TPOT, check it");
         break;
     case LP_NOTE_BATCH_GIVEN:
@@ -535,7 +536,7 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
     case LP_NOTE_TOKENS_IMPOSSIBLE:
         put(buf, len, "the token count a flag gives %.0f range%s cannot be (a prefill of 2^31 "
                       "tokens or more, or a decode of more steps than the GPU work it ran): "
-                      "withheld, with those decodes' steps and TPOT",
+                      "withheld, the trace's own count used instead",
             n->value, n->value == 1 ? "" : "s");
         break;
     case LP_NOTE_VISION_ROWS:

@@ -58,6 +58,8 @@ struct rd {
     uint64_t device_records, devices_dropped;
     uint64_t utf8_repaired;           /* bytes of names that were not UTF-8, now '?' */
     uint64_t read_by_type[LP_REC_TYPE_COUNT]; /* known records decoded (strings left out) */
+    uint64_t read_unknown;            /* records of types this reader does not know */
+    int newer_skipped;                /* chunks of a type of a newer minor version skipped */
     uint64_t missing, missing_after;  /* chunk numbers skipped; the number before the first */
     int account;                      /* the END chunk said the records written */
     int meta_read;                    /* a header chunk was read */
@@ -308,6 +310,7 @@ static uint64_t decode_records(struct rd *rd, const uint8_t *raw, size_t len, in
             }
         } else {
             c.p += body; /* a record type from a newer minor version */
+            rd->read_unknown++; /* written and read: the END chunk's account holds it */
         }
         kept++;
     }
@@ -486,6 +489,7 @@ struct found {
     struct lp_chunk_header h;
     uint64_t key;  /* its place in the order written */
     int repeat;    /* another copy of a chunk read: not read */
+    int crc_ok;    /* its payload's checksum holds (a damaged chunk is nobody's copy) */
 };
 
 static int cmp_found(const void *a, const void *b)
@@ -525,6 +529,9 @@ static int cmp_content(const void *a, const void *b)
 static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, size_t n)
 {
     struct lp_trace *t = rd->t;
+    for (size_t i = 0; i < n; i++)
+        f[i].crc_ok = lp_crc32(data + f[i].off + LP_CHUNK_HEADER_SIZE, f[i].h.payload_size) ==
+                      f[i].h.payload_crc;
     int numbered = 0;
     for (size_t i = 0; i < n; i++)
         numbered |= f[i].h.seq != 0;
@@ -539,15 +546,22 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
             by[i] = &f[i];
         }
         qsort(by, n, sizeof *by, cmp_content);
-        /* a copy holds its checksum (a damaged chunk is no copy: it is dropped as such) */
-        for (size_t i = 1; i < n; i++)
-            if (same_chunk(by[i], by[i - 1]) &&
-                lp_crc32(data + by[i]->off + LP_CHUNK_HEADER_SIZE, by[i]->h.payload_size) ==
-                    by[i]->h.payload_crc) {
-                f[by[i] - f].repeat = 1;
+        /* among chunks alike, the first whose checksum holds is read and the others that hold
+         * are its copies; a damaged one is no copy (it is dropped as such, hiding nothing) */
+        for (size_t i = 0, j; i < n; i = j) {
+            const struct found *kept = NULL;
+            for (j = i; j < n && same_chunk(by[j], by[i]); j++) {
+                if (!by[j]->crc_ok)
+                    continue;
+                if (!kept) {
+                    kept = by[j];
+                    continue;
+                }
+                f[by[j] - f].repeat = 1;
                 if (!repeats++)
-                    repeat_off = by[i]->off;
+                    repeat_off = by[j]->off;
             }
+        }
         free(by);
         if (n && t->version_minor >= 8)
             unnumbered = n;
@@ -567,15 +581,19 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
         for (size_t i = 0, j; i < n; i = j) {
             for (j = i + 1; j < n && f[j].key == f[i].key; j++)
                 ;
-            for (size_t k = i + 1; f[i].h.seq && k < j; k++) {
-                int copy = 0;
-                for (size_t q = i; q < k && !copy; q++)
-                    copy = !f[q].repeat && same_chunk(&f[k], &f[q]);
+            for (size_t k = i; f[i].h.seq && k < j; k++) {
+                if (!f[k].crc_ok) /* damaged: dropped as such, nobody's copy or rival */
+                    continue;
+                int copy = 0, before = 0;
+                for (size_t q = i; q < k && !copy; q++) {
+                    before |= f[q].crc_ok;
+                    copy = f[q].crc_ok && !f[q].repeat && same_chunk(&f[k], &f[q]);
+                }
                 if (copy) {
                     f[k].repeat = 1;
                     if (!repeats++)
                         repeat_off = f[k].off;
-                } else if (!shared++) {
+                } else if (before && !shared++) {
                     shared_off = f[k].off;
                 }
             }
@@ -624,7 +642,8 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
         t->altered |= LP_TRACE_ALTERED_UNNUMBERED;
         if (numbered)
             lp_trace_warn(t, "%llu chunk%s without a number among numbered ones: read where "
-                             "they lie", (unsigned long long)unnumbered, plural(unnumbered));
+                             "%s", (unsigned long long)unnumbered, plural(unnumbered),
+                          unnumbered == 1 ? "it lies" : "they lie");
         else
             lp_trace_warn(t, "format %u.%u numbers its chunks, and none of these %llu has a "
                              "number: read where they lie; chunks missing or out of order "
@@ -642,15 +661,21 @@ static void say_missing(struct rd *rd)
     if (!rd->missing)
         return;
     t->altered |= LP_TRACE_ALTERED_MISSING;
-    if (rd->account && !t->records_unread)
-        lp_trace_warn(t, "chunk numbers skip %llu (first after chunk %llu), yet every record "
-                         "the END chunk says was written was read: the numbers were altered",
-                      (unsigned long long)rd->missing, (unsigned long long)rd->missing_after);
+    char where[64];
+    if (rd->missing_after)
+        snprintf(where, sizeof where, "first after chunk %llu",
+                 (unsigned long long)rd->missing_after);
     else
-        lp_trace_warn(t, "%llu chunk%s missing (numbers skipped, first after chunk %llu): "
-                         "their records are lost",
-                      (unsigned long long)rd->missing, rd->missing == 1 ? " is" : "s are",
-                      (unsigned long long)rd->missing_after);
+        snprintf(where, sizeof where, "the first chunk among them");
+    /* the account counts records, not the header's pairs or names: a lost header is lost */
+    if (rd->account && !t->records_unread && rd->meta_read && rd->missing_after)
+        lp_trace_warn(t, "chunk numbers skip %llu (%s), yet every record the END chunk says was "
+                         "written was read: the numbers were altered (or the chunks skipped "
+                         "held names only)",
+                      (unsigned long long)rd->missing, where);
+    else
+        lp_trace_warn(t, "%llu chunk%s missing (numbers skipped, %s): their records are lost",
+                      (unsigned long long)rd->missing, rd->missing == 1 ? " is" : "s are", where);
 }
 
 /* Record type names, for the END chunk's account (docs/trace-format.md) */
@@ -676,7 +701,7 @@ static void check_account(struct rd *rd)
     if (*end)
         return;
     rd->account = 1;
-    uint64_t read = 0;
+    uint64_t read = rd->read_unknown;
     for (int i = 0; i < LP_REC_TYPE_COUNT; i++)
         read += rd->read_by_type[i];
     /* which kinds differ, where the END chunk says them */
@@ -701,7 +726,7 @@ static void check_account(struct rd *rd)
         lp_trace_warn(t, "%llu records read where the END chunk says %llu were written%s: the "
                          "file was altered, figures may count records twice",
                       (unsigned long long)read, written, kinds);
-    } else if (read < written) {
+    } else if (read < written && !rd->newer_skipped) { /* a newer chunk type may hold them */
         t->records_unread = written - read;
         lp_trace_warn(t, "%llu of the %llu records the END chunk says were written were not "
                          "read%s: lost in chunks missing or damaged",
@@ -849,13 +874,14 @@ enum chunk_fate {
     CHUNK_NOMEM,
 };
 
-/* Checks the chunk at OFF (header H, TOTAL bytes with PAYLOAD) and sets *BODY to its raw
- * bytes: the payload itself, or the payload decompressed into rd->raw. */
+/* Checks the chunk at OFF (header H, TOTAL bytes with PAYLOAD, whose checksum holds when
+ * CRC_OK) and sets *BODY to its raw bytes: the payload itself, or the payload decompressed
+ * into rd->raw. */
 static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h,
-                                  const uint8_t *payload, size_t off, size_t total,
+                                  const uint8_t *payload, int crc_ok, size_t off, size_t total,
                                   const uint8_t **body)
 {
-    if (lp_crc32(payload, h->payload_size) != h->payload_crc || h->raw_size > LP_CHUNK_MAX_RAW ||
+    if (!crc_ok || h->raw_size > LP_CHUNK_MAX_RAW ||
         (h->codec != LP_CODEC_ZSTD && h->codec != LP_CODEC_RAW) ||
         (h->codec == LP_CODEC_RAW && h->raw_size != h->payload_size)) {
         chunk_warn(rd, "corrupt chunk at byte %zu (checksum or size): %u records dropped", off,
@@ -950,13 +976,15 @@ int lp_trace_read_mem(struct lp_trace **out, const void *data_, size_t size, con
             continue;
         const uint8_t *body = NULL;
         enum chunk_fate fate =
-            open_chunk(&rd, &x->h, data + x->off + LP_CHUNK_HEADER_SIZE, x->off, x->total, &body);
+            open_chunk(&rd, &x->h, data + x->off + LP_CHUNK_HEADER_SIZE, x->crc_ok, x->off,
+                       x->total, &body);
         if (fate == CHUNK_NOMEM)
             goto oom_found;
         if (fate == CHUNK_DROPPED)
             t->dropped_bytes += x->total;
         /* a chunk type of a newer minor version is skipped as such; in a version this reader
          * knows every type of, it is a chunk whose type was changed */
+        rd.newer_skipped |= fate == CHUNK_SKIPPED && t->version_minor > LP_TRACE_VERSION_MINOR;
         if (fate == CHUNK_SKIPPED && t->version_minor <= LP_TRACE_VERSION_MINOR) {
             if (!unknown++)
                 unknown_off = x->off;
