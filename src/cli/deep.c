@@ -730,6 +730,130 @@ int lp_cmd_deep(int argc, char **argv)
     return lp_cli_deep_run(&o, dash < argc ? argv + dash + 1 : NULL);
 }
 
+/* What will be measured, on stdout; TRIMMED_TOP: the --top the budget left (0: none cut) */
+static void say_plan(const struct lp_cli_deep_opts *o, const struct lp_run *r,
+                     const struct lp_deep_plan *plan, double predicted, size_t trimmed_top)
+{
+    char run[512];
+    printf("llmprof deep: %s, stages by %s\n", lp_fmt_escape(run, sizeof run, o->run),
+           plan->by_nvtx ? "their NVTX ranges" : "launch configuration (no ranges to filter on)");
+    print_plan(stdout, r, plan, predicted);
+    if (trimmed_top)
+        printf("trimmed to fit --budget %.1f min: --top %zu, --instances %llu\n", o->budget_min,
+               trimmed_top, (unsigned long long)plan->instances);
+    fflush(stdout);
+}
+
+/* run_ncu with SIGINT and SIGTERM caught (they stop ncu, keeping what it measured), timed
+ * into *ELAPSED */
+static int run_ncu_caught(const struct args *a, int log_fd, const char *cwd, double budget_s,
+                          const struct lp_deep_plan *plan, int quiet, int *stopped,
+                          double *elapsed)
+{
+    struct sigaction act = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGINT, &act, &old_int);
+    sigaction(SIGTERM, &act, &old_term);
+    double t0 = now_s();
+    uint64_t profiled;
+    int status = run_ncu(a->v, log_fd, cwd, budget_s, plan->profiled, quiet, &profiled, stopped);
+    *elapsed = now_s() - t0;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return status;
+}
+
+/* After ncu: its raw page read back, RUN/deep/deep.json written (what was asked, predicted
+ * and measured) and the results moved into DIR (over an earlier dive); what went wrong said.
+ * The status of the command, or -1 when the results could not be written (TMP is then to
+ * be removed). */
+static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const char *tmp,
+                  const char *dir, int *log_fd, int status, int stopped, double elapsed,
+                  double predicted, double budget_s, const struct lp_deep_plan *plan,
+                  const struct lp_run *r, const struct args *a, json_t **outp)
+{
+    char err[512], path[PATH_MAX + 128];
+    struct stat st;
+    json_t *out;
+    int rc;
+    /* the raw page, as the report reads it */
+    strcat(rep, ".ncu-rep");
+    int have_rep = stat(rep, &st) == 0;
+    size_t measured = 0;
+    if (have_rep) {
+        char csv[PATH_MAX + 128];
+        snprintf(csv, sizeof csv, "%s/ncu-raw.csv", tmp);
+        /* ncu's default units: base units print percentages with two decimals only */
+        char *iv[] = {ncu, "-i", rep, "--csv", "--page", "raw", "--print-kernel-base",
+                      "mangled", NULL};
+        struct lp_ncu_report *nr = NULL;
+        if (run_to_file(iv, csv, *log_fd) != 0 || lp_ncu_read(&nr, csv, err, sizeof err) != LP_OK) {
+            lp_cli_error("deep", "ncu's raw page of %s could not be read%s%s (see %s/ncu.log)",
+                         rep, nr ? "" : ": ", nr ? "" : err, dir);
+            unlink(csv);
+        } else {
+            measured = nr->n_kernels;
+        }
+        lp_ncu_free(nr);
+    }
+    out = *outp = json_pack("{s:s,s:s,s:s,s:o,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
+                    "format", "llmprof-deep", "ncu", ncu, "ncu_version", o->version,
+                    "command", json_array(), "predicted_s", predicted, "elapsed_s", elapsed,
+                    "budget_s", budget_s, "predicted_kernels", (json_int_t)plan->profiled,
+                    "measured_kernels", (json_int_t)measured, "skip", (json_int_t)plan->skip,
+                    "instances", (json_int_t)plan->instances, "by_nvtx", plan->by_nvtx,
+                    "stopped", stopped == 2 ? "interrupted" : stopped ? "budget" : "no",
+                    "picks", plan_json(r, plan));
+    /* the report as it is named once moved into place */
+    char final_rep[PATH_MAX + 32];
+    snprintf(final_rep, sizeof final_rep, "%s/deep", dir);
+    for (size_t i = 0; out && i < a->n; i++)
+        json_array_append_new(json_object_get(out, "command"),
+                              json_string(i && !strcmp(a->v[i - 1], "-o") ? final_rep : a->v[i]));
+    if (out && WIFEXITED(status))
+        json_object_set_new(out, "ncu_exit", json_integer(WEXITSTATUS(status)));
+    snprintf(path, sizeof path, "%s/deep.json", tmp);
+    if (!out || write_json(path, out) != 0) {
+        lp_cli_error("deep", "cannot write %s", path);
+        return -1;
+    }
+    close(*log_fd);
+    *log_fd = -1;
+    /* in place of an earlier one (--force) */
+    char aside[PATH_MAX + 64];
+    snprintf(aside, sizeof aside, "%s/.deep-old.%ld", o->run, (long)getpid());
+    int had = stat(dir, &st) == 0;
+    if ((had && rename(dir, aside) != 0) || rename(tmp, dir) != 0) {
+        lp_cli_error("deep", "cannot move the results into %s: %s (they are in %s)", dir,
+                     strerror(errno), tmp);
+        if (had)
+            rename(aside, dir);
+        return 2;
+    }
+    if (had)
+        remove_dir(aside);
+    rc = 0;
+    if (stopped)
+        lp_cli_error("deep", "%s after %.0f s: %zu kernels measured, kept in %s",
+                     stopped == 2 ? "interrupted" : "over the budget", elapsed, measured, dir);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        lp_cli_error("deep", "ncu %s %d (its output: %s/ncu.log)",
+                     WIFEXITED(status) ? "exited with" : "was killed by signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir);
+        rc = 1;
+    }
+    if (measured == 0) {
+        lp_cli_error("deep", "ncu measured no kernel: its filters matched none (did the program "
+                     "run as it did when recorded? %s/ncu.log has its output)", dir);
+        rc = 1;
+    }
+    if (!o->quiet)
+        printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
+               "'llmprof report %s' adds \"Kernels in depth\"\n", measured, elapsed,
+               (unsigned long long)plan->profiled, predicted, dir, o->run);
+    return rc;
+}
+
 int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
 {
     char *ncu = o->ncu_path;
@@ -791,16 +915,8 @@ int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
     if (plan_to_fit(&r, &po, program_s, budget_s, &plan, &trimmed) != 0)
         goto done;
     double predicted = predict_s(&plan, program_s);
-    if (!o->quiet || o->dry_run) {
-        char run[512];
-        printf("llmprof deep: %s, stages by %s\n", lp_fmt_escape(run, sizeof run, o->run),
-               plan.by_nvtx ? "their NVTX ranges" : "launch configuration (no ranges to filter on)");
-        print_plan(stdout, &r, &plan, predicted);
-        if (trimmed)
-            printf("trimmed to fit --budget %.1f min: --top %zu, --instances %llu\n",
-                   o->budget_min, po.top, (unsigned long long)plan.instances);
-        fflush(stdout);
-    }
+    if (!o->quiet || o->dry_run)
+        say_plan(o, &r, &plan, predicted, trimmed ? po.top : 0);
     /* results go into a directory beside RUN/deep, moved in at the end */
     snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o->run, (long)getpid());
     if (!o->dry_run && mkdir(tmp, 0755) != 0) {
@@ -829,97 +945,18 @@ int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
         lp_cli_error("deep", "cannot write %s: %s", path, strerror(errno));
         goto fail_tmp;
     }
-    struct sigaction act = {.sa_handler = on_signal}, old_int, old_term;
-    sigemptyset(&act.sa_mask);
-    sigaction(SIGINT, &act, &old_int);
-    sigaction(SIGTERM, &act, &old_term);
-    double t0 = now_s();
-    uint64_t profiled;
+    double elapsed;
     int stopped = 0;
-    int status = run_ncu(a.v, log_fd, given ? NULL : cwd, budget_s, plan.profiled,
-                         o->quiet, &profiled, &stopped);
-    double elapsed = now_s() - t0;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
+    int status = run_ncu_caught(&a, log_fd, given ? NULL : cwd, budget_s, &plan, o->quiet,
+                                &stopped, &elapsed);
     if (status < 0) {
         lp_cli_error("deep", "cannot run %s: %s", ncu, strerror(errno));
         goto fail_tmp;
     }
-    /* the raw page, as the report reads it */
-    strcat(rep, ".ncu-rep");
-    int have_rep = stat(rep, &st) == 0;
-    size_t measured = 0;
-    if (have_rep) {
-        char csv[PATH_MAX + 128];
-        snprintf(csv, sizeof csv, "%s/ncu-raw.csv", tmp);
-        /* ncu's default units: base units print percentages with two decimals only */
-        char *iv[] = {ncu, "-i", rep, "--csv", "--page", "raw", "--print-kernel-base",
-                      "mangled", NULL};
-        struct lp_ncu_report *nr = NULL;
-        if (run_to_file(iv, csv, log_fd) != 0 || lp_ncu_read(&nr, csv, err, sizeof err) != LP_OK) {
-            lp_cli_error("deep", "ncu's raw page of %s could not be read%s%s (see %s/ncu.log)",
-                         rep, nr ? "" : ": ", nr ? "" : err, dir);
-            unlink(csv);
-        } else {
-            measured = nr->n_kernels;
-        }
-        lp_ncu_free(nr);
-    }
-    out = json_pack("{s:s,s:s,s:s,s:o,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
-                    "format", "llmprof-deep", "ncu", ncu, "ncu_version", o->version,
-                    "command", json_array(), "predicted_s", predicted, "elapsed_s", elapsed,
-                    "budget_s", budget_s, "predicted_kernels", (json_int_t)plan.profiled,
-                    "measured_kernels", (json_int_t)measured, "skip", (json_int_t)plan.skip,
-                    "instances", (json_int_t)plan.instances, "by_nvtx", plan.by_nvtx,
-                    "stopped", stopped == 2 ? "interrupted" : stopped ? "budget" : "no",
-                    "picks", plan_json(&r, &plan));
-    /* the report as it is named once moved into place */
-    char final_rep[PATH_MAX + 32];
-    snprintf(final_rep, sizeof final_rep, "%s/deep", dir);
-    for (size_t i = 0; out && i < a.n; i++)
-        json_array_append_new(json_object_get(out, "command"),
-                              json_string(i && !strcmp(a.v[i - 1], "-o") ? final_rep : a.v[i]));
-    if (out && WIFEXITED(status))
-        json_object_set_new(out, "ncu_exit", json_integer(WEXITSTATUS(status)));
-    snprintf(path, sizeof path, "%s/deep.json", tmp);
-    if (!out || write_json(path, out) != 0) {
-        lp_cli_error("deep", "cannot write %s", path);
+    rc = finish(o, ncu, rep, tmp, dir, &log_fd, status, stopped, elapsed, predicted, budget_s,
+                &plan, &r, &a, &out);
+    if (rc < 0)
         goto fail_tmp;
-    }
-    close(log_fd);
-    log_fd = -1;
-    /* in place of an earlier one (--force) */
-    char aside[PATH_MAX + 64];
-    snprintf(aside, sizeof aside, "%s/.deep-old.%ld", o->run, (long)getpid());
-    int had = stat(dir, &st) == 0;
-    if ((had && rename(dir, aside) != 0) || rename(tmp, dir) != 0) {
-        lp_cli_error("deep", "cannot move the results into %s: %s (they are in %s)", dir,
-                     strerror(errno), tmp);
-        if (had)
-            rename(aside, dir);
-        goto done;
-    }
-    if (had)
-        remove_dir(aside);
-    rc = 0;
-    if (stopped)
-        lp_cli_error("deep", "%s after %.0f s: %zu kernels measured, kept in %s",
-                     stopped == 2 ? "interrupted" : "over the budget", elapsed, measured, dir);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        lp_cli_error("deep", "ncu %s %d (its output: %s/ncu.log)",
-                     WIFEXITED(status) ? "exited with" : "was killed by signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir);
-        rc = 1;
-    }
-    if (measured == 0) {
-        lp_cli_error("deep", "ncu measured no kernel: its filters matched none (did the program "
-                     "run as it did when recorded? %s/ncu.log has its output)", dir);
-        rc = 1;
-    }
-    if (!o->quiet)
-        printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
-               "'llmprof report %s' adds \"Kernels in depth\"\n", measured, elapsed,
-               (unsigned long long)plan.profiled, predicted, dir, o->run);
     goto done;
 fail_tmp:
     remove_dir(tmp);
