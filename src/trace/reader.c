@@ -28,6 +28,7 @@
 #define MEM_BASE (64ull << 20)
 #define MEM_PER_BYTE 128u
 #define MAX_CHUNK_WARNINGS 32 /* lines about single chunks; past it they are counted */
+#define DISTINCT_MAX 64       /* different chunks under one number told apart from copies */
 #define MAX_META_PAIRS 16384  /* header pairs read; a collector writes about 100 */
 #define MAX_META_KEYS 1024
 #define MAX_DEVICE_RECORDS 16384 /* a collector writes two per GPU */
@@ -581,14 +582,18 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
         for (size_t i = 0, j; i < n; i = j) {
             for (j = i + 1; j < n && f[j].key == f[i].key; j++)
                 ;
+            /* the distinct intact chunks of this number so far: a copy is one of them (a
+             * file of millions of different chunks under one number compares each with the
+             * first DISTINCT_MAX only, so reading stays linear) */
+            size_t distinct[DISTINCT_MAX], n_distinct = 0;
             for (size_t k = i; f[i].h.seq && k < j; k++) {
                 if (!f[k].crc_ok) /* damaged: dropped as such, nobody's copy or rival */
                     continue;
-                int copy = 0, before = 0;
-                for (size_t q = i; q < k && !copy; q++) {
-                    before |= f[q].crc_ok;
-                    copy = f[q].crc_ok && !f[q].repeat && same_chunk(&f[k], &f[q]);
-                }
+                int copy = 0, before = n_distinct > 0;
+                for (size_t q = 0; q < n_distinct && !copy; q++)
+                    copy = same_chunk(&f[k], &f[distinct[q]]);
+                if (!copy && n_distinct < DISTINCT_MAX)
+                    distinct[n_distinct++] = k;
                 if (copy) {
                     f[k].repeat = 1;
                     if (!repeats++)
