@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-lp_deps clang libclang-rt-14-dev chromium
+lp_deps clang libclang-rt-14-dev chromium sqlite3
 jobs=$(nproc)
 
 echo "== build and test (build/)"
