@@ -221,6 +221,60 @@ static int cmp_row(const void *a, const void *b)
     return x->j.k->id < y->j.k->id ? -1 : x->j.k->id > y->j.k->id;
 }
 
+/* Every group's names, as the trace has them (mangled) and demangled, sorted for
+ * group_of; returns how many (at most twice the groups) */
+static size_t names_index(const struct lp_run *r, const char **mangled, struct named *by)
+{
+    const struct lp_trace *t = r->trace;
+    size_t n_by = 0;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (!mangled[r->kernel_group[i]])
+            mangled[r->kernel_group[i]] = lp_trace_str(t, t->kernels[i].name);
+    for (size_t g = 0; g < r->n_names; g++) {
+        if (mangled[g])
+            by[n_by++] = (struct named){mangled[g], (long)g};
+        if (!mangled[g] || strcmp(mangled[g], r->names[g]))
+            by[n_by++] = (struct named){r->names[g], (long)g};
+    }
+    qsort(by, n_by, sizeof *by, cmp_named);
+    return n_by;
+}
+
+/* One row per stage and configuration measured (KEYS sorted by them), judged by its median
+ * instance, into r->deep */
+static int make_rows(struct lp_run *r, const struct lp_ncu_report *ncu, const struct config *cf,
+                     const struct measured *ms, const struct key *keys, size_t n_keys,
+                     const struct lp_deep_kernel *judged)
+{
+    struct lp_deep *d = r->deep;
+    d->rows = calloc(n_keys ? n_keys : 1, sizeof *d->rows);
+    if (!d->rows)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0, j; i < n_keys; i = j) {
+        for (j = i; j < n_keys && keys[j].stage == keys[i].stage &&
+                    keys[j].config == keys[i].config; j++)
+            ;
+        const struct config *c = &cf[keys[i].config];
+        struct lp_deep_row *w = &d->rows[d->n_rows++];
+        int s = keys[i].stage;
+        w->stage = s;
+        w->group = c->group;
+        memcpy(w->grid, c->grid, sizeof w->grid);
+        memcpy(w->block, c->block, sizeof w->block);
+        for (size_t q = i; q < j; q++)
+            w->flags |= ms[keys[q].m].flags;
+        w->run_ns = c->ns[s];
+        w->run_calls = c->calls[s];
+        w->share = r->stages[s].gpu_ns ? (double)w->run_ns / (double)r->stages[s].gpu_ns : 0;
+        w->instances = j - i;
+        w->dur_min_ns = keys[i].dur;
+        w->dur_max_ns = keys[j - 1].dur;
+        w->j = judged[keys[i + (j - i - 1) / 2].m];
+        figures(r, ncu, w);
+    }
+    return LP_OK;
+}
+
 int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
 {
     const struct lp_trace *t = r->trace;
@@ -249,16 +303,7 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
         goto out;
     for (size_t g = 0; g < r->n_names; g++)
         first[g] = -1;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        if (!mangled[r->kernel_group[i]])
-            mangled[r->kernel_group[i]] = lp_trace_str(t, t->kernels[i].name);
-    for (size_t g = 0; g < r->n_names; g++) {
-        if (mangled[g])
-            by[n_by++] = (struct named){mangled[g], (long)g};
-        if (!mangled[g] || strcmp(mangled[g], r->names[g]))
-            by[n_by++] = (struct named){r->names[g], (long)g};
-    }
-    qsort(by, n_by, sizeof *by, cmp_named);
+    n_by = names_index(r, mangled, by);
     /* the distinct configurations ncu measured, chained per group */
     for (size_t i = 0; i < ncu->n_kernels; i++) {
         const struct lp_ncu_kernel *k = &ncu->kernels[i];
@@ -311,31 +356,8 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
                                       ncu->kernels[i].metric[LP_NCU_DURATION], i};
     }
     qsort(keys, n_keys, sizeof *keys, cmp_key);
-    d->rows = calloc(n_keys ? n_keys : 1, sizeof *d->rows);
-    if (!d->rows)
+    if (make_rows(r, ncu, cf, ms, keys, n_keys, judged) != LP_OK)
         goto out;
-    for (size_t i = 0, j; i < n_keys; i = j) {
-        for (j = i; j < n_keys && keys[j].stage == keys[i].stage &&
-                    keys[j].config == keys[i].config; j++)
-            ;
-        const struct config *c = &cf[keys[i].config];
-        struct lp_deep_row *w = &d->rows[d->n_rows++];
-        int s = keys[i].stage;
-        w->stage = s;
-        w->group = c->group;
-        memcpy(w->grid, c->grid, sizeof w->grid);
-        memcpy(w->block, c->block, sizeof w->block);
-        for (size_t q = i; q < j; q++)
-            w->flags |= ms[keys[q].m].flags;
-        w->run_ns = c->ns[s];
-        w->run_calls = c->calls[s];
-        w->share = r->stages[s].gpu_ns ? (double)w->run_ns / (double)r->stages[s].gpu_ns : 0;
-        w->instances = j - i;
-        w->dur_min_ns = keys[i].dur;
-        w->dur_max_ns = keys[j - 1].dur;
-        w->j = judged[keys[i + (j - i - 1) / 2].m];
-        figures(r, ncu, w);
-    }
     qsort(d->rows, d->n_rows, sizeof *d->rows, cmp_row);
     rc = LP_OK;
 out:

@@ -417,54 +417,49 @@ static int32_t iter_after(const struct lp_serving *s, uint64_t ts)
     return k < s->n_iters ? (int32_t)k : -1;
 }
 
-static int requests(struct lp_run_ctx *c)
+/* The request convention's working arrays: the requests' ids sorted, the marks that name a
+ * known request (by request, then time), and per iteration its tokens (all, first tokens)
+ * and prompt tokens from the prefill marks. */
+struct req_work {
+    struct req_key *keys;
+    struct mark *marks;
+    size_t n_marks;
+    int have_prefill;
+    int64_t *tok_first, *tok_all, *pre;
+    size_t n_gaps;                /* gaps between a request's tokens */
+};
+
+/* the request ranges as requests, their ids sorted (reused ids counted) */
+static int requests_from_ranges(const struct lp_trace *t, const struct lp_ranges *rg,
+                                struct lp_serving *s, struct req_work *w)
 {
-    const struct lp_trace *t = c->t;
-    struct lp_run *r = c->r;
-    struct lp_serving *s = &r->serving;
-    const struct lp_ranges *rg = &r->ranges;
-    int rc = LP_ERR_NOMEM;
-    struct req_key *keys = NULL;
-    struct mark *marks = NULL;
-    int64_t *tok_first = NULL, *tok_all = NULL, *pre = NULL;
-    double *v = NULL;
-    size_t n_marks = 0;
-    for (size_t i = 0; i < t->n_markers; i++)
-        if (t->markers[i].flags & LP_MARKER_FLAG_INSTANT) {
-            const char *name = lp_trace_str(t, t->markers[i].name);
-            n_marks += lp_request_word(name, "token") || lp_request_word(name, "prefill");
-        }
-    if (!rg->n_req && !n_marks)
-        return LP_OK;
-    s->reqs = calloc(rg->n_req ? rg->n_req : 1, sizeof *s->reqs);
-    keys = malloc((rg->n_req ? rg->n_req : 1) * sizeof *keys);
-    marks = malloc((n_marks ? n_marks : 1) * sizeof *marks);
-    tok_first = calloc(s->n_iters ? s->n_iters : 1, sizeof *tok_first);
-    tok_all = calloc(s->n_iters ? s->n_iters : 1, sizeof *tok_all);
-    pre = calloc(s->n_iters ? s->n_iters : 1, sizeof *pre);
-    if (!s->reqs || !keys || !marks || !tok_first || !tok_all || !pre)
-        goto out;
     for (size_t i = 0; i < rg->n_req; i++) {
         const struct lp_range *g = &rg->req[i];
         const char *name = lp_trace_str(t, g->name);
         size_t len = lp_request_word(name, "request");
         struct lp_serving_request *q = &s->reqs[i];
         if (!(q->id = strndup(name + 8, len)))
-            goto out;
+            return LP_ERR_NOMEM;
         q->prompt = word_value(name, "prompt");
         q->admit = g->start;
         q->end = g->end;
         q->cut = (g->flags & LP_RANGE_UNCLOSED) != 0;
         q->ttft_ns = q->queue_ns = q->tpot_ns = q->prefill_ns = -1;
-        keys[i] = (struct req_key){q->id, len, (uint32_t)i};
+        w->keys[i] = (struct req_key){q->id, len, (uint32_t)i};
         s->n_reqs++;
     }
-    qsort(keys, s->n_reqs, sizeof *keys, cmp_req_key);
+    qsort(w->keys, s->n_reqs, sizeof *w->keys, cmp_req_key);
     for (size_t i = 1; i < s->n_reqs; i++)
-        s->ids_reused += keys[i].len == keys[i - 1].len &&
-                         !memcmp(keys[i].id, keys[i - 1].id, keys[i].len);
+        s->ids_reused += w->keys[i].len == w->keys[i - 1].len &&
+                         !memcmp(w->keys[i].id, w->keys[i - 1].id, w->keys[i].len);
+    return LP_OK;
+}
+
+/* the token and prefill marks that name a request in flight, by request then time */
+static void marks_of_requests(const struct lp_trace *t, struct lp_serving *s,
+                              struct req_work *w)
+{
     size_t nm = 0;
-    int have_prefill = 0;
     for (size_t i = 0; i < t->n_markers; i++) {
         const struct lp_marker *k = &t->markers[i];
         if (!(k->flags & LP_MARKER_FLAG_INSTANT))
@@ -478,30 +473,35 @@ static int requests(struct lp_run_ctx *c)
             continue;
         s->token_marks += !prefill;
         s->prefill_marks += prefill;
-        int32_t q = req_of(s, keys, name + (prefill ? 8 : 6), len, k->timestamp);
+        int32_t q = req_of(s, w->keys, name + (prefill ? 8 : 6), len, k->timestamp);
         if (q < 0) {
             s->marks_unknown++;
             continue;
         }
-        have_prefill |= prefill;
-        marks[nm++] = (struct mark){k->timestamp, (uint32_t)q,
-                                    prefill ? word_value(name, "tokens") : -1};
+        w->have_prefill |= prefill;
+        w->marks[nm++] = (struct mark){k->timestamp, (uint32_t)q,
+                                       prefill ? word_value(name, "tokens") : -1};
     }
-    qsort(marks, nm, sizeof *marks, cmp_mark);
-    /* per request: tokens, prefill chunks; per iteration: tokens and first tokens, prompt
-     * tokens */
-    size_t n_gaps = 0;
-    for (size_t i = 0; i < nm; i++) {
-        struct lp_serving_request *q = &s->reqs[marks[i].req];
+    w->n_marks = nm;
+    qsort(w->marks, nm, sizeof *w->marks, cmp_mark);
+}
+
+/* per request: tokens, prefill chunks; per iteration: tokens and first tokens, prompt
+ * tokens */
+static void apply_marks(struct lp_run_ctx *c, struct lp_serving *s, struct req_work *w)
+{
+    for (size_t i = 0; i < w->n_marks; i++) {
+        const struct mark *m = &w->marks[i];
+        struct lp_serving_request *q = &s->reqs[m->req];
         /* a mark outside every capture window has no recorded iteration */
-        int recorded = lp_run_in_window(c, marks[i].t);
-        if (marks[i].tokens >= 0) {
-            int32_t it = recorded ? iter_after(s, marks[i].t) : -1;
-            q->prefill_tokens += marks[i].tokens;
+        int recorded = lp_run_in_window(c, m->t);
+        if (m->tokens >= 0) {
+            int32_t it = recorded ? iter_after(s, m->t) : -1;
+            q->prefill_tokens += m->tokens;
             if (it >= 0) {
-                pre[it] += marks[i].tokens;
-                if (s->iters[it].tokens > marks[i].tokens)
-                    q->shared_tokens += s->iters[it].tokens - marks[i].tokens;
+                w->pre[it] += m->tokens;
+                if (s->iters[it].tokens > m->tokens)
+                    q->shared_tokens += s->iters[it].tokens - m->tokens;
                 if (!q->prefill_iterations && s->iters[it].start) {
                     q->queue_ns = (double)s->iters[it].start - (double)q->admit;
                     q->prefill_from = s->iters[it].start;
@@ -511,36 +511,46 @@ static int requests(struct lp_run_ctx *c)
             }
             continue;
         }
-        int32_t it = recorded ? iter_ending_before(s, marks[i].t) : -1;
+        int32_t it = recorded ? iter_ending_before(s, m->t) : -1;
         if (it >= 0) {
-            tok_all[it]++;
-            tok_first[it] += q->tokens == 0;
+            w->tok_all[it]++;
+            w->tok_first[it] += q->tokens == 0;
         }
         if (q->tokens == 0)
-            q->first_token = marks[i].t;
+            q->first_token = m->t;
         else
-            n_gaps++;
-        q->last_token = marks[i].t;
+            w->n_gaps++;
+        q->last_token = m->t;
         q->tokens++;
     }
-    /* the iterations the marks fell in: decodes counted, prompt tokens from the prefill
-     * marks (else what the tokens in flight leave) */
+}
+
+/* the iterations the marks fell in: decodes counted, prompt tokens from the prefill marks
+ * (else what the tokens in flight leave) */
+static void iterations_from_marks(struct lp_serving *s, const struct req_work *w)
+{
     for (size_t i = 0; i < s->n_iters && s->token_marks; i++) {
         struct lp_iteration *x = &s->iters[i];
-        s->marked_tokens += tok_all[i];
-        if (!tok_all[i] && !pre[i])
+        s->marked_tokens += w->tok_all[i];
+        if (!w->tok_all[i] && !w->pre[i])
             continue; /* no mark: a warm-up, or cut off; the shapes stay */
-        x->decode = tok_all[i] - tok_first[i];
-        x->prefill_tokens = have_prefill ? pre[i]
+        x->decode = w->tok_all[i] - w->tok_first[i];
+        x->prefill_tokens = w->have_prefill ? w->pre[i]
                             : x->tokens > x->decode ? x->tokens - x->decode : 0;
         x->source = LP_ITER_SOURCE_MARKS;
         x->kind = x->prefill_tokens == 0 ? LP_ITER_KIND_DECODE
                   : x->decode ? LP_ITER_KIND_MIXED : LP_ITER_KIND_PREFILL;
     }
-    /* distributions over the requests that ended (the cut ones are counted apart) */
-    size_t nv = s->n_reqs > n_gaps ? s->n_reqs : n_gaps;
-    if (!(v = malloc((nv ? nv : 1) * sizeof *v)))
-        goto out;
+}
+
+/* each request's TTFT, TPOT and prefill time, and the distributions over the requests that
+ * ended (the cut ones are counted apart): TTFT, TPOT, queueing, the gaps between tokens */
+static int request_dists(struct lp_serving *s, const struct req_work *w)
+{
+    size_t nv = s->n_reqs > w->n_gaps ? s->n_reqs : w->n_gaps;
+    double *v = malloc((nv ? nv : 1) * sizeof *v);
+    if (!v)
+        return LP_ERR_NOMEM;
     size_t k = 0;
     for (size_t i = 0; i < s->n_reqs; i++) {
         struct lp_serving_request *q = &s->reqs[i];
@@ -555,34 +565,40 @@ static int requests(struct lp_run_ctx *c)
         if (!q->cut && q->tokens)
             v[k++] = q->ttft_ns;
     }
-    if ((rc = lp_dist_compute(&s->ttft, v, k)) != LP_OK)
-        goto out;
+    int rc = lp_dist_compute(&s->ttft, v, k);
     k = 0;
     for (size_t i = 0; i < s->n_reqs; i++)
         if (!s->reqs[i].cut && s->reqs[i].tpot_ns >= 0)
             v[k++] = s->reqs[i].tpot_ns;
-    if ((rc = lp_dist_compute(&s->tpot, v, k)) != LP_OK)
-        goto out;
+    if (rc == LP_OK)
+        rc = lp_dist_compute(&s->tpot, v, k);
     k = 0;
     for (size_t i = 0; i < s->n_reqs; i++)
         if (!s->reqs[i].cut && s->reqs[i].queue_ns >= 0)
             v[k++] = s->reqs[i].queue_ns;
-    if ((rc = lp_dist_compute(&s->queue, v, k)) != LP_OK)
-        goto out;
+    if (rc == LP_OK)
+        rc = lp_dist_compute(&s->queue, v, k);
     k = 0;
     uint64_t prev_t = 0;
-    for (size_t i = 0; i < nm; i++) { /* by request, then time: each gap between its tokens */
-        if (i == 0 || marks[i].req != marks[i - 1].req)
+    const struct mark *m = w->marks;
+    for (size_t i = 0; i < w->n_marks; i++) { /* by request, then time: each token's gap */
+        if (i == 0 || m[i].req != m[i - 1].req)
             prev_t = 0;
-        if (marks[i].tokens >= 0)
+        if (m[i].tokens >= 0)
             continue;
-        if (prev_t && !s->reqs[marks[i].req].cut)
-            v[k++] = (double)(marks[i].t - prev_t);
-        prev_t = marks[i].t;
+        if (prev_t && !s->reqs[m[i].req].cut)
+            v[k++] = (double)(m[i].t - prev_t);
+        prev_t = m[i].t;
     }
-    if ((rc = lp_dist_compute(&s->req_itl, v, k)) != LP_OK)
-        goto out;
-    /* the slowest first tokens */
+    if (rc == LP_OK)
+        rc = lp_dist_compute(&s->req_itl, v, k);
+    free(v);
+    return rc;
+}
+
+/* the slowest first tokens, slowest first */
+static void slowest_requests(struct lp_serving *s)
+{
     for (size_t i = 0; i < s->n_reqs; i++) {
         const struct lp_serving_request *q = &s->reqs[i];
         if (q->cut || q->ttft_ns < 0)
@@ -598,14 +614,44 @@ static int requests(struct lp_run_ctx *c)
         if (s->n_slowest < LP_SERVING_SLOWEST)
             s->n_slowest++;
     }
-    rc = LP_OK;
-out:
-    free(keys);
-    free(marks);
-    free(tok_first);
-    free(tok_all);
-    free(pre);
-    free(v);
+}
+
+/* The request convention: request ranges, token and prefill marks (docs/serving.md) */
+static int requests(struct lp_run_ctx *c)
+{
+    const struct lp_trace *t = c->t;
+    struct lp_serving *s = &c->r->serving;
+    const struct lp_ranges *rg = &c->r->ranges;
+    size_t n_marks = 0;
+    for (size_t i = 0; i < t->n_markers; i++)
+        if (t->markers[i].flags & LP_MARKER_FLAG_INSTANT) {
+            const char *name = lp_trace_str(t, t->markers[i].name);
+            n_marks += lp_request_word(name, "token") || lp_request_word(name, "prefill");
+        }
+    if (!rg->n_req && !n_marks)
+        return LP_OK;
+    struct req_work w = {0};
+    size_t n_it = s->n_iters ? s->n_iters : 1;
+    s->reqs = calloc(rg->n_req ? rg->n_req : 1, sizeof *s->reqs);
+    w.keys = malloc((rg->n_req ? rg->n_req : 1) * sizeof *w.keys);
+    w.marks = malloc((n_marks ? n_marks : 1) * sizeof *w.marks);
+    w.tok_first = calloc(n_it, sizeof *w.tok_first);
+    w.tok_all = calloc(n_it, sizeof *w.tok_all);
+    w.pre = calloc(n_it, sizeof *w.pre);
+    int rc = LP_ERR_NOMEM;
+    if (s->reqs && w.keys && w.marks && w.tok_first && w.tok_all && w.pre &&
+        (rc = requests_from_ranges(t, rg, s, &w)) == LP_OK) {
+        marks_of_requests(t, s, &w);
+        apply_marks(c, s, &w);
+        iterations_from_marks(s, &w);
+        if ((rc = request_dists(s, &w)) == LP_OK)
+            slowest_requests(s);
+    }
+    free(w.keys);
+    free(w.marks);
+    free(w.tok_first);
+    free(w.tok_all);
+    free(w.pre);
     return rc;
 }
 

@@ -104,6 +104,169 @@ static void meta_name(struct out *o, const char *what, long pid, long tid, const
     fputs("}}", o->f);
 }
 
+/* NVTX ranges, the request convention's requests and marks: the host's threads */
+static void host_nvtx(struct out *o, const struct lp_run *r, long host)
+{
+    const struct lp_trace *t = r->trace;
+    FILE *f = o->f;
+    for (size_t i = 0; i < r->ranges.n; i++) {
+        const struct lp_range *g = &r->ranges.v[i];
+        if (!in(o, g->start, g->end))
+            continue;
+        slice(o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
+        fputs("}", f);
+    }
+    /* requests of the request convention overlap: async slices, a track each */
+    for (size_t i = 0; i < r->ranges.n_req; i++) {
+        const struct lp_range *g = &r->ranges.req[i];
+        if (!in(o, g->start, g->end))
+            continue;
+        for (int end = 0; end < 2; end++) {
+            sep(o);
+            fprintf(f, "{\"ph\":\"%c\",\"cat\":\"request\",\"name\":", end ? 'e' : 'b');
+            str(f, lp_trace_str(t, g->name));
+            fprintf(f, ",\"id\":%zu,\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", i + 1, host,
+                    g->thread, us(o, end ? g->end : g->start));
+        }
+    }
+    /* NVTX marks (the convention's tokens among them): instants on their thread */
+    for (size_t i = 0; i < t->n_markers; i++) {
+        const struct lp_marker *m = &t->markers[i];
+        if (!(m->flags & LP_MARKER_FLAG_INSTANT) || !in(o, m->timestamp, m->timestamp))
+            continue;
+        sep(o);
+        fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", f);
+        str(f, lp_trace_str(t, m->name));
+        fprintf(f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", host, m->thread,
+                us(o, m->timestamp));
+    }
+}
+
+/* a serving loop's iterations: one track on the GPU they ran on */
+static void iterations(struct out *o, const struct lp_run *r)
+{
+    FILE *f = o->f;
+    const struct lp_serving *sv = &r->serving;
+    long gpu = GPU_PID_BASE + (long)sv->device;
+    if (sv->n_iters)
+        meta_name(o, "thread_name", gpu, ITER_TID, "serving iterations");
+    for (size_t i = 0; i < sv->n_iters; i++) {
+        const struct lp_iteration *x = &sv->iters[i];
+        uint64_t a = x->start ? x->start : x->end;
+        if (!in(o, a, x->end))
+            continue;
+        slice(o, "iteration", lp_text_iter_kind_key(x->kind), gpu, ITER_TID, a, x->end);
+        fprintf(f, ",\"args\":{\"iteration\":%zu,\"tokens\":%lld,\"sampled\":%lld,"
+                   "\"decode\":%lld,\"prefill_tokens\":%lld,\"bucket\":%lld,"
+                   "\"period_ns\":%llu,\"decode_source\":\"%s\"}}",
+                i, (long long)x->tokens, (long long)x->sampled, (long long)x->decode,
+                (long long)x->prefill_tokens, (long long)x->bucket,
+                (unsigned long long)x->period_ns, lp_text_iter_source_key(x->source));
+    }
+}
+
+/* the recorded CUDA calls (each launch the start of a flow) and CUPTI's overhead records */
+static void host_calls(struct out *o, const struct lp_run *r, long host)
+{
+    const struct lp_trace *t = r->trace;
+    FILE *f = o->f;
+    for (size_t i = 0; i < t->n_apis; i++) {
+        const struct lp_api *a = &t->apis[i];
+        if (!in(o, a->start, a->end))
+            continue;
+        slice(o, "cuda_api", lp_trace_str(t, a->name), host, a->thread, a->start, a->end);
+        fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, a->status);
+        const char *n = lp_trace_str(t, a->name);
+        if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
+            flow(o, 's', a->correlation, host, a->thread, a->start);
+    }
+    /* CUPTI's overhead records on the thread they stalled (llmprof's and CUPTI's threads too) */
+    for (size_t i = 0; i < t->n_overheads; i++) {
+        const struct lp_overhead *v = &t->overheads[i];
+        if (!in(o, v->start, v->end))
+            continue;
+        enum lp_overhead_kind k = lp_overhead_kind_of(v->kind);
+        slice(o, "cupti_overhead", lp_text_overhead_kind(k), host, v->thread, v->start, v->end);
+        fprintf(f, ",\"args\":{\"class\":\"%s\"}}",
+                lp_text_overhead_class_key(lp_overhead_kind_class(k)));
+    }
+}
+
+/* kernels, copies and sets on their GPU's streams, each the end of its launch's flow */
+static void gpu_work(struct out *o, const struct lp_run *r)
+{
+    const struct lp_trace *t = r->trace;
+    FILE *f = o->f;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel *k = &t->kernels[i];
+        uint32_t g = r->kernel_group[i];
+        if (!in(o, k->start, k->end))
+            continue;
+        long pid = GPU_PID_BASE + k->device;
+        slice(o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
+        /* the full name is in kernels.csv: here it would double the file */
+        fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
+                   "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"
+                   "\"graph\":%u",
+                lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
+                k->block[0], k->block[1], k->block[2], k->registers,
+                (unsigned long long)k->static_smem + k->dynamic_smem, k->graph_id);
+        int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
+        if (cr >= 0) { /* a replay: where its node was captured */
+            fprintf(f, ",\"captured in\":");
+            str(f, lp_trace_str(t, r->ranges.v[cr].name));
+        }
+        fprintf(f, "}}");
+        flow(o, 'f', k->correlation, pid, k->stream, k->start);
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++) {
+        const struct lp_memcpy *m = &t->memcpys[i];
+        if (!in(o, m->start, m->end))
+            continue;
+        long pid = GPU_PID_BASE + m->device;
+        slice(o, "memcpy", r->names[lp_copy_direction(m->copy_kind)], pid, m->stream, m->start,
+              m->end);
+        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
+                (unsigned long long)m->bytes, m->correlation);
+        flow(o, 'f', m->correlation, pid, m->stream, m->start);
+    }
+    for (size_t i = 0; i < t->n_memsets; i++) {
+        const struct lp_memset *m = &t->memsets[i];
+        if (!in(o, m->start, m->end))
+            continue;
+        long pid = GPU_PID_BASE + m->device;
+        slice(o, "memset", "[CUDA memset]", pid, m->stream, m->start, m->end);
+        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
+                (unsigned long long)m->bytes, m->correlation);
+        flow(o, 'f', m->correlation, pid, m->stream, m->start);
+    }
+}
+
+/* NVML samples: counter tracks per GPU */
+static void nvml_counters(struct out *o, const struct lp_run *r)
+{
+    const struct lp_trace *t = r->trace;
+    for (size_t i = 0; i < t->n_nvml; i++) {
+        const struct lp_nvml_sample *s = &t->nvml[i];
+        if (!in(o, s->timestamp, s->timestamp))
+            continue;
+        long pid = GPU_PID_BASE + s->device;
+        if (s->valid & LP_NVML_FIELD_POWER)
+            counter(o, pid, "power", "W", s->timestamp, s->power_mw / 1000.0);
+        if (s->valid & LP_NVML_FIELD_SM_CLOCK)
+            counter(o, pid, "SM clock", "MHz", s->timestamp, s->sm_mhz);
+        if (s->valid & LP_NVML_FIELD_MEM_CLOCK)
+            counter(o, pid, "memory clock", "MHz", s->timestamp, s->mem_mhz);
+        if (s->valid & LP_NVML_FIELD_UTIL)
+            counter(o, pid, "GPU utilisation (NVML)", "%", s->timestamp, s->util_gpu);
+        if (s->valid & LP_NVML_FIELD_TEMP)
+            counter(o, pid, "temperature", "C", s->timestamp, s->temp_c);
+        if (s->valid & LP_NVML_FIELD_MEM_USED)
+            counter(o, pid, "memory used", "GiB", s->timestamp,
+                    (double)s->mem_used / 1073741824.0);
+    }
+}
+
 int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms)
 {
     const struct lp_trace *t = r->trace;
@@ -120,137 +283,11 @@ int lp_report_perfetto(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64
                  lp_trace_str(t, t->devices[i].name));
         meta_name(&o, "process_name", GPU_PID_BASE + t->devices[i].id, 0, buf);
     }
-    for (size_t i = 0; i < r->ranges.n; i++) {
-        const struct lp_range *g = &r->ranges.v[i];
-        if (!in(&o, g->start, g->end))
-            continue;
-        slice(&o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
-        fputs("}", f);
-    }
-    /* requests of the request convention overlap: async slices, a track each */
-    for (size_t i = 0; i < r->ranges.n_req; i++) {
-        const struct lp_range *g = &r->ranges.req[i];
-        if (!in(&o, g->start, g->end))
-            continue;
-        for (int end = 0; end < 2; end++) {
-            sep(&o);
-            fprintf(f, "{\"ph\":\"%c\",\"cat\":\"request\",\"name\":", end ? 'e' : 'b');
-            str(f, lp_trace_str(t, g->name));
-            fprintf(f, ",\"id\":%zu,\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", i + 1, host,
-                    g->thread, us(&o, end ? g->end : g->start));
-        }
-    }
-    /* NVTX marks (the convention's tokens among them): instants on their thread */
-    for (size_t i = 0; i < t->n_markers; i++) {
-        const struct lp_marker *m = &t->markers[i];
-        if (!(m->flags & LP_MARKER_FLAG_INSTANT) || !in(&o, m->timestamp, m->timestamp))
-            continue;
-        sep(&o);
-        fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", f);
-        str(f, lp_trace_str(t, m->name));
-        fprintf(f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", host, m->thread,
-                us(&o, m->timestamp));
-    }
-    /* a serving loop's iterations: one track on the GPU they ran on */
-    const struct lp_serving *sv = &r->serving;
-    long gpu = GPU_PID_BASE + (long)sv->device;
-    if (sv->n_iters)
-        meta_name(&o, "thread_name", gpu, ITER_TID, "serving iterations");
-    for (size_t i = 0; i < sv->n_iters; i++) {
-        const struct lp_iteration *x = &sv->iters[i];
-        uint64_t a = x->start ? x->start : x->end;
-        if (!in(&o, a, x->end))
-            continue;
-        slice(&o, "iteration", lp_text_iter_kind_key(x->kind), gpu, ITER_TID, a, x->end);
-        fprintf(f, ",\"args\":{\"iteration\":%zu,\"tokens\":%lld,\"sampled\":%lld,"
-                   "\"decode\":%lld,\"prefill_tokens\":%lld,\"bucket\":%lld,"
-                   "\"period_ns\":%llu,\"decode_source\":\"%s\"}}",
-                i, (long long)x->tokens, (long long)x->sampled, (long long)x->decode,
-                (long long)x->prefill_tokens, (long long)x->bucket,
-                (unsigned long long)x->period_ns, lp_text_iter_source_key(x->source));
-    }
-    for (size_t i = 0; i < t->n_apis; i++) {
-        const struct lp_api *a = &t->apis[i];
-        if (!in(&o, a->start, a->end))
-            continue;
-        slice(&o, "cuda_api", lp_trace_str(t, a->name), host, a->thread, a->start, a->end);
-        fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, a->status);
-        const char *n = lp_trace_str(t, a->name);
-        if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
-            flow(&o, 's', a->correlation, host, a->thread, a->start);
-    }
-    /* CUPTI's overhead records on the thread they stalled (llmprof's and CUPTI's threads too) */
-    for (size_t i = 0; i < t->n_overheads; i++) {
-        const struct lp_overhead *v = &t->overheads[i];
-        if (!in(&o, v->start, v->end))
-            continue;
-        enum lp_overhead_kind k = lp_overhead_kind_of(v->kind);
-        slice(&o, "cupti_overhead", lp_text_overhead_kind(k), host, v->thread, v->start, v->end);
-        fprintf(f, ",\"args\":{\"class\":\"%s\"}}",
-                lp_text_overhead_class_key(lp_overhead_kind_class(k)));
-    }
-    for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
-        uint32_t g = r->kernel_group[i];
-        if (!in(&o, k->start, k->end))
-            continue;
-        long pid = GPU_PID_BASE + k->device;
-        slice(&o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
-        /* the full name is in kernels.csv: here it would double the file */
-        fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
-                   "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"
-                   "\"graph\":%u",
-                lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
-                k->block[0], k->block[1], k->block[2], k->registers,
-                (unsigned long long)k->static_smem + k->dynamic_smem, k->graph_id);
-        int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
-        if (cr >= 0) { /* a replay: where its node was captured */
-            fprintf(f, ",\"captured in\":");
-            str(f, lp_trace_str(t, r->ranges.v[cr].name));
-        }
-        fprintf(f, "}}");
-        flow(&o, 'f', k->correlation, pid, k->stream, k->start);
-    }
-    for (size_t i = 0; i < t->n_memcpys; i++) {
-        const struct lp_memcpy *m = &t->memcpys[i];
-        if (!in(&o, m->start, m->end))
-            continue;
-        long pid = GPU_PID_BASE + m->device;
-        slice(&o, "memcpy", r->names[lp_copy_direction(m->copy_kind)], pid, m->stream, m->start,
-              m->end);
-        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
-                (unsigned long long)m->bytes, m->correlation);
-        flow(&o, 'f', m->correlation, pid, m->stream, m->start);
-    }
-    for (size_t i = 0; i < t->n_memsets; i++) {
-        const struct lp_memset *m = &t->memsets[i];
-        if (!in(&o, m->start, m->end))
-            continue;
-        long pid = GPU_PID_BASE + m->device;
-        slice(&o, "memset", "[CUDA memset]", pid, m->stream, m->start, m->end);
-        fprintf(f, ",\"args\":{\"bytes\":%llu,\"correlation\":%u}}",
-                (unsigned long long)m->bytes, m->correlation);
-        flow(&o, 'f', m->correlation, pid, m->stream, m->start);
-    }
-    for (size_t i = 0; i < t->n_nvml; i++) {
-        const struct lp_nvml_sample *s = &t->nvml[i];
-        if (!in(&o, s->timestamp, s->timestamp))
-            continue;
-        long pid = GPU_PID_BASE + s->device;
-        if (s->valid & LP_NVML_FIELD_POWER)
-            counter(&o, pid, "power", "W", s->timestamp, s->power_mw / 1000.0);
-        if (s->valid & LP_NVML_FIELD_SM_CLOCK)
-            counter(&o, pid, "SM clock", "MHz", s->timestamp, s->sm_mhz);
-        if (s->valid & LP_NVML_FIELD_MEM_CLOCK)
-            counter(&o, pid, "memory clock", "MHz", s->timestamp, s->mem_mhz);
-        if (s->valid & LP_NVML_FIELD_UTIL)
-            counter(&o, pid, "GPU utilisation (NVML)", "%", s->timestamp, s->util_gpu);
-        if (s->valid & LP_NVML_FIELD_TEMP)
-            counter(&o, pid, "temperature", "C", s->timestamp, s->temp_c);
-        if (s->valid & LP_NVML_FIELD_MEM_USED)
-            counter(&o, pid, "memory used", "GiB", s->timestamp,
-                    (double)s->mem_used / 1073741824.0);
-    }
+    host_nvtx(&o, r, host);
+    iterations(&o, r);
+    host_calls(&o, r, host);
+    gpu_work(&o, r);
+    nvml_counters(&o, r);
     fputs("\n]}\n", f);
     return ferror(f) ? -1 : 0;
 }

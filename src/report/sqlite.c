@@ -240,7 +240,8 @@ static const char *api_domain(uint32_t d)
     return d == LP_API_DOMAIN_RUNTIME ? "runtime" : d == LP_API_DOMAIN_DRIVER ? "driver" : NULL;
 }
 
-static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_run *r,
+/* the trace, its metadata and GPUs, the stages and their spans, the kernel groups */
+static int run_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_run *r,
                       char *err, size_t errlen)
 {
     const struct lp_trace *t = r->trace;
@@ -285,6 +286,14 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
             text(&q, lp_kcat_name(r->cats[i])); row(&q);
         }
     });
+    return 0;
+}
+
+/* the GPU's work: kernels, copies and sets */
+static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
+                    size_t errlen)
+{
+    const struct lp_trace *t = r->trace;
     TABLE("kernels", 20, {
         for (size_t i = 0; i < t->n_kernels; i++) {
             const struct lp_kernel *k = &t->kernels[i];
@@ -320,6 +329,14 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
             u64v(&q, m->correlation); u64v(&q, m->graph_id); row(&q);
         }
     });
+    return 0;
+}
+
+/* the host's: CUDA calls, NVTX ranges, GEMM calls */
+static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
+                     size_t errlen)
+{
+    const struct lp_trace *t = r->trace;
     TABLE("api_calls", 9, {
         for (size_t i = 0; i < t->n_apis; i++) {
             const struct lp_api *a = &t->apis[i];
@@ -363,6 +380,14 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
             u64v(&q, g->epilogue); u64v(&q, g->status); u64v(&q, g->flags); row(&q);
         }
     });
+    return 0;
+}
+
+/* NVML samples, capture windows, losses */
+static int sample_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
+                       size_t errlen)
+{
+    const struct lp_trace *t = r->trace;
     TABLE("nvml", 12, {
         for (size_t i = 0; i < t->n_nvml; i++) {
             const struct lp_nvml_sample *s = &t->nvml[i];
@@ -393,6 +418,15 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
             text(&q, lp_trace_str(t, l->what)); row(&q);
         }
     });
+    return 0;
+}
+
+static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_run *r,
+                      char *err, size_t errlen)
+{
+    if (run_rows(db, id, path, r, err, errlen) || gpu_rows(db, id, r, err, errlen) ||
+        host_rows(db, id, r, err, errlen) || sample_rows(db, id, r, err, errlen))
+        return -1;
     return 0;
 }
 

@@ -251,6 +251,66 @@ static void launch_bound(const struct lp_run *r, const struct lp_finding *f,
         f->kernels_per_unit, unit, s->launch_delay_p50_ns / 1e3, mbu);
 }
 
+/* Prefill far from the compute peak: the advice follows the reason the analysis found */
+static void prefill_low_mfu(const struct lp_run *r, const struct lp_finding *f,
+                            struct lp_finding_text *t)
+{
+    const struct lp_stage_report *s = &r->stages[f->stage];
+    const double *cat = s->cat_share;
+    PUT(title, "Prefill is far from the compute peak");
+    if (!r->kernels_recorded) { /* --light: no kernel shares to read */
+        PUT(advice, "Record without --light to see which kernels take the prefill's time.");
+        PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s) over its wall time",
+            s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
+            lp_dtype_name(r->dtype));
+        return;
+    }
+    switch (f->reason) {
+    case LP_MFU_REASON_REPLAYS:
+        PUT(advice, "Part of it ran as CUDA graph replays recorded whole, whose kernels are "
+                    "not known: record with --graphs node to see which kernels take its "
+                    "time.");
+        break;
+    case LP_MFU_REASON_IDLE:
+        PUT(advice, "The GPU is idle %.0f %% of it: the time goes to launches and the host, "
+                    "not to slow kernels (see the launch-bound finding, the gaps).",
+            100 * (1 - s->busy_share));
+        break;
+    case LP_MFU_REASON_NON_GEMM:
+        if (cat[LP_KCAT_ATTENTION] > 0)
+            PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
+                        "(torch.compile); attention already runs as a fused kernel (%.0f %% "
+                        "of its GPU time).",
+                100 * cat[LP_KCAT_ATTENTION]);
+        else
+            PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
+                        "(torch.compile), use a fused attention kernel.");
+        break;
+    case LP_MFU_REASON_GEMM_ELSEWHERE:
+        PUT(advice, "GEMMs take most of its GPU time, and the measured ones run at %.0f %% "
+                    "of the peak while they run: the time goes to GEMMs without shapes "
+                    "(grouped, CUTLASS, Triton: %.0f %% of its GEMM time) and to the idle "
+                    "GPU around them.",
+            100 * f->share, s->gemm_coverage >= 0 ? 100 * (1 - s->gemm_coverage) : 0.0);
+        break;
+    default:
+        if (f->share >= 0)
+            PUT(advice, "GEMMs dominate but run slowly (the measured ones at %.0f %% of the "
+                        "peak while they run): check shapes (multiples of 64/128), dtypes "
+                        "(bf16/fp8 tensor cores), and batch more tokens per prefill.",
+                100 * f->share);
+        else
+            PUT(advice, "GEMMs dominate but run slowly: check shapes (multiples of 64/128), "
+                        "dtypes (bf16/fp8 tensor cores), and batch more tokens per "
+                        "prefill.");
+        break;
+    }
+    PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s), GEMM share %.1f %% of its "
+                  "GPU time, GPU busy %.1f %%",
+        s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
+        lp_dtype_name(r->dtype), 100 * cat[LP_KCAT_GEMM], 100 * s->busy_share);
+}
+
 static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
                           struct lp_finding_text *t)
 {
@@ -266,58 +326,7 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
             100 * s->mbu, s->achieved_gbs, r->gpu.mem_bw_gbs, 100 * s->busy_share);
         break;
     case LP_FINDING_PREFILL_LOW_MFU:
-        PUT(title, "Prefill is far from the compute peak");
-        if (!r->kernels_recorded) { /* --light: no kernel shares to read */
-            PUT(advice, "Record without --light to see which kernels take the prefill's time.");
-            PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s) over its wall time",
-                s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
-                lp_dtype_name(r->dtype));
-            break;
-        }
-        switch (f->reason) {
-        case LP_MFU_REASON_REPLAYS:
-            PUT(advice, "Part of it ran as CUDA graph replays recorded whole, whose kernels are "
-                        "not known: record with --graphs node to see which kernels take its "
-                        "time.");
-            break;
-        case LP_MFU_REASON_IDLE:
-            PUT(advice, "The GPU is idle %.0f %% of it: the time goes to launches and the host, "
-                        "not to slow kernels (see the launch-bound finding, the gaps).",
-                100 * (1 - s->busy_share));
-            break;
-        case LP_MFU_REASON_NON_GEMM:
-            if (cat[LP_KCAT_ATTENTION] > 0)
-                PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
-                            "(torch.compile); attention already runs as a fused kernel (%.0f %% "
-                            "of its GPU time).",
-                    100 * cat[LP_KCAT_ATTENTION]);
-            else
-                PUT(advice, "Non-GEMM kernels dominate: fuse elementwise and norm kernels "
-                            "(torch.compile), use a fused attention kernel.");
-            break;
-        case LP_MFU_REASON_GEMM_ELSEWHERE:
-            PUT(advice, "GEMMs take most of its GPU time, and the measured ones run at %.0f %% "
-                        "of the peak while they run: the time goes to GEMMs without shapes "
-                        "(grouped, CUTLASS, Triton: %.0f %% of its GEMM time) and to the idle "
-                        "GPU around them.",
-                100 * f->share, s->gemm_coverage >= 0 ? 100 * (1 - s->gemm_coverage) : 0.0);
-            break;
-        default:
-            if (f->share >= 0)
-                PUT(advice, "GEMMs dominate but run slowly (the measured ones at %.0f %% of the "
-                            "peak while they run): check shapes (multiples of 64/128), dtypes "
-                            "(bf16/fp8 tensor cores), and batch more tokens per prefill.",
-                    100 * f->share);
-            else
-                PUT(advice, "GEMMs dominate but run slowly: check shapes (multiples of 64/128), "
-                            "dtypes (bf16/fp8 tensor cores), and batch more tokens per "
-                            "prefill.");
-            break;
-        }
-        PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s), GEMM share %.1f %% of its "
-                      "GPU time, GPU busy %.1f %%",
-            s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
-            lp_dtype_name(r->dtype), 100 * cat[LP_KCAT_GEMM], 100 * s->busy_share);
+        prefill_low_mfu(r, f, t);
         break;
     case LP_FINDING_PREFILL_FEW_GEMMS:
         PUT(title, "GEMMs are a small share of prefill");

@@ -519,6 +519,116 @@ static int cmp_content(const void *a, const void *b)
     return (x->off > y->off) - (x->off < y->off);
 }
 
+/* What ordering the chunks found: copies dropped, chunks sharing a number, chunks without
+ * one (the first offset of each, for the warning) */
+struct tally {
+    uint64_t repeats, unnumbered, shared;
+    size_t repeat_off, shared_off;
+};
+
+/* Unnumbered chunks keep the file order; among chunks alike, the first whose checksum holds
+ * is read and the others that hold are its copies; a damaged one is no copy (it is dropped
+ * as such, hiding nothing). */
+static int order_unnumbered(const struct lp_trace *t, struct found *f, size_t n,
+                            struct tally *tl)
+{
+    const struct found **by = malloc((n ? n : 1) * sizeof *by);
+    if (!by)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        f[i].key = i;
+        by[i] = &f[i];
+    }
+    qsort(by, n, sizeof *by, cmp_content);
+    for (size_t i = 0, j; i < n; i = j) {
+        const struct found *kept = NULL;
+        for (j = i; j < n && same_chunk(by[j], by[i]); j++) {
+            if (!by[j]->crc_ok)
+                continue;
+            if (!kept) {
+                kept = by[j];
+                continue;
+            }
+            f[by[j] - f].repeat = 1;
+            if (!tl->repeats++)
+                tl->repeat_off = by[j]->off;
+        }
+    }
+    free(by);
+    if (n && t->version_minor >= 8)
+        tl->unnumbered = n;
+    return LP_OK;
+}
+
+/* Numbered chunks (format 1.8) go by number: a copy with the same number is read once;
+ * different chunks with one number are all read, where they lie; numbers skipped are kept
+ * (rd->missing); a file order that is not the number order is said. */
+static void order_numbered(struct rd *rd, struct found *f, size_t n, struct tally *tl)
+{
+    struct lp_trace *t = rd->t;
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (f[i].h.seq)
+            prev = f[i].h.seq;
+        else
+            tl->unnumbered++;
+        f[i].key = f[i].h.seq ? (uint64_t)f[i].h.seq << 1 : prev << 1 | 1;
+    }
+    qsort(f, n, sizeof *f, cmp_found);
+    /* among chunks of one number, a copy of one before it is a repeat; another chunk
+     * is read too (and its order is its file order: the key ties break by offset) */
+    uint64_t last = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && f[j].key == f[i].key; j++)
+            ;
+        /* the distinct intact chunks of this number so far: a copy is one of them (a
+         * file of millions of different chunks under one number compares each with the
+         * first DISTINCT_MAX only, so reading stays linear) */
+        size_t distinct[DISTINCT_MAX], n_distinct = 0;
+        for (size_t k = i; f[i].h.seq && k < j; k++) {
+            if (!f[k].crc_ok) /* damaged: dropped as such, nobody's copy or rival */
+                continue;
+            int copy = 0, before = n_distinct > 0;
+            for (size_t q = 0; q < n_distinct && !copy; q++)
+                copy = same_chunk(&f[k], &f[distinct[q]]);
+            if (!copy && n_distinct < DISTINCT_MAX)
+                distinct[n_distinct++] = k;
+            if (copy) {
+                f[k].repeat = 1;
+                if (!tl->repeats++)
+                    tl->repeat_off = f[k].off;
+            } else if (before && !tl->shared++) {
+                tl->shared_off = f[k].off;
+            }
+        }
+        uint64_t seq = f[i].h.seq;
+        if (!seq)
+            continue;
+        if (seq > last + 1) {
+            if (!rd->missing)
+                rd->missing_after = last;
+            rd->missing += seq - last - 1;
+        }
+        last = seq;
+    }
+    size_t prev_off = 0, back = 0;
+    int first = 1;
+    for (size_t i = 0; i < n && !back; i++) {
+        if (f[i].repeat)
+            continue;
+        if (!first && f[i].off < prev_off)
+            back = f[i].off ? f[i].off : 1;
+        prev_off = f[i].off;
+        first = 0;
+    }
+    if (back) {
+        t->altered |= LP_TRACE_ALTERED_ORDER;
+        lp_trace_warn(t, "the chunks are not in the order they were written (the chunk at "
+                         "byte %zu comes before one written earlier): read in their written "
+                         "order", back);
+    }
+}
+
 /* Puts the N chunks F found in the order they were written and marks repeats (a copy of a
  * chunk read: type, size, record count and payload checksum alike, the checksum holding).
  * Numbered chunks (format 1.8) go by number: a copy with the same number is read once;
@@ -536,124 +646,36 @@ static int order_chunks(struct rd *rd, const uint8_t *data, struct found *f, siz
     int numbered = 0;
     for (size_t i = 0; i < n; i++)
         numbered |= f[i].h.seq != 0;
-    uint64_t repeats = 0, unnumbered = 0, shared = 0;
-    size_t repeat_off = 0, shared_off = 0;
-    if (!numbered) {
-        const struct found **by = malloc((n ? n : 1) * sizeof *by);
-        if (!by)
-            return LP_ERR_NOMEM;
-        for (size_t i = 0; i < n; i++) {
-            f[i].key = i;
-            by[i] = &f[i];
-        }
-        qsort(by, n, sizeof *by, cmp_content);
-        /* among chunks alike, the first whose checksum holds is read and the others that hold
-         * are its copies; a damaged one is no copy (it is dropped as such, hiding nothing) */
-        for (size_t i = 0, j; i < n; i = j) {
-            const struct found *kept = NULL;
-            for (j = i; j < n && same_chunk(by[j], by[i]); j++) {
-                if (!by[j]->crc_ok)
-                    continue;
-                if (!kept) {
-                    kept = by[j];
-                    continue;
-                }
-                f[by[j] - f].repeat = 1;
-                if (!repeats++)
-                    repeat_off = by[j]->off;
-            }
-        }
-        free(by);
-        if (n && t->version_minor >= 8)
-            unnumbered = n;
-    } else {
-        uint64_t prev = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (f[i].h.seq)
-                prev = f[i].h.seq;
-            else
-                unnumbered++;
-            f[i].key = f[i].h.seq ? (uint64_t)f[i].h.seq << 1 : prev << 1 | 1;
-        }
-        qsort(f, n, sizeof *f, cmp_found);
-        /* among chunks of one number, a copy of one before it is a repeat; another chunk
-         * is read too (and its order is its file order: the key ties break by offset) */
-        uint64_t last = 0;
-        for (size_t i = 0, j; i < n; i = j) {
-            for (j = i + 1; j < n && f[j].key == f[i].key; j++)
-                ;
-            /* the distinct intact chunks of this number so far: a copy is one of them (a
-             * file of millions of different chunks under one number compares each with the
-             * first DISTINCT_MAX only, so reading stays linear) */
-            size_t distinct[DISTINCT_MAX], n_distinct = 0;
-            for (size_t k = i; f[i].h.seq && k < j; k++) {
-                if (!f[k].crc_ok) /* damaged: dropped as such, nobody's copy or rival */
-                    continue;
-                int copy = 0, before = n_distinct > 0;
-                for (size_t q = 0; q < n_distinct && !copy; q++)
-                    copy = same_chunk(&f[k], &f[distinct[q]]);
-                if (!copy && n_distinct < DISTINCT_MAX)
-                    distinct[n_distinct++] = k;
-                if (copy) {
-                    f[k].repeat = 1;
-                    if (!repeats++)
-                        repeat_off = f[k].off;
-                } else if (before && !shared++) {
-                    shared_off = f[k].off;
-                }
-            }
-            uint64_t seq = f[i].h.seq;
-            if (!seq)
-                continue;
-            if (seq > last + 1) {
-                if (!rd->missing)
-                    rd->missing_after = last;
-                rd->missing += seq - last - 1;
-            }
-            last = seq;
-        }
-        size_t prev_off = 0, back = 0;
-        int first = 1;
-        for (size_t i = 0; i < n && !back; i++) {
-            if (f[i].repeat)
-                continue;
-            if (!first && f[i].off < prev_off)
-                back = f[i].off ? f[i].off : 1;
-            prev_off = f[i].off;
-            first = 0;
-        }
-        if (back) {
-            t->altered |= LP_TRACE_ALTERED_ORDER;
-            lp_trace_warn(t, "the chunks are not in the order they were written (the chunk at "
-                             "byte %zu comes before one written earlier): read in their written "
-                             "order", back);
-        }
-    }
-    if (shared) {
+    struct tally tl = {0};
+    if (numbered)
+        order_numbered(rd, f, n, &tl);
+    else if (order_unnumbered(t, f, n, &tl) != LP_OK)
+        return LP_ERR_NOMEM;
+    if (tl.shared) {
         t->altered |= LP_TRACE_ALTERED_REPEATED;
         lp_trace_warn(t, "%llu chunk%s carr%s the number of another, different chunk (first at "
                          "byte %zu): all read, where they lie; the file was altered",
-                      (unsigned long long)shared, plural(shared), shared == 1 ? "ies" : "y",
-                      shared_off);
+                      (unsigned long long)tl.shared, plural(tl.shared),
+                      tl.shared == 1 ? "ies" : "y", tl.shared_off);
     }
-    if (repeats) {
+    if (tl.repeats) {
         t->altered |= LP_TRACE_ALTERED_REPEATED;
         lp_trace_warn(t, "%llu chunk%s repeat%s another one (first at byte %zu): each read once, "
                          "so no record counts twice; the file was altered",
-                      (unsigned long long)repeats, plural(repeats), repeats == 1 ? "s" : "",
-                      repeat_off);
+                      (unsigned long long)tl.repeats, plural(tl.repeats),
+                      tl.repeats == 1 ? "s" : "", tl.repeat_off);
     }
-    if (unnumbered) {
+    if (tl.unnumbered) {
         t->altered |= LP_TRACE_ALTERED_UNNUMBERED;
         if (numbered)
             lp_trace_warn(t, "%llu chunk%s without a number among numbered ones: read where "
-                             "%s", (unsigned long long)unnumbered, plural(unnumbered),
-                          unnumbered == 1 ? "it lies" : "they lie");
+                             "%s", (unsigned long long)tl.unnumbered, plural(tl.unnumbered),
+                          tl.unnumbered == 1 ? "it lies" : "they lie");
         else
             lp_trace_warn(t, "format %u.%u numbers its chunks, and none of these %llu has a "
                              "number: read where they lie; chunks missing or out of order "
                              "cannot be told", t->version_major, t->version_minor,
-                          (unsigned long long)unnumbered);
+                          (unsigned long long)tl.unnumbered);
     }
     return LP_OK;
 }
