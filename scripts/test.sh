@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test: the normal build, the same suite under AddressSanitizer and
-# UndefinedBehaviorSanitizer, a Release build (gcc -O3 finds warnings -O2 does not), and a
-# short libFuzzer run of each parser of user files.
+# UndefinedBehaviorSanitizer, Release builds with gcc and clang (-O3 finds warnings -O2 does
+# not, and each compiler warns of its own), and a short libFuzzer run of each parser of user
+# files.
 # Environment: LLMPROF_FUZZ_SECONDS (default 30 in all; 0 skips the fuzzer runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ ctest --test-dir build-asan --output-on-failure -j "$jobs"
 echo "== build as a packager does: Release, warnings as errors (build-release/)"
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DLLMPROF_WERROR=ON >/dev/null
 cmake --build build-release -j "$jobs"
+echo "== the same with clang (build-release-clang/)"
+CC=clang cmake -S . -B build-release-clang -DCMAKE_BUILD_TYPE=Release -DLLMPROF_WERROR=ON >/dev/null
+cmake --build build-release-clang -j "$jobs"
 
 secs=${LLMPROF_FUZZ_SECONDS:-30}
 if [ "$secs" -gt 0 ]; then

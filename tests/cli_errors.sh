@@ -116,6 +116,8 @@ expect 1 "not an llmprof trace" "info on a file that is not a trace" -- "$LP" in
 printf 'LLMPROF\0\x09\0\0\0\0\0\0\0' >"$T/future.lpt"
 expect 1 "newer than this llmprof reads" "info on a newer major version" -- "$LP" info "$T/future.lpt"
 expect 2 "expects one run directory" "info without arguments" -- "$LP" info
+expect 2 "unknown option '--verbose'; see 'llmprof info --help'" "info with an unknown option" -- "$LP" info --verbose
+expect 2 "one run at a time: 'a' and 'b'" "info with two runs" -- "$LP" info a b
 head -c 3000 "$FIX"/killed/trace.*.lpt >"$T/cut.lpt"
 expect 0 "torn chunk" "info on a truncated trace says what it dropped" -- "$LP" info "$T/cut.lpt"
 expect 0 "did not finish the trace" "info on a killed run says so" -- "$LP" info "$FIX/killed"
@@ -211,7 +213,7 @@ expect 2 "stage rule 'decode=^nomatch' matches none of the trace's" \
     bad "left: $(ls -A "$T/nomatch")"
 expect 2 "top-level names: 'prefill', 'decode'" "the refusal names the trace's ranges" -- \
     "$LP" report "$FIX/hf-moe" -o "$T/nomatch" --stage 'decode=^nomatch' --quiet
-expect 2 "none.json" "report --model on a missing config names it" -- \
+expect 1 "none.json" "report --model on a missing config names it" -- \
     "$LP" report "$FIX/llama" -o "$T/x" --model "$T/none.json"
 expect 2 "not in the hardware table" "report --gpu unknown" -- "$LP" report "$FIX/llama" --gpu TPU
 expect 2 "--gpu 'H100' is not in the hardware table; did you mean 'H100 SXM', 'H100 PCIe'?" \
@@ -230,7 +232,7 @@ expect 0 "report of" "report on a run of two ranks" -- "$LP" report "$T/ranks" -
 [ "$(ls -d "$T"/repr/trace.rank*/ | wc -l)" -eq 2 ] && ok "one report directory per rank" || bad "$(ls "$T/repr")"
 expect 0 "usage: llmprof export" "export --help" -- "$LP" export --help
 expect 2 "usage: llmprof export" "export without --perfetto or --sqlite" -- "$LP" export "$FIX/llama"
-expect 2 "holds 2 traces" "export of a run with two traces" -- "$LP" export "$T/ranks" --perfetto "$T/p.json"
+expect 1 "holds 2 traces" "export of a run with two traces" -- "$LP" export "$T/ranks" --perfetto "$T/p.json"
 expect 2 "FROM_MS:TO_MS" "export with a bad window" -- "$LP" export "$FIX/llama" --perfetto "$T/p.json" --window 5:2
 expect 0 "ui.perfetto.dev" "export --perfetto" -- "$LP" export "$FIX/llama" --perfetto "$T/llama.json"
 # export --sqlite: every trace of the run in one database, its row counts those info gives
@@ -351,7 +353,19 @@ rc=$?
 [ "$rc" -eq 0 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/stdout.json" && \
     ok "export --perfetto - writes the JSON alone to standard output" || bad "status $rc: $(head -c 200 "$T/stdout.json") $(cat "$T/stdout.err")"
 echo "old" >"$T/real.json" && chmod 640 "$T/real.json" && ln -s real.json "$T/link.json"
-expect 0 "wrote" "export through a symbolic link" -- "$LP" export "$T/lr" --perfetto "$T/link.json"
+# a file already there is replaced only with --force (issue 53), also through a link
+expect 2 "$T/link.json is already there: --force replaces it" "export refuses to replace a file without --force" -- \
+    "$LP" export "$T/lr" --perfetto "$T/link.json"
+expect 2 "$T/real.json is already there: --force replaces it" "export --sqlite refuses to replace a file without --force" -- \
+    "$LP" export "$T/lr" --sqlite "$T/real.json"
+echo "old" >"$T/model.md"
+expect 2 "$T/model.md is already there: --force replaces it" "model -o refuses to replace a file without --force" -- \
+    "$LP" model "$CFG/gpt2.json" -o "$T/model.md"
+[ "$(cat "$T/model.md")" = old ] && "$LP" model "$CFG/gpt2.json" -o "$T/model.md" --force && \
+    grep -q "gpt2" "$T/model.md" && ok "model -o --force replaces it" || bad "model -o --force: $(head -c 80 "$T/model.md")"
+[ "$(cat "$T/real.json")" = old ] && [ -z "$(leftovers "$T")" ] && ok "a refused export left the file as it was" ||
+    bad "a refused export changed $T/real.json: $(head -c 40 "$T/real.json")"
+expect 0 "wrote" "export --force through a symbolic link" -- "$LP" export "$T/lr" --perfetto "$T/link.json" --force
 [ -L "$T/link.json" ] && [ "$(stat -c %a "$T/real.json")" = 640 ] && grep -q traceEvents "$T/real.json" && \
     [ -z "$(leftovers "$T")" ] && ok "the link stays, its target gets the export, with its mode" || \
     bad "link: $(ls -lA "$T"/*.json)"
@@ -366,7 +380,7 @@ interrupt_export() { # SIG ENV_RESET -> $rc: the status, -1 when the temporary w
     [ "$2" = reset ] && pre=(env --default-signal=INT,TERM,HUP,QUIT)
     for try in 1 2 3 4 5; do
         rm -rf "$T/int" && mkdir "$T/int" && echo old >"$T/int/out.json"
-        "${pre[@]}" "$LP" export "$BIG" --perfetto "$T/int/out.json" >/dev/null 2>"$T/int.err" &
+        "${pre[@]}" "$LP" export "$BIG" --perfetto "$T/int/out.json" --force >/dev/null 2>"$T/int.err" &
         pid=$! rc=-1
         while :; do # builtins only: the temporary lives a fraction of a second
             tmp=("$T"/int/.out.json.tmp.*)
@@ -462,7 +476,7 @@ expect 0 "" "report into a directory with a linked report.md" -- "$LP" report "$
 # export: the reader's warnings, windows, progress, size
 expect 0 "warning: .*cut.lpt is not whole (no end chunk, 1 recovery warnings); the export shows" \
     "export warns about a truncated trace" -- "$LP" export "$T/cut.lpt" --perfetto "$T/cut.json"
-expect 0 "    - reader: torn chunk" "export lists the reader's warnings" -- "$LP" export "$T/cut.lpt" --perfetto "$T/cut.json"
+expect 0 "    - reader: torn chunk" "export lists the reader's warnings" -- "$LP" export "$T/cut.lpt" --perfetto "$T/cut2.json"
 expect 0 "warning: .* is not whole" "export warns about a killed run" -- "$LP" export "$FIX/killed" --perfetto "$T/k.json"
 expect 0 "nothing of .* overlaps --window 999999:1000000; the trace spans 0 to 3240.9 ms" \
     "export --window outside the trace warns with its span" -- \
@@ -474,7 +488,7 @@ est=$(sed -n 's/.*export will be about \([0-9.]*\) MiB (62763 kernels.*--window.
 real=$(stat -c %s "$T/big.json")
 if [ -n "$est" ] && python3 -c 'import sys; e, r = float(sys.argv[1]) * 2**20, int(sys.argv[2]); sys.exit(not 0.8 < e / r < 1.25)' "$est" "$real"; then
     ok "a large export is announced, its size within 25 % ($est MiB, $real bytes)"; else bad "estimate '$est' for $real bytes: $out"; fi
-if LLMPROF_EXPORT_WARN_MIB=100 "$LP" export "$T/lr" --perfetto "$T/big.json" 2>&1 | grep -q "will be about"; then
+if LLMPROF_EXPORT_WARN_MIB=100 "$LP" export "$T/lr" --perfetto "$T/big.json" --force 2>&1 | grep -q "will be about"; then
     bad "export announced below the bound"; else ok "no announcement below the bound"; fi
 out=$("$LP" report "$T/lr" -o "$T/piped" --quiet 2>&1; "$LP" export "$T/lr" --perfetto "$T/piped.json" 2>&1)
 grep -q "reading\|analysing" <<<"$out" && bad "progress in a pipe: $out" || ok "no progress when stderr is not a terminal"
@@ -510,13 +524,16 @@ expect 2 "--peak-tflops 1e999 is too large" "report --peak-tflops out of range" 
 
 # profile checks every report option, and with --deep deep's and ncu, before the program runs
 NCU=$(dirname "$0")/fake/ncu
-for bad_opt in "--top 0" "--bogus" "--model $T/none.json" "--stage decode=(" "--gpu TPU" \
+# (status 2: a mistake of the command line; 1: a file an option names cannot be used)
+for bad_opt in "--top 0" "--bogus" "1 --model $T/none.json" "--stage decode=(" "--gpu TPU" \
     "--top 99999999999999999999" "--prefill-logits some" "--deep 3 --ncu $T/no-ncu" \
     "--ncu $NCU" "--deep-budget 5" "--deep 0" "--deep 2 --light" "--deep 2 --deep-budget 0"; do
+    want=2
+    case $bad_opt in 1\ *) want=1 bad_opt=${bad_opt#1 } ;; esac
     # shellcheck disable=SC2086 # the options and their values are words
     out=$("$LP" profile -o "$T/pm" $bad_opt -- sh -c "touch '$T/marker'" 2>&1)
     rc=$?
-    if [ "$rc" -eq 2 ] && [ ! -e "$T/marker" ] && [ ! -e "$T/pm" ] && grep -Eq "llmprof (profile|deep): " <<<"$out"; then
+    if [ "$rc" -eq "$want" ] && [ ! -e "$T/marker" ] && [ ! -e "$T/pm" ] && grep -Eq "llmprof (profile|deep): " <<<"$out"; then
         ok "profile $bad_opt: refused before the program ran"; else bad "profile $bad_opt: status $rc, marker: $([ -e "$T/marker" ] && echo yes || echo no), $out"; fi
     rm -rf "$T/marker" "$T/pm"
 done
@@ -663,15 +680,18 @@ expect 2 "unknown metric 'latency'" "diff with an unknown figure" -- \
     "$LP" diff "$DA" "$DB" --fail-if 'latency>+5%'
 expect 2 "'>' takes a rise limit" "diff with a rule of the wrong sign" -- \
     "$LP" diff "$DA" "$DB" --fail-if 'tpot>-5%'
-expect 2 "holds 2 traces" "diff of a run with two traces" -- "$LP" diff "$FIX/tp-manual" "$DB"
-expect 2 "No such file" "diff of a missing run" -- "$LP" diff "$T/nothing" "$DB"
-expect 2 "no trace (\*.lpt) and no report.json" "diff of an empty directory" -- \
+expect 1 "holds 2 traces" "diff of a run with two traces" -- "$LP" diff "$FIX/tp-manual" "$DB"
+expect 1 "No such file" "diff of a missing run" -- "$LP" diff "$T/nothing" "$DB"
+expect 1 "No such file" "diff --model of a missing config" -- "$LP" diff "$DA" "$DB" --model "$T/none.json"
+expect 1 "no trace (\*.lpt) and no report.json" "diff of an empty directory" -- \
     "$LP" diff "$T" "$DB"
 mkdir -p "$T/o" && cp "$DA"/*.lpt "$T/o/diff.md"
 expect 2 "is one of the inputs" "diff writing over its input" -- \
     "$LP" diff "$T/o/diff.md" "$DB" -o "$T/o"
-expect 1 "tpot>+5%: FAILED" "diff gate: the eager decode fails tpot>+5%" -- \
+expect 3 "tpot>+5%: FAILED" "diff gate: the eager decode fails tpot>+5% (status 3)" -- \
     "$LP" diff "$DA" "$DB" --fail-if 'tpot>+5%' --quiet
+expect 3 "vision.wall>+5%: FAILED: not measured in both runs" "diff gate: a figure not measured fails (status 3)" -- \
+    "$LP" diff "$DA" "$DB" --fail-if 'vision.wall>+5%' --quiet
 expect 0 "tpot>+5%: passed" "diff gate: the graph decode passes tpot>+5%" -- \
     "$LP" diff "$DB" "$DA" --fail-if 'tpot>+5%'
 expect 0 "^## Latency" "diff prints diff.md without -o" -- "$LP" diff "$DA" "$FIX/diff-graph-2"
@@ -685,7 +705,7 @@ else bad "diff -o: status $rc, $(ls "$T/dd" 2>&1)"; fi
 "$LP" report "$DA" -o "$T/rep-a" --quiet
 expect 0 "^## Latency" "diff of a report directory" -- "$LP" diff "$T/rep-a" "$DA"
 mkdir -p "$T/rep-x" && echo '{"trace": {"path": "/nonexistent/t.lpt"}}' >"$T/rep-x/report.json"
-expect 2 "names the trace /nonexistent/t.lpt, which is not there" \
+expect 1 "names the trace /nonexistent/t.lpt, which is not there" \
     "diff of a report directory whose trace is gone" -- "$LP" diff "$T/rep-x" "$DA"
 
 # report --baseline: the diff's files beside the report, its headline in the summary
@@ -706,19 +726,20 @@ expect 0 "against $T/rep-a" "report --baseline of a report directory" -- \
     "$LP" report "$DB" --baseline "$T/rep-a" -o "$T/rb2"
 expect 0 "warning: the baseline $DA is this run's own trace" "report --baseline of itself" -- \
     "$LP" report "$DA" --baseline "$DA" -o "$T/rb5" --quiet
-# refused before any work, nothing written: NAME PATTERN ARGS...
+# refused before any work, nothing written: STATUS NAME PATTERN ARGS...
 refused() {
-    local what=$1 pattern=$2
-    shift 2
+    local want=$1 what=$2 pattern=$3
+    shift 3
     rm -rf "$T/rb3"
-    expect 2 "$pattern" "$what" -- "$LP" report -o "$T/rb3" "$@"
+    expect "$want" "$pattern" "$what" -- "$LP" report -o "$T/rb3" "$@"
     [ ! -e "$T/rb3" ] && ok "$what: nothing written" || bad "$what: $T/rb3 was made"
 }
-refused "report --baseline of a missing run" "No such file" "$DA" --baseline "$T/nothing"
-refused "report --baseline of a run with two traces" "holds 2 traces" "$DA" --baseline "$FIX/tp-manual"
-refused "report of two traces with --baseline" "--baseline compares one trace with one" \
+refused 1 "report --baseline of a missing run" "No such file" "$DA" --baseline "$T/nothing"
+refused 1 "report --baseline of a run with two traces" "holds 2 traces" "$DA" --baseline "$FIX/tp-manual"
+refused 1 "report of two traces with --baseline" "--baseline compares one trace with one" \
     "$FIX/tp-manual" --baseline "$DA"
-refused "report --baseline without a run" "--baseline needs a run to compare with" "$DA" --baseline
+refused 1 "report --baseline of a file that is no trace" "not an llmprof trace" "$DA" --baseline "$T/junk.lpt"
+refused 2 "report --baseline without a run" "--baseline needs a run to compare with" "$DA" --baseline
 mkdir -p "$T/rb4" && cp "$DB"/*.lpt "$T/rb4/trace.1.lpt"
 expect 2 "holds the baseline's trace" "report into the baseline's run directory" -- \
     "$LP" report "$DA" --baseline "$T/rb4" -o "$T/rb4"
@@ -729,12 +750,13 @@ expect 2 "is one of the inputs" "report over the baseline's report.json" -- \
     "$LP" report "$DB" --baseline "$T/rep-b" -o "$T/rep-b"
 cmp -s "$T/rep-a/report.json" "$T/rep-b/report.json" && ok "the baseline's report.json kept" ||
     bad "the baseline's report.json was replaced"
-# profile reads the baseline before the program runs: WHAT BASELINE PATTERN
+# profile reads the baseline before the program runs: WHAT BASELINE PATTERN (status 1: a
+# baseline that cannot be used)
 profile_refused() {
     local out rc
     out=$("$LP" profile --baseline "$2" -o "$T/pb" -- echo PROGRAM-RAN 2>&1)
     rc=$?
-    if [ "$rc" -eq 2 ] && grep -q -- "$3" <<<"$out" && ! grep -q PROGRAM-RAN <<<"$out" &&
+    if [ "$rc" -eq 1 ] && grep -q -- "$3" <<<"$out" && ! grep -q PROGRAM-RAN <<<"$out" &&
         [ ! -e "$T/pb" ]; then
         ok "$1: refused before the program runs"
     else bad "$1: status $rc, $out"; fi

@@ -5,7 +5,7 @@
 # whole, and a short one), and near its end. Each time the export fails with status 1,
 # names the file and the system's cause ("File too large"; SQLite's own words were "not an
 # error" or "database disk image is malformed"), leaves no temporary file, and leaves a
-# database already at FILE.db as it was.
+# database already at FILE.db (replaced only by --force, once the new one is whole) as it was.
 # usage: cli_export_full.sh LLMPROF FIXTURES
 set -u
 L=$1 FIX=$2
@@ -23,7 +23,7 @@ limited() {
     local lim=$1 what=$2 old=${3:-} out rc
     rm -f "$T/run.db"
     [ -n "$old" ] && printf 'an earlier database\n' >"$T/run.db"
-    out=$( (trap '' XFSZ; ulimit -f "$lim"; exec "$L" export "$RUN" --sqlite "$T/run.db") 2>&1)
+    out=$( (trap '' XFSZ; ulimit -f "$lim"; exec "$L" export "$RUN" --sqlite "$T/run.db" ${old:+--force}) 2>&1)
     rc=$?
     if [ "$rc" -eq 1 ] && grep -q "$T/run.db: .*File too large" <<<"$out"; then
         ok "$what: the file and the system's cause are said"

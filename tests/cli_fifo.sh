@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Inputs that are not regular files (issue 52): a FIFO (nobody writes it), a socket or a
 # device given as the run, as a trace, as --baseline or diff's operand, or lying in a run
-# directory named like a trace or meta.json, is refused with status 2 and its path named,
+# directory named like a trace or meta.json, is refused with status 1 (an input that cannot
+# be used, as a missing one: README's "Exit status") and its path named,
 # before anything opens it: every command runs under `timeout 10`, so one that waits shows
 # as status 124 rather than hanging the test. A link to a regular trace is still read.
 # usage: cli_fifo.sh LLMPROF FIXTURES
@@ -23,11 +24,11 @@ mkdir "$T/fiforeport" && mkfifo "$T/fiforeport/report.json"
 # a socket, and a character device
 python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/sock.lpt"
 
-# fifo PATH WHAT -- COMMAND...: refused with status 2 naming PATH, within 10 s
+# fifo PATH WHAT -- COMMAND...: refused with status 1 naming PATH, within 10 s
 fifo() {
     local path=$1 what=$2
     shift 3
-    expect 2 "$path is a" "$what" -- timeout 10 "$@"
+    expect 1 "$path is a" "$what" -- timeout 10 "$@"
 }
 
 for p in "$T/fifo.lpt" "$T/fifotrace/trace.x.1.lpt"; do
@@ -51,7 +52,7 @@ fifo "$m" "report --baseline: a FIFO meta.json" -- "$L" report "$RUN" --baseline
 fifo "$T/fiforeport/report.json" "diff: a report directory whose report.json is a FIFO" -- \
     "$L" diff "$T/fiforeport" "$RUN"
 fifo "$T/sock.lpt" "export: a socket as RUN" -- "$L" export "$T/sock.lpt" --perfetto "$T/out.json"
-expect 2 "/dev/null is a character device" "export: a character device as RUN" -- \
+expect 1 "/dev/null is a character device" "export: a character device as RUN" -- \
     timeout 10 "$L" export /dev/null --perfetto "$T/out.json"
 fifo /dev/null "info: a character device as RUN" -- "$L" info /dev/null
 if ls "$T"/out* >/dev/null 2>&1; then bad "a refused command wrote $(ls -d "$T"/out*)"; else

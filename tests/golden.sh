@@ -52,6 +52,13 @@ for dir in tests/fixtures/*/; do
     [ -f "$T/$fx.db" ] && run "export-sqlite/$fx/rows" sqlite3 "$T/$fx.db" .dump
 done
 
+# the example query of export's --help, run as printed on a fixture's database (issue 49)
+query=$("$LP" export --help | sed -n "/sqlite3 run1.db/,/LIMIT/p" | tr '\n' ' ' | sed "s/^[^']*'//; s/'.*//")
+"$LP" export tests/fixtures/hf-llama --sqlite "$T/q.db" >/dev/null 2>&1
+run "export-help-query" sqlite3 "$T/q.db" "$query"
+grep -q "^status 0 export-help-query$" "$NEW" && [ -n "$query" ] ||
+    bad "export --help's example query does not run as printed: $query"
+
 for pair in diff-eager-1:diff-eager-2 diff-graph-1:diff-graph-2 hf-llama:hf-llama-b4 \
     triton-dec:triton-dec-ctr serve-eager:serve-graphs graph-decode:diff-graph-1; do
     a=tests/fixtures/${pair%%:*} b=tests/fixtures/${pair##*:}

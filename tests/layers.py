@@ -3,7 +3,8 @@
 - no file of src/ calls a function of another file that calls it back (directly or round
   a longer circle), by the lp_ functions each file defines and calls;
 - no include goes against the flow: collect -> trace -> analyze -> report, model beside
-  analyze, ncu (Nsight Compute's CSV) beside trace, the CLI on top;
+  analyze, the products built on single runs (compare: ranks and diff; deep: Nsight
+  Compute's page and its join) between analyze and report, the CLI on top;
 - the analysis writes no flag names (--model ...): the report layer says what to pass.
 Usage: layers.py SOURCE_DIR. Prints what is wrong and exits 1, else says ok."""
 import collections
@@ -72,19 +73,26 @@ for f in files:
 allowed = {
     'collect': {'trace'},
     'trace': set(),
-    'ncu': set(),
     'model': set(),
-    'analyze': {'trace', 'model', 'ncu'},
-    'report': {'trace', 'model', 'analyze', 'ncu'},
-    'cli': {'trace', 'model', 'analyze', 'report', 'ncu'},
+    'analyze': {'trace', 'model'},
+    'compare': {'trace', 'model', 'analyze'},
+    'deep': {'trace', 'model', 'analyze'},
+    'report': {'trace', 'model', 'analyze', 'compare', 'deep'},
+    'cli': {'trace', 'model', 'analyze', 'compare', 'deep', 'report'},
 }
-header_layer = {'trace.h': 'trace', 'model.h': 'model', 'analyze.h': 'analyze', 'ncu.h': 'ncu',
-                'report.h': 'report', 'status.h': None, 'version.h': None}
+header_layer = {'trace.h': 'trace', 'capture.h': 'trace', 'envconfig.h': 'trace',
+                'model.h': 'model', 'analyze.h': 'analyze', 'compare.h': 'compare',
+                'deep.h': 'deep', 'ncu.h': 'deep', 'report.h': 'report',
+                'status.h': None, 'version.h': None, 'sat.h': None}
 for f in sorted(glob.glob(os.path.join(src, '*', '*.[ch]'))):
     layer = os.path.basename(os.path.dirname(f))
     for m in re.finditer(r'^#include\s+"([^"]+)"', open(f).read(), re.M):
         inc = m.group(1)
         if inc.startswith('llmprof/'):
+            if inc[len('llmprof/'):] not in header_layer:
+                bad.append(f'{os.path.relpath(f, root)} includes {inc}, whose layer this test '
+                           'does not know: add it to header_layer')
+                continue
             to = header_layer.get(inc[len('llmprof/'):])
         elif '/' in inc:
             to = inc.split('/')[0]

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "llmprof/analyze.h"
+#include "llmprof/compare.h"
 #include "llmprof/report.h"
 #include "tracebuild.h"
 

@@ -294,7 +294,7 @@ static void test_alloc_int64_max(void **state)
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.peak_alloc_bytes, INT64_MAX);
+    assert_int_equal(r.timeline.peak_alloc_bytes, INT64_MAX);
     assert_int_equal(stage(&r, "prefill")->peak_alloc_bytes, INT64_MAX);
     /* the free of INT64_MAX left the first allocation held: 1944521688 + 100 in decode */
     assert_int_equal(stage(&r, "decode")->peak_alloc_bytes, 1944521688ull + 100);
@@ -327,7 +327,7 @@ static void test_alloc_sums(void **state)
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.peak_alloc_bytes, INT64_MAX);
+    assert_int_equal(r.timeline.peak_alloc_bytes, INT64_MAX);
     assert_int_equal(stage(&r, "prefill")->peak_alloc_bytes, INT64_MAX);
     assert_int_equal(stage(&r, "decode")->peak_alloc_bytes, 4 * GIB);
     write_all(&r);
@@ -354,10 +354,10 @@ static void test_copy_bytes(void **state)
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.memcpy_bytes[0], INT64_MAX);
-    assert_int_equal(r.memcpy_bytes[1], INT64_MAX);
-    assert_int_equal(r.memcpy_bytes[2], 1000);
-    assert_int_equal(r.memset_bytes, INT64_MAX);
+    assert_int_equal(r.timeline.memcpy_bytes[0], INT64_MAX);
+    assert_int_equal(r.timeline.memcpy_bytes[1], INT64_MAX);
+    assert_int_equal(r.timeline.memcpy_bytes[2], 1000);
+    assert_int_equal(r.timeline.memset_bytes, INT64_MAX);
     const struct lp_stage_report *s = stage(&r, "prefill");
     assert_non_null(s);
     assert_int_equal(s->memcpy_bytes[0], INT64_MAX);
@@ -384,7 +384,7 @@ static void test_end_before_start(void **state)
     assert_int_equal(t->n_kernels, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.busy_ns, 47000);
+    assert_int_equal(r.timeline.busy_ns, 47000);
     assert_int_equal(r.all_kernels.gpu_ns, 47000);
     write_all(&r);
     lp_run_free(&r);
@@ -416,18 +416,19 @@ static void test_times_near_max(void **state)
     assert_int_equal(t->implausible, 0);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_true(r.last_ns >= r.first_ns);
-    assert_true(r.busy_ns <= r.last_ns - r.first_ns);
-    assert_true(r.n_bins > 0);
-    for (size_t i = 0; i < r.n_bins; i++) {
-        assert_true(r.bins[i].start >= r.bins_from_ns && r.bins[i].start <= r.last_ns);
-        if (!(r.bins[i].busy >= 0 && r.bins[i].busy <= 1.0001))
-            fail_msg("bin %zu: busy %g", i, (double)r.bins[i].busy);
+    assert_true(r.timeline.last_ns >= r.timeline.first_ns);
+    assert_true(r.timeline.busy_ns <= r.timeline.last_ns - r.timeline.first_ns);
+    assert_true(r.timeline.n_bins > 0);
+    for (size_t i = 0; i < r.timeline.n_bins; i++) {
+        assert_true(r.timeline.bins[i].start >= r.timeline.bins_from_ns &&
+                    r.timeline.bins[i].start <= r.timeline.last_ns);
+        if (!(r.timeline.bins[i].busy >= 0 && r.timeline.bins[i].busy <= 1.0001))
+            fail_msg("bin %zu: busy %g", i, (double)r.timeline.bins[i].busy);
     }
-    assert_true(r.busy_share >= 0 && r.busy_share <= 1);
-    for (size_t i = 0; i < r.n_top_gaps; i++)
-        assert_true(r.top_gaps[i].dur <= r.last_ns - r.first_ns);
-    assert_true(r.energy_j >= 0 && r.energy_j < 10);
+    assert_true(r.timeline.busy_share >= 0 && r.timeline.busy_share <= 1);
+    for (size_t i = 0; i < r.timeline.n_top_gaps; i++)
+        assert_true(r.timeline.top_gaps[i].dur <= r.timeline.last_ns - r.timeline.first_ns);
+    assert_true(r.power.energy_j >= 0 && r.power.energy_j < 10);
     write_all(&r);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -482,15 +483,15 @@ static void test_long_durations(void **state)
         }
     }
     assert_int_equal(seen, 2);
-    assert_int_equal(r.comm_ns, INT64_MAX);
-    assert_true(r.comm_overlap_ns <= r.comm_ns);
-    assert_true(r.busy_ns <= d + 10000);
-    assert_true(r.memcpy_bytes[0] == INT64_MAX && s->memcpy_bytes[0] == INT64_MAX);
+    assert_int_equal(r.comm.ns, INT64_MAX);
+    assert_true(r.comm.overlap_ns <= r.comm.ns);
+    assert_true(r.timeline.busy_ns <= d + 10000);
+    assert_true(r.timeline.memcpy_bytes[0] == INT64_MAX && s->memcpy_bytes[0] == INT64_MAX);
     assert_int_equal(r.overhead.n_rows, 1);
     assert_int_equal(r.overhead.rows[0].total_ns, INT64_MAX);
     assert_int_equal(r.overhead.program_ns[r.overhead.rows[0].cls], INT64_MAX);
     /* 9 J counted after the reset; the difference to the first sample wrapped to 1.8e16 J */
-    assert_true(r.energy_j > 8.9 && r.energy_j < 9.1);
+    assert_true(r.power.energy_j > 8.9 && r.power.energy_j < 9.1);
     write_all(&r);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -519,7 +520,7 @@ static void test_durations_past_int64(void **state)
     assert_int_equal(k->min_ns, INT64_MAX);
     assert_int_equal(k->max_ns, INT64_MAX);
     assert_int_equal(k->median_ns, INT64_MAX); /* (d + d - 1000) / 2 wrapped to 0.4 x 2^64 */
-    assert_true(r.busy_ns <= INT64_MAX && r.all_kernels.gpu_ns == INT64_MAX);
+    assert_true(r.timeline.busy_ns <= INT64_MAX && r.all_kernels.gpu_ns == INT64_MAX);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -676,14 +677,14 @@ static void test_gemm_sums(void **state)
     const struct lp_stage_report *p = stage(&r, "prefill"), *dec = stage(&r, "decode");
     assert_non_null(p);
     assert_non_null(dec);
-    assert_int_equal(r.gemm_linked, 6);
-    assert_int_equal(r.gemm_ns, INT64_MAX);
+    assert_int_equal(r.gemm.linked, 6);
+    assert_int_equal(r.gemm.ns, INT64_MAX);
     assert_int_equal(p->gemm_calls, 2);
     assert_int_equal(p->gemm_ns, INT64_MAX);
     assert_int_equal(dec->gemm_ns, INT64_MAX);
     size_t seen = 0;
-    for (size_t i = 0; i < r.n_gemms; i++) {
-        const struct lp_gemm_row *g = &r.gemms[i];
+    for (size_t i = 0; i < r.gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r.gemm.rows[i];
         if (&r.stages[g->stage] == p) {
             assert_int_equal(g->calls, 2);
             assert_int_equal(g->kernels, 4);
@@ -699,10 +700,10 @@ static void test_gemm_sums(void **state)
     assert_int_equal(seen, 2);
     assert_int_equal(p->gemm_unshaped_ns, INT64_MAX);
     assert_int_equal(p->moe_gemm_ns, INT64_MAX);
-    assert_int_equal(r.gemm_unshaped_ns, INT64_MAX);
-    assert_int_equal(r.n_unshaped, 1);
-    assert_int_equal(r.unshaped[0].calls, 3);
-    assert_int_equal(r.unshaped[0].gpu_ns, INT64_MAX);
+    assert_int_equal(r.gemm.unshaped_ns, INT64_MAX);
+    assert_int_equal(r.gemm.n_unshaped, 1);
+    assert_int_equal(r.gemm.unshaped[0].calls, 3);
+    assert_int_equal(r.gemm.unshaped[0].gpu_ns, INT64_MAX);
     write_all(&r);
     lp_run_free(&r);
     lp_trace_free(t);

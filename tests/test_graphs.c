@@ -94,8 +94,8 @@ static void test_graph_api(void **state)
     all_shaped(&r, "replay_set", 1);
     for (size_t i = 0; i < r.n_graphs; i++)
         assert_string_equal(lp_trace_str(t, r.ranges.v[r.graphs[i].capture_range].name), "step");
-    assert_int_equal(r.gemm_captured, 6);
-    assert_int_equal(r.gemm_replayed, 3 * 14);
+    assert_int_equal(r.gemm.captured, 6);
+    assert_int_equal(r.gemm.replayed, 3 * 14);
     /* after cudaGraphExecUpdate, the GEMM kernels come from the calls captured in "update" */
     uint64_t ua = 0, ue = 0, ra = 0, re = 0; /* set by range_named (gcc -O3 cannot see it) */
     assert_true(range_named(&r, "update", &ua, &ue));
@@ -159,18 +159,19 @@ static void test_graph_compare(void **state)
     struct lp_run r;
     analyze_rules(t, compare_rules, 3, &r);
     size_t replayed = 0;
-    for (size_t i = 0; i < r.n_gemms; i++) {
-        const struct lp_gemm_row *g = &r.gemms[i];
+    for (size_t i = 0; i < r.gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r.gemm.rows[i];
         if (!g->replayed || strcmp(r.stages[g->stage].name, "decode_graph"))
             continue;
         replayed++;
         size_t twins = 0;
-        for (size_t j = 0; j < r.n_gemms; j++)
-            twins += !r.gemms[j].replayed && r.gemms[j].stage >= 0 &&
-                     !strcmp(r.stages[r.gemms[j].stage].name, "decode_eager") &&
-                     r.gemms[j].call.m == g->call.m && r.gemms[j].call.n == g->call.n &&
-                     r.gemms[j].call.k == g->call.k && r.gemms[j].call.a_type == g->call.a_type &&
-                     r.gemms[j].calls == g->calls;
+        for (size_t j = 0; j < r.gemm.n_rows; j++)
+            twins += !r.gemm.rows[j].replayed && r.gemm.rows[j].stage >= 0 &&
+                     !strcmp(r.stages[r.gemm.rows[j].stage].name, "decode_eager") &&
+                     r.gemm.rows[j].call.m == g->call.m && r.gemm.rows[j].call.n == g->call.n &&
+                     r.gemm.rows[j].call.k == g->call.k &&
+                     r.gemm.rows[j].call.a_type == g->call.a_type &&
+                     r.gemm.rows[j].calls == g->calls;
         assert_int_equal(twins, 1);
     }
     assert_int_equal(replayed, 5); /* qkv, o, gate_up, down, lm_head */
@@ -216,7 +217,7 @@ static void test_graph_old_format(void **state)
     assert_int_equal(t->n_graphs, 0);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.gemm_replayed, 0);
+    assert_int_equal(r.gemm.replayed, 0);
     assert_null(r.kernel_capture_range);
     for (size_t i = 0; i < r.n_graphs; i++)
         assert_int_equal(r.graphs[i].traced, 0);
@@ -323,8 +324,8 @@ static void test_graph_replay_fixtures(void **state)
     }
     /* the calls captured into the graph are found by the nodes they made, not taken for
      * calls that launched nothing */
-    assert_int_equal(r.gemm_captured, 65);
-    assert_int_equal(r.gemm_calls - r.gemm_failed, r.gemm_linked);
+    assert_int_equal(r.gemm.captured, 65);
+    assert_int_equal(r.gemm.calls - r.gemm.failed, r.gemm.linked);
     lp_run_free(&r);
     lp_trace_free(t);
 

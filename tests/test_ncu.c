@@ -18,7 +18,7 @@
 #include <dirent.h>
 
 #include "llmprof/analyze.h"
-#include "llmprof/ncu.h"
+#include "llmprof/deep.h"
 #include "llmprof/report.h"
 #include "llmprof/status.h"
 

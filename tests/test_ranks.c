@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "llmprof/analyze.h"
+#include "llmprof/compare.h"
 #include "llmprof/report.h"
 #include "tracebuild.h"
 
@@ -61,10 +61,10 @@ static void test_comm_overlap(void **state)
     struct lp_trace *t = tb_read(&b, 1);
     struct lp_run r;
     analyze(t, NULL, &r);
-    assert_int_equal(r.comm_kernels, 2);
-    assert_int_equal(r.comm_ns, 30 * US);
-    assert_int_equal(r.comm_overlap_ns, 10 * US);
-    assert_true(fabs(r.comm_overlap_share - 1.0 / 3) < 1e-12);
+    assert_int_equal(r.comm.kernels, 2);
+    assert_int_equal(r.comm.ns, 30 * US);
+    assert_int_equal(r.comm.overlap_ns, 10 * US);
+    assert_true(fabs(r.comm.overlap_share - 1.0 / 3) < 1e-12);
     const struct lp_stage_report *d = stage(&r, "decode");
     assert_non_null(d);
     assert_int_equal(d->comm_ns, 30 * US);
@@ -78,8 +78,8 @@ static void test_comm_overlap(void **state)
     kernel_on(&b, "gemm_bf16", 0, 10 * US, 50 * US);
     t = tb_read(&b, 1);
     analyze(t, NULL, &r);
-    assert_int_equal(r.comm_kernels, 0);
-    assert_true(isnan(r.comm_overlap_share));
+    assert_int_equal(r.comm.kernels, 0);
+    assert_true(isnan(r.comm.overlap_share));
     assert_true(isnan(stage(&r, "decode")->comm_overlap_share));
     lp_run_free(&r);
     lp_trace_free(t);

@@ -102,8 +102,8 @@ static void test_launch_correlation_not_overlap(void **state)
     assert_int_equal(p->gpu_ns, 800);
     assert_int_equal(d->kernels, 1);
     assert_int_equal(d->occurrences, 2);
-    assert_int_equal(r.kernels_by_launch, 2);
-    assert_int_equal(r.kernels_outside, 0);
+    assert_int_equal(r.attribution.by_launch, 2);
+    assert_int_equal(r.attribution.outside, 0);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -431,15 +431,15 @@ static void test_gap_causes(void **state)
     struct lp_run_options o = {.gap_ns = 1000};
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_int_equal(r.n_gaps, 2);
-    assert_int_equal(r.gap_ns_by_cause[LP_GAP_HOST], 4000);
-    assert_int_equal(r.gap_ns_by_cause[LP_GAP_DEVICE], 12000);
-    assert_int_equal(r.top_gaps[0].dur, 12000);
-    assert_int_equal(r.top_gaps[1].cause, LP_GAP_HOST);
+    assert_int_equal(r.timeline.n_gaps, 2);
+    assert_int_equal(r.timeline.gap_ns_by_cause[LP_GAP_HOST], 4000);
+    assert_int_equal(r.timeline.gap_ns_by_cause[LP_GAP_DEVICE], 12000);
+    assert_int_equal(r.timeline.top_gaps[0].dur, 12000);
+    assert_int_equal(r.timeline.top_gaps[1].cause, LP_GAP_HOST);
     /* the launching thread spent 1.5 us of the host gap in the sync and 1 us launching */
-    assert_int_equal(r.top_gaps[1].host_api_ns, 1500 + 1000);
-    assert_string_equal(r.top_gaps[1].api, "cudaStreamSynchronize");
-    assert_int_equal(r.busy_ns, 3000);
+    assert_int_equal(r.timeline.top_gaps[1].host_api_ns, 1500 + 1000);
+    assert_string_equal(r.timeline.top_gaps[1].api, "cudaStreamSynchronize");
+    assert_int_equal(r.timeline.busy_ns, 3000);
     assert_int_equal(stage(&r, "decode")->host_wait_ns, 4000);
     lp_run_free(&r);
     lp_trace_free(t);
@@ -472,8 +472,8 @@ static void test_power_energy_per_token(void **state)
     assert_true(fabs(d->power_mean_w - 200.0) < 1e-6);
     assert_true(fabs(d->j_per_token - 25.0) < 1e-6);
     assert_true(d->energy_from_counter);
-    assert_true(fabs(r.throttle_share[2] - 5.0 / 11) < 1e-9);
-    assert_int_equal(r.nvml_update_ns, 100000000);
+    assert_true(fabs(r.power.throttle_share[2] - 5.0 / 11) < 1e-9);
+    assert_int_equal(r.power.update_ns, 100000000);
     int throttled = 0;
     const struct lp_finding *thr = finding(&r, LP_FINDING_THROTTLED);
     if (thr) {
@@ -570,8 +570,8 @@ static void test_mfu_from_model(void **state)
     struct lp_run_options o = {.model = &m, .gpus = &gpus, .workload = &w};
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_true(r.has_util);
-    assert_string_equal(r.gpu.name, "H200");
+    assert_true(r.util.has);
+    assert_string_equal(r.util.gpu.name, "H200");
     /* the same workload through the model: prompt 512, 11 tokens (prefill + 10 steps) */
     struct lp_workload w2 = w;
     w2.prompt = 512;
@@ -580,10 +580,10 @@ static void test_mfu_from_model(void **state)
     assert_int_equal(lp_model_analyze(&m, &w2, &res, err, sizeof err), 0);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
     double pf = lp_cost_flops(&res.total[LP_MODEL_STAGE_PREFILL]);
-    assert_true(fabs(p->mfu - pf / 1e12 / r.gpu.tflops[LP_DTYPE_BF16]) < 1e-9);
+    assert_true(fabs(p->mfu - pf / 1e12 / r.util.gpu.tflops[LP_DTYPE_BF16]) < 1e-9);
     double db = lp_cost_bytes(&res.total[LP_MODEL_STAGE_DECODE_STEP]);
-    assert_true(fabs(d->mbu - db / 0.01 / 1e9 / r.gpu.mem_bw_gbs) < 1e-9);
-    assert_true(fabs(r.request_s - (1.0 + 10 * 0.01)) < 1e-9);
+    assert_true(fabs(d->mbu - db / 0.01 / 1e9 / r.util.gpu.mem_bw_gbs) < 1e-9);
+    assert_true(fabs(r.util.request_s - (1.0 + 10 * 0.01)) < 1e-9);
     lp_run_free(&r);
     /* no prefill tokens: said, not guessed */
     lp_trace_free(t);
@@ -593,8 +593,8 @@ static void test_mfu_from_model(void **state)
     kernel(&b, "k", 1, 10, 20, 30);
     t = tb_read(&b, 1);
     analyze(t, &o, &r);
-    assert_false(r.has_util);
-    assert_int_equal(r.util_status, LP_UTIL_NO_PREFILL);
+    assert_false(r.util.has);
+    assert_int_equal(r.util.status, LP_UTIL_NO_PREFILL);
     assert_non_null(strstr(util_text(&r), "prefill"));
     lp_run_free(&r);
     lp_trace_free(t);
@@ -647,10 +647,10 @@ static void test_gemm_linking_and_rows(void **state)
     struct lp_run_options o = {.gpus = &gpus};
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_int_equal(r.gemm_calls, 4);
-    assert_int_equal(r.gemm_linked, 3);
-    assert_int_equal(r.n_gemms, 2);
-    const struct lp_gemm_row *pf = &r.gemms[0], *dc = &r.gemms[1];
+    assert_int_equal(r.gemm.calls, 4);
+    assert_int_equal(r.gemm.linked, 3);
+    assert_int_equal(r.gemm.n_rows, 2);
+    const struct lp_gemm_row *pf = &r.gemm.rows[0], *dc = &r.gemm.rows[1];
     assert_int_equal(pf->call.m, 4096);
     assert_string_equal(r.stages[pf->stage].name, "prefill");
     assert_int_equal(pf->calls, 2);
@@ -815,8 +815,8 @@ static void test_fixture_llama_gemms(void **state)
     struct lp_run_options o = {.model = &m, .gpus = &gpus, .workload = &w};
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_int_equal(r.gemm_calls, t->n_gemms);
-    assert_int_equal(r.gemm_linked, r.gemm_calls);
+    assert_int_equal(r.gemm.calls, t->n_gemms);
+    assert_int_equal(r.gemm.linked, r.gemm.calls);
     const struct lp_stage_report *p = stage(&r, "prefill"), *d = stage(&r, "decode");
     /* 22 layers x 7 linears + lm_head, and the rotary embedding's outer product */
     assert_int_equal(p->gemm_calls, 22 * 7 + 1 + 1);
@@ -828,8 +828,8 @@ static void test_fixture_llama_gemms(void **state)
     assert_true(p->gemm_mfu > 0 &&
                 fabs(p->gemm_mfu / p->mfu - p->gemm_flops / (double)p->occurrences / p->model_flops) < 1e-6);
     int gemv = 0, big = 0;
-    for (size_t i = 0; i < r.n_gemms; i++) {
-        const struct lp_gemm_row *g = &r.gemms[i];
+    for (size_t i = 0; i < r.gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r.gemm.rows[i];
         assert_true(g->call.algo >= 0);
         if (g->stage >= 0 && r.stages[g->stage].kind == LP_STAGE_KIND_DECODE && g->call.n == 1 &&
             g->call.k >= 2048)
@@ -883,12 +883,12 @@ static void test_fixture_gemm_shapes(void **state)
     struct lp_run_options o = {.gpus = &gpus};
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_int_equal(r.gemm_calls, 19);
-    assert_int_equal(r.gemm_failed, 1);
-    assert_int_equal(r.gemm_linked, 18);
+    assert_int_equal(r.gemm.calls, 19);
+    assert_int_equal(r.gemm.failed, 1);
+    assert_int_equal(r.gemm.linked, 18);
     int fp8 = 0, tf32 = 0, odd = 0;
-    for (size_t i = 0; i < r.n_gemms; i++) {
-        const struct lp_gemm_row *g = &r.gemms[i];
+    for (size_t i = 0; i < r.gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r.gemm.rows[i];
         if (g->call.a_type == 28) {
             fp8 = 1;
             assert_int_equal(g->peak_dtype, LP_DTYPE_FP8);
@@ -1186,7 +1186,7 @@ static void test_model_misfit(void **state)
         struct lp_run_options o = {.model = &m, .gpus = &gpus};
         struct lp_run r;
         analyze(t, &o, &r);
-        assert_int_equal(r.model_misfit, i == 0);
+        assert_int_equal(r.util.model_misfit, i == 0);
         char *sum = write_to_string(lp_report_summary_md, &r);
         if (i == 0) {
             assert_non_null(strstr(sum, "- **The model does not fit this run:** the model given "
@@ -1256,7 +1256,7 @@ static void test_fixture_llama(void **state)
     assert_int_equal(w->occurrences, 33);
     assert_int_equal(p->tokens, 512);
     assert_int_equal(d->tokens, 32);
-    assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+    assert_int_equal(r.attribution.by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
     /* every piece of GPU work is in exactly one stage */
     uint64_t sum = 0;
     size_t kernels = 0;
@@ -1273,7 +1273,7 @@ static void test_fixture_llama(void **state)
     assert_int_equal(r.cats[d->top.v[0].group], LP_KCAT_GEMM);
     assert_non_null(strstr(r.names[d->top.v[0].group], "nvjet"));
     assert_true(d->busy_share > 0 && d->busy_share < 1);
-    assert_true(r.nvml_samples > 10);
+    assert_true(r.power.samples > 10);
     assert_true(d->power_mean_w > 50 && d->power_mean_w < 700);
     int launch_bound = 0;
     for (size_t i = 0; i < r.n_findings; i++) {
@@ -1353,7 +1353,7 @@ static void test_fixture_llama_operators(void **state)
     analyze(t, NULL, &r);
     assert_int_equal(stage(&r, "prefill")->occurrences, 1);
     assert_int_equal(stage(&r, "decode")->occurrences, 8);
-    assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+    assert_int_equal(r.attribution.by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
     const struct lp_op_row *lin = NULL, *mm = NULL;
     uint64_t self = 0;
     for (size_t i = 0; i < r.n_ops; i++) {
@@ -1514,16 +1514,16 @@ static void test_harness_llama(void **state)
         assert_int_equal(r.llm.prefill_source, LP_TOKENS_SHAPES);
         assert_int_equal(r.llm.steps_source, LP_STEPS_LM_HEAD);
         assert_int_equal(r.llm.prefill_logits, 2); /* a plain forward: logits for all tokens */
-        assert_true(r.has_util && r.mfu > 0 && r.mbu > 0);
+        assert_true(r.util.has && r.util.mfu > 0 && r.util.mbu > 0);
         const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL),
                                      *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
         assert_true(fabs(p->gemm_vs_linear - 1) < 0.001);
         assert_true(fabs(d->gemm_vs_linear - 1) < 0.001);
         assert_true(p->gemm_coverage > 0.99); /* every GEMM kernel came from cuBLAS */
         /* the warm-up's GEMM calls are counted, not in the table */
-        assert_true(r.gemm_warmup_calls > 0);
-        for (size_t i = 0; i < r.n_gemms; i++)
-            assert_int_not_equal(r.stages[r.gemms[i].stage].kind, LP_STAGE_KIND_WARMUP);
+        assert_true(r.gemm.warmup_calls > 0);
+        for (size_t i = 0; i < r.gemm.n_rows; i++)
+            assert_int_not_equal(r.stages[r.gemm.rows[i].stage].kind, LP_STAGE_KIND_WARMUP);
         lp_run_free(&r);
         lp_trace_free(t);
     }
@@ -1651,7 +1651,7 @@ static void test_fixture_pm(void **state)
     free(buf);
     /* how busy the GPU was is not known: absent, not 0; no finding built on it (launch
      * bound), and no writer prints it as a number */
-    assert_true(isnan(r.busy_share) && isnan(d->busy_share) && isnan(d->host_wait_share) &&
+    assert_true(isnan(r.timeline.busy_share) && isnan(d->busy_share) && isnan(d->host_wait_share) &&
                 isnan(d->kernels_per_occurrence));
     for (size_t i = 0; i < r.n_findings; i++)
         assert_int_not_equal(r.findings[i].code, LP_FINDING_LAUNCH_BOUND);
@@ -1805,16 +1805,16 @@ static void test_harness_moe(void **state)
     harness("hf-moe", &r, &t, &x);
     assert_int_equal(r.llm.prompt_tokens, x.prompt);
     assert_int_equal(r.llm.steps_source, LP_STEPS_LM_HEAD);
-    assert_true(r.has_util);
+    assert_true(r.util.has);
     const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL);
     assert_true(p->gemm_unshaped_ns > p->gemm_ns); /* experts outweigh the cuBLAS GEMMs */
     assert_true(p->gemm_coverage > 0.1 && p->gemm_coverage < 0.5);
     assert_true(p->gemm_vs_linear > 0.3 && p->gemm_vs_linear < 0.6);
-    assert_true(r.n_unshaped >= 2);
-    const char *top = r.names[r.unshaped[0].group];
+    assert_true(r.gemm.n_unshaped >= 2);
+    const char *top = r.names[r.gemm.unshaped[0].group];
     assert_non_null(strstr(top, "cutlass::device_kernel<"));
     assert_non_null(strstr(top, "GemmUniversal"));
-    assert_true(strncmp(r.short_names[r.unshaped[0].group], "GemmUniversal<", 14) == 0);
+    assert_true(strncmp(r.short_names[r.gemm.unshaped[0].group], "GemmUniversal<", 14) == 0);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -1836,7 +1836,7 @@ static void test_harness_triton(void **state)
     struct timed x;
     harness("triton-dec", &r, &t, &x);
     assert_int_equal(r.llm.steps_source, LP_STEPS_SEQUENCE);
-    assert_int_equal(r.gemm_calls, 0); /* no cuBLAS */
+    assert_int_equal(r.gemm.calls, 0); /* no cuBLAS */
     const struct lp_stage_report *p = kind_stage(&r, LP_STAGE_KIND_PREFILL),
                                  *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
     assert_true(d->cat_share[LP_KCAT_GEMM] > 0.4);
@@ -1851,7 +1851,7 @@ static void test_harness_triton(void **state)
     p = kind_stage(&r, LP_STAGE_KIND_PREFILL);
     d = kind_stage(&r, LP_STAGE_KIND_DECODE);
     assert_true(r.llm.ttft_s * 1e3 < x.ttft_ms);
-    assert_true(r.has_util);
+    assert_true(r.util.has);
     assert_true(p->ctr.vs_model_flops > 1.0 && p->ctr.vs_model_flops < 1.03);
     assert_int_equal(p->ctr.excess, 0);
     assert_true(d->ctr.vs_model_flops > 15 && d->ctr.vs_model_flops < 17);
@@ -1889,8 +1889,8 @@ static void test_gemm_steps_row(void **state)
     harness("ctr-hf-moe", &r, &t, &x);
     const struct lp_gemm_row *kv = NULL;
     size_t n_vary = 0;
-    for (size_t i = 0; i < r.n_gemms; i++) {
-        const struct lp_gemm_row *g = &r.gemms[i];
+    for (size_t i = 0; i < r.gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r.gemm.rows[i];
         if (g->vary_dim) {
             n_vary++;
             kv = g;
@@ -1952,8 +1952,8 @@ static void test_gemm_steps_row(void **state)
     lp_trace_free(t);
 
     harness("hf-llama", &r, &t, &x);
-    for (size_t k = 0; k < r.n_gemms; k++)
-        assert_int_equal(r.gemms[k].vary_dim, 0);
+    for (size_t k = 0; k < r.gemm.n_rows; k++)
+        assert_int_equal(r.gemm.rows[k].vary_dim, 0);
     const struct lp_stage_report *ld = kind_stage(&r, LP_STAGE_KIND_DECODE);
     assert_int_equal(ld->ctr.segments, 0);
     lp_run_free(&r);
@@ -2013,7 +2013,7 @@ static void test_flags_vs_trace(void **state)
         free(sum);
         if (cases[c].pre) /* the flag's value is used */
             assert_int_equal(r.llm.prompt_tokens, cases[c].pre);
-        assert_true(r.has_util);
+        assert_true(r.util.has);
         lp_run_free(&r);
     }
     /* counts the run cannot hold are withheld, not turned into 0 ns steps or MFU past 100 % */
@@ -2030,9 +2030,9 @@ static void test_flags_vs_trace(void **state)
             impossible |= r.notes[i].code == LP_NOTE_TOKENS_IMPOSSIBLE;
         if (bad[c].batch) { /* 1,000,000 sequences a step: 10,000 % of the peak */
             assert_false(impossible);
-            assert_false(r.has_util);
-            assert_int_equal(r.util_status, LP_UTIL_OVER_PEAK);
-            assert_true(r.util_over > 1);
+            assert_false(r.util.has);
+            assert_int_equal(r.util.status, LP_UTIL_OVER_PEAK);
+            assert_true(r.util.over > 1);
             char *md = write_to_string(lp_report_run_md, &r);
             assert_non_null(strstr(md, "which no run reaches"));
             free(md);
@@ -2233,12 +2233,12 @@ static void test_harness_ocr2(void **state)
         json_decref(timer);
         assert_int_equal(r.warmup.cause, LP_WARMUP_TTFT);
         assert_int_equal(r.llm.prompt_tokens, x.prompt); /* the decoder's, vision apart */
-        assert_int_equal(r.vision_tokens, visual);
-        assert_int_equal(r.text_tokens, text);
-        assert_int_equal(r.vision_crops, crops);
-        assert_int_equal(r.vision_mode, crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE);
-        assert_true(r.vision_from_rows);
-        assert_int_equal(r.image_rows, visual - 1); /* all but the view separator */
+        assert_int_equal(r.util.vision_tokens, visual);
+        assert_int_equal(r.util.text_tokens, text);
+        assert_int_equal(r.util.vision_crops, crops);
+        assert_int_equal(r.util.vision_mode, crops ? LP_VISION_MODE_GUNDAM : LP_VISION_MODE_BASE);
+        assert_true(r.util.vision_from_rows);
+        assert_int_equal(r.util.image_rows, visual - 1); /* all but the view separator */
         const struct lp_stage_report *v = &r.stages[0], *p = &r.stages[1],
                                      *pf = kind_stage(&r, LP_STAGE_KIND_PREFILL);
         assert_string_equal(v->name, "vision");
@@ -2250,7 +2250,7 @@ static void test_harness_ocr2(void **state)
         assert_int_equal(v->n_sub, 2);
         assert_string_equal(v->sub[0].name, "sam");
         assert_string_equal(v->sub[1].name, "encoder");
-        assert_true(r.has_util && v->has_util && p->has_util && pf->has_util);
+        assert_true(r.util.has && v->has_util && p->has_util && pf->has_util);
         assert_true(v->mfu > 0.01 && v->mfu < 0.5 && pf->mfu > 0.005 && pf->mfu < 0.5);
         /* vision, projector and the prefill's decoder part fill the TTFT, and no more */
         double sum = v->ttft_share + p->ttft_share + pf->ttft_share;
@@ -2290,7 +2290,7 @@ static void test_harness_ocr2(void **state)
     struct lp_trace *t = fixture("deepseek-ocr2-crops");
     struct lp_run r;
     analyze(t, &o, &r);
-    assert_int_equal(r.vision_tokens, 257);
+    assert_int_equal(r.util.vision_tokens, 257);
     const struct lp_note *rows = note(&r, LP_NOTE_VISION_ROWS);
     assert_non_null(rows);
     assert_int_equal(rows->count, 1120);
@@ -2314,7 +2314,7 @@ static void test_harness_generate(void **state)
     assert_true(r.stages_inferred);
     assert_int_equal(r.llm.prompt_tokens, x.prompt);
     assert_int_equal(r.llm.prefill_logits, 1); /* generate keeps the last token's logits */
-    assert_true(r.has_util);
+    assert_true(r.util.has);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -2329,13 +2329,13 @@ static void test_harness_graph(void **state)
     harness("graph-decode", &r, &t, &x);
     assert_int_equal(r.llm.steps_source, LP_STEPS_GRAPHS);
     assert_int_equal(r.llm.prompt_tokens, x.prompt);
-    assert_true(r.has_util);
+    assert_true(r.util.has);
     const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
     assert_true(d->graph_kernels > d->kernels / 2);
     /* the busy share is over the time after the leading warm-up, the warm-up's work left
      * out of it too (counted in, this graph decode was "busy" over 100 %) */
-    assert_true(r.bins_from_ns > r.first_ns);
-    assert_true(r.busy_share > 0.1 && r.busy_share <= 1);
+    assert_true(r.timeline.bins_from_ns > r.timeline.first_ns);
+    assert_true(r.timeline.busy_share > 0.1 && r.timeline.busy_share <= 1);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -2351,8 +2351,8 @@ static void test_harness_nogemm(void **state)
     harness("hf-llama-nogemm", &r, &t, &x);
     assert_int_equal(r.llm.steps_source, LP_STEPS_SEQUENCE);
     assert_int_equal(r.llm.prompt_tokens, 0);
-    assert_false(r.has_util);
-    assert_int_equal(r.util_status, LP_UTIL_NO_PREFILL);
+    assert_false(r.util.has);
+    assert_int_equal(r.util.status, LP_UTIL_NO_PREFILL);
     assert_non_null(strstr(util_text(&r), "--no-gemm"));
     assert_int_equal(r.llm.batch_source, LP_TOKENS_NONE);
     lp_run_free(&r);
@@ -2390,7 +2390,7 @@ static void test_harness_styles(void **state)
     assert_int_equal(r.llm.batch_source, LP_TOKENS_SHAPES);
     assert_int_equal(r.llm.prompt_tokens, 4 * 512); /* padded to the longest prompt */
     assert_int_equal(r.llm.decode_steps, 3 * 31);
-    assert_true(r.has_util);
+    assert_true(r.util.has);
     /* a request: TTFT + 31 steps; the timer's totals were 823.3, 758.1 and 814.5 ms */
     double total = (r.llm.ttft_s + 31 * r.llm.tpot_s) * 1e3;
     print_message("style-sample: TTFT + 31 TPOT = %.1f ms (timer median 814.5 ms)\n", total);
@@ -2804,14 +2804,14 @@ static void test_capture_windows(void **state)
     assert_int_equal(p->occurrences, 1);
     assert_int_equal(d->occurrences, 2);
     assert_true(d->wall.total == 1500 + 2000);
-    assert_int_equal(r.kernels_outside, 0);
+    assert_int_equal(r.attribution.outside, 0);
     /* from 10.2 us to 31 us of GPU work, 17.5 us between the windows */
-    assert_int_equal(r.unrecorded_ns, 30000 - 12500);
-    assert_true(fabs(r.busy_share - 2400.0 / (20800 - 17500)) < 1e-9);
+    assert_int_equal(r.timeline.unrecorded_ns, 30000 - 12500);
+    assert_true(fabs(r.timeline.busy_share - 2400.0 / (20800 - 17500)) < 1e-9);
     /* the gaps inside the first window, and the idle time inside the windows around the
      * time between them (12.4-12.5 us and 30.0-30.2 us) as one */
-    assert_int_equal(r.n_gaps, 3);
-    assert_int_equal(r.gap_ns, 400 + 200 + 300);
+    assert_int_equal(r.timeline.n_gaps, 3);
+    assert_int_equal(r.timeline.gap_ns, 400 + 200 + 300);
     char *md = write_to_string(lp_report_run_md, &r);
     assert_non_null(strstr(md, "kernels were recorded in 2 windows"));
     assert_non_null(strstr(md, "2 stage ranges outside them left out, 2 cut"));
@@ -2842,7 +2842,7 @@ static void test_capture_windows(void **state)
     assert_int_equal(run->occurrences, 2);
     assert_true(run->wall.total == (2600 - 1000) + (11000 - 10000));
     assert_int_equal(run->busy_ns, 700 + 500 + 300);
-    assert_int_equal(r.unrecorded_ns, 10000 - 2600);
+    assert_int_equal(r.timeline.unrecorded_ns, 10000 - 2600);
     lp_run_free(&r);
     lp_trace_free(t);
 
@@ -2906,8 +2906,8 @@ static void test_capture_nvtx_fixtures(void **state)
         assert_int_equal(r.capture.n_windows, runs[i].windows);
         assert_int_equal(t->n_kernels, runs[i].windows * runs[i].per_step);
         /* kernels, copies and sets: all tied to their launch */
-        assert_int_equal(r.kernels_by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
-        assert_int_equal(r.kernels_by_time, 0);
+        assert_int_equal(r.attribution.by_launch, t->n_kernels + t->n_memcpys + t->n_memsets);
+        assert_int_equal(r.attribution.by_time, 0);
         const struct lp_stage_report *d = kind_stage(&r, LP_STAGE_KIND_DECODE);
         assert_int_equal(d->occurrences, runs[i].windows); /* one part per window */
         assert_int_equal(d->kernels, t->n_kernels);
@@ -2961,10 +2961,10 @@ static void test_capture_split(void **state)
     assert_float_equal(c->power_mean_w, 5000, 1e-6); /* 10 mJ in 2 us */
     /* busy over time: a bin between the windows was not recorded (NaN), one inside is */
     int between = 0, busy_inside = 0;
-    for (size_t i = 0; i < r.n_bins; i++) {
-        uint64_t at = r.bins[i].start;
-        between += at > 3100 && at < 5900 && !isnan(r.bins[i].busy);
-        busy_inside += at > 2300 && at < 2700 && r.bins[i].busy == 1.0f;
+    for (size_t i = 0; i < r.timeline.n_bins; i++) {
+        uint64_t at = r.timeline.bins[i].start;
+        between += at > 3100 && at < 5900 && !isnan(r.timeline.bins[i].busy);
+        busy_inside += at > 2300 && at < 2700 && r.timeline.bins[i].busy == 1.0f;
     }
     assert_int_equal(between, 0);
     assert_true(busy_inside > 0);
@@ -3045,12 +3045,12 @@ static void test_capture_fixtures(void **state)
         assert_int_equal(d->kernels, runs[i].decode);
         assert_int_equal(d->steps, runs[i].steps);
         assert_int_equal(d->steps_source, runs[i].source);
-        assert_int_equal(r.kernels_outside, 0);
+        assert_int_equal(r.attribution.outside, 0);
         assert_int_equal(r.warmup.cause, LP_WARMUP_NONE);
-        assert_true(r.gemm_linked > 0);
+        assert_true(r.gemm.linked > 0);
         /* the calls made outside the window (the warm-up's) are left out, not "unlinked" */
-        assert_int_equal(r.gemm_calls - r.gemm_failed, r.gemm_linked);
-        assert_true(r.busy_share > 0 && r.busy_share <= 1);
+        assert_int_equal(r.gemm.calls - r.gemm.failed, r.gemm.linked);
+        assert_true(r.timeline.busy_share > 0 && r.timeline.busy_share <= 1);
         lp_run_free(&r);
         lp_trace_free(t);
     }

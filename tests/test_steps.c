@@ -397,7 +397,7 @@ static void test_warmup_outlier(void **state)
     assert_int_equal(d->occurrences, 3);
     assert_int_equal(p->tokens, 3 * 512);
     assert_int_equal(d->steps, 15);
-    assert_int_equal(r.gemm_warmup_calls, 5 + 5 * 5);
+    assert_int_equal(r.gemm.warmup_calls, 5 + 5 * 5);
     assert_int_equal(r.llm.requests, 3);
     assert_int_equal(r.llm.ttft.n, 3);
     assert_true(near(r.llm.ttft_s, 102000e-9));
@@ -661,7 +661,7 @@ static void test_by_time_work_does_not_stretch(void **state)
     struct lp_trace *tr = tb_read(&b, 1);
     struct lp_run r;
     analyze(tr, NULL, &r);
-    assert_int_equal(r.kernels_by_time, 5);
+    assert_int_equal(r.attribution.by_time, 5);
     assert_true(fabs(r.llm.tpot_s - 8000e-9) < 1e-15);
     assert_true(stage(&r, "decode")->step.max < 10001);
     lp_run_free(&r);
@@ -759,7 +759,7 @@ static void test_no_llm(void **state)
     assert_int_equal(r.stages[0].kind, LP_STAGE_KIND_RUN);
     assert_int_equal(r.stages[0].kernels, 13);
     assert_int_equal(r.stages_inferred, 0);
-    assert_int_equal(r.gemm_linked, 13);
+    assert_int_equal(r.gemm.linked, 13);
     lp_run_free(&r);
     lp_trace_free(t);
 
@@ -897,14 +897,14 @@ static void test_unshaped_gemm(void **state)
     assert_int_equal(p->gemm_ns, 8000);
     assert_int_equal(p->gemm_unshaped_ns, 3000);
     assert_true(near(p->gemm_coverage, 8000.0 / (8000 + 3000)));
-    assert_int_equal(r.gemm_unshaped_ns, 3000);
-    assert_int_equal(r.n_unshaped, 1);
-    assert_string_equal(r.names[r.unshaped[0].group], "cutlass::device_kernel<GemmUniversal>");
-    assert_int_equal(r.cats[r.unshaped[0].group], LP_KCAT_GEMM);
-    assert_int_equal(r.unshaped[0].calls, 1);
-    assert_int_equal(r.unshaped[0].gpu_ns, 3000);
-    assert_string_equal(r.stages[r.unshaped[0].stage].name, "prefill");
-    assert_true(near(r.unshaped[0].stage_share, 3000.0 / 11000));
+    assert_int_equal(r.gemm.unshaped_ns, 3000);
+    assert_int_equal(r.gemm.n_unshaped, 1);
+    assert_string_equal(r.names[r.gemm.unshaped[0].group], "cutlass::device_kernel<GemmUniversal>");
+    assert_int_equal(r.cats[r.gemm.unshaped[0].group], LP_KCAT_GEMM);
+    assert_int_equal(r.gemm.unshaped[0].calls, 1);
+    assert_int_equal(r.gemm.unshaped[0].gpu_ns, 3000);
+    assert_string_equal(r.stages[r.gemm.unshaped[0].stage].name, "prefill");
+    assert_true(near(r.gemm.unshaped[0].stage_share, 3000.0 / 11000));
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -934,8 +934,8 @@ static void test_inferred_in_window(void **state)
     assert_int_equal(p->occurrences, 1);
     assert_int_equal(d->occurrences, 3);
     assert_int_equal(r.llm.ttft.n, 1);
-    assert_int_equal(r.gemm_calls, 20); /* the window's; the warm-up's left out */
-    assert_int_equal(r.gemm_linked, 20);
+    assert_int_equal(r.gemm.calls, 20); /* the window's; the warm-up's left out */
+    assert_int_equal(r.gemm.linked, 20);
     lp_run_free(&r);
     lp_trace_free(t);
 }

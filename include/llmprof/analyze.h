@@ -504,7 +504,7 @@ struct lp_finding {
     double share;                 /* OUTSIDE_WORK: of all GPU time; LOADING,
                                      PROFILER_WORK: of the stage's wall time; PREFILL_FEW_GEMMS:
                                      elementwise, norm, reduction and copies, of its GPU time */
-    uint32_t throttle_bits;       /* bit b: lp_run.throttle_share[b] counted */
+    uint32_t throttle_bits;       /* bit b: lp_run.power.throttle_share[b] counted */
     double overhead_ns;           /* LOADING, PROFILER_WORK: the time, summed */
     size_t overhead_n;            /* ... and how many records */
     enum lp_mfu_reason reason;    /* PREFILL_LOW_MFU: where the time goes (share: the measured
@@ -520,14 +520,14 @@ enum lp_note_code {
     LP_NOTE_WORK_BY_TIME,         /* count of of pieces of GPU work had no launch call */
     LP_NOTE_TOKENS_PARTIAL,       /* STAGE: count of of occurrences have a token count */
     LP_NOTE_GEMMS_UNLINKED,       /* count of of successful GEMM calls launched no kernel */
-    LP_NOTE_GPU_GIVEN,            /* the GPU named (lp_run.gpu) is not the one the trace
+    LP_NOTE_GPU_GIVEN,            /* the GPU named (lp_run.util.gpu) is not the one the trace
                                      recorded (its device 0): its peaks are used */
     LP_NOTE_MODEL_MISFIT,         /* the model given does not fit the recorded GEMMs: count,
                                      of: the k and m of the largest weight (the lm_head);
                                      value: the share of linear calls reading the model's
-                                     hidden size (lp_run.model_misfit) */
+                                     hidden size (lp_run.util.model_misfit) */
     LP_NOTE_VISION_ROWS,          /* count rows per request through the vision projector's
-                                     GEMMs, value the rows of lp_run.vision_mode */
+                                     GEMMs, value the rows of lp_run.util.vision_mode */
     /* a token or batch flag against the trace's token dimensions (the flag's value is used):
      * count the value given, of the value the trace shows, value the occurrences whose
      * evidence disagrees (BATCH: decode occurrences with a GEMM token dimension) */
@@ -548,20 +548,20 @@ struct lp_note {
     double value;
 };
 
-/* Why MFU and MBU are missing (lp_run.has_util 0), or LP_UTIL_OK. */
+/* Why MFU and MBU are missing (lp_run.util.has 0), or LP_UTIL_OK. */
 enum lp_util_status {
     LP_UTIL_OK,
     LP_UTIL_NO_MODEL,             /* no model given */
     LP_UTIL_NO_PEAK,              /* the GPU has no peak for the dtype, or no bandwidth */
     LP_UTIL_NO_PREFILL,           /* no prefill stage with a token count */
-    LP_UTIL_MODEL_REFUSED,        /* the model refused the workload: lp_run.util_error */
+    LP_UTIL_MODEL_REFUSED,        /* the model refused the workload: lp_run.util.error */
     LP_UTIL_PROMPT_UNDER_SLOTS,   /* the prefill's tokens per sequence (util_workload.prompt)
                                      are fewer than the image slots (vision_tokens) */
     LP_UTIL_OVER_PEAK,            /* the model's FLOPs or (least) bytes over the measured time
                                      pass the GPU's peak: the workload (tokens, batch) or the
                                      model does not describe the run; withheld
-                                     (lp_run.util_over: the largest MFU or MBU, util_over_what
-                                     the stage, -1 the request; util_over_bytes: MBU) */
+                                     (lp_run.util.over: the largest MFU or MBU, over_what
+                                     the stage, -1 the request; over_bytes: MBU) */
 };
 
 /* Where the prefill logits assumption came from. */
@@ -923,6 +923,93 @@ struct lp_serving {
     size_t n_slowest;
 };
 
+/* The parts of a run's report that one pass fills (struct lp_run below) */
+
+/* the timeline (timeline.c): busy, idle gaps and their causes, bins, copies and memory */
+struct lp_run_timeline {
+    uint64_t first_ns, last_ns;         /* span of GPU work */
+    uint64_t busy_ns;
+    double busy_share;                  /* of the GPU span, less unrecorded_ns; NaN: no
+                                           kernels recorded */
+    uint64_t unrecorded_ns;             /* of the GPU span, between capture windows */
+    size_t n_gaps;
+    uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
+    struct lp_gap *top_gaps;            /* the longest, by duration */
+    size_t n_top_gaps;
+    struct lp_util_bin *bins;           /* busy over time from bins_from_ns to last_ns */
+    size_t n_bins;
+    uint64_t bins_from_ns;              /* first_ns, or the end of a leading warm-up */
+    uint64_t memcpy_bytes[4], memset_bytes, peak_alloc_bytes;
+};
+
+/* how the GPU's work was tied to stages (stages.c) */
+struct lp_run_attribution {
+    size_t by_launch, by_time, outside; /* kernels: by their launching call, by time, in none */
+};
+
+/* NVML's samples (power.c) */
+struct lp_run_power {
+    int device;                         /* -1 without samples */
+    size_t samples;
+    int averaged;
+    double mean_w, peak_w, energy_j;
+    uint64_t update_ns;                 /* median time between changes of the readings */
+    double throttle_share[LP_THROTTLE_BITS]; /* share of samples with each reason bit */
+    struct lp_power_point *points;
+    size_t n_points;
+};
+
+/* MFU and MBU against the analytic model (utilisation.c) */
+struct lp_run_util {
+    int has;
+    double over;                        /* LP_UTIL_OVER_PEAK: the largest MFU or MBU found */
+    int over_what, over_bytes;          /* its stage (-1 the request); 1: an MBU */
+    int model_misfit;                   /* the model given does not fit the recorded GEMM
+                                           shapes (LP_NOTE_MODEL_MISFIT): its MFU and MBU are
+                                           kept out of the headline */
+    enum lp_util_status status;         /* why not (has 0) */
+    char error[256];                    /* MODEL_REFUSED: the model's message */
+    struct lp_workload workload;        /* the workload modelled: the text prompt, the
+                                           generated tokens (steps + 1), batch, dtypes */
+    int64_t decode_context;             /* the model's context at the mean decode step */
+    enum lp_logits_source logits_source;
+    struct lp_gpu gpu;
+    enum lp_dtype dtype;
+    double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;
+    /* a model with vision: its image slots per prompt in the workload's vision mode, and the
+     * measured prompt's rest (text) */
+    int64_t vision_tokens, text_tokens;
+    enum lp_vision_mode vision_mode;
+    int64_t vision_crops;               /* DeepSeek-OCR-2: local crops per image (gundam) */
+    int vision_from_rows;               /* mode and crops read off the projector's rows */
+    int64_t image_rows;                 /* measured: tokens per request through the vision
+                                           projector's GEMMs (cuBLAS shapes); 0 unknown */
+};
+
+/* GEMM calls (gemm.c, trace format 1.1) */
+struct lp_run_gemms {
+    struct lp_gemm_row *rows;           /* by total GPU time */
+    size_t n_rows;
+    uint64_t calls, linked, failed, ns;
+    double flops;
+    char state[160];                    /* the trace's "gemm" header: on, or off and why;
+                                           "" not recorded (format 1.0, or a light record) */
+    uint64_t unshaped_ns;               /* GEMM kernels no recorded call launched */
+    struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
+    size_t n_unshaped;
+    uint64_t warmup_calls;              /* calls in warmup: counted, not in the table */
+    uint64_t captured;                  /* calls captured into a CUDA graph (they ran nothing
+                                           then); each replay of one counts as a call */
+    uint64_t replayed;                  /* replays of captured calls, among calls */
+};
+
+/* communication kernels over the run (comm.c; per stage in lp_stage_report) */
+struct lp_run_comm {
+    size_t kernels;
+    uint64_t ns, overlap_ns;
+    double overlap_share;               /* NaN without communication */
+};
+
 struct lp_run {
     const struct lp_trace *trace;
     struct lp_run_options opt;
@@ -942,83 +1029,22 @@ struct lp_run {
     size_t n_ops;
     uint64_t op_ranges;
     struct lp_llm_metrics llm;
-    /* timeline */
-    uint64_t first_ns, last_ns;         /* span of GPU work */
-    uint64_t busy_ns;
-    double busy_share;                  /* of the GPU span, less unrecorded_ns; NaN: no
-                                           kernels recorded */
-    uint64_t unrecorded_ns;             /* of the GPU span, between capture windows */
-    size_t n_gaps;
-    uint64_t gap_ns, gap_ns_by_cause[LP_GAP_CAUSE_COUNT], gap_host_api_ns;
-    struct lp_gap *top_gaps;            /* the longest, by duration */
-    size_t n_top_gaps;
-    struct lp_util_bin *bins;           /* busy over time from bins_from_ns to last_ns */
-    size_t n_bins;
-    uint64_t bins_from_ns;              /* first_ns, or the end of a leading warm-up */
-    uint64_t memcpy_bytes[4], memset_bytes, peak_alloc_bytes;
-    /* attribution */
-    size_t kernels_by_launch, kernels_by_time, kernels_outside;
-    /* power */
-    int nvml_device;                    /* -1 without samples */
-    size_t nvml_samples;
-    int power_averaged;
-    double power_mean_w, power_peak_w, energy_j;
-    uint64_t nvml_update_ns;            /* median time between changes of the readings */
-    double throttle_share[LP_THROTTLE_BITS]; /* share of samples with each reason bit */
-    struct lp_power_point *power;
-    size_t n_power;
-    /* utilisation */
-    int has_util;
-    double util_over;                   /* LP_UTIL_OVER_PEAK: the largest MFU or MBU found */
-    int util_over_what, util_over_bytes; /* its stage (-1 the request); 1: an MBU */
-    int model_misfit;                   /* the model given does not fit the recorded GEMM
-                                           shapes (LP_NOTE_MODEL_MISFIT): its MFU and MBU are
-                                           kept out of the headline */
-    enum lp_util_status util_status;    /* why not (has_util 0) */
-    char util_error[256];               /* MODEL_REFUSED: the model's message */
-    struct lp_workload util_workload;   /* the workload modelled: the text prompt, the
-                                           generated tokens (steps + 1), batch, dtypes */
-    int64_t util_decode_context;        /* the model's context at the mean decode step */
-    enum lp_logits_source util_logits_source;
-    struct lp_gpu gpu;
-    enum lp_dtype dtype;
-    double request_flops, request_bytes, request_s, request_tflops, request_gbs, mfu, mbu;
-    /* a model with vision: its image slots per prompt in the workload's vision mode, and the
-     * measured prompt's rest (text) */
-    int64_t vision_tokens, text_tokens;
-    enum lp_vision_mode vision_mode;
-    int64_t vision_crops;               /* DeepSeek-OCR-2: local crops per image (gundam) */
-    int vision_from_rows;               /* mode and crops read off the projector's rows */
-    int64_t image_rows;                 /* measured: tokens per request through the vision
-                                           projector's GEMMs (cuBLAS shapes); 0 unknown */
+    struct lp_run_timeline timeline;    /* timeline.c */
+    struct lp_run_attribution attribution; /* stages.c */
+    struct lp_run_power power;          /* power.c: device -1 without samples */
+    struct lp_run_util util;            /* utilisation.c: has 0 without MFU and MBU */
     /* what the reader could not make whole, and notes to show */
     struct lp_note *notes;
     size_t n_notes;
     struct lp_finding *findings;
     size_t n_findings;
-    /* GEMMs (trace format 1.1): by total GPU time */
-    struct lp_gemm_row *gemms;
-    size_t n_gemms;
-    uint64_t gemm_calls, gemm_linked, gemm_failed, gemm_ns;
-    double gemm_flops;
-    char gemm_state[160];               /* the trace's "gemm" header: on, or off and why;
-                                           "" not recorded (format 1.0, or a light record) */
+    struct lp_run_gemms gemm;           /* gemm.c (trace format 1.1) */
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     int kernels_recorded;               /* 0: the record kept no kernels (--light) */
-    /* communication kernels over the run (comm.c; per stage in lp_stage_report) */
-    size_t comm_kernels;
-    uint64_t comm_ns, comm_overlap_ns;
-    double comm_overlap_share;          /* NaN without communication */
+    struct lp_run_comm comm;            /* comm.c */
     uint64_t replays_whole;             /* CUDA graph replays recorded whole (record --graphs
                                            replay): GPU work whose kernels are unknown */
     struct lp_capture_facts capture;    /* windows.c */
-    uint64_t gemm_unshaped_ns;          /* GEMM kernels no recorded call launched */
-    struct lp_unshaped_gemm *unshaped;  /* by GPU time, warmup left out */
-    size_t n_unshaped;
-    uint64_t gemm_warmup_calls;         /* calls in warmup: counted, not in the table */
-    uint64_t gemm_captured;             /* calls captured into a CUDA graph (they ran nothing
-                                           then); each replay of one counts as a call */
-    uint64_t gemm_replayed;             /* replays of captured calls, among gemm_calls */
     struct lp_graph_row *graphs;        /* by stage, then graph id */
     size_t n_graphs;
     int32_t *kernel_capture_range;      /* per kernel of the trace: the range its graph node
@@ -1039,472 +1065,28 @@ struct lp_run {
     struct lp_run_pm pm;                /* all.samples 0: no PM samples recorded */
     struct lp_run_overhead overhead;    /* CUPTI's overhead records (overhead.c) */
     struct lp_ranges ranges;
-    struct lp_deep *deep;               /* kernels in depth (lp_run_deep); NULL: none */
+    struct lp_deep *deep;               /* kernels in depth (llmprof/deep.h); NULL: none */
+    void (*deep_free)(struct lp_run *r); /* frees deep: set by who made it (the deep dive
+                                            sits on top of this analysis) */
 };
 
 /* Copy direction of a CUpti memcpy kind: 0 HtoD, 1 DtoH, 2 DtoD, 3 other. It is also the
  * group (lp_run.names index) of copies in that direction; group 4 is memset. */
 int lp_copy_direction(uint32_t copy_kind);
 
-/* ---- kernels in depth: Nsight Compute's metrics judged (deep.c) ---- */
+/* ---- helpers the products built on runs share (llmprof/compare.h, llmprof/deep.h) ---- */
 
-struct lp_ncu_report;
-struct lp_ncu_kernel;
-
-/* What bounds a kernel. Nsight Compute's Speed Of Light rule: a unit at 60 % of its peak or
- * more bounds it (compute: the SM; memory: the busiest memory unit; the higher names it, a
- * tie compute). Below 60 % on both, llmprof's own rule: too small when its grid fills less
- * than 0.8 of one wave of the GPU's SMs (a fifth of the SMs idle: idleness, not stalls, holds
- * it back; a grid a few blocks short of a wave is not), latency bound otherwise. */
-enum lp_deep_bound {
-    LP_DEEP_BOUND_COMPUTE,
-    LP_DEEP_BOUND_MEMORY,
-    LP_DEEP_BOUND_LATENCY,
-    LP_DEEP_BOUND_SMALL,
-    LP_DEEP_BOUND_UNKNOWN,       /* a metric it needs is missing */
-};
-#define LP_DEEP_BOUND_PCT 60.0
-#define LP_DEEP_SMALL_WAVES 0.8
-
-/* The launch limits on blocks per SM; the smallest caps the theoretical occupancy. */
-enum lp_deep_limit {
-    LP_DEEP_LIMIT_REGISTERS,
-    LP_DEEP_LIMIT_SHARED_MEM,
-    LP_DEEP_LIMIT_WARPS,
-    LP_DEEP_LIMIT_BLOCKS,
-    LP_DEEP_LIMIT_BARRIERS,
-    LP_DEEP_LIMIT_COUNT
-};
-
-#define LP_DEEP_STALLS 3
-struct lp_deep_kernel {
-    const struct lp_ncu_kernel *k;
-    enum lp_deep_bound bound;
-    unsigned limits;             /* bits (1 << enum lp_deep_limit) of the smallest limits (a
-                                    tie sets several); 0: the limits were not reported */
-    double limit_blocks;         /* blocks per SM they allow */
-    int stall[LP_DEEP_STALLS];   /* the largest stall reasons (lp_ncu_report.stall_names
-                                    indices; "selected", the issuing warp, left out),
-                                    largest first; -1 past the last */
-};
-
-/* Judges every kernel of R into OUT (R's order), which the caller frees. Returns LP_OK or
- * LP_ERR_NOMEM. */
-int lp_deep_judge(const struct lp_ncu_report *r, struct lp_deep_kernel **out);
-
-/* ---- kernels in depth: which to profile (deep_pick.c) ---- */
-
-/* One launch configuration (kernel, grid, block) of a picked kernel: what Nsight Compute's
- * --filter-mode per-launch-config counts its --launch-skip and --launch-count on. */
-struct lp_deep_config {
-    size_t pick;                 /* index into lp_deep_plan.picks: the first stage that runs it */
-    int32_t grid[3], block[3];
-    uint64_t launches;           /* in the picked stages and warm-up (ncu's filter sees both) */
-    uint64_t profiled;           /* what ncu will profile: launches past the skip, at most
-                                    the instances */
-};
-
-struct lp_deep_pick {
-    int stage;                   /* index into lp_run.stages */
-    size_t group;                /* index into lp_run.names */
-    const char *mangled;         /* its name in the trace, as ncu's filter sees it */
-    uint64_t gpu_ns;             /* in the stage's measured occurrences */
-    double share;                /* of the stage's GPU time */
-    uint64_t profiled;           /* over its configurations */
-};
-
-/* The range names that open a picked stage's occurrences (warm-up's too), for ncu's NVTX
- * filter: at most LP_DEEP_MAX_RANGE_NAMES distinct ones, else their common prefix. */
-#define LP_DEEP_MAX_RANGE_NAMES 16
-struct lp_deep_stage_ranges {
-    int stage;
-    const char *domain;          /* "" the default domain */
-    const char *names[LP_DEEP_MAX_RANGE_NAMES];
-    size_t n_names;
-    char *prefix;                /* when there are more names: what all begin with (malloc'd),
-                                    else NULL */
-};
-
-struct lp_deep_plan_options {
-    size_t top;                  /* kernels per stage by GPU time (0: 10) */
-    double share;                /* ... and every kernel above this share of its stage (0: 5 %) */
-    uint64_t skip;               /* per configuration: launches skipped (UINT64_MAX: 1, or 0
-                                    when a picked configuration runs only once) */
-    uint64_t instances;          /* ... then profiled (0: 1) */
-};
-
-struct lp_deep_plan {
-    struct lp_deep_pick *picks;  /* by stage, then GPU time */
-    size_t n_picks;
-    struct lp_deep_config *configs;
-    size_t n_configs;
-    struct lp_deep_stage_ranges *ranges; /* one per stage picked from, when it has ranges */
-    size_t n_ranges;
-    int by_nvtx;                 /* the stages are NVTX ranges (not inferred, not the whole run):
-                                    ncu filters on them */
-    uint64_t profiled;           /* kernels ncu will profile in all */
-    uint64_t skip, instances;    /* as used */
-};
-
-/* Picks the kernels of R's measured stages to profile, and counts what Nsight Compute will
- * profile of them. LP_OK; LP_ERR_ARG with ERR when R has no kernels or no stage with any;
- * LP_ERR_NOMEM. */
-int lp_deep_plan_make(const struct lp_run *r, const struct lp_deep_plan_options *o,
-                      struct lp_deep_plan *p, char *err, size_t errlen);
-void lp_deep_plan_free(struct lp_deep_plan *p);
-
-/* ---- kernels in depth: Nsight Compute's results in the run's stages (deep_join.c) ---- */
-
-/* What the numbers point at first, for the one next step the report gives. */
-enum lp_deep_advice {
-    LP_DEEP_ADVICE_FEWER_FLOPS,  /* compute bound on the tensor cores: less math per result */
-    LP_DEEP_ADVICE_TENSOR_CORES, /* compute bound with the tensor pipe idle: FP32 on CUDA cores */
-    LP_DEEP_ADVICE_FEWER_BYTES,  /* memory bound: move fewer bytes (fuse, quantise, batch) */
-    LP_DEEP_ADVICE_OCCUPANCY,    /* latency bound, achieved occupancy low and capped by a limit */
-    LP_DEEP_ADVICE_STALL,        /* latency bound: the largest stall is the lead */
-    LP_DEEP_ADVICE_MORE_WORK,    /* too small: more work per launch (batch, fuse, graphs) */
-    LP_DEEP_ADVICE_NONE,         /* a metric it needs is missing */
-};
-
-enum lp_deep_row_flag {
-    LP_DEEP_ROW_BY_NVTX = 1 << 0,   /* its configuration ran in several stages: the stage is
-                                       the one its NVTX ranges name */
-    LP_DEEP_ROW_UNSEEN = 1 << 1,    /* its configuration is not in the recorded run: the stage
-                                       is the one where its kernel spent the most time */
-    LP_DEEP_ROW_BY_ROOFLINE = 1 << 2, /* SM and memory both past 60 %: the bound is the
-                                       roofline's (FLOP/byte against the ridge) */
-    LP_DEEP_ROW_TENSOR_UNNAMED = 1 << 3, /* tensor-core work counted in a kernel whose name
-                                       says neither GEMM nor attention: a matmul the kernel
-                                       tables count under another category */
-};
-
-/* One launch configuration of a kernel in one stage, as Nsight Compute measured it: the
- * instance of median duration, judged. */
-struct lp_deep_row {
-    int stage;
-    size_t group;
-    int32_t grid[3], block[3];
-    uint32_t flags;              /* enum lp_deep_row_flag */
-    uint64_t run_ns, run_calls;  /* the recorded run: its GPU time and launches in the stage */
-    double share;                /* run_ns of the stage's GPU time */
-    size_t instances;            /* measured by ncu */
-    double dur_min_ns, dur_max_ns;
-    struct lp_deep_kernel j;     /* the median instance (j.k), judged; when SM and memory are
-                                    both past 60 %, the bound is set by the roofline */
-    double tensor_flops, fp32_flops; /* counted: tensor-core ops, 2 ffma + fadd + fmul */
-    double flops_per_s;          /* (tensor + FP32) / duration; NaN not counted */
-    double dram_bytes;           /* DRAM bandwidth x duration; NaN absent */
-    double intensity;            /* FLOPs per DRAM byte; NaN n/a */
-    int peak_dtype;              /* enum lp_dtype of the peak it is set against, -1 none */
-    double peak_flops, ridge;    /* that dense peak (FLOP/s) and peak / bandwidth (FLOP/byte);
-                                    0 n/a (GPU not in the table) */
-    enum lp_deep_advice advice;
-};
-
-struct lp_deep {
-    struct lp_ncu_report *ncu;   /* owned */
-    struct lp_deep_row *rows;    /* by stage, then the run's GPU time */
-    size_t n_rows;
-    size_t n_kernels;            /* ncu's measurements */
-    size_t unmatched;            /* of them, kernels the run does not have (by name) */
-    double mem_bw;               /* the GPU's peak bandwidth, byte/s (0 n/a) */
-};
-
-/* Joins NCU (taken: freed with R, also on failure) to R's stages into R->deep. LP_OK or
- * LP_ERR_NOMEM. */
-int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu);
-
-/* ---- several traces of one run: ranks, or independent processes (ranks.c) ---- */
-
-/* A stage of one rank, as its own analysis found it (measured occurrences). */
-struct lp_rank_stage {
-    char *name;
-    enum lp_stage_kind kind;
-    size_t occurrences;
-    uint64_t wall_ns, busy_ns, gpu_ns;  /* summed over the occurrences */
-    uint64_t comm_ns, comm_overlap_ns;
-    uint64_t wait_ns;                   /* in collectives, waiting for the last rank (set by
-                                           lp_ranks_analyze; 0 when not compared) */
-};
-
-/* One communication kernel, for matching collectives across ranks. */
-struct lp_rank_coll {
-    uint64_t start, end;
-    uint64_t name_hash;                 /* of its full name */
-    int32_t stage;                      /* index into lp_rank.stages, -1 */
-    uint32_t stream;                    /* its stream's place among the rank's streams with
-                                           communication, by first launch (0, 1, ...): each
-                                           communicator has its own stream */
-};
-
-/* What the run report needs of one trace, kept after its analysis is freed. */
-struct lp_rank {
-    char *trace;                        /* the trace's file name */
-    int64_t rank, local_rank, world_size; /* from the launcher's variables; -1 unknown */
-    int64_t pid;                        /* -1 unknown */
-    char *host;                         /* NULL unknown */
-    uint32_t device;                    /* the CUDA ordinal most of its kernels ran on */
-    int has_uuid;
-    uint8_t uuid[16];                   /* that GPU's */
-    char *gpu_name;                     /* NULL unknown */
-    size_t kernels;                     /* kernel records, graph replays recorded whole among
-                                           them */
-    uint64_t kernel_ns;                 /* their summed durations */
-    size_t comm_kernels;
-    uint64_t comm_ns, comm_overlap_ns, wait_ns;
-    double comm_overlap_share;          /* NaN without communication */
-    double energy_j, power_mean_w;      /* its GPU over the run, NVML; NaN: no samples of it */
-    size_t nvml_samples;
-    double ttft_s, tpot_s;              /* medians; 0 not measured */
-    struct lp_rank_stage *stages;       /* the analysis's stages, in its order */
-    size_t n_stages;
-    struct lp_rank_coll *coll;          /* by start */
-    size_t n_coll;
-};
-
-/* Keeps what R says of the run report's figures in OUT (TRACE_PATH names it). LP_OK or
- * LP_ERR_NOMEM (OUT then empty). */
-int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank *out);
-void lp_rank_free(struct lp_rank *k);
-
-/* A stage across the ranks that have it: its wall and GPU busy time per rank. */
-struct lp_ranks_stage {
-    char *name;
-    enum lp_stage_kind kind;
-    size_t n;                           /* ranks with it */
-    double wall_min, wall_median, wall_max; /* ns; NaN for work outside every stage */
-    double busy_min, busy_median, busy_max;
-    double wall_spread;                 /* (max - min) / median; NaN with one rank */
-    size_t slowest;                     /* index into lp_ranks.ranks of the longest wall;
-                                           SIZE_MAX none */
-    uint64_t comm_ns, comm_overlap_ns, wait_ns; /* summed over the ranks */
-    double comm_overlap_share;          /* NaN without communication */
-};
-
-/* Why waits in collectives were not computed (lp_ranks.waits 0). */
-enum lp_ranks_wait {
-    LP_RANKS_WAIT_DONE,
-    LP_RANKS_WAIT_NO_COMM,              /* no communication kernels on two ranks or more */
-    LP_RANKS_WAIT_HOSTS,                /* traces from several hosts: clocks not shared */
-    LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
-                                           with communication */
-};
-
-struct lp_ranks {
-    struct lp_rank *ranks;              /* by rank, then pid (owned) */
-    size_t n;
-    int one_host;                       /* every trace names the same host (or none does) */
-    enum lp_ranks_wait waits;
-    size_t coll_matched;                /* collectives matched across the ranks */
-    size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
-                                                unequally often */
-    size_t shared_gpus;                 /* ranks whose GPU another rank also used */
-    size_t duplicate_ranks;             /* traces claiming a rank an earlier one claims (two
-                                           processes with RANK=0: a launcher's environment
-                                           passed twice, or runs mixed in one directory) */
-    int64_t duplicate_rank;             /* the first such rank */
-    size_t kernels;                     /* over the ranks */
-    uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;
-    double comm_overlap_share;          /* NaN without communication */
-    double wait_share;                  /* wait_ns of comm_ns; NaN unless waits were computed */
-    double energy_j;                    /* over the ranks' GPUs with samples (each GPU once) */
-    size_t energy_gpus;
-    struct lp_ranks_stage *stages;      /* by first appearance */
-    size_t n_stages;
-    /* the run's traces that could not be read, left out of all the above (set by the caller,
-       not owned) */
-    const struct lp_ranks_unread *unread;
-    size_t n_unread;
-};
-
-struct lp_ranks_unread {
-    const char *trace, *reason;
-};
-
-/* Compares RANKS (N of them, taken: freed with OUT, also on failure). LP_OK or
- * LP_ERR_NOMEM. */
-int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out);
-void lp_ranks_free(struct lp_ranks *r);
-
-/* ---- two runs compared (diff.c) ---- */
-
-/* How a compared figure's noise is known. */
-enum lp_diff_basis {
-    LP_DIFF_BASIS_BOOTSTRAP,      /* per-step or per-request values: a block bootstrap of the
-                                     quantile in each run, the change's 2.5-97.5 % range */
-    LP_DIFF_BASIS_MEANS,          /* per-call or per-occurrence values known by their mean,
-                                     deviation and count: a normal interval of the ratio */
-    LP_DIFF_BASIS_SINGLE,         /* one value per run (derived, analytic, or from NVML) */
-    LP_DIFF_BASIS_COUNTED,        /* counted: exact, no noise */
-};
-
-enum lp_diff_verdict {
-    LP_DIFF_VERDICT_MISSING,      /* not measured in one run or both */
-    LP_DIFF_VERDICT_SAME,         /* no change: the interval holds 0, or the change is under
-                                     the least change that counts (lp_diff_options) */
-    LP_DIFF_VERDICT_HIGHER,       /* B is higher, beyond the noise */
-    LP_DIFF_VERDICT_LOWER,
-    LP_DIFF_VERDICT_UNSURE,       /* past the least change, but the values are too few for an
-                                     interval (basis bootstrap or means): noise unknown */
-};
-
-/* One figure of runs A and B. */
-struct lp_diff_value {
-    double a, b;                  /* NaN: not measured */
-    double change;                /* b / a - 1; NaN when either is missing or A is 0 */
-    double lo, hi;                /* 95 % interval of CHANGE; NaN when there is none (too few
-                                     values, or BASIS single or counted) */
-    size_t n_a, n_b;              /* the values behind it in each run (1: a single value) */
-    enum lp_diff_basis basis;
-    enum lp_diff_verdict verdict;
-    int worse;                    /* 1: the change is for the worse (slower, less throughput,
-                                     more energy), -1 for the better, 0 none or neither */
-};
-
-/* Quantiles compared for TTFT, TPOT, ITL and decode steps: p50, p90, p99. */
-#define LP_DIFF_QUANTILES 3
-
-/* A stage of either run, matched by name. Per unit: per decode step when both runs counted
- * the steps of their decode, else per measured occurrence. */
-struct lp_diff_stage {
-    char *name;
-    enum lp_stage_kind kind;
-    int a, b;                     /* index into each run's stages; -1 not in that run */
-    int per_step;
-    double units_a, units_b;
-    struct lp_diff_value wall;    /* per occurrence (mean) */
-    struct lp_diff_value step[LP_DIFF_QUANTILES]; /* decode step durations */
-    struct lp_diff_value tokens_s, mfu, mbu, j_per_token, busy_share;
-    struct lp_diff_value kernels, gpu_ns; /* kernels and their GPU time per unit */
-    size_t kernels_added, kernels_removed, kernels_changed;
-};
-
-enum lp_diff_status {
-    LP_DIFF_STATUS_SAME, LP_DIFF_STATUS_CHANGED, LP_DIFF_STATUS_ADDED, LP_DIFF_STATUS_REMOVED,
-};
-
-/* Kernels of one normalised name (demangled, parameter list dropped) in one stage. */
-struct lp_diff_kernel {
-    size_t stage;                 /* index into lp_diff.stages */
-    char *name, *short_name;
-    enum lp_kcat cat;
-    enum lp_diff_status status;
-    struct lp_diff_value calls;   /* per unit */
-    struct lp_diff_value mean_ns; /* per call */
-    struct lp_diff_value gpu_ns;  /* per unit */
-};
-
-/* A GEMM shape and dtype in one stage. */
-struct lp_diff_gemm {
-    size_t stage;                 /* index into lp_diff.stages */
-    struct lp_gemm call;          /* shape and types (its lp_str fields are the first run's
-                                     with it: not for printing) */
-    enum lp_diff_status status;
-    struct lp_diff_value calls;   /* per unit */
-    struct lp_diff_value mean_ns; /* GPU time per call */
-    struct lp_diff_value tflops;
-};
-
-/* An operator (NVTX range of PyTorch's emit_nvtx or record_function) over each run. */
-struct lp_diff_op {
-    char *name;
-    enum lp_diff_status status;
-    struct lp_diff_value calls;   /* over the run */
-    struct lp_diff_value mean_ns; /* GPU time per call */
-};
-
-/* What makes the comparison doubtful (bits of lp_diff.warnings). */
-enum lp_diff_warning {
-    LP_DIFF_WARN_GPU = 1 << 0,          /* the runs' GPUs have different names */
-    LP_DIFF_WARN_SHAPES = 1 << 1,       /* under half of the GEMM weight shapes of either run
-                                           are in both: other models, or another parallelism */
-    LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
-    LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records, or has losses without a count */
-    LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
-    LP_DIFF_WARN_ALTERED = 1 << 5,      /* a run's trace file was altered after it was written
-                                           (lp_trace.altered) */
-};
-#define LP_DIFF_WARN_BITS 6
-
-struct lp_diff_options {
-    double min_change;            /* changes under this fraction are no change (0: 0.02) */
-    uint64_t seed;                /* of the bootstrap (0: a fixed one; the same inputs give
-                                     the same intervals) */
-};
-
-/* A rule judged on the comparison. */
-struct lp_diff_check;
-
-struct lp_diff {
-    struct lp_diff_options opt;
-    const char *label[2];         /* how the outputs name the runs (set by the caller, not
-                                     owned; NULL: "A", "B") */
-    char *gpu[2];                 /* each run's GPU (the device its kernels ran on), NULL */
-    char *command[2];             /* each run's command line, NULL */
-    unsigned warnings;            /* enum lp_diff_warning bits */
-    double shapes_shared;         /* of the weight shapes of both, those in both (0..1); NaN
-                                     without GEMMs in one run */
-    struct lp_diff_value ttft[LP_DIFF_QUANTILES], tpot[LP_DIFF_QUANTILES],
-        itl[LP_DIFF_QUANTILES];
-    struct lp_diff_value mfu, mbu; /* of the request (the analytic model, --model) */
-    struct lp_diff_stage *stages; /* A's order, then B's stages A has not */
-    size_t n_stages;
-    struct lp_diff_kernel *kernels; /* by stage, then the change of GPU time per unit, largest
-                                       first (added and removed by their time) */
-    size_t n_kernels;
-    struct lp_diff_gemm *gemms;   /* by stage, then GPU time */
-    size_t n_gemms;
-    struct lp_diff_op *ops;       /* by the change of GPU time, largest first */
-    size_t n_ops;
-    struct lp_diff_check *checks; /* lp_diff_gate's, in the rules' order */
-    size_t n_checks;
-    size_t failed;                /* checks failed (FAILED, MISSING or UNSURE) */
-};
-
-/* Compares run A with run B (both analysed; B is the one judged against A). LP_OK or
- * LP_ERR_NOMEM (OUT then empty). The runs and their traces must outlive OUT. */
-int lp_diff_build(const struct lp_run *a, const struct lp_run *b,
-                  const struct lp_diff_options *opt, struct lp_diff *out);
-void lp_diff_free(struct lp_diff *d);
-
-/* A gate rule, "METRIC>+5%" (fails when METRIC rose by more than 5 %, beyond the noise) or
- * "METRIC<-5%" (fell by more). METRIC: ttft, tpot, itl (.p50, .p90, .p99; p50 alone), mfu,
- * mbu, or STAGE.FIGURE with FIGURE one of wall, step (.p90 ...), tokens_s, mfu, mbu,
- * j_per_token, busy, kernels, gpu_time. */
-struct lp_diff_rule {
-    const char *text;             /* as given (not owned) */
-    char stage[64];               /* "" for a run figure */
-    int figure;                   /* index into the figures' table (diff.c) */
-    int quantile;                 /* 0 p50, 1 p90, 2 p99 */
-    int up;                       /* 1 '>': a rise fails; 0 '<': a fall fails */
-    double limit;                 /* fraction, signed as the rule: +0.05, -0.05 */
-};
-/* Parses TEXT into R: LP_OK, or LP_ERR_ARG with ERR saying what is wrong. */
-int lp_diff_rule_parse(const char *text, struct lp_diff_rule *r, char *err, size_t errlen);
-/* What the figure a rule names counts. */
-enum lp_diff_unit {
-    LP_DIFF_UNIT_NS, LP_DIFF_UNIT_SHARE, LP_DIFF_UNIT_TOKENS_S, LP_DIFF_UNIT_J,
-    LP_DIFF_UNIT_COUNT,
-};
-enum lp_diff_unit lp_diff_rule_unit(const struct lp_diff_rule *r);
-
-enum lp_diff_rule_result {
-    LP_DIFF_RULE_PASSED,
-    LP_DIFF_RULE_NOISE,           /* past the limit, but inside the noise: passed */
-    LP_DIFF_RULE_FAILED,
-    LP_DIFF_RULE_MISSING,         /* the figure is not measured in a run (or no such stage):
-                                     failed, since it cannot be checked */
-    LP_DIFF_RULE_UNSURE,          /* past the limit with too few values for an interval:
-                                     failed, for the same reason */
-};
-struct lp_diff_check {
-    struct lp_diff_rule rule;
-    enum lp_diff_rule_result result;
-    const struct lp_diff_value *value; /* the figure in D; NULL: no such stage */
-};
-/* Judges the N RULES on D into D->checks (replacing earlier ones) and counts the failed.
- * LP_OK or LP_ERR_NOMEM. */
-int lp_diff_gate(struct lp_diff *d, const struct lp_diff_rule *rules, size_t n);
+/* The Q quantile of sorted V (N > 0): linear between the closest ranks, as lp_dist's. */
+double lp_quantile_sorted(const double *v, size_t n, double q);
+/* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
+int lp_kernel_device(const struct lp_trace *t);
+/* qsort comparator of doubles, ascending */
+int lp_cmp_double(const void *a, const void *b);
+/* a stage whose time is measured: not warm-up, not the work outside the stages */
+int lp_stage_measured(const struct lp_stage_report *s);
+/* two GEMM calls of one shape: m, n, k, batch, transposes, types, compute type and epilogue
+ * alike */
+int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);
 
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,

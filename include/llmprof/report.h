@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/compare.h"
 #include "llmprof/model.h"
 
 /* What `llmprof model` reports. B (no GPU chosen) and WT (no safetensors) may be NULL. */
@@ -29,6 +30,17 @@ int lp_report_run_html(FILE *out, const struct lp_run *r);    /* report.html, se
 /* report.html with a section comparing R (run B of D) with a baseline (run A of D); D NULL:
  * lp_report_run_html. */
 int lp_report_run_html_baseline(FILE *out, const struct lp_run *r, const struct lp_diff *d);
+/* The CSV files of the run report, one per section that has a table, in the order of the
+ * report's sections (src/report/sections.c): NAME ("stages.csv"), WRITE (0, or -1 on a write
+ * error) and ABOUT, a few words for --help (NULL: none). lp_report_csv_at: the Ith, NULL past
+ * the last. */
+struct lp_report_csv {
+    const char *name;
+    int (*write)(FILE *out, const struct lp_run *r);
+    const char *about;
+};
+const struct lp_report_csv *lp_report_csv_at(size_t i);
+/* The same writers by name (each section file defines its own). */
 int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 struct iv {
     uint64_t start, end;
@@ -63,7 +63,7 @@ int lp_run_comm(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     const struct lp_trace *t = c->t;
-    r->comm_overlap_share = NAN;
+    r->comm.overlap_share = NAN;
     for (size_t s = 0; s < r->n_stages; s++)
         r->stages[s].comm_overlap_share = NAN;
     size_t n_comm = 0, n_comp = 0;
@@ -92,10 +92,10 @@ int lp_run_comm(struct lp_run_ctx *c)
         if (r->cats[r->kernel_group[i]] != LP_KCAT_COMMUNICATION || k->end <= k->start)
             continue;
         uint64_t d = k->end - k->start, o = covered(comp, m, k->device, k->start, k->end);
-        r->comm_kernels++;
+        r->comm.kernels++;
         /* both saturate alike, so the overlap never passes the time */
-        r->comm_ns = lp_sat_add(r->comm_ns, d);
-        r->comm_overlap_ns = lp_sat_add(r->comm_overlap_ns, o);
+        r->comm.ns = lp_sat_add(r->comm.ns, d);
+        r->comm.overlap_ns = lp_sat_add(r->comm.overlap_ns, o);
         int32_t s = r->kernel_stage ? r->kernel_stage[i] : -1;
         if (s >= 0 && (size_t)s < r->n_stages) {
             r->stages[s].comm_ns = lp_sat_add(r->stages[s].comm_ns, d);
@@ -103,8 +103,8 @@ int lp_run_comm(struct lp_run_ctx *c)
         }
     }
     free(comp);
-    if (r->comm_ns)
-        r->comm_overlap_share = (double)r->comm_overlap_ns / (double)r->comm_ns;
+    if (r->comm.ns)
+        r->comm.overlap_share = (double)r->comm.overlap_ns / (double)r->comm.ns;
     for (size_t s = 0; s < r->n_stages; s++)
         if (r->stages[s].comm_ns)
             r->stages[s].comm_overlap_share =

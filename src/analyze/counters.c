@@ -32,9 +32,9 @@ static uint32_t excess(const struct lp_stage_counters *k, const struct lp_stage_
     if (k->pass_tokens > 0 && k->pass_tokens <= 64)
         bits |= LP_EXCESS_TILE_PADDING;
     int stage = (int)(st - r->stages);
-    for (size_t i = 0; i < r->n_gemms; i++)
-        if (r->gemms[i].stage == stage && r->gemms[i].vary_dim &&
-            r->gemms[i].vary == LP_GEMM_VARY_MLA)
+    for (size_t i = 0; i < r->gemm.n_rows; i++)
+        if (r->gemm.rows[i].stage == stage && r->gemm.rows[i].vary_dim &&
+            r->gemm.rows[i].vary == LP_GEMM_VARY_MLA)
             bits |= LP_EXCESS_MLA;
     if (st->moe_gemm_ns > 0)
         bits |= LP_EXCESS_MOE;
@@ -52,9 +52,9 @@ static void derive(struct lp_stage_counters *k, const struct lp_stage_report *st
     if (secs > 0) {
         k->tflops = k->tensor_flops / secs / 1e12;
         k->gbs = k->dram_bytes / secs / 1e9;
-        double peak = r->gpu.tflops[r->dtype];
+        double peak = r->util.gpu.tflops[r->util.dtype];
         k->executed_share = peak > 0 ? k->tflops / peak : 0;
-        k->mbu = r->gpu.mem_bw_gbs > 0 ? k->gbs / r->gpu.mem_bw_gbs : 0;
+        k->mbu = r->util.gpu.mem_bw_gbs > 0 ? k->gbs / r->util.gpu.mem_bw_gbs : 0;
     }
     /* per decode step, as the model's figures are; per occurrence otherwise */
     k->units = st->kind == LP_STAGE_KIND_DECODE ? (double)st->steps : (double)st->occurrences;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 static struct lp_finding *add(struct lp_run *r, enum lp_finding_code code, int severity,
                               int stage)
@@ -72,7 +72,7 @@ static int utilisation(struct lp_run *r, int stage)
     struct lp_finding *f = add(r, LP_FINDING_PREFILL_LOW_MFU, 1, stage);
     if (!f)
         return LP_ERR_NOMEM;
-    double peak = r->gpu.tflops[r->dtype];
+    double peak = r->util.gpu.tflops[r->util.dtype];
     f->share = s->gemm_ns && peak > 0 ? s->gemm_tflops / peak : -1;
     f->reason = s->cat_ns[LP_KCAT_GRAPH] > 0                ? LP_MFU_REASON_REPLAYS
                 : r->kernels_recorded && s->busy_share < 0.5 ? LP_MFU_REASON_IDLE
@@ -161,7 +161,7 @@ static int throttling(struct lp_run *r)
     uint32_t seen = 0;
     int sev = 0;
     for (size_t i = 0; i < sizeof bits / sizeof *bits; i++) {
-        if (r->throttle_share[bits[i]] < 0.05)
+        if (r->power.throttle_share[bits[i]] < 0.05)
             continue;
         sev = bits[i] == 2 && sev < 2 ? 1 : 2;
         seen |= 1u << bits[i];

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 /* ---- the table ---- */
 
@@ -42,9 +42,9 @@ static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
     const struct lp_gemm *g = &row->call;
     uint64_t small = g->m < g->n ? g->m : g->n;
     int gemv = small <= 16 && g->k >= 256;
-    row->bw_share = row->gbs / r->gpu.mem_bw_gbs;
+    row->bw_share = row->gbs / r->util.gpu.mem_bw_gbs;
     if (row->peak_dtype >= 0)
-        row->ridge = r->gpu.tflops[row->peak_dtype] * 1e3 / r->gpu.mem_bw_gbs;
+        row->ridge = r->util.gpu.tflops[row->peak_dtype] * 1e3 / r->util.gpu.mem_bw_gbs;
     if (row->gpu_ns && gemv)
         row->hints |= LP_GEMM_HINT_GEMV;
     else if (row->gpu_ns && row->memory_bound)
@@ -150,35 +150,38 @@ static enum lp_gemm_vary vary_cause(const struct lp_run *r, const struct lp_gemm
  * per step) become one row; the others are removed. */
 static int merge_steps(struct lp_run *r)
 {
-    uint32_t *idx = malloc((r->n_gemms ? r->n_gemms : 1) * sizeof *idx);
+    uint32_t *idx = malloc((r->gemm.n_rows ? r->gemm.n_rows : 1) * sizeof *idx);
     if (!idx)
         return LP_ERR_NOMEM;
     for (int d = 0; d < 2; d++) {
         char dim = d ? 'm' : 'n';
         size_t n = 0;
-        for (size_t i = 0; i < r->n_gemms; i++) {
-            const struct lp_gemm_row *g = &r->gemms[i];
+        for (size_t i = 0; i < r->gemm.n_rows; i++) {
+            const struct lp_gemm_row *g = &r->gemm.rows[i];
             if (g->calls && !g->vary_dim && g->stage >= 0 &&
                 r->stages[g->stage].kind == LP_STAGE_KIND_DECODE)
                 idx[n++] = (uint32_t)i;
         }
-        struct vary_sort key = {r->gemms, dim};
+        struct vary_sort key = {r->gemm.rows, dim};
         qsort_r(idx, n, sizeof *idx, cmp_vary, &key);
         for (size_t i = 0, j; i < n; i = j) {
-            for (j = i + 1; j < n && !cmp_but(&r->gemms[idx[i]], &r->gemms[idx[j]], dim); j++)
+            for (j = i + 1; j < n && !cmp_but(&r->gemm.rows[idx[i]], &r->gemm.rows[idx[j]], dim);
+                 j++)
                 ;
             if (j - i < VARY_MIN)
                 continue;
-            uint64_t lo = dim_of(&r->gemms[idx[i]], dim);
-            uint64_t step = dim_of(&r->gemms[idx[i + 1]], dim) - lo;
+            uint64_t lo = dim_of(&r->gemm.rows[idx[i]], dim);
+            uint64_t step = dim_of(&r->gemm.rows[idx[i + 1]], dim) - lo;
             int even = step > 0;
             for (size_t q = i + 1; q < j && even; q++)
-                even = dim_of(&r->gemms[idx[q]], dim) - dim_of(&r->gemms[idx[q - 1]], dim) == step;
+                even =
+                    dim_of(&r->gemm.rows[idx[q]], dim) - dim_of(&r->gemm.rows[idx[q - 1]], dim) ==
+                    step;
             if (!even)
                 continue;
-            struct lp_gemm_row *to = &r->gemms[idx[i]];
+            struct lp_gemm_row *to = &r->gemm.rows[idx[i]];
             for (size_t q = i + 1; q < j; q++) {
-                struct lp_gemm_row *g = &r->gemms[idx[q]];
+                struct lp_gemm_row *g = &r->gemm.rows[idx[q]];
                 to->calls += g->calls;
                 to->linked += g->linked;
                 to->kernels += g->kernels;
@@ -191,7 +194,7 @@ static int merge_steps(struct lp_run *r)
             }
             to->vary_dim = dim;
             to->vary_lo = lo;
-            to->vary_hi = dim_of(&r->gemms[idx[j - 1]], dim);
+            to->vary_hi = dim_of(&r->gemm.rows[idx[j - 1]], dim);
             to->vary_step = step;
             to->vary_values = j - i;
             to->vary = vary_cause(r, &to->call, lo, to->vary_hi);
@@ -199,10 +202,10 @@ static int merge_steps(struct lp_run *r)
     }
     free(idx);
     size_t k = 0;
-    for (size_t i = 0; i < r->n_gemms; i++)
-        if (r->gemms[i].calls)
-            r->gemms[k++] = r->gemms[i];
-    r->n_gemms = k;
+    for (size_t i = 0; i < r->gemm.n_rows; i++)
+        if (r->gemm.rows[i].calls)
+            r->gemm.rows[k++] = r->gemm.rows[i];
+    r->gemm.n_rows = k;
     return LP_OK;
 }
 
@@ -226,8 +229,8 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         n_slots *= 2;
     int32_t *slot = malloc(n_slots * sizeof *slot);
     uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
-    r->gemms = calloc(cap, sizeof *r->gemms);
-    if (!slot || !slot_hash || !r->gemms) {
+    r->gemm.rows = calloc(cap, sizeof *r->gemm.rows);
+    if (!slot || !slot_hash || !r->gemm.rows) {
         free(slot);
         free(slot_hash);
         return LP_ERR_NOMEM;
@@ -240,37 +243,37 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         if (ci[i].captured || ci[i].unrecorded) /* it ran in its replays; or unrecorded */
             continue;
         if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
-            r->gemm_warmup_calls++; /* counted, kept out of the table */
+            r->gemm.warmup_calls++; /* counted, kept out of the table */
             continue;
         }
         uint64_t h = shape_hash(g, stage, ci[i].replayed);
         size_t s = h & (n_slots - 1);
-        while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemms[slot[s]].stage == stage &&
-                                 r->gemms[slot[s]].replayed == ci[i].replayed &&
-                                 lp_gemm_same_shape(&r->gemms[slot[s]].call, g)))
+        while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemm.rows[slot[s]].stage == stage &&
+                                 r->gemm.rows[slot[s]].replayed == ci[i].replayed &&
+                                 lp_gemm_same_shape(&r->gemm.rows[slot[s]].call, g)))
             s = (s + 1) & (n_slots - 1);
         if (slot[s] < 0) {
-            if (r->n_gemms == cap) {
-                struct lp_gemm_row *p = realloc(r->gemms, 2 * cap * sizeof *p);
+            if (r->gemm.n_rows == cap) {
+                struct lp_gemm_row *p = realloc(r->gemm.rows, 2 * cap * sizeof *p);
                 if (!p) {
                     free(slot);
                     free(slot_hash);
                     return LP_ERR_NOMEM;
                 }
-                r->gemms = p;
+                r->gemm.rows = p;
                 cap *= 2;
             }
-            struct lp_gemm_row *row = &r->gemms[r->n_gemms];
+            struct lp_gemm_row *row = &r->gemm.rows[r->gemm.n_rows];
             memset(row, 0, sizeof *row);
             row->call = *g;
             row->stage = stage;
             row->replayed = ci[i].replayed;
             row->top_group = SIZE_MAX;
             row->flops_per_call = lp_gemm_flops(g);
-            slot[s] = (int32_t)r->n_gemms++;
+            slot[s] = (int32_t)r->gemm.n_rows++;
             slot_hash[s] = h;
         }
-        struct lp_gemm_row *row = &r->gemms[slot[s]];
+        struct lp_gemm_row *row = &r->gemm.rows[slot[s]];
         row->calls++;
         if (row->call.algo < 0 && g->algo >= 0) /* the first call that knew its algorithm */
             row->call = *g;
@@ -289,8 +292,8 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     int rc = merge_steps(r);
     if (rc)
         return rc;
-    for (size_t i = 0; i < r->n_gemms; i++) {
-        struct lp_gemm_row *row = &r->gemms[i];
+    for (size_t i = 0; i < r->gemm.n_rows; i++) {
+        struct lp_gemm_row *row = &r->gemm.rows[i];
         double bytes = lp_gemm_min_bytes(&row->call);
         if (row->vary_dim && row->linked) /* the mean call of its sizes */
             row->flops_per_call = row->flops / (double)row->linked;
@@ -305,19 +308,19 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             row->tflops = row->flops / (double)row->gpu_ns / 1e3;
             row->gbs = row->bytes / (double)row->gpu_ns;
         }
-        double peak = row->peak_dtype >= 0 ? r->gpu.tflops[row->peak_dtype] : 0;
+        double peak = row->peak_dtype >= 0 ? r->util.gpu.tflops[row->peak_dtype] : 0;
         if (peak > 0 && row->gpu_ns)
             row->peak_share = row->tflops / peak;
-        if (peak > 0 && r->gpu.mem_bw_gbs > 0)
-            row->memory_bound = row->intensity < peak * 1e3 / r->gpu.mem_bw_gbs;
-        if (peak > 0 && r->gpu.mem_bw_gbs > 0)
+        if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
+            row->memory_bound = row->intensity < peak * 1e3 / r->util.gpu.mem_bw_gbs;
+        if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
             hint(r, row, sms);
         if (row->vary_dim) /* tiles and alignment differ from size to size */
             row->hints = (row->hints & ~(uint32_t)(LP_GEMM_HINT_TILE_FILL | LP_GEMM_HINT_WAVES |
                                                    LP_GEMM_HINT_UNALIGNED)) |
                          LP_GEMM_HINT_STEPS;
     }
-    qsort(r->gemms, r->n_gemms, sizeof *r->gemms, cmp_rows);
+    qsort(r->gemm.rows, r->gemm.n_rows, sizeof *r->gemm.rows, cmp_rows);
     return LP_OK;
 }
 
@@ -355,12 +358,12 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
             st->moe_gemm_kernels += ci[i].kernels;
         }
     }
-    for (size_t i = 0; i < r->n_gemms; i++) {
-        const struct lp_gemm_row *g = &r->gemms[i];
+    for (size_t i = 0; i < r->gemm.n_rows; i++) {
+        const struct lp_gemm_row *g = &r->gemm.rows[i];
         if (g->stage >= 0 && g->vary_dim && g->vary != LP_GEMM_VARY_STEPS)
             r->stages[g->stage].gemm_context_flops += g->flops;
     }
-    double peak = r->gpu.tflops[r->dtype];
+    double peak = r->util.gpu.tflops[r->util.dtype];
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
         if (!st->gemm_calls)
@@ -404,34 +407,34 @@ static int unshaped(struct lp_run_ctx *c)
         st->gemm_unshaped_ns = lp_sat_add(st->gemm_unshaped_ns, w->end - w->start);
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
-        r->gemm_unshaped_ns = lp_sat_add(r->gemm_unshaped_ns, w->end - w->start);
+        r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, w->end - w->start);
         kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
     }
     lp_sort_kv(kv, kv + n, n);
     size_t rows = 0;
     for (size_t i = 0; i < n; i++)
         rows += i == 0 || kv[i].key != kv[i - 1].key;
-    r->unshaped = calloc(rows ? rows : 1, sizeof *r->unshaped);
-    if (!r->unshaped) {
+    r->gemm.unshaped = calloc(rows ? rows : 1, sizeof *r->gemm.unshaped);
+    if (!r->gemm.unshaped) {
         free(kv);
         return LP_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         if (i == 0 || kv[i].key != kv[i - 1].key)
-            r->unshaped[r->n_unshaped++] = (struct lp_unshaped_gemm){
+            r->gemm.unshaped[r->gemm.n_unshaped++] = (struct lp_unshaped_gemm){
                 .stage = (int)(kv[i].key >> 32), .group = (size_t)(uint32_t)kv[i].key};
-        struct lp_unshaped_gemm *u = &r->unshaped[r->n_unshaped - 1];
+        struct lp_unshaped_gemm *u = &r->gemm.unshaped[r->gemm.n_unshaped - 1];
         u->calls++;
         u->gpu_ns = lp_sat_add(u->gpu_ns, kv[i].val);
     }
     free(kv);
     /* by GPU time, descending (insertion: few rows) */
-    for (size_t i = 1; i < r->n_unshaped; i++) {
-        struct lp_unshaped_gemm x = r->unshaped[i];
+    for (size_t i = 1; i < r->gemm.n_unshaped; i++) {
+        struct lp_unshaped_gemm x = r->gemm.unshaped[i];
         size_t j = i;
-        for (; j > 0 && r->unshaped[j - 1].gpu_ns < x.gpu_ns; j--)
-            r->unshaped[j] = r->unshaped[j - 1];
-        r->unshaped[j] = x;
+        for (; j > 0 && r->gemm.unshaped[j - 1].gpu_ns < x.gpu_ns; j--)
+            r->gemm.unshaped[j] = r->gemm.unshaped[j - 1];
+        r->gemm.unshaped[j] = x;
     }
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
@@ -440,10 +443,11 @@ static int unshaped(struct lp_run_ctx *c)
         st->gemm_coverage = all ? (double)st->gemm_ns / (double)all : -1;
         st->gemm_partial = all && st->gemm_coverage < 0.95;
     }
-    for (size_t i = 0; i < r->n_unshaped; i++) {
-        const struct lp_stage_report *st = &r->stages[r->unshaped[i].stage];
+    for (size_t i = 0; i < r->gemm.n_unshaped; i++) {
+        const struct lp_stage_report *st = &r->stages[r->gemm.unshaped[i].stage];
         uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;
-        r->unshaped[i].stage_share = all ? (double)r->unshaped[i].gpu_ns / (double)all : 0;
+        r->gemm.unshaped[i].stage_share =
+            all ? (double)r->gemm.unshaped[i].gpu_ns / (double)all : 0;
     }
     return LP_OK;
 }
@@ -453,7 +457,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     const char *state = lp_trace_meta(t, "gemm");
-    snprintf(r->gemm_state, sizeof r->gemm_state, "%s", state ? state : "");
+    snprintf(r->gemm.state, sizeof r->gemm.state, "%s", state ? state : "");
     if (c->n_gemms == 0)
         return unshaped(c);
     const int32_t *kg = c->kernel_gemm;
@@ -495,18 +499,18 @@ int lp_run_gemms(struct lp_run_ctx *c)
     }
     for (size_t i = 0; i < c->n_gemms; i++) {
         if (ci[i].captured) {
-            r->gemm_captured++;
+            r->gemm.captured++;
             continue;
         }
         if (ci[i].unrecorded)
             continue;
-        r->gemm_calls++;
-        r->gemm_replayed += ci[i].replayed;
-        r->gemm_failed += c->gemms[i].status != 0;
+        r->gemm.calls++;
+        r->gemm.replayed += ci[i].replayed;
+        r->gemm.failed += c->gemms[i].status != 0;
         if (ci[i].kernels) {
-            r->gemm_linked++;
-            r->gemm_ns = lp_sat_add(r->gemm_ns, ci[i].ns);
-            r->gemm_flops += lp_gemm_flops(&c->gemms[i]);
+            r->gemm.linked++;
+            r->gemm.ns = lp_sat_add(r->gemm.ns, ci[i].ns);
+            r->gemm.flops += lp_gemm_flops(&c->gemms[i]);
         }
     }
     int rc = build_rows(c, ci);
@@ -514,10 +518,10 @@ int lp_run_gemms(struct lp_run_ctx *c)
         stage_gemms(c, ci);
         rc = unshaped(c);
     }
-    if (rc == LP_OK && r->gemm_calls - r->gemm_failed > r->gemm_linked)
+    if (rc == LP_OK && r->gemm.calls - r->gemm.failed > r->gemm.linked)
         rc = lp_run_note(r, LP_NOTE_GEMMS_UNLINKED, -1,
-                         (int64_t)(r->gemm_calls - r->gemm_failed - r->gemm_linked),
-                         (int64_t)(r->gemm_calls - r->gemm_failed), 0);
+                         (int64_t)(r->gemm.calls - r->gemm.failed - r->gemm.linked),
+                         (int64_t)(r->gemm.calls - r->gemm.failed), 0);
     free(ci);
     free(made);
     return rc;
@@ -525,6 +529,6 @@ int lp_run_gemms(struct lp_run_ctx *c)
 
 void lp_run_gemms_free(struct lp_run *r)
 {
-    free(r->gemms);
-    free(r->unshaped);
+    free(r->gemm.rows);
+    free(r->gemm.unshaped);
 }

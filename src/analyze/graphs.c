@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 int lp_run_replays(struct lp_run_ctx *c)
 {

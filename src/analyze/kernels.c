@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 static const char *const copy_names[4] = {"[CUDA memcpy HtoD]", "[CUDA memcpy DtoH]",
                                           "[CUDA memcpy DtoD]", "[CUDA memcpy other]"};

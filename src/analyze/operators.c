@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 struct pair_map {
     uint64_t *key;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 /* CUpti_ActivityOverheadKind's values (cupti_activity.h), as the trace records them, and
  * what each is host time of */

@@ -64,7 +64,7 @@ int lp_run_pm(struct lp_run_ctx *c)
     pm->interval_ns = iv ? strtoull(iv, NULL, 10) : 0;
     if (!t->n_pm)
         return LP_OK;
-    double peak = r->gpu.mem_bw_gbs;
+    double peak = r->util.gpu.mem_bw_gbs;
     struct acc all = {0}, outside = {0};
     struct acc *per = calloc(r->n_stages ? r->n_stages : 1, sizeof *per);
     if (!per)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 #define MAX_POINTS 1000
 
@@ -92,10 +92,10 @@ static void run_totals(struct lp_run *r, struct series *x)
             double w = s[i]->power_mw / 1000.0;
             power_sum += w;
             n_power++;
-            if (w > r->power_peak_w)
-                r->power_peak_w = w;
+            if (w > r->power.peak_w)
+                r->power.peak_w = w;
         }
-        r->power_averaged |= (s[i]->valid & LP_NVML_FIELD_POWER_AVERAGED) != 0;
+        r->power.averaged |= (s[i]->valid & LP_NVML_FIELD_POWER_AVERAGED) != 0;
         if (s[i]->valid & LP_NVML_FIELD_CLOCK_EVENTS) {
             n_events++;
             for (int b = 0; b < LP_THROTTLE_BITS - 1; b++)
@@ -103,10 +103,10 @@ static void run_totals(struct lp_run *r, struct series *x)
             throttle[LP_THROTTLE_BITS - 1] += (s[i]->clock_events >> (LP_THROTTLE_BITS - 1)) != 0;
         }
     }
-    r->nvml_samples = n;
-    r->power_mean_w = n_power ? power_sum / (double)n_power : 0;
+    r->power.samples = n;
+    r->power.mean_w = n_power ? power_sum / (double)n_power : 0;
     for (int b = 0; b < LP_THROTTLE_BITS; b++)
-        r->throttle_share[b] = n_events ? (double)throttle[b] / (double)n_events : 0;
+        r->power.throttle_share[b] = n_events ? (double)throttle[b] / (double)n_events : 0;
     /* the counter's steps summed: a counter that goes back (the driver reloaded) adds
      * nothing for that step, where the difference to the first sample would wrap */
     uint64_t mj = 0;
@@ -122,7 +122,7 @@ static void run_totals(struct lp_run *r, struct series *x)
                                             (double)(x->ts[i] - x->ts[i - 1]) / 1e9;
         }
     }
-    r->energy_j = n > 1 ? x->cum[n - 1] : 0;
+    r->power.energy_j = n > 1 ? x->cum[n - 1] : 0;
 }
 
 /* Per stage: energy over the occurrences the samples bracket, peaks of the samples inside. */
@@ -163,7 +163,7 @@ static int stage_power(struct lp_run_ctx *c, const struct series *x)
     for (size_t i = 0; i < r->n_stages; i++) {
         struct lp_stage_report *st = &r->stages[i];
         st->energy_from_counter = x->counter;
-        st->power_coarse = st->wall.total < 2.0 * (double)r->nvml_update_ns;
+        st->power_coarse = st->wall.total < 2.0 * (double)r->power.update_ns;
         if (covered[i] > 0) {
             st->power_mean_w = st->energy_j / covered[i];
             /* occurrences outside the sampled span get the mean power of the covered ones */
@@ -203,12 +203,12 @@ static int window_power(struct lp_run *r, const struct series *x)
 static int chart_points(struct lp_run *r, const struct series *x)
 {
     size_t n = x->n, stride = n > MAX_POINTS ? (n + MAX_POINTS - 1) / MAX_POINTS : 1;
-    r->power = malloc(((n + stride - 1) / stride + 1) * sizeof *r->power);
-    if (!r->power)
+    r->power.points = malloc(((n + stride - 1) / stride + 1) * sizeof *r->power.points);
+    if (!r->power.points)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < n; i += stride) {
         const struct lp_nvml_sample *s = x->s[i];
-        r->power[r->n_power++] = (struct lp_power_point){
+        r->power.points[r->power.n_points++] = (struct lp_power_point){
             .t = s->timestamp,
             .power_w = (s->valid & LP_NVML_FIELD_POWER) ? (float)(s->power_mw / 1000.0) : NAN,
             .sm_mhz = (s->valid & LP_NVML_FIELD_SM_CLOCK) ? (float)s->sm_mhz : NAN,
@@ -224,7 +224,7 @@ int lp_run_power(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     int dev = busiest_device(t);
-    r->nvml_device = dev;
+    r->power.device = dev;
     if (dev < 0)
         return LP_OK;
     struct series x = {0};
@@ -246,7 +246,7 @@ int lp_run_power(struct lp_run_ctx *c)
             x.ts[i] = x.s[i]->timestamp;
         }
         run_totals(r, &x);
-        r->nvml_update_ns = update_period(x.s, x.ts, x.n, x.counter, kv);
+        r->power.update_ns = update_period(x.s, x.ts, x.n, x.counter, kv);
         rc = stage_power(c, &x);
         if (rc == LP_OK)
             rc = window_power(r, &x);
@@ -262,6 +262,6 @@ int lp_run_power(struct lp_run_ctx *c)
 
 void lp_run_power_free(struct lp_run *r)
 {
-    free(r->power);
+    free(r->power.points);
     free(r->capture.window_energy_j);
 }

@@ -56,7 +56,8 @@ void lp_run_free(struct lp_run *r)
 {
     if (!r)
         return;
-    lp_run_deep_free(r);
+    if (r->deep_free)
+        r->deep_free(r);
     for (size_t i = sizeof passes / sizeof *passes; i-- > 0;)
         if (passes[i].free)
             passes[i].free(r);
@@ -96,7 +97,7 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, s
         r->opt.top_k = 15;
     if (r->opt.gap_ns == 0)
         r->opt.gap_ns = 100000;
-    r->nvml_device = -1;
+    r->power.device = -1;
     struct lp_run_ctx c = {.t = t, .r = r, .err = err, .errlen = errlen,
                            .warmup_stage = -1, .outside_stage = -1};
     if (errlen)

@@ -184,7 +184,6 @@ int lp_run_pm(struct lp_run_ctx *c);           /* pm.c: PM samples per stage, ti
 void lp_run_pm_free(struct lp_run *r);
 void lp_run_graphs_free(struct lp_run *r);
 int lp_run_diagnose(struct lp_run_ctx *c);     /* diagnosis.c */
-void lp_run_deep_free(struct lp_run *r);       /* deep_join.c: what lp_run_deep made */
 void lp_run_findings_free(struct lp_run *r);
 
 /* ---- what passes call in the passes before them ---- */
@@ -214,22 +213,15 @@ void lp_stat_compute(struct lp_stat *s, const double *v, size_t n);
 /* D over V (N values in time order, sorted in place), keeping a copy of them in time order:
  * LP_OK or LP_ERR_NOMEM (D then empty). lp_dist_free frees that copy. */
 int lp_dist_compute(struct lp_dist *d, double *v, size_t n);
-/* The Q quantile of sorted V (N > 0): linear between the closest ranks, as lp_dist's. */
-double lp_quantile_sorted(const double *v, size_t n, double q);
 void lp_dist_free(struct lp_dist *d);
-/* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
-int lp_kernel_device(const struct lp_trace *t);
-/* qsort comparators */
-int lp_cmp_double(const void *a, const void *b);
 /* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
  * before T. */
 size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t);
+/* qsort comparators (lp_cmp_double: llmprof/analyze.h) */
 int lp_cmp_u32(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
-/* a stage whose time is measured: not warm-up, not the work outside the stages */
-int lp_stage_measured(const struct lp_stage_report *s);
 
 /* ---- gemm_types.c: GEMM shapes ---- */
 
@@ -239,6 +231,5 @@ uint64_t lp_gemm_weight(const struct lp_gemm *g, uint64_t tokens);
 /* PyTorch's y = x W^T reaches cuBLAS with the tokens as n; min(m, n) also holds for
  * programs that put them in m */
 uint64_t lp_gemm_tokens(const struct lp_gemm *g);
-int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);
 
 #endif

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 static const char *const default_rules[] = {
     "encoder=^(vision_encoder|encoder)",
@@ -468,11 +468,11 @@ static int attribute_work(struct lp_run_ctx *c)
             w->thread = a->thread;
             w->range = lp_ranges_at(&r->ranges, a->thread, a->start);
             w->occ = occ_at(c, w->range, a->start);
-            r->kernels_by_launch++;
+            r->attribution.by_launch++;
         } else {
             w->by_time = 1;
             w->occ = run_mode ? run_window(c, w->start) : occ_by_time(c, w->start);
-            r->kernels_by_time++;
+            r->attribution.by_time++;
         }
         if (run_mode)
             w->occ = run_window(c, w->start);
@@ -487,11 +487,11 @@ static int attribute_work(struct lp_run_ctx *c)
                 }
             }
             w->stage = c->outside_stage;
-            r->kernels_outside++;
+            r->attribution.outside++;
         }
     }
-    if (r->kernels_by_time && !run_mode)
-        rc = lp_run_note(r, LP_NOTE_WORK_BY_TIME, -1, (int64_t)r->kernels_by_time,
+    if (r->attribution.by_time && !run_mode)
+        rc = lp_run_note(r, LP_NOTE_WORK_BY_TIME, -1, (int64_t)r->attribution.by_time,
                          (int64_t)c->n_work, 0);
 out:
     lp_corr_free(&m);

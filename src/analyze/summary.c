@@ -5,7 +5,7 @@
 
 #include "llmprof/analyze.h"
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 static void span(struct lp_trace_summary *s, uint64_t a, uint64_t b)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 #define MAX_BINS 400
 #define TOP_GAPS 10
@@ -15,7 +15,7 @@
  * may reach past it. */
 static uint64_t bin_start(const struct lp_run *r, uint64_t bin_ns, size_t i)
 {
-    return lp_sat_add_u64(r->bins_from_ns, lp_sat_mul_u64(i, bin_ns));
+    return lp_sat_add_u64(r->timeline.bins_from_ns, lp_sat_mul_u64(i, bin_ns));
 }
 
 /* Adds [A, B) to the bins it falls in: all of it, or (WINDOWS) its time between capture
@@ -23,12 +23,12 @@ static uint64_t bin_start(const struct lp_run *r, uint64_t bin_ns, size_t i)
 static void add_to_bins(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_t a, uint64_t b,
                         const struct lp_run_ctx *windows)
 {
-    if (a < r->bins_from_ns)
-        a = r->bins_from_ns;
+    if (a < r->timeline.bins_from_ns)
+        a = r->timeline.bins_from_ns;
     if (!bins || b <= a)
         return;
-    size_t i = (size_t)((a - r->bins_from_ns) / bin_ns);
-    while (a < b && i < r->n_bins) {
+    size_t i = (size_t)((a - r->timeline.bins_from_ns) / bin_ns);
+    while (a < b && i < r->timeline.n_bins) {
         uint64_t bin_end = bin_start(r, bin_ns, i + 1);
         uint64_t e = b < bin_end ? b : bin_end;
         bins[i] += (double)(windows ? lp_run_outside_windows(windows, a, e) : e - a);
@@ -72,14 +72,14 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
 
 static int insert_gap(struct lp_run *r, const struct lp_gap *g)
 {
-    if (r->n_top_gaps == TOP_GAPS && r->top_gaps[TOP_GAPS - 1].dur >= g->dur)
+    if (r->timeline.n_top_gaps == TOP_GAPS && r->timeline.top_gaps[TOP_GAPS - 1].dur >= g->dur)
         return 0;
-    size_t i = r->n_top_gaps < TOP_GAPS ? r->n_top_gaps++ : TOP_GAPS - 1;
-    while (i > 0 && r->top_gaps[i - 1].dur < g->dur) {
-        r->top_gaps[i] = r->top_gaps[i - 1];
+    size_t i = r->timeline.n_top_gaps < TOP_GAPS ? r->timeline.n_top_gaps++ : TOP_GAPS - 1;
+    while (i > 0 && r->timeline.top_gaps[i - 1].dur < g->dur) {
+        r->timeline.top_gaps[i] = r->timeline.top_gaps[i - 1];
         i--;
     }
-    r->top_gaps[i] = *g;
+    r->timeline.top_gaps[i] = *g;
     return 1;
 }
 
@@ -87,32 +87,36 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
 {
     struct lp_run *r = c->r;
     const struct lp_trace *t = c->t;
-    r->top_gaps = calloc(TOP_GAPS, sizeof *r->top_gaps);
-    if (!r->top_gaps)
+    r->timeline.top_gaps = calloc(TOP_GAPS, sizeof *r->timeline.top_gaps);
+    if (!r->timeline.top_gaps)
         return LP_ERR_NOMEM;
     if (c->n_work == 0)
         return LP_OK;
-    r->first_ns = c->work[0].start;
+    r->timeline.first_ns = c->work[0].start;
     for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].end > r->last_ns)
-            r->last_ns = c->work[i].end;
+        if (c->work[i].end > r->timeline.last_ns)
+            r->timeline.last_ns = c->work[i].end;
     /* the bins (the charts over time) start after a leading warm-up */
-    r->bins_from_ns = r->first_ns;
+    r->timeline.bins_from_ns = r->timeline.first_ns;
     for (size_t i = 0; i < c->n_occ; i++) {
         if (r->stages[c->occ[i].stage].kind != LP_STAGE_KIND_WARMUP) {
-            if (i > 0 && c->occ[i].start > r->bins_from_ns && c->occ[i].start < r->last_ns)
-                r->bins_from_ns = c->occ[i].start;
+            if (i > 0 && c->occ[i].start > r->timeline.bins_from_ns &&
+                c->occ[i].start < r->timeline.last_ns)
+                r->timeline.bins_from_ns = c->occ[i].start;
             break;
         }
     }
-    uint64_t span = r->last_ns - r->bins_from_ns;
-    r->n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
+    uint64_t span = r->timeline.last_ns - r->timeline.bins_from_ns;
+    r->timeline.n_bins = span ? (span < MAX_BINS ? (size_t)span : MAX_BINS) : 0;
     /* rounded up without SPAN + N - 1, which wraps for a span near 2^64 */
-    uint64_t bin_ns = r->n_bins ? span / r->n_bins + (span % r->n_bins != 0) : 1;
-    double *bins = r->n_bins ? calloc(r->n_bins, sizeof *bins) : NULL;
+    uint64_t bin_ns =
+        r->timeline.n_bins ? span / r->timeline.n_bins + (span % r->timeline.n_bins != 0) : 1;
+    double *bins = r->timeline.n_bins ? calloc(r->timeline.n_bins, sizeof *bins) : NULL;
     /* idle time between capture windows, per bin: not recorded, not in the bin's share */
-    double *unrec = r->n_bins && r->capture.windowed ? calloc(r->n_bins, sizeof *unrec) : NULL;
-    if (r->n_bins && (!bins || (r->capture.windowed && !unrec))) {
+    double *unrec = r->timeline.n_bins && r->capture.windowed
+                        ? calloc(r->timeline.n_bins, sizeof *unrec)
+                        : NULL;
+    if (r->timeline.n_bins && (!bins || (r->capture.windowed && !unrec))) {
         free(bins);
         return LP_ERR_NOMEM;
     }
@@ -123,7 +127,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
          * part after bins_from_ns, where the span starts, leaves the span) */
         uint64_t outside = i > 0 && w->start > end ? lp_run_outside_windows(c, end, w->start) : 0;
         if (outside) {
-            uint64_t from = end > r->bins_from_ns ? end : r->bins_from_ns;
+            uint64_t from = end > r->timeline.bins_from_ns ? end : r->timeline.bins_from_ns;
             unrecorded += lp_run_outside_windows(c, from, w->start);
             add_to_bins(r, bin_ns, unrec, end, w->start, c);
         }
@@ -140,10 +144,12 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
                                    .cause = cause};
                 if (cause == LP_GAP_HOST)
                     g.host_api_ns = host_api_time(t, apis, w->thread, end, w->start, &g.api);
-                r->n_gaps++;
-                r->gap_ns = lp_sat_add(r->gap_ns, idle);
-                r->gap_ns_by_cause[cause] = lp_sat_add(r->gap_ns_by_cause[cause], idle);
-                r->gap_host_api_ns = lp_sat_add(r->gap_host_api_ns, g.host_api_ns);
+                r->timeline.n_gaps++;
+                r->timeline.gap_ns = lp_sat_add(r->timeline.gap_ns, idle);
+                r->timeline.gap_ns_by_cause[cause] =
+                    lp_sat_add(r->timeline.gap_ns_by_cause[cause], idle);
+                r->timeline.gap_host_api_ns =
+                    lp_sat_add(r->timeline.gap_host_api_ns, g.host_api_ns);
                 s->gaps++;
                 s->gap_ns = lp_sat_add(s->gap_ns, idle);
                 if (s->kind != LP_STAGE_KIND_WARMUP)
@@ -152,19 +158,19 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         }
         uint64_t a = w->start > end ? w->start : end;
         if (w->end > a) {
-            r->busy_ns = lp_sat_add(r->busy_ns, w->end - a);
+            r->timeline.busy_ns = lp_sat_add(r->timeline.busy_ns, w->end - a);
             /* the share is over the span from bins_from_ns: a leading warm-up's work is not
              * in it (it was, and shares passed 100 % on a graph decode) */
-            uint64_t from = a > r->bins_from_ns ? a : r->bins_from_ns;
+            uint64_t from = a > r->timeline.bins_from_ns ? a : r->timeline.bins_from_ns;
             busy_in_span += w->end > from ? w->end - from : 0;
             add_to_bins(r, bin_ns, bins, a, w->end, NULL);
         }
         if (w->end > end)
             end = w->end;
     }
-    r->unrecorded_ns = lp_sat_clamp(unrecorded);
+    r->timeline.unrecorded_ns = lp_sat_clamp(unrecorded);
     span -= unrecorded < span ? unrecorded : span;
-    r->busy_share = span ? (double)busy_in_span / (double)span : 0;
+    r->timeline.busy_share = span ? (double)busy_in_span / (double)span : 0;
     for (size_t i = 0; i < r->n_stages; i++) {
         struct lp_stage_report *s = &r->stages[i];
         double idle = s->wall.total - (double)s->busy_ns;
@@ -173,20 +179,20 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
             s->host_wait_share = 1; /* host waits of work that ran past its ranges */
     }
     if (bins) {
-        r->bins = malloc(r->n_bins * sizeof *r->bins);
-        if (!r->bins) {
+        r->timeline.bins = malloc(r->timeline.n_bins * sizeof *r->timeline.bins);
+        if (!r->timeline.bins) {
             free(bins);
             free(unrec);
             return LP_ERR_NOMEM;
         }
-        for (size_t i = 0; i < r->n_bins; i++) {
+        for (size_t i = 0; i < r->timeline.n_bins; i++) {
             uint64_t b0 = bin_start(r, bin_ns, i), b1 = bin_start(r, bin_ns, i + 1);
-            if (b1 > r->last_ns)
-                b1 = r->last_ns;
+            if (b1 > r->timeline.last_ns)
+                b1 = r->timeline.last_ns;
             double recorded = b1 > b0 ? (double)(b1 - b0) - (unrec ? unrec[i] : 0) : 0;
-            r->bins[i].start = b0;
+            r->timeline.bins[i].start = b0;
             /* a bin wholly between windows was not recorded: NaN, neither busy nor idle */
-            r->bins[i].busy = recorded > 0 ? (float)(bins[i] / recorded)
+            r->timeline.bins[i].busy = recorded > 0 ? (float)(bins[i] / recorded)
                               : unrec && b1 > b0 ? NAN : 0;
         }
         free(bins);
@@ -233,11 +239,11 @@ static void copies(struct lp_run_ctx *c)
             const struct lp_memcpy *m = &c->t->memcpys[w->index];
             int d = lp_copy_direction(m->copy_kind);
             s->memcpy_bytes[d] = lp_sat_add(s->memcpy_bytes[d], m->bytes);
-            r->memcpy_bytes[d] = lp_sat_add(r->memcpy_bytes[d], m->bytes);
+            r->timeline.memcpy_bytes[d] = lp_sat_add(r->timeline.memcpy_bytes[d], m->bytes);
         } else if (w->kind == LP_OP_MEMSET) {
             uint64_t bytes = c->t->memsets[w->index].bytes;
             s->memset_bytes = lp_sat_add(s->memset_bytes, bytes);
-            r->memset_bytes = lp_sat_add(r->memset_bytes, bytes);
+            r->timeline.memset_bytes = lp_sat_add(r->timeline.memset_bytes, bytes);
         }
     }
 }
@@ -272,8 +278,8 @@ static int device_memory(struct lp_run_ctx *c)
         else if (m->op == LP_MEMORY_OP_FREE)
             cur = lp_sat_sub(cur, m->bytes); /* 0: frees of memory allocated before recording */
         held[i] = lp_sat_clamp(cur);
-        if (held[i] > r->peak_alloc_bytes)
-            r->peak_alloc_bytes = held[i];
+        if (held[i] > r->timeline.peak_alloc_bytes)
+            r->timeline.peak_alloc_bytes = held[i];
     }
     size_t j = 0;
     for (size_t o = 0; o < c->n_occ; o++) {
@@ -331,7 +337,7 @@ int lp_run_timeline(struct lp_run_ctx *c)
     }
     if (!c->r->kernels_recorded) {
         /* --light: how busy the GPU was is not known, not 0 (NaN: writers say so) */
-        c->r->busy_share = NAN;
+        c->r->timeline.busy_share = NAN;
         for (size_t i = 0; i < c->r->n_stages; i++) {
             struct lp_stage_report *s = &c->r->stages[i];
             s->busy_share = s->host_wait_share = s->kernels_per_occurrence = NAN;
@@ -342,6 +348,6 @@ int lp_run_timeline(struct lp_run_ctx *c)
 
 void lp_run_timeline_free(struct lp_run *r)
 {
-    free(r->top_gaps);
-    free(r->bins);
+    free(r->timeline.top_gaps);
+    free(r->timeline.bins);
 }

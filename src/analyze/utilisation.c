@@ -134,10 +134,10 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
     }
     if (!rows || !r->llm.requests)
         return;
-    r->image_rows = (int64_t)(rows / r->llm.requests);
+    r->util.image_rows = (int64_t)(rows / r->llm.requests);
     if (v->kind != LP_VISION_KIND_DEEPSEEK_OCR2 || r->opt.vision_set)
         return;
-    double want = 2.0 * (double)r->image_rows * (double)v->proj_in * (double)v->proj_out;
+    double want = 2.0 * (double)r->util.image_rows * (double)v->proj_in * (double)v->proj_out;
     for (int64_t crops = 0; crops <= 9; crops += crops ? 1 : 2) {
         struct lp_workload one = *w;
         struct lp_model_result res;
@@ -151,8 +151,8 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
             w->vision_mode = one.vision_mode;
             w->tiles_w = one.tiles_w;
             w->tiles_h = 1;
-            r->vision_crops = crops;
-            r->vision_from_rows = 1;
+            r->util.vision_crops = crops;
+            r->util.vision_from_rows = 1;
             return;
         }
     }
@@ -211,7 +211,7 @@ static void vision_util(struct lp_run *r, const struct lp_model_result *res)
             per.act_bytes += d->act_bytes;
         }
         if (lp_cost_flops(&per) > 0)
-            set_util(st, &per, by_mod, (double)st->occurrences, &r->gpu, r->dtype);
+            set_util(st, &per, by_mod, (double)st->occurrences, &r->util.gpu, r->util.dtype);
     }
 }
 
@@ -237,18 +237,18 @@ static void over_peak(struct lp_run *r)
             bytes = 1;
         }
     }
-    if (r->mfu > worst || r->mbu > worst) {
-        bytes = r->mbu > r->mfu;
-        worst = bytes ? r->mbu : r->mfu;
+    if (r->util.mfu > worst || r->util.mbu > worst) {
+        bytes = r->util.mbu > r->util.mfu;
+        worst = bytes ? r->util.mbu : r->util.mfu;
         what = -1;
     }
     if (what == -2)
         return;
-    r->util_over = worst;
-    r->util_over_what = what;
-    r->util_over_bytes = bytes;
-    r->util_status = LP_UTIL_OVER_PEAK;
-    r->has_util = 0;
+    r->util.over = worst;
+    r->util.over_what = what;
+    r->util.over_bytes = bytes;
+    r->util.status = LP_UTIL_OVER_PEAK;
+    r->util.has = 0;
     /* the token rates made from a flag's count go with it (a rate the GPU cannot reach) */
     struct lp_llm_metrics *m = &r->llm;
     int batch_given = m->batch_source == LP_TOKENS_FLAG;
@@ -279,14 +279,14 @@ static int find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
     const struct lp_gpu *recorded = o->gpus && dev[0] ? lp_gpu_find(o->gpus, dev) : NULL;
     int other = o->gpu_name && g && recorded && g != recorded;
     if (g)
-        r->gpu = *g;
+        r->util.gpu = *g;
     else
-        snprintf(r->gpu.name, sizeof r->gpu.name, "%s", o->gpu_name ? o->gpu_name : dev);
-    r->dtype = w->activations;
+        snprintf(r->util.gpu.name, sizeof r->util.gpu.name, "%s", o->gpu_name ? o->gpu_name : dev);
+    r->util.dtype = w->activations;
     if (o->peak_tflops > 0)
-        r->gpu.tflops[r->dtype] = o->peak_tflops;
+        r->util.gpu.tflops[r->util.dtype] = o->peak_tflops;
     if (o->mem_bw_gbs > 0)
-        r->gpu.mem_bw_gbs = o->mem_bw_gbs;
+        r->util.gpu.mem_bw_gbs = o->mem_bw_gbs;
     return other ? lp_run_note(r, LP_NOTE_GPU_GIVEN, -1, 0, 0, 0) : LP_OK;
 }
 
@@ -318,7 +318,7 @@ static int check_model(struct lp_run_ctx *c, const struct lp_model *m)
     int misfit = share < 0.05 || (bk == m->hidden && bm > m->hidden && !vocab_fits);
     if (!misfit)
         return LP_OK;
-    r->model_misfit = 1;
+    r->util.model_misfit = 1;
     return lp_run_note(r, LP_NOTE_MODEL_MISFIT, -1, bk, bm, share);
 }
 
@@ -334,22 +334,22 @@ int lp_run_utilisation(struct lp_run_ctx *c)
     int rc = find_gpu(c, &w);
     if (rc != LP_OK)
         return rc;
-    r->util_workload = w;
+    r->util.workload = w;
     if (!o->model) {
-        r->util_status = LP_UTIL_NO_MODEL;
+        r->util.status = LP_UTIL_NO_MODEL;
         return LP_OK;
     }
     if ((rc = check_model(c, o->model)) != LP_OK)
         return rc;
-    if (r->gpu.tflops[r->dtype] <= 0 || r->gpu.mem_bw_gbs <= 0) {
-        r->util_status = LP_UTIL_NO_PEAK;
+    if (r->util.gpu.tflops[r->util.dtype] <= 0 || r->util.gpu.mem_bw_gbs <= 0) {
+        r->util.status = LP_UTIL_NO_PEAK;
         return LP_OK;
     }
     int p = first_stage(r, LP_STAGE_KIND_PREFILL), d = first_stage(r, LP_STAGE_KIND_DECODE),
         v = first_stage(r, LP_STAGE_KIND_VISION);
     const struct lp_llm_metrics *m = &r->llm;
     if (p < 0 || r->stages[p].tokens <= 0) {
-        r->util_status = LP_UTIL_NO_PREFILL;
+        r->util.status = LP_UTIL_NO_PREFILL;
         return LP_OK;
     }
     const struct lp_stage_report *ps = &r->stages[p];
@@ -363,25 +363,25 @@ int lp_run_utilisation(struct lp_run_ctx *c)
         w.vision_mode = LP_VISION_MODE_NONE;
     if (w.vision_mode != LP_VISION_MODE_NONE)
         image_rows(c, &w);
-    r->vision_mode = w.vision_mode;
+    r->util.vision_mode = w.vision_mode;
     if (w.vision_mode != LP_VISION_MODE_NONE) {
         struct lp_workload one = w;
         struct lp_model_result slots;
         one.prompt = 1;
         one.generated = 1;
-        if (lp_model_analyze(o->model, &one, &slots, r->util_error, sizeof r->util_error) !=
+        if (lp_model_analyze(o->model, &one, &slots, r->util.error, sizeof r->util.error) !=
             LP_OK) {
-            r->util_status = LP_UTIL_MODEL_REFUSED;
+            r->util.status = LP_UTIL_MODEL_REFUSED;
             return LP_OK;
         }
-        r->vision_tokens = slots.vision_tokens;
-        r->text_tokens = w.prompt - slots.vision_tokens;
-        if (r->text_tokens < 0) {
-            r->util_workload = w;
-            r->util_status = LP_UTIL_PROMPT_UNDER_SLOTS;
+        r->util.vision_tokens = slots.vision_tokens;
+        r->util.text_tokens = w.prompt - slots.vision_tokens;
+        if (r->util.text_tokens < 0) {
+            r->util.workload = w;
+            r->util.status = LP_UTIL_PROMPT_UNDER_SLOTS;
             return LP_OK;
         }
-        w.prompt = r->text_tokens > 0 ? r->text_tokens : 1;
+        w.prompt = r->util.text_tokens > 0 ? r->util.text_tokens : 1;
     }
     if (!o->prefill_logits_set && m->prefill_logits)
         w.prefill_logits_all = m->prefill_logits == 2;
@@ -393,39 +393,40 @@ int lp_run_utilisation(struct lp_run_ctx *c)
                       ? (int64_t)(steps_per_request + 0.5) + 1
                       : LP_MODEL_MAX_TOKENS + 1;
     struct lp_model_result res;
-    r->util_workload = w;
-    if (lp_model_analyze(o->model, &w, &res, r->util_error, sizeof r->util_error) != LP_OK) {
-        r->util_status = LP_UTIL_MODEL_REFUSED;
+    r->util.workload = w;
+    if (lp_model_analyze(o->model, &w, &res, r->util.error, sizeof r->util.error) != LP_OK) {
+        r->util.status = LP_UTIL_MODEL_REFUSED;
         return LP_OK;
     }
-    r->has_util = 1;
+    r->util.has = 1;
     set_util(&r->stages[p], &res.total[LP_MODEL_STAGE_PREFILL], res.stage[LP_MODEL_STAGE_PREFILL],
-             (double)ps->occurrences, &r->gpu, r->dtype);
+             (double)ps->occurrences, &r->util.gpu, r->util.dtype);
     if (d >= 0 && steps > 0)
         set_util(&r->stages[d], &res.total[LP_MODEL_STAGE_DECODE_STEP],
-                 res.stage[LP_MODEL_STAGE_DECODE_STEP], steps, &r->gpu, r->dtype);
+                 res.stage[LP_MODEL_STAGE_DECODE_STEP], steps, &r->util.gpu, r->util.dtype);
     if (res.vision_tokens > 0)
         vision_util(r, &res);
     const struct lp_vision_spec *vs = &o->model->vision;
     double projected = res.stage[LP_MODEL_STAGE_VISION][LP_MODULE_VISION_PROJ].matmul_flops /
                        (2.0 * (double)vs->proj_in * (double)vs->proj_out);
-    if (r->image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->image_rows)
-        (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->image_rows, 0, projected);
+    if (r->util.image_rows > 0 && res.vision_tokens > 0 && projected != (double)r->util.image_rows)
+        (void)lp_run_note(r, LP_NOTE_VISION_ROWS, -1, r->util.image_rows, 0, projected);
     /* the request: TTFT plus the decode steps at the measured TPOT (medians) */
     /* a decode whose steps are unknown leaves the request unknown (its TTFT is not all of it) */
     int decode_unknown = d >= 0 && r->stages[d].occurrences && steps <= 0;
-    r->request_s = decode_unknown ? 0
+    r->util.request_s = decode_unknown ? 0
                                   : m->ttft_s + (m->tpot_s > 0 ? steps_per_request * m->tpot_s : 0);
-    r->request_flops = lp_cost_flops(&res.total[LP_MODEL_STAGE_REQUEST]);
-    r->request_bytes = lp_cost_bytes(&res.total[LP_MODEL_STAGE_REQUEST]);
-    if (r->request_s > 0) {
-        r->request_tflops = r->request_flops / r->request_s / 1e12;
-        r->request_gbs = r->request_bytes / r->request_s / 1e9;
-        r->mfu = r->request_flops / r->request_s / 1e12 / r->gpu.tflops[r->dtype];
-        r->mbu = r->request_bytes / r->request_s / 1e9 / r->gpu.mem_bw_gbs;
+    r->util.request_flops = lp_cost_flops(&res.total[LP_MODEL_STAGE_REQUEST]);
+    r->util.request_bytes = lp_cost_bytes(&res.total[LP_MODEL_STAGE_REQUEST]);
+    if (r->util.request_s > 0) {
+        r->util.request_tflops = r->util.request_flops / r->util.request_s / 1e12;
+        r->util.request_gbs = r->util.request_bytes / r->util.request_s / 1e9;
+        r->util.mfu =
+            r->util.request_flops / r->util.request_s / 1e12 / r->util.gpu.tflops[r->util.dtype];
+        r->util.mbu = r->util.request_bytes / r->util.request_s / 1e9 / r->util.gpu.mem_bw_gbs;
     }
-    r->util_decode_context = res.decode_context;
-    r->util_logits_source = o->prefill_logits_set ? LP_LOGITS_GIVEN
+    r->util.decode_context = res.decode_context;
+    r->util.logits_source = o->prefill_logits_set ? LP_LOGITS_GIVEN
                             : m->prefill_logits   ? LP_LOGITS_LM_HEAD_SHAPE
                                                   : LP_LOGITS_ASSUMED;
     over_peak(r);

@@ -14,7 +14,7 @@
 
 #include "llmprof/capture.h"
 #include "run_internal.h"
-#include "sat.h"
+#include "llmprof/sat.h"
 
 static int cmp_window(const void *a, const void *b)
 {

@@ -9,8 +9,24 @@
 #include <jansson.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/compare.h"
 #include "llmprof/model.h"
 #include "options.h"
+
+/* The exit status of every command, one rule (README's "Exit status", `llmprof --help`):
+ * 0 success; LP_CLI_EXIT_INPUT when an input could not be used (missing, unreadable, not a
+ * regular file, damaged; a config or hardware table that cannot be parsed; a run of several
+ * traces where one is needed; runs that cannot be compared) or the work failed midway (an
+ * output could not be written, ncu failed); LP_CLI_EXIT_USAGE when the command line is wrong
+ * (an unknown option, a missing operand or value, a bad value, options that conflict, an
+ * output refused before any work: one of the inputs, a directory where a file goes, a file
+ * or run already there without --force). Exceptions, each for a reason: record and profile
+ * exit with the profiled command's status (127 when it cannot be run); diff exits with
+ * LP_CLI_EXIT_RULE when a --fail-if rule failed or its figure was not measured in both runs,
+ * so that a CI gate tells a regression from a run that could not be read. */
+#define LP_CLI_EXIT_INPUT 1
+#define LP_CLI_EXIT_USAGE 2
+#define LP_CLI_EXIT_RULE 3
 
 int lp_cmd_record(int argc, char **argv);
 int lp_cmd_info(int argc, char **argv);
@@ -37,7 +53,8 @@ void lp_cli_free_list(char **paths, int n);
 int lp_cli_mkdir_made(const char *dir, char ***made, size_t *n_made);
 /* rmdir of each of MADE when REMOVE, deepest first (one that holds files stays); frees MADE. */
 void lp_cli_unmake_dirs(char **made, size_t n_made, int remove);
-/* 1 when DIR holds a recorded run (an llmprof meta.json or trace*.lpt files), 0 when not, -1 with errno when DIR cannot be read. */
+/* 1 when DIR holds a recorded run (an llmprof meta.json or trace*.lpt files), 0 when not, -1
+ * with errno when DIR cannot be read. */
 int lp_cli_dir_holds_run(const char *dir);
 /* DIR/meta.json as record writes it (a regular file, not a link, holding a JSON object whose
  * "format" is "llmprof-run"): 1 when it is one, 0 when there is none, -1 when there is
@@ -57,16 +74,16 @@ const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
 
 /* 0 when PATH is a regular file, a directory, or not there (its reader says so); -1 with
  * "PATH is a FIFO, not a regular file, ..." when it is a FIFO, socket or device, which a
- * reader could wait on forever: a mistake of the invocation (status 2). Input files are
- * checked so before they are opened (a stat: a FIFO put in its place after it still waits). */
+ * reader could wait on forever: an input that cannot be used (LP_CLI_EXIT_INPUT). Input
+ * files are checked so before they are opened (a stat: a FIFO put in its place after it
+ * still waits). */
 int lp_cli_input_check(const char *cmd, const char *path);
 /* lp_cli_input_check of what a command reads of RUN (a run directory or a trace): the trace,
  * or each *.lpt in the directory, and the run's meta.json. 0, or -1 with a message. */
 int lp_cli_run_check(const char *cmd, const char *run);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
- * a message when none), -1 with a message when RUN cannot be read, -2 with a message when
- * RUN, a trace in it or the meta.json beside one is a FIFO, socket or device
- * (lp_cli_input_check: status 2). */
+ * a message when none), -1 with a message when RUN cannot be read or it, a trace in it or the
+ * meta.json beside one is a FIFO, socket or device (lp_cli_input_check). */
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths);
 /* The one trace of RUN into PATH: a trace file, a run directory holding one, or a report
  * directory whose report.json names one that is there (diff's operands, report's
@@ -91,7 +108,9 @@ struct lp_cli_report_output {
     int (*write_baseline)(FILE *f, const struct lp_run *r, const struct lp_diff *d);
     const char *note;             /* what it is, in --help; NULL: the name says it */
 };
-extern const struct lp_cli_report_output lp_cli_report_outputs[];
+/* in the order they are written and listed: report.md, summary.md and report.json, the
+ * sections' CSV files (src/report/sections.c), report.html, and the baseline's */
+const struct lp_cli_report_output *lp_cli_report_outputs(void);
 
 /* The outputs of one command, all or none: each regular file is written under a temporary
  * name beside it and moved in by lp_cli_outs_commit only when all are complete; '-' is
@@ -114,6 +133,10 @@ int lp_cli_out_is_input(const char *cmd, const char *out, const char *const *inp
 /* 0 when PATH can be written as an output (missing, a regular file, a link to one, or with
  * ALLOW_IN_PLACE '-', a device or a FIFO), else -1 with the reason. Writes nothing. */
 int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place);
+/* 0 when OUT may be replaced: not there, not a regular file (standard output, a device or a
+ * FIFO, written in place), or FORCE; else -1 with "OUT is already there: --force replaces
+ * it". A symbolic link is followed. */
+int lp_cli_out_existing(const char *cmd, const char *out, int force);
 /* The first name ".NAME.WHAT.PID.N" beside PATH (N = 0, 1, ...) that CLAIM takes (0; -1 with
  * errno EEXIST passes it over): malloc'd, or NULL with errno. Each temporary or aside file
  * of the CLI is named so. */
@@ -157,17 +180,21 @@ struct lp_cli_report {
 void lp_cli_report_init(struct lp_cli_report *r, const char *cmd);
 /* report's options, on a struct lp_cli_report (profile takes them too) */
 extern const struct lp_cli_opt lp_cli_report_options[];
-/* Loads and checks what the options name (hardware table, --gpu, --model, --stage rules)
- * before any work: 0, or -1 with a message. */
+/* Loads and checks what the options name (hardware table, --gpu, --model, --stage rules,
+ * --baseline's trace) before any work: 0, or the exit status with a message
+ * (LP_CLI_EXIT_USAGE for a bad --stage or --gpu, LP_CLI_EXIT_INPUT for a file that cannot
+ * be used). */
 int lp_cli_report_prepare(struct lp_cli_report *r);
-/* Reads and analyses the baseline (--baseline), once: 0 (also without one), or -1 with a
- * message. lp_cli_report_run calls it after checking its outputs; profile before it runs
- * the program, which then cannot be run for nothing. */
+/* Reads and analyses the baseline (--baseline), once: 0 (also without one), or the exit
+ * status with a message (LP_CLI_EXIT_USAGE for a stage rule it refutes, else
+ * LP_CLI_EXIT_INPUT). lp_cli_report_run calls it after checking its outputs; profile before
+ * it runs the program, which then cannot be run for nothing. */
 int lp_cli_report_baseline(struct lp_cli_report *r);
 /* Forgets the baseline: the report is written without it. */
 void lp_cli_report_baseline_drop(struct lp_cli_report *r);
-/* Reports on RUN into r->out (default the run's directory): the exit status, 0, 1 (a trace
- * or a write failed: nothing written) or 2 (an output refused before any work). */
+/* Reports on RUN into r->out (default the run's directory): the exit status, 0,
+ * LP_CLI_EXIT_INPUT (a trace or a write failed: nothing written) or LP_CLI_EXIT_USAGE (an
+ * output refused before any work, a stage rule a trace refutes). */
 int lp_cli_report_run(struct lp_cli_report *r, const char *run);
 void lp_cli_report_free(struct lp_cli_report *r);
 
@@ -220,11 +247,13 @@ struct lp_cli_deep_opts {
 };
 void lp_cli_deep_init(struct lp_cli_deep_opts *o);
 /* Checks the options and finds ncu and its version (not for a dry run), before any work:
- * 0, or -1 with a message. */
+ * 0, or -1 with a message (a bad --clock-control or --ncu, or no usable ncu: status
+ * LP_CLI_EXIT_USAGE, the fix being --ncu PATH). */
 int lp_cli_deep_prepare(struct lp_cli_deep_opts *o);
 /* The deep dive of O->run: runs CMD (in this directory; NULL: the command the run recorded,
- * in its directory) under ncu. The exit status: 0, 1 (ncu failed or measured
- * nothing; what there is was kept) or 2 (refused before ncu ran: nothing written). */
+ * in its directory) under ncu. The exit status: 0, LP_CLI_EXIT_INPUT (the run cannot be
+ * used, or ncu failed or measured nothing: what there is was kept) or LP_CLI_EXIT_USAGE
+ * (refused before ncu ran: an earlier deep dive without --force, a --budget too small). */
 int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *cmd);
 
 #endif

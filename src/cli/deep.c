@@ -18,7 +18,7 @@
 
 #include "cli.h"
 #include "llmprof/analyze.h"
-#include "llmprof/ncu.h"
+#include "llmprof/deep.h"
 #include "llmprof/report.h"
 
 /* Measured on an H200 with Nsight Compute 2025.3.1 and the sections below (tests/gpu/deep.md,
@@ -552,7 +552,9 @@ static double predict_s(const struct lp_deep_plan *p, double program_s)
     return START_S + program_s * PROGRAM_FACTOR + S_PER_KERNEL * (double)p->profiled;
 }
 
-/* the plan that fits BUDGET_S: fewer instances first, then fewer kernels per stage */
+/* The plan that fits BUDGET_S: fewer instances first, then fewer kernels per stage. 0, or
+ * the exit status with a message: LP_CLI_EXIT_INPUT when the run has nothing to pick,
+ * LP_CLI_EXIT_USAGE when not even one kernel per stage fits --budget. */
 static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, double program_s,
                        double budget_s, struct lp_deep_plan *p, int *trimmed)
 {
@@ -561,7 +563,7 @@ static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, 
     for (;;) {
         if (lp_deep_plan_make(r, po, p, err, sizeof err) != LP_OK) {
             lp_cli_error("deep", "%s", err);
-            return -1;
+            return LP_CLI_EXIT_INPUT;
         }
         if (predict_s(p, program_s) <= budget_s)
             return 0;
@@ -571,7 +573,7 @@ static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, 
                          "min: raise the budget", predict_s(p, program_s), program_s,
                          budget_s / 60);
             lp_deep_plan_free(p);
-            return -1;
+            return LP_CLI_EXIT_USAGE;
         }
         if (po->instances > 1)
             po->instances--;
@@ -689,10 +691,9 @@ void lp_cli_deep_init(struct lp_cli_deep_opts *o)
 
 int lp_cli_deep_prepare(struct lp_cli_deep_opts *o)
 {
-    if (o->clock && strcmp(o->clock, "none") && strcmp(o->clock, "base")) {
-        lp_cli_error("deep", "--clock-control takes none or base, not '%s'", o->clock);
-        return -1;
-    }
+    static const char *const clocks[] = {"none", "base"};
+    if (o->clock && strcmp(o->clock, "none") && strcmp(o->clock, "base"))
+        return lp_cli_bad_value("deep", "--clock-control", o->clock, clocks, 2);
     if (find_ncu(o->ncu, o->ncu_path, sizeof o->ncu_path) != 0) {
         if (o->dry_run)
             return 0; /* the dry run prints the command it would give */
@@ -716,17 +717,17 @@ int lp_cmd_deep(int argc, char **argv)
         }
     int rc = lp_cli_parse(&deep_cmd, &o, dash, argv, NULL);
     if (rc != 0)
-        return rc > 0 ? 0 : 2;
+        return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     if (!o.run) {
         lp_cli_error("deep", "which run? usage: llmprof deep RUN [options] [-- CMD ARGS]");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (dash < argc && dash + 1 == argc) {
         lp_cli_error("deep", "no command after '--'");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (lp_cli_deep_prepare(&o) != 0)
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     return lp_cli_deep_run(&o, dash < argc ? argv + dash + 1 : NULL);
 }
 
@@ -828,7 +829,7 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
                      strerror(errno), tmp);
         if (had)
             rename(aside, dir);
-        return 2;
+        return LP_CLI_EXIT_INPUT;
     }
     if (had)
         remove_dir(aside);
@@ -840,12 +841,12 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
         lp_cli_error("deep", "ncu %s %d (its output: %s/ncu.log)",
                      WIFEXITED(status) ? "exited with" : "was killed by signal",
                      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), dir);
-        rc = 1;
+        rc = LP_CLI_EXIT_INPUT;
     }
     if (measured == 0) {
         lp_cli_error("deep", "ncu measured no kernel: its filters matched none (did the program "
                      "run as it did when recorded? %s/ncu.log has its output)", dir);
-        rc = 1;
+        rc = LP_CLI_EXIT_INPUT;
     }
     if (!o->quiet)
         printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
@@ -854,125 +855,161 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
     return rc;
 }
 
-int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
-{
-    char *ncu = o->ncu_path;
-    char err[512], dir[PATH_MAX + 16], tmp[PATH_MAX + 64], rep[PATH_MAX + 96],
-        path[PATH_MAX + 128];
-    char **traces = NULL, **cmd = (char **)given;
-    const char *cwd = NULL;
-    json_t *meta = NULL, *out = NULL;
-    struct lp_trace *t = NULL;
+/* What one deep dive holds until it ends. */
+struct deep_state {
+    char **traces;                /* the run's trace (one) */
+    int n;
+    char **cmd;                   /* the command to run: given, or the recorded one's words */
+    const char *cwd;              /* where to run it (the recorded command's directory) */
+    json_t *meta, *out;           /* the run's meta.json; deep.json */
+    struct lp_trace *t;
     struct lp_run r;
-    int analysed = 0, n = 0, log_fd = -1;
-    struct lp_deep_plan plan = {0};
-    struct args a = {0};
-    struct lp_gpu_table gpus = {0};
-    int rc = 2;
+    int analysed;
+    struct lp_deep_plan plan;
+    struct args a;                /* ncu's command line */
+    struct lp_gpu_table gpus;
+    int log_fd;
+};
+
+/* The run O names, read and analysed into D, and the command to run (GIVEN, else the one it
+ * recorded): 0, or the exit status with a message. */
+static int deep_load(const struct lp_cli_deep_opts *o, char *const *given, struct deep_state *d)
+{
+    char err[512], dir[PATH_MAX + 16];
     struct stat st;
     if (stat(o->run, &st) != 0 || !S_ISDIR(st.st_mode)) {
         lp_cli_error("deep", "%s is not a run directory (llmprof record -o DIR makes one)", o->run);
-        goto done;
+        return LP_CLI_EXIT_INPUT;
     }
-    if ((n = lp_cli_run_traces("deep", o->run, &traces)) <= 0)
-        goto done;
-    if (n > 1) {
+    if ((d->n = lp_cli_run_traces("deep", o->run, &d->traces)) <= 0)
+        return LP_CLI_EXIT_INPUT;
+    if (d->n > 1) {
         lp_cli_error("deep", "%s holds %d traces (several processes); llmprof deep takes a run "
-                     "of one", o->run, n);
-        goto done;
+                     "of one", o->run, d->n);
+        return LP_CLI_EXIT_INPUT;
     }
     snprintf(dir, sizeof dir, "%s/deep", o->run);
     if (stat(dir, &st) == 0 && !o->force && !o->dry_run) {
         lp_cli_error("deep", "%s already holds a deep dive: --force replaces it", dir);
-        goto done;
+        return LP_CLI_EXIT_USAGE;
     }
-    if (!given && recorded_cmd(o->run, &meta, &cmd, &cwd) != 0)
-        goto done;
-    if (!meta) {
+    if (!given && recorded_cmd(o->run, &d->meta, &d->cmd, &d->cwd) != 0)
+        return LP_CLI_EXIT_INPUT;
+    if (!d->meta) {
         char mp[PATH_MAX + 16];
         if (lp_cli_meta_path(o->run, mp, sizeof mp) == 0)
-            meta = json_load_file(mp, 0, NULL);
+            d->meta = json_load_file(mp, 0, NULL);
     }
-    double program_s = json_real_value(json_object_get(meta, "duration_s"));
     /* the run's kernels and stages */
-    if (lp_trace_read(&t, traces[0], err, sizeof err) != LP_OK) {
+    if (lp_trace_read(&d->t, d->traces[0], err, sizeof err) != LP_OK) {
         lp_cli_error("deep", "%s", err);
-        goto done;
+        return LP_CLI_EXIT_INPUT;
     }
     struct lp_run_options ro = {0};
-    if (lp_gpu_table_load(&gpus, NULL, err, sizeof err) == LP_OK)
-        ro.gpus = &gpus;
-    if (lp_run_analyze(t, &ro, &r, err, sizeof err) != LP_OK) {
-        lp_cli_error("deep", "%s: %s", traces[0], err);
-        goto done;
+    if (lp_gpu_table_load(&d->gpus, NULL, err, sizeof err) == LP_OK)
+        ro.gpus = &d->gpus;
+    if (lp_run_analyze(d->t, &ro, &d->r, err, sizeof err) != LP_OK) {
+        lp_cli_error("deep", "%s: %s", d->traces[0], err);
+        return LP_CLI_EXIT_INPUT;
     }
-    analysed = 1;
-    struct lp_deep_plan_options po = {
-        .top = o->top ? (size_t)o->top : 10, .skip = o->skip < 0 ? UINT64_MAX : (uint64_t)o->skip,
-        .instances = o->instances ? (uint64_t)o->instances : 2};
-    int trimmed;
-    double budget_s = o->budget_min * 60;
-    if (plan_to_fit(&r, &po, program_s, budget_s, &plan, &trimmed) != 0)
-        goto done;
-    double predicted = predict_s(&plan, program_s);
-    if (!o->quiet || o->dry_run)
-        say_plan(o, &r, &plan, predicted, trimmed ? po.top : 0);
-    /* results go into a directory beside RUN/deep, moved in at the end */
-    snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o->run, (long)getpid());
-    if (!o->dry_run && mkdir(tmp, 0755) != 0) {
-        lp_cli_error("deep", "cannot create %s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    /* ncu adds .ncu-rep to the name it is given */
-    snprintf(rep, sizeof rep, "%s/deep", tmp);
-    if (ncu_args(&a, ncu, &plan, rep, o->clock ? o->clock : "none", cmd) != 0) {
-        lp_cli_error("deep", "out of memory");
-        goto done;
-    }
-    if (o->dry_run) {
-        for (size_t i = 0; i < a.n; i++) {
-            if (i)
-                putchar(' ');
-            print_word(stdout, a.v[i], i == 0);
-        }
-        printf("\n");
-        rc = 0;
-        goto done;
-    }
+    d->analysed = 1;
+    return 0;
+}
+
+/* ncu run on D's plan into TMP, its results finished into DIR: the exit status. TMP is
+ * removed when nothing could be kept. */
+static int deep_measure(const struct lp_cli_deep_opts *o, char *const *given,
+                        struct deep_state *d, const char *tmp, char *rep, const char *dir,
+                        double predicted, double budget_s)
+{
+    char path[PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/ncu.log", tmp);
-    log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
+    d->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (d->log_fd < 0) {
         lp_cli_error("deep", "cannot write %s: %s", path, strerror(errno));
-        goto fail_tmp;
+        remove_dir(tmp);
+        return LP_CLI_EXIT_INPUT;
     }
     double elapsed;
     int stopped = 0;
-    int status = run_ncu_caught(&a, log_fd, given ? NULL : cwd, budget_s, &plan, o->quiet,
-                                &stopped, &elapsed);
+    int status = run_ncu_caught(&d->a, d->log_fd, given ? NULL : d->cwd, budget_s, &d->plan,
+                                o->quiet, &stopped, &elapsed);
     if (status < 0) {
-        lp_cli_error("deep", "cannot run %s: %s", ncu, strerror(errno));
-        goto fail_tmp;
+        lp_cli_error("deep", "cannot run %s: %s", o->ncu_path, strerror(errno));
+        remove_dir(tmp);
+        return LP_CLI_EXIT_INPUT;
     }
-    rc = finish(o, ncu, rep, tmp, dir, &log_fd, status, stopped, elapsed, predicted, budget_s,
-                &plan, &r, &a, &out);
-    if (rc < 0)
-        goto fail_tmp;
-    goto done;
-fail_tmp:
-    remove_dir(tmp);
-done:
-    if (log_fd >= 0)
-        close(log_fd);
-    args_free(&a);
-    json_decref(out);
-    lp_deep_plan_free(&plan);
-    if (analysed)
-        lp_run_free(&r);
-    lp_trace_free(t);
-    lp_gpu_table_free(&gpus);
+    int rc = finish(o, (char *)o->ncu_path, rep, tmp, dir, &d->log_fd, status, stopped, elapsed,
+                    predicted, budget_s, &d->plan, &d->r, &d->a, &d->out);
+    if (rc < 0) { /* said: the results could not be written */
+        remove_dir(tmp);
+        return LP_CLI_EXIT_INPUT;
+    }
+    return rc;
+}
+
+/* D's plan (trimmed to --budget), said, then ncu's command line: printed for a dry run, else
+ * run. The exit status. */
+static int deep_plan_run(const struct lp_cli_deep_opts *o, char *const *given,
+                         struct deep_state *d)
+{
+    char dir[PATH_MAX + 16], tmp[PATH_MAX + 64], rep[PATH_MAX + 96];
+    double program_s = json_real_value(json_object_get(d->meta, "duration_s"));
+    struct lp_deep_plan_options po = {
+        .top = o->top ? (size_t)o->top : 10, .skip = o->skip < 0 ? UINT64_MAX : (uint64_t)o->skip,
+        .instances = o->instances ? (uint64_t)o->instances : 2};
+    int trimmed, rc;
+    double budget_s = o->budget_min * 60;
+    if ((rc = plan_to_fit(&d->r, &po, program_s, budget_s, &d->plan, &trimmed)) != 0)
+        return rc;
+    double predicted = predict_s(&d->plan, program_s);
+    if (!o->quiet || o->dry_run)
+        say_plan(o, &d->r, &d->plan, predicted, trimmed ? po.top : 0);
+    /* results go into a directory beside RUN/deep, moved in at the end */
+    snprintf(dir, sizeof dir, "%s/deep", o->run);
+    snprintf(tmp, sizeof tmp, "%s/.deep.%ld", o->run, (long)getpid());
+    if (!o->dry_run && mkdir(tmp, 0755) != 0) {
+        lp_cli_error("deep", "cannot create %s: %s", tmp, strerror(errno));
+        return LP_CLI_EXIT_INPUT;
+    }
+    /* ncu adds .ncu-rep to the name it is given */
+    snprintf(rep, sizeof rep, "%s/deep", tmp);
+    if (ncu_args(&d->a, o->ncu_path, &d->plan, rep, o->clock ? o->clock : "none", d->cmd) != 0) {
+        lp_cli_error("deep", "out of memory");
+        if (!o->dry_run)
+            remove_dir(tmp);
+        return LP_CLI_EXIT_INPUT;
+    }
+    if (o->dry_run) {
+        for (size_t i = 0; i < d->a.n; i++) {
+            if (i)
+                putchar(' ');
+            print_word(stdout, d->a.v[i], i == 0);
+        }
+        printf("\n");
+        return 0;
+    }
+    return deep_measure(o, given, d, tmp, rep, dir, predicted, budget_s);
+}
+
+int lp_cli_deep_run(struct lp_cli_deep_opts *o, char *const *given)
+{
+    struct deep_state d = {.cmd = (char **)given, .log_fd = -1};
+    int rc = deep_load(o, given, &d);
+    if (rc == 0)
+        rc = deep_plan_run(o, given, &d);
+    if (d.log_fd >= 0)
+        close(d.log_fd);
+    args_free(&d.a);
+    json_decref(d.out);
+    lp_deep_plan_free(&d.plan);
+    if (d.analysed)
+        lp_run_free(&d.r);
+    lp_trace_free(d.t);
+    lp_gpu_table_free(&d.gpus);
     if (!given)
-        free(cmd);
-    json_decref(meta);
-    lp_cli_free_list(traces, n > 0 ? n : 0);
+        free(d.cmd);
+    json_decref(d.meta);
+    lp_cli_free_list(d.traces, d.n > 0 ? d.n : 0);
     return rc;
 }

@@ -46,6 +46,16 @@ static int parse_rule(const struct lp_cli_opt *o, void *value, const char *cmd, 
     return 0;
 }
 
+/* report's options diff takes for both runs' analysis, each named: all but those of output
+ * (said apart) and --baseline (refused: diff compares RUN_B with RUN_A) */
+static void print_analysis_options(FILE *f)
+{
+    static const char *const apart[] = {"--output", "--quiet", "--top", "--gap-us",
+                                        "--baseline", NULL};
+    lp_cli_help_names(f, "\nAnalysis options, as for 'llmprof report', apply to both runs:",
+                      lp_cli_report_options, apart, ".");
+}
+
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof diff RUN_A RUN_B [options]\n"
@@ -60,16 +70,20 @@ static const struct lp_cli_opt options[] = {
     "interval holds zero, or under --min-change, is called no change; one with too few\n"
     "values for an interval is 'unsure'. Counts and one-value-per-run figures (energy per\n"
     "token, GPU busy) have none. Runs on different GPUs, or whose GEMM shapes mostly\n"
-    "differ, are compared with a warning. --top and --gap-us change nothing here.\n"
+    "differ, are compared with a warning. --top and --gap-us are taken, as report takes\n"
+    "them, and change nothing here; --baseline is report's and refused.\n"
     "\n"
     "Prints diff.md; with -o DIR writes diff.md and diff.json (schema: docs/report-schema.md)\n"
-    "there instead, both or neither. Exit status: 0, 1 when a --fail-if rule failed (or\n"
-    "its figure was not measured in both runs), 2 when the runs could not be compared.\n"
+    "there instead, both or neither. Exit status: 0; 3 when a --fail-if rule failed (also\n"
+    "when its figure was not measured in both runs, or its change is unsure); 1 when a run\n"
+    "cannot be used (missing, unreadable, damaged, several traces: give one) or a file\n"
+    "cannot be written; 2 on a mistake of the command line (an unknown option, a rule that\n"
+    "cannot be parsed, an output that is one of the inputs).\n"
     "\n"
     "options:\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--fail-if", .arg = "RULE",
-     .help = "fail (status 1) when a figure moved past a limit beyond the\n"
+     .help = "fail (status 3) when a figure moved past a limit beyond the\n"
              "noise (repeatable): 'tpot>+5%', 'ttft.p90>+10%',\n"
              "'decode.tokens_s<-3%', 'mfu<-5%'. Figures: ttft, tpot, itl\n"
              "(.p50 .p90 .p99), mfu, mbu, STAGE.wall, STAGE.step (.p90 ...),\n"
@@ -81,11 +95,9 @@ static const struct lp_cli_opt options[] = {
      .off = offsetof(struct diff_opts, min_change_pct), .dmax = 1000},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "  -o, --output DIR     write diff.md and diff.json there (created)\n"
-    "  --quiet              print nothing but the gate's failures\n"
-    "\n"
-    "Analysis options, as for 'llmprof report', apply to both runs: --model CONFIG (MFU, MBU),\n"
-    "--stage NAME=REGEX, --prefill-tokens N, --decode-tokens N, --batch N, --keep-warmup,\n"
-    "--gpu NAME, --hw-file FILE, --peak-tflops X, --mem-bw GBS, and the model's dtypes.\n"
+    "  --quiet              print nothing but the gate's failures\n"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_analysis_options},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "examples:\n"
     "  llmprof diff base/ new/\n"
@@ -101,7 +113,8 @@ static const struct lp_cli_cmd diff_cmd = {
     .operand_off = offsetof(struct diff_opts, runs), .too_many = "two runs at a time",
 };
 
-/* Reads and analyses trace PATH into *T and R: 0, or -1 with a message. */
+/* Reads and analyses trace PATH into *T and R: 0, or the exit status with a message
+ * (LP_CLI_EXIT_USAGE for a stage rule the trace refutes). */
 static int analyse(const struct diff_opts *o, const char *path, char *cmdline, size_t len,
                    struct lp_trace **t, struct lp_run *r)
 {
@@ -111,13 +124,14 @@ static int analyse(const struct diff_opts *o, const char *path, char *cmdline, s
     lp_cli_progress("diff", "reading %s", path);
     if (lp_trace_read(t, path, err, sizeof err) != LP_OK) {
         lp_cli_error("diff", "%s", err);
-        return -1;
+        return LP_CLI_EXIT_INPUT;
     }
     lp_cli_trace_warnings("diff", path, *t, "diff");
     lp_cli_progress("diff", "analysing %zu kernels of %s", (*t)->n_kernels, path);
-    if (lp_run_analyze(*t, &opt, r, err, sizeof err) != LP_OK) {
+    enum lp_status arc = lp_run_analyze(*t, &opt, r, err, sizeof err);
+    if (arc != LP_OK) {
         lp_cli_error("diff", "%s: %s", path, err);
-        return -1;
+        return arc == LP_ERR_ARG ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
     }
     return 0;
 }
@@ -155,10 +169,10 @@ static int compare(struct diff_opts *o)
     struct lp_trace *t[2] = {NULL, NULL};
     struct lp_run r[2];
     struct lp_diff d;
-    int analysed = 0, built = 0, rc = 2;
+    int analysed = 0, built = 0, rc = LP_CLI_EXIT_INPUT;
     for (int x = 0; x < 2; x++)
         if (lp_cli_one_trace("diff", o->runs[x], path[x], sizeof path[x], NULL) != 0)
-            return 2;
+            return LP_CLI_EXIT_INPUT;
     if (o->rep.out) {
         /* refused before any work: an output that is an input, or cannot be written */
         char meta[2][PATH_MAX + 16];
@@ -171,13 +185,14 @@ static int compare(struct diff_opts *o)
             struct stat st;
             if (lp_cli_out_is_input("diff", file, in, 4) ||
                 (stat(o->rep.out, &st) == 0 && lp_cli_out_check("diff", file, 0) != 0))
-                return 2;
+                return LP_CLI_EXIT_USAGE;
         }
     }
     for (; analysed < 2; analysed++)
-        if (analyse(o, path[analysed], cmdline[analysed], sizeof cmdline[analysed], &t[analysed],
-                    &r[analysed]) != 0)
+        if ((rc = analyse(o, path[analysed], cmdline[analysed], sizeof cmdline[analysed],
+                          &t[analysed], &r[analysed])) != 0)
             goto done;
+    rc = LP_CLI_EXIT_INPUT; /* out of memory, a write that failed */
     lp_cli_progress("diff", "comparing");
     struct lp_diff_options dopt = {.min_change = o->min_change_pct / 100};
     if (lp_diff_build(&r[0], &r[1], &dopt, &d) != LP_OK) {
@@ -211,7 +226,8 @@ static int compare(struct diff_opts *o)
             lp_report_diff_gate(f, &d);
         }
     }
-    rc = d.failed ? 1 : 0;
+    /* a failed rule is told from a run that could not be read (1) */
+    rc = d.failed ? LP_CLI_EXIT_RULE : 0;
 done:
     lp_cli_progress_end();
     if (built)
@@ -229,16 +245,16 @@ int lp_cmd_diff(int argc, char **argv)
     lp_cli_report_init(&o.rep, "diff");
     int rc = lp_cli_parse(&diff_cmd, &o, argc, argv, NULL);
     if (rc != 0) {
-        rc = rc > 0 ? 0 : 2;
+        rc = rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     } else if (o.rep.baseline) {
         lp_cli_error("diff", "--baseline is report's: diff compares RUN_B with RUN_A, e.g. "
                              "llmprof diff %s RUN", o.rep.baseline);
-        rc = 2;
+        rc = LP_CLI_EXIT_USAGE;
     } else if (!o.runs[0] || !o.runs[1]) {
         lp_cli_error("diff", "which runs? usage: llmprof diff RUN_A RUN_B [options]");
-        rc = 2;
-    } else {
-        rc = lp_cli_report_prepare(&o.rep) != 0 ? 2 : compare(&o);
+        rc = LP_CLI_EXIT_USAGE;
+    } else if ((rc = lp_cli_report_prepare(&o.rep)) == 0) {
+        rc = compare(&o);
     }
     lp_cli_report_free(&o.rep);
     free(o.rules);

@@ -18,6 +18,7 @@ struct export_opts {
     const char *run, *out, *sqlite;
     unsigned long long from, to;   /* --window, ms from the first record */
     int window;
+    int force;                     /* --force: replace an existing FILE */
 };
 
 static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd,
@@ -25,8 +26,8 @@ static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd
 
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
-    "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS]\n"
-    "       llmprof export RUN --sqlite FILE.db\n"
+    "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS] [--force]\n"
+    "       llmprof export RUN --sqlite FILE.db [--force]\n"
     "\n"
     "Writes a recorded trace (RUN: a run directory with one trace, or a .lpt file) in the\n"
     "Chrome trace event format, which ui.perfetto.dev opens offline (Open trace file):\n"
@@ -43,7 +44,9 @@ static const struct lp_cli_opt options[] = {
     "\n"
     "FILE.json is written under a temporary name and moved in when complete; '-' is standard\n"
     "output; a device or FIFO is written in place; a symbolic link is followed (its target\n"
-    "gets the export). The trace itself is refused as FILE.json (status 2).\n"
+    "gets the export). The trace itself is refused as FILE.json (status 2), and so is a\n"
+    "FILE.json or FILE.db that is already there, unless --force: then it is replaced, only\n"
+    "once the new one is complete.\n"
     "\n"
     "--sqlite FILE.db writes every trace of RUN (all ranks and processes) into one SQLite\n"
     "database, a row per record: kernels (with the stage the report gives each), copies,\n"
@@ -55,7 +58,8 @@ static const struct lp_cli_opt options[] = {
     "examples:\n"
     "  llmprof export run1 --perfetto run1/trace.json\n"
     "  llmprof export run1 --sqlite run1.db && sqlite3 run1.db \\\n"
-    "    'SELECT short_name, SUM(end_ns - start_ns) AS ns FROM kernels GROUP BY 1 ORDER BY 2 DESC LIMIT 5'\n"},
+    "    'SELECT short_name, SUM(end_ns - start_ns) AS ns FROM kernels\n"
+    "     JOIN kernel_names USING (trace_id, name_id) GROUP BY 1 ORDER BY 2 DESC LIMIT 5'\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--perfetto", .arg = "FILE.json",
      .off = offsetof(struct export_opts, out), .missing = "an output file ('-': standard output)",
@@ -65,6 +69,8 @@ static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--sqlite", .arg = "FILE.db",
      .off = offsetof(struct export_opts, sqlite), .missing = "an output file",
      .empty = "an output file, not an empty path"},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force", .off = offsetof(struct export_opts, force),
+     .set = 1},
     {.kind = LP_CLI_OPT_KIND_END},
 };
 
@@ -173,8 +179,6 @@ static uint64_t warn_bytes(void)
     return (uint64_t)mib << 20;
 }
 
-/* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
- * unless all went in. */
 /* T0 plus MS milliseconds, at most the clock's end */
 static uint64_t ms_after(uint64_t t0, uint64_t ms)
 {
@@ -184,7 +188,9 @@ static uint64_t ms_after(uint64_t t0, uint64_t ms)
     return t;
 }
 
-static int export_sqlite(const char *run, const char *out)
+/* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
+ * unless all went in. */
+static int export_sqlite(const char *run, const char *out, int force)
 {
     /* a file-size limit then fails the write (EFBIG, said, the .tmp removed) rather than
      * killing llmprof with the .tmp left behind */
@@ -192,8 +198,8 @@ static int export_sqlite(const char *run, const char *out)
     char **traces = NULL;
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)
-        return n == -2 ? 2 : 1;
-    int rc = 2;
+        return LP_CLI_EXIT_INPUT;
+    int rc = LP_CLI_EXIT_INPUT; /* out of memory */
     struct lp_cli_outs outs = {.cmd = "export"};
     struct sqlite3 *db = NULL;
     size_t kernels = 0;
@@ -206,6 +212,7 @@ static int export_sqlite(const char *run, const char *out)
         lp_cli_error("export", "out of memory");
         goto out;
     }
+    rc = LP_CLI_EXIT_USAGE; /* the output, refused before any work */
     for (int i = 0; i < n; i++) {
         inputs[2 * i] = traces[i];
         inputs[2 * i + 1] = lp_cli_meta_path(traces[i], metas[i], sizeof *metas) == 0 ? metas[i]
@@ -216,9 +223,9 @@ static int export_sqlite(const char *run, const char *out)
         goto out;
     }
     if (lp_cli_out_is_input("export", out, inputs, 2 * (size_t)n) ||
-        lp_cli_out_check("export", out, 0) != 0)
+        lp_cli_out_check("export", out, 0) != 0 || lp_cli_out_existing("export", out, force) != 0)
         goto out;
-    rc = 1;
+    rc = LP_CLI_EXIT_INPUT;
     FILE *f = lp_cli_outs_open(&outs, out, 0);
     if (!f)
         goto out;
@@ -289,18 +296,18 @@ int lp_cmd_export(int argc, char **argv)
     struct export_opts o = {0};
     int prc = lp_cli_parse(&export_cmd, &o, argc, argv, NULL);
     if (prc != 0)
-        return prc > 0 ? 0 : 2;
+        return prc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     if (o.sqlite && (o.out || o.window)) {
         lp_cli_error("export", "--sqlite writes the whole run alone: give it without "
                                "--perfetto and --window");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (o.run && o.sqlite)
-        return export_sqlite(o.run, o.sqlite);
+        return export_sqlite(o.run, o.sqlite, o.force);
     if (!o.run || !o.out) {
         lp_cli_error("export", "usage: llmprof export RUN --perfetto FILE.json, or "
                                "llmprof export RUN --sqlite FILE.db");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     const char *run = o.run, *out = o.out;
     unsigned long long from = o.from, to = o.to;
@@ -308,8 +315,8 @@ int lp_cmd_export(int argc, char **argv)
     char **traces = NULL;
     int n = lp_cli_run_traces("export", run, &traces);
     if (n <= 0)
-        return n == -2 ? 2 : 1;
-    int rc = 2;
+        return LP_CLI_EXIT_INPUT;
+    int rc = LP_CLI_EXIT_INPUT; /* a run of several traces, one that cannot be read */
     struct lp_trace *t = NULL;
     struct lp_run r;
     int analysed = 0;
@@ -326,10 +333,11 @@ int lp_cmd_export(int argc, char **argv)
     char meta[PATH_MAX + 16];
     const char *inputs[] = {traces[0],
                             lp_cli_meta_path(traces[0], meta, sizeof meta) == 0 ? meta : NULL};
-    if (lp_cli_out_is_input("export", out, inputs, 2) ||
-        lp_cli_out_check("export", out, 1) != 0)
+    if (lp_cli_out_is_input("export", out, inputs, 2) || lp_cli_out_check("export", out, 1) != 0 ||
+        lp_cli_out_existing("export", out, o.force) != 0) {
+        rc = LP_CLI_EXIT_USAGE;
         goto out;
-    rc = 1;
+    }
     struct stat st;
     lp_fmt_bytes(stat(traces[0], &st) == 0 ? (uint64_t)st.st_size : 0, a, sizeof a);
     lp_cli_progress("export", "reading %s (%s)", traces[0], a);

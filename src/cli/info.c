@@ -22,7 +22,10 @@ static void put(FILE *o, const char *s)
     lp_fmt_puts(o, s ? s : "?");
 }
 
-/* info takes one path, and --help only as its first word (any other is a path) */
+struct info_opts {
+    const char *run;   /* the operand */
+};
+
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof info RUN_DIR|TRACE.lpt\n"
@@ -32,13 +35,17 @@ static const struct lp_cli_opt options[] = {
     "that could not start, the fraction of kernels tied to their launching call, the GPUs,\n"
     "the file size per kernel, and the top-level NVTX ranges grouped by name (key=value words\n"
     "such as tokens=512 are left out of the grouping). A trace cut short (killed process)\n"
-    "is read up to its last whole chunk and the loss is stated. Exits with 1 when the\n"
-    "directory holds no trace (the run recorded nothing) or a trace cannot be read.\n"},
+    "is read up to its last whole chunk and the loss is stated. Exits with 1 when RUN_DIR or\n"
+    "TRACE.lpt is missing, not a regular file or directory, holds no trace (the run recorded\n"
+    "nothing) or a trace cannot be read; with 2 on a mistake of the command line.\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_END},
 };
 
-static const struct lp_cli_cmd info_cmd = {.name = "info", .opts = options};
+static const struct lp_cli_cmd info_cmd = {
+    .name = "info", .opts = options, .operand = 1,
+    .operand_off = offsetof(struct info_opts, run), .too_many = "one run at a time",
+};
 
 /* CUPTI's device buffers and llmprof's host buffers as the collector left them in the header
  * (what it could read of each). */
@@ -234,32 +241,10 @@ static void print_pm(FILE *o, const struct lp_trace *t, const struct lp_trace_su
     fprintf(o, "\n");
 }
 
-static int info_trace(const char *path)
+/* the trace's process, host, mode and format, and the span of its records */
+static void print_process(FILE *o, const char *path, const struct lp_trace *t,
+                          const struct lp_trace_summary *s)
 {
-    struct lp_trace *t = NULL;
-    char err[512];
-    int rc = lp_trace_read(&t, path, err, sizeof err);
-    if (rc != LP_OK) {
-        lp_cli_error("info", "%s", err);
-        return 1;
-    }
-    struct lp_trace_summary s;
-    if (lp_trace_summarize(t, &s) != LP_OK) {
-        lp_cli_error("info", "%s: out of memory", path);
-        lp_trace_free(t);
-        return 1;
-    }
-    /* the trace's strings (names, header values) may hold any bytes: each is escaped where it
-     * is printed, and the whole text passes the rule once more (lines kept) as a safety net */
-    char *text = NULL;
-    size_t text_len = 0;
-    FILE *o = open_memstream(&text, &text_len);
-    if (!o) {
-        lp_cli_error("info", "%s: out of memory", path);
-        lp_trace_summary_free(&s);
-        lp_trace_free(t);
-        return 1;
-    }
     const char *base = strrchr(path, '/');
     const char *pid = lp_trace_meta(t, "pid"), *rank = lp_trace_meta(t, "rank");
     const char *mode = lp_trace_meta(t, "mode");
@@ -277,53 +262,65 @@ static int info_trace(const char *path)
     put(o, mode);
     fprintf(o, ", format %u.%u\n", t->version_major, t->version_minor);
     char a[32], b[32];
-    lp_fmt_ns(s.last_ns > s.first_ns ? s.last_ns - s.first_ns : 0, a, sizeof a);
-    lp_fmt_ns(s.kernel_ns, b, sizeof b);
+    lp_fmt_ns(s->last_ns > s->first_ns ? s->last_ns - s->first_ns : 0, a, sizeof a);
+    lp_fmt_ns(s->kernel_ns, b, sizeof b);
     if (lp_trace_kernels_recorded(t))
         fprintf(o, "  span     %s from first to last record; kernels ran %s in total\n", a, b);
     else
         fprintf(o, "  span     %s from first to last record; kernels not recorded\n", a);
+}
+
+/* capture windows (record --capture): how many, how long, what switching them cost */
+static void print_capture(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
+{
     const char *capture = lp_trace_meta(t, "capture");
-    if (capture && strcmp(capture, "all")) {
-        lp_fmt_ns((double)s.window_ns, a, sizeof a);
-        fprintf(o, "  capture  ");
-        put(o, capture);
-        fprintf(o, ": kernels recorded only in %zu window%s, %s in all\n", s.n_windows,
-                s.n_windows == 1 ? "" : "s", a);
-        const char *sw = lp_trace_meta(t, "capture_switch_ns");
-        if (sw && strcmp(sw, "0")) {
-            lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
-            fprintf(o, "           switching recording on and off took %s\n", a);
-        }
-        const char *fin = lp_trace_meta(t, "capture_finalized"),
-                   *fin_ns = lp_trace_meta(t, "capture_finalize_ns"),
-                   *missed = lp_trace_meta(t, "capture_finalize_missed");
-        if (fin && strcmp(fin, "0")) {
-            lp_fmt_ns(fin_ns ? strtod(fin_ns, NULL) : 0, a, sizeof a);
-            fprintf(o, "           CUPTI finalized and set up again ");
-            put(o, fin);
-            fprintf(o, " time%s between windows (--finalize; the program's thread spent %s "
-                       "finalizing)\n", strcmp(fin, "1") ? "s" : "", a);
-        }
-        if (missed && strcmp(missed, "0")) {
-            fprintf(o, "           ");
-            put(o, missed);
-            fprintf(o, " window%s opened while CUPTI was being set up again: not recorded\n",
-                    strcmp(missed, "1") ? "s" : "");
-        }
-        const char *after = lp_trace_meta(t, "capture_after_close");
-        if (after && strcmp(after, "0")) {
-            fprintf(o, "           ");
-            put(o, after);
-            fprintf(o, " kernels, copies and sets launched after a window closed (recorded "
-                       "while the GPU caught up) left out\n");
-        }
+    if (!capture || !strcmp(capture, "all"))
+        return;
+    char a[32];
+    lp_fmt_ns((double)s->window_ns, a, sizeof a);
+    fprintf(o, "  capture  ");
+    put(o, capture);
+    fprintf(o, ": kernels recorded only in %zu window%s, %s in all\n", s->n_windows,
+            s->n_windows == 1 ? "" : "s", a);
+    const char *sw = lp_trace_meta(t, "capture_switch_ns");
+    if (sw && strcmp(sw, "0")) {
+        lp_fmt_ns(strtod(sw, NULL), a, sizeof a);
+        fprintf(o, "           switching recording on and off took %s\n", a);
     }
+    const char *fin = lp_trace_meta(t, "capture_finalized"),
+               *fin_ns = lp_trace_meta(t, "capture_finalize_ns"),
+               *missed = lp_trace_meta(t, "capture_finalize_missed");
+    if (fin && strcmp(fin, "0")) {
+        lp_fmt_ns(fin_ns ? strtod(fin_ns, NULL) : 0, a, sizeof a);
+        fprintf(o, "           CUPTI finalized and set up again ");
+        put(o, fin);
+        fprintf(o, " time%s between windows (--finalize; the program's thread spent %s "
+                   "finalizing)\n", strcmp(fin, "1") ? "s" : "", a);
+    }
+    if (missed && strcmp(missed, "0")) {
+        fprintf(o, "           ");
+        put(o, missed);
+        fprintf(o, " window%s opened while CUPTI was being set up again: not recorded\n",
+                strcmp(missed, "1") ? "s" : "");
+    }
+    const char *after = lp_trace_meta(t, "capture_after_close");
+    if (after && strcmp(after, "0")) {
+        fprintf(o, "           ");
+        put(o, after);
+        fprintf(o, " kernels, copies and sets launched after a window closed (recorded "
+                   "while the GPU caught up) left out\n");
+    }
+}
+
+/* graph replays, record counts, bytes copied and set, NVML sampling, launches tied */
+static void print_records(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
+{
+    char a[32], b[32];
     const char *graphs = lp_trace_meta(t, "graphs");
-    if (s.n_replays || (graphs && !strcmp(graphs, "replay")))
+    if (s->n_replays || (graphs && !strcmp(graphs, "replay")))
         fprintf(o, "  graphs   %zu CUDA graph replays recorded whole (--graphs replay), counted "
                    "with the kernels below; their kernels were not recorded one by one\n",
-                s.n_replays);
+                s->n_replays);
     else if (graphs && !strcmp(graphs, "node"))
         fprintf(o, "  graphs   each kernel of a CUDA graph replay recorded (--graphs node)\n");
     fprintf(o, "  records  %zu kernels, %zu memcpy, %zu memset, %zu alloc/free, %zu nvtx markers, "
@@ -331,31 +328,32 @@ static int info_trace(const char *path)
             t->n_kernels, t->n_memcpys, t->n_memsets, t->n_memory, t->n_markers, t->n_apis,
             t->n_nvml, t->n_overheads);
     if (t->n_memcpys || t->n_memsets) {
-        lp_fmt_bytes(s.memcpy_bytes, a, sizeof a);
-        lp_fmt_bytes(s.memset_bytes, b, sizeof b);
+        lp_fmt_bytes(s->memcpy_bytes, a, sizeof a);
+        lp_fmt_bytes(s->memset_bytes, b, sizeof b);
         fprintf(o, "  bytes    %s copied, %s set\n", a, b);
     }
     if (t->n_nvml) {
-        lp_fmt_ns(s.nvml_interval_ns, a, sizeof a);
-        lp_fmt_ns(s.nvml_query_p50_ns, b, sizeof b);
+        lp_fmt_ns(s->nvml_interval_ns, a, sizeof a);
+        lp_fmt_ns(s->nvml_query_p50_ns, b, sizeof b);
         char c[32];
-        lp_fmt_ns(s.nvml_query_p99_ns, c, sizeof c);
+        lp_fmt_ns(s->nvml_query_p99_ns, c, sizeof c);
         fprintf(o, "  nvml     %zu samples of %zu GPU%s, one every %s; each read took %s (p99 %s), "
-                   "its time is the midpoint\n", t->n_nvml, s.n_nvml_devices,
-                s.n_nvml_devices == 1 ? "" : "s", a, b, c);
+                   "its time is the midpoint\n", t->n_nvml, s->n_nvml_devices,
+                s->n_nvml_devices == 1 ? "" : "s", a, b, c);
     }
     if (t->n_kernels && t->n_apis)
         fprintf(o, "  launches %zu of %zu kernels tied to their launching call (%.2f %%)\n",
-                s.n_launch_matched, t->n_kernels,
-                100.0 * (double)s.n_launch_matched / (double)t->n_kernels);
-    print_buffers(o, t);
-    print_gemms(o, t, &s);
-    print_counters(o, t, &s);
-    print_pm(o, t, &s);
-    fprintf(o, "  lost     %" PRIu64 " record%s", s.lost_records, s.lost_records == 1 ? "" : "s");
-    if (s.n_loss_notes)
-        fprintf(o, "; %zu loss note%s without a count", s.n_loss_notes,
-                s.n_loss_notes == 1 ? "" : "s");
+                s->n_launch_matched, t->n_kernels,
+                100.0 * (double)s->n_launch_matched / (double)t->n_kernels);
+}
+
+/* records lost, each loss, and what the reader recovered from */
+static void print_losses(FILE *o, const struct lp_trace *t, const struct lp_trace_summary *s)
+{
+    fprintf(o, "  lost     %" PRIu64 " record%s", s->lost_records, s->lost_records == 1 ? "" : "s");
+    if (s->n_loss_notes)
+        fprintf(o, "; %zu loss note%s without a count", s->n_loss_notes,
+                s->n_loss_notes == 1 ? "" : "s");
     if (t->implausible)
         fprintf(o, "; %" PRIu64 " implausible record%s left out (see below)", t->implausible,
                 t->implausible == 1 ? "" : "s");
@@ -375,6 +373,12 @@ static int info_trace(const char *path)
         put(o, t->warnings[i]);
         fprintf(o, "\n");
     }
+}
+
+/* the GPUs, and the file's size per kernel */
+static void print_devices(FILE *o, const struct lp_trace *t)
+{
+    char a[32];
     for (size_t i = 0; i < t->n_devices; i++) {
         const struct lp_device *d = &t->devices[i];
         lp_fmt_bytes(d->mem_bytes, a, sizeof a);
@@ -393,6 +397,44 @@ static int info_trace(const char *path)
         fprintf(o, ", %.1f bytes per kernel (all records included)",
                 (double)t->file_bytes / (double)t->n_kernels);
     fprintf(o, "\n");
+}
+
+/* Reads trace PATH and prints what it holds: 0, or the exit status with a message. */
+static int info_trace(const char *path)
+{
+    struct lp_trace *t = NULL;
+    char err[512];
+    int rc = lp_trace_read(&t, path, err, sizeof err);
+    if (rc != LP_OK) {
+        lp_cli_error("info", "%s", err);
+        return LP_CLI_EXIT_INPUT;
+    }
+    struct lp_trace_summary s;
+    if (lp_trace_summarize(t, &s) != LP_OK) {
+        lp_cli_error("info", "%s: out of memory", path);
+        lp_trace_free(t);
+        return LP_CLI_EXIT_INPUT;
+    }
+    /* the trace's strings (names, header values) may hold any bytes: each is escaped where it
+     * is printed, and the whole text passes the rule once more (lines kept) as a safety net */
+    char *text = NULL;
+    size_t text_len = 0;
+    FILE *o = open_memstream(&text, &text_len);
+    if (!o) {
+        lp_cli_error("info", "%s: out of memory", path);
+        lp_trace_summary_free(&s);
+        lp_trace_free(t);
+        return LP_CLI_EXIT_INPUT;
+    }
+    print_process(o, path, t, &s);
+    print_capture(o, t, &s);
+    print_records(o, t, &s);
+    print_buffers(o, t);
+    print_gemms(o, t, &s);
+    print_counters(o, t, &s);
+    print_pm(o, t, &s);
+    print_losses(o, t, &s);
+    print_devices(o, t);
     print_ranges(o, &s);
     fclose(o);
     lp_fmt_put_lines(stdout, text);
@@ -402,41 +444,25 @@ static int info_trace(const char *path)
     return 0;
 }
 
-int lp_cmd_info(int argc, char **argv)
+/* The run directory DIR: its meta.json, then each trace. The exit status. */
+static int info_dir(const char *dir)
 {
-    if (argc >= 2 && lp_cli_is_help(&info_cmd, argv[1])) {
-        lp_cli_help(&info_cmd, stdout);
-        return 0;
-    }
-    if (argc != 2) {
-        lp_cli_error("info", "expects one run directory or trace file; see 'llmprof info --help'");
-        return 2;
-    }
-    struct stat st;
-    if (stat(argv[1], &st) != 0) {
-        lp_cli_error("info", "%s does not exist", argv[1]);
-        return 1;
-    }
-    if (lp_cli_run_check("info", argv[1]) != 0)
-        return 2;
-    if (!S_ISDIR(st.st_mode))
-        return info_trace(argv[1]);
     char **traces = NULL;
-    int n = lp_cli_list_traces(argv[1], &traces);
+    int n = lp_cli_list_traces(dir, &traces);
     if (n < 0) {
-        lp_cli_error("info", "cannot read the directory %s: %s", argv[1], strerror(errno));
-        return 1;
+        lp_cli_error("info", "cannot read the directory %s: %s", dir, strerror(errno));
+        return LP_CLI_EXIT_INPUT;
     }
     /* any *.lpt is shown (a trace copied under another name); without one, only a run */
-    int run = n ? 1 : lp_cli_dir_holds_run(argv[1]);
+    int run = n ? 1 : lp_cli_dir_holds_run(dir);
     if (run <= 0) {
         if (run < 0)
-            lp_cli_error("info", "cannot read the directory %s: %s", argv[1], strerror(errno));
+            lp_cli_error("info", "cannot read the directory %s: %s", dir, strerror(errno));
         else
             lp_cli_error("info", "%s holds neither a trace (*.lpt) nor the meta.json of "
-                                 "'llmprof record': not a run directory", argv[1]);
+                                 "'llmprof record': not a run directory", dir);
         lp_cli_free_list(traces, 0);
-        return 1;
+        return LP_CLI_EXIT_INPUT;
     }
     char *meta = NULL;
     size_t meta_len = 0;
@@ -444,9 +470,9 @@ int lp_cmd_info(int argc, char **argv)
     if (!o) {
         lp_cli_error("info", "out of memory");
         lp_cli_free_list(traces, n);
-        return 1;
+        return LP_CLI_EXIT_INPUT;
     }
-    print_run_meta(o, argv[1]); /* meta.json's strings escaped like the trace's */
+    print_run_meta(o, dir); /* meta.json's strings escaped like the trace's */
     fclose(o);
     lp_fmt_put_lines(stdout, meta);
     free(meta);
@@ -455,13 +481,37 @@ int lp_cmd_info(int argc, char **argv)
         printf("  no traces: no process of the command initialised CUDA, or the collector could "
                "not write here\n");
         fflush(stdout);
-        lp_cli_error("info", "%s holds no trace (*.lpt)", argv[1]);
+        lp_cli_error("info", "%s holds no trace (*.lpt)", dir);
         lp_cli_free_list(traces, 0);
-        return 1;
+        return LP_CLI_EXIT_INPUT;
     }
     int rc = 0;
     for (int i = 0; i < n; i++)
-        rc |= info_trace(traces[i]);
+        if (info_trace(traces[i]) != 0)
+            rc = LP_CLI_EXIT_INPUT;
     lp_cli_free_list(traces, n);
     return rc;
+}
+
+int lp_cmd_info(int argc, char **argv)
+{
+    struct info_opts opt = {0};
+    int rc = lp_cli_parse(&info_cmd, &opt, argc, argv, NULL);
+    if (rc != 0)
+        return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
+    if (!opt.run) {
+        lp_cli_error("info", "expects one run directory or trace file; see 'llmprof info --help'");
+        return LP_CLI_EXIT_USAGE;
+    }
+    struct stat st;
+    if (stat(opt.run, &st) != 0) {
+        if (errno == ENOENT)
+            lp_cli_error("info", "%s does not exist", opt.run);
+        else
+            lp_cli_error("info", "%s: %s", opt.run, strerror(errno));
+        return LP_CLI_EXIT_INPUT;
+    }
+    if (lp_cli_run_check("info", opt.run) != 0)
+        return LP_CLI_EXIT_INPUT;
+    return S_ISDIR(st.st_mode) ? info_dir(opt.run) : info_trace(opt.run);
 }

@@ -19,7 +19,8 @@ static const struct {
     {"deep", lp_cmd_deep, "Nsight Compute on the top kernels of each stage (into RUN/deep/)"},
     {"diff", lp_cmd_diff, "compare two runs, with the noise, and gate on it (--fail-if)"},
     {"export", lp_cmd_export, "a run for ui.perfetto.dev (--perfetto) or SQLite (--sqlite)"},
-    {"model", lp_cmd_model, "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
+    {"model", lp_cmd_model,
+     "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
@@ -37,32 +38,43 @@ static void usage(FILE *f)
                "  llmprof profile -- python3 infer.py      (record, then report)\n"
                "  llmprof diff run1 run2 --fail-if 'tpot>+5%%'\n"
                "  llmprof info run1\n"
-               "  llmprof model config.json --gpu H200\n");
+               "  llmprof model config.json --gpu H200\n"
+               "\n"
+               "Exit status, of every command: 0 done; 1 an input could not be used (missing,\n"
+               "unreadable, damaged, a config that cannot be parsed, runs that cannot be\n"
+               "compared) or the work failed midway (an output could not be written); 2 the\n"
+               "command line is wrong (an unknown option, a missing or bad value, conflicting\n"
+               "options, an output refused before any work). But record and profile exit with\n"
+               "the profiled command's status, and diff with 3 when a --fail-if rule failed.\n");
 }
+
+/* the options of llmprof itself, before a command */
+static const char *const top_options[] = {"--help", "-h", "--version"};
+#define N_TOP_OPTIONS (sizeof top_options / sizeof *top_options)
 
 /* The command (or top-level option) within two edits of WORD, NULL when none is. */
 static const char *did_you_mean(const char *word)
 {
-    static const char *const options[] = {"--help", "--version"};
-    const char *best = NULL;
-    size_t best_d = 3;
-    for (size_t i = 0; i < N_COMMANDS + 2; i++) {
-        const char *name = i < N_COMMANDS ? commands[i].name : options[i - N_COMMANDS];
-        size_t d = lp_cli_edit_distance(word, name, 2);
-        /* a word of one or two letters is within two edits of too much */
-        if (d < best_d && d < strlen(word)) {
-            best = name;
-            best_d = d;
-        }
-    }
-    return best;
+    const char *names[N_COMMANDS + N_TOP_OPTIONS];
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        names[i] = commands[i].name;
+    for (size_t i = 0; i < N_TOP_OPTIONS; i++)
+        names[N_COMMANDS + i] = top_options[i];
+    return lp_cli_nearest(word, names, N_COMMANDS + N_TOP_OPTIONS);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return LP_CLI_EXIT_USAGE;
+    }
+    if (argc == 2 && !strcmp(argv[1], LP_CLI_LIST_OPTIONS)) {
+        /* hidden, for tests/cli_help.py: what llmprof itself takes ('llmprof CMD
+           --list-options' for a command's) */
+        for (size_t i = 0; i < N_TOP_OPTIONS; i++)
+            printf("%s\n", top_options[i]);
+        return 0;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
@@ -81,5 +93,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "llmprof: '%s' is not a command; did you mean '%s'?\n", argv[1], near);
     else
         fprintf(stderr, "llmprof: '%s' is not a command; see 'llmprof --help'\n", argv[1]);
-    return 2;
+    return LP_CLI_EXIT_USAGE;
 }

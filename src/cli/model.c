@@ -14,7 +14,7 @@
 struct model_opts {
     struct lp_cli_workload wl;
     const char *config, *format, *out;
-    int list;
+    int list, force;
 };
 
 /* "Architectures: llama, ...": the model layer's one list */
@@ -30,10 +30,9 @@ static int parse_format(const struct lp_cli_opt *o, void *value, const char *cmd
                         const char *arg)
 {
     (void)o;
-    if (!arg || (strcmp(arg, "md") && strcmp(arg, "json"))) {
-        lp_cli_error(cmd, "%s takes md or json", opt);
-        return -1;
-    }
+    static const char *const formats[] = {"md", "json"};
+    if (!arg || (strcmp(arg, "md") && strcmp(arg, "json")))
+        return lp_cli_bad_value(cmd, opt, arg, formats, 2);
     *(const char **)value = arg;
     return 0;
 }
@@ -49,11 +48,13 @@ static const struct lp_cli_opt options[] = {
     "\n"
     "Reads a Hugging Face config.json (or a model directory holding one: its safetensors\n"
     "headers, never the weights, then give exact counts per dtype and tensor group, compared\n"
-    "with the analytic ones) and prints, for a\n"
-    "workload, the parameters, matmul and other FLOPs, bytes read and written (weights,\n"
-    "activations, KV cache) and arithmetic intensity of every module, per stage (vision\n"
-    "encoder, prefill, one decode step, the whole request), the KV cache per token, and on a\n"
-    "GPU the roofline lower bounds: TTFT >=, TPOT >=, tokens/s <=.\n"},
+    "with the analytic ones) and prints, for a workload, the parameters, matmul and other\n"
+    "FLOPs, bytes read and written (weights, activations, KV cache) and arithmetic intensity\n"
+    "of every module, per stage (vision encoder, prefill, one decode step, the whole\n"
+    "request), the KV cache per token, and on a GPU (--gpu) the roofline lower bounds:\n"
+    "TTFT >=, TPOT >=, tokens/s <=. Exit status: 0, 1 when the config, the weights' headers\n"
+    "or --hw-file cannot be read or parsed, 2 on a mistake of the command line (also a\n"
+    "workload the model cannot take, such as a context past max_position_embeddings).\n"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_architectures},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help = "\nworkload:\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
@@ -64,9 +65,11 @@ static const struct lp_cli_opt options[] = {
     TOKENS("--context", decode_context,
            "context of the \"one decode step\" stage (default prompt + gen/2)"),
     LP_CLI_OPT_WEIGHTS(WL, NULL,
-                       "fp32, bf16, fp16, fp8, int8 or int4 (weight-only) (default bf16)"),
-    LP_CLI_OPT_ACT(WL, NULL, "activation dtype; matmuls run in it (default bf16)"),
-    LP_CLI_OPT_KV(WL, NULL, "KV cache dtype (default bf16)"),
+                       "fp32, tf32, bf16, fp16, fp8, int8 or int4 (weight-only)\n"
+                       "(default bf16)"),
+    LP_CLI_OPT_ACT(WL, NULL, "activation dtype, as --weights but for int4; matmuls run in it\n"
+                             "(default bf16)"),
+    LP_CLI_OPT_KV(WL, NULL, "KV cache dtype, as --weights (default bf16)"),
     LP_CLI_OPT_PREFILL_LOGITS(WL, NULL, "logits for every prompt token (HF's default) or only\n"
                                         "the last (serving engines; default)"),
     LP_CLI_OPT_VISION(WL, NULL, "DeepSeek-OCR: tiny, small, base (default), large, gundam, none;\n"
@@ -91,6 +94,9 @@ static const struct lp_cli_opt options[] = {
              "in place, a symbolic link followed; never one of the inputs",
      .off = offsetof(struct model_opts, out),
      .empty = "a file ('-': standard output), not an empty path"},
+    {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--force",
+     .help = "replace FILE when it is already there (else refused, status 2)",
+     .off = offsetof(struct model_opts, force), .set = 1},
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "\n"
     "example:\n"
@@ -168,15 +174,15 @@ done:
     return hit;
 }
 
-/* The GPU of --gpu, with --peak-tflops and --mem-bw applied: 0, or 2 (a mistake) with a
- * message; *GPU unset without --gpu. */
+/* The GPU of --gpu, with --peak-tflops and --mem-bw applied: 0, or LP_CLI_EXIT_USAGE with
+ * a message; *GPU unset without --gpu. */
 static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_table *t,
                        struct lp_gpu *gpu)
 {
     if (!g->gpu) {
         if (g->peak_tflops > 0 || g->mem_bw_gbs > 0) {
             lp_cli_error("model", "--peak-tflops and --mem-bw override a --gpu; name one");
-            return 2;
+            return LP_CLI_EXIT_USAGE;
         }
         return 0;
     }
@@ -184,7 +190,7 @@ static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_tabl
     const struct lp_gpu *row = lp_gpu_resolve(t, g->gpu, err, sizeof err);
     if (!row) { /* it quotes the name as given: escaped */
         lp_cli_error("model", "%s", lp_fmt_escape(said, sizeof said, err));
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     *gpu = *row;
     if (g->peak_tflops > 0)
@@ -194,7 +200,7 @@ static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_tabl
     if (gpu->tflops[g->w.activations] <= 0) {
         lp_cli_error("model", "%s has no dense %s peak in the table; give --peak-tflops",
                      gpu->name, lp_dtype_name(g->w.activations));
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     return 0;
 }
@@ -207,7 +213,7 @@ static int analyze_and_write(struct model_opts *o, const struct lp_gpu *gpu)
     struct lp_workload *w = &o->wl.w;
     struct lp_model_result *r = NULL;
     struct lp_cli_outs outs = {.cmd = "model"};
-    int status = 1;
+    int status = LP_CLI_EXIT_INPUT;
     struct lp_model m;
     if (lp_model_load(o->config, &m, err, sizeof err) != LP_OK) {
         lp_cli_error("model", "%s", err);
@@ -215,9 +221,16 @@ static int analyze_and_write(struct model_opts *o, const struct lp_gpu *gpu)
     }
     if (m.vision.kind == LP_VISION_KIND_NONE)
         w->vision_mode = LP_VISION_MODE_NONE;
-    if (!(r = malloc(sizeof *r)) || lp_model_analyze(&m, w, r, err, sizeof err) != LP_OK) {
-        lp_cli_error("model", "%s", r ? err : "out of memory");
-        status = 2;
+    if (!(r = malloc(sizeof *r))) {
+        lp_cli_error("model", "out of memory");
+        goto done;
+    }
+    enum lp_status arc = lp_model_analyze(&m, w, r, err, sizeof err);
+    if (arc != LP_OK) {
+        lp_cli_error("model", "%s", err);
+        /* a workload the model cannot take (past its context, a vision mode it has not) is
+           the command line's */
+        status = arc == LP_ERR_ARG ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
         goto done;
     }
     struct lp_model_bounds bounds;
@@ -257,7 +270,7 @@ static int run(struct model_opts *o, const struct lp_gpu_table *table)
     }
     if (!o->config) {
         lp_cli_error("model", "no config given; usage: llmprof model CONFIG [options]");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     struct lp_gpu gpu;
     int status = resolve_gpu(&o->wl, table, &gpu);
@@ -265,8 +278,9 @@ static int run(struct model_opts *o, const struct lp_gpu_table *table)
         return status;
     /* the output is checked before any work: never one of the inputs */
     if (o->out && (output_is_input(o->out, o->config, o->wl.hw_file) ||
-                   lp_cli_out_check("model", o->out, 1) != 0))
-        return 2;
+                   lp_cli_out_check("model", o->out, 1) != 0 ||
+                   lp_cli_out_existing("model", o->out, o->force) != 0))
+        return LP_CLI_EXIT_USAGE;
     return analyze_and_write(o, o->wl.gpu ? &gpu : NULL);
 }
 
@@ -276,12 +290,12 @@ int lp_cmd_model(int argc, char **argv)
     lp_cli_workload_init(&o.wl);
     int rc = lp_cli_parse(&model_cmd, &o, argc, argv, NULL);
     if (rc != 0)
-        return rc > 0 ? 0 : 2;
+        return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     char err[1024];
     struct lp_gpu_table table;
     if (lp_gpu_table_load(&table, o.wl.hw_file, err, sizeof err) != LP_OK) {
         lp_cli_error("model", "%s", err);
-        return 1;
+        return LP_CLI_EXIT_INPUT;
     }
     rc = run(&o, &table);
     lp_gpu_table_free(&table);

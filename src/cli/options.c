@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "llmprof/report.h"
 
 /* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
 size_t lp_cli_edit_distance(const char *a, const char *b, size_t limit)
@@ -33,8 +34,51 @@ size_t lp_cli_edit_distance(const char *a, const char *b, size_t limit)
     return row[lb];
 }
 
+/* D edits from WORD to a name are few enough to suggest that name: at most two, and fewer
+ * than WORD's letters past its first SKIP (the "--" of an option): a word of one or two
+ * letters is within two edits of too much. */
+static int near_enough(size_t d, const char *word, size_t skip)
+{
+    return d <= 2 && d + skip < strlen(word);
+}
+
+const char *lp_cli_nearest(const char *word, const char *const *names, size_t n)
+{
+    const char *best = NULL;
+    size_t best_d = 3;
+    for (size_t i = 0; word && i < n; i++) {
+        size_t d = lp_cli_edit_distance(word, names[i], 2);
+        if (d < best_d && near_enough(d, word, 0)) {
+            best = names[i];
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+int lp_cli_bad_value(const char *cmd, const char *opt, const char *v, const char *const *names,
+                     size_t n)
+{
+    char list[512];
+    size_t o = 0;
+    list[0] = 0;
+    for (size_t k = 0; k < n && o < sizeof list; k++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", !k ? "" : k + 1 < n ? ", " : " or ",
+                         names[k]);
+        o += w > 0 ? (size_t)w : 0;
+    }
+    const char *near = lp_cli_nearest(v, names, n);
+    char said[256]; /* the value as given: escaped */
+    lp_fmt_escape(said, sizeof said, v ? v : "(nothing)");
+    if (near)
+        lp_cli_error(cmd, "%s takes %s, not '%s'; did you mean '%s'?", opt, list, said, near);
+    else
+        lp_cli_error(cmd, "%s takes %s, not '%s'", opt, list, said);
+    return -1;
+}
+
 /* The option name of TABLE (and the tables it takes in) within two edits of A, nearest
- * first; NULL when none is (a word of one or two letters is within two of too much). */
+ * first; NULL when none is. */
 static const char *nearest(const struct lp_cli_opt *table, const char *a, size_t *best_d)
 {
     const char *best = NULL;
@@ -44,7 +88,7 @@ static const char *nearest(const struct lp_cli_opt *table, const char *a, size_t
             best = sub ? sub : best;
         } else if (o->kind != LP_CLI_OPT_KIND_TEXT && o->name) {
             size_t d = lp_cli_edit_distance(a, o->name, 2);
-            if (d < *best_d && d + 2 < strlen(a)) {
+            if (d < *best_d && near_enough(d, a, 2)) {
                 best = o->name;
                 *best_d = d;
             }
@@ -101,9 +145,36 @@ static int take(const struct lp_cli_cmd *c, const struct lp_cli_opt *o, char *ct
     }
 }
 
+/* Every spelling TABLE (and the tables it takes in) accepts, one a line, with the value's
+ * name after a tab when it takes one. */
+static void list_options(const struct lp_cli_opt *table, FILE *f)
+{
+    for (const struct lp_cli_opt *o = table; o->kind != LP_CLI_OPT_KIND_END; o++) {
+        if (o->kind == LP_CLI_OPT_KIND_TABLE) {
+            list_options(o->table, f);
+            continue;
+        }
+        for (int k = 0; o->kind != LP_CLI_OPT_KIND_TEXT && k < 2; k++) {
+            const char *spelt = k ? o->alias : o->name;
+            if (spelt)
+                fprintf(f, "%s%s%s\n", spelt, o->arg ? "\t" : "", o->arg ? o->arg : "");
+        }
+    }
+}
+
+int lp_cli_list_options(const struct lp_cli_cmd *c, const char *word)
+{
+    if (!word || strcmp(word, LP_CLI_LIST_OPTIONS))
+        return 0;
+    list_options(c->opts, stdout);
+    return 1;
+}
+
 int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, int *first)
 {
     int i = 1;
+    if (argc > 1 && lp_cli_list_options(c, argv[1]))
+        return 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (c->stops_at_command && !strcmp(a, "--")) {
@@ -213,6 +284,59 @@ void lp_cli_help(const struct lp_cli_cmd *c, FILE *f)
         else if (o->kind != LP_CLI_OPT_KIND_TABLE && o->help)
             help_line(c, o, f);
     }
+}
+
+/* The spelling of O in a list of options: "-o/--output DIR" */
+static int spelling(char *buf, size_t len, const struct lp_cli_opt *o)
+{
+    return snprintf(buf, len, "%s%s%s%s%s", o->alias ? o->alias : "",
+                    o->alias && o->name ? "/" : "", o->name ? o->name : "", o->arg ? " " : "",
+                    o->arg ? o->arg : "");
+}
+
+/* lp_cli_help_names' items from TABLE, at column *COL of a line of WIDTH. */
+static void help_names(FILE *f, const struct lp_cli_opt *table, const char *const *except,
+                       int *col, int *n)
+{
+    for (const struct lp_cli_opt *o = table; o->kind != LP_CLI_OPT_KIND_END; o++) {
+        if (o->kind == LP_CLI_OPT_KIND_TABLE) {
+            help_names(f, o->table, except, col, n);
+            continue;
+        }
+        if (o->kind == LP_CLI_OPT_KIND_TEXT || o->kind == LP_CLI_OPT_KIND_HELP || !o->name)
+            continue;
+        int skip = 0;
+        for (size_t k = 0; except && except[k]; k++)
+            skip |= !strcmp(except[k], o->name);
+        if (skip)
+            continue;
+        char item[160];
+        int w = spelling(item, sizeof item, o);
+        /* a line holds its items and the ',' (or the tail's '.') after the last */
+        const char *sep = *n ? ", " : *col ? " " : "";
+        if (*col && *col + (int)strlen(sep) + w + 1 > LP_CLI_HELP_WIDTH) {
+            fputs(*n ? ",\n" : "\n", f);
+            *col = 0;
+        } else {
+            fputs(sep, f);
+            *col += (int)strlen(sep);
+        }
+        fputs(item, f);
+        *col += w;
+        (*n)++;
+    }
+}
+
+void lp_cli_help_names(FILE *f, const char *lead, const struct lp_cli_opt *table,
+                       const char *const *except, const char *tail)
+{
+    int col = 0, n = 0;
+    /* the lead as a paragraph whose last line the names continue */
+    const char *last = strrchr(lead, '\n');
+    fputs(lead, f);
+    col = (int)strlen(last ? last + 1 : lead);
+    help_names(f, table, except, &col, &n);
+    fprintf(f, "%s\n", tail ? tail : "");
 }
 
 /* ---- values ---- */

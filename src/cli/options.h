@@ -60,15 +60,36 @@ struct lp_cli_cmd {
     int stops_at_command;
 };
 
-/* Parses ARGV[1..] into CTX: 0, 1 when --help was printed, -1 after a message (a mistake:
- * status 2). *FIRST (may be NULL) is the index of the command to run (stops_at_command). */
+/* Parses ARGV[1..] into CTX: 0, 1 when --help (or --list-options) was printed, -1 after a
+ * message (a mistake: status 2). *FIRST (may be NULL) is the index of the command to run
+ * (stops_at_command). */
 int lp_cli_parse(const struct lp_cli_cmd *c, void *ctx, int argc, char **argv, int *first);
+/* The hidden first word of every command, "llmprof CMD --list-options": every spelling of
+ * an option C accepts (its table and the tables it takes in), one a line, "NAME\tARG" when
+ * it takes a value; what tests/cli_help.py holds each --help to. lp_cli_parse answers it; a
+ * command that parses alone calls lp_cli_list_options: 1 when WORD asked and the list was
+ * printed, else 0. */
+#define LP_CLI_LIST_OPTIONS "--list-options"
+int lp_cli_list_options(const struct lp_cli_cmd *c, const char *word);
 /* Levenshtein distance of A and B, stopping at LIMIT + 1: only near misses matter. */
 size_t lp_cli_edit_distance(const char *a, const char *b, size_t limit);
+/* The one of NAMES (N of them) within two edits of WORD, nearest first, for "did you
+ * mean"; NULL when none is (a word of one or two letters is within two edits of too much). */
+const char *lp_cli_nearest(const char *word, const char *const *names, size_t n);
+/* "OPT takes A, B or C, not 'V'" on stderr, with "; did you mean 'B'?" when one of NAMES
+ * (N of them) is near V (NULL: the command line ended): -1. */
+int lp_cli_bad_value(const char *cmd, const char *opt, const char *v, const char *const *names,
+                     size_t n);
 /* 1 when WORD is C's -h or --help, else 0 */
 int lp_cli_is_help(const struct lp_cli_cmd *c, const char *word);
 /* C's --help, from its table. */
 void lp_cli_help(const struct lp_cli_cmd *c, FILE *f);
+/* LEAD, then the options of TABLE (and of the tables it takes in) but --help and those named
+ * in EXCEPT (NULL-terminated, or NULL), spelt "-o/--output DIR" and separated by commas in
+ * lines of at most LP_CLI_HELP_WIDTH, then TAIL ("." or NULL) and a newline: how the --help
+ * of a command that takes another's table names every option it takes from it. */
+void lp_cli_help_names(FILE *f, const char *lead, const struct lp_cli_opt *table,
+                       const char *const *except, const char *tail);
 /* TEXT as a paragraph of lines of at most WIDTH columns, broken at spaces. */
 void lp_cli_wrap(FILE *f, const char *text, int width);
 #define LP_CLI_HELP_WIDTH 90

@@ -162,6 +162,16 @@ int lp_cli_out_check(const char *cmd, const char *path, int allow_in_place)
     return rc;
 }
 
+int lp_cli_out_existing(const char *cmd, const char *out, int force)
+{
+    struct stat st;
+    if (force || !strcmp(out, "-") || stat(out, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    lp_cli_error(cmd, "%s is already there: --force replaces it (once the new output is "
+                      "complete), or choose another path", out);
+    return -1;
+}
+
 /* ---- temporaries removed by a signal that ends the command ---- */
 
 /* The signals a terminal, a shell or a service manager sends to end a command. */

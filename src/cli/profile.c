@@ -13,21 +13,35 @@ struct profile_opts {
     struct lp_cli_deep_opts deep;
 };
 
+/* record's and report's options, each named (their --help says what each does) */
+static void print_record_options(FILE *f)
+{
+    lp_cli_help_names(f, "\nrecord's options (see 'llmprof record --help'):", lp_cli_record_options,
+                      NULL, ".");
+}
+
+static void print_report_options(FILE *f)
+{
+    static const char *const records[] = {"--output", "--quiet", NULL}; /* record's first */
+    lp_cli_help_names(f, "\nreport's options (see 'llmprof report --help'):", lp_cli_report_options,
+                      records, ".");
+}
+
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof profile [record, deep and report options] [--] CMD [ARGS...]\n"
     "\n"
     "Runs 'llmprof record' on CMD, with --deep N then 'llmprof deep' (CMD runs a second time,\n"
     "under Nsight Compute), then 'llmprof report' on the run directory. It takes the\n"
-    "options of record and report (see their --help): -o DIR, --nvml-hz N, --light, --gemm,\n"
-    "--no-gemm, --force and --quiet go to record (--quiet to deep and report too); --model,\n"
-    "--stage, --gpu and the rest to report. Every option is checked, and with --deep ncu\n"
-    "found, before CMD starts (status 2 on a mistake, CMD not run). Exits with CMD's status,\n"
-    "or 1 when CMD succeeded and the deep dive or the report failed; when CMD fails there is\n"
-    "no deep dive; when record does not start CMD (an output that holds a run, a command not\n"
-    "found), nothing is reported and record's status is returned. With --deep, record\n"
-    "takes --graphs node unless told otherwise: the deep dive chooses kernels by name, also\n"
-    "those CUDA graphs replay.\n"
+    "options of record and report, listed below: -o DIR and --quiet are record's and go to\n"
+    "deep and report too (the report goes into the run directory). Every option, and the\n"
+    "files --model, --hw-file and --baseline name, is checked, and with --deep ncu found,\n"
+    "before CMD starts (CMD not run: status 2 on a mistake of the command line, 1 when such\n"
+    "a file cannot be used). Exits with CMD's status, or 1 when CMD succeeded and the deep\n"
+    "dive or the report failed; when CMD fails there is no deep dive; when record does not\n"
+    "start CMD (an output that holds a run, a command not found), nothing is reported and\n"
+    "record's status is returned. With --deep, record takes --graphs node unless told\n"
+    "otherwise: the deep dive chooses kernels by name, also those CUDA graphs replay.\n"
     "\n"
     "example:\n"
     "  llmprof profile -o run1 --model config.json -- python3 infer.py\n"
@@ -44,6 +58,8 @@ static const struct lp_cli_opt options[] = {
      .help = "the ncu to run (default: ncu in PATH, then /usr/local/cuda/bin/ncu)",
      .off = offsetof(struct profile_opts, deep.ncu), .missing = "a path"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_record_options},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_report_options},
     /* record's first: its -o and --quiet are profile's */
     {.kind = LP_CLI_OPT_KIND_TABLE, .table = lp_cli_record_options,
      .off = offsetof(struct profile_opts, rec)},
@@ -64,18 +80,19 @@ int lp_cmd_profile(int argc, char **argv)
     lp_cli_deep_init(&o.deep);
     int first, rc = lp_cli_parse(&profile_cmd, &o, argc, argv, &first);
     if (rc != 0) {
-        rc = rc > 0 ? 0 : 2;
+        rc = rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
         goto done;
     }
-    rc = 2;
+    rc = LP_CLI_EXIT_USAGE;
     if (first >= argc) {
         lp_cli_error("profile", "no command to run; usage: llmprof profile [options] -- CMD");
         goto done;
     }
     o.rep.quiet = o.rec.quiet;
     /* everything the report needs is checked now: a mistake must not cost a whole run */
-    if (lp_cli_report_prepare(&o.rep) != 0 || lp_cli_report_baseline(&o.rep) != 0)
+    if ((rc = lp_cli_report_prepare(&o.rep)) != 0 || (rc = lp_cli_report_baseline(&o.rep)) != 0)
         goto done;
+    rc = LP_CLI_EXIT_USAGE;
     if (o.rep.baseline_trace && o.rec.out &&
         lp_cli_dir_holds_file(o.rec.out, o.rep.baseline_trace)) {
         lp_cli_error("profile", "%s holds the baseline's trace (%s): record the new run into "
@@ -121,15 +138,15 @@ int lp_cmd_profile(int argc, char **argv)
         o.deep.run = o.rec.out;
         o.deep.quiet = o.rec.quiet;
         if (lp_cli_deep_run(&o.deep, o.rec.cmd) != 0)
-            rc = 1;
+            rc = LP_CLI_EXIT_INPUT;
         fflush(stdout);
     }
     if (n > 0) {
         int r = lp_cli_report_run(&o.rep, o.rec.out);
         if (rc == 0 && r != 0)
-            rc = 1;
+            rc = LP_CLI_EXIT_INPUT;
     } else if (rc == 0) {
-        rc = 1;
+        rc = LP_CLI_EXIT_INPUT;
     }
 done:
     lp_cli_report_free(&o.rep);

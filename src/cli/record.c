@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "llmprof/analyze.h"
 #include "llmprof/capture.h"
+#include "llmprof/envconfig.h"
 #include "llmprof/trace.h"
 #include "llmprof/version.h"
 
@@ -263,9 +264,9 @@ void lp_cli_record_init(struct lp_cli_record_opts *o)
     o->gemm = -1;
 }
 
-static int find_collector(char *path, size_t len)
+static int find_collector_at(char *path, size_t len)
 {
-    const char *env = getenv("LLMPROF_LIB");
+    const char *env = getenv(lp_envconfig_name(LP_ENVCONFIG_VAR_LIB));
     if (env && *env) {
         snprintf(path, len, "%s", env);
         return access(path, R_OK) == 0 ? 0 : -1;
@@ -280,6 +281,17 @@ static int find_collector(char *path, size_t len)
         if (realpath(candidate, path) && access(path, R_OK) == 0)
             return 0;
     }
+    return -1;
+}
+
+/* The collector to inject into PATH: 0, or -1 said */
+static int find_collector(char *path, size_t len)
+{
+    if (find_collector_at(path, len) == 0)
+        return 0;
+    lp_cli_error("record", "collector libllmprof.so not found next to this executable "
+                           "(../lib/) or in $%s; was llmprof built with CUPTI?",
+                 lp_envconfig_name(LP_ENVCONFIG_VAR_LIB));
     return -1;
 }
 
@@ -334,7 +346,7 @@ static int old_add(struct old_run *r, const char *dir, const char *name, int kin
 
 static int old_add_reports(struct old_run *r, const char *dir)
 {
-    for (const struct lp_cli_report_output *f = lp_cli_report_outputs; f->name; f++)
+    for (const struct lp_cli_report_output *f = lp_cli_report_outputs(); f->name; f++)
         if (old_add(r, dir, f->name, 2) != 0)
             return -1;
     return 0;
@@ -747,16 +759,36 @@ static int pending_signal(const sigset_t *old_mask)
 
 /* Every variable set_environment may set, put back as they were once CMD has ended: what
  * runs after record in this process (profile's deep dive, under ncu, which refuses another
- * injection) must not inherit them. */
-static const char *const env_names[] = {
-    "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "LLMPROF_OUT", "LLMPROF_NVML_HZ",
-    "LLMPROF_LIGHT", "LLMPROF_QUIET", "LLMPROF_GEMM", "LLMPROF_COUNTERS",
-    "LLMPROF_COUNTER_RANGES", "LLMPROF_PM_SAMPLING", "LLMPROF_CAPTURE", "LLMPROF_GRAPHS",
-    "LLMPROF_FINALIZE",
-    "CUBLASLT_LOG_FILE",
-    "LD_PRELOAD", "TEARDOWN_CUPTI",
+ * injection) must not inherit them. The collector's by the names of its table
+ * (llmprof/envconfig.h), then the others. */
+static const enum lp_envconfig_var collector_vars[] = {
+    LP_ENVCONFIG_VAR_OUT,         LP_ENVCONFIG_VAR_NVML_HZ,        LP_ENVCONFIG_VAR_LIGHT,
+    LP_ENVCONFIG_VAR_QUIET,       LP_ENVCONFIG_VAR_GEMM,           LP_ENVCONFIG_VAR_COUNTERS,
+    LP_ENVCONFIG_VAR_COUNTER_RANGES, LP_ENVCONFIG_VAR_PM_SAMPLING, LP_ENVCONFIG_VAR_CAPTURE,
+    LP_ENVCONFIG_VAR_GRAPHS,      LP_ENVCONFIG_VAR_FINALIZE,
 };
-#define N_ENV (sizeof env_names / sizeof *env_names)
+static const char *const other_env_names[] = {
+    "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "CUBLASLT_LOG_FILE", "LD_PRELOAD",
+    "TEARDOWN_CUPTI",
+};
+#define N_COLLECTOR_ENV (sizeof collector_vars / sizeof *collector_vars)
+#define N_ENV (N_COLLECTOR_ENV + sizeof other_env_names / sizeof *other_env_names)
+
+static const char *env_name(size_t i)
+{
+    return i < N_COLLECTOR_ENV ? lp_envconfig_name(collector_vars[i])
+                               : other_env_names[i - N_COLLECTOR_ENV];
+}
+
+/* Sets the collector's variable VAR to VALUE; NULL unsets it. */
+static void set_collector_env(enum lp_envconfig_var var, const char *value)
+{
+    if (value)
+        setenv(lp_envconfig_name(var), value, 1);
+    else
+        unsetenv(lp_envconfig_name(var));
+}
+
 struct saved_env {
     char *value[N_ENV]; /* NULL: unset, or set and not copied (out of memory: left alone) */
     int was_set[N_ENV];
@@ -765,7 +797,7 @@ struct saved_env {
 static void env_save(struct saved_env *e)
 {
     for (size_t i = 0; i < N_ENV; i++) {
-        const char *v = getenv(env_names[i]);
+        const char *v = getenv(env_name(i));
         e->was_set[i] = v != NULL;
         e->value[i] = v ? strdup(v) : NULL;
     }
@@ -775,15 +807,15 @@ static void env_restore(struct saved_env *e)
 {
     for (size_t i = 0; i < N_ENV; i++) {
         if (e->value[i])
-            setenv(env_names[i], e->value[i], 1);
+            setenv(env_name(i), e->value[i], 1);
         else if (!e->was_set[i])
-            unsetenv(env_names[i]);
+            unsetenv(env_name(i));
         free(e->value[i]);
     }
 }
 
 /* The collector's settings for CMD's processes, in the environment it inherits: 0, or -1
- * with a message. Only variables of env_names. */
+ * with a message. Only variables of collector_vars and other_env_names. */
 static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
                            const char *abs_dir)
 {
@@ -794,43 +826,30 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     snprintf(hz, sizeof hz, "%g", o->nvml_hz);
     setenv("CUDA_INJECTION64_PATH", lib, 1);
     setenv("NVTX_INJECTION64_PATH", lib, 1);
-    setenv("LLMPROF_OUT", abs_dir, 1);
-    setenv("LLMPROF_NVML_HZ", hz, 1);
-    setenv("LLMPROF_LIGHT", o->light ? "1" : "0", 1);
+    set_collector_env(LP_ENVCONFIG_VAR_OUT, abs_dir);
+    set_collector_env(LP_ENVCONFIG_VAR_NVML_HZ, hz);
+    set_collector_env(LP_ENVCONFIG_VAR_LIGHT, o->light ? "1" : "0");
     if (o->quiet)
-        setenv("LLMPROF_QUIET", "1", 1);
-    setenv("LLMPROF_GEMM", o->gemm ? "1" : "0", 1);
+        set_collector_env(LP_ENVCONFIG_VAR_QUIET, "1");
+    set_collector_env(LP_ENVCONFIG_VAR_GEMM, o->gemm ? "1" : "0");
     if (o->counters) {
-        setenv("LLMPROF_COUNTERS", o->counter_dtypes ? o->counter_dtypes : "1", 1);
+        set_collector_env(LP_ENVCONFIG_VAR_COUNTERS, o->counter_dtypes ? o->counter_dtypes : "1");
         char *ranges = o->counter_ranges ? strdup(o->counter_ranges) : lp_stage_rules_regex();
         if (!ranges) {
             lp_cli_error("record", "out of memory");
             return -1;
         }
-        setenv("LLMPROF_COUNTER_RANGES", ranges, 1);
+        set_collector_env(LP_ENVCONFIG_VAR_COUNTER_RANGES, ranges);
         free(ranges);
     } else {
-        unsetenv("LLMPROF_COUNTERS");
+        set_collector_env(LP_ENVCONFIG_VAR_COUNTERS, NULL);
     }
-    if (o->capture)
-        setenv("LLMPROF_CAPTURE", o->capture, 1);
-    else
-        unsetenv("LLMPROF_CAPTURE");
-    if (o->graphs)
-        setenv("LLMPROF_GRAPHS", o->graphs, 1);
-    else
-        unsetenv("LLMPROF_GRAPHS");
-    if (o->finalize)
-        setenv("LLMPROF_FINALIZE", "1", 1);
-    else
-        unsetenv("LLMPROF_FINALIZE");
-    if (o->pm_sampling_us > 0) {
-        char us[32];
-        snprintf(us, sizeof us, "%g", o->pm_sampling_us);
-        setenv("LLMPROF_PM_SAMPLING", us, 1);
-    } else {
-        unsetenv("LLMPROF_PM_SAMPLING");
-    }
+    set_collector_env(LP_ENVCONFIG_VAR_CAPTURE, o->capture);
+    set_collector_env(LP_ENVCONFIG_VAR_GRAPHS, o->graphs);
+    set_collector_env(LP_ENVCONFIG_VAR_FINALIZE, o->finalize ? "1" : NULL);
+    char us[32];
+    snprintf(us, sizeof us, "%g", o->pm_sampling_us);
+    set_collector_env(LP_ENVCONFIG_VAR_PM_SAMPLING, o->pm_sampling_us > 0 ? us : NULL);
     /* cuBLASLt's logger, which the collector turns on around a shape's first call, prints
      * to stdout unless given a file; a user who logs keeps their own settings */
     if (o->gemm && !getenv("CUBLASLT_LOG_LEVEL") && !getenv("CUBLASLT_LOG_MASK") &&
@@ -919,11 +938,11 @@ int lp_cmd_record(int argc, char **argv)
     lp_cli_record_init(&o);
     int first, ran, rc = lp_cli_parse(&record_cmd, &o, argc, argv, &first);
     if (rc != 0)
-        return rc > 0 ? 0 : 2;
+        return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     if (first >= argc) {
         lp_cli_error("record",
                      "no command to run; usage: llmprof record [options] -- CMD [ARGS...]");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     o.cmd = argv + first;
     return lp_cli_record(&o, &ran);
@@ -942,44 +961,41 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
         /* measured on an H200: whichever starts second gets CUPTI_ERROR_HARDWARE_BUSY */
         lp_cli_error("record", "--counters and --pm-sampling both need the GPU's performance "
                      "counters, which serve one of them at a time: choose one");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     struct lp_capture_spec spec;
     char cerr[512];
     if (o->capture && lp_capture_parse(o->capture, &spec, cerr, sizeof cerr) != 0) {
         lp_cli_error("record", "%s", cerr);
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (o->graphs && strcmp(o->graphs, "replay") && strcmp(o->graphs, "node")) {
         lp_cli_error("record", "--graphs '%s': give replay (each CUDA graph replay recorded "
                      "whole) or node (each of its kernels)", o->graphs);
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (o->finalize && (!o->capture || !strcmp(o->capture, "all"))) {
         lp_cli_error("record", "--finalize finalizes CUPTI between capture windows: give "
                      "--capture too");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (o->graphs && o->light) {
         lp_cli_error("record", "--graphs chooses how the kernels of CUDA graph replays are "
                      "recorded, and --light records none: choose one");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     if (o->capture && o->light && strcmp(o->capture, "all")) {
         lp_cli_error("record", "--capture chooses when kernels are recorded, and --light "
                      "records none: choose one");
-        return 2;
+        return LP_CLI_EXIT_USAGE;
     }
     char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
     if (lp_cli_resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);
         return 127;
     }
-    if (find_collector(lib, sizeof lib) != 0) {
-        lp_cli_error("record", "collector libllmprof.so not found next to this executable "
-                               "(../lib/) or in $LLMPROF_LIB; was llmprof built with CUPTI?");
-        return 2;
-    }
+    if (find_collector(lib, sizeof lib) != 0)
+        return LP_CLI_EXIT_INPUT; /* the command line is fine; the installation lacks a file */
     uint64_t start_ns = now_ns();
     if (!o->out) {
         time_t s = (time_t)(start_ns / 1000000000u);
@@ -994,13 +1010,14 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     char **made = NULL;
     size_t n_made = 0;
     json_t *meta = NULL;
-    int status = 0, meta_written = 0, sig, rc = 2;
+    int status = 0, meta_written = 0, sig, rc = LP_CLI_EXIT_USAGE;
     struct saved_env env;
     env_save(&env);
     if (prepare_dir(o->out, o->force, abs_dir, &old, &made, &n_made) != 0 ||
         set_environment(o, lib, abs_dir) != 0)
         goto restore;
     /* every check passed: the previous run goes aside, and away once CMD has started */
+    rc = LP_CLI_EXIT_INPUT; /* from here a failure is a failed write, not a refusal */
     if (old_move_aside(&old) != 0)
         goto restore;
     meta = meta_json(o, resolved, lib, start_ns);

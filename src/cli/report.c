@@ -8,12 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "llmprof/analyze.h"
-#include "llmprof/ncu.h"
+#include "llmprof/deep.h"
 #include "llmprof/report.h"
 
 static int baseline_md(FILE *f, const struct lp_run *r, const struct lp_diff *d)
@@ -28,23 +29,37 @@ static int baseline_json(FILE *f, const struct lp_run *r, const struct lp_diff *
     return lp_report_diff_json(f, d);
 }
 
-/* The files of a report, in the order they are written and listed. */
-const struct lp_cli_report_output lp_cli_report_outputs[] = {
+/* The files of a report around the sections' CSV files (src/report/sections.c) */
+static const struct lp_cli_report_output files_before[] = {
     {"report.md", lp_report_run_md, NULL, "everything"},
     {"summary.md", lp_report_summary_md, NULL, "one page"},
     {"report.json", lp_report_run_json, NULL, "schema: docs/report-schema.md"},
-    {"kernels.csv", lp_report_kernels_csv, NULL, NULL},
-    {"operators.csv", lp_report_operators_csv, NULL, NULL},
-    {"stages.csv", lp_report_stages_csv, NULL, NULL},
-    {"gemms.csv", lp_report_gemms_csv, NULL, NULL},
-    {"deep.csv", lp_report_deep_csv, NULL, "kernels in depth, after llmprof deep"},
-    {"iterations.csv", lp_report_iterations_csv, NULL, "a serving loop's iterations"},
+};
+static const struct lp_cli_report_output files_after[] = {
     {"report.html", lp_report_run_html, lp_report_run_html_baseline,
      "self-contained, opens offline"},
     {"diff.md", NULL, baseline_md, "with --baseline, as llmprof diff writes it"},
     {"diff.json", NULL, baseline_json, "with --baseline"},
-    {NULL, NULL, NULL, NULL},
 };
+#define N_BEFORE (sizeof files_before / sizeof *files_before)
+#define N_AFTER (sizeof files_after / sizeof *files_after)
+#define MAX_CSV 32
+
+const struct lp_cli_report_output *lp_cli_report_outputs(void)
+{
+    static struct lp_cli_report_output all[N_BEFORE + MAX_CSV + N_AFTER + 1];
+    if (all[0].name)
+        return all;
+    size_t n = 0;
+    for (size_t i = 0; i < N_BEFORE; i++)
+        all[n++] = files_before[i];
+    const struct lp_report_csv *c;
+    for (size_t i = 0; i < MAX_CSV && (c = lp_report_csv_at(i)) != NULL; i++)
+        all[n++] = (struct lp_cli_report_output){c->name, c->write, NULL, c->about};
+    for (size_t i = 0; i < N_AFTER; i++)
+        all[n++] = files_after[i];
+    return all;
+}
 
 /* The files of the run report when there are several traces, in the run's directory. */
 static const struct {
@@ -64,9 +79,10 @@ static void print_files(FILE *f)
     size_t o = 0;
     o += (size_t)snprintf(text, sizeof text, "Analyses a recorded run (a directory of 'llmprof "
                                              "record', or one .lpt trace) and writes");
-    for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+    const struct lp_cli_report_output *all = lp_cli_report_outputs();
+    for (const struct lp_cli_report_output *out = all; out->name; out++) {
         int last = !out[1].name, n;
-        n = snprintf(text + o, sizeof text - o, "%s %s%s%s%s", out == lp_cli_report_outputs ? ""
+        n = snprintf(text + o, sizeof text - o, "%s %s%s%s%s", out == all ? ""
                                                                 : last ? " and" : ",",
                      out->name, out->note ? " (" : "", out->note ? out->note : "",
                      out->note ? ")" : "");
@@ -157,12 +173,13 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "Stages are NVTX ranges matched by name: encoder, vision, sam, clip, projector, prefill\n"
     "and decode (case-insensitive, at the start of the name). A stage range inside another is\n"
     "a sub-stage: a note of the outer one, never added twice; but vision inside a prefill (an\n"
-    "HF model's first forward) is cut out of it as its own stage. A kernel belongs to the range open\n"
-    "on its launching thread when it was launched. Ranges whose name (or an enclosing range's)\n"
-    "contains 'warmup' are reported apart. Tokens: a flag wins (checked against the trace's\n"
-    "token dimensions: a disagreement is said), then tokens=N words in range names\n"
-    "('prefill tokens=512 batch=1'), then the GEMM shapes and the decode steps found (CUDA\n"
-    "graph launches, the lm_head's calls, or the kernel sequence that repeats each step).\n"
+    "HF model's first forward) is cut out of it as its own stage. A kernel belongs to the\n"
+    "range open on its launching thread when it was launched. Ranges whose name (or an\n"
+    "enclosing range's) contains 'warmup' are reported apart. Tokens: a flag wins (checked\n"
+    "against the trace's token dimensions: a disagreement is said), then tokens=N words in\n"
+    "range names ('prefill tokens=512 batch=1'), then the GEMM shapes and the decode steps\n"
+    "found (CUDA graph launches, the lm_head's calls, or the kernel sequence that repeats\n"
+    "each step).\n"
     "\n"
     "stages and tokens:\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
@@ -222,7 +239,11 @@ const struct lp_cli_opt lp_cli_report_options[] = {
     "and directories the command made are removed. A symbolic link in the directory is\n"
     "followed (its target gets the new file). An output that is one of the inputs, or a\n"
     "directory, device or FIFO where a file goes, is refused before any work (status 2).\n"
-    "On a terminal, stderr shows what is being read, analysed and written.\n"
+    "Exit status: 0; 1 when RUN, --model, --hw-file or --baseline cannot be used (missing,\n"
+    "unreadable, damaged; a run of several traces with --baseline) or a file cannot be\n"
+    "written; 2 on a mistake of the command line (also a --stage rule that matches none of a\n"
+    "trace's ranges, a --gpu not in the hardware table). On a terminal, stderr shows what is\n"
+    "being read, analysed and written.\n"
     "\n"
     "examples:\n"
     "  llmprof report run1\n"
@@ -242,6 +263,31 @@ void lp_cli_report_init(struct lp_cli_report *r, const char *cmd)
     memset(r, 0, sizeof *r);
     r->cmd = cmd;
     lp_cli_workload_init(&r->wl);
+}
+
+/* A note when rule NAME is a near miss of a stage kind's name (prefill, decode, vision) that
+ * it does not start with: the stage is then reported as a stage of its own ("other"). */
+static void note_stage_name(const struct lp_cli_report *r, const char *rule, size_t name_len)
+{
+    static const enum lp_stage_kind kinds[] = {LP_STAGE_KIND_PREFILL, LP_STAGE_KIND_DECODE,
+                                               LP_STAGE_KIND_VISION};
+    const char *names[3];
+    char name[64];
+    if (name_len >= sizeof name)
+        return;
+    memcpy(name, rule, name_len);
+    name[name_len] = 0;
+    for (size_t k = 0; k < 3; k++) {
+        names[k] = lp_stage_kind_name(kinds[k]);
+        if (!strncasecmp(name, names[k], strlen(names[k])))
+            return;
+    }
+    const char *near = lp_cli_nearest(name, names, 3);
+    char said[256]; /* the name as given: escaped */
+    if (near)
+        lp_cli_error(r->cmd, "note: stage '%s' is no %s stage (its name does not start with "
+                             "'%s'): it is reported as a stage of its own; did you mean '%s'?",
+                     lp_fmt_escape(said, sizeof said, name), near, near, near);
 }
 
 /* The stage rules as the analysis will compile them (stages.c), checked now so that a bad
@@ -264,6 +310,7 @@ static int check_stage_rules(const struct lp_cli_report *r)
             return -1;
         }
         regfree(&re);
+        note_stage_name(r, rule, (size_t)(eq - rule));
     }
     return 0;
 }
@@ -281,30 +328,30 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
     ro->peak_tflops = r->wl.peak_tflops;
     ro->mem_bw_gbs = r->wl.mem_bw_gbs;
     if (check_stage_rules(r) != 0)
-        return -1;
+        return LP_CLI_EXIT_USAGE;
     if (r->baseline) {
         char path[PATH_MAX];
         if (lp_cli_one_trace(r->cmd, r->baseline, path, sizeof path, &r->baseline_json) != 0)
-            return -1;
+            return LP_CLI_EXIT_INPUT;
         if (!(r->baseline_trace = strdup(path))) {
             lp_cli_error(r->cmd, "out of memory");
-            return -1;
+            return LP_CLI_EXIT_INPUT;
         }
     }
     if (lp_gpu_table_load(&r->gpus, r->wl.hw_file, err, sizeof err) != LP_OK) {
         lp_cli_error(r->cmd, "%s", err);
-        return -1;
+        return LP_CLI_EXIT_INPUT;
     }
     ro->gpus = &r->gpus;
     if (r->wl.gpu && !lp_gpu_resolve(&r->gpus, r->wl.gpu, err, sizeof err)) {
         char said[1024]; /* it quotes the name as given: escaped */
         lp_cli_error(r->cmd, "%s", lp_fmt_escape(said, sizeof said, err));
-        return -1;
+        return LP_CLI_EXIT_USAGE;
     }
     if (r->model_path) {
         if (lp_model_load(r->model_path, &r->model, err, sizeof err) != LP_OK) {
             lp_cli_error(r->cmd, "%s", err);
-            return -1;
+            return LP_CLI_EXIT_INPUT;
         }
         ro->model = &r->model;
     }
@@ -401,7 +448,7 @@ static int check_outputs(const struct lp_cli_report *r, const char *run, char **
                          r->baseline_trace);
             goto done;
         }
-        for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+        for (const struct lp_cli_report_output *out = lp_cli_report_outputs(); out->name; out++) {
             if (!out->write && !r->baseline_trace)
                 continue;
             snprintf(path, sizeof path, "%s/%s", dir, out->name);
@@ -487,9 +534,10 @@ int lp_cli_report_baseline(struct lp_cli_report *r)
 {
     if (!r->baseline_trace || r->base_loaded)
         return 0;
-    if (analyse(r, r->baseline_trace, r->base_cmdline, sizeof r->base_cmdline, &r->base_trace,
-                &r->base, NULL, 0) != 0)
-        return -1;
+    int rc = analyse(r, r->baseline_trace, r->base_cmdline, sizeof r->base_cmdline,
+                     &r->base_trace, &r->base, NULL, 0);
+    if (rc != 0)
+        return rc == -3 ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
     r->base_loaded = 1;
     return 0;
 }
@@ -561,7 +609,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         goto done;
     }
     lp_cli_progress(o->cmd, "writing the report of %s into %s/", path, dir);
-    for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++) {
+    for (const struct lp_cli_report_output *out = lp_cli_report_outputs(); out->name; out++) {
         if (!out->write && !compared)
             continue;
         char file[PATH_MAX + 300];
@@ -582,7 +630,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
             lp_report_diff_headline(m, &d);
         }
         fprintf(m, "\nfiles:");
-        for (const struct lp_cli_report_output *out = lp_cli_report_outputs; out->name; out++)
+        for (const struct lp_cli_report_output *out = lp_cli_report_outputs(); out->name; out++)
             if (out->write || compared)
                 fprintf(m, " %s", out->name);
         fprintf(m, "\n");
@@ -647,23 +695,24 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     struct lp_ranks_unread *unread = NULL;
     char(*why)[512] = NULL;
     size_t n_read = 0, n_unread = 0;
-    int n = lp_cli_run_traces(r->cmd, run, &traces), rc = n == -2 ? 2 : 1;
+    int n = lp_cli_run_traces(r->cmd, run, &traces), rc = LP_CLI_EXIT_INPUT;
     if (n <= 0)
         goto done;
     if (r->baseline_trace && n > 1) {
+        /* runs that cannot be compared */
         lp_cli_error(r->cmd, "--baseline compares one trace with one, and %s holds %d (ranks "
                              "or processes): report one of them against it, e.g. llmprof "
                              "report %s --baseline %s -o DIR", run, n, traces[0],
                      r->baseline);
-        rc = 2;
         goto done;
     }
     if (check_outputs(r, run, traces, n) != 0) {
-        rc = 2;
+        rc = LP_CLI_EXIT_USAGE;
         goto done;
     }
-    if (lp_cli_report_baseline(r) != 0)
+    if ((rc = lp_cli_report_baseline(r)) != 0)
         goto done;
+    rc = LP_CLI_EXIT_INPUT;
     if (!(summaries = calloc((size_t)n, sizeof *summaries)) ||
         (n > 1 && (!(ranks = calloc((size_t)n, sizeof *ranks)) ||
                    !(unread = calloc((size_t)n, sizeof *unread)) ||
@@ -693,7 +742,7 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
             continue;
         }
         if (one != 0) {
-            rc = one == -3 ? 2 : 1;
+            rc = one == -3 ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
             goto done;
         }
         n_read++;
@@ -756,12 +805,12 @@ int lp_cmd_report(int argc, char **argv)
     lp_cli_report_init(&r, "report");
     int rc = lp_cli_parse(&report_cmd, &r, argc, argv, NULL);
     if (rc != 0) {
-        rc = rc > 0 ? 0 : 2;
+        rc = rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     } else if (!r.run) {
         lp_cli_error("report", "which run? usage: llmprof report RUN [options]");
-        rc = 2;
-    } else {
-        rc = lp_cli_report_prepare(&r) != 0 ? 2 : lp_cli_report_run(&r, r.run);
+        rc = LP_CLI_EXIT_USAGE;
+    } else if ((rc = lp_cli_report_prepare(&r)) == 0) {
+        rc = lp_cli_report_run(&r, r.run);
     }
     lp_cli_report_free(&r);
     return rc;

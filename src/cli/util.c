@@ -185,7 +185,7 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
         return -1;
     }
     if (lp_cli_run_check(cmd, run) != 0)
-        return -2;
+        return -1;
     if (!S_ISDIR(st.st_mode)) {
         char **v = malloc(sizeof *v);
         if (!v || !(v[0] = strdup(run))) {

@@ -11,15 +11,13 @@ void lp_cli_workload_init(struct lp_cli_workload *g)
     lp_workload_defaults(&g->w);
 }
 
-/* "A, B ... or Z": the names NAME gives for 0 .. N - 1 */
-static void names_or(char *buf, size_t len, int n, const char *(*name)(int))
+/* the names NAME gives for 0 .. N - 1 (at most MAX), into NAMES: how many */
+static size_t names_of(const char **names, size_t max, int n, const char *(*name)(int))
 {
-    size_t o = 0;
-    buf[0] = 0;
-    for (int k = 0; k < n && o < len; k++) {
-        int w = snprintf(buf + o, len - o, "%s%s", !k ? "" : k + 1 < n ? ", " : " or ", name(k));
-        o += w > 0 ? (size_t)w : 0;
-    }
+    size_t k = 0;
+    for (; k < max && (int)k < n; k++)
+        names[k] = name((int)k);
+    return k;
 }
 
 static const char *dtype_at(int k) { return lp_dtype_name((enum lp_dtype)k); }
@@ -29,10 +27,8 @@ static int parse_dtype(const char *cmd, const char *opt, const char *v, enum lp_
 {
     if (v && lp_dtype_parse(v, d) == LP_OK)
         return 0;
-    char names[128];
-    names_or(names, sizeof names, LP_DTYPE_COUNT, dtype_at);
-    lp_cli_error(cmd, "%s takes %s, not '%s'", opt, names, v ? v : "(nothing)");
-    return -1;
+    const char *names[32];
+    return lp_cli_bad_value(cmd, opt, v, names, names_of(names, 32, LP_DTYPE_COUNT, dtype_at));
 }
 
 int lp_cli_opt_dtype(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
@@ -61,10 +57,9 @@ int lp_cli_opt_prefill_logits(const struct lp_cli_opt *o, void *value, const cha
 {
     (void)o;
     struct lp_cli_workload *g = value;
-    if (!arg || (strcmp(arg, "all") && strcmp(arg, "last"))) {
-        lp_cli_error(cmd, "%s takes all or last", opt);
-        return -1;
-    }
+    static const char *const values[] = {"all", "last"};
+    if (!arg || (strcmp(arg, "all") && strcmp(arg, "last")))
+        return lp_cli_bad_value(cmd, opt, arg, values, 2);
     g->w.prefill_logits_all = !strcmp(arg, "all");
     g->prefill_logits_set = 1;
     return 0;
@@ -81,10 +76,9 @@ int lp_cli_opt_vision(const struct lp_cli_opt *o, void *value, const char *cmd, 
             g->w.vision_mode = (enum lp_vision_mode)k;
             return 0;
         }
-    char names[128];
-    names_or(names, sizeof names, LP_VISION_MODE_GUNDAM + 1, vision_mode_at);
-    lp_cli_error(cmd, "%s takes %s, not '%s'", opt, names, arg ? arg : "(nothing)");
-    return -1;
+    const char *names[32];
+    return lp_cli_bad_value(cmd, opt, arg, names,
+                            names_of(names, 32, LP_VISION_MODE_GUNDAM + 1, vision_mode_at));
 }
 
 int lp_cli_opt_tiles(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,

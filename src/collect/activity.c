@@ -15,6 +15,7 @@
 #include "convert.h"
 #include "cupti_api.h"
 #include "launch.h"
+#include "llmprof/envconfig.h"
 #include "log.h"
 #include "sink.h"
 
@@ -398,24 +399,26 @@ static void device_buffers(void)
     static const struct {
         CUpti_ActivityAttribute attr;
         size_t offset;
-        const char *key, *env;
+        const char *key;
+        enum lp_envconfig_var var;
     } attrs[] = {
         /* the limit first: a context makes fewer buffers at its creation than it */
         {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT,
          offsetof(struct lp_activity_options, device_buffer_limit),
-         "cupti_device_buffer_limit", "LLMPROF_DEVICE_BUFFER_LIMIT"},
+         "cupti_device_buffer_limit", LP_ENVCONFIG_VAR_DEVICE_BUFFER_LIMIT},
         {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE,
          offsetof(struct lp_activity_options, device_buffer_bytes),
-         "cupti_device_buffer_bytes", "LLMPROF_DEVICE_BUFFER_KB"},
+         "cupti_device_buffer_bytes", LP_ENVCONFIG_VAR_DEVICE_BUFFER_KB},
         {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
          offsetof(struct lp_activity_options, device_buffers), "cupti_device_buffers",
-         "LLMPROF_DEVICE_BUFFERS"},
+         LP_ENVCONFIG_VAR_DEVICE_BUFFERS},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
         size_t v = *(const size_t *)((const char *)&opts + attrs[i].offset), size = sizeof v;
         if (v && lp_attach_attribute(attrs[i].attr, size, &v) != CUPTI_SUCCESS)
             lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                            "CUPTI refused %s=%zu: its default is kept", attrs[i].env,
+                            "CUPTI refused %s=%zu: its default is kept",
+                            lp_envconfig_name(attrs[i].var),
                             attrs[i].attr == CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE ? v / 1024
                                                                                      : v);
         size_t now = 0;

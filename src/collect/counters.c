@@ -17,6 +17,7 @@
 
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "dlbind.h"
 #include "log.h"
@@ -411,8 +412,9 @@ void lp_counters_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
 
 void lp_counters_start(CUpti_SubscriberHandle subscriber)
 {
-    const char *want = getenv("LLMPROF_COUNTERS");
-    if (!want || !*want || !strcmp(want, "0"))
+    const struct lp_envconfig *cfg = lp_config_get();
+    const char *want = cfg->counters; /* NULL: unset, empty or "0" */
+    if (!want)
         return;
     if (!lp_cupti.RangeProfilerEnable || !lp_cupti.ProfilerHostInitialize ||
         !lp_cupti.RangeProfilerCounterDataGetRangeInfo || !lp_cupti.ProfilerInitialize ||
@@ -435,9 +437,7 @@ void lp_counters_start(CUpti_SubscriberHandle subscriber)
                         err);
         return;
     }
-    const char *pattern = getenv("LLMPROF_COUNTER_RANGES");
-    if (!pattern || !*pattern)
-        pattern = "^(prefill|decode|vision|generate)";
+    const char *pattern = cfg->counter_ranges; /* the table's default when unset */
     int rc = regcomp(&c.re, pattern, REG_EXTENDED | REG_ICASE | REG_NOSUB);
     if (rc != 0) {
         regerror(rc, &c.re, err, sizeof err);
@@ -445,11 +445,7 @@ void lp_counters_start(CUpti_SubscriberHandle subscriber)
                         "LLMPROF_COUNTER_RANGES '%.200s': %s", pattern, err);
         return;
     }
-    double per = 0;
-    const char *pp = getenv("LLMPROF_COUNTER_SEGMENTS");
-    if (pp && *pp)
-        per = strtod(pp, NULL);
-    c.per_pass = per >= 2 && per <= 65536 ? (size_t)per : 512;
+    c.per_pass = (size_t)cfg->counter_segments; /* 2-65536 */
     const struct lp_dl_sym driver[] = {
         LP_DL_SYM(cuCtxGetCurrent_p, "cuCtxGetCurrent", 0),
         LP_DL_SYM(cuCtxGetDevice_p, "cuCtxGetDevice", 0),

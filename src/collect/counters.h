@@ -9,8 +9,9 @@
 
 #include <cupti.h>
 
-/* Reads LLMPROF_COUNTERS (tensor dtypes, lp_counter_parse_dtypes; or "1" for the default) and LLMPROF_COUNTER_RANGES (a
- * POSIX extended regex, case-insensitive) and subscribes to the NVTX range callbacks of
+/* Acts on LLMPROF_COUNTERS (tensor dtypes, lp_counter_parse_dtypes; or "1" for the default),
+ * LLMPROF_COUNTER_RANGES (a POSIX extended regex, case-insensitive) and
+ * LLMPROF_COUNTER_SEGMENTS, as config.h holds them, and subscribes to the NVTX range callbacks of
  * SUBSCRIBER. Nothing is measured until the first matching range opens. */
 void lp_counters_start(CUpti_SubscriberHandle subscriber);
 /* The subscriber's callback for the NVTX and resource domains (inject.c dispatches). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "dlbind.h"
 #include "log.h"
 
@@ -23,8 +24,8 @@ static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcu
 
 static void *try_open(void)
 {
-    const char *forced = getenv("LLMPROF_CUPTI_PATH");
-    if (forced && *forced)
+    const char *forced = lp_config_get()->cupti_path;
+    if (forced)
         return dlopen(forced, RTLD_NOW | RTLD_GLOBAL);
     for (size_t i = 0; i < sizeof sonames / sizeof *sonames; i++) {
         void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "config.h"
 #include "dlbind.h"
 #include "log.h"
 #include "queue.h"
@@ -615,8 +616,7 @@ GEMM_ENTRY_LIST(GEMM_WRAPPER)
 
 void lp_gemm_start(void (*notify)(void))
 {
-    const char *v = getenv("LLMPROF_GEMM");
-    if (v && !strcmp(v, "0")) {
+    if (!lp_config_get()->gemm) {
         lp_sink_set_meta("gemm", "off (LLMPROF_GEMM=0)");
         return;
     }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* Starts recording (after the sink is open). NOTIFY wakes the flusher when the queue fills
- * up. Reads LLMPROF_GEMM (0: off) and the user's CUBLASLT_LOG_* settings. */
+ * up. Acts on LLMPROF_GEMM (0: off; config.h) and the user's CUBLASLT_LOG_* settings. */
 void lp_gemm_start(void (*notify)(void));
 /* Moves queued records to the sink; the flusher's thread. */
 void lp_gemm_drain(void);

@@ -13,6 +13,7 @@
 
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "log.h"
 #include "queue.h"
@@ -109,8 +110,7 @@ void CUPTIAPI lp_graph_callback(void *userdata, CUpti_CallbackDomain domain,
 
 void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void))
 {
-    const char *v = getenv("LLMPROF_GRAPH_NODES");
-    if (v && !strcmp(v, "0")) {
+    if (!lp_config_get()->graph_nodes) {
         lp_sink_set_meta("graph_nodes", "off (LLMPROF_GRAPH_NODES=0)");
         return;
     }

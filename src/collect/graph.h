@@ -10,8 +10,8 @@
 void CUPTIAPI lp_graph_callback(void *userdata, CUpti_CallbackDomain domain,
                                 CUpti_CallbackId cbid, const void *data);
 /* Enables the graph callbacks on SUBSCRIBER (NULL: none held, then nothing is recorded and
- * the trace says why). NOTIFY wakes the flusher when the queue fills up. Reads
- * LLMPROF_GRAPH_NODES (0: off). */
+ * the trace says why). NOTIFY wakes the flusher when the queue fills up. Acts on
+ * LLMPROF_GRAPH_NODES (0: off; config.h). */
 void lp_graph_start(CUpti_SubscriberHandle subscriber, void (*notify)(void));
 /* Moves queued records to the sink; the flusher's thread. */
 void lp_graph_drain(void);

@@ -3,17 +3,10 @@
  * (NVTX_INJECTION64_PATH), which is forwarded to the CUPTI the process uses. Everything
  * here fails open: a problem becomes a warning and a loss record, never an abort.
  *
- * Configuration (set by `llmprof record`): LLMPROF_OUT (run directory), LLMPROF_LIGHT,
- * LLMPROF_NVML_HZ, LLMPROF_FLUSH_MS, LLMPROF_BUFFER_KB, LLMPROF_MAX_BUFFERS, LLMPROF_QUIET,
- * LLMPROF_CUPTI_PATH, LLMPROF_NVML_PATH, LLMPROF_KINDS, LLMPROF_COUNTERS,
- * LLMPROF_COUNTER_RANGES, LLMPROF_COUNTER_SEGMENTS, LLMPROF_PM_SAMPLING, LLMPROF_PM_BUFFER_MB,
- * LLMPROF_CAPTURE, LLMPROF_GRAPHS, LLMPROF_LAUNCH,
- * LLMPROF_DEVICE_BUFFER_KB, LLMPROF_DEVICE_BUFFER_LIMIT, LLMPROF_DEVICE_BUFFERS,
- * LLMPROF_FINALIZE
- * (docs/collector.md). */
+ * Configuration: the LLMPROF_* environment (set by `llmprof record`), read once at the start
+ * (config.h; the table of variables: llmprof/envconfig.h, docs/collector.md). */
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +17,7 @@
 #include "activity.h"
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "counters.h"
 #include "cupti_api.h"
 #include "gemm.h"
@@ -47,40 +41,6 @@ static pthread_t flusher;
 static int flusher_running, flusher_stop;
 static pthread_mutex_t flusher_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flusher_cv;
-
-static double env_double(const char *name, double def)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return def;
-    char *end = NULL;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (errno || *end || !isfinite(d) || d < 0) { /* nan and inf: no value to cast */
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a non-negative number",
-                        name, v);
-        return def;
-    }
-    return d;
-}
-
-/* A whole count from the environment, at most MAX (past it: warned, DEF): casting a larger
- * double to an integer is undefined. */
-static size_t env_count(const char *name, size_t def, size_t max)
-{
-    double d = env_double(name, (double)def);
-    if (d != floor(d)) { /* 0.5 would be cut to 0 */
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: not a whole number", name,
-                        getenv(name));
-        return def;
-    }
-    if (d > (double)max) {
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring %s=%s: more than %zu", name,
-                        getenv(name), max);
-        return def;
-    }
-    return (size_t)d;
-}
 
 static int wakeup_pending;
 
@@ -207,14 +167,14 @@ static void point_nvtx_here(void)
 static void init(void)
 {
     owner_pid = getpid();
-    lp_collect_set_quiet(env_double("LLMPROF_QUIET", 0) > 0);
-    const char *dir = getenv("LLMPROF_OUT");
-    if (!dir || !*dir)
-        dir = ".";
+    lp_config_load();
+    const struct lp_envconfig *cfg = lp_config_get();
+    lp_collect_set_quiet(cfg->quiet);
+    const char *dir = cfg->out;
     char cupti_err[512] = "";
     int cupti_ok = lp_cupti_load(cupti_err, sizeof cupti_err) == 0;
     /* light: NVTX, counters and NVML; no per-kernel, copy or API records */
-    int light = env_double("LLMPROF_LIGHT", 0) > 0;
+    int light = cfg->light;
     lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
     lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
     lp_sink_set_meta("mode", light ? "light" : "default");
@@ -223,9 +183,11 @@ static void init(void)
     if (!light)
         lp_window_mode(&capture);
     int windowed = capture.mode != LP_CAPTURE_MODE_ALL;
-    lp_sink_set_meta("capture", windowed ? getenv("LLMPROF_CAPTURE") : "all");
+    lp_sink_set_meta("capture", windowed ? cfg->capture : "all");
     char err[512];
-    if (lp_sink_open(dir, err, sizeof err) != 0) {
+    int opened = lp_sink_open(dir, err, sizeof err) == 0;
+    lp_config_warn(); /* the bad values, into the trace when it opened */
+    if (!opened) {
         fprintf(stderr, "llmprof: warning: %s; nothing will be recorded for process %ld\n", err,
                 (long)owner_pid);
         return;
@@ -239,36 +201,26 @@ static void init(void)
     } else {
         struct lp_activity_options ao = {
             .kinds = light ? LP_KINDS_LIGHT : LP_KINDS_DEFAULT,
-            .buffer_bytes = env_count("LLMPROF_BUFFER_KB", 4096, 1u << 20) * 1024,
-            .max_buffers = (unsigned)env_count("LLMPROF_MAX_BUFFERS", 64, 1u << 16),
-            .subscribe = env_double("LLMPROF_SUBSCRIBE", 1) > 0,
+            .buffer_bytes = (size_t)cfg->buffer_kb * 1024,
+            .max_buffers = (unsigned)cfg->max_buffers,
+            .subscribe = cfg->subscribe,
             .callback = on_callback,
             .windowed = windowed,
             /* CUPTI's device buffers: its defaults unless asked (docs/collector.md) */
-            .device_buffer_bytes = env_count("LLMPROF_DEVICE_BUFFER_KB", 0, 1u << 20) * 1024,
-            .device_buffer_limit = env_count("LLMPROF_DEVICE_BUFFER_LIMIT", 0, 100000),
-            .device_buffers = env_count("LLMPROF_DEVICE_BUFFERS", 0, 10000),
+            .device_buffer_bytes = (size_t)cfg->device_buffer_kb * 1024,
+            .device_buffer_limit = (size_t)cfg->device_buffer_limit,
+            .device_buffers = (size_t)cfg->device_buffers,
+            /* CUDA graph replays: whole (default) or node by node */
+            .graph_replays = cfg->graphs != LP_ENVCONFIG_GRAPHS_NODE,
         };
-        if (ao.buffer_bytes < 64 * 1024)
-            ao.buffer_bytes = 64 * 1024;
-        if (ao.max_buffers < 2)
-            ao.max_buffers = 2;
-        const char *kinds = getenv("LLMPROF_KINDS");
         char kerr[256];
         unsigned chosen = 0;
-        if (kinds && *kinds) {
-            if (lp_kinds_parse(kinds, &chosen, kerr, sizeof kerr) == 0)
+        if (cfg->kinds) {
+            if (lp_kinds_parse(cfg->kinds, &chosen, kerr, sizeof kerr) == 0)
                 ao.kinds = chosen;
             else
                 lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_KINDS: %s", kerr);
         }
-        /* CUDA graph replays: whole (default) or node by node */
-        const char *graphs = getenv("LLMPROF_GRAPHS");
-        ao.graph_replays = !graphs || !*graphs || strcmp(graphs, "node") != 0;
-        if (graphs && *graphs && strcmp(graphs, "node") && strcmp(graphs, "replay"))
-            lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
-                            "ignoring LLMPROF_GRAPHS=%s (replay or node): replays are recorded "
-                            "whole", graphs);
         lp_sink_set_meta_u64("kinds", ao.kinds);
         lp_activity_set_notify(wake_flusher);
         int act = lp_activity_start(&ao);
@@ -288,11 +240,9 @@ static void init(void)
             lp_pmsample_start(sub);
             /* finalizing between windows (record --finalize): not with counters, which it
              * would end, and only where a first graph would be seen (docs/collector.md) */
-            const char *counters = getenv("LLMPROF_COUNTERS"), *pm = getenv("LLMPROF_PM_SAMPLING");
-            int finalize = windowed && env_double("LLMPROF_FINALIZE", 0) > 0;
+            int finalize = windowed && cfg->finalize;
             int can = finalize && lp_attach_can_renew() && !lp_activity_graphs_seen() &&
-                      (!counters || !*counters || !strcmp(counters, "0")) &&
-                      (!pm || !*pm || !strcmp(pm, "0")) && lp_launch_via_callbacks() &&
+                      !cfg->counters && cfg->pm_sampling_us == 0 && lp_launch_via_callbacks() &&
                       lp_nvtx_watch(sub) == 0;
             if (finalize && !can)
                 lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0,
@@ -303,7 +253,7 @@ static void init(void)
             lp_window_allow_renew(can);
             static const lp_window_switch switches[] = {
                 lp_activity_set_recording, lp_launch_set_recording, lp_gemm_set_recording, NULL};
-            lp_window_start(sub, &capture, getenv("LLMPROF_CAPTURE"), switches);
+            lp_window_start(sub, &capture, cfg->capture, switches);
         } else {
             lp_sink_set_meta("graph_nodes", "off: CUPTI activity could not be enabled for llmprof "
                                             "(see the warnings)");
@@ -312,12 +262,9 @@ static void init(void)
         point_nvtx_here();
     }
     lp_gemm_start(wake_flusher);
-    double hz = env_double("LLMPROF_NVML_HZ", 20);
-    if (hz > 0)
-        lp_nvml_start(hz);
-    flush_ms = (unsigned)env_double("LLMPROF_FLUSH_MS", 500);
-    if (flush_ms < 10)
-        flush_ms = 10;
+    if (cfg->nvml_hz > 0)
+        lp_nvml_start(cfg->nvml_hz);
+    flush_ms = (unsigned)cfg->flush_ms; /* at least 10, at most UINT_MAX: the table's bounds */
     lp_sink_set_meta_u64("flush_ms", flush_ms);
     if (pthread_create(&flusher, NULL, flush_loop, NULL) == 0)
         flusher_running = 1;

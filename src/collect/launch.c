@@ -10,6 +10,7 @@
 
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "log.h"
 #include "queue.h"
@@ -323,11 +324,11 @@ int lp_launch_start(CUpti_SubscriberHandle sub, int windowed, void (*notify)(voi
     for (int s = RT; s <= DRV; s++)
         for (uint32_t cbid = 1; cbid < MAX_CBID; cbid++)
             n_traced[s] += traced[s][cbid];
-    const char *how = getenv("LLMPROF_LAUNCH");
-    int activity = how && !strcmp(how, "activity");
+    int how = lp_config_get()->launch;
+    int activity = how == LP_ENVCONFIG_LAUNCH_ACTIVITY;
     /* LLMPROF_LAUNCH=driver: the driver's calls only (the runtime's make them), two callbacks
      * per runtime launch instead of four; records then name the driver's calls */
-    int driver_only = how && !strcmp(how, "driver");
+    int driver_only = how == LP_ENVCONFIG_LAUNCH_DRIVER;
     if (driver_only) {
         memset(traced[RT], 0, sizeof traced[RT]);
         n_traced[RT] = 0;

@@ -14,6 +14,7 @@
 
 #include "activity.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "dlbind.h"
 #include "log.h"
@@ -88,8 +89,8 @@ static int bind_nvml(void)
         LP_DL_SYM(nv.DeviceGetCurrentClocksEventReasons,
                   "nvmlDeviceGetCurrentClocksThrottleReasons", 0),
     };
-    const char *path = getenv("LLMPROF_NVML_PATH"); /* tests force a missing NVML */
-    void *h = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    const char *path = lp_config_get()->nvml_path; /* tests force a missing NVML */
+    void *h = dlopen(path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return -1;
     return lp_dl_bind(h, LP_DL_FALLBACK_NONE, syms, sizeof syms / sizeof *syms) ? -1 : 0;

@@ -18,6 +18,7 @@
 
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "log.h"
 #include "metric_config.h"
@@ -384,16 +385,10 @@ void lp_pmsample_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
 
 void lp_pmsample_start(CUpti_SubscriberHandle subscriber)
 {
-    const char *want = getenv("LLMPROF_PM_SAMPLING");
-    if (!want || !*want || !strcmp(want, "0"))
+    const struct lp_envconfig *cfg = lp_config_get();
+    double us = cfg->pm_sampling_us; /* 0 (off) or 10-100000 */
+    if (us == 0)
         return;
-    char *end = NULL;
-    double us = strtod(want, &end);
-    if (*end || !(us >= 10 && us <= 100000)) {
-        lp_collect_warn(LP_LOSS_SOURCE_PM, 0, "PM sampling off: LLMPROF_PM_SAMPLING=%.40s is not "
-                        "an interval from 10 to 100000 microseconds", want);
-        return;
-    }
     if (!lp_cupti.PmSamplingEnable || !lp_cupti.PmSamplingCounterDataGetSampleInfo ||
         !lp_cupti.ProfilerHostInitialize || !lp_cupti.ProfilerHostEvaluateToGpuValues ||
         !lp_cupti.ProfilerInitialize || !lp_cupti.DeviceGetChipName || !lp_cupti.GetDeviceId) {
@@ -407,16 +402,7 @@ void lp_pmsample_start(CUpti_SubscriberHandle subscriber)
                         "for the context callbacks");
         return;
     }
-    const char *mb = getenv("LLMPROF_PM_BUFFER_MB");
-    double buf = 64;
-    if (mb && *mb) {
-        buf = strtod(mb, &end);
-        if (*end || !(buf >= 1 && buf <= 4096)) {
-            lp_collect_warn(LP_LOSS_SOURCE_PM, 0, "ignoring LLMPROF_PM_BUFFER_MB=%.40s: not a "
-                            "size from 1 to 4096 MiB; 64 MiB is used", mb);
-            buf = 64;
-        }
-    }
+    double buf = cfg->pm_buffer_mb; /* 1-4096 */
     p.interval_ns = (uint64_t)(us * 1000);
     p.hw_bytes = (size_t)buf << 20;
     /* room for eight decode periods: a late decode does not fill the image */

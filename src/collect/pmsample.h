@@ -8,9 +8,9 @@
 
 #include <cupti.h>
 
-/* Reads LLMPROF_PM_SAMPLING (interval in microseconds; unset or 0: off) and
- * LLMPROF_PM_BUFFER_MB, and subscribes to context creation on SUBSCRIBER: sampling starts
- * on the device of the first context. */
+/* Acts on LLMPROF_PM_SAMPLING (interval in microseconds; unset or 0: off) and
+ * LLMPROF_PM_BUFFER_MB (config.h), and subscribes to context creation on SUBSCRIBER:
+ * sampling starts on the device of the first context. */
 void lp_pmsample_start(CUpti_SubscriberHandle subscriber);
 /* The subscriber's callback for the resource domain (inject.c dispatches). */
 void lp_pmsample_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data);

@@ -47,6 +47,7 @@
 #include "activity.h"
 #include "attach.h"
 #include "clock.h"
+#include "config.h"
 #include "cupti_api.h"
 #include "dlbind.h"
 #include "launch.h"
@@ -121,7 +122,7 @@ static CUresult (*cuCtxSynchronize_p)(void);
 void lp_window_mode(struct lp_capture_spec *s)
 {
     char err[512];
-    if (lp_capture_parse(getenv("LLMPROF_CAPTURE"), s, err, sizeof err) != 0) {
+    if (lp_capture_parse(lp_config_get()->capture, s, err, sizeof err) != 0) {
         lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_CAPTURE: %s; everything "
                         "is recorded", err);
         memset(s, 0, sizeof *s);
@@ -424,14 +425,7 @@ void lp_window_renew_point(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, c
 void lp_window_allow_renew(int allowed)
 {
     renew_allowed = allowed;
-    const char *after = getenv("LLMPROF_FINALIZE_AFTER_MS");
-    char *end = NULL;
-    long ms = after && *after ? strtol(after, &end, 10) : -1;
-    if (ms >= 0 && ms <= 3600000 && end && !*end)
-        renew_after_ms = (unsigned)ms;
-    else if (after && *after)
-        lp_collect_warn(LP_LOSS_SOURCE_COLLECTOR, 0, "ignoring LLMPROF_FINALIZE_AFTER_MS=%s: "
-                        "not a whole number of milliseconds up to 3600000", after);
+    renew_after_ms = (unsigned)lp_config_get()->finalize_after_ms; /* at most 3600000 */
 }
 
 /* On a program's thread, at a traced call or NVTX range: kernel activity off once the closed

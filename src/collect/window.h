@@ -6,9 +6,10 @@
 #define LP_COLLECT_WINDOW_H
 
 #include <cupti.h>
-#include <llmprof/capture.h>
+#include "llmprof/capture.h"
 
-/* LLMPROF_CAPTURE, parsed into *SPEC; a bad value is warned about and read as all. */
+/* LLMPROF_CAPTURE (config.h), parsed into *SPEC; a bad value is warned about and read as
+ * all. */
 void lp_window_mode(struct lp_capture_spec *spec);
 /* The subscriber's callback (profiler API calls). */
 void CUPTIAPI lp_window_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
@@ -21,9 +22,10 @@ typedef int (*lp_window_switch)(int on);
  * open: then everything is switched on and recorded, and the trace says so. */
 void lp_window_start(CUpti_SubscriberHandle subscriber, const struct lp_capture_spec *spec,
                      const char *text, const lp_window_switch *switches);
-/* Whether CUPTI may be finalized and set up again between windows (before lp_window_start):
- * the caller knows that nothing a finalize ends is in use (hardware counters) and that
- * every launch's correlation id is seen (lp_launch_new_epoch). */
+/* Whether CUPTI may be finalized and set up again between windows (before lp_window_start),
+ * LLMPROF_FINALIZE_AFTER_MS (config.h) after a window closed: the caller knows that nothing a
+ * finalize ends is in use (hardware counters) and that every launch's correlation id is seen
+ * (lp_launch_new_epoch). */
 void lp_window_allow_renew(int allowed);
 /* The subscriber's callback, last: where a pending finalize happens (a traced runtime
  * call's exit with no NVTX range open). */

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/compare.h"
+#include "llmprof/deep.h"
 
 #define LP_REPORT_SCHEMA "llmprof-report/2"
 
@@ -36,6 +38,8 @@ const char *lp_text_gemm_hint_key(int bit);
  * cause's key for report.json. */
 void lp_text_excess(const struct lp_stage_counters *k, char *buf, size_t len);
 const char *lp_text_excess_key(int bit);
+/* why no prefill or decode was found (enum lp_llm_why_not) */
+const char *lp_text_why_not(const struct lp_run *r);
 /* the trace's GEMM capture state, or why it was not recorded */
 const char *lp_text_gemm_state(const struct lp_run *r);
 /* the utilisation note: the assumptions of MFU and MBU, or why they are missing */

@@ -249,7 +249,10 @@ static int run_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_r
     snprintf(version, sizeof version, "%u.%u", t->version_major, t->version_minor);
     TABLE("traces", 7, {
         i64(&q, id); text(&q, path); text(&q, version); i64(&q, t->complete);
-        u64v(&q, t->n_records); u64v(&q, r->first_ns); u64v(&q, r->last_ns); row(&q);
+        u64v(&q, t->n_records);
+        u64v(&q, r->timeline.first_ns);
+        u64v(&q, r->timeline.last_ns);
+        row(&q);
     });
     TABLE("meta", 3, {
         for (size_t i = 0; i < t->n_meta; i++) {

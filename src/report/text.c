@@ -261,8 +261,8 @@ static void prefill_low_mfu(const struct lp_run *r, const struct lp_finding *f,
     if (!r->kernels_recorded) { /* --light: no kernel shares to read */
         PUT(advice, "Record without --light to see which kernels take the prefill's time.");
         PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s) over its wall time",
-            s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
-            lp_dtype_name(r->dtype));
+            s->name, 100 * s->mfu, s->achieved_tflops, r->util.gpu.tflops[r->util.dtype],
+            lp_dtype_name(r->util.dtype));
         return;
     }
     switch (f->reason) {
@@ -307,8 +307,8 @@ static void prefill_low_mfu(const struct lp_run *r, const struct lp_finding *f,
     }
     PUT(evidence, "%s: MFU %.1f %% (%.1f of %.0f TFLOP/s %s), GEMM share %.1f %% of its "
                   "GPU time, GPU busy %.1f %%",
-        s->name, 100 * s->mfu, s->achieved_tflops, r->gpu.tflops[r->dtype],
-        lp_dtype_name(r->dtype), 100 * cat[LP_KCAT_GEMM], 100 * s->busy_share);
+        s->name, 100 * s->mfu, s->achieved_tflops, r->util.gpu.tflops[r->util.dtype],
+        lp_dtype_name(r->util.dtype), 100 * cat[LP_KCAT_GEMM], 100 * s->busy_share);
 }
 
 static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
@@ -323,7 +323,7 @@ static void stage_finding(const struct lp_run *r, const struct lp_finding *f,
                     "(GEMV-shaped GEMMs, attention over the KV cache), weight-only quantisation, "
                     "or a larger batch.");
         PUT(evidence, "%s: MBU %.1f %% (%.0f of %.0f GB/s), GPU busy %.1f %%", s->name,
-            100 * s->mbu, s->achieved_gbs, r->gpu.mem_bw_gbs, 100 * s->busy_share);
+            100 * s->mbu, s->achieved_gbs, r->util.gpu.mem_bw_gbs, 100 * s->busy_share);
         break;
     case LP_FINDING_PREFILL_LOW_MFU:
         prefill_low_mfu(r, f, t);
@@ -398,12 +398,12 @@ static void throttled(const struct lp_run *r, const struct lp_finding *f,
     size_t o = 0;
     for (int b = 0; b < LP_THROTTLE_BITS && o < sizeof ev; b++)
         if (f->throttle_bits & 1u << b)
-            o += (size_t)snprintf(ev + o, sizeof ev - o, "%s%s %.1f %% of samples",
-                                  o ? ", " : "", throttles[b].text, 100 * r->throttle_share[b]);
+            o += (size_t)snprintf(ev + o, sizeof ev - o, "%s%s %.1f %% of samples", o ? ", " : "",
+                                  throttles[b].text, 100 * r->power.throttle_share[b]);
     PUT(title, "Clocks were held back");
     PUT(advice, "Power cap or thermal limits lowered the clocks: compare the SM clock chart with "
                 "the maximum, check cooling and the power limit (nvidia-smi -q -d PERFORMANCE).");
-    PUT(evidence, "%s (NVML clock-event reasons over %zu samples)", ev, r->nvml_samples);
+    PUT(evidence, "%s (NVML clock-event reasons over %zu samples)", ev, r->power.samples);
 }
 
 void lp_text_finding(const struct lp_run *r, const struct lp_finding *f,
@@ -507,7 +507,7 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
     case LP_NOTE_GPU_GIVEN:
         put(buf, len, "the GPU named (%s) is not the one the trace recorded (%s): MFU, MBU and "
                       "the bounds use the named one's peaks",
-            r->gpu.name, r->trace && r->trace->n_devices
+            r->util.gpu.name, r->trace && r->trace->n_devices
                              ? lp_trace_str(r->trace, r->trace->devices[0].name)
                              : "none");
         break;
@@ -552,7 +552,7 @@ void lp_text_note(const struct lp_run *r, const struct lp_note *n, char *buf, si
         put(buf, len, "the vision projector's GEMMs ran %lld rows per request, but vision mode "
                       "%s projects %.0f: the mode (--vision, --tiles) is not the run's, and the "
                       "image and text tokens are off",
-            count, lp_vision_mode_name(r->vision_mode), n->value);
+            count, lp_vision_mode_name(r->util.vision_mode), n->value);
         break;
     default:
         break;
@@ -684,9 +684,25 @@ void lp_text_excess(const struct lp_stage_counters *k, char *buf, size_t len)
                          "are), on CUDA cores, or a config larger than the model run");
 }
 
+const char *lp_text_why_not(const struct lp_run *r)
+{
+    switch (r->llm.why_not) {
+    case LP_LLM_NO_SHAPES:
+        return "no NVTX range is named like a stage, and no GEMM shapes were recorded to infer "
+               "stages from";
+    case LP_LLM_NOT_LLM_SHAPES:
+        return "no NVTX range is named like a stage, and the GEMM shapes do not look like an "
+               "LLM's (decode steps running the prefill's weights)";
+    case LP_LLM_SERVING:
+        return "a serving loop: its prefills and decodes share forward passes";
+    default:
+        return "no stage range is a prefill or a decode";
+    }
+}
+
 const char *lp_text_gemm_state(const struct lp_run *r)
 {
-    return r->gemm_state[0] ? r->gemm_state
+    return r->gemm.state[0] ? r->gemm.state
                             : "not recorded (a trace of format 1.0, or an older --light)";
 }
 
@@ -694,15 +710,15 @@ const char *lp_text_gemm_state(const struct lp_run *r)
 
 void lp_text_util(const struct lp_run *r, char *buf, size_t len)
 {
-    const struct lp_workload *w = &r->util_workload;
-    switch (r->util_status) {
+    const struct lp_workload *w = &r->util.workload;
+    switch (r->util.status) {
     case LP_UTIL_NO_MODEL:
         put(buf, len, "MFU and MBU need the model: pass --model CONFIG.json");
         return;
     case LP_UTIL_NO_PEAK:
         put(buf, len, "GPU '%s' has no %s peak or bandwidth in the hardware table: pass --gpu "
                       "NAME, or --peak-tflops and --mem-bw",
-            r->gpu.name, lp_dtype_name(r->dtype));
+            r->util.gpu.name, lp_dtype_name(r->util.dtype));
         return;
     case LP_UTIL_NO_PREFILL:
         put(buf, len, "MFU and MBU need a prefill stage with a token count (its prompt sets the "
@@ -715,19 +731,19 @@ void lp_text_util(const struct lp_run *r, char *buf, size_t len)
         put(buf, len, "the model's %s over the measured time would be %.0f %% of the "
                       "GPU's peak %s (%s), which no run reaches: the tokens or batch (flags, "
                       "tokens= names) or the model given do not describe this run",
-            r->util_over_bytes ? "bytes" : "FLOPs", 100 * r->util_over,
-            r->util_over_bytes ? "bandwidth" : "compute",
-            r->util_over_what >= 0 && (size_t)r->util_over_what < r->n_stages
-                ? r->stages[r->util_over_what].name
+            r->util.over_bytes ? "bytes" : "FLOPs", 100 * r->util.over,
+            r->util.over_bytes ? "bandwidth" : "compute",
+            r->util.over_what >= 0 && (size_t)r->util.over_what < r->n_stages
+                ? r->stages[r->util.over_what].name
                 : "the request");
         return;
     case LP_UTIL_MODEL_REFUSED:
-        put(buf, len, "the model cannot run this workload: %s", r->util_error);
+        put(buf, len, "the model cannot run this workload: %s", r->util.error);
         return;
     case LP_UTIL_PROMPT_UNDER_SLOTS:
         put(buf, len, "the prefill's %lld tokens per sequence are fewer than the %lld image "
                       "slots of vision mode %s: pass the program's --vision mode (and --tiles)",
-            (long long)w->prompt, (long long)r->vision_tokens,
+            (long long)w->prompt, (long long)r->util.vision_tokens,
             lp_vision_mode_name(w->vision_mode));
         return;
     case LP_UTIL_OK:
@@ -738,19 +754,19 @@ void lp_text_util(const struct lp_run *r, char *buf, size_t len)
                                          [LP_LOGITS_LM_HEAD_SHAPE] =
                                              "the prefill's lm_head GEMM shape"};
     char images[96] = "";
-    if (r->vision_tokens > 0)
+    if (r->util.vision_tokens > 0)
         snprintf(images, sizeof images, " text tokens + %lld image slots (vision mode %s)",
-                 (long long)r->vision_tokens, lp_vision_mode_name(w->vision_mode));
+                 (long long)r->util.vision_tokens, lp_vision_mode_name(w->vision_mode));
     put(buf, len, "analytic FLOPs and bytes of llmprof model (%s) for batch %lld, prompt %lld%s, "
                   "%lld generated tokens (decode context %lld at the mean step), prefill logits "
                   "for %s (%s); bytes are lower bounds (weights read once per pass, KV once per "
                   "step); over the measured time of the stage occurrences; peaks of %s: %.0f "
                   "TFLOP/s dense %s, %.0f GB/s",
         r->opt.model->model_type, (long long)w->batch, (long long)w->prompt, images,
-        (long long)w->generated, (long long)r->util_decode_context,
+        (long long)w->generated, (long long)r->util.decode_context,
         w->prefill_logits_all ? "every prompt token" : "the last token",
-        logits[r->util_logits_source], r->gpu.name, r->gpu.tflops[r->dtype],
-        lp_dtype_name(r->dtype), r->gpu.mem_bw_gbs);
+        logits[r->util.logits_source], r->util.gpu.name, r->util.gpu.tflops[r->util.dtype],
+        lp_dtype_name(r->util.dtype), r->util.gpu.mem_bw_gbs);
 }
 
 /* ---- kernels in depth ---- */

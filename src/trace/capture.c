@@ -1,6 +1,6 @@
 /* record --capture's values (see capture.h). The range selection is read from the right, so
  * a regular expression may hold '@' and '/' as long as it does not end like a selection. */
-#include <llmprof/capture.h>
+#include "llmprof/capture.h"
 
 #include <ctype.h>
 #include <regex.h>

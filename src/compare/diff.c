@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_internal.h"
+#include "llmprof/compare.h"
 
 #define DEFAULT_MIN_CHANGE 0.02
 #define DEFAULT_SEED 0x6c6c6d70726f66ULL /* "llmprof" */
@@ -726,15 +726,15 @@ struct gacc {
 static int diff_gemms(struct lp_diff *d, const struct lp_run *const run[2], int *const map[2])
 {
     struct index x = {0};
-    size_t total = run[0]->n_gemms + run[1]->n_gemms;
+    size_t total = run[0]->gemm.n_rows + run[1]->gemm.n_rows;
     struct gacc *acc[2] = {calloc(total + 1, sizeof **acc), calloc(total + 1, sizeof **acc)};
     d->gemms = calloc(total + 1, sizeof *d->gemms);
     int rc = LP_ERR_NOMEM;
     if (!acc[0] || !acc[1] || !d->gemms)
         goto done;
     for (int r = 0; r < 2; r++) {
-        for (size_t i = 0; i < run[r]->n_gemms; i++) {
-            const struct lp_gemm_row *g = &run[r]->gemms[i];
+        for (size_t i = 0; i < run[r]->gemm.n_rows; i++) {
+            const struct lp_gemm_row *g = &run[r]->gemm.rows[i];
             if (g->stage < 0 || (size_t)g->stage >= run[r]->n_stages || map[r][g->stage] < 0)
                 continue;
             struct gprobe p = {d, &g->call, (size_t)map[r][g->stage]};
@@ -874,12 +874,12 @@ static int cmp_wshape(const void *x, const void *y)
 /* The weight shapes (the larger of m and n, and k) of R's GEMM rows, sorted and unique. */
 static struct wshape *weight_shapes(const struct lp_run *r, size_t *n)
 {
-    struct wshape *v = malloc((r->n_gemms + 1) * sizeof *v);
+    struct wshape *v = malloc((r->gemm.n_rows + 1) * sizeof *v);
     *n = 0;
     if (!v)
         return NULL;
-    for (size_t i = 0; i < r->n_gemms; i++) {
-        const struct lp_gemm *g = &r->gemms[i].call;
+    for (size_t i = 0; i < r->gemm.n_rows; i++) {
+        const struct lp_gemm *g = &r->gemm.rows[i].call;
         v[(*n)++] = (struct wshape){g->m > g->n ? g->m : g->n, g->k};
     }
     qsort(v, *n, sizeof *v, cmp_wshape);
@@ -966,9 +966,9 @@ int lp_diff_build(const struct lp_run *a, const struct lp_run *b,
             dist_value(&out->tpot[q], &a->llm.tpot, &b->llm.tpot, q, o, 1) != LP_OK ||
             dist_value(&out->itl[q], &a->llm.itl, &b->llm.itl, q, o, 1) != LP_OK)
             goto done;
-    out->mfu = single(a->has_util ? a->mfu : NAN, b->has_util ? b->mfu : NAN,
+    out->mfu = single(a->util.has ? a->util.mfu : NAN, b->util.has ? b->util.mfu : NAN,
                       LP_DIFF_BASIS_SINGLE, o->min_change, -1);
-    out->mbu = single(a->has_util ? a->mbu : NAN, b->has_util ? b->mbu : NAN,
+    out->mbu = single(a->util.has ? a->util.mbu : NAN, b->util.has ? b->util.mbu : NAN,
                       LP_DIFF_BASIS_SINGLE, o->min_change, -1);
     for (size_t s = 0; s < out->n_stages; s++)
         if (stage_figures(&out->stages[s], a, b, o) != LP_OK)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_internal.h"
+#include "llmprof/deep.h"
 
 #define DEFAULT_TOP 10
 #define DEFAULT_SHARE 0.05

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_internal.h"
-#include "sat.h"
+#include "llmprof/compare.h"
+#include "llmprof/sat.h"
 
 static char *dup_or_null(const char *s, int *failed)
 {
@@ -139,15 +139,15 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
     for (size_t i = 0; i < t->n_kernels; i++)
         if (t->kernels[i].end > t->kernels[i].start)
             k->kernel_ns = lp_sat_add(k->kernel_ns, t->kernels[i].end - t->kernels[i].start);
-    k->comm_kernels = r->comm_kernels;
-    k->comm_ns = r->comm_ns;
-    k->comm_overlap_ns = r->comm_overlap_ns;
-    k->comm_overlap_share = r->comm_overlap_share;
+    k->comm_kernels = r->comm.kernels;
+    k->comm_ns = r->comm.ns;
+    k->comm_overlap_ns = r->comm.overlap_ns;
+    k->comm_overlap_share = r->comm.overlap_share;
     /* its power only when the samples are of the GPU the row names */
-    int own = r->nvml_samples && r->nvml_device == (int)k->device;
-    k->nvml_samples = own ? r->nvml_samples : 0;
-    k->energy_j = own ? r->energy_j : NAN;
-    k->power_mean_w = own ? r->power_mean_w : NAN;
+    int own = r->power.samples && r->power.device == (int)k->device;
+    k->nvml_samples = own ? r->power.samples : 0;
+    k->energy_j = own ? r->power.energy_j : NAN;
+    k->power_mean_w = own ? r->power.mean_w : NAN;
     k->ttft_s = r->llm.ttft_s;
     k->tpot_s = r->llm.tpot_s;
     if (r->n_stages && !(k->stages = calloc(r->n_stages, sizeof *k->stages)))
@@ -162,14 +162,14 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
         k->n_stages = s + 1;
     }
     uint32_t *corr = NULL;
-    if (r->comm_kernels && (!(k->coll = malloc(r->comm_kernels * sizeof *k->coll)) ||
-                            !(corr = malloc(r->comm_kernels * sizeof *corr))))
+    if (r->comm.kernels && (!(k->coll = malloc(r->comm.kernels * sizeof *k->coll)) ||
+                            !(corr = malloc(r->comm.kernels * sizeof *corr))))
         failed = 1;
     for (size_t i = 0; corr && i < t->n_kernels; i++) {
         const struct lp_kernel *kn = &t->kernels[i];
         uint32_t g = r->kernel_group[i];
         if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
-            k->n_coll == r->comm_kernels)
+            k->n_coll == r->comm.kernels)
             continue;
         corr[k->n_coll] = kn->correlation;
         k->coll[k->n_coll++] = (struct lp_rank_coll){

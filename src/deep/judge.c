@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmprof/analyze.h"
-#include "llmprof/ncu.h"
+#include "llmprof/deep.h"
 #include "llmprof/status.h"
 
 static int has(const struct lp_ncu_kernel *k, enum lp_ncu_metric m)

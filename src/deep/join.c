@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmprof/ncu.h"
-#include "run_internal.h"
+#include "llmprof/deep.h"
 
 static int has(const struct lp_ncu_kernel *k, enum lp_ncu_metric m)
 {
@@ -148,9 +147,9 @@ static void figures(const struct lp_run *r, const struct lp_ncu_report *n, struc
     w->flops_per_s = counted && s > 0 ? flops / s : NAN;
     w->dram_bytes = has(k, LP_NCU_DRAM_BW) ? k->metric[LP_NCU_DRAM_BW] * s : NAN;
     w->intensity = counted && w->dram_bytes > 0 ? flops / w->dram_bytes : NAN;
-    double bw = r->gpu.mem_bw_gbs * 1e9;
-    if (w->peak_dtype >= 0 && r->gpu.tflops[w->peak_dtype] > 0 && bw > 0) {
-        w->peak_flops = r->gpu.tflops[w->peak_dtype] * 1e12;
+    double bw = r->util.gpu.mem_bw_gbs * 1e9;
+    if (w->peak_dtype >= 0 && r->util.gpu.tflops[w->peak_dtype] > 0 && bw > 0) {
+        w->peak_flops = r->util.gpu.tflops[w->peak_dtype] * 1e12;
         w->ridge = w->peak_flops / bw;
     }
     /* both units past 60 %: the roofline says which one the kernel's DRAM traffic and math
@@ -297,8 +296,9 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
     }
     d->ncu = ncu;
     r->deep = d;
+    r->deep_free = lp_run_deep_free;
     d->n_kernels = ncu->n_kernels;
-    d->mem_bw = r->gpu.mem_bw_gbs * 1e9;
+    d->mem_bw = r->util.gpu.mem_bw_gbs * 1e9;
     if (lp_deep_judge(ncu, &judged) != LP_OK)
         goto out;
     for (size_t g = 0; g < r->n_names; g++)

@@ -1,0 +1,305 @@
+/* llmprof's comparisons, built on the analysis of single runs (llmprof/analyze.h): the
+ * traces of one run side by side (ranks.c: ranks or independent processes, their waits in
+ * collectives) and two runs compared (diff.c: figures with their noise, kernels, GEMMs,
+ * operators, and a gate's rules on them). Facts and codes only. */
+#ifndef LLMPROF_COMPARE_H
+#define LLMPROF_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmprof/analyze.h"
+
+/* ---- several traces of one run: ranks, or independent processes (ranks.c) ---- */
+
+/* A stage of one rank, as its own analysis found it (measured occurrences). */
+struct lp_rank_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    size_t occurrences;
+    uint64_t wall_ns, busy_ns, gpu_ns;  /* summed over the occurrences */
+    uint64_t comm_ns, comm_overlap_ns;
+    uint64_t wait_ns;                   /* in collectives, waiting for the last rank (set by
+                                           lp_ranks_analyze; 0 when not compared) */
+};
+
+/* One communication kernel, for matching collectives across ranks. */
+struct lp_rank_coll {
+    uint64_t start, end;
+    uint64_t name_hash;                 /* of its full name */
+    int32_t stage;                      /* index into lp_rank.stages, -1 */
+    uint32_t stream;                    /* its stream's place among the rank's streams with
+                                           communication, by first launch (0, 1, ...): each
+                                           communicator has its own stream */
+};
+
+/* What the run report needs of one trace, kept after its analysis is freed. */
+struct lp_rank {
+    char *trace;                        /* the trace's file name */
+    int64_t rank, local_rank, world_size; /* from the launcher's variables; -1 unknown */
+    int64_t pid;                        /* -1 unknown */
+    char *host;                         /* NULL unknown */
+    uint32_t device;                    /* the CUDA ordinal most of its kernels ran on */
+    int has_uuid;
+    uint8_t uuid[16];                   /* that GPU's */
+    char *gpu_name;                     /* NULL unknown */
+    size_t kernels;                     /* kernel records, graph replays recorded whole among
+                                           them */
+    uint64_t kernel_ns;                 /* their summed durations */
+    size_t comm_kernels;
+    uint64_t comm_ns, comm_overlap_ns, wait_ns;
+    double comm_overlap_share;          /* NaN without communication */
+    double energy_j, power_mean_w;      /* its GPU over the run, NVML; NaN: no samples of it */
+    size_t nvml_samples;
+    double ttft_s, tpot_s;              /* medians; 0 not measured */
+    struct lp_rank_stage *stages;       /* the analysis's stages, in its order */
+    size_t n_stages;
+    struct lp_rank_coll *coll;          /* by start */
+    size_t n_coll;
+};
+
+/* Keeps what R says of the run report's figures in OUT (TRACE_PATH names it). LP_OK or
+ * LP_ERR_NOMEM (OUT then empty). */
+int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank *out);
+void lp_rank_free(struct lp_rank *k);
+
+/* A stage across the ranks that have it: its wall and GPU busy time per rank. */
+struct lp_ranks_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    size_t n;                           /* ranks with it */
+    double wall_min, wall_median, wall_max; /* ns; NaN for work outside every stage */
+    double busy_min, busy_median, busy_max;
+    double wall_spread;                 /* (max - min) / median; NaN with one rank */
+    size_t slowest;                     /* index into lp_ranks.ranks of the longest wall;
+                                           SIZE_MAX none */
+    uint64_t comm_ns, comm_overlap_ns, wait_ns; /* summed over the ranks */
+    double comm_overlap_share;          /* NaN without communication */
+};
+
+/* Why waits in collectives were not computed (lp_ranks.waits 0). */
+enum lp_ranks_wait {
+    LP_RANKS_WAIT_DONE,
+    LP_RANKS_WAIT_NO_COMM,              /* no communication kernels on two ranks or more */
+    LP_RANKS_WAIT_HOSTS,                /* traces from several hosts: clocks not shared */
+    LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
+                                           with communication */
+};
+
+struct lp_ranks {
+    struct lp_rank *ranks;              /* by rank, then pid (owned) */
+    size_t n;
+    int one_host;                       /* every trace names the same host (or none does) */
+    enum lp_ranks_wait waits;
+    size_t coll_matched;                /* collectives matched across the ranks */
+    size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
+                                                unequally often */
+    size_t shared_gpus;                 /* ranks whose GPU another rank also used */
+    size_t duplicate_ranks;             /* traces claiming a rank an earlier one claims (two
+                                           processes with RANK=0: a launcher's environment
+                                           passed twice, or runs mixed in one directory) */
+    int64_t duplicate_rank;             /* the first such rank */
+    size_t kernels;                     /* over the ranks */
+    uint64_t kernel_ns, comm_ns, comm_overlap_ns, wait_ns;
+    double comm_overlap_share;          /* NaN without communication */
+    double wait_share;                  /* wait_ns of comm_ns; NaN unless waits were computed */
+    double energy_j;                    /* over the ranks' GPUs with samples (each GPU once) */
+    size_t energy_gpus;
+    struct lp_ranks_stage *stages;      /* by first appearance */
+    size_t n_stages;
+    /* the run's traces that could not be read, left out of all the above (set by the caller,
+       not owned) */
+    const struct lp_ranks_unread *unread;
+    size_t n_unread;
+};
+
+struct lp_ranks_unread {
+    const char *trace, *reason;
+};
+
+/* Compares RANKS (N of them, taken: freed with OUT, also on failure). LP_OK or
+ * LP_ERR_NOMEM. */
+int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out);
+void lp_ranks_free(struct lp_ranks *r);
+
+/* ---- two runs compared (diff.c) ---- */
+
+/* How a compared figure's noise is known. */
+enum lp_diff_basis {
+    LP_DIFF_BASIS_BOOTSTRAP,      /* per-step or per-request values: a block bootstrap of the
+                                     quantile in each run, the change's 2.5-97.5 % range */
+    LP_DIFF_BASIS_MEANS,          /* per-call or per-occurrence values known by their mean,
+                                     deviation and count: a normal interval of the ratio */
+    LP_DIFF_BASIS_SINGLE,         /* one value per run (derived, analytic, or from NVML) */
+    LP_DIFF_BASIS_COUNTED,        /* counted: exact, no noise */
+};
+
+enum lp_diff_verdict {
+    LP_DIFF_VERDICT_MISSING,      /* not measured in one run or both */
+    LP_DIFF_VERDICT_SAME,         /* no change: the interval holds 0, or the change is under
+                                     the least change that counts (lp_diff_options) */
+    LP_DIFF_VERDICT_HIGHER,       /* B is higher, beyond the noise */
+    LP_DIFF_VERDICT_LOWER,
+    LP_DIFF_VERDICT_UNSURE,       /* past the least change, but the values are too few for an
+                                     interval (basis bootstrap or means): noise unknown */
+};
+
+/* One figure of runs A and B. */
+struct lp_diff_value {
+    double a, b;                  /* NaN: not measured */
+    double change;                /* b / a - 1; NaN when either is missing or A is 0 */
+    double lo, hi;                /* 95 % interval of CHANGE; NaN when there is none (too few
+                                     values, or BASIS single or counted) */
+    size_t n_a, n_b;              /* the values behind it in each run (1: a single value) */
+    enum lp_diff_basis basis;
+    enum lp_diff_verdict verdict;
+    int worse;                    /* 1: the change is for the worse (slower, less throughput,
+                                     more energy), -1 for the better, 0 none or neither */
+};
+
+/* Quantiles compared for TTFT, TPOT, ITL and decode steps: p50, p90, p99. */
+#define LP_DIFF_QUANTILES 3
+
+/* A stage of either run, matched by name. Per unit: per decode step when both runs counted
+ * the steps of their decode, else per measured occurrence. */
+struct lp_diff_stage {
+    char *name;
+    enum lp_stage_kind kind;
+    int a, b;                     /* index into each run's stages; -1 not in that run */
+    int per_step;
+    double units_a, units_b;
+    struct lp_diff_value wall;    /* per occurrence (mean) */
+    struct lp_diff_value step[LP_DIFF_QUANTILES]; /* decode step durations */
+    struct lp_diff_value tokens_s, mfu, mbu, j_per_token, busy_share;
+    struct lp_diff_value kernels, gpu_ns; /* kernels and their GPU time per unit */
+    size_t kernels_added, kernels_removed, kernels_changed;
+};
+
+enum lp_diff_status {
+    LP_DIFF_STATUS_SAME, LP_DIFF_STATUS_CHANGED, LP_DIFF_STATUS_ADDED, LP_DIFF_STATUS_REMOVED,
+};
+
+/* Kernels of one normalised name (demangled, parameter list dropped) in one stage. */
+struct lp_diff_kernel {
+    size_t stage;                 /* index into lp_diff.stages */
+    char *name, *short_name;
+    enum lp_kcat cat;
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* per unit */
+    struct lp_diff_value mean_ns; /* per call */
+    struct lp_diff_value gpu_ns;  /* per unit */
+};
+
+/* A GEMM shape and dtype in one stage. */
+struct lp_diff_gemm {
+    size_t stage;                 /* index into lp_diff.stages */
+    struct lp_gemm call;          /* shape and types (its lp_str fields are the first run's
+                                     with it: not for printing) */
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* per unit */
+    struct lp_diff_value mean_ns; /* GPU time per call */
+    struct lp_diff_value tflops;
+};
+
+/* An operator (NVTX range of PyTorch's emit_nvtx or record_function) over each run. */
+struct lp_diff_op {
+    char *name;
+    enum lp_diff_status status;
+    struct lp_diff_value calls;   /* over the run */
+    struct lp_diff_value mean_ns; /* GPU time per call */
+};
+
+/* What makes the comparison doubtful (bits of lp_diff.warnings). */
+enum lp_diff_warning {
+    LP_DIFF_WARN_GPU = 1 << 0,          /* the runs' GPUs have different names */
+    LP_DIFF_WARN_SHAPES = 1 << 1,       /* under half of the GEMM weight shapes of either run
+                                           are in both: other models, or another parallelism */
+    LP_DIFF_WARN_WINDOWS = 1 << 2,      /* one run recorded capture windows, the other not */
+    LP_DIFF_WARN_LOSSES = 1 << 3,       /* a run lost records, or has losses without a count */
+    LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
+    LP_DIFF_WARN_ALTERED = 1 << 5,      /* a run's trace file was altered after it was written
+                                           (lp_trace.altered) */
+};
+#define LP_DIFF_WARN_BITS 6
+
+struct lp_diff_options {
+    double min_change;            /* changes under this fraction are no change (0: 0.02) */
+    uint64_t seed;                /* of the bootstrap (0: a fixed one; the same inputs give
+                                     the same intervals) */
+};
+
+/* A rule judged on the comparison. */
+struct lp_diff_check;
+
+struct lp_diff {
+    struct lp_diff_options opt;
+    const char *label[2];         /* how the outputs name the runs (set by the caller, not
+                                     owned; NULL: "A", "B") */
+    char *gpu[2];                 /* each run's GPU (the device its kernels ran on), NULL */
+    char *command[2];             /* each run's command line, NULL */
+    unsigned warnings;            /* enum lp_diff_warning bits */
+    double shapes_shared;         /* of the weight shapes of both, those in both (0..1); NaN
+                                     without GEMMs in one run */
+    struct lp_diff_value ttft[LP_DIFF_QUANTILES], tpot[LP_DIFF_QUANTILES],
+        itl[LP_DIFF_QUANTILES];
+    struct lp_diff_value mfu, mbu; /* of the request (the analytic model, --model) */
+    struct lp_diff_stage *stages; /* A's order, then B's stages A has not */
+    size_t n_stages;
+    struct lp_diff_kernel *kernels; /* by stage, then the change of GPU time per unit, largest
+                                       first (added and removed by their time) */
+    size_t n_kernels;
+    struct lp_diff_gemm *gemms;   /* by stage, then GPU time */
+    size_t n_gemms;
+    struct lp_diff_op *ops;       /* by the change of GPU time, largest first */
+    size_t n_ops;
+    struct lp_diff_check *checks; /* lp_diff_gate's, in the rules' order */
+    size_t n_checks;
+    size_t failed;                /* checks failed (FAILED, MISSING or UNSURE) */
+};
+
+/* Compares run A with run B (both analysed; B is the one judged against A). LP_OK or
+ * LP_ERR_NOMEM (OUT then empty). The runs and their traces must outlive OUT. */
+int lp_diff_build(const struct lp_run *a, const struct lp_run *b,
+                  const struct lp_diff_options *opt, struct lp_diff *out);
+void lp_diff_free(struct lp_diff *d);
+
+/* A gate rule, "METRIC>+5%" (fails when METRIC rose by more than 5 %, beyond the noise) or
+ * "METRIC<-5%" (fell by more). METRIC: ttft, tpot, itl (.p50, .p90, .p99; p50 alone), mfu,
+ * mbu, or STAGE.FIGURE with FIGURE one of wall, step (.p90 ...), tokens_s, mfu, mbu,
+ * j_per_token, busy, kernels, gpu_time. */
+struct lp_diff_rule {
+    const char *text;             /* as given (not owned) */
+    char stage[64];               /* "" for a run figure */
+    int figure;                   /* index into the figures' table (diff.c) */
+    int quantile;                 /* 0 p50, 1 p90, 2 p99 */
+    int up;                       /* 1 '>': a rise fails; 0 '<': a fall fails */
+    double limit;                 /* fraction, signed as the rule: +0.05, -0.05 */
+};
+/* Parses TEXT into R: LP_OK, or LP_ERR_ARG with ERR saying what is wrong. */
+int lp_diff_rule_parse(const char *text, struct lp_diff_rule *r, char *err, size_t errlen);
+/* What the figure a rule names counts. */
+enum lp_diff_unit {
+    LP_DIFF_UNIT_NS, LP_DIFF_UNIT_SHARE, LP_DIFF_UNIT_TOKENS_S, LP_DIFF_UNIT_J,
+    LP_DIFF_UNIT_COUNT,
+};
+enum lp_diff_unit lp_diff_rule_unit(const struct lp_diff_rule *r);
+
+enum lp_diff_rule_result {
+    LP_DIFF_RULE_PASSED,
+    LP_DIFF_RULE_NOISE,           /* past the limit, but inside the noise: passed */
+    LP_DIFF_RULE_FAILED,
+    LP_DIFF_RULE_MISSING,         /* the figure is not measured in a run (or no such stage):
+                                     failed, since it cannot be checked */
+    LP_DIFF_RULE_UNSURE,          /* past the limit with too few values for an interval:
+                                     failed, for the same reason */
+};
+struct lp_diff_check {
+    struct lp_diff_rule rule;
+    enum lp_diff_rule_result result;
+    const struct lp_diff_value *value; /* the figure in D; NULL: no such stage */
+};
+/* Judges the N RULES on D into D->checks (replacing earlier ones) and counts the failed.
+ * LP_OK or LP_ERR_NOMEM. */
+int lp_diff_gate(struct lp_diff *d, const struct lp_diff_rule *rules, size_t n);
+
+#endif
