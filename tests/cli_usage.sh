@@ -306,6 +306,33 @@ if [ -f "$BUILD/CMakeCache.txt" ] && [ -e "$BUILD/lib/libllmprof.so" ] && comman
         bad "installed record: status $rc, $out, $(cat "$T/inst/meta.json" 2>&1)"
 fi
 
+# profile --repeat N: N runs, each a run of its own, meta.json listing them, the comparison
+"$LP" profile --repeat 3 -o "$T/rep" --quiet -- "$FAKE" 0 </dev/null >"$T/rep.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && [ -f "$T/rep/repeat-3/report.md" ] && ls "$T"/rep/repeat-2/trace.*.lpt >/dev/null &&
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["repeats"]
+assert m["asked"] == 3 and m["runs"] == ["repeat-1", "repeat-2", "repeat-3"] and m["exit_status"] == [0, 0, 0]
+r=json.load(open(sys.argv[2])); assert r["schema"] == "llmprof-repeats/1" and r["repeats"] == 3' \
+        "$T/rep/meta.json" "$T/rep/repeats.json" && [ -f "$T/rep/repeats.md" ] && [ -f "$T/rep/repeats.csv" ] &&
+    ok "profile --repeat 3: three runs, meta.json lists them, repeats.md/.json/.csv" ||
+    bad "profile --repeat: status $rc, $(cat "$T/rep.out") $(ls -R "$T/rep")"
+"$LP" report "$T/rep" -o "$T/rep-out" >"$T/rep.out" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] && [ -f "$T/rep-out/repeat-2/report.json" ] && [ -f "$T/rep-out/repeats.md" ] &&
+    grep -q "report of 3 repeats in $T/rep-out/" "$T/rep.out" &&
+    ok "report of a directory of repeats: each repeat into -o DIR/repeat-K, the comparison beside" ||
+    bad "report of repeats: status $rc, $(cat "$T/rep.out")"
+# the first repeat whose program fails stops the repeats: its status, what ran reported
+"$LP" profile --repeat 3 -o "$T/rep-fail" --quiet -- "$FAKE" 3 </dev/null >"$T/rep.out" 2>&1
+rc=$?
+[ "$rc" -eq 3 ] && [ ! -e "$T/rep-fail/repeat-2" ] && [ -f "$T/rep-fail/repeats.md" ] &&
+    grep -q "repeat 1: the program exited with status 3" "$T/rep.out" &&
+    ok "profile --repeat stops at a failing repeat, with its status" ||
+    bad "failing repeat: status $rc, $(cat "$T/rep.out")"
+expect 2 "already holds files: --force" "profile --repeat into a directory that holds files" -- \
+    "$LP" profile --repeat 2 -o "$T/rep" -- "$FAKE" 0
+expect 2 "takes one" "profile --repeat with --deep" -- "$LP" profile --repeat 2 --deep 3 -- "$FAKE" 0
+
 # README's "Try it" block, verbatim, with llmprof on PATH, from a copy of the repository root
 mkdir -p "$T/readme" && ln -s "$SRC/tests" "$T/readme/tests"
 n=0

@@ -2527,6 +2527,160 @@ static void has(const char *text, const char *what)
         fail_msg("missing \"%s\" in:\n%s", what, text);
 }
 
+/* the spread figure of WHAT (a stage's name, or TTFT / TPOT), or NULL */
+static const struct lp_spread_figure *spread_fig(const struct lp_run *r, const char *what)
+{
+    for (size_t i = 0; i < r->spread.n_figures; i++) {
+        const struct lp_spread_figure *x = &r->spread.figures[i];
+        const char *name = x->what == LP_SPREAD_TTFT   ? "TTFT"
+                           : x->what == LP_SPREAD_TPOT ? "TPOT"
+                                                       : r->stages[x->stage].name;
+        if (!strcmp(name, what))
+            return x;
+    }
+    return NULL;
+}
+
+/* A run of N_REQ requests: a named warm-up first, then prefill P[i] ms and (D non-NULL) a
+ * decode of D[i] ms with 10 tokens each, and (SAM) one sam range at the end. */
+static struct lp_trace *spread_trace(size_t n_req, const double *p, const double *d, int sam)
+{
+    struct tb b;
+    tb_open(&b);
+    range(&b, "prefill warmup", 1, 0, 50000000);
+    kernel(&b, "k", 1, 1000, 2000, 3000);
+    for (size_t i = 0; i < n_req; i++) {
+        uint64_t base = 100000000 + (uint64_t)i * 50000000;
+        range(&b, "prefill", 1, base, base + (uint64_t)(p[i] * 1e6));
+        if (d)
+            range(&b, "decode tokens=10", 1, base + 20000000,
+                  base + 20000000 + (uint64_t)(d[i] * 1e6));
+    }
+    if (sam)
+        range(&b, "sam", 1, 400000000, 405000000);
+    return tb_read(&b, 1);
+}
+
+/* The in-process spread: each measured stage with 2 occurrences or more, TTFT and TPOT, each
+ * against +/-10 % of its mean; the warm-up and a stage of one occurrence left out; the
+ * verdict names the figures outside; report.md's section and report.json's "spread". */
+static void test_spread(void **state)
+{
+    (void)state;
+    const double p[] = {10, 10.5, 9.5, 10}, d[] = {10, 10, 10, 13};
+    struct lp_trace *t = spread_trace(4, p, d, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_non_null(stage(&r, "warmup"));
+    assert_int_equal(stage(&r, "prefill")->occurrences, 4);
+    const struct lp_run_spread *sp = &r.spread;
+    assert_true(sp->tolerance == LP_SPREAD_TOLERANCE);
+    assert_int_equal(sp->n_figures, 4); /* prefill, decode, TTFT, TPOT; not warmup, not sam */
+    assert_int_equal(sp->single_stages, 1);
+    assert_null(spread_fig(&r, "warmup"));
+    assert_null(spread_fig(&r, "sam"));
+    const struct lp_spread_figure *x = spread_fig(&r, "prefill");
+    assert_non_null(x);
+    assert_int_equal(x->n, 4);
+    assert_true(fabs(x->mean_ns - 10e6) < 1e-6);
+    assert_true(fabs(x->std_ns - sqrt(0.5 / 3) * 1e6) < 1e-6); /* sample: n - 1 */
+    assert_true(fabs(x->cv - sqrt(0.5 / 3) / 10) < 1e-12);
+    assert_true(x->min_ns == 9.5e6 && x->max_ns == 10.5e6);
+    assert_true(fabs(x->worst - 0.05) < 1e-12);
+    assert_true(x->within);
+    x = spread_fig(&r, "TTFT"); /* the request starts at its prefill: TTFT is its time */
+    assert_non_null(x);
+    assert_int_equal(x->n, 4);
+    assert_true(fabs(x->mean_ns - 10e6) < 1e-6 && x->within);
+    x = spread_fig(&r, "decode");
+    assert_non_null(x);
+    assert_true(fabs(x->mean_ns - 10.75e6) < 1e-6);
+    assert_true(fabs(x->std_ns - 1.5e6) < 1e-6);
+    assert_true(fabs(x->worst - 2.25 / 10.75) < 1e-12);
+    assert_false(x->within);
+    x = spread_fig(&r, "TPOT");
+    assert_non_null(x);
+    assert_false(x->within);
+    assert_int_equal(sp->outside, 2);
+    assert_int_equal(sp->verdict, LP_SPREAD_OUTSIDE);
+    char *md = write_to_string(lp_report_run_md, &r);
+    has(md, "\n## Spread (in-process)\n\nIn-process: the n occurrences of each stage within one "
+            "process");
+    has(md, "repeats.md");
+    has(md, "| figure | n | mean | std | CV | min | max | worst deviation | within ±10 % |\n");
+    has(md, "| prefill | 4 | 10.000 ms | 408.2 us | 4.1 % | 9.500 ms | 10.500 ms | 5.0 % | yes "
+            "|\n");
+    has(md, "| decode | 4 | 10.750 ms | 1.500 ms | 14.0 % | 10.000 ms | 13.000 ms | 20.9 % | no "
+            "|\n");
+    has(md, "Verdict: **outside ±10 %**: 2 of 4 figures (decode, TPOT).\n");
+    has(md, "Left out: 1 measured stage with one occurrence.\n");
+    assert_true(strstr(md, "## Spread") > strstr(md, "## Stages"));
+    char *js = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(js, 0, &je);
+    assert_non_null(root);
+    json_t *o = json_object_get(root, "spread");
+    assert_true(json_is_object(o));
+    assert_string_equal(json_string_value(json_object_get(o, "kind")), "in_process");
+    assert_true(json_real_value(json_object_get(o, "tolerance")) == 0.10);
+    assert_string_equal(json_string_value(json_object_get(o, "verdict")), "outside");
+    assert_int_equal(json_integer_value(json_object_get(o, "outside")), 2);
+    json_t *figs = json_object_get(o, "figures");
+    assert_int_equal(json_array_size(figs), 4);
+    json_t *f0 = json_array_get(figs, 0);
+    assert_string_equal(json_string_value(json_object_get(f0, "what")), "stage");
+    assert_string_equal(json_string_value(json_object_get(f0, "name")), "prefill");
+    assert_int_equal(json_integer_value(json_object_get(f0, "n")), 4);
+    assert_int_equal(json_integer_value(json_object_get(f0, "mean_ns")), 10000000);
+    assert_int_equal(json_integer_value(json_object_get(f0, "std_ns")), 408248);
+    assert_true(fabs(json_real_value(json_object_get(f0, "worst_deviation")) - 0.05) < 1e-12);
+    assert_true(json_is_true(json_object_get(f0, "within")));
+    json_t *f1 = json_array_get(figs, 1);
+    assert_string_equal(json_string_value(json_object_get(f1, "name")), "decode");
+    assert_true(json_is_false(json_object_get(f1, "within")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(figs, 3), "what")),
+                        "tpot");
+    json_decref(root);
+    free(js);
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* the prefills alone: every figure within */
+    t = spread_trace(4, p, NULL, 0);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.spread.verdict, LP_SPREAD_WITHIN);
+    assert_int_equal(r.spread.n_figures, 2); /* prefill, TTFT */
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "Verdict: **within ±10 %**: all 2 figures.\n");
+    assert_null(strstr(md, "Left out"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
+    /* one request: too few values, said with why */
+    t = spread_trace(1, p, d, 0);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.spread.verdict, LP_SPREAD_TOO_FEW);
+    assert_int_equal(r.spread.n_figures, 0);
+    assert_int_equal(r.spread.single_stages, 2);
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "Too few values for a spread: no measured stage occurred twice or more (2 with one "
+            "occurrence) and fewer than two requests had a TTFT (1) or a TPOT (1).\n");
+    assert_null(strstr(md, "| figure |"));
+    js = write_to_string(lp_report_run_json, &r);
+    root = json_loads(js, 0, &je);
+    assert_non_null(root);
+    o = json_object_get(root, "spread");
+    assert_string_equal(json_string_value(json_object_get(o, "verdict")), "too_few");
+    assert_int_equal(json_array_size(json_object_get(o, "figures")), 0);
+    json_decref(root);
+    free(js);
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* report.md, summary.md, report.json and iterations.csv give a serving loop's section, and
  * nothing of it when the run is none */
 static void test_serving_writers(void **state)
@@ -3202,6 +3356,7 @@ int main(void)
         cmocka_unit_test(test_fixture_not_llm),
         cmocka_unit_test(test_losses_counted_or_not),
         cmocka_unit_test(test_serving_writers),
+        cmocka_unit_test(test_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1010,6 +1010,43 @@ struct lp_run_comm {
     double overlap_share;               /* NaN without communication */
 };
 
+/* The in-process run-to-run spread (spread.c): the repeats within one process (each measured
+ * stage's occurrences, the requests' TTFT and TPOT) against the plan's +/-10 % criterion. */
+#define LP_SPREAD_TOLERANCE 0.10        /* every value within +/-10 % of its figure's mean */
+
+enum lp_spread_what {
+    LP_SPREAD_STAGE,                    /* a measured stage's time per occurrence (wall) */
+    LP_SPREAD_TTFT,                     /* TTFT over the measured requests (llm.ttft) */
+    LP_SPREAD_TPOT,                     /* TPOT over the measured requests (llm.tpot) */
+};
+
+enum lp_spread_verdict {
+    LP_SPREAD_TOO_FEW,                  /* no figure with 2 values or more */
+    LP_SPREAD_WITHIN,                   /* every figure within the tolerance */
+    LP_SPREAD_OUTSIDE,                  /* one figure or more outside it */
+};
+
+/* one figure with 2 values or more: its statistics over them (times in ns) */
+struct lp_spread_figure {
+    enum lp_spread_what what;           /* a stage, TTFT or TPOT */
+    int stage;                          /* STAGE: index into lp_run.stages; -1 otherwise */
+    size_t n;                           /* values: occurrences or requests */
+    double mean_ns, std_ns;             /* mean; sample standard deviation (n - 1) */
+    double cv;                          /* std / mean (0 when the mean is 0) */
+    double min_ns, max_ns;              /* the smallest and largest value */
+    double worst;                       /* max |x - mean| / mean over the values (0: mean 0) */
+    int within;                         /* worst <= tolerance: every value within it */
+};
+
+struct lp_run_spread {
+    double tolerance;                   /* LP_SPREAD_TOLERANCE */
+    struct lp_spread_figure *figures;   /* stages in their order, then TTFT, TPOT */
+    size_t n_figures;                   /* those with 2 values or more */
+    size_t outside;                     /* of them, those not within the tolerance */
+    size_t single_stages;               /* measured stages with one occurrence: left out */
+    enum lp_spread_verdict verdict;     /* TOO_FEW when n_figures is 0 */
+};
+
 struct lp_run {
     const struct lp_trace *trace;
     struct lp_run_options opt;
@@ -1042,6 +1079,7 @@ struct lp_run {
     int stages_inferred;                /* no stage ranges: prefill/decode from GEMM shapes */
     int kernels_recorded;               /* 0: the record kept no kernels (--light) */
     struct lp_run_comm comm;            /* comm.c */
+    struct lp_run_spread spread;        /* spread.c: the in-process spread, +/-10 % check */
     uint64_t replays_whole;             /* CUDA graph replays recorded whole (record --graphs
                                            replay): GPU work whose kernels are unknown */
     struct lp_capture_facts capture;    /* windows.c */

@@ -122,6 +122,84 @@ struct lp_ranks_unread {
 int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out);
 void lp_ranks_free(struct lp_ranks *r);
 
+/* ---- repeats: several runs of one command (repeats.c) ---- */
+
+/* The figures compared across repeats. Run-level ones are the headline's (medians over the
+ * run's requests; a serving loop's from its request convention); per stage, the means over
+ * its measured occurrences. NaN in a repeat: not measured there. */
+enum lp_repeat_figure {
+    LP_REPEAT_FIGURE_TTFT_NS,
+    LP_REPEAT_FIGURE_TPOT_NS,
+    LP_REPEAT_FIGURE_ITL_NS,
+    LP_REPEAT_FIGURE_PREFILL_TOKENS_S,
+    LP_REPEAT_FIGURE_DECODE_TOKENS_S,
+    LP_REPEAT_FIGURE_MFU,
+    LP_REPEAT_FIGURE_MBU,
+    LP_REPEAT_FIGURE_GPU_BUSY,
+    LP_REPEAT_FIGURE_COUNT
+};
+enum lp_repeat_stage_figure {
+    LP_REPEAT_STAGE_WALL_NS,            /* per occurrence */
+    LP_REPEAT_STAGE_GPU_NS,             /* GPU time per occurrence */
+    LP_REPEAT_STAGE_TOKENS_S,
+    LP_REPEAT_STAGE_MFU,
+    LP_REPEAT_STAGE_MBU,
+    LP_REPEAT_STAGE_J_PER_TOKEN,
+    LP_REPEAT_STAGE_COUNT
+};
+
+/* What one repeat's analysis found, kept small (lp_repeat_take) */
+struct lp_repeat_stage {
+    char *name;
+    double fig[LP_REPEAT_STAGE_COUNT];
+};
+struct lp_repeat {
+    char *label;                        /* its directory's name ("repeat-2") */
+    double fig[LP_REPEAT_FIGURE_COUNT];
+    struct lp_repeat_stage *stages;     /* its measured stages, in the analysis's order */
+    size_t n_stages;
+};
+/* R's figures into OUT (freed with lp_repeat_free). LP_OK or LP_ERR_NOMEM. */
+int lp_repeat_take(const struct lp_run *r, const char *label, struct lp_repeat *out);
+void lp_repeat_free(struct lp_repeat *k);
+
+/* One figure over the repeats that measured it: sample deviation (n - 1), its share of the
+ * mean (CV), and the largest |x - mean| / |mean| against the tolerance. */
+#define LP_REPEATS_TOLERANCE 0.10       /* the plan's run-to-run criterion: within ±10 % */
+struct lp_repeat_stat {
+    size_t n;                           /* repeats that measured it */
+    double mean, std, cv, min, max;
+    size_t min_at, max_at;              /* the repeats (indices) of min and max */
+    double worst;                       /* max |x - mean| / |mean|; NaN with n < 2 or mean 0 */
+    size_t worst_at;
+    int within;                         /* worst <= tolerance; 0 with n < 2 */
+};
+struct lp_repeats_stage {
+    const char *name;                   /* a repeat's (owned by the lp_repeat) */
+    struct lp_repeat_stat fig[LP_REPEAT_STAGE_COUNT];
+};
+enum lp_repeats_verdict {
+    LP_REPEATS_VERDICT_WITHIN,          /* every figure with two values or more is within */
+    LP_REPEATS_VERDICT_OUTSIDE,         /* at least one is not (n_outside) */
+    LP_REPEATS_VERDICT_TOO_FEW,         /* no figure has two values */
+};
+struct lp_repeats {
+    const struct lp_repeat *reps;       /* the repeats compared (the caller's) */
+    size_t n;
+    double tolerance;
+    struct lp_repeat_stat fig[LP_REPEAT_FIGURE_COUNT];
+    struct lp_repeats_stage *stages;    /* by name, in the first repeat's order, then new
+                                           names in later ones */
+    size_t n_stages;
+    size_t n_outside;                   /* figures (run-level and per stage) outside */
+    enum lp_repeats_verdict verdict;
+};
+/* Compares the N repeats REPS (kept by the caller until lp_repeats_free) into OUT, each
+ * figure against TOLERANCE (0: LP_REPEATS_TOLERANCE). LP_OK or LP_ERR_NOMEM. */
+int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
+                       struct lp_repeats *out);
+void lp_repeats_free(struct lp_repeats *r);
+
 /* ---- two runs compared (diff.c) ---- */
 
 /* How a compared figure's noise is known. */

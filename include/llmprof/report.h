@@ -53,6 +53,12 @@ int lp_report_iterations_csv(FILE *out, const struct lp_run *r);
 int lp_report_ranks_md(FILE *out, const struct lp_ranks *r);
 int lp_report_ranks_json(FILE *out, const struct lp_ranks *r);
 int lp_report_ranks_csv(FILE *out, const struct lp_ranks *r);
+/* Several runs of one command compared (lp_repeats_analyze): repeats.md, repeats.json (schema
+ * llmprof-repeats/1) and repeats.csv (one row per repeat and figure). 0, or -1 on a write
+ * error. */
+int lp_report_repeats_md(FILE *out, const struct lp_repeats *r);
+int lp_report_repeats_json(FILE *out, const struct lp_repeats *r);
+int lp_report_repeats_csv(FILE *out, const struct lp_repeats *r);
 /* Two runs compared (lp_diff_build, lp_diff_gate): diff.md, diff.json (schema
  * llmprof-diff/1), and one line per gate rule with its result. 0, or -1 on a write error. */
 int lp_report_diff_md(FILE *out, const struct lp_diff *d);

@@ -44,6 +44,7 @@ static const struct lp_pass passes[] = {
     {lp_run_overhead, lp_run_overhead_free},       /* overhead.c: CUPTI's overhead records */
     {lp_run_tokens, NULL},                         /* utilisation.c: tokens per stage */
     {lp_run_llm_metrics, lp_run_llm_free},        /* requests.c: TTFT, TPOT, ITL */
+    {lp_run_spread, lp_run_spread_free},           /* spread.c: in-process spread, +/-10 % */
     {lp_run_utilisation, NULL},                    /* utilisation.c: MFU and MBU */
     {lp_run_gemms, lp_run_gemms_free},             /* gemm.c: GEMM table, per-stage FLOPs */
     {lp_run_graphs, lp_run_graphs_free},           /* graphs.c: replays per graph and stage */

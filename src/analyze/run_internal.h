@@ -175,6 +175,10 @@ int lp_run_tokens(struct lp_run_ctx *c);       /* utilisation.c: tokens per stag
 /* requests.c: TTFT, TPOT and inter-token latency over the measured requests and steps */
 int lp_run_llm_metrics(struct lp_run_ctx *c);
 void lp_run_llm_free(struct lp_run *r);
+/* spread.c: the in-process spread of the stages' times and of TTFT and TPOT (after the
+ * stage statistics and the LLM metrics it reads), each against the +/-10 % criterion */
+int lp_run_spread(struct lp_run_ctx *c);
+void lp_run_spread_free(struct lp_run *r);
 int lp_run_utilisation(struct lp_run_ctx *c);  /* utilisation.c: MFU and MBU */
 int lp_run_gemms(struct lp_run_ctx *c);        /* gemm.c: GEMM table, per-stage GEMM FLOPs */
 void lp_run_gemms_free(struct lp_run *r);

@@ -81,6 +81,9 @@ int lp_cli_input_check(const char *cmd, const char *path);
 /* lp_cli_input_check of what a command reads of RUN (a run directory or a trace): the trace,
  * or each *.lpt in the directory, and the run's meta.json. 0, or -1 with a message. */
 int lp_cli_run_check(const char *cmd, const char *run);
+/* 1 with "DIR holds N repeats ...: give one" when DIR is a directory of repeats (profile
+ * --repeat: its meta.json lists them), else 0 and nothing said */
+int lp_cli_repeats_said(const char *cmd, const char *dir);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read or it, a trace in it or the
  * meta.json beside one is a FIFO, socket or device (lp_cli_input_check). */
@@ -176,6 +179,10 @@ struct lp_cli_report {
     struct lp_run_options run_opt;
     struct lp_model model;        /* loaded by lp_cli_report_prepare */
     struct lp_gpu_table gpus;
+    /* one repeat of a directory of repeats (profile --repeat) being reported: its figures
+     * go to TAKE_REPEAT under REPEAT_LABEL (NULL: not one) */
+    struct lp_repeat *take_repeat;
+    const char *repeat_label;
 };
 void lp_cli_report_init(struct lp_cli_report *r, const char *cmd);
 /* report's options, on a struct lp_cli_report (profile takes them too) */

@@ -458,7 +458,7 @@ static int info_dir(const char *dir)
     if (run <= 0) {
         if (run < 0)
             lp_cli_error("info", "cannot read the directory %s: %s", dir, strerror(errno));
-        else
+        else if (!lp_cli_repeats_said("info", dir))
             lp_cli_error("info", "%s holds neither a trace (*.lpt) nor the meta.json of "
                                  "'llmprof record': not a run directory", dir);
         lp_cli_free_list(traces, 0);

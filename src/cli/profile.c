@@ -1,16 +1,24 @@
 /* llmprof profile: record, then (with --deep N) the deep dive, then report, in one command.
  * It takes the options of record and report (their own tables) and three of deep's before
  * the command; the report goes into the run directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
+#include "llmprof/version.h"
 
 struct profile_opts {
     struct lp_cli_record_opts rec;
     struct lp_cli_report rep;
     struct lp_cli_deep_opts deep;
+    int repeat;                   /* --repeat N: N runs of CMD (0: one, as without) */
 };
 
 /* record's and report's options, each named (their --help says what each does) */
@@ -57,6 +65,16 @@ static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--ncu", .arg = "PATH",
      .help = "the ncu to run (default: ncu in PATH, then /usr/local/cuda/bin/ncu)",
      .off = offsetof(struct profile_opts, deep.ncu), .missing = "a path"},
+    {.kind = LP_CLI_OPT_KIND_TEXT, .help = "\nrepeats:\n"},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--repeat", .arg = "N",
+     .help = "run CMD N times, one after the other, each recorded into\n"
+             "DIR/repeat-1 ... DIR/repeat-N (a run of its own; DIR/meta.json\n"
+             "lists them), then report each and compare them in DIR/repeats.md,\n"
+             ".json and .csv: every figure's mean, std, CV, min and max over the\n"
+             "repeats and whether each repeat stays within 10 % of the mean.\n"
+             "Stops at the first repeat whose CMD fails. Not with --deep or\n"
+             "--baseline",
+     .off = offsetof(struct profile_opts, repeat), .min = 1, .max = 1000},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_record_options},
     {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_report_options},
@@ -72,12 +90,131 @@ static const struct lp_cli_cmd profile_cmd = {
     .name = "profile", .opts = options, .help_col = 22, .stops_at_command = 1,
 };
 
+/* DIR/meta.json of N repeats: the runs recorded (each a directory of DIR), their programs'
+ * exit statuses, the command; written whole or not at all */
+static int write_repeats_meta(const char *dir, const struct lp_cli_record_opts *rec, int asked,
+                              int done, const int *status)
+{
+    json_t *runs = json_array(), *st = json_array(), *cmd = json_array();
+    for (int k = 1; k <= done; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "repeat-%d", k);
+        json_array_append_new(runs, json_string(name));
+        json_array_append_new(st, json_integer(status[k - 1]));
+    }
+    for (char **a = rec->cmd; *a; a++)
+        json_array_append_new(cmd, json_string(*a));
+    json_t *meta = json_pack("{s:s,s:{s:i,s:o,s:o},s:o}", "llmprof_version", LLMPROF_VERSION,
+                             "repeats", "asked", asked, "runs", runs, "exit_status", st,
+                             "command", cmd);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    struct lp_cli_outs outs = {.cmd = "profile"};
+    FILE *f = meta ? lp_cli_outs_open(&outs, path, 0) : NULL;
+    int rc = f && lp_cli_outs_close(&outs, f, json_dumpf(meta, f, JSON_INDENT(1)) ||
+                                                  fputc('\n', f) == EOF ? -1 : 0) == 0 &&
+                     lp_cli_outs_commit(&outs) == 0
+                 ? 0
+                 : -1;
+    lp_cli_outs_free(&outs);
+    json_decref(meta);
+    return rc;
+}
+
+/* 1 when DIR holds nothing but . and .. (or cannot be read: then mkdir's error says) */
+static int dir_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 1;
+    struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+/* DIR for the repeats: made when missing; one already there holding anything is refused
+ * unless --force (each repeat's record then replaces its own run) */
+static int repeats_dir(struct lp_cli_record_opts *rec)
+{
+    if (!rec->out) {
+        time_t s = time(NULL);
+        struct tm tm;
+        localtime_r(&s, &tm);
+        strftime(rec->default_out, sizeof rec->default_out, "llmprof-%Y%m%d-%H%M%S", &tm);
+        rec->out = rec->default_out;
+    }
+    struct stat st;
+    if (stat(rec->out, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            lp_cli_error("profile", "%s is there and is no directory: --repeat records into "
+                                    "a directory of its own", rec->out);
+            return -1;
+        }
+        if (!rec->force && !dir_empty(rec->out)) {
+            lp_cli_error("profile", "%s already holds files: --force replaces the repeats' "
+                                    "runs in it, or choose another directory", rec->out);
+            return -1;
+        }
+    } else if (mkdir(rec->out, 0777) != 0) {
+        lp_cli_error("profile", "cannot create %s: %s", rec->out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* --repeat N: CMD recorded N times into DIR/repeat-K, then one report of them all. Returns
+ * the first failing program's status (the repeats after it are not run), or 1 when the
+ * programs succeeded and the report did not. */
+static int profile_repeats(struct profile_opts *o)
+{
+    if (repeats_dir(&o->rec) != 0)
+        return LP_CLI_EXIT_USAGE;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", o->rec.out);
+    int *status = calloc((size_t)o->repeat, sizeof *status), done = 0, rc = 0;
+    if (!status) {
+        lp_cli_error("profile", "out of memory");
+        return LP_CLI_EXIT_INPUT;
+    }
+    for (int k = 1; k <= o->repeat && rc == 0; k++) {
+        char out[PATH_MAX + 32];
+        snprintf(out, sizeof out, "%s/repeat-%d", dir, k);
+        o->rec.out = out;
+        int ran = 0;
+        if (!o->rec.quiet)
+            fprintf(stderr, "llmprof profile: repeat %d of %d\n", k, o->repeat);
+        rc = lp_cli_record(&o->rec, &ran);
+        fflush(stdout);
+        if (!ran)
+            break; /* record refused it: its status, and nothing of it to report */
+        status[done++] = rc;
+        if (rc != 0)
+            lp_cli_error("profile", "repeat %d: the program exited with status %d: the "
+                                    "repeats after it are not run", k, rc);
+    }
+    o->rec.out = NULL;
+    if (done && write_repeats_meta(dir, &o->rec, o->repeat, done, status) != 0) {
+        lp_cli_error("profile", "cannot write %s/meta.json: %s", dir, strerror(errno));
+        rc = rc ? rc : LP_CLI_EXIT_INPUT;
+    } else if (done) {
+        int r = lp_cli_report_run(&o->rep, dir);
+        if (rc == 0 && r != 0)
+            rc = LP_CLI_EXIT_INPUT;
+    }
+    free(status);
+    return rc;
+}
+
 int lp_cmd_profile(int argc, char **argv)
 {
     struct profile_opts o;
     lp_cli_record_init(&o.rec);
     lp_cli_report_init(&o.rep, "profile");
     lp_cli_deep_init(&o.deep);
+    o.repeat = 0;
     int first, rc = lp_cli_parse(&profile_cmd, &o, argc, argv, &first);
     if (rc != 0) {
         rc = rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
@@ -86,6 +223,11 @@ int lp_cmd_profile(int argc, char **argv)
     rc = LP_CLI_EXIT_USAGE;
     if (first >= argc) {
         lp_cli_error("profile", "no command to run; usage: llmprof profile [options] -- CMD");
+        goto done;
+    }
+    if (o.repeat > 1 && (o.deep.top || o.rep.baseline)) {
+        lp_cli_error("profile", "--repeat records several runs, and %s takes one: run it on "
+                     "one repeat afterwards", o.deep.top ? "--deep" : "--baseline");
         goto done;
     }
     o.rep.quiet = o.rec.quiet;
@@ -114,6 +256,10 @@ int lp_cmd_profile(int argc, char **argv)
     if (o.deep.top && !o.rec.graphs)
         o.rec.graphs = "node";
     o.rec.cmd = argv + first;
+    if (o.repeat > 1) {
+        rc = profile_repeats(&o);
+        goto done;
+    }
     int ran = 0;
     rc = lp_cli_record(&o.rec, &ran);
     fflush(stdout);

@@ -600,6 +600,11 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
             goto done;
         compared = 1;
     }
+    if (o->take_repeat && !o->take_repeat->label &&
+        lp_repeat_take(&r, o->repeat_label, o->take_repeat) != LP_OK) {
+        lp_cli_error(o->cmd, "out of memory");
+        goto done;
+    }
     if (rank && lp_rank_take(&r, path, rank) != LP_OK) {
         lp_cli_error(o->cmd, "out of memory");
         goto done;
@@ -687,8 +692,171 @@ done:
     return rc;
 }
 
+/* ---- a directory of repeats (profile --repeat N) ---- */
+
+/* The repeats RUN/meta.json lists ("repeats": {"runs": [NAME, ...]}): 0 when RUN is no such
+ * directory, else their count with NAMES (malloc'd), or -1 with a message: a list that
+ * cannot be used. Each name is a directory of RUN: one word, no '/', not hidden. */
+static int repeats_of(const char *cmd, const char *run, char ***names)
+{
+    char path[PATH_MAX + 16];
+    struct stat st;
+    *names = NULL;
+    snprintf(path, sizeof path, "%s/meta.json", run);
+    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode) || stat(path, &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+        return 0;
+    json_error_t e;
+    json_t *meta = json_load_file(path, 0, &e);
+    json_t *runs = json_object_get(json_object_get(meta, "repeats"), "runs");
+    if (!json_is_array(runs)) {
+        json_decref(meta);
+        return 0; /* a run's own meta.json */
+    }
+    size_t n = json_array_size(runs);
+    char **v = calloc(n ? n : 1, sizeof *v);
+    int rc = (int)n, nomem = !v;
+    if (n == 0 || n > 100000) {
+        lp_cli_error(cmd, "%s lists %zu repeats: record them again", path, n);
+        rc = -1;
+    }
+    for (size_t i = 0; rc > 0 && !nomem && i < n; i++) {
+        const char *s = json_string_value(json_array_get(runs, i));
+        if (!s || !*s || s[0] == '.' || strchr(s, '/') || strlen(s) > 200) {
+            lp_cli_error(cmd, "%s: repeats.runs[%zu] is not the name of one of its "
+                              "directories: record the repeats again", path, i);
+            rc = -1;
+        } else if (!(v[i] = strdup(s))) {
+            nomem = 1;
+        }
+    }
+    if (nomem) {
+        lp_cli_error(cmd, "out of memory");
+        rc = -1;
+    }
+    json_decref(meta);
+    if (rc < 0) {
+        lp_cli_free_list(v, v ? (int)n : 0);
+        return -1;
+    }
+    *names = v;
+    return rc;
+}
+
+/* repeats.md, .json and .csv of the N repeats REPS into DIR, all or none; what the summary
+ * says (verdict and headline figures) into *SUMMARY unless quiet */
+static int write_repeats(const struct lp_cli_report *r, const struct lp_repeat *reps, size_t n,
+                         const char *dir, char **summary)
+{
+    static const struct {
+        const char *name;
+        int (*write)(FILE *, const struct lp_repeats *);
+    } files[] = {{"repeats.md", lp_report_repeats_md},
+                 {"repeats.json", lp_report_repeats_json},
+                 {"repeats.csv", lp_report_repeats_csv}};
+    struct lp_repeats rp;
+    if (lp_repeats_analyze(reps, n, 0, &rp) != LP_OK) {
+        lp_cli_error(r->cmd, "out of memory");
+        return LP_CLI_EXIT_INPUT;
+    }
+    struct lp_cli_outs outs = {.cmd = r->cmd};
+    int rc = LP_CLI_EXIT_INPUT;
+    if (lp_cli_outs_mkdir(&outs, dir) != 0) {
+        lp_cli_error(r->cmd, "cannot create %s: %s", dir, strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char file[PATH_MAX + 300];
+        snprintf(file, sizeof file, "%s/%s", dir, files[i].name);
+        FILE *f = lp_cli_outs_open(&outs, file, 0);
+        if (!f || lp_cli_outs_close(&outs, f, files[i].write(f, &rp)) != 0)
+            goto done;
+    }
+    if (lp_cli_outs_commit(&outs) != 0)
+        goto done;
+    size_t len = 0;
+    FILE *m = r->quiet ? NULL : open_memstream(summary, &len);
+    if (m) {
+        fprintf(m, "report of %zu repeats in %s/ (each repeat's own report in its directory)"
+                   "\n\n", n, dir);
+        lp_report_repeats_md(m, &rp);
+        fprintf(m, "\nfiles: repeats.md repeats.json repeats.csv\n");
+        fclose(m);
+    }
+    rc = 0;
+done:
+    lp_cli_outs_free(&outs);
+    lp_repeats_free(&rp);
+    return rc;
+}
+
+/* Each repeat NAMES[i] of RUN reported as a run of its own (quietly, into r->out/NAME with
+ * -o), then the repeats compared. A repeat that cannot be reported is left out and said. */
+static int report_repeats(struct lp_cli_report *r, const char *run, char **names, int n)
+{
+    struct lp_repeat *reps = calloc((size_t)n, sizeof *reps);
+    char *summary = NULL;
+    size_t m = 0;
+    int rc = LP_CLI_EXIT_INPUT;
+    if (!reps) {
+        lp_cli_error(r->cmd, "out of memory");
+        return rc;
+    }
+    if (r->baseline) {
+        lp_cli_error(r->cmd, "--baseline compares one run with one, and %s holds %d repeats: "
+                             "report one of them against it (llmprof report %s/%s --baseline "
+                             "%s)", run, n, run, names[0], r->baseline);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[PATH_MAX + 256], out[PATH_MAX + 256];
+        struct lp_cli_report sub = *r;
+        snprintf(path, sizeof path, "%s/%s", run, names[i]);
+        if (r->out) {
+            snprintf(out, sizeof out, "%s/%s", r->out, names[i]);
+            sub.out = out;
+        }
+        sub.quiet = 1;
+        sub.take_repeat = &reps[m];
+        sub.repeat_label = names[i];
+        int one = lp_cli_report_run(&sub, path);
+        if (one == LP_CLI_EXIT_USAGE) {
+            rc = one;
+            goto done;
+        }
+        if (one != 0 || !reps[m].label) {
+            lp_cli_error(r->cmd, "warning: the repeat %s could not be reported: left out of "
+                                 "the comparison", path);
+            lp_repeat_free(&reps[m]);
+            continue;
+        }
+        m++;
+    }
+    if (!m) {
+        lp_cli_error(r->cmd, "%s: none of its %d repeats could be reported", run, n);
+        goto done;
+    }
+    if ((rc = write_repeats(r, reps, m, r->out ? r->out : run, &summary)) == 0 && summary)
+        lp_fmt_put_lines(stdout, summary);
+done:
+    for (size_t i = 0; i < m; i++)
+        lp_repeat_free(&reps[i]);
+    free(reps);
+    free(summary);
+    return rc;
+}
+
 int lp_cli_report_run(struct lp_cli_report *r, const char *run)
 {
+    if (!r->take_repeat) { /* a repeat is a run of its own */
+        char **names;
+        int n_rep = repeats_of(r->cmd, run, &names);
+        if (n_rep != 0) {
+            int rc = n_rep < 0 ? LP_CLI_EXIT_INPUT : report_repeats(r, run, names, n_rep);
+            lp_cli_free_list(names, n_rep > 0 ? n_rep : 0);
+            return rc;
+        }
+    }
     struct lp_cli_outs outs = {.cmd = r->cmd};
     char **traces = NULL, **summaries = NULL, *run_summary = NULL;
     struct lp_rank *ranks = NULL;

@@ -175,6 +175,25 @@ int lp_cli_run_check(const char *cmd, const char *run)
     return rc;
 }
 
+int lp_cli_repeats_said(const char *cmd, const char *dir)
+{
+    char path[PATH_MAX + 16];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+        return 0;
+    json_error_t e;
+    json_t *meta = json_load_file(path, 0, &e);
+    json_t *runs = json_object_get(json_object_get(meta, "repeats"), "runs");
+    const char *first = json_string_value(json_array_get(runs, 0));
+    if (first && !strchr(first, '/'))
+        lp_cli_error(cmd, "%s holds %zu repeats of one command (llmprof profile --repeat), "
+                          "each a run of its own: give one, e.g. %s/%s ('llmprof report %s' "
+                          "compares them)", dir, json_array_size(runs), dir, first, dir);
+    json_decref(meta);
+    return first && !strchr(first, '/');
+}
+
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
 {
     *paths = NULL;
@@ -198,7 +217,7 @@ int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)
     int n = lp_cli_list_traces(run, paths);
     if (n < 0)
         lp_cli_error(cmd, "cannot read the directory %s: %s", run, strerror(errno));
-    else if (n == 0)
+    else if (n == 0 && !lp_cli_repeats_said(cmd, run))
         lp_cli_error(cmd, "%s holds no trace (*.lpt): no process of the command initialised "
                           "CUDA, or the collector could not write there ('llmprof info %s' "
                           "says more)",
@@ -390,6 +409,8 @@ int lp_cli_one_trace(const char *cmd, const char *run, char *path, size_t len,
             return -1;
         json_error_t e;
         json_t *j = json_load_file(json_path, 0, &e);
+        if (!j && lp_cli_repeats_said(cmd, run))
+            return -1;
         if (!j) {
             lp_cli_error(cmd, "%s holds no trace (*.lpt) and no report.json: give a run "
                                  "directory of 'llmprof record', a .lpt trace, or a report "

@@ -75,6 +75,15 @@ const char *lp_text_deep_advice_key(enum lp_deep_advice a);
 void lp_text_deep_advice(const struct lp_deep *d, const struct lp_deep_row *w, char *buf,
                          size_t len);
 
+/* repeats: labels and keys of the figures compared (enum lp_repeat_figure, enum
+ * lp_repeat_stage_figure) and of the verdict */
+const char *lp_text_repeat_figure(int f);
+const char *lp_text_repeat_figure_key(int f);
+const char *lp_text_repeat_stage_figure(int f);
+const char *lp_text_repeat_stage_figure_key(int f);
+const char *lp_text_repeats_verdict(enum lp_repeats_verdict v);
+const char *lp_text_repeats_verdict_key(enum lp_repeats_verdict v);
+
 /* two runs compared: labels (text) and keys of the diff's enums; a warning by its bit */
 const char *lp_text_diff_verdict(enum lp_diff_verdict v);
 const char *lp_text_diff_verdict_key(enum lp_diff_verdict v);

@@ -38,6 +38,7 @@ extern const struct lp_section lp_section_llm;           /* TTFT, TPOT, ITL; war
 extern const struct lp_section lp_section_serving;       /* a serving loop; iterations.csv */
 extern const struct lp_section lp_section_findings;      /* the diagnosis */
 extern const struct lp_section lp_section_stages;        /* stages.csv */
+extern const struct lp_section lp_section_spread;        /* in-process spread, +/-10 % */
 extern const struct lp_section lp_section_communication;
 extern const struct lp_section lp_section_utilisation;   /* MFU, MBU */
 extern const struct lp_section lp_section_counters;      /* hardware counters */

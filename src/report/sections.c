@@ -12,6 +12,7 @@ const struct lp_section *const lp_sections[] = {
     &lp_section_serving,
     &lp_section_findings,
     &lp_section_stages,
+    &lp_section_spread,
     &lp_section_communication,
     &lp_section_utilisation,
     &lp_section_counters,

@@ -939,3 +939,41 @@ const char *lp_text_diff_result(enum lp_diff_rule_result r) { return LABEL(diff_
 const char *lp_text_diff_result_key(enum lp_diff_rule_result r) { return LABEL(diff_results, r, key); }
 const char *lp_text_diff_warning(int bit) { return LABEL(diff_warnings, bit, text); }
 const char *lp_text_diff_warning_key(int bit) { return LABEL(diff_warnings, bit, key); }
+
+/* repeats: the figures compared (keys are repeats.json's) */
+static const struct label repeat_figures[LP_REPEAT_FIGURE_COUNT] = {
+    [LP_REPEAT_FIGURE_TTFT_NS] = {"ttft_ns", "TTFT (median)"},
+    [LP_REPEAT_FIGURE_TPOT_NS] = {"tpot_ns", "TPOT (median)"},
+    [LP_REPEAT_FIGURE_ITL_NS] = {"itl_ns", "ITL (median)"},
+    [LP_REPEAT_FIGURE_PREFILL_TOKENS_S] = {"prefill_tokens_s", "prefill tokens/s"},
+    [LP_REPEAT_FIGURE_DECODE_TOKENS_S] = {"decode_tokens_s", "decode tokens/s"},
+    [LP_REPEAT_FIGURE_MFU] = {"mfu", "MFU (request)"},
+    [LP_REPEAT_FIGURE_MBU] = {"mbu", "MBU (request)"},
+    [LP_REPEAT_FIGURE_GPU_BUSY] = {"gpu_busy", "GPU busy"},
+};
+static const struct label repeat_stage_figures[LP_REPEAT_STAGE_COUNT] = {
+    [LP_REPEAT_STAGE_WALL_NS] = {"wall_ns", "wall per occurrence"},
+    [LP_REPEAT_STAGE_GPU_NS] = {"gpu_ns", "GPU time per occurrence"},
+    [LP_REPEAT_STAGE_TOKENS_S] = {"tokens_s", "tokens/s"},
+    [LP_REPEAT_STAGE_MFU] = {"mfu", "MFU"},
+    [LP_REPEAT_STAGE_MBU] = {"mbu", "MBU"},
+    [LP_REPEAT_STAGE_J_PER_TOKEN] = {"j_per_token", "energy per token (J)"},
+};
+static const struct label repeats_verdicts[] = {
+    [LP_REPEATS_VERDICT_WITHIN] = {"within", "within"},
+    [LP_REPEATS_VERDICT_OUTSIDE] = {"outside", "outside"},
+    [LP_REPEATS_VERDICT_TOO_FEW] = {"too_few", "too few values to judge"},
+};
+
+const char *lp_text_repeat_figure(int f) { return LABEL(repeat_figures, f, text); }
+const char *lp_text_repeat_figure_key(int f) { return LABEL(repeat_figures, f, key); }
+const char *lp_text_repeat_stage_figure(int f) { return LABEL(repeat_stage_figures, f, text); }
+const char *lp_text_repeat_stage_figure_key(int f) { return LABEL(repeat_stage_figures, f, key); }
+const char *lp_text_repeats_verdict(enum lp_repeats_verdict v)
+{
+    return LABEL(repeats_verdicts, v, text);
+}
+const char *lp_text_repeats_verdict_key(enum lp_repeats_verdict v)
+{
+    return LABEL(repeats_verdicts, v, key);
+}

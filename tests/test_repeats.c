@@ -1,0 +1,203 @@
+/* Several runs of one command compared (src/compare/repeats.c, src/report/repeats.c): runs
+ * built with known prefill and decode times, their figures taken, their spread computed by
+ * hand and checked, the ±10 % criterion at its edge, figures measured in some repeats only,
+ * and what repeats.md, .json and .csv say. */
+#include <jansson.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "llmprof/compare.h"
+#include "llmprof/report.h"
+#include "tracebuild.h"
+
+#define US 1000ull
+#define STEPS 8
+
+/* one run: 2 requests of a prefill of PREFILL_US and STEPS decode steps of STEP_US each, one
+ * kernel under each range; DECODE 0: no decode at all */
+static struct lp_trace *run_trace(uint64_t prefill_us, uint64_t step_us, int decode)
+{
+    struct tb b;
+    tb_open(&b);
+    uint64_t t = 1000 * US;
+    for (int q = 0; q < 2; q++) {
+        range(&b, "prefill tokens=128", 1, t, t + prefill_us * US);
+        kernel(&b, "gemm_prefill", 1, t + 1 * US, t + 2 * US, t + prefill_us * US - US);
+        t += prefill_us * US + 10 * US;
+        for (int k = 0; decode && k < STEPS; k++) {
+            range(&b, "decode step tokens=1", 1, t, t + step_us * US);
+            kernel(&b, "gemm_decode", 1, t + 1 * US, t + 2 * US, t + step_us * US - US);
+            t += step_us * US;
+        }
+        t += 100 * US;
+    }
+    return tb_read(&b, 1);
+}
+
+static void take(uint64_t prefill_us, uint64_t step_us, int decode, const char *label,
+                 struct lp_repeat *k)
+{
+    struct lp_trace *t = run_trace(prefill_us, step_us, decode);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_repeat_take(&r, label, k), LP_OK);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+static const struct lp_repeats_stage *stage_of(const struct lp_repeats *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (!strcmp(r->stages[i].name, name))
+            return &r->stages[i];
+    return NULL;
+}
+
+/* TPOT 5000, 5250, 4750 us: mean 5 ms, std 250 us, CV 5 %, worst 5 % (within); the prefill
+ * 2000 us in each (std 0) */
+static void test_repeats_within(void **state)
+{
+    (void)state;
+    struct lp_repeat k[3];
+    take(2000, 5000, 1, "repeat-1", &k[0]);
+    take(2000, 5250, 1, "repeat-2", &k[1]);
+    take(2000, 4750, 1, "repeat-3", &k[2]);
+    assert_true(fabs(k[1].fig[LP_REPEAT_FIGURE_TPOT_NS] - 5250e3) < 1e-6);
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 3, 0, &r), LP_OK);
+    const struct lp_repeat_stat *s = &r.fig[LP_REPEAT_FIGURE_TPOT_NS];
+    assert_int_equal(s->n, 3);
+    assert_true(fabs(s->mean - 5000e3) < 1e-6);
+    assert_true(fabs(s->std - 250e3) < 1e-6);
+    assert_true(fabs(s->cv - 0.05) < 1e-12);
+    assert_true(fabs(s->worst - 0.05) < 1e-12);
+    assert_true(s->within);
+    assert_int_equal(s->min_at, 2);
+    assert_int_equal(s->max_at, 1);
+    const struct lp_repeats_stage *p = stage_of(&r, "prefill");
+    assert_non_null(p);
+    assert_int_equal(p->fig[LP_REPEAT_STAGE_WALL_NS].n, 3);
+    assert_true(fabs(p->fig[LP_REPEAT_STAGE_WALL_NS].mean - 2000e3) < 1e-6);
+    assert_true(p->fig[LP_REPEAT_STAGE_WALL_NS].std == 0);
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_WITHIN);
+    assert_int_equal(r.n_outside, 0);
+    char *md = NULL;
+    size_t len;
+    FILE *f = open_memstream(&md, &len);
+    assert_int_equal(lp_report_repeats_md(f, &r), 0);
+    fclose(f);
+    assert_non_null(strstr(md, "**Within ±10 %**"));
+    assert_non_null(strstr(md, "| TPOT (median) | 3 | 5.000 ms | 250.0 us | 5.0 % | 4.750 ms "
+                               "(repeat-3) | 5.250 ms (repeat-2) | 5.0 % | yes |"));
+    free(md);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 3; i++)
+        lp_repeat_free(&k[i]);
+}
+
+/* one repeat 12 % slower per step (mean 5.4 ms: it is 11.1 % above, the others 7.4 %
+ * below): outside, named in report.md, report.json and the CSV; a repeat with no decode
+ * leaves TPOT to the other three and the prefill to all four */
+static void test_repeats_outside(void **state)
+{
+    (void)state;
+    struct lp_repeat k[4];
+    take(2000, 5000, 1, "repeat-1", &k[0]);
+    take(2000, 5000, 1, "repeat-2", &k[1]);
+    take(2000, 6200, 1, "repeat-3", &k[2]);
+    take(2000, 0, 0, "repeat-4", &k[3]);
+    assert_true(isnan(k[3].fig[LP_REPEAT_FIGURE_TPOT_NS]));
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 4, 0, &r), LP_OK);
+    const struct lp_repeat_stat *s = &r.fig[LP_REPEAT_FIGURE_TPOT_NS];
+    assert_int_equal(s->n, 3);
+    assert_true(fabs(s->mean - 5400e3) < 1e-6);
+    assert_true(fabs(s->worst - 800.0 / 5400) < 1e-12);
+    assert_int_equal(s->worst_at, 2);
+    assert_false(s->within);
+    assert_int_equal(stage_of(&r, "prefill")->fig[LP_REPEAT_STAGE_WALL_NS].n, 4);
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_OUTSIDE);
+    assert_true(r.n_outside >= 2); /* TPOT and the decode's wall per occurrence at least */
+
+    char *md = NULL, *js = NULL, *csv = NULL;
+    size_t len;
+    FILE *f = open_memstream(&md, &len);
+    assert_int_equal(lp_report_repeats_md(f, &r), 0);
+    fclose(f);
+    assert_non_null(strstr(md, "**Outside ±10 %**"));
+    assert_non_null(strstr(md, "TPOT (median)"));
+    assert_non_null(strstr(md, "decode wall per occurrence"));
+    assert_non_null(strstr(md, "| **no** |"));
+    f = open_memstream(&js, &len);
+    assert_int_equal(lp_report_repeats_json(f, &r), 0);
+    fclose(f);
+    json_error_t e;
+    json_t *root = json_loads(js, 0, &e);
+    assert_non_null(root);
+    assert_string_equal(json_string_value(json_object_get(root, "schema")), "llmprof-repeats/1");
+    assert_string_equal(json_string_value(json_object_get(root, "verdict")), "outside");
+    json_t *tpot = json_object_get(json_object_get(root, "figures"), "tpot_ns");
+    assert_true(json_is_false(json_object_get(tpot, "within")));
+    assert_string_equal(json_string_value(json_object_get(tpot, "worst_repeat")), "repeat-3");
+    json_t *values = json_object_get(tpot, "values");
+    assert_int_equal(json_array_size(values), 4);
+    assert_true(json_is_null(json_array_get(values, 3)));
+    json_decref(root);
+    f = open_memstream(&csv, &len);
+    assert_int_equal(lp_report_repeats_csv(f, &r), 0);
+    fclose(f);
+    assert_true(!strncmp(csv, "repeat,stage,figure,value\n", 26));
+    assert_non_null(strstr(csv, "repeat-3,,tpot_ns,6200000\n"));
+    assert_non_null(strstr(csv, "repeat-4,,tpot_ns,\n"));
+    free(md);
+    free(js);
+    free(csv);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 4; i++)
+        lp_repeat_free(&k[i]);
+}
+
+/* the criterion at its edge: exactly 10 % off is within; one repeat is too few */
+static void test_repeats_edges(void **state)
+{
+    (void)state;
+    struct lp_repeat k[2] = {{0}, {0}};
+    for (int i = 0; i < 2; i++)
+        for (int f = 0; f < LP_REPEAT_FIGURE_COUNT; f++)
+            k[i].fig[f] = NAN;
+    k[0].label = "a";
+    k[1].label = "b";
+    k[0].fig[LP_REPEAT_FIGURE_MFU] = 0.45;
+    k[1].fig[LP_REPEAT_FIGURE_MFU] = 0.55; /* mean 0.5: each 10 % off */
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 2, 0, &r), LP_OK);
+    assert_true(fabs(r.fig[LP_REPEAT_FIGURE_MFU].worst - 0.1) < 1e-12);
+    assert_true(r.fig[LP_REPEAT_FIGURE_MFU].within);
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_WITHIN);
+    lp_repeats_free(&r);
+    assert_int_equal(lp_repeats_analyze(k, 2, 0.05, &r), LP_OK);
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_OUTSIDE);
+    lp_repeats_free(&r);
+    assert_int_equal(lp_repeats_analyze(k, 1, 0, &r), LP_OK);
+    assert_int_equal(r.fig[LP_REPEAT_FIGURE_MFU].n, 1);
+    assert_true(isnan(r.fig[LP_REPEAT_FIGURE_MFU].std));
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_TOO_FEW);
+    lp_repeats_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_repeats_within),
+        cmocka_unit_test(test_repeats_outside),
+        cmocka_unit_test(test_repeats_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
