@@ -52,6 +52,19 @@ for dir in tests/fixtures/*/; do
     [ -f "$T/$fx.db" ] && run "export-sqlite/$fx/rows" sqlite3 "$T/$fx.db" .dump
 done
 
+# directories of repeats (profile --repeat): the comparison and each repeat's report
+for dir in tests/fixtures/*/; do
+    fx=$(basename "$dir")
+    [ -d "$dir/repeat-1" ] || continue
+    model=()
+    [ -f "$dir/config.json" ] && model=(--model "$dir/config.json")
+    run "report/$fx" "$LP" report "$dir" "${model[@]}" -o "$T/r/$fx"
+    hashes "report/$fx" "$T/r/$fx"
+    for rep in "$T/r/$fx"/repeat-*; do
+        hashes "report/$fx/$(basename "$rep")" "$rep"
+    done
+done
+
 # the example query of export's --help, run as printed on a fixture's database (issue 49)
 query=$("$LP" export --help | sed -n "/sqlite3 run1.db/,/LIMIT/p" | tr '\n' ' ' | sed "s/^[^']*'//; s/'.*//")
 "$LP" export tests/fixtures/hf-llama --sqlite "$T/q.db" >/dev/null 2>&1

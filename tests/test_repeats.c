@@ -3,6 +3,7 @@
  * hand and checked, the ±10 % criterion at its edge, figures measured in some repeats only,
  * and what repeats.md, .json and .csv say. */
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -192,12 +193,80 @@ static void test_repeats_edges(void **state)
     lp_repeats_free(&r);
 }
 
+/* the median of a timer.json's timed requests' KEY (the warm-up left out) */
+static double timer_median(const char *path, const char *key)
+{
+    json_error_t e;
+    json_t *t = json_load_file(path, 0, &e), *reqs = json_object_get(t, "requests");
+    assert_non_null(reqs);
+    double v[16];
+    size_t n = 0, i;
+    json_t *q;
+    json_array_foreach(reqs, i, q)
+        if (!json_is_true(json_object_get(q, "warmup")) && n < 16)
+            v[n++] = json_number_value(json_object_get(q, key));
+    json_decref(t);
+    assert_true(n > 0);
+    for (size_t a = 1; a < n; a++) /* insertion sort: a handful of values */
+        for (size_t b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            double x = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = x;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* the H200 run of tests/gpu/repeats.sh (three runs of a CUDA-graph decoder): each repeat's
+ * TPOT and TTFT against the program's own timer, and the spread: TPOT within 1 % across the
+ * processes as the timers say (0.3 %), TTFT outside ±10 % as the timers say (13.5 %) */
+static void test_repeats_fixture(void **state)
+{
+    (void)state;
+    struct lp_repeat k[3];
+    double ttft_timer[3];
+    for (int i = 0; i < 3; i++) {
+        char name[64], timer[PATH_MAX];
+        snprintf(name, sizeof name, "repeats-graph/repeat-%d", i + 1);
+        struct lp_trace *t = tb_fixture(LP_FIXTURES, name);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        assert_int_equal(lp_repeat_take(&r, name, &k[i]), LP_OK);
+        snprintf(timer, sizeof timer, "%s/%s/timer.json", LP_FIXTURES, name);
+        double tpot = timer_median(timer, "tpot_ms") * 1e6;
+        ttft_timer[i] = timer_median(timer, "prefill_ms") * 1e6;
+        assert_true(fabs(k[i].fig[LP_REPEAT_FIGURE_TPOT_NS] - tpot) / tpot < 0.001);
+        assert_true(fabs(k[i].fig[LP_REPEAT_FIGURE_TTFT_NS] - ttft_timer[i]) / ttft_timer[i] <
+                    0.02);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 3, 0, &r), LP_OK);
+    assert_true(r.fig[LP_REPEAT_FIGURE_TPOT_NS].within);
+    assert_true(r.fig[LP_REPEAT_FIGURE_TPOT_NS].worst < 0.01);
+    assert_false(r.fig[LP_REPEAT_FIGURE_TTFT_NS].within);
+    double m = (ttft_timer[0] + ttft_timer[1] + ttft_timer[2]) / 3, worst = 0;
+    for (int i = 0; i < 3; i++)
+        worst = fmax(worst, fabs(ttft_timer[i] - m) / m);
+    assert_true(worst > 0.10); /* the programs' own clocks agree: outside */
+    assert_true(fabs(r.fig[LP_REPEAT_FIGURE_TTFT_NS].worst - worst) < 0.01);
+    assert_int_equal(r.verdict, LP_REPEATS_VERDICT_OUTSIDE);
+    const struct lp_repeats_stage *p = stage_of(&r, "prefill");
+    assert_non_null(p);
+    assert_int_equal(p->energy_coarse, 3); /* 7 ms ranges: under two NVML refreshes */
+    assert_int_equal(p->fig[LP_REPEAT_STAGE_J_PER_TOKEN].n, 0);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 3; i++)
+        lp_repeat_free(&k[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_repeats_within),
         cmocka_unit_test(test_repeats_outside),
         cmocka_unit_test(test_repeats_edges),
+        cmocka_unit_test(test_repeats_fixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

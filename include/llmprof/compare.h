@@ -152,6 +152,8 @@ enum lp_repeat_stage_figure {
 struct lp_repeat_stage {
     char *name;
     double fig[LP_REPEAT_STAGE_COUNT];
+    int energy_coarse;                  /* its ranges last less than two NVML refreshes in
+                                           all: its energy per token is left out (NaN) */
 };
 struct lp_repeat {
     char *label;                        /* its directory's name ("repeat-2") */
@@ -177,6 +179,7 @@ struct lp_repeat_stat {
 struct lp_repeats_stage {
     const char *name;                   /* a repeat's (owned by the lp_repeat) */
     struct lp_repeat_stat fig[LP_REPEAT_STAGE_COUNT];
+    size_t energy_coarse;               /* repeats whose energy per token it left out */
 };
 enum lp_repeats_verdict {
     LP_REPEATS_VERDICT_WITHIN,          /* every figure with two values or more is within */

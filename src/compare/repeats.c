@@ -46,7 +46,8 @@ static void stage_figures(const struct lp_run *r, const struct lp_stage_report *
     fig[LP_REPEAT_STAGE_TOKENS_S] = or_nan(s->tokens_per_s);
     fig[LP_REPEAT_STAGE_MFU] = s->has_util ? or_nan(s->mfu) : NAN;
     fig[LP_REPEAT_STAGE_MBU] = s->has_util ? or_nan(s->mbu) : NAN;
-    fig[LP_REPEAT_STAGE_J_PER_TOKEN] = or_nan(s->j_per_token);
+    /* shorter than two NVML refreshes: an energy that moves with where the samples fell */
+    fig[LP_REPEAT_STAGE_J_PER_TOKEN] = s->power_coarse ? NAN : or_nan(s->j_per_token);
 }
 
 int lp_repeat_take(const struct lp_run *r, const char *label, struct lp_repeat *out)
@@ -68,6 +69,7 @@ int lp_repeat_take(const struct lp_run *r, const char *label, struct lp_repeat *
             return LP_ERR_NOMEM;
         }
         stage_figures(r, s, k->fig);
+        k->energy_coarse = s->power_coarse && s->j_per_token > 0;
         out->n_stages++;
     }
     return LP_OK;
@@ -179,8 +181,12 @@ int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
             for (size_t i = 0; i < n; i++) {
                 v[i] = NAN;
                 for (size_t j = 0; j < reps[i].n_stages; j++)
-                    if (!strcmp(reps[i].stages[j].name, out->stages[s].name))
+                    if (!strcmp(reps[i].stages[j].name, out->stages[s].name)) {
                         v[i] = reps[i].stages[j].fig[f];
+                        /* counted once per repeat: on the first figure's pass */
+                        out->stages[s].energy_coarse +=
+                            f == 0 && reps[i].stages[j].energy_coarse;
+                    }
             }
             stat_of(v, n, out->tolerance, &out->stages[s].fig[f]);
             judge(out, &out->stages[s].fig[f], &judged);

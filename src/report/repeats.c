@@ -142,6 +142,15 @@ int lp_report_repeats_md(FILE *f, const struct lp_repeats *r)
             fprintf(f, " | %s |", lp_text_repeat_stage_figure(k));
             stat_cells(f, r, &r->stages[i].fig[k], stage_units[k]);
         }
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (r->stages[i].energy_coarse) {
+            fprintf(f, "\n");
+            lp_fmt_puts(f, r->stages[i].name);
+            fprintf(f, ": its energy per token is left out in %zu repeat%s: its ranges last less "
+                       "than two NVML refreshes in all there, so that energy moves with where "
+                       "the samples fell.\n",
+                    r->stages[i].energy_coarse, r->stages[i].energy_coarse == 1 ? "" : "s");
+        }
     return ferror(f) ? -1 : 0;
 }
 
@@ -196,8 +205,9 @@ static json_t *repeats_json(const struct lp_repeats *r)
             json_object_set_new(sf, lp_text_repeat_stage_figure_key(k),
                                 stat_json(r, &r->stages[i].fig[k], v, sizeof *v));
         }
-        json_array_append_new(stages, json_pack("{s:s,s:o}", "name", r->stages[i].name,
-                                                "figures", sf));
+        json_array_append_new(stages, json_pack("{s:s,s:o,s:I}", "name", r->stages[i].name,
+                                                "figures", sf, "energy_left_out",
+                                                (json_int_t)r->stages[i].energy_coarse));
     }
     free(v);
     return json_pack("{s:s,s:s,s:I,s:f,s:o,s:s,s:I,s:o,s:o}", "schema", LP_REPEATS_SCHEMA,

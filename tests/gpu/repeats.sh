@@ -5,7 +5,8 @@
 # (named by its pid); then `llmprof report DIR --model` on the directory of repeats, each
 # repeat's TTFT/TPOT against its own timer, and the spread llmprof reports against the
 # spread of the timers. Expects build/ carried. Writes $OUT/repeats-log.txt and
-# $OUT/repeats-run.tar.gz (the fixture: the three repeats, meta.json, timers, config).
+# $OUT/repeats-run.tar.gz (the fixture tests/fixtures/repeats-graph: the three repeats,
+# meta.json, timers, config).
 . "$(dirname "$0")/setup.sh" repeats
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 mkdir -p "$T/side"
@@ -42,5 +43,5 @@ step "repeats.md"
 cat "$T/rep/repeats.md"
 step "pack"
 tar -C "$T" -czf "$OUT/repeats-run.tar.gz" --exclude='*.html' --exclude='*.csv' \
-    --exclude='report.md' --exclude='summary.md' rep
+    --exclude='report.*' --exclude='summary.md' --exclude='repeats.*' rep
 ls -la "$OUT"
