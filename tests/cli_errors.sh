@@ -773,4 +773,17 @@ head -c 100 /dev/urandom >"$T/notatrace.lpt"
 profile_refused "profile --baseline of a file that is no trace" "$T/notatrace.lpt" notatrace.lpt
 expect 2 "--baseline is report's" "diff --baseline" -- "$LP" diff "$DA" "$DB" --baseline "$DB"
 
+# provenance: report.json keeps the --model's config.json whole, and says which file it was
+"$LP" report "$FIX/hf-llama" --model "$FIX/hf-llama" -o "$T/prov" --quiet &&
+    python3 -c 'import json,sys
+m = json.load(open(sys.argv[1]))["model"]
+c = json.load(open(sys.argv[2]))
+assert m["config_file"] == sys.argv[2] and m["model_type"] == "llama" and m["config"] == c, m' \
+        "$T/prov/report.json" "$FIX/hf-llama/config.json" &&
+    ok "report.json keeps the model's config.json (a model directory given: its config.json)" ||
+    bad "report.json's model: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model"))' "$T/prov/report.json" 2>&1 | head -c 300)"
+"$LP" report "$FIX/hf-llama" -o "$T/prov2" --quiet &&
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["model"] is None' "$T/prov2/report.json" &&
+    ok "report.json's model is null without --model" || bad "report.json's model without --model"
+
 finish

@@ -332,6 +332,27 @@ rc=$?
 expect 2 "already holds files: --force" "profile --repeat into a directory that holds files" -- \
     "$LP" profile --repeat 2 -o "$T/rep" -- "$FAKE" 0
 expect 2 "takes one" "profile --repeat with --deep" -- "$LP" profile --repeat 2 --deep 3 -- "$FAKE" 0
+# --force replaces earlier repeats only; --repeat 1 has the same layout as any N
+mkdir -p "$T/notrep" && echo x >"$T/notrep/notes.txt"
+expect 2 "no earlier --repeat's" "profile --repeat --force into a directory of other files" -- \
+    "$LP" profile --repeat 2 --force -o "$T/notrep" -- "$FAKE" 0
+"$LP" profile --repeat 1 --force -o "$T/rep" --quiet -- "$FAKE" 0 </dev/null >/dev/null 2>&1 &&
+    [ -f "$T/rep/repeat-1/report.md" ] && grep -q '"runs": \[' "$T/rep/meta.json" &&
+    python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["repeats"] == 1' "$T/rep/repeats.json" &&
+    ok "profile --repeat 1 --force over earlier repeats: repeat-1, meta.json, repeats.json of 1" ||
+    bad "profile --repeat 1: $(ls -R "$T/rep")"
+expect 1 "holds 1 repeat of one command" "info on a directory of repeats names one to give" -- \
+    "$LP" info "$T/rep"
+# a meta.json whose list of repeats cannot be used: refused, nothing written outside
+cp -r "$T/rep" "$T/bad" && mkdir -p "$T/linked" && ln -s "$T/linked" "$T/bad/repeat-9"
+for runs in '["repeat-9"]' '["repeat-1", "repeat-1"]' '["../rep"]' '[]' '"repeat-1"' \
+    '["trace.x.lpt"]'; do
+    : >"$T/bad/trace.x.lpt"
+    printf '{"repeats": {"runs": %s}}\n' "$runs" >"$T/bad/meta.json"
+    expect 1 "repeats.runs" "report refuses the repeats list $runs" -- "$LP" report "$T/bad"
+done
+[ -z "$(ls "$T/linked")" ] && ok "nothing written through a repeat that is a symbolic link" ||
+    bad "written through the link: $(ls "$T/linked")"
 
 # README's "Try it" block, verbatim, with llmprof on PATH, from a copy of the repository root
 mkdir -p "$T/readme" && ln -s "$SRC/tests" "$T/readme/tests"

@@ -742,6 +742,9 @@ struct lp_run_options {
     const char *gpu_name;
     double peak_tflops, mem_bw_gbs; /* overrides when > 0 */
     const char *command;          /* the recorded command line, for the reports; may be NULL */
+    /* provenance of MODEL: the config.json read and its text, kept whole in report.json;
+     * NULL: not known */
+    const char *model_file, *model_config;
 };
 
 /* Capture windows (record --capture): kernels were recorded only inside them, so stage and

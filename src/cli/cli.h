@@ -2,6 +2,7 @@
 #ifndef LP_CLI_H
 #define LP_CLI_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -81,8 +82,14 @@ int lp_cli_input_check(const char *cmd, const char *path);
 /* lp_cli_input_check of what a command reads of RUN (a run directory or a trace): the trace,
  * or each *.lpt in the directory, and the run's meta.json. 0, or -1 with a message. */
 int lp_cli_run_check(const char *cmd, const char *run);
-/* 1 with "DIR holds N repeats ...: give one" when DIR is a directory of repeats (profile
- * --repeat: its meta.json lists them), else 0 and nothing said */
+/* A directory of repeats (profile --repeat): DIR/meta.json's "repeats": {"runs": [NAME...]},
+ * each NAME a directory of DIR (one word, not hidden, no symbolic link, not named twice).
+ * lp_cli_repeats_read: 0 when DIR is none, else their count with NAMES (malloc'd, NAMES may
+ * be NULL), or -1 with a message (a list that cannot be used). lp_cli_repeats_said: 1 when
+ * DIR is one, having said so ("give one of them") or what is wrong with its list, else 0
+ * and nothing said. */
+#define LP_CLI_REPEATS_MAX 1000
+int lp_cli_repeats_read(const char *cmd, const char *dir, char ***names);
 int lp_cli_repeats_said(const char *cmd, const char *dir);
 /* The traces of a run: RUN is a run directory or one trace file. Returns the count (0 with
  * a message when none), -1 with a message when RUN cannot be read or it, a trace in it or the
@@ -178,6 +185,8 @@ struct lp_cli_report {
     struct lp_cli_workload wl;
     struct lp_run_options run_opt;
     struct lp_model model;        /* loaded by lp_cli_report_prepare */
+    char model_file[PATH_MAX];    /* the config.json it came from */
+    char *model_text;             /* that file's text, for report.json (malloc'd; NULL none) */
     struct lp_gpu_table gpus;
     /* one repeat of a directory of repeats (profile --repeat) being reported: its figures
      * go to TAKE_REPEAT under REPEAT_LABEL (NULL: not one) */

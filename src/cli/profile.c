@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "llmprof/version.h"
@@ -72,8 +73,10 @@ static const struct lp_cli_opt options[] = {
              "lists them), then report each and compare them in DIR/repeats.md,\n"
              ".json and .csv: every figure's mean, std, CV, min and max over the\n"
              "repeats and whether each repeat stays within 10 % of the mean.\n"
-             "Stops at the first repeat whose CMD fails. Not with --deep or\n"
-             "--baseline",
+             "Stops at the first repeat whose CMD fails (its status is\n"
+             "profile's; the repeats that ran are compared). DIR must be new\n"
+             "or empty, or with --force hold earlier repeats. Not with --deep\n"
+             "or --baseline",
      .off = offsetof(struct profile_opts, repeat), .min = 1, .max = 1000},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
     {.kind = LP_CLI_OPT_KIND_TEXT, .print = print_record_options},
@@ -135,9 +138,10 @@ static int dir_empty(const char *dir)
     return empty;
 }
 
-/* DIR for the repeats: made when missing; one already there holding anything is refused
- * unless --force (each repeat's record then replaces its own run) */
-static int repeats_dir(struct lp_cli_record_opts *rec)
+/* DIR for the repeats: made when missing (*MADE set); one already there must be empty, or
+ * with --force hold earlier repeats (each repeat's record then replaces its own run, and
+ * meta.json is written anew): anything else there is refused */
+static int repeats_dir(struct lp_cli_record_opts *rec, int *made)
 {
     if (!rec->out) {
         time_t s = time(NULL);
@@ -153,15 +157,24 @@ static int repeats_dir(struct lp_cli_record_opts *rec)
                                     "a directory of its own", rec->out);
             return -1;
         }
-        if (!rec->force && !dir_empty(rec->out)) {
-            lp_cli_error("profile", "%s already holds files: --force replaces the repeats' "
-                                    "runs in it, or choose another directory", rec->out);
+        if (dir_empty(rec->out))
+            return 0;
+        if (!rec->force) {
+            lp_cli_error("profile", "%s already holds files: --force replaces earlier repeats "
+                                    "there, or choose another directory", rec->out);
             return -1;
         }
-    } else if (mkdir(rec->out, 0777) != 0) {
+        int earlier = lp_cli_repeats_read("profile", rec->out, NULL);
+        if (earlier == 0)
+            lp_cli_error("profile", "%s holds files that are no earlier --repeat's: --force "
+                                    "replaces only those; choose another directory", rec->out);
+        return earlier > 0 ? 0 : -1;
+    }
+    if (mkdir(rec->out, 0777) != 0) {
         lp_cli_error("profile", "cannot create %s: %s", rec->out, strerror(errno));
         return -1;
     }
+    *made = 1;
     return 0;
 }
 
@@ -170,7 +183,8 @@ static int repeats_dir(struct lp_cli_record_opts *rec)
  * programs succeeded and the report did not. */
 static int profile_repeats(struct profile_opts *o)
 {
-    if (repeats_dir(&o->rec) != 0)
+    int made = 0;
+    if (repeats_dir(&o->rec, &made) != 0)
         return LP_CLI_EXIT_USAGE;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", o->rec.out);
@@ -196,8 +210,11 @@ static int profile_repeats(struct profile_opts *o)
                                     "repeats after it are not run", k, rc);
     }
     o->rec.out = NULL;
+    if (!done && made)
+        rmdir(dir); /* nothing ran: the directory goes as record's would */
     if (done && write_repeats_meta(dir, &o->rec, o->repeat, done, status) != 0) {
-        lp_cli_error("profile", "cannot write %s/meta.json: %s", dir, strerror(errno));
+        lp_cli_error("profile", "%s/meta.json could not be written: the repeats are not "
+                                "listed", dir);
         rc = rc ? rc : LP_CLI_EXIT_INPUT;
     } else if (done) {
         int r = lp_cli_report_run(&o->rep, dir);
@@ -225,7 +242,7 @@ int lp_cmd_profile(int argc, char **argv)
         lp_cli_error("profile", "no command to run; usage: llmprof profile [options] -- CMD");
         goto done;
     }
-    if (o.repeat > 1 && (o.deep.top || o.rep.baseline)) {
+    if (o.repeat && (o.deep.top || o.rep.baseline)) {
         lp_cli_error("profile", "--repeat records several runs, and %s takes one: run it on "
                      "one repeat afterwards", o.deep.top ? "--deep" : "--baseline");
         goto done;
@@ -256,7 +273,7 @@ int lp_cmd_profile(int argc, char **argv)
     if (o.deep.top && !o.rec.graphs)
         o.rec.graphs = "node";
     o.rec.cmd = argv + first;
-    if (o.repeat > 1) {
+    if (o.repeat) {
         rc = profile_repeats(&o);
         goto done;
     }

@@ -75,7 +75,7 @@ static const struct {
 /* --help's first paragraph, naming every file of the table above */
 static void print_files(FILE *f)
 {
-    char text[1024];
+    char text[2048];
     size_t o = 0;
     o += (size_t)snprintf(text, sizeof text, "Analyses a recorded run (a directory of 'llmprof "
                                              "record', or one .lpt trace) and writes");
@@ -92,7 +92,11 @@ static void print_files(FILE *f)
              "several traces (ranks, processes) each gets its own subdirectory named after the "
              "trace, and the run directory gets ranks.md, ranks.json and ranks.csv: every "
              "process's stages, communication, overlap, waits in collectives and energy side by "
-             "side.");
+             "side. A directory of repeats ('llmprof profile --repeat N') gets each repeat's "
+             "report in the repeat's directory (-o DIR: DIR/NAME) and repeats.md, repeats.json "
+             "and repeats.csv beside them: every figure's mean, std, CV, min and max over the "
+             "repeats and whether each stays within 10 %% of the mean (repeats of one process "
+             "each: a repeat of several traces is reported, not compared).");
     lp_cli_wrap(f, text, LP_CLI_HELP_WIDTH);
 }
 
@@ -315,6 +319,32 @@ static int check_stage_rules(const struct lp_cli_report *r)
     return 0;
 }
 
+/* The model's config.json, kept for report.json's provenance: the file lp_model_load read
+ * (MODEL_PATH or MODEL_PATH/config.json; it bounds its size) and its text. A file that
+ * changed or went away since is left out (NULL), not an error: the model is loaded. */
+static void keep_model_text(struct lp_cli_report *r)
+{
+    struct lp_run_options *ro = &r->run_opt;
+    struct stat st;
+    int dir = stat(r->model_path, &st) == 0 && S_ISDIR(st.st_mode);
+    snprintf(r->model_file, sizeof r->model_file, dir ? "%s/config.json" : "%s", r->model_path);
+    ro->model_file = r->model_file;
+    FILE *f = fopen(r->model_file, "r");
+    char *text = f && fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (8 << 20)
+                     ? malloc((size_t)st.st_size + 1)
+                     : NULL;
+    if (text && fread(text, 1, (size_t)st.st_size, f) == (size_t)st.st_size) {
+        text[st.st_size] = 0;
+        free(r->model_text);
+        r->model_text = text;
+        ro->model_config = text;
+    } else {
+        free(text);
+    }
+    if (f)
+        fclose(f);
+}
+
 int lp_cli_report_prepare(struct lp_cli_report *r)
 {
     char err[512];
@@ -354,12 +384,15 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
             return LP_CLI_EXIT_INPUT;
         }
         ro->model = &r->model;
+        keep_model_text(r);
     }
     return 0;
 }
 
 void lp_cli_report_free(struct lp_cli_report *r)
 {
+    free(r->model_text);
+    r->model_text = NULL;
     lp_gpu_table_free(&r->gpus);
     free(r->stages);
     r->stages = NULL;
@@ -694,55 +727,6 @@ done:
 
 /* ---- a directory of repeats (profile --repeat N) ---- */
 
-/* The repeats RUN/meta.json lists ("repeats": {"runs": [NAME, ...]}): 0 when RUN is no such
- * directory, else their count with NAMES (malloc'd), or -1 with a message: a list that
- * cannot be used. Each name is a directory of RUN: one word, no '/', not hidden. */
-static int repeats_of(const char *cmd, const char *run, char ***names)
-{
-    char path[PATH_MAX + 16];
-    struct stat st;
-    *names = NULL;
-    snprintf(path, sizeof path, "%s/meta.json", run);
-    if (stat(run, &st) != 0 || !S_ISDIR(st.st_mode) || stat(path, &st) != 0 ||
-        !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-        return 0;
-    json_error_t e;
-    json_t *meta = json_load_file(path, 0, &e);
-    json_t *runs = json_object_get(json_object_get(meta, "repeats"), "runs");
-    if (!json_is_array(runs)) {
-        json_decref(meta);
-        return 0; /* a run's own meta.json */
-    }
-    size_t n = json_array_size(runs);
-    char **v = calloc(n ? n : 1, sizeof *v);
-    int rc = (int)n, nomem = !v;
-    if (n == 0 || n > 100000) {
-        lp_cli_error(cmd, "%s lists %zu repeats: record them again", path, n);
-        rc = -1;
-    }
-    for (size_t i = 0; rc > 0 && !nomem && i < n; i++) {
-        const char *s = json_string_value(json_array_get(runs, i));
-        if (!s || !*s || s[0] == '.' || strchr(s, '/') || strlen(s) > 200) {
-            lp_cli_error(cmd, "%s: repeats.runs[%zu] is not the name of one of its "
-                              "directories: record the repeats again", path, i);
-            rc = -1;
-        } else if (!(v[i] = strdup(s))) {
-            nomem = 1;
-        }
-    }
-    if (nomem) {
-        lp_cli_error(cmd, "out of memory");
-        rc = -1;
-    }
-    json_decref(meta);
-    if (rc < 0) {
-        lp_cli_free_list(v, v ? (int)n : 0);
-        return -1;
-    }
-    *names = v;
-    return rc;
-}
-
 /* repeats.md, .json and .csv of the N repeats REPS into DIR, all or none; what the summary
  * says (verdict and headline figures) into *SUMMARY unless quiet */
 static int write_repeats(const struct lp_cli_report *r, const struct lp_repeat *reps, size_t n,
@@ -777,8 +761,8 @@ static int write_repeats(const struct lp_cli_report *r, const struct lp_repeat *
     size_t len = 0;
     FILE *m = r->quiet ? NULL : open_memstream(summary, &len);
     if (m) {
-        fprintf(m, "report of %zu repeats in %s/ (each repeat's own report in its directory)"
-                   "\n\n", n, dir);
+        fprintf(m, "report of %zu repeat%s in %s/ (each repeat's own report in its directory)"
+                   "\n\n", n, n == 1 ? "" : "s", dir);
         lp_report_repeats_md(m, &rp);
         fprintf(m, "\nfiles: repeats.md repeats.json repeats.csv\n");
         fclose(m);
@@ -802,10 +786,19 @@ static int report_repeats(struct lp_cli_report *r, const char *run, char **names
         lp_cli_error(r->cmd, "out of memory");
         return rc;
     }
+    struct stat st;
     if (r->baseline) {
         lp_cli_error(r->cmd, "--baseline compares one run with one, and %s holds %d repeats: "
                              "report one of them against it (llmprof report %s/%s --baseline "
-                             "%s)", run, n, run, names[0], r->baseline);
+                             "BASE -o DIR)", run, n, run, names[0]);
+        rc = LP_CLI_EXIT_USAGE;
+        goto done;
+    }
+    if (r->out && stat(r->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        lp_cli_error(r->cmd, "-o %s: a directory of repeats is reported into a directory (one "
+                             "per repeat, the comparison beside them), and %s is none", r->out,
+                     r->out);
+        rc = LP_CLI_EXIT_USAGE;
         goto done;
     }
     for (int i = 0; i < n; i++) {
@@ -825,15 +818,16 @@ static int report_repeats(struct lp_cli_report *r, const char *run, char **names
             goto done;
         }
         if (one != 0 || !reps[m].label) {
-            lp_cli_error(r->cmd, "warning: the repeat %s could not be reported: left out of "
-                                 "the comparison", path);
+            if (one != 0) /* else said: a repeat of several processes */
+                lp_cli_error(r->cmd, "warning: the repeat %s could not be reported: left out "
+                                     "of the comparison", path);
             lp_repeat_free(&reps[m]);
             continue;
         }
         m++;
     }
     if (!m) {
-        lp_cli_error(r->cmd, "%s: none of its %d repeats could be reported", run, n);
+        lp_cli_error(r->cmd, "%s: none of its %d repeats could be compared", run, n);
         goto done;
     }
     if ((rc = write_repeats(r, reps, m, r->out ? r->out : run, &summary)) == 0 && summary)
@@ -846,17 +840,9 @@ done:
     return rc;
 }
 
-int lp_cli_report_run(struct lp_cli_report *r, const char *run)
+/* The report of a run's traces: each one's files, and with several the run report */
+static int report_traces(struct lp_cli_report *r, const char *run)
 {
-    if (!r->take_repeat) { /* a repeat is a run of its own */
-        char **names;
-        int n_rep = repeats_of(r->cmd, run, &names);
-        if (n_rep != 0) {
-            int rc = n_rep < 0 ? LP_CLI_EXIT_INPUT : report_repeats(r, run, names, n_rep);
-            lp_cli_free_list(names, n_rep > 0 ? n_rep : 0);
-            return rc;
-        }
-    }
     struct lp_cli_outs outs = {.cmd = r->cmd};
     char **traces = NULL, **summaries = NULL, *run_summary = NULL;
     struct lp_rank *ranks = NULL;
@@ -866,6 +852,13 @@ int lp_cli_report_run(struct lp_cli_report *r, const char *run)
     int n = lp_cli_run_traces(r->cmd, run, &traces), rc = LP_CLI_EXIT_INPUT;
     if (n <= 0)
         goto done;
+    if (r->take_repeat && n > 1) {
+        /* which process of one repeat answers to which of another is not known here */
+        lp_cli_error(r->cmd, "warning: the repeat %s holds %d traces (ranks or processes): "
+                             "reported, but left out of the comparison, which takes repeats of "
+                             "one process each", run, n);
+        r->take_repeat = NULL;
+    }
     if (r->baseline_trace && n > 1) {
         /* runs that cannot be compared */
         lp_cli_error(r->cmd, "--baseline compares one trace with one, and %s holds %d (ranks "
@@ -964,6 +957,19 @@ done:
     free(unread);
     free(why);
     lp_cli_free_list(traces, n > 0 ? n : 0);
+    return rc;
+}
+
+int lp_cli_report_run(struct lp_cli_report *r, const char *run)
+{
+    if (r->take_repeat) /* a repeat is a run of its own */
+        return report_traces(r, run);
+    char **names;
+    int n = lp_cli_repeats_read(r->cmd, run, &names);
+    if (n == 0)
+        return report_traces(r, run);
+    int rc = n < 0 ? LP_CLI_EXIT_INPUT : report_repeats(r, run, names, n);
+    lp_cli_free_list(names, n > 0 ? n : 0);
     return rc;
 }
 

@@ -175,23 +175,87 @@ int lp_cli_run_check(const char *cmd, const char *run)
     return rc;
 }
 
-int lp_cli_repeats_said(const char *cmd, const char *dir)
+/* repeats.runs[I] of DIR/meta.json (PATH): one word naming a real directory of DIR (no
+ * '/', not hidden, not a symbolic link), not named twice; 0, or -1 with a message */
+static int repeat_name_ok(const char *cmd, const char *dir, const char *path, json_t *runs,
+                          size_t i)
+{
+    const char *s = json_string_value(json_array_get(runs, i));
+    char sub[PATH_MAX + 256];
+    struct stat st;
+    if (!s || !*s || s[0] == '.' || strchr(s, '/') || strlen(s) > 200) {
+        lp_cli_error(cmd, "%s: repeats.runs[%zu] is not the name of one of its directories: "
+                          "record the repeats again", path, i);
+        return -1;
+    }
+    snprintf(sub, sizeof sub, "%s/%s", dir, s);
+    if (lstat(sub, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        lp_cli_error(cmd, "%s: repeats.runs[%zu], %s, is not a directory there%s", path, i, sub,
+                     lstat(sub, &st) == 0 && S_ISLNK(st.st_mode) ? " (a symbolic link)" : "");
+        return -1;
+    }
+    for (size_t j = 0; j < i; j++)
+        if (!strcmp(s, json_string_value(json_array_get(runs, j)))) {
+            lp_cli_error(cmd, "%s: repeats.runs names %s twice: record the repeats again",
+                         path, s);
+            return -1;
+        }
+    return 0;
+}
+
+int lp_cli_repeats_read(const char *cmd, const char *dir, char ***names)
 {
     char path[PATH_MAX + 16];
     struct stat st;
+    if (names)
+        *names = NULL;
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || stat(path, &st) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
         return 0;
     json_error_t e;
-    json_t *meta = json_load_file(path, 0, &e);
-    json_t *runs = json_object_get(json_object_get(meta, "repeats"), "runs");
-    const char *first = json_string_value(json_array_get(runs, 0));
-    if (first && !strchr(first, '/'))
-        lp_cli_error(cmd, "%s holds %zu repeats of one command (llmprof profile --repeat), "
-                          "each a run of its own: give one, e.g. %s/%s ('llmprof report %s' "
-                          "compares them)", dir, json_array_size(runs), dir, first, dir);
+    json_t *meta = json_load_file(path, 0, &e), *rep = json_object_get(meta, "repeats");
+    if (!rep) {
+        json_decref(meta);
+        return 0; /* a run's own meta.json, or none that reads */
+    }
+    json_t *runs = json_object_get(rep, "runs");
+    size_t n = json_array_size(runs);
+    int rc = (int)n;
+    if (!json_is_array(runs) || n == 0 || n > LP_CLI_REPEATS_MAX) {
+        lp_cli_error(cmd, "%s: repeats.runs is not a list of 1 to %d directories: record the "
+                          "repeats again", path, LP_CLI_REPEATS_MAX);
+        rc = -1;
+    }
+    for (size_t i = 0; rc > 0 && i < n; i++)
+        if (repeat_name_ok(cmd, dir, path, runs, i) != 0)
+            rc = -1;
+    char **v = rc > 0 && names ? calloc(n, sizeof *v) : NULL;
+    for (size_t i = 0; v && i < n; i++)
+        if (!(v[i] = strdup(json_string_value(json_array_get(runs, i))))) {
+            lp_cli_free_list(v, (int)n);
+            v = NULL;
+        }
+    if (rc > 0 && names && !v) {
+        lp_cli_error(cmd, "out of memory");
+        rc = -1;
+    }
     json_decref(meta);
-    return first && !strchr(first, '/');
+    if (names)
+        *names = rc > 0 ? v : NULL;
+    return rc;
+}
+
+int lp_cli_repeats_said(const char *cmd, const char *dir)
+{
+    char **names;
+    int n = lp_cli_repeats_read(cmd, dir, &names);
+    if (n > 0)
+        lp_cli_error(cmd, "%s holds %d repeat%s of one command (llmprof profile --repeat), "
+                          "each a run of its own: give one, e.g. %s/%s ('llmprof report %s' "
+                          "compares them)", dir, n, n == 1 ? "" : "s", dir, names[0], dir);
+    lp_cli_free_list(names, n > 0 ? n : 0);
+    return n != 0;
 }
 
 int lp_cli_run_traces(const char *cmd, const char *run, char ***paths)

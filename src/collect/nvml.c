@@ -254,9 +254,9 @@ int lp_nvml_start(double hz)
     char version[96] = "";
     if (nv.SystemGetDriverVersion && nv.SystemGetDriverVersion(version, sizeof version) == 0)
         lp_sink_set_meta("driver_version", version);
-    period_ns = (uint64_t)(1e9 / hz);
-    if (period_ns < 1000000)
-        period_ns = 1000000; /* at most 1 kHz */
+    /* at most 1 kHz; at least one sample in 1000 s (a tiny rate would overflow the cast) */
+    double p = 1e9 / hz;
+    period_ns = p < 1e6 ? 1000000 : p > 1e12 ? (uint64_t)1e12 : (uint64_t)p;
     lp_sink_set_meta_u64("nvml_period_ns", period_ns);
     lp_cond_init_monotonic(&cv);
     stop_flag = 0;

@@ -98,9 +98,9 @@ static void verdict_md(FILE *f, const struct lp_repeats *r)
 
 int lp_report_repeats_md(FILE *f, const struct lp_repeats *r)
 {
-    fprintf(f, "# llmprof repeats\n\n%zu runs of one command (`llmprof profile --repeat`), "
+    fprintf(f, "# llmprof repeats\n\n%zu run%s of one command (`llmprof profile --repeat`), "
                "each in its own directory with its own report:",
-            r->n);
+            r->n, r->n == 1 ? "" : "s");
     for (size_t i = 0; i < r->n; i++) {
         fprintf(f, "%s", i ? ", " : " ");
         lp_md_code(f, r->reps[i].label);
@@ -198,7 +198,13 @@ static json_t *repeats_json(const struct lp_repeats *r)
         json_object_set_new(figs, lp_text_repeat_figure_key(k),
                             stat_json(r, &r->fig[k], &r->reps[0].fig[k], sizeof *r->reps));
     double *v = malloc((r->n ? r->n : 1) * sizeof *v);
-    for (size_t i = 0; v && i < r->n_stages; i++) {
+    if (!v) {
+        json_decref(labels);
+        json_decref(figs);
+        json_decref(stages);
+        return NULL;
+    }
+    for (size_t i = 0; i < r->n_stages; i++) {
         json_t *sf = json_object();
         for (int k = 0; k < LP_REPEAT_STAGE_COUNT; k++) {
             stage_values(r, r->stages[i].name, k, v);

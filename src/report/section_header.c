@@ -1,6 +1,6 @@
 /* The report's header: the trace (its file, format, records and GPUs), the command and how
- * busy the GPU was, in report.md; report.json's "trace" and the options the run was analysed
- * with ("options"). */
+ * busy the GPU was, in report.md; report.json's "trace", the options the run was analysed
+ * with ("options") and the model given, its config.json kept whole ("model"). */
 #include <stdio.h>
 #include "section.h"
 
@@ -103,9 +103,26 @@ static json_t *options_json(const struct lp_run *r)
                      (json_int_t)op->batch);
 }
 
+/* the model given (--model): its config.json's path, type and whole text, parsed (a text
+ * that no longer parses is kept as a string); null without one */
+static json_t *model_json(const struct lp_run *r)
+{
+    const struct lp_run_options *op = &r->opt;
+    if (!op->model)
+        return json_null();
+    json_error_t e;
+    json_t *config = op->model_config ? json_loads(op->model_config, 0, &e) : NULL;
+    if (!config && op->model_config)
+        config = json_string(op->model_config);
+    return json_pack("{s:o,s:s,s:o}", "config_file",
+                     op->model_file ? json_string(op->model_file) : json_null(), "model_type",
+                     op->model->model_type, "config", config ? config : json_null());
+}
+
 static const struct lp_section_key keys[] = {
     {"trace", trace_json},
     {"options", options_json},
+    {"model", model_json},
     {NULL, NULL},
 };
 
