@@ -439,6 +439,13 @@ static void test_roofline(void **state)
     assert_string_equal(lp_gpu_find(&t, "NVIDIA A100-SXM4-40GB")->name, "A100 SXM 40GB");
     assert_string_equal(lp_gpu_find(&t, "h100 pcie")->name, "H100 PCIe");
     assert_null(lp_gpu_find(&t, "NVIDIA GeForce GTX 480"));
+    /* the user's overrides: the activation dtype's peak and the bandwidth, nothing else */
+    struct lp_gpu o = *h200;
+    lp_gpu_override(&o, LP_DTYPE_FP8, 1500, 0);
+    assert_true(o.tflops[LP_DTYPE_FP8] == 1500 && o.tflops[LP_DTYPE_BF16] == 989 &&
+                o.mem_bw_gbs == 4800);
+    lp_gpu_override(&o, LP_DTYPE_BF16, 0, 3000);
+    assert_true(o.tflops[LP_DTYPE_BF16] == 989 && o.mem_bw_gbs == 3000);
     struct lp_cost c = {.matmul_flops = 989e12, .weight_bytes = 4.8e12};
     struct lp_bound b;
     lp_roofline(&c, h200, LP_DTYPE_BF16, &b);

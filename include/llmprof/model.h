@@ -282,6 +282,10 @@ const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
  * one message every command gives. */
 const struct lp_gpu *lp_gpu_resolve(const struct lp_gpu_table *t, const char *name, char *err,
                                     size_t errlen);
+/* The user's overrides (--peak-tflops, --mem-bw) on G: PEAK_TFLOPS the dense peak of DTYPE,
+ * MEM_BW_GBS the bandwidth, each when > 0. The one place both model and report apply them. */
+void lp_gpu_override(struct lp_gpu *g, enum lp_dtype dtype, double peak_tflops,
+                     double mem_bw_gbs);
 
 struct lp_bound {
     double compute_s, memory_s, bound_s;

@@ -283,10 +283,7 @@ static int find_gpu(struct lp_run_ctx *c, const struct lp_workload *w)
     else
         snprintf(r->util.gpu.name, sizeof r->util.gpu.name, "%s", o->gpu_name ? o->gpu_name : dev);
     r->util.dtype = w->activations;
-    if (o->peak_tflops > 0)
-        r->util.gpu.tflops[r->util.dtype] = o->peak_tflops;
-    if (o->mem_bw_gbs > 0)
-        r->util.gpu.mem_bw_gbs = o->mem_bw_gbs;
+    lp_gpu_override(&r->util.gpu, r->util.dtype, o->peak_tflops, o->mem_bw_gbs);
     return other ? lp_run_note(r, LP_NOTE_GPU_GIVEN, -1, 0, 0, 0) : LP_OK;
 }
 

@@ -193,10 +193,7 @@ static int resolve_gpu(const struct lp_cli_workload *g, const struct lp_gpu_tabl
         return LP_CLI_EXIT_USAGE;
     }
     *gpu = *row;
-    if (g->peak_tflops > 0)
-        gpu->tflops[g->w.activations] = g->peak_tflops;
-    if (g->mem_bw_gbs > 0)
-        gpu->mem_bw_gbs = g->mem_bw_gbs;
+    lp_gpu_override(gpu, g->w.activations, g->peak_tflops, g->mem_bw_gbs);
     if (gpu->tflops[g->w.activations] <= 0) {
         lp_cli_error("model", "%s has no dense %s peak in the table; give --peak-tflops",
                      gpu->name, lp_dtype_name(g->w.activations));

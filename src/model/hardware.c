@@ -201,3 +201,12 @@ const struct lp_gpu *lp_gpu_find(const struct lp_gpu_table *t, const char *name)
     }
     return NULL;
 }
+
+void lp_gpu_override(struct lp_gpu *g, enum lp_dtype dtype, double peak_tflops,
+                     double mem_bw_gbs)
+{
+    if (peak_tflops > 0 && (unsigned)dtype < LP_DTYPE_COUNT)
+        g->tflops[dtype] = peak_tflops;
+    if (mem_bw_gbs > 0)
+        g->mem_bw_gbs = mem_bw_gbs;
+}
