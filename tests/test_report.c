@@ -2658,6 +2658,31 @@ static void test_spread(void **state)
     lp_run_free(&r);
     lp_trace_free(t);
 
+    /* a decode range per step, one step slow: per-token jitter, not a repeat: the decode
+     * stage is left out and said, TPOT (over the requests) is what is judged */
+    struct tb sb;
+    tb_open(&sb);
+    for (int q = 0; q < 2; q++) {
+        uint64_t base = 100000000 + (uint64_t)q * 100000000;
+        range(&sb, "prefill", 1, base, base + 10000000);
+        for (int k = 0; k < 4; k++) { /* steps of 5 ms, the third of the first request 9 ms */
+            uint64_t s0 = base + 20000000 + (uint64_t)k * 10000000;
+            range(&sb, "decode step tokens=1", 1, s0, s0 + (q == 0 && k == 2 ? 9 : 5) * 1000000ull);
+        }
+    }
+    kernel(&sb, "k", 1, 1000, 2000, 3000);
+    t = tb_read(&sb, 1);
+    analyze(t, NULL, &r);
+    assert_int_equal(r.spread.step_stages, 1);
+    for (size_t i = 0; i < r.spread.n_figures; i++)
+        assert_true(r.spread.figures[i].what != LP_SPREAD_STAGE ||
+                    r.stages[r.spread.figures[i].stage].kind != LP_STAGE_KIND_DECODE);
+    md = write_to_string(lp_report_run_md, &r);
+    has(md, "Left out: 1 decode stage whose occurrences are single steps");
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+
     /* one request: too few values, said with why */
     t = spread_trace(1, p, d, 0);
     analyze(t, NULL, &r);

@@ -1047,6 +1047,9 @@ struct lp_run_spread {
     size_t n_figures;                   /* those with 2 values or more */
     size_t outside;                     /* of them, those not within the tolerance */
     size_t single_stages;               /* measured stages with one occurrence: left out */
+    size_t step_stages;                 /* decode stages whose occurrences are single steps:
+                                           their jitter is per token (ITL), not between
+                                           repeats; left out, TPOT judges the requests */
     enum lp_spread_verdict verdict;     /* TOO_FEW when n_figures is 0 */
 };
 

@@ -201,6 +201,8 @@ struct lp_repeats {
  * figure against TOLERANCE (0: LP_REPEATS_TOLERANCE). LP_OK or LP_ERR_NOMEM. */
 int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
                        struct lp_repeats *out);
+/* Stage STAGE's (index into R->stages) figure FIG in repeat REPEAT; NaN where not measured */
+double lp_repeats_value(const struct lp_repeats *r, size_t stage, size_t repeat, int fig);
 void lp_repeats_free(struct lp_repeats *r);
 
 /* ---- two runs compared (diff.c) ---- */

@@ -53,6 +53,8 @@ int lp_run_spread(struct lp_run_ctx *c)
             continue;
         if (s->wall.n < 2)
             sp->single_stages++;
+        else if (s->kind == LP_STAGE_KIND_DECODE && s->steps == (int64_t)s->occurrences)
+            sp->step_stages++;
         else
             sp->figures[sp->n_figures++] = spread_of_stat(&s->wall, (int)i);
     }

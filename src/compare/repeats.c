@@ -140,6 +140,21 @@ static long stage_index(struct lp_repeats *out, size_t room, const char *name)
     return (long)out->n_stages++;
 }
 
+/* the repeat's stage of NAME, NULL when it has none */
+static const struct lp_repeat_stage *stage_in(const struct lp_repeat *k, const char *name)
+{
+    for (size_t j = 0; j < k->n_stages; j++)
+        if (!strcmp(k->stages[j].name, name))
+            return &k->stages[j];
+    return NULL;
+}
+
+double lp_repeats_value(const struct lp_repeats *r, size_t stage, size_t repeat, int fig)
+{
+    const struct lp_repeat_stage *s = stage_in(&r->reps[repeat], r->stages[stage].name);
+    return s && fig >= 0 && fig < LP_REPEAT_STAGE_COUNT ? s->fig[fig] : NAN;
+}
+
 /* counts a judged figure: outside when it has two values or more and is not within */
 static void judge(struct lp_repeats *out, const struct lp_repeat_stat *s, int *judged)
 {
@@ -176,21 +191,18 @@ int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < reps[i].n_stages; j++)
             stage_index(out, room, reps[i].stages[j].name);
-    for (size_t s = 0; s < out->n_stages; s++)
+    for (size_t s = 0; s < out->n_stages; s++) {
+        for (size_t i = 0; i < n; i++) {
+            const struct lp_repeat_stage *k = stage_in(&reps[i], out->stages[s].name);
+            out->stages[s].energy_coarse += k && k->energy_coarse;
+        }
         for (int f = 0; f < LP_REPEAT_STAGE_COUNT; f++) {
-            for (size_t i = 0; i < n; i++) {
-                v[i] = NAN;
-                for (size_t j = 0; j < reps[i].n_stages; j++)
-                    if (!strcmp(reps[i].stages[j].name, out->stages[s].name)) {
-                        v[i] = reps[i].stages[j].fig[f];
-                        /* counted once per repeat: on the first figure's pass */
-                        out->stages[s].energy_coarse +=
-                            f == 0 && reps[i].stages[j].energy_coarse;
-                    }
-            }
+            for (size_t i = 0; i < n; i++)
+                v[i] = lp_repeats_value(out, s, i, f);
             stat_of(v, n, out->tolerance, &out->stages[s].fig[f]);
             judge(out, &out->stages[s].fig[f], &judged);
         }
+    }
     free(v);
     out->verdict = !judged            ? LP_REPEATS_VERDICT_TOO_FEW
                    : out->n_outside ? LP_REPEATS_VERDICT_OUTSIDE

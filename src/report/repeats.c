@@ -178,17 +178,6 @@ static json_t *stat_json(const struct lp_repeats *r, const struct lp_repeat_stat
                      "values", v);
 }
 
-/* the values of stage NAME's figure K in each repeat (NaN where it is not) */
-static void stage_values(const struct lp_repeats *r, const char *name, int k, double *out)
-{
-    for (size_t i = 0; i < r->n; i++) {
-        out[i] = NAN;
-        for (size_t j = 0; j < r->reps[i].n_stages; j++)
-            if (!strcmp(r->reps[i].stages[j].name, name))
-                out[i] = r->reps[i].stages[j].fig[k];
-    }
-}
-
 static json_t *repeats_json(const struct lp_repeats *r)
 {
     json_t *labels = json_array(), *figs = json_object(), *stages = json_array();
@@ -207,7 +196,8 @@ static json_t *repeats_json(const struct lp_repeats *r)
     for (size_t i = 0; i < r->n_stages; i++) {
         json_t *sf = json_object();
         for (int k = 0; k < LP_REPEAT_STAGE_COUNT; k++) {
-            stage_values(r, r->stages[i].name, k, v);
+            for (size_t j = 0; j < r->n; j++)
+                v[j] = lp_repeats_value(r, i, j, k);
             json_object_set_new(sf, lp_text_repeat_stage_figure_key(k),
                                 stat_json(r, &r->stages[i].fig[k], v, sizeof *v));
         }
@@ -225,14 +215,7 @@ static json_t *repeats_json(const struct lp_repeats *r)
 
 int lp_report_repeats_json(FILE *out, const struct lp_repeats *r)
 {
-    json_t *root = repeats_json(r);
-    if (!root)
-        return -1;
-    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    json_decref(root);
-    if (rc == 0 && fputc('\n', out) == EOF)
-        rc = -1;
-    return rc ? -1 : 0;
+    return lp_report_json_put(out, repeats_json(r));
 }
 
 static void csv_row(FILE *f, const char *repeat, const char *stage, const char *figure,

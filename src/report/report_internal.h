@@ -14,6 +14,8 @@
 #define LP_REPORT_SCHEMA "llmprof-report/2"
 
 json_t *lp_report_run_json_value(const struct lp_run *r);
+/* DOC (taken; NULL: out of memory) written as report.json is, with a newline: 0 or -1 */
+int lp_report_json_put(FILE *out, json_t *doc);
 /* diff.json's document (llmprof-diff/1), for diff.json and report.html's baseline section. */
 json_t *lp_report_diff_json_value(const struct lp_diff *d);
 

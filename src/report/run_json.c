@@ -59,14 +59,18 @@ json_t *lp_report_run_json_value(const struct lp_run *r)
     return root;
 }
 
-int lp_report_run_json(FILE *out, const struct lp_run *r)
+int lp_report_json_put(FILE *out, json_t *doc)
 {
-    json_t *root = lp_report_run_json_value(r);
-    if (!root)
+    if (!doc)
         return -1;
-    int rc = json_dumpf(root, out, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
-    json_decref(root);
+    int rc = json_dumpf(doc, out, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(doc);
     if (rc == 0 && fputc('\n', out) == EOF)
         rc = -1;
     return rc ? -1 : 0;
+}
+
+int lp_report_run_json(FILE *out, const struct lp_run *r)
+{
+    return lp_report_json_put(out, lp_report_run_json_value(r));
 }

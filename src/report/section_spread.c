@@ -116,6 +116,11 @@ static void spread_md(FILE *f, const struct lp_run *r)
     if (sp->single_stages)
         fprintf(f, "\nLeft out: %zu measured stage%s with one occurrence.\n", sp->single_stages,
                 sp->single_stages == 1 ? "" : "s");
+    if (sp->step_stages)
+        fprintf(f, "\nLeft out: %zu decode stage%s whose occurrences are single steps: one "
+                   "step against another is per-token jitter (ITL in the headline), not a "
+                   "repeat; TPOT judges the requests.\n",
+                sp->step_stages, sp->step_stages == 1 ? "" : "s");
 }
 
 static json_t *spread_json(const struct lp_run *r)
@@ -132,10 +137,11 @@ static json_t *spread_json(const struct lp_run *r)
                             lp_json_num(x->min_ns), "max_ns", lp_json_num(x->max_ns),
                             "worst_deviation", lp_json_num(x->worst), "within", x->within));
     }
-    return json_pack("{s:s,s:o,s:s,s:I,s:I,s:o,s:s}", "kind", "in_process", "tolerance",
+    return json_pack("{s:s,s:o,s:s,s:I,s:I,s:I,s:o,s:s}", "kind", "in_process", "tolerance",
                      lp_json_num(sp->tolerance), "verdict", spread_verdict_key(sp->verdict),
                      "outside", (json_int_t)sp->outside, "single_stages",
-                     (json_int_t)sp->single_stages, "figures", figs, "process_level",
+                     (json_int_t)sp->single_stages, "step_stages",
+                     (json_int_t)sp->step_stages, "figures", figs, "process_level",
                      "repeats.md");
 }
 
