@@ -296,6 +296,38 @@ rc=$?
 [ "$rc" -eq 0 ] && [ -s "$T/prof/report.md" ] && [ -s "$T/prof/meta.json" ] && ok "profile records then reports" || \
     bad "profile: status $rc, $(ls "$T/prof" 2>&1), $out"
 
+# ---- the program's request (LLMPROF_REQUEST_FILE): meta.json, report.json, report.md ----
+REQ='{"model_path": "/models/ocr", "repeats": 2, "input_dir": "pages|a`b"}'
+"$LP" profile -o "$T/req" --quiet -- sh -c 'printf "%s" "$1" >"$LLMPROF_REQUEST_FILE"; exec "$2" 0' \
+    sh "$REQ" "$FAKE" </dev/null >/dev/null 2>&1
+if python3 - "$T/req" <<'PY'
+import json, sys
+d = sys.argv[1]
+want = {"model_path": "/models/ocr", "repeats": 2, "input_dir": "pages|a`b"}
+assert json.load(open(d + "/meta.json"))["request"] == want
+assert json.load(open(d + "/report.json"))["request"] == want
+md = open(d + "/report.md").read()
+assert "- request (as the program stated it): " in md and "/models/ocr" in md, md[:600]
+import os
+assert not [n for n in os.listdir(d) if n.startswith(".llmprof-request")], os.listdir(d)
+PY
+then ok "the program's request is kept in meta.json, report.json and report.md"; else bad "request"; fi
+"$LP" record -o "$T/req2" -- sh -c 'echo "[1, 2]" >"$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh "$FAKE" \
+    </dev/null >"$T/req2.out" 2>&1
+grep -q "request the program wrote to LLMPROF_REQUEST_FILE is left out of meta.json: it is not a JSON object" \
+    "$T/req2.out" && grep -q '"request_error": "it is not a JSON object"' "$T/req2/meta.json" &&
+    ! grep -q '"request":' "$T/req2/meta.json" && ok "a request that is not an object is said and left out" ||
+    bad "bad request: $(cat "$T/req2.out")"
+"$LP" record -o "$T/req3" -- sh -c 'head -c 70000 /dev/zero | tr "\0" " " >"$LLMPROF_REQUEST_FILE"; exec "$1" 0' \
+    sh "$FAKE" </dev/null >"$T/req3.out" 2>&1
+grep -q "larger than 64 KiB" "$T/req3.out" && ok "a request over 64 KiB is refused" || bad "big request: $(cat "$T/req3.out")"
+"$LP" record -o "$T/req4" -- sh -c 'ln -sf /etc/passwd "$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh "$FAKE" \
+    </dev/null >"$T/req4.out" 2>&1
+grep -q "it was replaced by a link" "$T/req4.out" && [ -z "$(ls -A "$T/req4" | grep llmprof-request)" ] &&
+    ok "a request file replaced by a link is not followed, and removed" || bad "linked request: $(cat "$T/req4.out")"
+"$LP" record -o "$T/req5" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
+! grep -q '"request' "$T/req5/meta.json" && ok "a program that states no request leaves none" || bad "req5"
+
 # ---- outputs never destroy data (issue 11) ----
 OLD=(report.md summary.md report.json kernels.csv operators.csv stages.csv gemms.csv report.html)
 # leftovers: temporaries (.NAME.tmp.PID.N) or kept old files (.NAME.old.PID.N) in DIR

@@ -114,7 +114,7 @@ old=$(ls "$T"/f1/trace.*.lpt)
 echo mine >"$T/f1/notes.txt"
 expect 2 "already holds a recorded run; choose another -o, or add --force" "refusal mentions --force" -- \
     "$LP" record -o "$T/f1" -- "$FAKE" 0
-expect 0 "removed the previous run's files from $T/f1: meta.json, 1 trace, 10 report files" \
+expect 0 "removed the previous run's files from $T/f1: meta.json, 1 trace, 11 report files" \
     "--force says what it removed" -- "$LP" record --force -o "$T/f1" -- "$FAKE" 0
 [ -f "$T/f1/notes.txt" ] && [ ! -e "$old" ] && [ ! -e "$T/f1/report.md" ] && [ -f "$T/f1/meta.json" ] &&
     [ "$(ls "$T"/f1/trace.*.lpt | wc -l)" -eq 1 ] && ok "--force: a new run, the user's file kept" ||
@@ -124,7 +124,7 @@ expect 0 "removed the previous run's files from $T/f1: meta.json, 1 trace, 10 re
 "$LP" report "$T/f2" --quiet >/dev/null 2>&1
 keep=$(ls -d "$T"/f2/trace.rank1.*/ | head -1)
 echo mine >"$keep/notes.txt"
-expect 0 "meta.json, 2 traces, 20 report files, 1 report directory" "--force on a run of two ranks" -- \
+expect 0 "meta.json, 2 traces, 22 report files, 1 report directory" "--force on a run of two ranks" -- \
     "$LP" record --force -o "$T/f2" -- "$FAKE" 0
 [ -f "$keep/notes.txt" ] && [ ! -e "$keep/report.md" ] && [ -z "$(ls -d "$T"/f2/trace.rank0.* 2>/dev/null)" ] &&
     ok "--force: report directories removed, one with a user's file kept" || bad "--force left: $(ls -AR "$T/f2")"

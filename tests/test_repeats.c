@@ -260,6 +260,54 @@ static void test_repeats_fixture(void **state)
         lp_repeat_free(&k[i]);
 }
 
+/* the programs' stated requests: the first repeat's in repeats.md and repeats.json, and
+ * whether every repeat stated the same one */
+static void test_repeats_request(void **state)
+{
+    (void)state;
+    const char *req = "{\"model_path\":\"/m\",\"repeats\":3}";
+    struct lp_repeat k[2];
+    take(2000, 5000, 1, "repeat-1", &k[0]);
+    take(2000, 5000, 1, "repeat-2", &k[1]);
+    assert_null(k[0].request); /* a run that stated none */
+    k[0].request = strdup(req);
+    k[1].request = strdup(req);
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 2, 0, &r), LP_OK);
+    assert_false(r.requests_differ);
+    char *md = NULL, *js = NULL;
+    size_t len;
+    FILE *f = open_memstream(&md, &len);
+    assert_int_equal(lp_report_repeats_md(f, &r), 0);
+    fclose(f);
+    assert_non_null(strstr(md, "Request (as the program stated it, the same in every repeat): "
+                               "`{\"model_path\":\"/m\",\"repeats\":3}`\n"));
+    f = open_memstream(&js, &len);
+    assert_int_equal(lp_report_repeats_json(f, &r), 0);
+    fclose(f);
+    json_t *j = json_loads(js, 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "request"),
+                                                        "repeats")), 3);
+    assert_true(json_is_false(json_object_get(j, "requests_differ")));
+    json_decref(j);
+    free(md);
+    free(js);
+    lp_repeats_free(&r);
+    free(k[1].request);
+    k[1].request = NULL; /* the second stated none */
+    assert_int_equal(lp_repeats_analyze(k, 2, 0, &r), LP_OK);
+    assert_true(r.requests_differ);
+    md = NULL;
+    f = open_memstream(&md, &len);
+    assert_int_equal(lp_report_repeats_md(f, &r), 0);
+    fclose(f);
+    assert_non_null(strstr(md, "the repeats' requests DIFFER"));
+    free(md);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 2; i++)
+        lp_repeat_free(&k[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_repeats_outside),
         cmocka_unit_test(test_repeats_edges),
         cmocka_unit_test(test_repeats_fixture),
+        cmocka_unit_test(test_repeats_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

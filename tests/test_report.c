@@ -412,6 +412,282 @@ static void test_operators_inclusive_and_self(void **state)
     lp_trace_free(t);
 }
 
+/* the row of R by operator NAME and shapes text SHAPES, or NULL */
+static const struct lp_op_shape_row *shape_row(const struct lp_run *r, const char *name,
+                                               const char *shapes)
+{
+    for (size_t i = 0; i < r->n_op_shapes; i++)
+        if (!strcmp(r->ops[r->op_shapes[i].op].name, name) &&
+            !strcmp(r->op_shapes[i].shapes, shapes))
+            return &r->op_shapes[i];
+    return NULL;
+}
+
+/* emit_nvtx(record_shapes=True) names: a row per operator and shapes, nested operators
+ * inclusive with self time for the innermost, a range without sizes in its operator only */
+static void test_operator_shapes(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 100000);
+    range(&b, "aten::linear, seq = 1, op_id = 1, sizes = [[4, 1280], [1280, 1280], []]", 1, 100,
+          5000);
+    range(&b, "aten::mm, seq = 1, op_id = 2, sizes = [[4, 1280], [1280, 1280]], "
+              "input_op_ids = [(1, 0)]", 1, 200, 4000);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 300, 400, 1400);
+    kernel(&b, "vectorized_elementwise_kernel", 1, 4500, 4600, 4700);
+    range(&b, "aten::mm, seq = 3, op_id = 3, sizes = [[8,   64], [ 64, 64 ]]", 1, 6000, 7000);
+    /* in one of the same shapes: its kernel counts once for the row */
+    range(&b, "aten::mm, seq = 6, op_id = 6, sizes = [[8, 64], [64, 64]]", 1, 6050, 6900);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 6100, 6200, 6400);
+    /* the first mm's shapes, spaced otherwise: the same row */
+    range(&b, "aten::mm, seq = 4, op_id = 4, sizes = [[4,1280],[1280,1280]]", 1, 8000, 9000);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 8100, 8200, 8500);
+    range(&b, "aten::mm, seq = 5, op_id = 5", 1, 10000, 11000);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 10100, 10200, 10250);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_ops, 2);
+    assert_string_equal(r.ops[0].name, "aten::mm");
+    assert_int_equal(r.ops[0].calls, 5);
+    assert_int_equal(r.ops[0].gpu_ns, 1000 + 200 + 300 + 50);
+    assert_int_equal(r.n_op_shapes, 3);
+    assert_int_equal(r.op_shapes_unread, 0);
+    /* by GPU time */
+    const struct lp_op_shape_row *mm4 = &r.op_shapes[0], *lin = &r.op_shapes[1],
+                                 *mm8 = &r.op_shapes[2];
+    assert_ptr_equal(shape_row(&r, "aten::mm", "[[4, 1280], [1280, 1280]]"), mm4);
+    assert_ptr_equal(shape_row(&r, "aten::linear", "[[4, 1280], [1280, 1280], []]"), lin);
+    assert_ptr_equal(shape_row(&r, "aten::mm", "[[8, 64], [64, 64]]"), mm8);
+    assert_int_equal(mm4->calls, 2);
+    assert_int_equal(mm4->cpu_ns, 3800 + 1000);
+    assert_int_equal(mm4->gpu_ns, 1000 + 300);
+    assert_int_equal(mm4->self_gpu_ns, 1000 + 300);
+    assert_int_equal(mm4->kernels, 2);
+    assert_int_equal(lin->calls, 1);
+    assert_int_equal(lin->cpu_ns, 4900);
+    assert_int_equal(lin->gpu_ns, 1000 + 100);
+    assert_int_equal(lin->self_gpu_ns, 100);
+    assert_int_equal(lin->kernels, 2);
+    assert_int_equal(mm8->calls, 2);
+    assert_int_equal(mm8->cpu_ns, 1000 + 850);
+    assert_int_equal(mm8->gpu_ns, 200);
+    assert_int_equal(mm8->self_gpu_ns, 200);
+    assert_int_equal(mm8->kernels, 1);
+
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "### By input shapes"));
+    assert_non_null(strstr(md, "| `aten::mm` | `[[4, 1280], [1280, 1280]]` | 2 | "));
+    assert_non_null(strstr(md, "Memory per operator is not in the trace"));
+    assert_null(strstr(md, "No operator range gave its inputs' sizes"));
+    assert_null(strstr(md, "more in operator_shapes.csv"));
+    free(md);
+    char *csv = write_to_string(lp_report_operator_shapes_csv, &r);
+    assert_string_equal(csv, "operator,shapes,calls,cpu_ns,gpu_ns,self_gpu_ns,kernels\n"
+                             "aten::mm,\"[[4, 1280], [1280, 1280]]\",2,4800,1300,1300,2\n"
+                             "aten::linear,\"[[4, 1280], [1280, 1280], []]\",1,4900,1100,100,2\n"
+                             "aten::mm,\"[[8, 64], [64, 64]]\",2,1850,200,200,1\n");
+    free(csv);
+    char *js = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(js, 0, &je);
+    assert_non_null(root);
+    json_t *rows = json_object_get(root, "operator_shapes");
+    assert_int_equal(json_array_size(rows), 3);
+    json_t *row = json_array_get(rows, 1);
+    assert_string_equal(json_string_value(json_object_get(row, "name")), "aten::linear");
+    assert_string_equal(json_string_value(json_object_get(row, "shapes")),
+                        "[[4, 1280], [1280, 1280], []]");
+    assert_int_equal(json_integer_value(json_object_get(row, "calls")), 1);
+    assert_int_equal(json_integer_value(json_object_get(row, "cpu_ns")), 4900);
+    assert_int_equal(json_integer_value(json_object_get(row, "gpu_ns")), 1100);
+    assert_int_equal(json_integer_value(json_object_get(row, "self_gpu_ns")), 100);
+    assert_int_equal(json_integer_value(json_object_get(row, "kernels")), 2);
+    json_decref(root);
+    free(js);
+    const struct lp_report_csv *c = NULL;
+    for (size_t i = 0; (c = lp_report_csv_at(i)) != NULL; i++)
+        if (!strcmp(c->name, "operator_shapes.csv"))
+            break;
+    assert_non_null(c);
+    assert_ptr_equal(c->write, lp_report_operator_shapes_csv);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* operator ranges without sizes: no rows, and report.md says how to get them */
+static void test_operator_shapes_none(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 10000);
+    range(&b, "aten::mm, seq = 1, op_id = 1", 1, 100, 5000);
+    kernel(&b, "nvjet_sm90_tst_64x8", 1, 300, 400, 1400);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_ops, 1);
+    assert_int_equal(r.n_op_shapes, 0);
+    assert_int_equal(r.op_shapes_unread, 0);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "No operator range gave its inputs' sizes: PyTorch adds them "
+                               "under `torch.autograd.profiler.emit_nvtx(record_shapes=True)`."));
+    assert_null(strstr(md, "| operator | input sizes |"));
+    free(md);
+    char *js = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(js, 0, &je);
+    assert_non_null(root);
+    assert_true(json_is_array(json_object_get(root, "operator_shapes")));
+    assert_int_equal(json_array_size(json_object_get(root, "operator_shapes")), 0);
+    json_decref(root);
+    free(js);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* sizes given but none read: said, without claiming that no range gave any */
+static void test_operator_shapes_unread_only(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 10000);
+    range(&b, "aten::mm, seq = 1, op_id = 1, sizes = [[4, 8], [8", 1, 100, 5000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_op_shapes, 0);
+    assert_int_equal(r.op_shapes_unread, 1);
+    assert_int_equal(r.ops[0].calls, 1);
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "### By input shapes\n\n1 operator range gave sizes that could "
+                               "not be read"));
+    assert_null(strstr(md, "No operator range gave its inputs' sizes"));
+    free(md);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* "[[1024, 4096], [1024, 4096], ...]": N inner lists, the last one's first size LAST */
+static char *long_sizes(const char *op, int n, int last)
+{
+    size_t cap = strlen(op) + 32 + 16 * (size_t)n;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    size_t o = (size_t)snprintf(s, cap, "%s, seq = 1, sizes = [", op);
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(s + o, cap - o, "%s[%d, 4096]", i ? ", " : "",
+                              i == n - 1 ? last : 1024);
+    snprintf(s + o, cap - o, "], input_op_ids = [(1, 0)]");
+    return s;
+}
+
+/* Names that give sizes no list reads: counted in the operator's row only, never read past;
+ * a list past LP_OP_SHAPES_MAX cut after a whole input */
+static void test_operator_shapes_malformed(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "aten::add, sizes = [[1, 2]",                  /* never closed */
+        "aten::add, sizes = [[1, 2]]]",                /* closed twice */
+        "aten::add, sizes = [[1, 2]] trailing",        /* no comma after it */
+        "aten::add, sizes = [[1, x]]",                 /* not a number */
+        "aten::add, sizes = [[1 2]]",                  /* two numbers, no comma */
+        "aten::add, sizes = [[1, 2],]",                /* a comma before the end */
+        "aten::add, sizes = [[-]]",                    /* a sign alone */
+        "aten::add, sizes = [[[[[[[[[1]]]]]]]]]",      /* nine deep */
+        "aten::add, sizes = 3",                        /* no list */
+        "aten::add, sizes = [[3, \xff\xfe]]",          /* not UTF-8 inside */
+        "aten::add, sizes = ",                         /* nothing */
+    };
+    size_t n_bad = sizeof bad / sizeof *bad;
+    struct tb b;
+    tb_open(&b);
+    range(&b, "decode", 1, 0, 1000000);
+    uint64_t at = 1000;
+    for (size_t i = 0; i < n_bad; i++, at += 1000)
+        range(&b, bad[i], 1, at, at + 500);
+    range(&b, "aten::add, sizes = [[-1], [], [[2]]]", 1, at, at + 500);
+    at += 1000;
+    /* not UTF-8 in the operator's name: the reader's '?' in its name, the sizes read */
+    range(&b, "aten::\xc3\x28op, sizes = [[5]]", 1, at, at + 500);
+    at += 1000;
+    /* about 14 KB of sizes, twice, differing past the cut: one row */
+    char *long1 = long_sizes("aten::cat", 1000, 1024), *long2 = long_sizes("aten::cat", 1000, 7);
+    range(&b, long1, 1, at, at + 500);
+    range(&b, long2, 1, at + 1000, at + 1500);
+    at += 2000;
+    /* a control sequence in the operator's name: shown escaped, never obeyed */
+    range(&b, "aten::\x1b[2Jevil, sizes = [[1]]", 1, at, at + 500);
+    at += 1000;
+    /* one size of 300 digits: no whole input fits */
+    char big[400];
+    memcpy(big, "aten::big, sizes = [[", 21);
+    memset(big + 21, '7', 300);
+    memcpy(big + 321, "]]", 3);
+    range(&b, big, 1, at, at + 500);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.op_shapes_unread, n_bad);
+    const struct lp_op_row *add = NULL;
+    for (size_t i = 0; i < r.n_ops; i++)
+        if (!strcmp(r.ops[i].name, "aten::add"))
+            add = &r.ops[i];
+    assert_non_null(add);
+    assert_int_equal(add->calls, n_bad + 1);
+    assert_int_equal(r.n_op_shapes, 5);
+    const struct lp_op_shape_row *x = shape_row(&r, "aten::add", "[[-1], [], [[2]]]");
+    assert_non_null(x);
+    assert_int_equal(x->calls, 1);
+    /* the '?' the reader put for the byte that is not UTF-8 */
+    const struct lp_op_shape_row *u = NULL;
+    for (size_t i = 0; i < r.n_op_shapes; i++)
+        if (!strcmp(r.op_shapes[i].shapes, "[[5]]"))
+            u = &r.op_shapes[i];
+    assert_non_null(u);
+    assert_non_null(strstr(r.ops[u->op].name, "aten::"));
+    assert_null(strchr(r.ops[u->op].name, '\xc3'));
+    /* 16 inputs of 12 bytes fit in 240 with the mark, 17 do not */
+    char want[LP_OP_SHAPES_MAX + 1];
+    size_t o = (size_t)snprintf(want, sizeof want, "[");
+    for (int i = 0; i < 16; i++)
+        o += (size_t)snprintf(want + o, sizeof want - o, "%s[1024, 4096]", i ? ", " : "");
+    snprintf(want + o, sizeof want - o, ", …]");
+    const struct lp_op_shape_row *cat = shape_row(&r, "aten::cat", want);
+    assert_non_null(cat);
+    assert_int_equal(strlen(cat->shapes), 1 + 16 * 12 + 15 * 2 + 6);
+    assert_true(strlen(cat->shapes) <= LP_OP_SHAPES_MAX);
+    assert_int_equal(cat->calls, 2);
+    assert_non_null(shape_row(&r, "aten::big", "[…]"));
+    /* every writer takes it */
+    char *md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "11 operator ranges gave sizes that could not be read"));
+    assert_non_null(strstr(md, "| `aten::\\x1b[2Jevil` | `[[1]]` | 1 |"));
+    assert_null(strchr(md, '\x1b'));
+    free(md);
+    char *csv = write_to_string(lp_report_operator_shapes_csv, &r);
+    assert_non_null(strstr(csv, "aten::big,[…],1,500,0,0,0\n"));
+    assert_non_null(strstr(csv, "aten::\\x1b[2Jevil,[[1]],1,500,0,0,0\n"));
+    assert_null(strchr(csv, '\x1b'));
+    free(csv);
+    char *js = write_to_string(lp_report_run_json, &r);
+    json_error_t je;
+    json_t *root = json_loads(js, 0, &je);
+    assert_non_null(root);
+    assert_int_equal(json_array_size(json_object_get(root, "operator_shapes")), 5);
+    json_decref(root);
+    free(js);
+    free(long1);
+    free(long2);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* ---- timeline ---- */
 
 static void test_gap_causes(void **state)
@@ -826,7 +1102,8 @@ static void test_fixture_llama_gemms(void **state)
     assert_true(p->gemm_vs_model > 0.97 && p->gemm_vs_model < 0.99);
     assert_true(fabs(d->gemm_vs_linear - 1) < 0.001);
     assert_true(p->gemm_mfu > 0 &&
-                fabs(p->gemm_mfu / p->mfu - p->gemm_flops / (double)p->occurrences / p->model_flops) < 1e-6);
+                fabs(p->gemm_mfu / p->mfu -
+                     p->gemm_flops / (double)p->occurrences / p->model_flops) < 1e-6);
     int gemv = 0, big = 0;
     for (size_t i = 0; i < r.gemm.n_rows; i++) {
         const struct lp_gemm_row *g = &r.gemm.rows[i];
@@ -834,7 +1111,8 @@ static void test_fixture_llama_gemms(void **state)
         if (g->stage >= 0 && r.stages[g->stage].kind == LP_STAGE_KIND_DECODE && g->call.n == 1 &&
             g->call.k >= 2048)
             gemv += (g->hints & LP_GEMM_HINT_GEMV) != 0;
-        if (g->call.m == 5632 && g->call.n == 512 && r.stages[g->stage].kind == LP_STAGE_KIND_PREFILL) {
+        if (g->call.m == 5632 && g->call.n == 512 &&
+            r.stages[g->stage].kind == LP_STAGE_KIND_PREFILL) {
             big = 1;
             assert_int_equal(g->calls, 44); /* gate and up projections of 22 layers */
             assert_true(g->peak_share > 0.3 && g->peak_share < 1);
@@ -915,11 +1193,13 @@ static void test_fixture_gemm_shapes(void **state)
 static void test_kernel_names(void **state)
 {
     (void)state;
-    char *d = lp_kernel_demangle("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_");
+    char *d = lp_kernel_demangle("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+                                 "11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_");
     assert_non_null(strstr(d, "at::native::vectorized_elementwise_kernel<4"));
     char buf[128];
     lp_kernel_short_name(d, buf, sizeof buf);
-    assert_string_equal(buf, "vectorized_elementwise_kernel<4, FillFunctor<float>, Array<char*, 1>>");
+    assert_string_equal(buf,
+                        "vectorized_elementwise_kernel<4, FillFunctor<float>, Array<char*, 1>>");
     assert_int_equal(lp_kernel_category(d), LP_KCAT_ELEMENTWISE);
     free(d);
     /* past 1,024 characters (CUTLASS kernels are longer) the demangler's own limit refuses:
@@ -948,12 +1228,19 @@ static void test_kernel_names(void **state)
     } cases[] = {
         {"nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", LP_KCAT_GEMM},
         {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", LP_KCAT_GEMM},
-        {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>(Flash_fwd_params)", LP_KCAT_ATTENTION},
+        {"void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128>>(Flash_fwd_params)",
+         LP_KCAT_ATTENTION},
         {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", LP_KCAT_ATTENTION},
-        {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int)", LP_KCAT_NORM},
-        {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float> > >(float)", LP_KCAT_REDUCTION},
-        {"void at::native::distribution_elementwise_grid_stride_kernel<float, 4, at::native::templates::cuda::normal_and_transform<float>>(int)", LP_KCAT_ELEMENTWISE},
-        {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", LP_KCAT_COMMUNICATION},
+        {"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>(int)",
+         LP_KCAT_NORM},
+        {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+         "at::native::MeanOps<float, float> > >(float)",
+         LP_KCAT_REDUCTION},
+        {"void at::native::distribution_elementwise_grid_stride_kernel<float, 4, "
+         "at::native::templates::cuda::normal_and_transform<float>>(int)",
+         LP_KCAT_ELEMENTWISE},
+        {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+         LP_KCAT_COMMUNICATION},
         {"my_custom_kernel", LP_KCAT_OTHER},
         /* Triton and torch.compile matmuls by a word of their name (issue 46) */
         {"mm", LP_KCAT_GEMM},
@@ -967,8 +1254,8 @@ static void test_kernel_names(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         if (lp_kernel_category(cases[i].name) != cases[i].cat)
-            fail_msg("%s: %s, wanted %s", cases[i].name, lp_kcat_name(lp_kernel_category(cases[i].name)),
-                     lp_kcat_name(cases[i].cat));
+            fail_msg("%s: %s, wanted %s", cases[i].name,
+                     lp_kcat_name(lp_kernel_category(cases[i].name)), lp_kcat_name(cases[i].cat));
     }
 }
 
@@ -1128,7 +1415,8 @@ static void test_finding_premises(void **state)
                     assert_true(s->cat_share[LP_KCAT_GEMM] >= 0.5 && f->share >= 0.4);
                 else if (f->reason == LP_MFU_REASON_GEMM_SLOW)
                     assert_true(s->cat_share[LP_KCAT_GEMM] >= 0.5 && f->share < 0.4);
-                if (s->cat_share[LP_KCAT_ATTENTION] > 0 && strstr(x.advice, "use a fused attention"))
+                if (s->cat_share[LP_KCAT_ATTENTION] > 0 &&
+                    strstr(x.advice, "use a fused attention"))
                     fail_msg("%s: advises a fused attention kernel beside one", e->d_name);
                 if (s->busy_share < 0.5 && strstr(x.advice, "run slowly"))
                     fail_msg("%s: GEMMs said slow in a prefill the GPU idles", e->d_name);
@@ -1555,7 +1843,8 @@ static void test_harness_counters(void **state)
     assert_true(fabs(d->ctr.vs_model_bytes - 1) < 0.10);
     assert_true(d->ctr.vs_model_flops > 8 && d->ctr.vs_model_flops < 10);
     assert_true(fabs(d->ctr.units - (double)d->steps) < 0.5);
-    assert_true(p->ctr.executed_share > 0 && p->ctr.executed_share < 1 && d->ctr.mbu > 0 && d->ctr.mbu < 1);
+    assert_true(p->ctr.executed_share > 0 && p->ctr.executed_share < 1 && d->ctr.mbu > 0 &&
+                d->ctr.mbu < 1);
     lp_run_free(&r);
     lp_trace_free(t);
 
@@ -2926,7 +3215,8 @@ static void test_text_tables(void **state)
         assert_non_null(keys[i]);
         assert_string_not_equal(keys[i], "unknown");
         for (size_t j = 0; j < i; j++)
-            if (!strcmp(keys[i], keys[j]) && (i < LP_FINDING_CODE_COUNT) == (j < LP_FINDING_CODE_COUNT))
+            if (!strcmp(keys[i], keys[j]) &&
+                (i < LP_FINDING_CODE_COUNT) == (j < LP_FINDING_CODE_COUNT))
                 fail_msg("key %s used twice", keys[i]);
     }
     assert_string_equal(lp_text_finding_key(LP_FINDING_CODE_COUNT), "unknown");
@@ -3345,6 +3635,10 @@ int main(void)
         cmocka_unit_test(test_warmup_tokens_and_stats),
         cmocka_unit_test(test_bad_stage_rule),
         cmocka_unit_test(test_operators_inclusive_and_self),
+        cmocka_unit_test(test_operator_shapes),
+        cmocka_unit_test(test_operator_shapes_none),
+        cmocka_unit_test(test_operator_shapes_unread_only),
+        cmocka_unit_test(test_operator_shapes_malformed),
         cmocka_unit_test(test_gap_causes),
         cmocka_unit_test(test_power_energy_per_token),
         cmocka_unit_test(test_truncated_trace),

@@ -646,6 +646,18 @@ struct lp_op_row {
     uint64_t top_ns[3];
 };
 
+/* Operator ranges by operator and input shapes: PyTorch's emit_nvtx(record_shapes=True)
+ * names a range "aten::mm, seq = 1, op_id = 2, sizes = [[4, 8], [8, 8]], input_op_ids = ..".
+ * A shapes text longer than LP_OP_SHAPES_MAX bytes is cut after a whole element of the outer
+ * list and ends ", …]" ("[…]" when the first is longer), so lists that agree up to the cut
+ * share a row. */
+#define LP_OP_SHAPES_MAX 240
+struct lp_op_shape_row {
+    size_t op;                    /* its operator: index into lp_run.ops */
+    char *shapes;                 /* "[[4, 8], [8, 8]]": no space but one after each comma */
+    uint64_t calls, cpu_ns, gpu_ns, self_gpu_ns, kernels; /* as lp_op_row's */
+};
+
 /* What a GEMM row's shape says to act on. */
 enum lp_gemm_hint {
     LP_GEMM_HINT_GEMV = 1 << 0,         /* min(m, n) <= 16, k >= 256: reads one operand */
@@ -745,6 +757,8 @@ struct lp_run_options {
     /* provenance of MODEL: the config.json read and its text, kept whole in report.json;
      * NULL: not known */
     const char *model_file, *model_config;
+    /* what the program said it was asked to do (meta.json's "request"), JSON text; NULL: none */
+    const char *request;
 };
 
 /* Capture windows (record --capture): kernels were recorded only inside them, so stage and
@@ -1071,6 +1085,10 @@ struct lp_run {
     struct lp_op_row *ops;
     size_t n_ops;
     uint64_t op_ranges;
+    struct lp_op_shape_row *op_shapes;  /* by GPU time, then CPU time (operators.c) */
+    size_t n_op_shapes;
+    uint64_t op_shapes_unread;          /* operator ranges whose sizes list could not be read
+                                           (unbalanced, not numbers): in ops only */
     struct lp_llm_metrics llm;
     struct lp_run_timeline timeline;    /* timeline.c */
     struct lp_run_attribution attribution; /* stages.c */

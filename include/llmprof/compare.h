@@ -160,6 +160,7 @@ struct lp_repeat {
     double fig[LP_REPEAT_FIGURE_COUNT];
     struct lp_repeat_stage *stages;     /* its measured stages, in the analysis's order */
     size_t n_stages;
+    char *request;                      /* the program's stated request (JSON), NULL: none */
 };
 /* R's figures into OUT (freed with lp_repeat_free). LP_OK or LP_ERR_NOMEM. */
 int lp_repeat_take(const struct lp_run *r, const char *label, struct lp_repeat *out);
@@ -196,6 +197,7 @@ struct lp_repeats {
     size_t n_stages;
     size_t n_outside;                   /* figures (run-level and per stage) outside */
     enum lp_repeats_verdict verdict;
+    int requests_differ;                /* the repeats' stated requests are not all one */
 };
 /* Compares the N repeats REPS (kept by the caller until lp_repeats_free) into OUT, each
  * figure against TOLERANCE (0: LP_REPEATS_TOLERANCE). LP_OK or LP_ERR_NOMEM. */

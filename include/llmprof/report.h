@@ -30,7 +30,7 @@ int lp_report_run_html(FILE *out, const struct lp_run *r);    /* report.html, se
 /* report.html with a section comparing R (run B of D) with a baseline (run A of D); D NULL:
  * lp_report_run_html. */
 int lp_report_run_html_baseline(FILE *out, const struct lp_run *r, const struct lp_diff *d);
-/* The CSV files of the run report, one per section that has a table, in the order of the
+/* The CSV files of the run report, those of the sections with tables, in the order of the
  * report's sections (src/report/sections.c): NAME ("stages.csv"), WRITE (0, or -1 on a write
  * error) and ABOUT, a few words for --help (NULL: none). lp_report_csv_at: the Ith, NULL past
  * the last. */
@@ -43,6 +43,7 @@ const struct lp_report_csv *lp_report_csv_at(size_t i);
 /* The same writers by name (each section file defines its own). */
 int lp_report_kernels_csv(FILE *out, const struct lp_run *r);
 int lp_report_operators_csv(FILE *out, const struct lp_run *r);
+int lp_report_operator_shapes_csv(FILE *out, const struct lp_run *r); /* by input shapes */
 int lp_report_stages_csv(FILE *out, const struct lp_run *r);
 int lp_report_gemms_csv(FILE *out, const struct lp_run *r);   /* one row per GEMM shape */
 int lp_report_deep_csv(FILE *out, const struct lp_run *r);    /* kernels in depth */

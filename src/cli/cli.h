@@ -72,6 +72,15 @@ int lp_cli_meta_command(FILE *f, const json_t *cmd, const char *bad);
 /* The command line from the run's meta.json beside trace PATH, its string words joined by
  * spaces into BUF; NULL when there is none. */
 const char *lp_cli_recorded_command(const char *path, char *buf, size_t len);
+/* The program's request (request.c): record makes an empty file in ABS_DIR for the program
+ * (its path in PATH, for LLMPROF_REQUEST_FILE): 0, or -1 with errno. After the run,
+ * lp_cli_request_take keeps a JSON object the program wrote there in META's "request" (one
+ * that is not, or is over 64 KiB, is warned about and said in "request_error") and removes
+ * the file; an empty PATH does nothing. lp_cli_recorded_request: the "request" of the
+ * meta.json beside TRACE_PATH as compact JSON (malloc'd), NULL without one. */
+int lp_cli_request_make(const char *abs_dir, char *path, size_t len);
+void lp_cli_request_take(const char *path, json_t *meta);
+char *lp_cli_recorded_request(const char *trace_path);
 
 /* 0 when PATH is a regular file, a directory, or not there (its reader says so); -1 with
  * "PATH is a FIFO, not a regular file, ..." when it is a FIFO, socket or device, which a

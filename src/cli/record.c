@@ -769,7 +769,7 @@ static const enum lp_envconfig_var collector_vars[] = {
 };
 static const char *const other_env_names[] = {
     "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "CUBLASLT_LOG_FILE", "LD_PRELOAD",
-    "TEARDOWN_CUPTI",
+    "TEARDOWN_CUPTI", "LLMPROF_REQUEST_FILE",
 };
 #define N_COLLECTOR_ENV (sizeof collector_vars / sizeof *collector_vars)
 #define N_ENV (N_COLLECTOR_ENV + sizeof other_env_names / sizeof *other_env_names)
@@ -865,6 +865,20 @@ static int set_environment(const struct lp_cli_record_opts *o, const char *lib,
     return 0;
 }
 
+/* The program's request (request.c): an empty file of record's own in ABS_DIR, named to CMD
+ * by LLMPROF_REQUEST_FILE (its path in PATH); a run without one is still a run. */
+static void offer_request(const char *abs_dir, char *path, size_t len)
+{
+    if (lp_cli_request_make(abs_dir, path, len) == 0) {
+        setenv("LLMPROF_REQUEST_FILE", path, 1);
+        return;
+    }
+    int e = errno;
+    unsetenv("LLMPROF_REQUEST_FILE"); /* not one from llmprof's own environment */
+    fprintf(stderr, "llmprof record: warning: no request file in %s (%s): the program cannot "
+                    "leave its request in meta.json\n", abs_dir, strerror(e));
+}
+
 /* CMD ended with STATUS: META says so, and what was recorded is checked and said. Returns
  * record's exit status. */
 static int finish_run(const struct lp_cli_record_opts *o, json_t *meta, const char *abs_dir,
@@ -948,9 +962,10 @@ int lp_cmd_record(int argc, char **argv)
     return lp_cli_record(&o, &ran);
 }
 
-int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
+/* O's options completed (--light's defaults) and checked against one another: 0, or
+ * LP_CLI_EXIT_USAGE with a message. */
+static int settle_options(struct lp_cli_record_opts *o)
 {
-    *ran = 0;
     if (o->gemm < 0)
         o->gemm = !o->light;
     if (o->counter_dtypes || o->counter_ranges)
@@ -984,12 +999,20 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
                      "recorded, and --light records none: choose one");
         return LP_CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
+{
+    *ran = 0;
+    if (settle_options(o) != 0)
+        return LP_CLI_EXIT_USAGE;
     if (o->capture && o->light && strcmp(o->capture, "all")) {
         lp_cli_error("record", "--capture chooses when kernels are recorded, and --light "
                      "records none: choose one");
         return LP_CLI_EXIT_USAGE;
     }
-    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "";
+    char resolved[PATH_MAX], lib[PATH_MAX], abs_dir[PATH_MAX] = "", request[PATH_MAX + 32] = "";
     if (lp_cli_resolve(o->cmd[0], resolved, sizeof resolved) != 0) {
         lp_cli_error("record", "command not found or not executable: %s", o->cmd[0]);
         return 127;
@@ -1024,6 +1047,7 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     if (write_meta(abs_dir, meta, "") != 0)
         goto restore;
     meta_written = 1;
+    offer_request(abs_dir, request, sizeof request);
     if ((sig = pending_signal(&held.old_mask)) != 0) {
         lp_cli_error("record", "%s came before %s started: it was not run and nothing was "
                                "recorded", strsignal(sig), o->cmd[0]);
@@ -1049,8 +1073,11 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran)
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     child_pid = 0;
+    lp_cli_request_take(request, meta);
     rc = finish_run(o, meta, abs_dir, status, start_ns);
 restore:
+    if (!*ran && request[0])
+        unlink(request);
     if (!*ran) {
         /* CMD did not start: the directory is left as it was found */
         if (meta_written) {

@@ -617,7 +617,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
                       struct lp_cli_outs *outs, char **summary, struct lp_rank *rank,
                       const char *label, char *unread, size_t unread_len)
 {
-    char cmdline[2048];
+    char cmdline[2048], *request = NULL;
     struct lp_trace *t = NULL;
     struct lp_run r;
     struct lp_diff d;
@@ -626,6 +626,7 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         goto done;
     rc = -1;
     analysed = 1;
+    r.opt.request = request = lp_cli_recorded_request(path); /* for report.json only */
     if (read_deep(o, path, &r) != 0)
         goto done;
     if (o->base_loaded) {
@@ -680,6 +681,7 @@ done:
         lp_diff_free(&d);
     if (analysed)
         lp_run_free(&r);
+    free(request);
     lp_trace_free(t);
     return rc;
 }

@@ -55,6 +55,7 @@ int lp_repeat_take(const struct lp_run *r, const char *label, struct lp_repeat *
     memset(out, 0, sizeof *out);
     run_figures(r, out->fig);
     if (!(out->label = strdup(label)) ||
+        (r->opt.request && !(out->request = strdup(r->opt.request))) ||
         !(out->stages = calloc(r->n_stages ? r->n_stages : 1, sizeof *out->stages))) {
         lp_repeat_free(out);
         return LP_ERR_NOMEM;
@@ -81,6 +82,7 @@ void lp_repeat_free(struct lp_repeat *k)
         free(k->stages[i].name);
     free(k->stages);
     free(k->label);
+    free(k->request);
     memset(k, 0, sizeof *k);
 }
 
@@ -204,6 +206,9 @@ int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
         }
     }
     free(v);
+    for (size_t i = 1; i < n; i++)
+        out->requests_differ |= !reps[i].request != !reps[0].request ||
+                                (reps[0].request && strcmp(reps[i].request, reps[0].request));
     out->verdict = !judged            ? LP_REPEATS_VERDICT_TOO_FEW
                    : out->n_outside ? LP_REPEATS_VERDICT_OUTSIDE
                                     : LP_REPEATS_VERDICT_WITHIN;

@@ -1,6 +1,7 @@
 /* Formatting shared by every output (the writers here and the CLI's messages): durations,
  * bytes, shares, and the one way text from outside (names) is written (docs/report.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report_internal.h"
@@ -219,6 +220,19 @@ void lp_md_code(FILE *f, const char *s)
 void lp_md_code_cell(FILE *f, const char *s)
 {
     md_code(f, s, ESC_CELL);
+}
+
+int lp_md_code_cut(FILE *f, const char *s, size_t max)
+{
+    size_t n = strlen(s), k = n < max ? n : max;
+    while (k < n && k > 0 && ((unsigned char)s[k] & 0xc0) == 0x80)
+        k--; /* at a character's start */
+    char *cut = strndup(s, k);
+    md_code(f, cut ? cut : "", 0);
+    free(cut);
+    if (k < n)
+        fprintf(f, " …");
+    return k < n;
 }
 
 void lp_csv_field(FILE *f, const char *s)

@@ -105,7 +105,20 @@ int lp_report_repeats_md(FILE *f, const struct lp_repeats *r)
         fprintf(f, "%s", i ? ", " : " ");
         lp_md_code(f, r->reps[i].label);
     }
-    fprintf(f, ".\n\nThe spread here is between processes: each figure over the repeats that "
+    fprintf(f, ".\n");
+    if (r->n && r->reps[0].request) {
+        fprintf(f, "\nRequest (as the program stated it%s): ",
+                r->requests_differ ? ", in the first repeat; the repeats' requests DIFFER: "
+                                     "see each repeat's report.json"
+                                   : ", the same in every repeat");
+        if (lp_md_code_cut(f, r->reps[0].request, 400))
+            fprintf(f, " (whole in repeats.json)");
+        fprintf(f, "\n");
+    } else if (r->requests_differ) {
+        fprintf(f, "\nThe repeats' requests DIFFER (the first stated none): see each repeat's "
+                   "report.json.\n");
+    }
+    fprintf(f, "\nThe spread here is between processes: each figure over the repeats that "
                "measured it, with the sample deviation (n - 1), CV = std / mean, the extremes and "
                "the repeat each came from, and the largest deviation of one repeat from the "
                "mean, against the run-to-run criterion: every repeat within ±%.0f %% of the mean. "
@@ -206,11 +219,16 @@ static json_t *repeats_json(const struct lp_repeats *r)
                                                 (json_int_t)r->stages[i].energy_coarse));
     }
     free(v);
-    return json_pack("{s:s,s:s,s:I,s:f,s:o,s:s,s:I,s:o,s:o}", "schema", LP_REPEATS_SCHEMA,
-                     "spread", "between_processes", "repeats", (json_int_t)r->n, "tolerance",
-                     r->tolerance, "labels", labels, "verdict",
-                     lp_text_repeats_verdict_key(r->verdict), "outside",
-                     (json_int_t)r->n_outside, "figures", figs, "stages", stages);
+    json_t *o = json_pack("{s:s,s:s,s:I,s:f,s:o,s:s,s:I,s:o,s:o}", "schema", LP_REPEATS_SCHEMA,
+                          "spread", "between_processes", "repeats", (json_int_t)r->n,
+                          "tolerance", r->tolerance, "labels", labels, "verdict",
+                          lp_text_repeats_verdict_key(r->verdict), "outside",
+                          (json_int_t)r->n_outside, "figures", figs, "stages", stages);
+    /* the first repeat's stated request, and whether every repeat stated the same */
+    json_t *req = r->n && r->reps[0].request ? json_loads(r->reps[0].request, 0, NULL) : NULL;
+    json_object_set_new(o, "request", req ? req : json_null());
+    json_object_set_new(o, "requests_differ", json_boolean(r->requests_differ));
+    return o;
 }
 
 int lp_report_repeats_json(FILE *out, const struct lp_repeats *r)

@@ -108,6 +108,9 @@ void lp_md_cell(FILE *f, const char *s);
  * table cell ('|' as "\|") */
 void lp_md_code(FILE *f, const char *s);
 void lp_md_code_cell(FILE *f, const char *s);
+/* lp_md_code of S's first MAX bytes (cut back to a character's start) and " …" after it
+ * when S was longer: 1 when cut */
+int lp_md_code_cut(FILE *f, const char *s, size_t max);
 /* a CSV field (RFC 4180): quoted when it holds a comma or a quote */
 void lp_csv_field(FILE *f, const char *s);
 

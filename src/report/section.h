@@ -1,5 +1,5 @@
 /* The run report's sections: each section file (section_NAME.c) holds one section's part of
- * report.md, its keys of report.json and its CSV file, as one struct lp_section; sections.c
+ * report.md, its keys of report.json and its CSV files, as one struct lp_section; sections.c
  * lists them once, in the order every writer follows. Also what several sections share
  * (emit.c) and the Markdown's number macros. Not installed. */
 #ifndef LP_REPORT_SECTION_H
@@ -25,8 +25,8 @@ struct lp_section {
     void (*md)(FILE *f, const struct lp_run *r);
     /* its keys of report.json, in order, ended by {NULL, NULL}; NULL: none */
     const struct lp_section_key *json;
-    /* its CSV file (llmprof/report.h); name NULL: none */
-    struct lp_report_csv csv;
+    /* its CSV files (llmprof/report.h), in this order; name NULL: none */
+    struct lp_report_csv csv, csv2;
 };
 
 /* Every section in the order of report.md and report.json, NULL-terminated (sections.c). */
@@ -47,7 +47,7 @@ extern const struct lp_section lp_section_gemms;         /* gemms.csv */
 extern const struct lp_section lp_section_graphs;        /* CUDA graphs */
 extern const struct lp_section lp_section_kernels;       /* cost centres; kernels.csv */
 extern const struct lp_section lp_section_deep;          /* llmprof deep; deep.csv */
-extern const struct lp_section lp_section_operators;     /* operators.csv */
+extern const struct lp_section lp_section_operators;     /* operators.csv, operator_shapes.csv */
 extern const struct lp_section lp_section_timeline;
 extern const struct lp_section lp_section_overhead;      /* CUPTI's overhead records */
 extern const struct lp_section lp_section_power;

@@ -1,6 +1,7 @@
 /* The report's header: the trace (its file, format, records and GPUs), the command and how
  * busy the GPU was, in report.md; report.json's "trace", the options the run was analysed
- * with ("options") and the model given, its config.json kept whole ("model"). */
+ * with ("options"), the model given, its config.json kept whole ("model"), and the request
+ * the program stated (record's LLMPROF_REQUEST_FILE, "request"). */
 #include <stdio.h>
 #include "section.h"
 
@@ -16,6 +17,12 @@ static void header_md(FILE *f, const struct lp_run *r)
     if (lp_md_command(r)[0]) {
         fprintf(f, "- command: ");
         lp_md_code(f, lp_md_command(r));
+        fprintf(f, "\n");
+    }
+    if (r->opt.request) {
+        fprintf(f, "- request (as the program stated it): ");
+        if (lp_md_code_cut(f, r->opt.request, 400))
+            fprintf(f, " (whole in report.json)");
         fprintf(f, "\n");
     }
     for (size_t i = 0; i < t->n_devices; i++) {
@@ -119,10 +126,18 @@ static json_t *model_json(const struct lp_run *r)
                      op->model->model_type, "config", config ? config : json_null());
 }
 
+/* what the program said it was asked to do (meta.json's "request"); null without one */
+static json_t *request_json(const struct lp_run *r)
+{
+    json_t *req = r->opt.request ? json_loads(r->opt.request, 0, NULL) : NULL;
+    return req ? req : json_null();
+}
+
 static const struct lp_section_key keys[] = {
     {"trace", trace_json},
     {"options", options_json},
     {"model", model_json},
+    {"request", request_json},
     {NULL, NULL},
 };
 

@@ -31,8 +31,11 @@ const struct lp_section *const lp_sections[] = {
 
 const struct lp_report_csv *lp_report_csv_at(size_t i)
 {
-    for (const struct lp_section *const *s = lp_sections; *s; s++)
+    for (const struct lp_section *const *s = lp_sections; *s; s++) {
         if ((*s)->csv.name && i-- == 0)
             return &(*s)->csv;
+        if ((*s)->csv2.name && i-- == 0)
+            return &(*s)->csv2;
+    }
     return NULL;
 }
