@@ -40,4 +40,12 @@ check deepseek-ocr2/report-crops tests/fixtures/deepseek-ocr2-crops \
 check deepseek-ocr2/report-generate tests/fixtures/deepseek-ocr2-generate \
     --model examples/deepseek-ocr2/config.json
 check serving-h200 tests/fixtures/serve-graphs-mark --model tests/fixtures/serve-graphs-mark/config.json
+check deepseek-ocr/report tests/fixtures/deepseek-ocr-repeats \
+    --model tests/fixtures/deepseek-ocr-repeats/config.json
+check deepseek-ocr/report-repeat-1 tests/fixtures/deepseek-ocr-repeats/repeat-1 \
+    --model tests/fixtures/deepseek-ocr-repeats/config.json
+check deepseek-ocr/report-ocr2 tests/fixtures/deepseek-ocr2-repeats \
+    --model tests/fixtures/deepseek-ocr2-repeats/config.json
+check deepseek-ocr/report-operators tests/fixtures/deepseek-ocr-operators/repeat-1 \
+    --model tests/fixtures/deepseek-ocr-operators/config.json
 finish

@@ -83,6 +83,50 @@ static void test_published_counts(void **state)
     assert_true(r->params.mtp > 13e9 && r->params.mtp < 15e9);
 }
 
+/* The DeepSeek-OCR runner's models as PyTorch counted them on the H200 (examples/deepseek-ocr:
+ * v1 assembled from transformers' parts, OCR-2 transformers' own; run.py writes the counts
+ * into each repeat's timer.json) against this analysis of the same config.json, part by
+ * part: every part equal. */
+static void torch_params_equal(const char *config, const char *timer, const char *encoder_key,
+                               int encoder_module)
+{
+    struct lp_model m;
+    load(config, &m);
+    struct lp_workload w = workload(1, 16, 2);
+    const struct lp_params *p = &analyze(&m, &w)->params;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", LP_FIXTURES, timer);
+    json_error_t e;
+    json_t *t = json_load_file(path, 0, &e);
+    if (!t)
+        fail_msg("%s: %s", path, e.text);
+    json_t *q = json_object_get(t, "params");
+#define TORCH(key) json_number_value(json_object_get(q, key))
+    assert_true(TORCH("total") > 3e9);
+    EXACT(p->total, TORCH("total"));
+    EXACT(p->per_module[LP_MODULE_VISION_SAM], TORCH("vision: SAM-ViT + compressor"));
+    EXACT(p->per_module[encoder_module], TORCH(encoder_key));
+    EXACT(p->per_module[LP_MODULE_VISION_PROJ], TORCH("vision: projector"));
+    EXACT(p->per_module[LP_MODULE_EMBED], TORCH("embedding"));
+    EXACT(p->per_module[LP_MODULE_LM_HEAD], TORCH("lm_head"));
+    double decoder = 0;
+    for (int k = LP_MODULE_ATTN_PROJ; k <= LP_MODULE_NORMS; k++)
+        decoder += p->per_module[k];
+    EXACT(decoder, TORCH("decoder"));
+#undef TORCH
+    json_decref(t);
+}
+
+static void test_deepseek_ocr_torch_params(void **state)
+{
+    (void)state;
+    torch_params_equal("deepseek-ocr.json", "deepseek-ocr-repeats/repeat-1/timer.json",
+                       "vision: CLIP-L", LP_MODULE_VISION_CLIP);
+    torch_params_equal("../../examples/deepseek-ocr2/config.json",
+                       "deepseek-ocr2-repeats/repeat-1/timer.json",
+                       "vision: Qwen2 encoder + queries", LP_MODULE_VISION_ENCODER);
+}
+
 /* A tiny Llama: every number by hand. H=8, I=16, L=2, heads 2, kv 1 (head_dim 4), V=10. */
 static const char *tiny_llama = "{\"model_type\":\"llama\",\"hidden_size\":8,\"intermediate_size\":16,"
                                 "\"num_hidden_layers\":2,\"num_attention_heads\":2,"
@@ -1411,6 +1455,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_ocr_vision),
         cmocka_unit_test(test_hf_counts),
         cmocka_unit_test(test_deepseek_ocr2),
+        cmocka_unit_test(test_deepseek_ocr_torch_params),
         cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_safetensors_headers),

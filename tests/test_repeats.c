@@ -126,6 +126,7 @@ static void test_repeats_outside(void **state)
     assert_int_equal(stage_of(&r, "prefill")->fig[LP_REPEAT_STAGE_WALL_NS].n, 4);
     assert_int_equal(r.verdict, LP_REPEATS_VERDICT_OUTSIDE);
     assert_true(r.n_outside >= 2); /* TPOT and the decode's wall per occurrence at least */
+    assert_int_equal(r.n_host_spread, 0); /* its kernels took longer too: not the host alone */
 
     char *md = NULL, *js = NULL, *csv = NULL;
     size_t len;
@@ -260,6 +261,73 @@ static void test_repeats_fixture(void **state)
         lp_repeat_free(&k[i]);
 }
 
+/* The DeepSeek-OCR runner on the H200 (tests/gpu/ocr_runner.sh: two pages, 8 new tokens a
+ * request, a warm-up first), DIR with N repeats and its vision stages: each repeat's TTFT and
+ * TPOT against the runner's own timer, the vision parts as stages in every repeat, the GPU
+ * time per occurrence of every stage the same in every process (so a stage outside by its
+ * wall time is said to be the host's spread), and the between-process spread of TPOT as the timers give it. */
+static void ocr_repeats(const char *dir, int n, const char *const parts[3])
+{
+    struct lp_repeat k[3];
+    double tpot_timer[3];
+    for (int i = 0; i < n; i++) {
+        char name[96], timer[PATH_MAX];
+        snprintf(name, sizeof name, "%s/repeat-%d", dir, i + 1);
+        struct lp_trace *t = tb_fixture(LP_FIXTURES, name);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        assert_int_equal(r.llm.prompt_tokens, 290 - (parts[1][0] == 'e') * 16); /* OCR-2: 257 */
+        assert_int_equal(lp_repeat_take(&r, name, &k[i]), LP_OK);
+        snprintf(timer, sizeof timer, "%s/%s/timer.json", LP_FIXTURES, name);
+        double ttft = timer_median(timer, "ttft_ms") * 1e6;
+        tpot_timer[i] = timer_median(timer, "tpot_ms") * 1e6;
+        assert_true(fabs(k[i].fig[LP_REPEAT_FIGURE_TTFT_NS] - ttft) / ttft < 0.005);
+        assert_true(fabs(k[i].fig[LP_REPEAT_FIGURE_TPOT_NS] - tpot_timer[i]) / tpot_timer[i] <
+                    0.001);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, (size_t)n, 0, &r), LP_OK);
+    for (int p = 0; p < 3; p++) {
+        const struct lp_repeats_stage *s = stage_of(&r, parts[p]);
+        assert_non_null(s);
+        assert_int_equal(s->fig[LP_REPEAT_STAGE_WALL_NS].n, (size_t)n);
+    }
+    for (size_t i = 0; i < r.n_stages; i++) {
+        const struct lp_repeat_stat *g = &r.stages[i].fig[LP_REPEAT_STAGE_GPU_NS];
+        assert_int_equal(g->n, (size_t)n);
+        /* the same kernels in every process: the spread is the host's (measured: 0.0-0.2 %
+         * for stages of milliseconds, 1.2 % for the 15 us projector) */
+        assert_true(g->worst < (g->mean > 1e6 ? 0.005 : 0.02));
+    }
+    size_t wall_outside = 0;
+    for (size_t i = 0; i < r.n_stages; i++)
+        wall_outside += !r.stages[i].fig[LP_REPEAT_STAGE_WALL_NS].within;
+    assert_true(wall_outside > 0); /* the H200's noisy host, in both fixtures */
+    assert_int_equal(r.n_host_spread, wall_outside);
+    assert_true(r.host_spread_gpu_worst > 0 && r.host_spread_gpu_worst < 0.02);
+    double m = 0, worst = 0;
+    for (int i = 0; i < n; i++)
+        m += tpot_timer[i] / n;
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fabs(tpot_timer[i] - m) / m);
+    assert_true(fabs(r.fig[LP_REPEAT_FIGURE_TPOT_NS].worst - worst) < 0.001);
+    assert_int_equal(r.fig[LP_REPEAT_FIGURE_TPOT_NS].within, worst <= 0.10);
+    lp_repeats_free(&r);
+    for (int i = 0; i < n; i++)
+        lp_repeat_free(&k[i]);
+}
+
+static void test_repeats_ocr(void **state)
+{
+    (void)state;
+    static const char *const v1[3] = {"sam", "clip", "projector"};
+    static const char *const v2[3] = {"sam", "encoder", "projector"};
+    ocr_repeats("deepseek-ocr-repeats", 3, v1);
+    ocr_repeats("deepseek-ocr2-repeats", 2, v2);
+}
+
 /* the programs' stated requests: the first repeat's in repeats.md and repeats.json, and
  * whether every repeat stated the same one */
 static void test_repeats_request(void **state)
@@ -316,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_repeats_edges),
         cmocka_unit_test(test_repeats_fixture),
         cmocka_unit_test(test_repeats_request),
+        cmocka_unit_test(test_repeats_ocr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1373,6 +1373,50 @@ static void test_writers(void **state)
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
 
+/* DeepSeek-OCR (v1) through the runner with --operators (emit_nvtx(record_shapes=True)) on
+ * the H200: a warm-up and one request on one page, 4 new tokens each (2 prefills, 6 decode
+ * steps). The shapes rows count what the model must run: q, k, v and o of 12 layers are
+ * 4 x 12 x 6 = 288 [1, 1280] x [1280, 1280] matmuls in decode and 96 of [290, 1280] in the
+ * prefills (273 image slots, 17 text tokens), each MoE layer (11) one grouped GEMM per step
+ * over the 6 experts a token picks and one over 290 x 6 = 1,740 rows per prefill, and the
+ * lm_head one [1, 1280] x [1280, 129280] per token produced. */
+static void test_operator_shapes_ocr(void **state)
+{
+    (void)state;
+    struct lp_trace *t = fixture("deepseek-ocr-operators/repeat-1");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.op_shapes_unread, 0);
+    assert_true(r.n_op_shapes > 300);
+    static const struct {
+        const char *op, *shapes;
+        uint64_t calls;
+    } want[] = {
+        {"aten::mm", "[[1, 1280], [1280, 1280]]", 288},
+        {"aten::mm", "[[290, 1280], [1280, 1280]]", 96},
+        {"aten::_grouped_mm", "[[6, 1280], [64, 1280, 1792], [64], [], []]", 66},
+        {"aten::_grouped_mm", "[[1740, 1280], [64, 1280, 1792], [64], [], []]", 22},
+        {"aten::mm", "[[1, 1280], [1280, 129280]]", 8},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const struct lp_op_shape_row *x = shape_row(&r, want[i].op, want[i].shapes);
+        assert_non_null(x);
+        assert_int_equal(x->calls, want[i].calls);
+        assert_true(x->gpu_ns > 0 && x->gpu_ns == x->self_gpu_ns); /* innermost: their GEMMs */
+        assert_int_equal(x->kernels % x->calls, 0);
+    }
+    /* the vision stages beside them, cut out of the prefill */
+    const char *parts[] = {"sam", "clip", "projector"};
+    for (size_t p = 0; p < 3; p++) {
+        int found = 0;
+        for (size_t i = 0; i < r.n_stages; i++)
+            found |= !strcmp(r.stages[i].name, parts[p]) && r.stages[i].occurrences == 1;
+        assert_true(found);
+    }
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Every finding's premise holds on the figures the report prints beside it, on every bundled
  * fixture (with its config.json when it has one): a finding whose premise a table refutes
  * fails here (issue 46) */
@@ -3639,6 +3683,7 @@ int main(void)
         cmocka_unit_test(test_operator_shapes_none),
         cmocka_unit_test(test_operator_shapes_unread_only),
         cmocka_unit_test(test_operator_shapes_malformed),
+        cmocka_unit_test(test_operator_shapes_ocr),
         cmocka_unit_test(test_gap_causes),
         cmocka_unit_test(test_power_energy_per_token),
         cmocka_unit_test(test_truncated_trace),

@@ -198,6 +198,11 @@ struct lp_repeats {
     size_t n_outside;                   /* figures (run-level and per stage) outside */
     enum lp_repeats_verdict verdict;
     int requests_differ;                /* the repeats' stated requests are not all one */
+    /* stages whose wall time per occurrence is outside the tolerance while their GPU time per
+     * occurrence is within: the same GPU work, so the spread came from the host (launches,
+     * scheduling); the largest GPU-time deviation among them */
+    size_t n_host_spread;
+    double host_spread_gpu_worst;
 };
 /* Compares the N repeats REPS (kept by the caller until lp_repeats_free) into OUT, each
  * figure against TOLERANCE (0: LP_REPEATS_TOLERANCE). LP_OK or LP_ERR_NOMEM. */

@@ -206,6 +206,15 @@ int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
         }
     }
     free(v);
+    for (size_t s = 0; s < out->n_stages; s++) {
+        const struct lp_repeat_stat *wall = &out->stages[s].fig[LP_REPEAT_STAGE_WALL_NS],
+                                    *gpu = &out->stages[s].fig[LP_REPEAT_STAGE_GPU_NS];
+        if (wall->n >= 2 && !wall->within && !isnan(wall->worst) && gpu->n >= 2 &&
+            gpu->within) {
+            out->n_host_spread++;
+            out->host_spread_gpu_worst = fmax(out->host_spread_gpu_worst, gpu->worst);
+        }
+    }
     for (size_t i = 1; i < n; i++)
         out->requests_differ |= !reps[i].request != !reps[0].request ||
                                 (reps[0].request && strcmp(reps[i].request, reps[0].request));

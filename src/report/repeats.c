@@ -90,6 +90,13 @@ static void verdict_md(FILE *f, const struct lp_repeats *r)
         outside_list(f, r);
         fprintf(f, ") move%s more than that from the mean in at least one repeat.\n",
                 r->n_outside == 1 ? "s" : "");
+        if (r->n_host_spread)
+            fprintf(f, "\n%zu stage%s outside by %s wall time kept %s GPU time per occurrence "
+                       "within ±%.1f %%: the same GPU work each time, so that spread came from "
+                       "the host (launches, scheduling, other processes), not the GPU.\n",
+                    r->n_host_spread, r->n_host_spread == 1 ? "" : "s",
+                    r->n_host_spread == 1 ? "its" : "their",
+                    r->n_host_spread == 1 ? "its" : "their", 100 * r->host_spread_gpu_worst);
     } else {
         fprintf(f, "**Not judged**: no figure was measured in two repeats (%zu repeat%s).\n",
                 r->n, r->n == 1 ? "" : "s");
@@ -228,6 +235,9 @@ static json_t *repeats_json(const struct lp_repeats *r)
     json_t *req = r->n && r->reps[0].request ? json_loads(r->reps[0].request, 0, NULL) : NULL;
     json_object_set_new(o, "request", req ? req : json_null());
     json_object_set_new(o, "requests_differ", json_boolean(r->requests_differ));
+    json_object_set_new(o, "host_spread",
+                        json_pack("{s:I,s:f}", "stages", (json_int_t)r->n_host_spread,
+                                  "gpu_worst", r->host_spread_gpu_worst));
     return o;
 }
 
