@@ -320,13 +320,29 @@ grep -q "request the program wrote to LLMPROF_REQUEST_FILE is left out of meta.j
     bad "bad request: $(cat "$T/req2.out")"
 "$LP" record -o "$T/req3" -- sh -c 'head -c 70000 /dev/zero | tr "\0" " " >"$LLMPROF_REQUEST_FILE"; exec "$1" 0' \
     sh "$FAKE" </dev/null >"$T/req3.out" 2>&1
-grep -q "larger than 64 KiB" "$T/req3.out" && ok "a request over 64 KiB is refused" || bad "big request: $(cat "$T/req3.out")"
+grep -q "larger than 64 KiB" "$T/req3.out" && grep -q '"request_error": "it is larger than 64 KiB"' "$T/req3/meta.json" &&
+    [ -z "$(ls -A "$T/req3" | grep llmprof-request)" ] && ok "a request over 64 KiB is refused and removed" ||
+    bad "big request: $(cat "$T/req3.out")"
+"$LP" record -o "$T/req6" -- sh -c 'printf "{\"a\": \"\302\233\062J\033[31m\" q" >"$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh \
+    "$FAKE" </dev/null >"$T/req6.out" 2>&1
+grep -q "it is not JSON: " "$T/req6.out" && ! grep -q "$(printf '\033')" "$T/req6.out" &&
+    ! grep -q "$(printf '\302\233')" "$T/req6.out" && ok "the parser's message quoting the program's bytes is escaped" ||
+    bad "request message: $(od -c "$T/req6.out" | head -5)"
+"$LP" record -o "$T/req7" -- sh -c 'printf "  \n\t" >"$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh "$FAKE" \
+    </dev/null >"$T/req7.out" 2>&1
+[ -s "$T/req7/meta.json" ] && ! grep -q '"request' "$T/req7/meta.json" && ! grep -q "request" "$T/req7.out" &&
+    ok "a request of white space only is no request, and no warning" || bad "blank request: $(cat "$T/req7.out")"
+"$LP" record -o "$T/req8" -- sh -c 'rm "$LLMPROF_REQUEST_FILE"; mkdir "$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh \
+    "$FAKE" </dev/null >"$T/req8.out" 2>&1
+grep -q '"request_error": "it is no longer a regular file"' "$T/req8/meta.json" &&
+    [ -z "$(ls -A "$T/req8" | grep llmprof-request)" ] && ok "an empty directory in the request file's place is said and removed" ||
+    bad "request dir: $(cat "$T/req8.out"; ls -A "$T/req8")"
 "$LP" record -o "$T/req4" -- sh -c 'ln -sf /etc/passwd "$LLMPROF_REQUEST_FILE"; exec "$1" 0' sh "$FAKE" \
     </dev/null >"$T/req4.out" 2>&1
 grep -q "it was replaced by a link" "$T/req4.out" && [ -z "$(ls -A "$T/req4" | grep llmprof-request)" ] &&
     ok "a request file replaced by a link is not followed, and removed" || bad "linked request: $(cat "$T/req4.out")"
 "$LP" record -o "$T/req5" -- "$FAKE" 0 </dev/null >/dev/null 2>&1
-! grep -q '"request' "$T/req5/meta.json" && ok "a program that states no request leaves none" || bad "req5"
+[ -s "$T/req5/meta.json" ] && ! grep -q '"request' "$T/req5/meta.json" && ok "a program that states no request leaves none" || bad "req5"
 
 # ---- outputs never destroy data (issue 11) ----
 OLD=(report.md summary.md report.json kernels.csv operators.csv stages.csv gemms.csv report.html)

@@ -76,7 +76,7 @@ def main():
         expect(2, "--model-path", "a missing --model-path is refused")
         expect(2, "--model-path /nonexistent: not a directory", "a model path that is not there",
                "--model-path", "/nonexistent")
-        expect(2, "no *.safetensors weights; for random weights from its config.json run once "
+        expect(2, "no model.safetensors; for random weights from its config.json run once "
                "with --init-weights", "a model directory without weights", "--model-path", model)
         open(os.path.join(model, "model.safetensors"), "wb").close()
         empty = os.path.join(tmp, "empty")
@@ -99,6 +99,24 @@ def main():
                "--device", "cpu")
         expect(2, "--timer /nonexistent/t.json: its directory does not exist", "a --timer "
                "nowhere", "--model-path", model, "--timer", "/nonexistent/t.json")
+        expect(2, "--timer " + os.path.join(model, "t.json") + ": inside --model-path, one of "
+               "the inputs", "a --timer among the model's files", "--model-path", model,
+               "--timer", os.path.join(model, "t.json"))
+        expect(2, f"--timer {tmp}: exists and is not a regular file", "a --timer that is a "
+               "directory", "--model-path", model, "--timer", tmp)
+        import importlib.util
+        if importlib.util.find_spec("PIL") is None:  # with Pillow, Pillow reads the pages
+            bad = os.path.join(tmp, "badpng")
+            os.mkdir(bad)
+            with open(os.path.join(bad, "p.png"), "wb") as f:
+                f.write(b"GIF89a not a png at all, but named so........")
+            expect(1, "p.png: not a PNG file", "a page that is not a PNG, before any GPU work",
+                   "--model-path", model, "--input-dir", bad)
+            with open(os.path.join(bad, "p.png"), "wb") as f:
+                f.write(b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR" + struct.pack(">IIBBBBB", 0, 5, 8, 0,
+                                                                           0, 0, 0))
+            expect(1, "1 to 16 M pixels", "a PNG of width 0", "--model-path", model,
+                   "--input-dir", bad)
         expect(2, "already holds weights (model.safetensors); remove them first",
                "--init-weights never replaces weights", "--model-path", model, "--init-weights")
         bad_cfg = os.path.join(tmp, "badcfg")
@@ -141,6 +159,25 @@ def main():
                   f"the PNG reader decodes filters 0-4 ({channels} channel(s))")
         with open(os.path.join(tmp, "trunc.png"), "wb") as f:
             f.write(open(os.path.join(EX, "pages", "page-01.png"), "rb").read()[:40])
+        # a bomb: a 1 x 1 gray image whose data inflates to 256 MiB is read no further than it
+        # can hold (one filter byte and one pixel)
+        bomb = zlib.compressobj(1)
+        data = bomb.compress(b"\0" * (1 << 20))
+        for _ in range(255):
+            data += bomb.compress(b"\0" * (1 << 20))
+        data += bomb.flush()
+        def chunk(tag, body):
+            return struct.pack(">I", len(body)) + tag + body + struct.pack(
+                ">I", zlib.crc32(tag + body))
+        with open(os.path.join(tmp, "bomb.png"), "wb") as f:
+            f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0,
+                                                                       0, 0))
+                    + chunk(b"IDAT", data) + chunk(b"IEND", b""))
+        import resource
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        check(runner.read_png(os.path.join(tmp, "bomb.png")) == (1, 1, 1, b"\0")
+              and resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 64 << 10,
+              "a PNG whose data inflates to 256 MiB is read only as far as its image holds")
         whole = open(os.path.join(EX, "pages", "page-01.png"), "rb").read()
         with open(os.path.join(tmp, "cut.png"), "wb") as f:
             f.write(whole[:len(whole) // 2])  # the image data cut short
@@ -160,9 +197,10 @@ def main():
         subprocess.run([sys.executable, os.path.join(EX, "make_pages.py"), pages], check=True,
                        capture_output=True)
         names = sorted(os.listdir(pages))
+        # their pixels: the compressed bytes depend on the zlib build (zlib-ng differs)
         same = names == sorted(os.listdir(os.path.join(EX, "pages"))) and all(
-            open(os.path.join(pages, n), "rb").read()
-            == open(os.path.join(EX, "pages", n), "rb").read() for n in names)
+            runner.read_png(os.path.join(pages, n)) == runner.read_png(os.path.join(EX, "pages", n))
+            for n in names)
         check(same and len(names) == 12, "the bundled pages are make_pages.py's output")
         w, h, c, data = runner.read_png(os.path.join(EX, "pages", "page-04.png"))
         check((w, h, c) == (640, 828, 1) and len(data) == w * h and min(data) < 64 < max(data),

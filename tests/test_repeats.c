@@ -22,8 +22,10 @@
 #define STEPS 8
 
 /* one run: 2 requests of a prefill of PREFILL_US and STEPS decode steps of STEP_US each, one
- * kernel under each range; DECODE 0: no decode at all */
-static struct lp_trace *run_trace(uint64_t prefill_us, uint64_t step_us, int decode)
+ * kernel under each range (a decode step's lasting STEP_KERNEL_US, 0: all but 3 us of the
+ * step); DECODE 0: no decode at all */
+static struct lp_trace *run_trace_k(uint64_t prefill_us, uint64_t step_us,
+                                    uint64_t step_kernel_us, int decode)
 {
     struct tb b;
     tb_open(&b);
@@ -34,12 +36,29 @@ static struct lp_trace *run_trace(uint64_t prefill_us, uint64_t step_us, int dec
         t += prefill_us * US + 10 * US;
         for (int k = 0; decode && k < STEPS; k++) {
             range(&b, "decode step tokens=1", 1, t, t + step_us * US);
-            kernel(&b, "gemm_decode", 1, t + 1 * US, t + 2 * US, t + step_us * US - US);
+            kernel(&b, "gemm_decode", 1, t + 1 * US, t + 2 * US,
+                   step_kernel_us ? t + 2 * US + step_kernel_us * US : t + step_us * US - US);
             t += step_us * US;
         }
         t += 100 * US;
     }
     return tb_read(&b, 1);
+}
+
+static struct lp_trace *run_trace(uint64_t prefill_us, uint64_t step_us, int decode)
+{
+    return run_trace_k(prefill_us, step_us, 0, decode);
+}
+
+static void take_k(uint64_t prefill_us, uint64_t step_us, uint64_t step_kernel_us,
+                   const char *label, struct lp_repeat *k)
+{
+    struct lp_trace *t = run_trace_k(prefill_us, step_us, step_kernel_us, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_repeat_take(&r, label, k), LP_OK);
+    lp_run_free(&r);
+    lp_trace_free(t);
 }
 
 static void take(uint64_t prefill_us, uint64_t step_us, int decode, const char *label,
@@ -265,7 +284,8 @@ static void test_repeats_fixture(void **state)
  * request, a warm-up first), DIR with N repeats and its vision stages: each repeat's TTFT and
  * TPOT against the runner's own timer, the vision parts as stages in every repeat, the GPU
  * time per occurrence of every stage the same in every process (so a stage outside by its
- * wall time is said to be the host's spread), and the between-process spread of TPOT as the timers give it. */
+ * wall time is said to be the host's spread), and the between-process spread of TPOT as the
+ * timers give it. */
 static void ocr_repeats(const char *dir, int n, const char *const parts[3])
 {
     struct lp_repeat k[3];
@@ -276,7 +296,8 @@ static void ocr_repeats(const char *dir, int n, const char *const parts[3])
         struct lp_trace *t = tb_fixture(LP_FIXTURES, name);
         struct lp_run r;
         analyze(t, NULL, &r);
-        assert_int_equal(r.llm.prompt_tokens, 290 - (parts[1][0] == 'e') * 16); /* OCR-2: 257 */
+        /* 273 image slots (OCR-2: 257) and 17 text tokens */
+        assert_int_equal(r.llm.prompt_tokens, 290 - (parts[1][0] == 'e') * 16);
         assert_int_equal(lp_repeat_take(&r, name, &k[i]), LP_OK);
         snprintf(timer, sizeof timer, "%s/%s/timer.json", LP_FIXTURES, name);
         double ttft = timer_median(timer, "ttft_ms") * 1e6;
@@ -328,6 +349,60 @@ static void test_repeats_ocr(void **state)
     ocr_repeats("deepseek-ocr2-repeats", 2, v2);
 }
 
+/* repeats.md of R (malloc'd) */
+static char *repeats_md(const struct lp_repeats *r)
+{
+    char *md = NULL;
+    size_t len;
+    FILE *f = open_memstream(&md, &len);
+    assert_non_null(f);
+    assert_int_equal(lp_report_repeats_md(f, r), 0);
+    fclose(f);
+    return md;
+}
+
+/* The host's spread: decode steps of 5.0, 5.0 and 6.0 ms whose kernel takes 1 ms in each
+ * (wall 12.5 % off the mean, GPU time the same) are said to be the host's; steps of 5.0, 5.0
+ * and 5.9 ms whose kernels take 4.5, 4.5 and 5.2 ms are not (the GPU moved 9.9 %: within the
+ * tolerance, but most of the wall time's 11.3 %) */
+static void test_repeats_host_spread(void **state)
+{
+    (void)state;
+    struct lp_repeat k[3];
+    take_k(2000, 5000, 1000, "repeat-1", &k[0]);
+    take_k(2000, 5000, 1000, "repeat-2", &k[1]);
+    take_k(2000, 6000, 1000, "repeat-3", &k[2]);
+    struct lp_repeats r;
+    assert_int_equal(lp_repeats_analyze(k, 3, 0, &r), LP_OK);
+    const struct lp_repeats_stage *d = stage_of(&r, "decode");
+    assert_non_null(d);
+    assert_false(d->fig[LP_REPEAT_STAGE_WALL_NS].within);
+    assert_true(d->fig[LP_REPEAT_STAGE_GPU_NS].worst < 1e-9);
+    assert_int_equal(r.n_host_spread, 1);
+    char *md = repeats_md(&r);
+    assert_non_null(strstr(md, "1 stage outside by its wall time kept its GPU time per "
+                               "occurrence within ±0.0 %"));
+    free(md);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 3; i++)
+        lp_repeat_free(&k[i]);
+    take_k(2000, 5000, 4500, "repeat-1", &k[0]);
+    take_k(2000, 5000, 4500, "repeat-2", &k[1]);
+    take_k(2000, 5900, 5200, "repeat-3", &k[2]);
+    assert_int_equal(lp_repeats_analyze(k, 3, 0, &r), LP_OK);
+    d = stage_of(&r, "decode");
+    assert_false(d->fig[LP_REPEAT_STAGE_WALL_NS].within);
+    assert_true(d->fig[LP_REPEAT_STAGE_GPU_NS].within);
+    assert_true(d->fig[LP_REPEAT_STAGE_GPU_NS].worst > 0.09);
+    assert_int_equal(r.n_host_spread, 0);
+    md = repeats_md(&r);
+    assert_null(strstr(md, "came from the host"));
+    free(md);
+    lp_repeats_free(&r);
+    for (int i = 0; i < 3; i++)
+        lp_repeat_free(&k[i]);
+}
+
 /* the programs' stated requests: the first repeat's in repeats.md and repeats.json, and
  * whether every repeat stated the same one */
 static void test_repeats_request(void **state)
@@ -343,14 +418,11 @@ static void test_repeats_request(void **state)
     struct lp_repeats r;
     assert_int_equal(lp_repeats_analyze(k, 2, 0, &r), LP_OK);
     assert_false(r.requests_differ);
-    char *md = NULL, *js = NULL;
+    char *md = repeats_md(&r), *js = NULL;
     size_t len;
-    FILE *f = open_memstream(&md, &len);
-    assert_int_equal(lp_report_repeats_md(f, &r), 0);
-    fclose(f);
     assert_non_null(strstr(md, "Request (as the program stated it, the same in every repeat): "
                                "`{\"model_path\":\"/m\",\"repeats\":3}`\n"));
-    f = open_memstream(&js, &len);
+    FILE *f = open_memstream(&js, &len);
     assert_int_equal(lp_report_repeats_json(f, &r), 0);
     fclose(f);
     json_t *j = json_loads(js, 0, NULL);
@@ -365,10 +437,7 @@ static void test_repeats_request(void **state)
     k[1].request = NULL; /* the second stated none */
     assert_int_equal(lp_repeats_analyze(k, 2, 0, &r), LP_OK);
     assert_true(r.requests_differ);
-    md = NULL;
-    f = open_memstream(&md, &len);
-    assert_int_equal(lp_report_repeats_md(f, &r), 0);
-    fclose(f);
+    md = repeats_md(&r);
     assert_non_null(strstr(md, "the repeats' requests DIFFER"));
     free(md);
     lp_repeats_free(&r);
@@ -385,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_repeats_fixture),
         cmocka_unit_test(test_repeats_request),
         cmocka_unit_test(test_repeats_ocr),
+        cmocka_unit_test(test_repeats_host_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@ MODEL_TYPES = {"deepseek_vl_v2": "DeepSeek-OCR", "deepseek_ocr2": "DeepSeek-OCR-
 PNG_EXT = (".png",)
 OTHER_EXT = (".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff")
 MAX_IMAGES = 1000
+MAX_PIXELS = 16 << 20  # the runner's own PNG reader: a 4096 x 4096 page
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -83,7 +84,12 @@ def sha256(path):
     return h.hexdigest()
 
 
-def weight_files(path):
+def weight_files(path, kind):
+    """The weights the runner reads: v1's one file in the assembly's layout, OCR-2's
+    safetensors as save_pretrained writes them (one file or shards)."""
+    if kind == "deepseek_vl_v2":
+        return ["model.safetensors"] if os.path.isfile(os.path.join(path, "model.safetensors")) \
+            else []
     return sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
 
 
@@ -117,12 +123,13 @@ def check_model(args):
     if isinstance(limit, int) and prompt + args.max_new_tokens > limit:
         raise Refused(f"--max-new-tokens {args.max_new_tokens}: the prompt ({prompt} tokens) "
                       f"and the new tokens pass the model's {limit} positions")
-    weights = weight_files(path)
+    weights = weight_files(path, kind)
     if args.init_weights and weights:
         raise Refused(f"--init-weights: {path} already holds weights ({weights[0]}); remove "
                       "them first (the runner never replaces a file)")
     if not args.init_weights and not weights:
-        raise Refused(f"--model-path {args.model_path}: no *.safetensors weights; for random "
+        want = "model.safetensors" if kind == "deepseek_vl_v2" else "*.safetensors weights"
+        raise Refused(f"--model-path {args.model_path}: no {want}; for random "
                       "weights from its config.json run once with --init-weights")
     return path, cfg_path, cfg
 
@@ -134,7 +141,8 @@ def list_images(args):
     names = sorted(n for n in os.listdir(d) if n.lower().endswith(PNG_EXT + OTHER_EXT)
                    and os.path.isfile(os.path.join(d, n)))
     if not names:
-        raise Refused(f"--input-dir {d}: no page images in it (*.png, *.jpg, *.jpeg)")
+        raise Refused(f"--input-dir {d}: no page images in it ("
+                      + ", ".join("*" + e for e in PNG_EXT + OTHER_EXT) + ")")
     if len(names) > MAX_IMAGES:
         raise Refused(f"--input-dir {d}: {len(names)} images, more than {MAX_IMAGES}")
     pillow = importlib.util.find_spec("PIL") is not None
@@ -145,6 +153,8 @@ def list_images(args):
         if not n.lower().endswith(PNG_EXT) and not pillow:
             raise Refused(f"--input-dir {d}: {n} needs Pillow to be read (only PNG is read "
                           "without it); install Pillow or convert the pages to PNG")
+        if n.lower().endswith(PNG_EXT) and not pillow:
+            png_header(full)  # the runner's own reader takes it: refused now, not after the build
     return [os.path.join(os.path.abspath(d), n) for n in names]
 
 
@@ -164,7 +174,14 @@ def check(args):
                       "flash-attn); without the option PyTorch's SDPA attention is used")
     if args.timer and not os.path.isdir(os.path.dirname(os.path.abspath(args.timer))):
         raise Refused(f"--timer {args.timer}: its directory does not exist")
+    if args.timer and os.path.lexists(args.timer) and not os.path.isfile(args.timer):
+        raise Refused(f"--timer {args.timer}: exists and is not a regular file")
     path, cfg_path, cfg = check_model(args)
+    timer = os.path.realpath(args.timer) if args.timer else None
+    for name, d in (("--model-path", path), ("--input-dir", args.input_dir)):
+        if timer and os.path.commonpath([timer, os.path.realpath(d)]) == os.path.realpath(d):
+            raise Refused(f"--timer {args.timer}: inside {name}, one of the inputs; write it "
+                          "elsewhere")
     images = [] if args.init_weights else list_images(args)
     return {"runner": RUNNER, "model_path": path, "model_type": cfg["model_type"],
             "model": MODEL_TYPES[cfg["model_type"]], "config_sha256": sha256(cfg_path),
@@ -173,6 +190,21 @@ def check(args):
             "device": args.device, "use_flash_attn": args.use_flash_attn,
             "operators": args.operators, "prompt_text_tokens": args.prompt_tokens,
             "vision_mode": "base"}, cfg, images
+
+
+def png_header(path):
+    """(width, height, channels) of a PNG this reader takes, from its header alone."""
+    with open(path, "rb") as f:
+        head = f.read(33)
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR" or len(head) < 29:
+        raise Refused(f"{path}: not a PNG file (or a damaged one)", 1)
+    w, h, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", head[16:29])
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(color)
+    if depth != 8 or channels is None or interlace or not 0 < w * h <= MAX_PIXELS:
+        raise Refused(f"{path}: a PNG the runner's own reader does not take (8-bit gray or "
+                      "RGB, not interlaced, 1 to 16 M pixels): install Pillow, or convert or "
+                      "scale the page", 1)
+    return w, h, channels
 
 
 def read_png(path):
@@ -184,10 +216,9 @@ def read_png(path):
 
 
 def _read_png(path):
+    png_header(path)
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise Refused(f"{path}: not a PNG file", 1)
     pos, idat, head = 8, [], None
     while pos + 8 <= len(data):
         size, tag = struct.unpack(">I4s", data[pos:pos + 8])
@@ -202,12 +233,10 @@ def _read_png(path):
     if not head or not idat:
         raise Refused(f"{path}: a damaged PNG (no header or no image data)", 1)
     w, h, depth, color, _, _, interlace = head
-    channels = {0: 1, 2: 3, 4: 2, 6: 4}.get(color)
-    if depth != 8 or channels is None or interlace or w * h > 64 << 20:
-        raise Refused(f"{path}: a PNG this reader does not take (8-bit gray or RGB, not "
-                      "interlaced, at most 64 M pixels); install Pillow", 1)
-    raw = zlib.decompress(b"".join(idat))
+    channels = {0: 1, 2: 3, 4: 2, 6: 4}[color]
     stride = w * channels
+    # no more than the image can hold: a small file may inflate to gigabytes
+    raw = zlib.decompressobj().decompress(b"".join(idat), h * (stride + 1))
     if len(raw) < h * (stride + 1):
         raise Refused(f"{path}: a damaged PNG (short image data)", 1)
     out = bytearray(h * stride)
@@ -240,15 +269,20 @@ def _read_png(path):
 
 def load_page(torch, path, side):
     """A page as DeepSeek-OCR's processor gives it: padded to a square with its mean grey,
-    resized to SIDE, normalised to [-1, 1]; (3, SIDE, SIDE) float."""
-    if path.lower().endswith(PNG_EXT):
+    resized to SIDE, normalised to [-1, 1]; (3, SIDE, SIDE) float. Pillow reads it where it
+    is installed, else the runner's own PNG reader."""
+    if importlib.util.find_spec("PIL") is None:
         w, h, c, data = read_png(path)
         img = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(h, w, c)
         img = img[..., :1].expand(h, w, 3) if c <= 2 else img[..., :3]
     else:
         import numpy
         from PIL import Image
-        img = torch.from_numpy(numpy.asarray(Image.open(path).convert("RGB")).copy())
+        try:
+            with Image.open(path) as page:
+                img = torch.from_numpy(numpy.asarray(page.convert("RGB")).copy())
+        except Exception as e:  # Pillow's own: damaged, unknown, a decompression bomb
+            raise Refused(f"{path}: Pillow cannot read it ({e})", 1)
         h, w = img.shape[:2]
     x = img.permute(2, 0, 1).float()
     n = max(h, w)
@@ -297,6 +331,8 @@ def run(args, request, cfg, images):
                       "CUDA devices", 1)
     device = torch.device("cuda", index)
     torch.cuda.set_device(device)
+    # the pages before the model: a bad one costs no build
+    pages = [] if args.init_weights else [load_page(torch, p, ocr.image_side()) for p in images]
     attn = "flash_attention_2" if args.use_flash_attn else "sdpa"
     t = time.perf_counter()
     model = ocr.build(request["model_path"], cfg, device, attn, args.init_weights)
@@ -311,8 +347,7 @@ def run(args, request, cfg, images):
     write_request(request)
     for module, name in model.vision_modules():
         nvtx_hooks(torch, module, name)
-    pages = [load_page(torch, p, ocr.image_side()).to(device, torch.bfloat16)[None]
-             for p in images]
+    pages = [p.to(device, torch.bfloat16)[None] for p in pages]
     text = torch.randint(2, 100000, (args.prompt_tokens,),
                          generator=torch.Generator().manual_seed(0)).tolist()
     ids = torch.tensor([[ocr.BOS] + [model.image_token_id] * model.image_slots() + text],
@@ -370,14 +405,20 @@ def main(argv):
             print(json.dumps(request, indent=1))
             return 0
         sys.path.insert(0, HERE)
-        result = run(args, request, cfg, images)
+        try:
+            result = run(args, request, cfg, images)
+        except (ValueError, OSError) as e:  # the model's files, the config's sections
+            raise Refused(str(e), 1)
+        result["request"] = request
+        if args.timer:
+            try:
+                with open(args.timer, "w") as f:
+                    json.dump(result, f, indent=1)
+            except OSError as e:
+                raise Refused(f"--timer {args.timer}: {e.strerror}", 1)
     except Refused as e:
         print(f"run.py: error: {e}", file=sys.stderr)
         return e.status
-    result["request"] = request
-    if args.timer:
-        with open(args.timer, "w") as f:
-            json.dump(result, f, indent=1)
     return 0
 
 

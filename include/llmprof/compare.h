@@ -199,7 +199,8 @@ struct lp_repeats {
     enum lp_repeats_verdict verdict;
     int requests_differ;                /* the repeats' stated requests are not all one */
     /* stages whose wall time per occurrence is outside the tolerance while their GPU time per
-     * occurrence is within: the same GPU work, so the spread came from the host (launches,
+     * occurrence held steady (within a fifth of the tolerance, and at most a quarter of the
+     * wall time's deviation): the same GPU work, so the spread came from the host (launches,
      * scheduling); the largest GPU-time deviation among them */
     size_t n_host_spread;
     double host_spread_gpu_worst;

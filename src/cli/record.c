@@ -119,7 +119,9 @@ const struct lp_cli_opt lp_cli_record_options[] = {
     "run directory: one trace per process that used CUDA (children are followed; files are\n"
     "named trace[.rank<R>].<host>.<pid>.lpt) and meta.json (command, directory, relevant\n"
     "environment, versions, times, exit status). Standard input and output pass through;\n"
-    "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to llmprof are passed on to CMD.\n"
+    "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to llmprof are passed on to CMD. CMD may state\n"
+    "what it was asked to do: a JSON object (at most 64 KiB) written, before CMD ends, to\n"
+    "the file LLMPROF_REQUEST_FILE names is kept in meta.json as \"request\".\n"
     "\n"
     "Exit status: CMD's (128+N when a signal N ended it). When CMD exited 0 but its run could\n"
     "not be written (meta.json could not be written, or a trace is empty: nothing was written,\n"
@@ -584,9 +586,11 @@ static int relevant_env(const char *name)
                                            "LOCAL_RANK", "WORLD_SIZE", "LLMPROF_", "TRANSFORMERS_",
                                            "HF_HUB_OFFLINE", "NVTX_INJECTION", "TEARDOWN_CUPTI",
                                            NULL};
-    /* secrets, and NVIDIA_REQUIRE_CUDA: a kilobyte of container constraints */
+    /* secrets, NVIDIA_REQUIRE_CUDA (a kilobyte of container constraints), and the request
+     * file record sets for the program itself (a value from record's own environment is
+     * not the one the program got) */
     static const char *const skip[] = {"TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL",
-                                       "NVIDIA_REQUIRE", NULL};
+                                       "NVIDIA_REQUIRE", "LLMPROF_REQUEST_FILE", NULL};
     for (const char *const *s = skip; *s; s++)
         if (strstr(name, *s))
             return 0;

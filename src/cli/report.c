@@ -626,7 +626,8 @@ static int report_one(const struct lp_cli_report *o, const char *path, const cha
         goto done;
     rc = -1;
     analysed = 1;
-    r.opt.request = request = lp_cli_recorded_request(path); /* for report.json only */
+    /* what the program stated, for the writers and the repeats' comparison */
+    r.opt.request = request = lp_cli_recorded_request(path);
     if (read_deep(o, path, &r) != 0)
         goto done;
     if (o->base_loaded) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "llmprof/report.h"
 
 #define REQUEST_MAX_BYTES (64 * 1024)
 
@@ -71,25 +72,30 @@ void lp_cli_request_take(const char *path, json_t *meta)
     char *text = request_text(path, &n, &why);
     json_t *req = NULL;
     json_error_t e;
-    if (text && n > 0) {
+    char shown[160] = "";
+    /* only white space: nothing stated, like an empty file */
+    if (text && n > 0 && strspn(text, " \t\r\n") < n) {
         req = json_loadb(text, n, JSON_REJECT_DUPLICATES, &e);
-        if (!req)
+        if (!req) {
             why = "it is not JSON";
-        else if (!json_is_object(req))
+            lp_fmt_escape(shown, sizeof shown, e.text); /* it quotes the program's bytes */
+        } else if (!json_is_object(req)) {
             why = "it is not a JSON object";
+        }
     }
     if (why) {
         fprintf(stderr,
                 "llmprof record: warning: the request the program wrote to "
                 "LLMPROF_REQUEST_FILE is left out of meta.json: %s%s%s\n",
-                why, req || !text || n == 0 ? "" : ": ", req || !text || n == 0 ? "" : e.text);
+                why, shown[0] ? ": " : "", shown);
         json_object_set_new(meta, "request_error", json_string(why));
     } else if (req) {
         json_object_set(meta, "request", req);
     }
     json_decref(req);
     free(text);
-    if (unlink(path) != 0 && errno != ENOENT)
+    /* a directory the program put in its place goes too when it is empty */
+    if (unlink(path) != 0 && errno != ENOENT && !(errno == EISDIR && rmdir(path) == 0))
         fprintf(stderr, "llmprof record: warning: could not remove %s: %s\n", path,
                 strerror(errno));
 }

@@ -209,8 +209,11 @@ int lp_repeats_analyze(const struct lp_repeat *reps, size_t n, double tolerance,
     for (size_t s = 0; s < out->n_stages; s++) {
         const struct lp_repeat_stat *wall = &out->stages[s].fig[LP_REPEAT_STAGE_WALL_NS],
                                     *gpu = &out->stages[s].fig[LP_REPEAT_STAGE_GPU_NS];
+        /* the GPU work steady: within a fifth of the tolerance, and moving at most a
+         * quarter as much as the wall time (else the GPU's own change is part of it) */
         if (wall->n >= 2 && !wall->within && !isnan(wall->worst) && gpu->n >= 2 &&
-            gpu->within) {
+            !isnan(gpu->worst) && gpu->worst <= out->tolerance / 5 &&
+            gpu->worst <= wall->worst / 4) {
             out->n_host_spread++;
             out->host_spread_gpu_worst = fmax(out->host_spread_gpu_worst, gpu->worst);
         }

@@ -92,8 +92,9 @@ static void verdict_md(FILE *f, const struct lp_repeats *r)
                 r->n_outside == 1 ? "s" : "");
         if (r->n_host_spread)
             fprintf(f, "\n%zu stage%s outside by %s wall time kept %s GPU time per occurrence "
-                       "within ±%.1f %%: the same GPU work each time, so that spread came from "
-                       "the host (launches, scheduling, other processes), not the GPU.\n",
+                       "within ±%.1f %% (at most a quarter of the wall time's deviation): the "
+                       "same GPU work each time, so that spread came from the host (launches, "
+                       "scheduling, other processes), not the GPU.\n",
                     r->n_host_spread, r->n_host_spread == 1 ? "" : "s",
                     r->n_host_spread == 1 ? "its" : "their",
                     r->n_host_spread == 1 ? "its" : "their", 100 * r->host_spread_gpu_worst);

@@ -42,7 +42,7 @@ static void operator_shapes_md(FILE *f, const struct lp_run *r)
         fprintf(f, "\n%zu more in operator_shapes.csv.\n", r->n_op_shapes - n);
     if (r->op_shapes_unread)
         fprintf(f, "%s%llu operator range%s gave sizes that could not be read (not a closed "
-                   "list of lists of numbers): in the operators table only.\n",
+                   "bracketed list of integers or of such lists): in the operators table only.\n",
                 r->n_op_shapes ? "\n" : "", (unsigned long long)r->op_shapes_unread,
                 r->op_shapes_unread == 1 ? "" : "s");
 }

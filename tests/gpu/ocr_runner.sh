@@ -3,6 +3,7 @@
 # MODE probe: random weights written for DeepSeek-OCR (v1, assembled from transformers' parts)
 # and DeepSeek-OCR-2, their parameters part by part against `llmprof model`, and one short
 # pass of the runner over two pages without llmprof.
+# MODE check: the runner once more as committed (two pages, no profiler; a damaged page).
 # MODE record: each model recorded over the bundled page set under `llmprof profile
 # --repeat 3`, reported with --model, each repeat against the runner's own timer; one
 # --operators run; small fixtures packed into $OUT/ocr-runs.tar.gz.
@@ -38,6 +39,24 @@ if [ "$MODE" = probe ]; then
     done
     step "runner: flash-attn asked"
     "$PY" "$R" --model-path "$M/ocr1" --use-flash-attn --dry-run; echo "exit $?"
+    exit 0
+fi
+if [ "$MODE" = check ]; then
+    # the runner as committed, once: v1 on two pages without the profiler, with Pillow where
+    # PyTorch's Python has it; a damaged page refused before the model is built
+    "$PY" -c 'import PIL; print("Pillow", PIL.__version__)' 2>&1 | tail -1
+    init ocr1 tests/configs/deepseek-ocr.json
+    mkdir -p "$T/two" "$T/bad"
+    cp examples/deepseek-ocr/pages/page-0[14].png "$T/two/"
+    step "runner, v1: two pages, 4 new tokens"
+    timeout 200 "$PY" "$R" --model-path "$M/ocr1" --input-dir "$T/two" --max-new-tokens 4 \
+        --timer "$T/t.json" 2>&1 | tail -4
+    echo "exit ${PIPESTATUS[0]}"
+    head -c 100 examples/deepseek-ocr/pages/page-01.png >"$T/bad/cut.png"
+    step "runner, v1: a damaged page"
+    start=$(date +%s)
+    timeout 200 "$PY" "$R" --model-path "$M/ocr1" --input-dir "$T/bad" 2>&1 | tail -2
+    echo "exit ${PIPESTATUS[0]} after $(($(date +%s) - start)) s"
     exit 0
 fi
 # ---- record: fixtures first (small, committed), then the whole page set ----
