@@ -78,12 +78,13 @@ allowed = {
     'compare': {'trace', 'model', 'analyze'},
     'deep': {'trace', 'model', 'analyze'},
     'report': {'trace', 'model', 'analyze', 'compare', 'deep'},
-    'cli': {'trace', 'model', 'analyze', 'compare', 'deep', 'report'},
+    'serve': set(),
+    'cli': {'trace', 'model', 'analyze', 'compare', 'deep', 'report', 'serve'},
 }
 header_layer = {'trace.h': 'trace', 'capture.h': 'trace', 'envconfig.h': 'trace',
                 'model.h': 'model', 'analyze.h': 'analyze', 'compare.h': 'compare',
                 'deep.h': 'deep', 'ncu.h': 'deep', 'report.h': 'report',
-                'status.h': None, 'version.h': None, 'sat.h': None}
+                'serve.h': 'serve', 'status.h': None, 'version.h': None, 'sat.h': None}
 for f in sorted(glob.glob(os.path.join(src, '*', '*.[ch]'))):
     layer = os.path.basename(os.path.dirname(f))
     for m in re.finditer(r'^#include\s+"([^"]+)"', open(f).read(), re.M):

@@ -1,0 +1,200 @@
+/* The run queue's one worker: takes the oldest queued run from the index, runs `llmprof
+ * profile` of its runner in a process group of its own (so that a cancel reaches the
+ * program too), and records how it ended with the headline of its report. One run at a
+ * time: a GPU profiled by two runs at once measures neither. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+/* report.json's headline: TTFT, TPOT, MFU (a directory of repeats: the first repeat's) */
+static json_t *headline_of(const char *out)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%.4200s/report.json", out);
+    json_t *r = json_load_file(path, 0, NULL);
+    if (!r) {
+        snprintf(path, sizeof path, "%.4200s/repeat-1/report.json", out);
+        r = json_load_file(path, 0, NULL);
+    }
+    if (!r)
+        return NULL;
+    json_t *llm = json_object_get(r, "llm"), *util = json_object_get(r, "utilisation");
+    json_t *mfu = json_object_get(util, "mfu");
+    json_t *h = json_pack("{s:O,s:O,s:O}", "ttft_s",
+                          json_is_number(json_object_get(llm, "ttft_s"))
+                              ? json_object_get(llm, "ttft_s")
+                              : json_null(),
+                          "tpot_s",
+                          json_is_number(json_object_get(llm, "tpot_s"))
+                              ? json_object_get(llm, "tpot_s")
+                              : json_null(),
+                          "mfu", json_is_number(mfu) ? mfu : json_null());
+    json_decref(r);
+    return h;
+}
+
+/* Starts ARGV with its output into LOG, in a process group of its own: its pid, or -1. */
+static pid_t start(char **argv, const char *log)
+{
+    pid_t pid = fork();
+    if (pid > 0)
+        setpgid(pid, pid); /* in both: a cancel right after the fork finds the group */
+    if (pid != 0)
+        return pid;
+    setpgid(0, 0);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    if (in >= 0)
+        dup2(in, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execv(argv[0], argv);
+    dprintf(2, "llmprof serve: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Runs the run ID (taken: running) to its end. */
+static void run_one(struct lp_worker *w, const char *id, const char *runner_name,
+                    json_t *request)
+{
+    const struct lp_serve_config *cfg = w->cfg;
+    const struct lp_serve_runner *runner = NULL;
+    for (size_t i = 0; i < cfg->n_runners; i++)
+        if (!strcmp(cfg->runners[i].name, runner_name))
+            runner = &cfg->runners[i];
+    char out[4200], log[4200], why[512];
+    snprintf(out, sizeof out, "%s/runs/%s", w->dir, id);
+    snprintf(log, sizeof log, "%s/logs/%s.log", w->dir, id);
+    char **argv = runner ? lp_serve_argv(cfg, runner, request, out) : NULL;
+    if (!argv) {
+        lp_store_finish(w->store, id, "failed", -1, NULL,
+                        runner ? "out of memory" : "its runner is no longer configured");
+        return;
+    }
+    pthread_mutex_lock(&w->lock);
+    pid_t pid = w->cancel_all ? -1 : start(argv, log);
+    if (pid > 0) {
+        w->pid = pid;
+        snprintf(w->id, sizeof w->id, "%s", id);
+        w->cancelled = 0;
+    }
+    pthread_mutex_unlock(&w->lock);
+    lp_serve_argv_free(argv);
+    if (pid < 0) {
+        lp_store_finish(w->store, id, "failed", -1, NULL,
+                        w->cancel_all ? "interrupted: the server stopped" : "fork failed");
+        return;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    pthread_mutex_lock(&w->lock);
+    int cancelled = w->cancelled, stopping = w->cancel_all;
+    w->pid = 0;
+    w->id[0] = 0;
+    pthread_mutex_unlock(&w->lock);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    json_t *head = headline_of(out);
+    if (cancelled || stopping) {
+        lp_store_finish(w->store, id, stopping && !cancelled ? "failed" : "cancelled", code, head,
+                        stopping && !cancelled ? "interrupted: the server stopped"
+                                               : "cancelled while it ran");
+    } else if (code == 0) {
+        lp_store_finish(w->store, id, "done", code, head, NULL);
+    } else {
+        snprintf(why, sizeof why, "llmprof profile exited %d; its output: logs/%s.log", code,
+                 id);
+        lp_store_finish(w->store, id, "failed", code, head, why);
+    }
+    json_decref(head);
+}
+
+static void *loop(void *arg)
+{
+    struct lp_worker *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop && !w->wake)
+            pthread_cond_wait(&w->cond, &w->lock);
+        w->wake = 0;
+        int stop = w->stop;
+        pthread_mutex_unlock(&w->lock);
+        if (stop)
+            return NULL;
+        char id[LP_SERVE_ID_LEN + 1], *runner = NULL;
+        json_t *request = NULL;
+        while (lp_store_take(w->store, id, &runner, &request) == 1) {
+            run_one(w, id, runner, request);
+            free(runner);
+            json_decref(request);
+            runner = NULL;
+            request = NULL;
+            pthread_mutex_lock(&w->lock);
+            stop = w->stop;
+            pthread_mutex_unlock(&w->lock);
+            if (stop)
+                return NULL;
+        }
+    }
+}
+
+int lp_worker_start(struct lp_worker *w, const struct lp_serve_config *cfg,
+                    struct lp_store *store, const char *dir)
+{
+    memset(w, 0, sizeof *w);
+    w->cfg = cfg;
+    w->store = store;
+    w->dir = dir;
+    w->wake = 1; /* runs left queued by an earlier server go first */
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    return pthread_create(&w->thread, NULL, loop, w) == 0 ? 0 : -1;
+}
+
+void lp_worker_wake(struct lp_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->wake = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
+int lp_worker_cancel(struct lp_worker *w, const char *id)
+{
+    int hit = 0;
+    pthread_mutex_lock(&w->lock);
+    if (w->pid > 0 && !strcmp(w->id, id)) {
+        w->cancelled = 1;
+        kill(-w->pid, SIGTERM); /* profile passes it on to the program */
+        hit = 1;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return hit;
+}
+
+void lp_worker_stop(struct lp_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->stop = 1;
+    w->cancel_all = 1;
+    if (w->pid > 0)
+        kill(-w->pid, SIGTERM);
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+}
