@@ -78,7 +78,7 @@ allowed = {
     'compare': {'trace', 'model', 'analyze'},
     'deep': {'trace', 'model', 'analyze'},
     'report': {'trace', 'model', 'analyze', 'compare', 'deep'},
-    'serve': set(),
+    'serve': {'model'},
     'cli': {'trace', 'model', 'analyze', 'compare', 'deep', 'report', 'serve'},
 }
 header_layer = {'trace.h': 'trace', 'capture.h': 'trace', 'envconfig.h': 'trace',

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "llmprof/model.h"
 #include "serve_internal.h"
 
 static const char *const slots[] = {"model_path", "input_dir", "repeats", "device",
@@ -229,14 +230,37 @@ static char *slot_value(const char *w, const json_t *req)
     return strdup(num);
 }
 
+/* MODEL_PATH/config.json when llmprof's model analysis reads it (its MFU and MBU then go
+ * into the report and the headline), else NULL */
+static char *model_config(const char *model_path)
+{
+    char *path = NULL;
+    struct lp_model m;
+    char err[256];
+    if (asprintf(&path, "%s/config.json", model_path) < 0)
+        return NULL;
+    if (lp_model_load(path, &m, err, sizeof err) != LP_OK) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
 char **lp_serve_argv(const struct lp_serve_config *cfg, const struct lp_serve_runner *runner,
                      const json_t *request, const char *out)
 {
-    const char *head[] = {cfg->llmprof, "profile", "-o", out, "--quiet", "--"};
+    char *config = model_config(json_string_value(json_object_get(request, "model_path")));
+    const char *head[] = {cfg->llmprof, "profile", "-o", out, "--quiet", "--model", config, "--"};
     size_t nh = sizeof head / sizeof *head, n = 0;
+    if (!config) { /* no --model: the report without MFU */
+        head[5] = "--";
+        nh = 6;
+    }
     char **argv = calloc(nh + runner->n_words + 1, sizeof *argv);
-    if (!argv)
+    if (!argv) {
+        free(config);
         return NULL;
+    }
     for (size_t i = 0; i < nh; i++)
         if (!(argv[n++] = strdup(head[i])))
             goto fail;
@@ -248,8 +272,10 @@ char **lp_serve_argv(const struct lp_serve_config *cfg, const struct lp_serve_ru
         if (a)
             argv[n++] = a;
     }
+    free(config);
     return argv;
 fail:
+    free(config);
     lp_serve_argv_free(argv);
     return NULL;
 }

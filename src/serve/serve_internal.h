@@ -49,8 +49,8 @@ int lp_store_remove(struct lp_store *s, const char *id);
  * the reason, naming the field, in ERR. */
 json_t *lp_serve_request_check(const char *body, size_t n, const struct lp_serve_config *cfg,
                                const struct lp_serve_runner **runner, char *err, size_t len);
-/* The command of a run: LLMPROF profile -o OUT --quiet -- the runner's words with the
- * request's fields in (malloc'd, NULL-terminated, freed with lp_serve_argv_free); NULL when
+/* The command of a run: LLMPROF profile -o OUT --quiet [--model MODEL_PATH/config.json, when
+ * llmprof's model analysis reads it] -- the runner's words with the request's fields in (malloc'd, NULL-terminated, freed with lp_serve_argv_free); NULL when
  * out of memory. */
 char **lp_serve_argv(const struct lp_serve_config *cfg, const struct lp_serve_runner *runner,
                      const json_t *request, const char *out);

@@ -36,9 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = 0;
     while (argv && argv[n])
         n++;
-    size_t want = 6 + runner->n_words -
+    size_t head = argv && argv[5] && !strcmp(argv[5], "--model") ? 8 : 6;
+    size_t want = head + runner->n_words -
                   (runner == &runners[0] && !json_is_true(json_object_get(req, "use_flash_attn")));
-    if (argv && n == want && !strcmp(argv[6], runner->words[0]))
+    if (argv && n == want && !strcmp(argv[head], runner->words[0]))
         lp_fuzz_verdict = LP_FUZZ_WHOLE;
     else
         __builtin_trap();
