@@ -24,6 +24,11 @@ PID=$!
 for _ in $(seq 50); do grep -q listening "$T/out" && break; sleep 0.1; done
 URL=$(grep -o 'http://[0-9.:]*/' "$T/out")
 [ -n "$URL" ] || { bad "the server did not start: $(cat "$T/err")"; finish; exit 1; }
+timeout 10 "$LP" serve --runs "$T/runs" --listen 127.0.0.1:0 --runner "fake=$FAKE 0" \
+    >"$T/out2" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "is served by another llmprof serve" "$T/out2" &&
+    ok "a second server on the same runs directory is refused" || bad "second server: $rc $(cat "$T/out2")"
 post() { # JSON body: the run id
     python3 -c 'import json,sys,urllib.request as u
 r=u.Request(sys.argv[1]+"runs",data=sys.argv[2].encode(),headers={"Content-Type":"application/json"})

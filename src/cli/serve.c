@@ -113,7 +113,13 @@ static char *read_token(const char *file)
         return NULL;
     }
     fclose(f);
-    line[strcspn(line, "\r\n")] = 0;
+    size_t n = strcspn(line, "\r\n");
+    if (!line[n] && n == sizeof line - 1) {
+        lp_cli_error("serve", "--token-file %s: its first line is longer than 1,000 characters",
+                     file);
+        return NULL;
+    }
+    line[n] = 0;
     if (strlen(line) < 16 || strpbrk(line, " \t")) {
         lp_cli_error("serve", "--token-file %s: its first line must be a token of 16 "
                               "characters or more, without spaces", file);

@@ -173,9 +173,13 @@ json_t *lp_serve_request_check(const char *body, size_t n, const struct lp_serve
         while (known[k] && strcmp(known[k], key))
             k++;
         if (!bad && !known[k]) {
-            snprintf(err, len, "unknown field '%.64s' (LLMProfileRequest: runner, model_path, "
+            /* the name as given when it is short plain ASCII (the message must stay UTF-8) */
+            int plain = strlen(key) <= 64;
+            for (const char *q = key; plain && *q; q++)
+                plain = *q >= 0x20 && *q < 0x7f;
+            snprintf(err, len, "unknown field '%s' (LLMProfileRequest: runner, model_path, "
                                "input_dir, repeats, use_flash_attn, device, max_new_tokens, "
-                               "tag)", key);
+                               "tag)", plain ? key : "(a name not shown)");
             bad = 1;
         }
     }
@@ -209,6 +213,21 @@ json_t *lp_serve_request_check(const char *body, size_t n, const struct lp_serve
         return NULL;
     }
     return req;
+}
+
+int lp_serve_id_valid(const char *id)
+{
+    static const char shape[] = "99999999-999999-xxxxxx";
+    if (strlen(id) != LP_SERVE_ID_LEN)
+        return 0;
+    for (size_t i = 0; i < LP_SERVE_ID_LEN; i++) {
+        char c = id[i];
+        if (shape[i] == '9' ? !(c >= '0' && c <= '9')
+            : shape[i] == 'x' ? !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+                              : c != shape[i])
+            return 0;
+    }
+    return 1;
 }
 
 /* the request's value for the template word W as one argument; NULL: no argument */

@@ -22,17 +22,17 @@ struct lp_store {
  * 0, or -1 with the reason in ERR. */
 int lp_store_open(struct lp_store *s, const char *path, char *err, size_t len);
 void lp_store_close(struct lp_store *s);
-/* A new queued run (REQUEST: the checked request, kept as given). 0, -1 on a write error. */
+/* A new queued run (REQUEST: the checked request, kept as given) unless QUEUE_MAX runs wait
+ * already: 0, 1 the queue is full, -1 on a write error. */
 int lp_store_add(struct lp_store *s, const char *id, const char *runner, const char *tag,
-                 const json_t *request);
+                 const json_t *request, size_t queue_max);
 /* The run ID as the contract's Run object (new reference), NULL when there is none. */
 json_t *lp_store_get(struct lp_store *s, const char *id);
 /* Every run, newest first, as Run objects. */
 json_t *lp_store_list(struct lp_store *s);
-/* Runs in a status ("queued"): how many. */
-long lp_store_count(struct lp_store *s, const char *status);
 /* The oldest queued run, marked running: its id in ID (and its runner and request, new
- * reference), 1; 0 when none waits; -1 on an error. */
+ * reference), 1; 2 when it was taken but its row cannot be read (ended failed); 0 when none
+ * waits; -1 on an error. */
 int lp_store_take(struct lp_store *s, char id[LP_SERVE_ID_LEN + 1], char **runner,
                   json_t **request);
 /* A run ended: STATUS (done, failed, cancelled), its exit status (-1: none), the headline
@@ -55,5 +55,7 @@ json_t *lp_serve_request_check(const char *body, size_t n, const struct lp_serve
 char **lp_serve_argv(const struct lp_serve_config *cfg, const struct lp_serve_runner *runner,
                      const json_t *request, const char *out);
 void lp_serve_argv_free(char **argv);
+/* ID has the shape of a run id ("20261127-081500-a1b2c3"): 1, else 0 */
+int lp_serve_id_valid(const char *id);
 
 #endif

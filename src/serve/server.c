@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -24,6 +25,7 @@ struct server {
     char dir[4096];               /* the runs directory, absolute */
     struct lp_store store;
     struct lp_worker worker;
+    int lock_fd;                  /* DIR/lock, held while serving */
 };
 
 struct body {
@@ -56,13 +58,17 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned code, const 
     return send_bytes(c, code, type, text, n, 1);
 }
 
-/* J (taken) as the body of a CODE response */
+/* J (taken) as the body of a CODE response; none (a run gone meanwhile, memory): a 500 */
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned code, json_t *j)
 {
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
-    if (!text)
-        return MHD_NO;
+    if (!text) {
+        static char fallback[] = "{\"error\":\"the answer could not be made (the run changed "
+                                 "meanwhile?): ask again\"}";
+        return send_bytes(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "application/json", fallback,
+                          sizeof fallback - 1, 0);
+    }
     return send_text(c, code, "application/json", text, strlen(text));
 }
 
@@ -71,20 +77,6 @@ static enum MHD_Result send_error(struct MHD_Connection *c, unsigned code, const
     return send_json(c, code, json_pack("{s:s}", "error", msg));
 }
 
-static int valid_id(const char *id)
-{
-    static const char shape[] = "99999999-999999-xxxxxx";
-    if (strlen(id) != LP_SERVE_ID_LEN)
-        return 0;
-    for (size_t i = 0; i < LP_SERVE_ID_LEN; i++) {
-        char c = id[i];
-        if (shape[i] == '9' ? !(c >= '0' && c <= '9')
-            : shape[i] == 'x' ? !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
-                              : c != shape[i])
-            return 0;
-    }
-    return 1;
-}
 
 static void new_id(char id[LP_SERVE_ID_LEN + 1])
 {
@@ -207,6 +199,11 @@ static enum MHD_Result artifacts(struct server *s, struct MHD_Connection *c, con
         return MHD_NO;
     }
     const char *dot = strrchr(name, '.');
+    /* written by the profiled program: its pages run with no access to this server's
+     * origin (a page of it could otherwise start and delete runs) */
+    MHD_add_response_header(r, "Content-Security-Policy", "sandbox allow-scripts");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
     MHD_add_response_header(r, "Content-Type",
                             dot && !strcmp(dot, ".html")  ? "text/html; charset=utf-8"
                             : dot && !strcmp(dot, ".json") ? "application/json"
@@ -226,7 +223,8 @@ static enum MHD_Result submit(struct server *s, struct MHD_Connection *c, struct
     const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     if (b->too_big)
         return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is over 64 KiB");
-    if (!type || strncasecmp(type, "application/json", 16) != 0)
+    if (!type || strncasecmp(type, "application/json", 16) != 0 ||
+        (type[16] && type[16] != ';' && type[16] != ' '))
         return send_error(c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                           "send the request as Content-Type: application/json");
     char err[512], id[LP_SERVE_ID_LEN + 1];
@@ -235,21 +233,17 @@ static enum MHD_Result submit(struct server *s, struct MHD_Connection *c, struct
                                          sizeof err);
     if (!req)
         return send_error(c, MHD_HTTP_BAD_REQUEST, err);
-    long queued = lp_store_count(&s->store, "queued");
-    if (queued < 0 || (size_t)queued >= s->cfg->queue_max) {
-        json_decref(req);
-        return send_error(c, queued < 0 ? MHD_HTTP_INTERNAL_SERVER_ERROR
-                                        : MHD_HTTP_TOO_MANY_REQUESTS,
-                          queued < 0 ? "the index cannot be read"
-                                     : "the queue is full: try again once a run has finished");
-    }
     int rc = -1;
-    for (int tries = 0; rc != 0 && tries < 5; tries++) { /* an id taken: draw again */
+    for (int tries = 0; rc < 0 && tries < 5; tries++) { /* an id taken: draw again */
         new_id(id);
         rc = lp_store_add(&s->store, id, runner->name,
-                          json_string_value(json_object_get(req, "tag")), req);
+                          json_string_value(json_object_get(req, "tag")), req,
+                          s->cfg->queue_max);
     }
     json_decref(req);
+    if (rc == 1)
+        return send_error(c, MHD_HTTP_TOO_MANY_REQUESTS,
+                          "the queue is full: try again once a run has finished");
     if (rc != 0)
         return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
                           "the run could not be added to the index (disk full?)");
@@ -274,7 +268,13 @@ static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection 
     if (!run)
         return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
     const char *status = json_string_value(json_object_get(run, "status"));
-    if (!strcmp(status, "queued") && lp_store_cancel_queued(&s->store, id) == 1) {
+    int queued = !strcmp(status, "queued") ? lp_store_cancel_queued(&s->store, id) : 0;
+    if (queued < 0) {
+        json_decref(run);
+        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "the index cannot be written (disk full?): the run was not cancelled");
+    }
+    if (queued == 1) {
         json_decref(run);
         return send_json(c, MHD_HTTP_OK, with_dir(s, lp_store_get(&s->store, id)));
     }
@@ -298,13 +298,16 @@ static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection 
     char dir[4200], log[4200];
     snprintf(dir, sizeof dir, "%s/runs/%s", s->dir, id);
     snprintf(log, sizeof log, "%s/logs/%s.log", s->dir, id);
-    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT) {
+    /* the row first: a run the index no longer lists is gone, whatever of its files stays */
+    if (lp_store_remove(&s->store, id) != 0) {
         json_decref(run);
-        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the run's files could not all "
-                                                             "be removed; ask again");
+        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                          "the index cannot be written (disk full?): the run was not removed");
     }
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        json_object_set_new(run, "error", json_string("removed from the index; some of its "
+                                                      "files could not be deleted"));
     unlink(log);
-    lp_store_remove(&s->store, id);
     json_object_set_new(run, "status", json_string("removed"));
     return send_json(c, MHD_HTTP_OK, with_dir(s, run));
 }
@@ -390,7 +393,7 @@ static int authorised(struct server *s, struct MHD_Connection *c)
         return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     size_t tl = strlen(s->cfg->token);
-    if (!h || strncmp(h, "Bearer ", 7) != 0 || strlen(h + 7) != tl)
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || strlen(h + 7) != tl)
         return 0;
     unsigned char diff = 0; /* the same time whatever the first wrong byte */
     for (size_t i = 0; i < tl; i++)
@@ -425,7 +428,7 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
         const char *rest = url + 6;
         size_t n = strcspn(rest, "/");
         snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : 0), rest);
-        if (n != LP_SERVE_ID_LEN || !valid_id(id))
+        if (n != LP_SERVE_ID_LEN || !lp_serve_id_valid(id))
             return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
         rest += n;
         if (!*rest && get) {
@@ -524,6 +527,14 @@ static int make_dirs(struct server *s, char *err, size_t len)
         snprintf(err, len, "%s: %s", dir, strerror(errno));
         return -1;
     }
+    /* one server per directory: two would run two profiles on one GPU at once */
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s/lock", s->dir);
+    s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, len, "%s is served by another llmprof serve (its lock: %s)", dir, lock);
+        return -1;
+    }
     static const char *const subs[] = {"runs", "logs"};
     for (size_t i = 0; i < 2; i++) {
         char sub[4200];
@@ -571,6 +582,7 @@ int lp_serve_run(const struct lp_serve_config *cfg, volatile sig_atomic_t *stop,
         return -1;
     }
     s->cfg = cfg;
+    s->lock_fd = -1;
     char index[4200];
     int rc = -1, store_open = 0, worker_on = 0;
     struct MHD_Daemon *d = NULL;
@@ -600,6 +612,8 @@ out:
         lp_worker_stop(&s->worker);
     if (store_open)
         lp_store_close(&s->store);
+    if (s->lock_fd >= 0)
+        close(s->lock_fd);
     free(s);
     return rc;
 }

@@ -73,18 +73,26 @@ static int exec_args(struct lp_store *s, const char *sql, const char *const *arg
 }
 
 int lp_store_add(struct lp_store *s, const char *id, const char *runner, const char *tag,
-                 const json_t *request)
+                 const json_t *request, size_t queue_max)
 {
-    char now[32], *text = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
+    char now[32], max[24], *text = json_dumps(request, JSON_COMPACT | JSON_SORT_KEYS);
     now_iso(now, sizeof now);
-    const char *args[] = {id, runner, tag, text, now, NULL};
+    snprintf(max, sizeof max, "%zu", queue_max);
+    const char *args[] = {id, runner, tag, text, now, max, NULL};
+    /* the queue's bound in the same statement: concurrent submissions cannot pass it */
     int rc = text ? exec_args(s,
                               "INSERT INTO runs(id, seq, status, runner, tag, request, created)"
-                              " VALUES(?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs),"
-                              " 'queued', ?2, ?3, ?4, ?5)",
+                              " SELECT ?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs),"
+                              " 'queued', ?2, ?3, ?4, ?5 WHERE (SELECT COUNT(*) FROM runs"
+                              " WHERE status = 'queued') < CAST(?6 AS INTEGER)",
                               args)
                   : -1;
     free(text);
+    if (rc == 0) {
+        pthread_mutex_lock(&s->lock);
+        rc = sqlite3_changes(s->db) > 0 ? 0 : 1; /* 1: the queue is full */
+        pthread_mutex_unlock(&s->lock);
+    }
     return rc;
 }
 
@@ -153,21 +161,6 @@ json_t *lp_store_list(struct lp_store *s)
     return a;
 }
 
-long lp_store_count(struct lp_store *s, const char *status)
-{
-    sqlite3_stmt *st = NULL;
-    long n = -1;
-    pthread_mutex_lock(&s->lock);
-    if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*) FROM runs WHERE status = ?1", -1, &st,
-                           NULL) == SQLITE_OK &&
-        sqlite3_bind_text(st, 1, status, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->lock);
-    return n;
-}
-
 int lp_store_take(struct lp_store *s, char id[LP_SERVE_ID_LEN + 1], char **runner,
                   json_t **request)
 {
@@ -200,14 +193,21 @@ int lp_store_take(struct lp_store *s, char id[LP_SERVE_ID_LEN + 1], char **runne
         found = -1;
     sqlite3_finalize(st);
     pthread_mutex_unlock(&s->lock);
-    if (found != 1 || !*runner || !*request) {
+    if (found == 1 && (!*runner || !json_is_object(*request))) {
         free(*runner);
         json_decref(*request);
         *runner = NULL;
         *request = NULL;
-        return found == 1 ? -1 : found;
+        lp_store_finish(s, id, "failed", -1, NULL, "its row of the index cannot be read");
+        return 2; /* taken and ended: the caller goes on to the next */
     }
-    return 1;
+    if (found != 1) {
+        free(*runner);
+        json_decref(*request);
+        *runner = NULL;
+        *request = NULL;
+    }
+    return found;
 }
 
 int lp_store_finish(struct lp_store *s, const char *id, const char *status, int exit_status,

@@ -41,14 +41,26 @@ static json_t *headline_of(const char *out)
     return h;
 }
 
-/* Starts ARGV with its output into LOG, in a process group of its own: its pid, or -1. */
+/* Starts ARGV with its output into LOG, in a process group of its own: its pid, or -1.
+ * Signals are held across the fork, and the child puts back the defaults the server
+ * changed (its stop handler, SIGPIPE ignored) before it lets them in. */
 static pid_t start(char **argv, const char *log)
 {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     pid_t pid = fork();
     if (pid > 0)
         setpgid(pid, pid); /* in both: a cancel right after the fork finds the group */
-    if (pid != 0)
+    if (pid != 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         return pid;
+    }
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
+        sigaction(reset[i], &dfl, NULL);
     setpgid(0, 0);
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -62,7 +74,9 @@ static pid_t start(char **argv, const char *log)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     execv(argv[0], argv);
-    dprintf(2, "llmprof serve: cannot run %s: %s\n", argv[0], strerror(errno));
+    static const char msg[] = "llmprof serve: cannot run the run's command (llmprof)\n";
+    ssize_t w = write(2, msg, sizeof msg - 1); /* only what is safe after a fork */
+    (void)w;
     _exit(127);
 }
 
@@ -72,6 +86,22 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
 {
     const struct lp_serve_config *cfg = w->cfg;
     const struct lp_serve_runner *runner = NULL;
+    /* the index is a file: what it holds is checked again as a request would be */
+    char err[512], *text = json_dumps(request, JSON_COMPACT);
+    const struct lp_serve_runner *named = NULL;
+    json_t *again = text && lp_serve_id_valid(id)
+                        ? lp_serve_request_check(text, strlen(text), cfg, &named, err, sizeof err)
+                        : NULL;
+    free(text);
+    if (!again) {
+        if (lp_serve_id_valid(id)) /* else no path is made of it */
+            lp_store_finish(w->store, id, "failed", -1, NULL,
+                            "its request no longer passes the checks (its paths are gone?)");
+        else
+            lp_store_finish(w->store, id, "failed", -1, NULL, "not a run id");
+        return;
+    }
+    json_decref(again);
     for (size_t i = 0; i < cfg->n_runners; i++)
         if (!strcmp(cfg->runners[i].name, runner_name))
             runner = &cfg->runners[i];
@@ -85,7 +115,8 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
         return;
     }
     pthread_mutex_lock(&w->lock);
-    pid_t pid = w->cancel_all ? -1 : start(argv, log);
+    int stopping = w->cancel_all;
+    pid_t pid = stopping ? -1 : start(argv, log);
     if (pid > 0) {
         w->pid = pid;
         snprintf(w->id, sizeof w->id, "%s", id);
@@ -95,30 +126,50 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
     lp_serve_argv_free(argv);
     if (pid < 0) {
         lp_store_finish(w->store, id, "failed", -1, NULL,
-                        w->cancel_all ? "interrupted: the server stopped" : "fork failed");
+                        stopping ? "interrupted: the server stopped" : "fork failed");
         return;
     }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
+    /* a run asked to stop that has not within 10 s is killed */
+    for (int waited = 0, killed = 0;; waited++) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid || (got < 0 && errno != EINTR))
+            break;
+        pthread_mutex_lock(&w->lock);
+        if (!(w->cancelled || w->cancel_all))
+            waited = 0;
+        if (waited > 100 && !killed) {
+            kill(-pid, SIGKILL);
+            killed = 1;
+        }
+        pthread_mutex_unlock(&w->lock);
+        usleep(100 * 1000);
+    }
+    kill(-pid, SIGKILL); /* what the run left behind in its group goes with it */
     pthread_mutex_lock(&w->lock);
-    int cancelled = w->cancelled, stopping = w->cancel_all;
+    int cancelled = w->cancelled;
+    stopping = w->cancel_all;
     w->pid = 0;
     w->id[0] = 0;
     pthread_mutex_unlock(&w->lock);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     json_t *head = headline_of(out);
+    const char *end = "done", *error = NULL;
     if (cancelled || stopping) {
-        lp_store_finish(w->store, id, stopping && !cancelled ? "failed" : "cancelled", code, head,
-                        stopping && !cancelled ? "interrupted: the server stopped"
-                                               : "cancelled while it ran");
-    } else if (code == 0) {
-        lp_store_finish(w->store, id, "done", code, head, NULL);
-    } else {
+        end = stopping && !cancelled ? "failed" : "cancelled";
+        error = stopping && !cancelled ? "interrupted: the server stopped"
+                                       : "cancelled while it ran";
+    } else if (code != 0) {
         snprintf(why, sizeof why, "llmprof profile exited %d; its output: logs/%s.log", code,
                  id);
-        lp_store_finish(w->store, id, "failed", code, head, why);
+        end = "failed";
+        error = why;
     }
+    /* the index may be on a full disk: tried again for a minute before the run is left
+     * "running" (a restart then marks it failed) */
+    for (int tries = 0; lp_store_finish(w->store, id, end, code, head, error) != 0 && tries < 60;
+         tries++)
+        sleep(1);
     json_decref(head);
 }
 
@@ -136,7 +187,10 @@ static void *loop(void *arg)
             return NULL;
         char id[LP_SERVE_ID_LEN + 1], *runner = NULL;
         json_t *request = NULL;
-        while (lp_store_take(w->store, id, &runner, &request) == 1) {
+        int took;
+        while ((took = lp_store_take(w->store, id, &runner, &request)) >= 1) {
+            if (took != 1)
+                continue; /* a row that cannot be read: ended failed */
             run_one(w, id, runner, request);
             free(runner);
             json_decref(request);
