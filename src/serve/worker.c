@@ -102,16 +102,15 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
         return;
     }
     json_decref(again);
-    for (size_t i = 0; i < cfg->n_runners; i++)
-        if (!strcmp(cfg->runners[i].name, runner_name))
-            runner = &cfg->runners[i];
+    /* the runner the request names (the row's runner column says the same, unless edited) */
+    runner = named && !strcmp(named->name, runner_name) ? named : NULL;
     char out[4200], log[4200], why[512];
     snprintf(out, sizeof out, "%s/runs/%s", w->dir, id);
     snprintf(log, sizeof log, "%s/logs/%s.log", w->dir, id);
     char **argv = runner ? lp_serve_argv(cfg, runner, request, out) : NULL;
     if (!argv) {
         lp_store_finish(w->store, id, "failed", -1, NULL,
-                        runner ? "out of memory" : "its runner is no longer configured");
+                        runner ? "out of memory" : "its row names two runners");
         return;
     }
     pthread_mutex_lock(&w->lock);
