@@ -4,7 +4,7 @@
 # The CUDA toolkit (CUPTI headers, for the collector) is not a Debian package: it is
 # expected under /usr/local/cuda; without it everything but the collector builds.
 lp_deps() {
-    local pkgs=(cmake make gcc libc6-dev libiberty-dev libzstd-dev zlib1g-dev libjansson-dev libcmocka-dev libcsv-dev libsqlite3-dev libmicrohttpd-dev python3-yaml "$@")
+    local pkgs=(cmake make gcc libc6-dev libiberty-dev libzstd-dev zlib1g-dev libjansson-dev libcmocka-dev libcsv-dev libsqlite3-dev libmicrohttpd-dev libarchive-dev python3-yaml "$@")
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

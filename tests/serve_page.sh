@@ -58,6 +58,7 @@ grep -q '<meta http-equiv="refresh" content="5">' "$T/page1.html" &&
 python3 -c 'import sys,urllib.request as u
 u.build_opener(u.ProxyHandler({})).open(u.Request(sys.argv[1]+"runs/"+sys.argv[2],method="DELETE"))' \
     "$URL" "$SLOW"
+for _ in $(seq 150); do [ "$(status "$SLOW")" = cancelled ] && break; sleep 0.1; done # 202: under way
 dom "$URL" >"$T/page2.html"
 grep -q "$SLOW</td><td class=\"status\">cancelled" "$T/page2.html" &&
     ok "the page shows the run's end (cancelled) on the next load" || bad "page after: $(grep -o "$SLOW.\{0,60\}" "$T/page2.html")"

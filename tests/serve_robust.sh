@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # llmprof serve when things go wrong: a run that ignores SIGTERM is killed after its cancel
-# (and nothing of its process group is left), and rows planted in the index while the server
-# was down (an id that is a path, a request that is not one) run nothing and end failed.
+# (and nothing of its process group is left), a run a kill -9'd server left going is stopped
+# by the next server, and rows planted in the index while the server was down (an id that is a path, a request that is not one) run nothing and end failed.
 # Usage: serve_robust.sh LLMPROF FAKE_CUDA_APP
 set -u
 LP=$1 FAKE=$2
@@ -10,7 +10,8 @@ T=$(mktemp -d /tmp/lp_robust.XXXXXX)
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; pkill -f "^/bin/sh $T/stubborn" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-printf 'trap "" TERM\nsleep 313 &\nwait\n' >"$T/stubborn.sh"
+S=$((100000 + RANDOM)) # the stubborn run's sleep, told apart from any other process
+printf 'trap "" TERM\nsleep %s &\nwait\n' "$S" >"$T/stubborn.sh"
 start() {
     "$LP" serve --runs "$T/runs" --listen 127.0.0.1:0 --runner "fake=$FAKE 0" \
         --runner "stubborn=/bin/sh $T/stubborn.sh" >"$T/out" 2>"$T/err" &
@@ -18,32 +19,34 @@ start() {
     for _ in $(seq 50); do grep -q listening "$T/out" && break; sleep 0.1; done
     URL=$(grep -o 'http://[0-9.:]*/' "$T/out")
 }
-api() { # METHOD PATH [BODY]: the answer's JSON, or {"http": CODE}
-    python3 - "$URL" "$@" <<'PY'
-import json, sys, urllib.request as u, urllib.error as e
-url, method, path = sys.argv[1:4]
-body = sys.argv[4].encode() if len(sys.argv) > 4 else None
-r = u.Request(url + path, data=body, method=method, headers={"Content-Type": "application/json"})
-try:
-    print(json.dumps(json.load(u.build_opener(u.ProxyHandler({})).open(r, timeout=60))))
-except e.HTTPError as x:
-    print(json.dumps({"http": x.code}))
-PY
-}
-field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2]))' "$1" "$2"; }
+source "$(dirname "$0")/serve_lib.sh"
 start
 ID=$(field "$(api POST runs "{\"runner\": \"stubborn\", \"model_path\": \"/\", \"input_dir\": \"$T\"}")" run_id)
 for _ in $(seq 100); do [ "$(field "$(api GET "runs/$ID")" status)" = running ] && break; sleep 0.1; done
 sleep 1 # its shell has set its trap
 t0=$(date +%s)
 OUT=$(api DELETE "runs/$ID")
+[ "$(field "$OUT" status)" = running ] || bad "DELETE of the running stubborn run: $OUT"
+for _ in $(seq 150); do OUT=$(api GET "runs/$ID"); [ "$(field "$OUT" status)" = running ] || break; sleep 0.1; done
 t1=$(date +%s)
 [ "$(field "$OUT" status)" = cancelled ] && [ $((t1 - t0)) -le 15 ] &&
     ok "a run that ignores SIGTERM is cancelled all the same ($((t1 - t0)) s)" || bad "stubborn: $OUT after $((t1 - t0)) s"
 sleep 0.5
-pgrep -f "^/bin/sh $T/stubborn.sh|^sleep 313$" >/dev/null &&
-    bad "the stubborn run's processes are left: $(pgrep -af "^/bin/sh $T/stubborn.sh|^sleep 313$")" ||
+pgrep -f "^/bin/sh $T/stubborn.sh|^sleep $S$" >/dev/null &&
+    bad "the stubborn run's processes are left: $(pgrep -af "^/bin/sh $T/stubborn.sh|^sleep $S$")" ||
     ok "nothing of its process group is left"
+# a server killed with -9 mid-run leaves the run going; the next server stops it
+ID=$(field "$(api POST runs "{\"runner\": \"stubborn\", \"model_path\": \"/\", \"input_dir\": \"$T\"}")" run_id)
+for _ in $(seq 100); do [ "$(field "$(api GET "runs/$ID")" status)" = running ] && break; sleep 0.1; done
+for _ in $(seq 50); do pgrep -f "^sleep $S$" >/dev/null && break; sleep 0.1; done
+kill -9 "$PID"; wait "$PID" 2>/dev/null; PID=
+pgrep -f "^sleep $S$" >/dev/null && ok "a run outlives its server's kill -9" || bad "no orphan to hunt"
+start
+for _ in $(seq 50); do pgrep -f "^sleep $S$" >/dev/null || break; sleep 0.1; done
+OUT=$(api GET "runs/$ID")
+! pgrep -f "^sleep $S$" >/dev/null && [ "$(field "$OUT" status)" = failed ] &&
+    ok "the next server killed what the interrupted run left, and marked it failed" ||
+    bad "orphan: $(pgrep -af "^sleep $S$") $OUT"
 kill "$PID"; wait "$PID"; PID=
 # rows planted while the server was down
 python3 - "$T/runs/index.db" "$T" <<'PY'

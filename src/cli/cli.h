@@ -38,6 +38,7 @@ int lp_cmd_profile(int argc, char **argv);
 int lp_cmd_deep(int argc, char **argv);
 int lp_cmd_diff(int argc, char **argv);
 int lp_cmd_serve(int argc, char **argv);
+int lp_cmd_runs(int argc, char **argv);
 
 /* "llmprof <cmd>: message" on stderr. */
 void lp_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

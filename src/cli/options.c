@@ -365,6 +365,29 @@ int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t 
     return 0;
 }
 
+int lp_cli_opt_bytes(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg)
+{
+    (void)o;
+    static const char units[] = "KMGT";
+    size_t n = arg ? strspn(arg, "0123456789") : 0;
+    const char *u = n && arg[n] ? strchr(units, arg[n]) : NULL;
+    int shift = u ? 10 * (int)(u - units + 1) : 0;
+    char digits[24];
+    int64_t x = 0;
+    if (!arg || n == 0 || n >= sizeof digits || (arg[n] && (!u || arg[n + 1]))) {
+        lp_cli_error(cmd, "%s takes a size in bytes, with K, M, G or T for powers of 1024 "
+                          "(2G), not '%s'", opt, arg ? arg : "(nothing)");
+        return -1;
+    }
+    memcpy(digits, arg, n);
+    digits[n] = 0;
+    if (lp_cli_parse_range(cmd, opt, digits, 0, INT64_MAX >> shift, &x) != 0)
+        return -1;
+    *(uint64_t *)value = (uint64_t)x << shift;
+    return 0;
+}
+
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out)
 {
     char *end = NULL;

@@ -99,6 +99,10 @@ void lp_cli_wrap(FILE *f, const char *text, int width);
 int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t min,
                        int64_t max, int64_t *out);
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out);
+/* A CALLBACK's PARSE for a size in bytes: digits and an optional K, M, G or T (powers of
+ * 1024), below 2^63 bytes; a uint64_t at OFF. */
+int lp_cli_opt_bytes(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg);
 
 /* ---- the workload and GPU options of model and report (workload.c) ---- */
 

@@ -12,7 +12,8 @@
 
 struct serve_opts {
     const char *runs, *listen, *token_file;
-    int64_t queue;
+    int64_t queue, keep;
+    uint64_t max_run_bytes, min_free;
     const char **runners;
     size_t n_runners;
 };
@@ -39,6 +40,7 @@ static int parse_runner(const struct lp_cli_opt *o, void *value, const char *cmd
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
     "usage: llmprof serve --runs DIR [--listen HOST:PORT] [--token-file FILE] [--queue N]\n"
+    "                     [--keep N] [--max-run-bytes SIZE] [--min-free SIZE]\n"
     "                     [--runner NAME=TEMPLATE]...\n"
     "\n"
     "Serves the profiling contract of docs/openapi.yaml over HTTP (GET /openapi.yaml): POST\n"
@@ -47,6 +49,9 @@ static const struct lp_cli_opt options[] = {
     "cancels or removes it; GET / is a page of the runs. Runs go one at a time; the index of\n"
     "runs (DIR/index.db, SQLite) survives restarts, and a run a stopped server left running\n"
     "is marked failed. A request names a runner and gives typed fields, never a command.\n"
+    "After each run, retention: its files are capped (traces first; trimmed.json says what\n"
+    "went) and, of its tag, runs older than the newest N are compressed (DIR/runs/ID.tar.zst,\n"
+    "still served); 'llmprof runs DIR' lists and prunes without a server.\n"
     "Exit status: 0 when stopped (SIGINT, SIGTERM), 1 when DIR, its index or the address\n"
     "cannot be used, 2 on a mistake of the command line.\n"
     "\n"},
@@ -65,6 +70,17 @@ static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_INT, .name = "--queue", .arg = "N",
      .help = "runs waiting at most; one more is answered 429 (default 16)",
      .off = offsetof(struct serve_opts, queue), .min = 1, .max = 10000},
+    {.kind = LP_CLI_OPT_KIND_INT, .name = "--keep", .arg = "N",
+     .help = "ended runs of each tag kept whole (default 5); older ones are\n"
+             "compressed into one archive each",
+     .off = offsetof(struct serve_opts, keep), .min = 0, .max = 1000000},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--max-run-bytes", .arg = "SIZE",
+     .help = "a run's files at most once it ended (default 2G; 0: no cap)",
+     .off = offsetof(struct serve_opts, max_run_bytes), .parse = lp_cli_opt_bytes},
+    {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--min-free", .arg = "SIZE",
+     .help = "a run is stopped (failed) when the runs' disk has less free\n"
+             "(default 256M)",
+     .off = offsetof(struct serve_opts, min_free), .parse = lp_cli_opt_bytes},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--runner", .arg = "NAME=TEMPLATE",
      .help = "a runner (repeatable; the first is the default): TEMPLATE's\n"
              "words, split on spaces, with {model_path} {input_dir} {repeats}\n"
@@ -175,7 +191,10 @@ static int serve(struct serve_opts *o, struct lp_serve_runner *runners, size_t n
     strncat(exe, "/llmprof", sizeof exe - strlen(exe) - 1);
     struct lp_serve_config cfg = {.runs_dir = o->runs, .host = host, .port = port,
                                   .token = token, .queue_max = (size_t)o->queue,
-                                  .runners = runners, .n_runners = n_runners, .llmprof = exe};
+                                  .runners = runners, .n_runners = n_runners, .llmprof = exe,
+                                  .retention = {.keep = (size_t)o->keep,
+                                                .max_run_bytes = o->max_run_bytes},
+                                  .min_free_bytes = o->min_free};
     struct sigaction sa = {.sa_handler = on_stop};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
@@ -190,7 +209,8 @@ static int serve(struct serve_opts *o, struct lp_serve_runner *runners, size_t n
 
 int lp_cmd_serve(int argc, char **argv)
 {
-    struct serve_opts o = {.queue = 16};
+    struct serve_opts o = {.queue = 16, .keep = 5, .max_run_bytes = 2ULL << 30,
+                           .min_free = 256ULL << 20};
     int rc = lp_cli_parse(&serve_cmd, &o, argc, argv, NULL);
     if (rc != 0) {
         free(o.runners);

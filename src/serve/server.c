@@ -3,10 +3,8 @@
  * artifacts of a run read through its directory only (no link followed, no ".."), and a web
  * page of the runs. The runs themselves are the worker's (worker.c). */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +30,7 @@ struct body {
     char *buf;
     size_t n;
     int too_big;
+    int answered;                 /* refused on its headers */
 };
 
 /* TEXT (N bytes) as the body of a CODE response: freed when MINE, else kept (static) */
@@ -105,99 +104,11 @@ static json_t *with_dir(struct server *s, json_t *run)
     return run;
 }
 
-/* ---- artifacts: the run directory's regular files, never through a link ---- */
+/* ---- artifacts: the run directory's regular files (never through a link), or the
+ * members of its archive once retention has compressed it ---- */
 
-/* Adds DIRFD's regular files under PREFIX to LIST, DEPTH levels down at most. */
-static void walk(int dirfd, const char *prefix, int depth, json_t *list)
+static void artifact_headers(struct MHD_Response *r, const char *name)
 {
-    DIR *d = fdopendir(dirfd);
-    if (!d) {
-        close(dirfd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) && json_array_size(list) < 10000) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        char name[1024];
-        snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
-        if (S_ISREG(st.st_mode))
-            json_array_append_new(list, json_pack("{s:s,s:I}", "name", name, "bytes",
-                                                  (json_int_t)st.st_size));
-        else if (S_ISDIR(st.st_mode) && depth > 0) {
-            int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0)
-                walk(sub, name, depth - 1, list);
-        }
-    }
-    closedir(d);
-}
-
-/* NAME ("repeat-1/report.md") opened under the run directory, one component at a time, no
- * link followed and no "." or "..": a descriptor of a regular file, or -1 */
-static int open_artifact(const char *run_dir, const char *name, struct stat *st)
-{
-    int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    char part[256];
-    const char *p = name;
-    while (fd >= 0) {
-        size_t n = strcspn(p, "/");
-        if (n == 0 || n >= sizeof part) {
-            close(fd);
-            return -1;
-        }
-        memcpy(part, p, n);
-        part[n] = 0;
-        if (!strcmp(part, ".") || !strcmp(part, "..")) {
-            close(fd);
-            return -1;
-        }
-        int last = p[n] == 0;
-        int next = openat(fd, part,
-                          (last ? O_RDONLY : O_RDONLY | O_DIRECTORY) | O_NOFOLLOW | O_CLOEXEC |
-                              O_NONBLOCK);
-        close(fd);
-        fd = next;
-        if (last)
-            break;
-        p += n + 1;
-    }
-    if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
-
-static enum MHD_Result artifacts(struct server *s, struct MHD_Connection *c, const char *id,
-                                 const char *name)
-{
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/runs/%s", s->dir, id);
-    json_t *run = lp_store_get(&s->store, id);
-    if (!run)
-        return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
-    json_decref(run);
-    if (!name) {
-        json_t *list = json_array();
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0)
-            walk(fd, "", 3, list);
-        return send_json(c, MHD_HTTP_OK, json_pack("{s:s,s:o}", "run_id", id, "artifacts", list));
-    }
-    struct stat st;
-    int fd = open_artifact(dir, name, &st);
-    if (fd < 0)
-        return send_error(c, MHD_HTTP_NOT_FOUND, "no such artifact in the run (names as GET "
-                                                 "/runs/{run_id}/artifacts lists them)");
-    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-    if (!r) {
-        close(fd);
-        return MHD_NO;
-    }
     const char *dot = strrchr(name, '.');
     /* written by the profiled program: its pages run with no access to this server's
      * origin (a page of it could otherwise start and delete runs) */
@@ -211,9 +122,88 @@ static enum MHD_Result artifacts(struct server *s, struct MHD_Connection *c, con
                                       !strcmp(dot, ".txt"))
                                 ? "text/plain; charset=utf-8"
                                 : "application/octet-stream");
+}
+
+static ssize_t member_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos; /* sequential: MHD asks for the bytes in order */
+    ssize_t n = lp_archive_member_read(cls, buf, max);
+    return n > 0 ? n : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+                              : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void member_close(void *cls) { lp_archive_member_close(cls); }
+
+static enum MHD_Result send_artifact(struct MHD_Connection *c, struct MHD_Response *r,
+                                     const char *name)
+{
+    if (!r)
+        return MHD_NO;
+    artifact_headers(r, name);
     enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
     MHD_destroy_response(r);
     return rc;
+}
+
+/* the run directory's files as [{name, bytes}] (names that are not UTF-8 left out) */
+static json_t *listing(const char *dir)
+{
+    json_t *list = json_array();
+    struct lp_files f;
+    if (lp_files_walk(dir, &f) == 0)
+        for (size_t i = 0; i < f.n; i++) {
+            json_t *name = json_string(f.v[i].name);
+            if (name)
+                json_array_append_new(list, json_pack("{s:o,s:I}", "name", name, "bytes",
+                                                      (json_int_t)f.v[i].bytes));
+        }
+    lp_files_free(&f);
+    return list;
+}
+
+static enum MHD_Result artifacts(struct server *s, struct MHD_Connection *c, const char *id,
+                                 const char *name)
+{
+    char dir[4200], archive[4300], err[1100];
+    snprintf(dir, sizeof dir, "%s/runs/%s", s->dir, id);
+    snprintf(archive, sizeof archive, "%s/runs/%s.tar.zst", s->dir, id);
+    json_t *run = lp_store_get(&s->store, id);
+    if (!run)
+        return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
+    int archived = json_is_object(json_object_get(run, "archive"));
+    json_decref(run);
+    if (!name && archived) {
+        json_t *list = lp_archive_list(archive, id, err, sizeof err);
+        return list ? send_json(c, MHD_HTTP_OK, json_pack("{s:s,s:o,s:b}", "run_id", id,
+                                                          "artifacts", list, "archived", 1))
+                    : send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
+    }
+    if (!name)
+        return send_json(c, MHD_HTTP_OK, json_pack("{s:s,s:o,s:b}", "run_id", id, "artifacts",
+                                                   listing(dir), "archived", 0));
+    if (archived) {
+        uint64_t size = 0;
+        struct lp_archive_member *m = lp_archive_member_open(archive, id, name, &size, err,
+                                                             sizeof err);
+        if (m)
+            return send_artifact(c, MHD_create_response_from_callback(size, 64 * 1024,
+                                                                      member_read, m,
+                                                                      member_close),
+                                 name);
+        if (err[0])
+            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
+    } else {
+        struct stat st;
+        int fd = lp_files_open(dir, name, &st);
+        if (fd >= 0) {
+            struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+            if (!r)
+                close(fd);
+            return send_artifact(c, r, name);
+        }
+    }
+    return send_error(c, MHD_HTTP_NOT_FOUND, "no such artifact in the run (names as GET "
+                                             "/runs/{run_id}/artifacts lists them)");
 }
 
 /* ---- runs ---- */
@@ -254,13 +244,6 @@ static enum MHD_Result submit(struct server *s, struct MHD_Connection *c, struct
                                                       "queued", "artifacts_dir", dir));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)f;
-    return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection *c,
                                         const char *id)
 {
@@ -279,35 +262,34 @@ static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection 
         return send_json(c, MHD_HTTP_OK, with_dir(s, lp_store_get(&s->store, id)));
     }
     if (!strcmp(status, "running") || !strcmp(status, "queued")) {
-        json_decref(run);
+        /* asked to stop; the worker records the end once its processes are gone (SIGKILL
+         * 10 s after SIGTERM): the client follows it with GET */
         lp_worker_cancel(&s->worker, id);
-        /* the worker records the end once the run's processes are gone */
-        for (int i = 0; i < 300; i++) {
-            run = lp_store_get(&s->store, id);
-            status = run ? json_string_value(json_object_get(run, "status")) : "";
-            if (strcmp(status, "running") && strcmp(status, "queued"))
-                return send_json(c, MHD_HTTP_OK, with_dir(s, run));
-            json_decref(run);
-            if (i % 20 == 19)
-                lp_worker_cancel(&s->worker, id);
-            usleep(50 * 1000);
-        }
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE,
-                          "the run did not stop within 15 s; ask again");
+        json_decref(run);
+        return send_json(c, MHD_HTTP_ACCEPTED, with_dir(s, lp_store_get(&s->store, id)));
     }
-    char dir[4200], log[4200];
+    char dir[4200], log[4200], archive[4300];
     snprintf(dir, sizeof dir, "%s/runs/%s", s->dir, id);
     snprintf(log, sizeof log, "%s/logs/%s.log", s->dir, id);
-    /* the row first: a run the index no longer lists is gone, whatever of its files stays */
-    if (lp_store_remove(&s->store, id) != 0) {
+    snprintf(archive, sizeof archive, "%s/runs/%s.tar.zst", s->dir, id);
+    /* the row first: a run the index no longer lists is gone, whatever of its files stays;
+     * under the files' lock, so that retention does not archive it meanwhile */
+    pthread_mutex_lock(&s->worker.files);
+    int rc = lp_store_remove(&s->store, id);
+    if (rc != 0 && lp_files_release(s->dir)) /* a full disk: what removing frees is wanted */
+        rc = lp_store_remove(&s->store, id);
+    if (rc != 0) {
+        pthread_mutex_unlock(&s->worker.files);
         json_decref(run);
         return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
                           "the index cannot be written (disk full?): the run was not removed");
     }
-    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+    if (lp_files_remove_tree(dir) != 0 || (unlink(archive) != 0 && errno != ENOENT))
         json_object_set_new(run, "error", json_string("removed from the index; some of its "
                                                       "files could not be deleted"));
+    pthread_mutex_unlock(&s->worker.files);
     unlink(log);
+    lp_files_reserve(s->dir);
     json_object_set_new(run, "status", json_string("removed"));
     return send_json(c, MHD_HTTP_OK, with_dir(s, run));
 }
@@ -363,6 +345,10 @@ static enum MHD_Result page(struct server *s, struct MHD_Connection *c)
         html_puts(f, id);
         fputs("</td><td class=\"status\">", f);
         html_puts(f, json_string_value(json_object_get(run, "status")));
+        if (json_is_object(json_object_get(run, "archive")))
+            fputs(" <small>(archived)</small>", f);
+        else if (json_is_object(json_object_get(run, "trimmed")))
+            fputs(" <small>(trimmed)</small>", f);
         fputs("</td><td>", f);
         html_puts(f, json_string_value(json_object_get(run, "tag")));
         fputs("</td><td>", f);
@@ -401,6 +387,89 @@ static int authorised(struct server *s, struct MHD_Connection *c)
     return diff == 0;
 }
 
+/* The Host header names a loopback address (or is absent, as in HTTP/1.0): without a token
+ * this is what keeps a web page's DNS rebinding (evil.example resolving to 127.0.0.1) out */
+static int loopback_host(struct MHD_Connection *c)
+{
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (!h)
+        return 1;
+    size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":");
+    if (h[0] == '[' && h[n - 1] != ']')
+        return 0;
+    if (h[n] && (h[n] != ':' || !h[n + 1] || strspn(h + n + 1, "0123456789") != strlen(h + n + 1)))
+        return 0;
+    char host[64];
+    if (n >= sizeof host)
+        return 0;
+    memcpy(host, h, n);
+    host[n] = 0;
+    struct in_addr a4;
+    return !strcasecmp(host, "localhost") || !strcmp(host, "[::1]") ||
+           (inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
+}
+
+/* What the first call (the headers, before any body) already refuses: a status and its
+ * message, or 0 */
+static unsigned precheck(struct server *s, struct MHD_Connection *c, const char *url,
+                         const char **msg)
+{
+    if (!s->cfg->token && !loopback_host(c)) {
+        *msg = "the Host header names no loopback address: without a token this server "
+               "answers only requests for 127.0.0.1 or localhost";
+        return MHD_HTTP_FORBIDDEN;
+    }
+    if (strcmp(url, "/openapi.yaml") != 0 && !authorised(s, c)) {
+        *msg = "give the server's token: Authorization: Bearer TOKEN";
+        return MHD_HTTP_UNAUTHORIZED;
+    }
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && (strspn(cl, "0123456789") != strlen(cl) || strlen(cl) > 9 ||
+               strtoul(cl, NULL, 10) > LP_SERVE_BODY_MAX)) {
+        *msg = "the body is over 64 KiB";
+        return MHD_HTTP_CONTENT_TOO_LARGE;
+    }
+    return 0;
+}
+
+/* The methods URL answers ("GET, DELETE"), NULL when it is no path of the contract */
+static const char *allowed(const char *url)
+{
+    if (!strcmp(url, "/") || !strcmp(url, "/openapi.yaml"))
+        return "GET";
+    if (!strcmp(url, "/runs"))
+        return "GET, POST";
+    if (strncmp(url, "/runs/", 6) != 0)
+        return NULL;
+    const char *rest = url + 6 + strcspn(url + 6, "/");
+    if (!*rest)
+        return "GET, DELETE";
+    return !strcmp(rest, "/artifacts") || (!strncmp(rest, "/artifacts/", 11) && rest[11])
+               ? "GET"
+               : NULL;
+}
+
+static enum MHD_Result not_allowed(struct MHD_Connection *c, const char *methods)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "this path answers %s only", methods);
+    char *text = NULL;
+    json_t *j = json_pack("{s:s}", "error", msg);
+    text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    struct MHD_Response *r =
+        text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Allow", methods);
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_METHOD_NOT_ALLOWED, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const char *url,
                              const char *method, struct body *b)
 {
@@ -409,9 +478,6 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
     if (get && !strcmp(url, "/openapi.yaml")) /* the contract, to anyone */
         return send_bytes(c, MHD_HTTP_OK, "application/yaml", (char *)lp_openapi_yaml,
                           sizeof lp_openapi_yaml - 1, 0);
-    if (!authorised(s, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED,
-                          "give the server's token: Authorization: Bearer TOKEN");
     if (!strcmp(url, "/") && get)
         return page(s, c);
     if (!strcmp(url, "/runs")) {
@@ -428,9 +494,10 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
         const char *rest = url + 6;
         size_t n = strcspn(rest, "/");
         snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : 0), rest);
-        if (n != LP_SERVE_ID_LEN || !lp_serve_id_valid(id))
-            return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
         rest += n;
+        int known = allowed(url) != NULL;
+        if (known && (n != LP_SERVE_ID_LEN || !lp_serve_id_valid(id)))
+            return send_error(c, MHD_HTTP_NOT_FOUND, "no such run");
         if (!*rest && get) {
             json_t *run = lp_store_get(&s->store, id);
             return run ? send_json(c, MHD_HTTP_OK, with_dir(s, run))
@@ -443,6 +510,8 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
         if (get && !strncmp(rest, "/artifacts/", 11) && rest[11])
             return artifacts(s, c, id, rest + 11);
     }
+    if (allowed(url))
+        return not_allowed(c, allowed(url));
     return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: see GET /openapi.yaml");
 }
 
@@ -480,9 +549,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!b)
             return MHD_NO;
         *ctx = b;
-        return MHD_YES;
+        /* refused on its headers: a body is not waited for (nor read) */
+        const char *msg = NULL;
+        unsigned early = precheck(s, c, url, &msg);
+        if (!early)
+            return MHD_YES;
+        b->answered = 1;
+        return send_error(c, early, msg);
     }
     struct body *b = *ctx;
+    if (b->answered) {
+        *upload_n = 0;
+        return MHD_YES;
+    }
     if (*upload_n) {
         if (!b->too_big && b->n + *upload_n <= LP_SERVE_BODY_MAX) {
             char *nb = realloc(b->buf, b->n + *upload_n + 1);
@@ -590,7 +669,7 @@ int lp_serve_run(const struct lp_serve_config *cfg, volatile sig_atomic_t *stop,
     if (make_dirs(s, err, len) != 0)
         goto out;
     snprintf(index, sizeof index, "%s/index.db", s->dir);
-    if (lp_store_open(&s->store, index, err, len) != 0)
+    if (lp_store_open(&s->store, index, 0, err, len) != 0)
         goto out;
     store_open = 1;
     if (!(d = listen_on(s, &port, err, len)))

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <signal.h>
 #include <time.h>
 
 #include "serve_internal.h"
@@ -17,31 +19,107 @@ static void now_iso(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-int lp_store_open(struct lp_store *s, const char *path, char *err, size_t len)
+/* The start time (clock ticks since boot) of process PID, 0 when it is gone */
+static unsigned long long proc_start(long long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name before it may hold spaces */
+    unsigned long long start = 0;
+    for (int field = 2; p && *p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p)
+        start = strtoull(p + 1, NULL, 10);
+    return start;
+}
+
+/* Runs a killed server left running: their process groups, when still the same processes
+ * (the leader's start time), are killed, so that the next run does not share the GPU. */
+static void hunt_orphans(struct lp_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT pid, pid_start FROM runs WHERE status = 'running'"
+                                  " AND pid > 1", -1, &st, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        long long pid = sqlite3_column_int64(st, 0);
+        unsigned long long start = (unsigned long long)sqlite3_column_int64(st, 1);
+        if (pid > 1 && pid <= INT_MAX && start && proc_start(pid) == start)
+            kill(-(pid_t)pid, SIGKILL);
+    }
+    sqlite3_finalize(st);
+}
+
+/* Columns later versions added, put on an index an earlier one made */
+static int add_columns(struct lp_store *s)
+{
+    static const char *const cols[] = {"archive TEXT", "trimmed TEXT", "pid INTEGER",
+                                       "pid_start INTEGER"};
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++) {
+        char name[32], *sql;
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(cols[i], " "), cols[i]);
+        sqlite3_stmt *st = NULL;
+        int have = 0;
+        if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM pragma_table_info('runs') WHERE name = ?1",
+                               -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK)
+            have = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+        if (have)
+            continue;
+        sql = sqlite3_mprintf("ALTER TABLE runs ADD COLUMN %s", cols[i]);
+        int rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+        if (rc != SQLITE_OK)
+            return -1;
+    }
+    return 0;
+}
+
+int lp_store_open(struct lp_store *s, const char *path, int readonly, char *err, size_t len)
 {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
-    char now[32];
-    now_iso(now, sizeof now);
-    char *sql = sqlite3_mprintf(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-        "CREATE TABLE IF NOT EXISTS runs(id TEXT PRIMARY KEY, seq INTEGER NOT NULL,"
-        " status TEXT NOT NULL, runner TEXT NOT NULL, tag TEXT NOT NULL, request TEXT NOT NULL,"
-        " created TEXT NOT NULL, started TEXT, finished TEXT, exit_status INTEGER,"
-        " headline TEXT, error TEXT);"
-        "UPDATE runs SET status='failed', finished=%Q, error='interrupted: the server stopped "
-        "while it ran' WHERE status='running';",
-        now);
     char *msg = NULL;
-    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    int rc = sqlite3_open_v2(path, &s->db,
+                             readonly ? SQLITE_OPEN_READONLY
+                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                             NULL);
     if (rc == SQLITE_OK)
         sqlite3_busy_timeout(s->db, 5000);
-    if (rc == SQLITE_OK && sql)
-        rc = sqlite3_exec(s->db, sql, NULL, NULL, &msg);
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK || !sql) {
-        snprintf(err, len, "%s: %s", path,
-                 msg ? msg : s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    if (rc == SQLITE_OK && !readonly)
+        rc = sqlite3_exec(s->db,
+                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                          "CREATE TABLE IF NOT EXISTS runs(id TEXT PRIMARY KEY, seq INTEGER NOT"
+                          " NULL, status TEXT NOT NULL, runner TEXT NOT NULL, tag TEXT NOT NULL,"
+                          " request TEXT NOT NULL, created TEXT NOT NULL, started TEXT,"
+                          " finished TEXT, exit_status INTEGER, headline TEXT, error TEXT);",
+                          NULL, NULL, &msg);
+    if (rc == SQLITE_OK && !readonly && add_columns(s) != 0)
+        rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK && !readonly) {
+        char now[32];
+        now_iso(now, sizeof now);
+        hunt_orphans(s);
+        char *sql = sqlite3_mprintf("UPDATE runs SET status='failed', finished=%Q, pid=NULL,"
+                                    " error='interrupted: the server stopped while it ran'"
+                                    " WHERE status='running'",
+                                    now);
+        rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
+        sqlite3_free(sql);
+    }
+    if (rc == SQLITE_OK && readonly) /* an index without the table is not one */
+        rc = sqlite3_exec(s->db, "SELECT archive, trimmed FROM runs LIMIT 0", NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        int code = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_NOMEM;
+        snprintf(err, len, "%s: %s%s", path,
+                 msg ? msg : s->db ? sqlite3_errmsg(s->db) : "out of memory",
+                 code == SQLITE_FULL || code == SQLITE_IOERR ? " (is its disk full?)" : "");
         sqlite3_free(msg);
         lp_store_close(s);
         return -1;
@@ -110,7 +188,8 @@ static json_t *parsed_or_null(sqlite3_stmt *st, int col)
 }
 
 #define RUN_COLUMNS                                                                           \
-    "id, status, runner, tag, request, created, started, finished, exit_status, headline, error"
+    "id, status, runner, tag, request, created, started, finished, exit_status, headline,"   \
+    " error, archive, trimmed"
 
 /* The Run object of the row ST stands on (RUN_COLUMNS; artifacts_dir is the server's to add) */
 static json_t *run_of(sqlite3_stmt *st)
@@ -129,6 +208,8 @@ static json_t *run_of(sqlite3_stmt *st)
                                               : json_integer(sqlite3_column_int(st, 8)));
     json_object_set_new(o, "headline", parsed_or_null(st, 9));
     json_object_set_new(o, "error", text_or_null(st, 10));
+    json_object_set_new(o, "archive", parsed_or_null(st, 11));
+    json_object_set_new(o, "trimmed", parsed_or_null(st, 12));
     return o;
 }
 
@@ -220,7 +301,7 @@ int lp_store_finish(struct lp_store *s, const char *id, const char *status, int 
     pthread_mutex_lock(&s->lock);
     int rc = sqlite3_prepare_v2(s->db,
                                 "UPDATE runs SET status = ?2, finished = ?3, exit_status = ?4,"
-                                " headline = ?5, error = ?6 WHERE id = ?1",
+                                " headline = ?5, error = ?6, pid = NULL WHERE id = ?1",
                                 -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -264,4 +345,52 @@ int lp_store_remove(struct lp_store *s, const char *id)
 {
     const char *args[] = {id, NULL};
     return exec_args(s, "DELETE FROM runs WHERE id = ?1", args);
+}
+
+int lp_store_set_pid(struct lp_store *s, const char *id, long long pid)
+{
+    char p[24], start[24];
+    snprintf(p, sizeof p, "%lld", pid);
+    snprintf(start, sizeof start, "%llu", proc_start(pid));
+    const char *args[] = {id, p, start, NULL};
+    return exec_args(s, "UPDATE runs SET pid = CAST(?2 AS INTEGER), pid_start = CAST(?3 AS"
+                        " INTEGER) WHERE id = ?1", args);
+}
+
+/* Sets COLUMN (archive, trimmed: a name of this file, never a request's) to J as text */
+static int set_json(struct lp_store *s, const char *id, const char *sql, const json_t *j)
+{
+    char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    const char *args[] = {id, text, NULL};
+    int rc = text ? exec_args(s, sql, args) : -1;
+    free(text);
+    return rc;
+}
+
+int lp_store_set_archive(struct lp_store *s, const char *id, const json_t *archive)
+{
+    return set_json(s, id, "UPDATE runs SET archive = ?2 WHERE id = ?1", archive);
+}
+
+int lp_store_set_trimmed(struct lp_store *s, const char *id, const json_t *trimmed)
+{
+    return set_json(s, id, "UPDATE runs SET trimmed = ?2 WHERE id = ?1", trimmed);
+}
+
+json_t *lp_store_ended(struct lp_store *s, const char *tag)
+{
+    sqlite3_stmt *st = NULL;
+    json_t *a = json_array();
+    pthread_mutex_lock(&s->lock);
+    if (a && sqlite3_prepare_v2(s->db,
+                                "SELECT " RUN_COLUMNS " FROM runs WHERE status IN ('done',"
+                                " 'failed', 'cancelled') AND (?1 IS NULL OR tag = ?1)"
+                                " ORDER BY tag, seq DESC",
+                                -1, &st, NULL) == SQLITE_OK &&
+        (!tag || sqlite3_bind_text(st, 1, tag, -1, SQLITE_TRANSIENT) == SQLITE_OK))
+        while (sqlite3_step(st) == SQLITE_ROW)
+            json_array_append_new(a, run_of(st));
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&s->lock);
+    return a;
 }

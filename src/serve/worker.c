@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,28 @@ static json_t *headline_of(const char *out)
                           "mfu", json_is_number(mfu) ? mfu : json_null());
     json_decref(r);
     return h;
+}
+
+/* The free bytes of the disk holding DIR (UINT64_MAX when unknown) */
+static uint64_t free_bytes(const char *dir)
+{
+    struct statvfs v;
+    return statvfs(dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : UINT64_MAX;
+}
+
+/* Retention after a run of TAG ended (NULL: every tag, at start); what it did is logged */
+static void retain(struct lp_worker *w, const char *tag)
+{
+    json_t *actions = json_array(), *a;
+    lp_retain_apply(w->store, w->dir, &w->cfg->retention, tag, 0, &w->files, actions);
+    size_t i;
+    json_array_foreach(actions, i, a) {
+        char *line = json_dumps(a, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        if (line)
+            fprintf(stderr, "llmprof serve: retention: %s\n", line);
+        free(line);
+    }
+    json_decref(actions);
 }
 
 /* Starts ARGV with its output into LOG, in a process group of its own: its pid, or -1.
@@ -120,22 +143,33 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
         w->pid = pid;
         snprintf(w->id, sizeof w->id, "%s", id);
         w->cancelled = 0;
+        w->disk_low = 0;
     }
     pthread_mutex_unlock(&w->lock);
     lp_serve_argv_free(argv);
+    if (pid > 0) /* a server killed meanwhile: the next one stops what it left */
+        lp_store_set_pid(w->store, id, pid);
     if (pid < 0) {
         lp_store_finish(w->store, id, "failed", -1, NULL,
                         stopping ? "interrupted: the server stopped" : "fork failed");
         return;
     }
     int status = 0;
-    /* a run asked to stop that has not within 10 s is killed */
+    uint64_t low = 0;
+    /* a run asked to stop that has not within 10 s is killed; one whose disk fills is
+     * stopped before the index and the reports have no room left */
     for (int waited = 0, killed = 0;; waited++) {
         pid_t got = waitpid(pid, &status, WNOHANG);
         if (got == pid || (got < 0 && errno != EINTR))
             break;
+        uint64_t left = free_bytes(w->dir);
         pthread_mutex_lock(&w->lock);
-        if (!(w->cancelled || w->cancel_all))
+        if (left < cfg->min_free_bytes && !w->disk_low) {
+            w->disk_low = 1;
+            low = left;
+            kill(-pid, SIGTERM);
+        }
+        if (!(w->cancelled || w->cancel_all || w->disk_low))
             waited = 0;
         if (waited > 100 && !killed) {
             kill(-pid, SIGKILL);
@@ -146,7 +180,7 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
     }
     kill(-pid, SIGKILL); /* what the run left behind in its group goes with it */
     pthread_mutex_lock(&w->lock);
-    int cancelled = w->cancelled;
+    int cancelled = w->cancelled, disk_low = w->disk_low;
     stopping = w->cancel_all;
     w->pid = 0;
     w->id[0] = 0;
@@ -158,23 +192,35 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
         end = stopping && !cancelled ? "failed" : "cancelled";
         error = stopping && !cancelled ? "interrupted: the server stopped"
                                        : "cancelled while it ran";
+    } else if (disk_low) {
+        snprintf(why, sizeof why, "stopped: the disk of the runs directory had %llu MiB free, "
+                                  "under the server's minimum of %llu MiB",
+                 (unsigned long long)(low >> 20),
+                 (unsigned long long)(cfg->min_free_bytes >> 20));
+        end = "failed";
+        error = why;
     } else if (code != 0) {
         snprintf(why, sizeof why, "llmprof profile exited %d; its output: logs/%s.log", code,
                  id);
         end = "failed";
         error = why;
     }
-    /* the index may be on a full disk: tried again for a minute before the run is left
-     * "running" (a restart then marks it failed) */
+    /* the index may be on a full disk: the reserve is given up for it, then it is tried
+     * again for a minute before the run is left "running" (a restart marks it failed) */
     for (int tries = 0; lp_store_finish(w->store, id, end, code, head, error) != 0 && tries < 60;
          tries++)
-        sleep(1);
+        if (!lp_files_release(w->dir))
+            sleep(1);
+    lp_files_reserve(w->dir); /* set aside again where there is room */
     json_decref(head);
+    retain(w, json_string_value(json_object_get(request, "tag")));
 }
 
 static void *loop(void *arg)
 {
     struct lp_worker *w = arg;
+    lp_files_reserve(w->dir);
+    retain(w, NULL); /* a policy changed since the last server applies to the runs kept */
     for (;;) {
         pthread_mutex_lock(&w->lock);
         while (!w->stop && !w->wake)
@@ -213,6 +259,7 @@ int lp_worker_start(struct lp_worker *w, const struct lp_serve_config *cfg,
     w->dir = dir;
     w->wake = 1; /* runs left queued by an earlier server go first */
     pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->files, NULL);
     pthread_cond_init(&w->cond, NULL);
     return pthread_create(&w->thread, NULL, loop, w) == 0 ? 0 : -1;
 }
@@ -250,4 +297,5 @@ void lp_worker_stop(struct lp_worker *w)
     pthread_join(w->thread, NULL);
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->files);
 }

@@ -17,6 +17,8 @@ struct lp_worker {
     pid_t pid;                    /* the running run's process group; 0: none */
     char id[LP_SERVE_ID_LEN + 1]; /* and its id */
     int cancelled;
+    int disk_low;                 /* the run was stopped: its disk had too little free */
+    pthread_mutex_t files;        /* held while runs' files change (retention, removal) */
 };
 /* Starts the worker (it runs what an earlier server left queued first): 0 or -1. */
 int lp_worker_start(struct lp_worker *w, const struct lp_serve_config *cfg,
