@@ -256,6 +256,15 @@ PYEOF
 line=$("$LP" info "$FIX/hf-moe" | grep "^  records")
 r=$(sqlite_counts "$T/moe.db" 1 "$line")
 [ "$r" = ok ] && ok "export --sqlite: rows as info counts them" || bad "export --sqlite rows: $r"
+# the query export --help prints runs as printed: the top five kernels by time
+r=$("$LP" export --help | python3 -c '
+import re, sqlite3, sys
+q = re.search(r"sqlite3 run1\.db \\\n\s*\x27(.*?)\x27", sys.stdin.read(), re.S)
+rows = sqlite3.connect(sys.argv[1]).execute(q.group(1)).fetchall() if q else []
+print("ok" if len(rows) == 5 and all(isinstance(n, str) and ns > 0 for n, ns in rows) and
+      [ns for _, ns in rows] == sorted([ns for _, ns in rows], reverse=True)
+      else f"query {q and q.group(1)!r}: {rows}")' "$T/moe.db" 2>&1)
+[ "$r" = ok ] && ok "export --help: its example query runs as printed" || bad "export --help query: $r"
 mkdir -p "$T/two"
 cp "$FIX"/hf-moe/trace.*.lpt "$T/two/trace.a.1.lpt"
 cp "$FIX"/llama/trace.*.lpt "$T/two/trace.b.2.lpt"

@@ -1247,6 +1247,38 @@ static void test_header_window_disagrees(void **state)
     lp_trace_free(t);
 }
 
+/* The records' own window (no usable header) is found around their median start: records
+ * days before or after it are left out however many bytes their times share with it */
+static void test_records_window_outliers(void **state)
+{
+    (void)state;
+    char path[256], start[32];
+    tmp_path(path, sizeof path, "jumped-outliers.lpt");
+    snprintf(start, sizeof start, "%llu", (unsigned long long)(T0 + 400 * 86400 * SEC));
+    struct lp_record x[3];
+    memset(x, 0, sizeof x);
+    x[0].type = LP_REC_MARKER; /* 5 ns after 1970 */
+    x[0].u.marker = (struct lp_marker){.timestamp = 5, .flags = LP_MARKER_FLAG_INSTANT};
+    x[1].type = LP_REC_API; /* 800 days on */
+    x[1].u.api = (struct lp_api){.start = T0 + 800 * 86400 * SEC,
+                                 .end = T0 + 800 * 86400 * SEC + 900};
+    x[2].type = LP_REC_KERNEL; /* a kernel 1 ns before the first: the window's start */
+    x[2].u.kernel = (struct lp_kernel){.start = T0 + SEC - 1, .end = T0 + SEC + MS};
+    long before_end = 0;
+    write_recording(path, start, x, 3, &before_end);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, 101);
+    assert_int_equal(t->n_markers, 0);
+    assert_int_equal(t->n_apis, 0);
+    assert_int_equal(t->implausible, 2);
+    assert_non_null(warning_with(t, "the window was taken from the records"));
+    const char *far = warning_with(t, "2 records far outside the 9.901 s recording");
+    assert_non_null(far);
+    lp_trace_free(t);
+}
+
 /* Every real trace under tests/fixtures (the killed one without an END chunk too) reads
  * without a record left out and without a warning but for a torn tail. */
 static void test_fixtures_lose_nothing(void **state)
@@ -1479,6 +1511,7 @@ int main(void)
         cmocka_unit_test(test_writer_limits),
         cmocka_unit_test(test_implausible_duration),
         cmocka_unit_test(test_implausible_times),
+        cmocka_unit_test(test_records_window_outliers),
         cmocka_unit_test(test_header_window_disagrees),
         cmocka_unit_test(test_fixtures_lose_nothing),
         cmocka_unit_test(test_capture_parse),

@@ -382,8 +382,13 @@ int lp_cli_opt_bytes(const struct lp_cli_opt *o, void *value, const char *cmd, c
     }
     memcpy(digits, arg, n);
     digits[n] = 0;
-    if (lp_cli_parse_range(cmd, opt, digits, 0, INT64_MAX >> shift, &x) != 0)
+    errno = 0;
+    unsigned long long v = strtoull(digits, NULL, 10);
+    if (errno == ERANGE || v > (unsigned long long)(INT64_MAX >> shift)) {
+        lp_cli_error(cmd, "%s %s is too large (below 8 EiB)", opt, arg);
         return -1;
+    }
+    x = (int64_t)v;
     *(uint64_t *)value = (uint64_t)x << shift;
     return 0;
 }

@@ -134,13 +134,19 @@ static void print_actions(json_t *actions, int dry_run)
                                 x, sizeof x),
                    lp_fmt_bytes((double)json_integer_value(json_object_get(ar, "bytes")), y,
                                 sizeof y));
+        } else if (!strcmp(what, "archive") && !dry_run) {
+            printf("%s: could not archive it (no reason recorded)\n", id);
         } else if (!strcmp(what, "archive")) {
             printf("%s: would archive %s\n", id,
                    lp_fmt_bytes((double)json_integer_value(json_object_get(a, "bytes_before")),
                                 x, sizeof x));
-        } else {
-            printf("%s: %s its directory (its archive was made before)\n", id,
+        } else if (!strcmp(what, "tidy")) {
+            printf("%s: %s its directory (its archive was made before and holds it all)\n", id,
                    dry_run ? "would remove" : "removed");
+        } else {
+            printf("%s: ", id);
+            lp_fmt_puts(stdout, what);
+            printf("\n");
         }
     }
     if (!json_array_size(actions))
@@ -155,8 +161,13 @@ int lp_cmd_runs(int argc, char **argv)
         return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     int list = o.args[1] && !strcmp(o.args[1], "list");
     int prune = o.args[1] && !strcmp(o.args[1], "prune");
-    if (!o.args[0] || !(list || prune)) {
-        lp_cli_error("runs", "give DIR and an action: llmprof runs DIR list|prune");
+    if (!o.args[0] || !*o.args[0] || !(list || prune)) {
+        char word[64];
+        if (o.args[1] && !list && !prune)
+            lp_cli_error("runs", "'%s' is not an action: list or prune",
+                         lp_fmt_escape(word, sizeof word, o.args[1]));
+        else
+            lp_cli_error("runs", "give DIR and an action: llmprof runs DIR list|prune");
         return LP_CLI_EXIT_USAGE;
     }
     char err[1024];

@@ -109,7 +109,11 @@ int lp_archive_write(const char *run_dir, const char *prefix, const char *dest, 
     }
     qsort(files.v, files.n, sizeof *files.v, by_size);
     struct archive *a = archive_write_new();
+    /* names as the bytes they are: without a locale, libarchive refuses any that is not
+     * ASCII */
     if (rc == 0 && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+                    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") !=
+                        ARCHIVE_OK ||
                     archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
                     archive_write_open_filename(a, part) != ARCHIVE_OK)) {
         snprintf(err, len, "%s: %s", part, archive_error_string(a));
@@ -137,8 +141,23 @@ int lp_archive_write(const char *run_dir, const char *prefix, const char *dest, 
         snprintf(err, len, "%s: %s", dest, strerror(errno));
         rc = -1;
     }
+    if (rc == 0) { /* the rename on the disk too, before the index says archived */
+        char parent[4400];
+        snprintf(parent, sizeof parent, "%s", dest);
+        char *slash = strrchr(parent, '/');
+        if (slash)
+            *slash = 0;
+        int dfd = open(slash ? parent : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 || fsync(dfd) != 0) {
+            snprintf(err, len, "%s: %s", parent, strerror(errno));
+            rc = -1;
+            unlink(dest);
+        }
+        if (dfd >= 0)
+            close(dfd);
+    }
     if (rc != 0)
-        unlink(part);
+        unlink(part); /* (after a failed rename; a renamed one was unlinked above) */
     else {
         *n_files = files.n;
         *bytes = (uint64_t)st.st_size;

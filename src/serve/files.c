@@ -45,16 +45,21 @@ static void walk(int dirfd, const char *prefix, int depth, struct lp_files *f)
     DIR *d = fdopendir(dirfd);
     if (!d) {
         close(dirfd);
+        f->skipped++;
         return;
     }
     struct dirent *e;
     char name[4096];
-    while ((e = readdir(d)) && !f->truncated) {
+    /* whatever cannot be looked at is counted: an archive of a walk that missed a file
+     * would lose it when the directory goes */
+    for (errno = 0; (e = readdir(d)) && !f->truncated; errno = 0) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
             continue;
         struct stat st;
-        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            f->skipped++;
             continue;
+        }
         if ((size_t)snprintf(name, sizeof name, "%s%s%s", prefix, *prefix ? "/" : "",
                              e->d_name) >= sizeof name) {
             f->skipped++;
@@ -67,10 +72,14 @@ static void walk(int dirfd, const char *prefix, int depth, struct lp_files *f)
             int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 walk(sub, name, depth - 1, f);
+            else
+                f->skipped++;
         } else {
             f->skipped++; /* a link, a device, a directory too deep: not the run's file */
         }
     }
+    if (!e && errno)
+        f->skipped++;
     closedir(d);
 }
 

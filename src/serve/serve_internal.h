@@ -63,7 +63,8 @@ struct lp_files {
     struct lp_file *v;
     size_t n, cap;
     uint64_t total;               /* the files' bytes */
-    size_t skipped;               /* links, devices, names too long: left out */
+    size_t skipped;               /* links, devices, names too long, what could not be
+                                     read (a directory, a stat): left out */
     int truncated;                /* more than 100,000 files: the walk stopped */
 };
 /* The regular files under DIR, 16 levels down at most: 0, or -1 (errno) when DIR cannot be

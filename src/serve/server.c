@@ -201,6 +201,12 @@ static enum MHD_Result artifacts(struct server *s, struct MHD_Connection *c, con
                 close(fd);
             return send_artifact(c, r, name);
         }
+        /* archived this instant (the directory just went): asked again, from the archive */
+        json_t *again = lp_store_get(&s->store, id);
+        int now = json_is_object(json_object_get(again, "archive"));
+        json_decref(again);
+        if (now)
+            return artifacts(s, c, id, name);
     }
     return send_error(c, MHD_HTTP_NOT_FOUND, "no such artifact in the run (names as GET "
                                              "/runs/{run_id}/artifacts lists them)");
@@ -264,14 +270,17 @@ static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection 
     if (!strcmp(status, "running") || !strcmp(status, "queued")) {
         /* asked to stop; the worker records the end once its processes are gone (SIGKILL
          * 10 s after SIGTERM): the client follows it with GET */
-        lp_worker_cancel(&s->worker, id);
+        int hit = lp_worker_cancel(&s->worker, id);
         json_decref(run);
-        return send_json(c, MHD_HTTP_ACCEPTED, with_dir(s, lp_store_get(&s->store, id)));
+        /* not the worker's: it ended meanwhile, and is answered as it ended */
+        return send_json(c, hit ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK,
+                         with_dir(s, lp_store_get(&s->store, id)));
     }
-    char dir[4200], log[4200], archive[4300];
+    char dir[4200], log[4200], archive[4300], part[4400];
     snprintf(dir, sizeof dir, "%s/runs/%s", s->dir, id);
     snprintf(log, sizeof log, "%s/logs/%s.log", s->dir, id);
     snprintf(archive, sizeof archive, "%s/runs/%s.tar.zst", s->dir, id);
+    snprintf(part, sizeof part, "%s.part", archive); /* an archive a killed server began */
     /* the row first: a run the index no longer lists is gone, whatever of its files stays;
      * under the files' lock, so that retention does not archive it meanwhile */
     pthread_mutex_lock(&s->worker.files);
@@ -287,9 +296,10 @@ static enum MHD_Result cancel_or_remove(struct server *s, struct MHD_Connection 
     if (lp_files_remove_tree(dir) != 0 || (unlink(archive) != 0 && errno != ENOENT))
         json_object_set_new(run, "error", json_string("removed from the index; some of its "
                                                       "files could not be deleted"));
+    unlink(part);
+    lp_files_reserve(s->dir);
     pthread_mutex_unlock(&s->worker.files);
     unlink(log);
-    lp_files_reserve(s->dir);
     json_object_set_new(run, "status", json_string("removed"));
     return send_json(c, MHD_HTTP_OK, with_dir(s, run));
 }
@@ -436,16 +446,16 @@ static unsigned precheck(struct server *s, struct MHD_Connection *c, const char 
 static const char *allowed(const char *url)
 {
     if (!strcmp(url, "/") || !strcmp(url, "/openapi.yaml"))
-        return "GET";
+        return "GET, HEAD";
     if (!strcmp(url, "/runs"))
-        return "GET, POST";
+        return "GET, HEAD, POST";
     if (strncmp(url, "/runs/", 6) != 0)
         return NULL;
     const char *rest = url + 6 + strcspn(url + 6, "/");
     if (!*rest)
-        return "GET, DELETE";
+        return "GET, HEAD, DELETE";
     return !strcmp(rest, "/artifacts") || (!strncmp(rest, "/artifacts/", 11) && rest[11])
-               ? "GET"
+               ? "GET, HEAD"
                : NULL;
 }
 
@@ -473,7 +483,8 @@ static enum MHD_Result not_allowed(struct MHD_Connection *c, const char *methods
 static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const char *url,
                              const char *method, struct body *b)
 {
-    int get = !strcmp(method, "GET"), post = !strcmp(method, "POST"),
+    /* HEAD is GET without the body (MHD leaves it out) */
+    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST"),
         del = !strcmp(method, "DELETE");
     if (get && !strcmp(url, "/openapi.yaml")) /* the contract, to anyone */
         return send_bytes(c, MHD_HTTP_OK, "application/yaml", (char *)lp_openapi_yaml,

@@ -113,8 +113,18 @@ int lp_store_open(struct lp_store *s, const char *path, int readonly, char *err,
         rc = sql ? sqlite3_exec(s->db, sql, NULL, NULL, &msg) : SQLITE_NOMEM;
         sqlite3_free(sql);
     }
-    if (rc == SQLITE_OK && readonly) /* an index without the table is not one */
-        rc = sqlite3_exec(s->db, "SELECT archive, trimmed FROM runs LIMIT 0", NULL, NULL, &msg);
+    if (rc == SQLITE_OK && readonly) {
+        /* an index without the table is not one; one of the first version is read through
+         * a view with the later columns empty (nothing is written to it) */
+        rc = sqlite3_exec(s->db, "SELECT id, seq, status, runner, tag, request, created,"
+                                 " started, finished, exit_status, headline, error FROM runs"
+                                 " LIMIT 0", NULL, NULL, &msg);
+        if (rc == SQLITE_OK &&
+            sqlite3_exec(s->db, "SELECT archive, trimmed FROM runs LIMIT 0", NULL, NULL,
+                         NULL) != SQLITE_OK)
+            rc = sqlite3_exec(s->db, "CREATE TEMP VIEW runs AS SELECT *, NULL AS archive,"
+                                     " NULL AS trimmed FROM main.runs", NULL, NULL, &msg);
+    }
     if (rc != SQLITE_OK) {
         int code = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_NOMEM;
         snprintf(err, len, "%s: %s%s", path,

@@ -137,21 +137,22 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
         return;
     }
     pthread_mutex_lock(&w->lock);
-    int stopping = w->cancel_all;
-    pid_t pid = stopping ? -1 : start(argv, log);
-    if (pid > 0) {
+    int stopping = w->cancel_all, early = w->cancelled;
+    pid_t pid = stopping || early ? -1 : start(argv, log);
+    w->disk_low = 0;
+    if (pid > 0)
         w->pid = pid;
-        snprintf(w->id, sizeof w->id, "%s", id);
-        w->cancelled = 0;
-        w->disk_low = 0;
-    }
+    else
+        w->id[0] = 0;
     pthread_mutex_unlock(&w->lock);
     lp_serve_argv_free(argv);
     if (pid > 0) /* a server killed meanwhile: the next one stops what it left */
         lp_store_set_pid(w->store, id, pid);
     if (pid < 0) {
-        lp_store_finish(w->store, id, "failed", -1, NULL,
-                        stopping ? "interrupted: the server stopped" : "fork failed");
+        lp_store_finish(w->store, id, early && !stopping ? "cancelled" : "failed", -1, NULL,
+                        stopping ? "interrupted: the server stopped"
+                        : early  ? "cancelled before it started"
+                                 : "fork failed");
         return;
     }
     int status = 0;
@@ -208,10 +209,16 @@ static void run_one(struct lp_worker *w, const char *id, const char *runner_name
     /* the index may be on a full disk: the reserve is given up for it, then it is tried
      * again for a minute before the run is left "running" (a restart marks it failed) */
     for (int tries = 0; lp_store_finish(w->store, id, end, code, head, error) != 0 && tries < 60;
-         tries++)
-        if (!lp_files_release(w->dir))
+         tries++) {
+        pthread_mutex_lock(&w->files);
+        int freed = lp_files_release(w->dir);
+        pthread_mutex_unlock(&w->files);
+        if (!freed)
             sleep(1);
+    }
+    pthread_mutex_lock(&w->files);
     lp_files_reserve(w->dir); /* set aside again where there is room */
+    pthread_mutex_unlock(&w->files);
     json_decref(head);
     retain(w, json_string_value(json_object_get(request, "tag")));
 }
@@ -233,10 +240,25 @@ static void *loop(void *arg)
         char id[LP_SERVE_ID_LEN + 1], *runner = NULL;
         json_t *request = NULL;
         int took;
-        while ((took = lp_store_take(w->store, id, &runner, &request)) >= 1) {
+        for (;;) {
+            /* taken and named under the worker's lock: a cancel of a run the index already
+             * calls running always finds it here */
+            pthread_mutex_lock(&w->lock);
+            took = lp_store_take(w->store, id, &runner, &request);
+            if (took == 1) {
+                snprintf(w->id, sizeof w->id, "%s", id);
+                w->cancelled = 0;
+            }
+            pthread_mutex_unlock(&w->lock);
+            if (took < 1)
+                break;
             if (took != 1)
                 continue; /* a row that cannot be read: ended failed */
             run_one(w, id, runner, request);
+            pthread_mutex_lock(&w->lock);
+            w->id[0] = 0; /* also after the checks that end a run before it starts */
+            w->pid = 0;
+            pthread_mutex_unlock(&w->lock);
             free(runner);
             json_decref(request);
             runner = NULL;
@@ -276,9 +298,10 @@ int lp_worker_cancel(struct lp_worker *w, const char *id)
 {
     int hit = 0;
     pthread_mutex_lock(&w->lock);
-    if (w->pid > 0 && !strcmp(w->id, id)) {
-        w->cancelled = 1;
-        kill(-w->pid, SIGTERM); /* profile passes it on to the program */
+    if (w->id[0] && !strcmp(w->id, id)) {
+        w->cancelled = 1; /* not started yet: it will not be */
+        if (w->pid > 0)
+            kill(-w->pid, SIGTERM); /* profile passes it on to the program */
         hit = 1;
     }
     pthread_mutex_unlock(&w->lock);

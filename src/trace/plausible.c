@@ -124,10 +124,44 @@ static uint64_t count_outside(struct lp_trace *t, uint64_t lo, uint64_t hi, uint
     return out;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The earliest first timestamp of any record at or after FROM (UINT64_MAX if none) */
+static uint64_t earliest_from(struct lp_trace *t, uint64_t from)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    uint64_t lo = UINT64_MAX;
+    for (uint32_t type = 1; type < LP_REC_TYPE_COUNT; type++) {
+        struct lp_record_layout l;
+        size_t *n;
+        uint8_t *base = timed_records(t, type, &l, &n);
+        for (size_t i = 0; base && i < *n; i++) {
+            uint64_t ts = field_u64(base + i * l.size, l.ts);
+            if (ts >= from && ts < lo)
+                lo = ts;
+        }
+    }
+    return lo;
+}
+
+/* The K-th smallest of V[0..N) (V reordered): a radix selection, eight passes over fewer
+ * and fewer values, so no input makes it slower than linear (a sort was the report's
+ * largest cost on traces without a recording window in their header) */
+static uint64_t select_kth(uint64_t *v, size_t n, size_t k)
+{
+    uint64_t prefix = 0;
+    for (int shift = 56; shift >= 0; shift -= 8) {
+        size_t count[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(v[i] >> shift) & 0xff]++;
+        unsigned b = 0;
+        while (k >= count[b])
+            k -= count[b++];
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (((v[i] >> shift) & 0xff) == b)
+                v[m++] = v[i];
+        n = m;
+        prefix |= (uint64_t)b << shift;
+    }
+    return prefix;
 }
 
 /* The recording as the records tell it, around their median start: a few records with
@@ -146,14 +180,10 @@ static int window_from_records(struct lp_trace *t, uint64_t timed, uint64_t *lo,
         for (size_t i = 0; i < *n; i++)
             v[k++] = field_u64(base + i * l.size, l.ts);
     }
-    qsort(v, k, sizeof *v, cmp_u64);
-    uint64_t anchor = v[k / 2], from = sat_sub(anchor, MAX_SPAN);
-    size_t i = 0;
-    while (v[i] < from) /* ends at the median at the latest */
-        i++;
-    *lo = v[i];
-    *hi = latest_time(t, *lo, sat_add(anchor, MAX_SPAN));
+    uint64_t anchor = select_kth(v, k, k / 2);
     free(v);
+    *lo = earliest_from(t, sat_sub(anchor, MAX_SPAN)); /* the median at the latest */
+    *hi = latest_time(t, *lo, sat_add(anchor, MAX_SPAN));
     return LP_OK;
 }
 
