@@ -564,6 +564,7 @@ class Resp:
 
     def __init__(self, status, ctype, data):
         self.status, self.ctype, self.data = status, ctype or "", data
+        self.headers = {}
         self.media = self.ctype.split(";")[0].strip().lower()
         self.json = None
         if self.media == "application/json":
@@ -672,6 +673,7 @@ class Server:
             conn.request(method, path, body=body, headers=hdrs)
             r = conn.getresponse()
             resp = Resp(r.status, r.getheader("Content-Type"), r.read())
+            resp.headers = {k.lower(): v for k, v in r.getheaders()}
         except (OSError, http.client.HTTPException) as e:
             check(False, f"{self.name}: {method} {path[:120]} is answered", repr(e))
             return Resp(0, "", repr(e).encode())
@@ -1691,7 +1693,8 @@ def flow_token(fake):
             for label, tok, hdrs in wrong:
                 try:
                     r = srv.call(method, tmpl, params, body=b, token=tok, headers=hdrs)
-                    got.append((label, r.status) if r.status != 401 or not r.error() else None)
+                    said = (b'action="login"' in r.data if tmpl == "/" else r.error())
+                    got.append((label, r.status) if r.status != 401 or not said else None)
                 except (OSError, http.client.HTTPException, ValueError) as e:
                     got.append((label, repr(e)))
             got = [g for g in got if g]
@@ -1707,9 +1710,40 @@ def flow_token(fake):
               srv.call("GET", "/runs/{run_id}/artifacts", {"run_id": rid}).status,
               fetch(srv, rid, "report.md").status]
         check(ok == [200] * 5, "token: 200 with the right token", ok)
+        flow_login(srv, token)
         flow_default_queue(srv)
     finally:
         srv.stop()
+
+
+def flow_login(srv, token):
+    """The page's login for a browser: GET / without the token is the form (401, HTML); a
+    wrong token posted to /login is the form again; the right one is 303 to the page with an
+    HttpOnly, SameSite=Strict cookie, which then opens the page and the API; a cookie that
+    is the token itself, or wrong, opens nothing."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    r = srv.call("GET", "/", token=None)
+    check(r.status == 401 and r.media == "text/html" and b'action="login"' in r.data and
+          b'type="password"' in r.data, "login: GET / without the token is the form", r)
+    r = srv.call("POST", "/login", body=b"token=wrong", ctype=None, token=None, headers=form)
+    check(r.status == 401 and b'action="login"' in r.data and b"not the server" in r.data,
+          "login: a wrong token is the form again (401)", r)
+    r = srv.call("POST", "/login", body=("token=" + urllib.parse.quote(token)).encode(),
+                 ctype=None, token=None, headers=form)
+    cookie = r.headers.get("set-cookie", "")
+    value = cookie.split(";")[0].split("=", 1)[-1]
+    check(r.status == 303 and r.headers.get("location") == "./" and
+          cookie.startswith("llmprof_token=") and "HttpOnly" in cookie and
+          "SameSite=Strict" in cookie and value == token.encode().hex(),
+          "login: the right token is 303 to the page with an HttpOnly, SameSite=Strict cookie",
+          (r, r.headers))
+    jar = {"Cookie": "other=1; llmprof_token=" + value}
+    got = [srv.call("GET", "/", token=None, headers=jar).status,
+           srv.call("GET", "/runs", token=None, headers=jar).status]
+    check(got == [200, 200], "login: the cookie opens the page and the API", got)
+    bad = [srv.call("GET", "/runs", token=None, headers={"Cookie": "llmprof_token=" + v}).status
+           for v in (token, value[:-1], value + "0", "")]
+    check(bad == [401] * 4, "login: a cookie that is not the one set opens nothing", bad)
 
 
 def flow_public_refused(fake):
@@ -1868,6 +1902,10 @@ def main(argv):
         if srv.start():
             section("GET /openapi.yaml", flow_openapi, srv)
             section("HTTP rules", flow_http_rules, srv)
+            r = srv.call("POST", "/login", body=b"token=x", ctype=None,
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+            check(r.status == 303 and "set-cookie" not in r.headers,
+                  "login without a server token: 303 to the page, no cookie", (r, r.headers))
             rid = section("the fake run", flow_fake_run, srv)
             section("the runner template", flow_template, srv)
             section("the failing runner", flow_failing, srv)

@@ -24,6 +24,7 @@ struct server {
     struct lp_store store;
     struct lp_worker worker;
     int lock_fd;                  /* DIR/lock, held while serving */
+    char cookie[2100];            /* the token in hex: the login cookie's value */
 };
 
 struct body {
@@ -383,18 +384,92 @@ static enum MHD_Result page(struct server *s, struct MHD_Connection *c)
 
 /* ---- routing ---- */
 
+/* GOT equals WANT, in the same time whatever the first wrong byte */
+static int same_secret(const char *got, const char *want)
+{
+    size_t n = strlen(want);
+    if (!got || strlen(got) != n)
+        return 0;
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(got[i] ^ want[i]);
+    return diff == 0;
+}
+
+/* The token in an Authorization: Bearer header, or the login cookie the page's form set */
 static int authorised(struct server *s, struct MHD_Connection *c)
 {
     if (!s->cfg->token)
         return 1;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    size_t tl = strlen(s->cfg->token);
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0 || strlen(h + 7) != tl)
-        return 0;
-    unsigned char diff = 0; /* the same time whatever the first wrong byte */
-    for (size_t i = 0; i < tl; i++)
-        diff |= (unsigned char)(h[7 + i] ^ s->cfg->token[i]);
-    return diff == 0;
+    if (h && strncasecmp(h, "Bearer ", 7) == 0 && same_secret(h + 7, s->cfg->token))
+        return 1;
+    return same_secret(MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "llmprof_token"),
+                       s->cookie);
+}
+
+/* The page a browser gets without the token: a form that posts it to /login */
+static enum MHD_Result login_page(struct MHD_Connection *c, const char *why)
+{
+    char *text = NULL;
+    if (asprintf(&text, "<!doctype html><html><head><meta charset=\"utf-8\"><title>llmprof "
+                        "runs</title></head><body style=\"font-family:sans-serif;margin:2em\">"
+                        "<h1>llmprof runs</h1><p>%s</p><form method=\"post\" action=\"login\">"
+                        "<input type=\"password\" name=\"token\" autocomplete=\"off\" "
+                        "placeholder=\"the server's token\"> <button>Open</button></form>"
+                        "</body></html>\n",
+                 why) < 0)
+        return MHD_NO;
+    return send_text(c, MHD_HTTP_UNAUTHORIZED, "text/html; charset=utf-8", text, strlen(text));
+}
+
+/* FORM's field NAME (application/x-www-form-urlencoded) decoded into OUT: 0, or -1 */
+static int form_field(const char *form, const char *name, char *out, size_t len)
+{
+    size_t nl = strlen(name);
+    for (const char *p = form; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+        if (strncmp(p, name, nl) != 0 || p[nl] != '=')
+            continue;
+        size_t o = 0;
+        static const char hex[] = "0123456789abcdef";
+        for (p += nl + 1; *p && *p != '&' && o + 1 < len; p++) {
+            const char *hi = *p == '%' && p[1] ? strchr(hex, p[1] | 0x20) : NULL;
+            const char *lo = hi && p[2] ? strchr(hex, p[2] | 0x20) : NULL;
+            if (lo) {
+                out[o++] = (char)((hi - hex) * 16 + (lo - hex));
+                p += 2;
+            } else {
+                out[o++] = *p == '+' ? ' ' : *p;
+            }
+        }
+        out[o] = 0;
+        return *p && *p != '&' ? -1 : 0;
+    }
+    return -1;
+}
+
+/* POST /login: the form's token right, a cookie that stands for it (HttpOnly, SameSite
+ * Strict: no other site's page sends it) and back to the page; wrong, the form again */
+static enum MHD_Result login(struct server *s, struct MHD_Connection *c, struct body *b)
+{
+    char token[1100];
+    if (s->cfg->token && (b->too_big || form_field(b->buf ? b->buf : "", "token", token,
+                                                    sizeof token) != 0 ||
+                          !same_secret(token, s->cfg->token)))
+        return login_page(c, "That is not the server's token.");
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r)
+        return MHD_NO;
+    char cookie[2300];
+    snprintf(cookie, sizeof cookie,
+             "llmprof_token=%s; HttpOnly; SameSite=Strict; Path=/; Max-Age=2592000", s->cookie);
+    MHD_add_response_header(r, "Location", "./");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (s->cfg->token)
+        MHD_add_response_header(r, "Set-Cookie", cookie);
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_SEE_OTHER, r);
+    MHD_destroy_response(r);
+    return rc;
 }
 
 /* The Host header names a loopback address (or is absent, as in HTTP/1.0): without a token
@@ -429,7 +504,7 @@ static unsigned precheck(struct server *s, struct MHD_Connection *c, const char 
                "answers only requests for 127.0.0.1 or localhost";
         return MHD_HTTP_FORBIDDEN;
     }
-    if (strcmp(url, "/openapi.yaml") != 0 && !authorised(s, c)) {
+    if (strcmp(url, "/openapi.yaml") != 0 && strcmp(url, "/login") != 0 && !authorised(s, c)) {
         *msg = "give the server's token: Authorization: Bearer TOKEN";
         return MHD_HTTP_UNAUTHORIZED;
     }
@@ -447,6 +522,8 @@ static const char *allowed(const char *url)
 {
     if (!strcmp(url, "/") || !strcmp(url, "/openapi.yaml"))
         return "GET, HEAD";
+    if (!strcmp(url, "/login"))
+        return "POST";
     if (!strcmp(url, "/runs"))
         return "GET, HEAD, POST";
     if (strncmp(url, "/runs/", 6) != 0)
@@ -491,6 +568,8 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
                           sizeof lp_openapi_yaml - 1, 0);
     if (!strcmp(url, "/") && get)
         return page(s, c);
+    if (!strcmp(url, "/login") && post)
+        return login(s, c, b);
     if (!strcmp(url, "/runs")) {
         if (post)
             return submit(s, c, b);
@@ -566,6 +645,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!early)
             return MHD_YES;
         b->answered = 1;
+        if (early == MHD_HTTP_UNAUTHORIZED && !strcmp(url, "/")) /* a browser: the form */
+            return login_page(c, "This server needs its token.");
         return send_error(c, early, msg);
     }
     struct body *b = *ctx;
@@ -673,6 +754,8 @@ int lp_serve_run(const struct lp_serve_config *cfg, volatile sig_atomic_t *stop,
     }
     s->cfg = cfg;
     s->lock_fd = -1;
+    for (size_t i = 0; cfg->token && cfg->token[i] && 2 * i + 2 < sizeof s->cookie; i++)
+        snprintf(s->cookie + 2 * i, 3, "%02x", (unsigned char)cfg->token[i]);
     char index[4200];
     int rc = -1, store_open = 0, worker_on = 0;
     struct MHD_Daemon *d = NULL;
