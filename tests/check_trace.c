@@ -56,7 +56,7 @@ static const struct lp_range *range_at(const struct lp_ranges *r, uint32_t threa
 
 /* Name of the range that was open on the launching thread when KERNEL was launched. */
 static const char *launch_range(const struct lp_trace *t, const struct lp_ranges *r,
-                                const struct lp_kernel *k)
+                                const struct lp_kernel_rec *k)
 {
     const struct lp_api *a = api_of(t, k->correlation);
     if (!a)
@@ -99,11 +99,12 @@ static void check_workload(const struct lp_trace *t, struct lp_trace_summary *s)
     uint32_t graph_id = 0;
     int shapes_ok = 1;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
+        const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
         const char *name = lp_trace_str(t, k->name), *in = launch_range(t, r, k);
         if (!strcmp(name, "scale_kernel")) {
             scale++;
-            shapes_ok &= k->grid[0] == 1024 && k->block[0] == 256 && k->dynamic_smem == 0;
+            shapes_ok &= c->grid[0] == 1024 && c->block[0] == 256 && c->dynamic_smem == 0;
             if (k->flags & LP_KERNEL_FLAG_GRAPH) {
                 scale_graph++;
                 graph_kernels_in_graph += !strcmp(in, "graph");
@@ -116,7 +117,7 @@ static void check_workload(const struct lp_trace *t, struct lp_trace_summary *s)
         } else if (!strcmp(name, "add_kernel")) {
             add++;
             add_in_kernels += !strcmp(in, "kernels");
-            shapes_ok &= k->grid[0] == 2048 && k->block[0] == 128 && k->dynamic_smem == 512;
+            shapes_ok &= c->grid[0] == 2048 && c->block[0] == 128 && c->dynamic_smem == 512;
         } else {
             other++;
             other_in_gemms += !strcmp(in, "gemms");

@@ -508,13 +508,13 @@ static void test_deep_graph(void **state)
         /* every launch of this configuration in decode came from the graph */
         size_t launches = 0;
         for (size_t k = 0; k < d.t->n_kernels; k++) {
-            const struct lp_kernel *kk = &d.t->kernels[k];
+            const struct lp_kernel_config *kk = lp_trace_kernel_config(d.t, &d.t->kernels[k]);
             if (d.r.kernel_group[k] != w->group || d.r.kernel_stage[k] != w->stage ||
                 memcmp(kk->grid, w->grid, sizeof kk->grid) || memcmp(kk->block, w->block,
                                                                     sizeof kk->block))
                 continue;
             launches++;
-            assert_true(kk->flags & LP_KERNEL_FLAG_GRAPH);
+            assert_true(d.t->kernels[k].flags & LP_KERNEL_FLAG_GRAPH);
         }
         assert_int_equal(launches, w->run_calls);
     }

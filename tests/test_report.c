@@ -1917,7 +1917,7 @@ static void test_fixture_pm(void **state)
     (void)state;
     struct lp_trace *t = fixture("pm-check");
     assert_true(t->n_pm > 300);
-    const struct lp_kernel *big = NULL;
+    const struct lp_kernel_rec *big = NULL;
     for (size_t i = 0; i < t->n_kernels; i++)
         if (!big || t->kernels[i].end - t->kernels[i].start > big->end - big->start)
             big = &t->kernels[i];

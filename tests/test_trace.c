@@ -166,6 +166,32 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
 }
 
 /* Pointer to the i-th decoded record of TYPE and its size (NULL past the last). */
+/* Kernel I of T as the record it was read from: its row and its configuration */
+static struct lp_kernel kernel_record(const struct lp_trace *t, size_t i)
+{
+    struct lp_kernel k;
+    memset(&k, 0, sizeof k);
+    const struct lp_kernel_rec *r = &t->kernels[i];
+    const struct lp_kernel_config *c = lp_trace_kernel_config(t, r);
+    k.start = r->start;
+    k.end = r->end;
+    k.name = r->name;
+    k.correlation = r->correlation;
+    k.device = r->device;
+    k.context = c->context;
+    k.stream = r->stream;
+    memcpy(k.grid, c->grid, sizeof k.grid);
+    memcpy(k.block, c->block, sizeof k.block);
+    k.registers = c->registers;
+    k.static_smem = c->static_smem;
+    k.dynamic_smem = c->dynamic_smem;
+    k.local_mem_per_thread = c->local_mem_per_thread;
+    k.graph_id = r->graph_id;
+    k.graph_node_id = c->graph_node_id;
+    k.flags = r->flags;
+    return k;
+}
+
 static const void *decoded(struct lp_trace *t, uint32_t type, size_t i, size_t *size)
 {
     size_t *n;
@@ -214,11 +240,23 @@ static void test_roundtrip_every_type(void **state)
     for (size_t i = 0; i < N; i++) {
         if (recs[i].type == LP_REC_DEVICE)
             continue; /* merged by id: test_device_records_merge */
+        if (recs[i].type == LP_REC_KERNEL) { /* kept as a row and a shared configuration */
+            assert_true(seen[LP_REC_KERNEL] < t->n_kernels);
+            struct lp_kernel k = kernel_record(t, seen[LP_REC_KERNEL]++);
+            assert_memory_equal(&k, &recs[i].u.kernel, sizeof k);
+            continue;
+        }
         size_t size = 0;
         const void *d = decoded(t, recs[i].type, seen[recs[i].type]++, &size);
         assert_non_null(d);
         assert_memory_equal(d, &recs[i].u, size);
     }
+    /* every configuration once */
+    for (size_t a = 0; a < t->n_kernel_configs; a++)
+        for (size_t b = a + 1; b < t->n_kernel_configs; b++)
+            assert_memory_not_equal(&t->kernel_configs[a], &t->kernel_configs[b],
+                                    sizeof t->kernel_configs[a]);
+    assert_true(t->n_kernel_configs <= t->n_kernels);
     assert_int_equal(t->n_kernels, seen[LP_REC_KERNEL]);
     assert_int_equal(t->n_losses, seen[LP_REC_LOSS]);
     assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
@@ -228,6 +266,46 @@ static void test_roundtrip_every_type(void **state)
     assert_string_equal(lp_trace_str(t, 999999), "<unknown>");
     lp_trace_free(t);
     free(recs);
+}
+
+/* Kernels launched alike share one configuration: 6,000 kernels over 700 configurations
+ * (past the table's first growth) keep 700, each kernel reading back its own */
+static void test_kernel_configs_shared(void **state)
+{
+    (void)state;
+    char path[256], err[256];
+    tmp_path(path, sizeof path, "configs.lpt");
+    struct lp_trace_writer *w;
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    assert_int_equal(lp_trace_writer_write_header(w), LP_OK);
+    lp_str name = lp_trace_writer_intern(w, "gemm");
+    for (uint32_t i = 0; i < 6000; i++) {
+        struct lp_record r = {.type = LP_REC_KERNEL};
+        uint32_t c = (i * 13) % 700;
+        r.u.kernel = (struct lp_kernel){.start = 1000 + 10ull * i, .end = 1005 + 10ull * i,
+                                        .name = name, .correlation = i + 1, .stream = 7,
+                                        .grid = {(int32_t)c + 1, 2, 1}, .block = {128, 1, 1},
+                                        .registers = c % 5, .dynamic_smem = c / 5,
+                                        .graph_node_id = c == 3 ? 1ull << 40 : 0};
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, 6000);
+    assert_int_equal(t->n_kernel_configs, 700);
+    for (uint32_t i = 0; i < 6000; i++) {
+        const struct lp_kernel_config *c = lp_trace_kernel_config(t, &t->kernels[i]);
+        uint32_t want = (i * 13) % 700;
+        assert_int_equal(c->grid[0], (int32_t)want + 1);
+        assert_int_equal(c->registers, want % 5);
+        assert_int_equal(c->dynamic_smem, want / 5);
+        assert_true(c->graph_node_id == (want == 3 ? 1ull << 40 : 0));
+        assert_int_equal(t->kernels[i].correlation, i + 1);
+    }
+    struct lp_kernel_rec bad = {.config = 700}; /* past the table: a configuration of zeros */
+    assert_int_equal(lp_trace_kernel_config(t, &bad)->grid[0], 0);
+    lp_trace_free(t);
 }
 
 /* A newer minor version's record of an unknown type (17) in a raw RECORDS chunk, counted by
@@ -1489,6 +1567,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_type),
+        cmocka_unit_test(test_kernel_configs_shared),
         cmocka_unit_test(test_chunk_account),
         cmocka_unit_test(test_account_newer_records),
         cmocka_unit_test(test_counter_dtypes),

@@ -60,6 +60,28 @@ struct lp_kernel {
     uint32_t flags;               /* enum lp_kernel_flag */
 };
 
+/* A kernel as the reader keeps it (lp_trace.kernels): what the analysis reads of every
+ * kernel, and its launch configuration as an index into lp_trace.kernel_configs, where each
+ * distinct one is kept once (a decode step launches the same few thousand shapes over and
+ * over: half the bytes of a kernel record are its configuration). */
+struct lp_kernel_rec {
+    uint64_t start, end;          /* ns, trace clock */
+    lp_str name;
+    uint32_t correlation;
+    uint32_t device, stream;
+    uint32_t graph_id;
+    uint32_t flags;               /* enum lp_kernel_flag */
+    uint32_t config;              /* index into lp_trace.kernel_configs */
+};
+
+/* The rest of a kernel record, shared by the kernels launched alike */
+struct lp_kernel_config {
+    int32_t grid[3], block[3];
+    uint32_t registers, static_smem, dynamic_smem, local_mem_per_thread;
+    uint32_t context;
+    uint64_t graph_node_id;
+};
+
 /* Memory kinds follow CUpti_ActivityMemoryKind: 0 unknown, 1 pageable, 2 pinned,
  * 3 device, 4 array, 5 managed, 6 device static, 7 managed static. */
 struct lp_memcpy {
@@ -388,7 +410,8 @@ struct lp_trace {
      * makes them); an id that was used but never defined has a NULL entry. */
     char **strings;
     size_t n_strings;
-    struct lp_kernel *kernels;        size_t n_kernels;
+    struct lp_kernel_rec *kernels;    size_t n_kernels;
+    struct lp_kernel_config *kernel_configs; size_t n_kernel_configs;
     struct lp_memcpy *memcpys;        size_t n_memcpys;
     struct lp_memset *memsets;        size_t n_memsets;
     struct lp_memory *memory;         size_t n_memory;
@@ -443,6 +466,9 @@ const char *lp_trace_meta(const struct lp_trace *t, const char *key);
 int lp_trace_kernels_recorded(const struct lp_trace *t);
 /* Never NULL: unknown ids (from a lost chunk) read as "<unknown>". */
 const char *lp_trace_str(const struct lp_trace *t, lp_str id);
+/* The launch configuration of kernel K of T (never NULL) */
+const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
+                                                      const struct lp_kernel_rec *k);
 /* Decodes PATH from an in-memory image; used by the fuzzer and tests. */
 int lp_trace_read_mem(struct lp_trace **t, const void *data, size_t size, const char *name,
                       char *err, size_t errlen);

@@ -79,7 +79,7 @@ int lp_run_comm(struct lp_run_ctx *c)
         return LP_ERR_NOMEM;
     size_t m = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
         enum lp_kcat cat = r->cats[r->kernel_group[i]];
         if (cat != LP_KCAT_COMMUNICATION && cat != LP_KCAT_MEMCPY && cat != LP_KCAT_MEMSET &&
             k->end > k->start)
@@ -88,7 +88,7 @@ int lp_run_comm(struct lp_run_ctx *c)
     qsort(comp, m, sizeof *comp, by_device_start);
     m = merge(comp, m);
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
         if (r->cats[r->kernel_group[i]] != LP_KCAT_COMMUNICATION || k->end <= k->start)
             continue;
         uint64_t d = k->end - k->start, o = covered(comp, m, k->device, k->start, k->end);

@@ -480,7 +480,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
         if (!kg || kg[i] < 0)
             continue;
         struct call_info *x = &ci[kg[i]];
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
         uint64_t ns = k->end - k->start;
         if (!x->kernels && c->kernel_work[i] >= 0) /* the stage of its first kernel */
             x->stage = c->work[c->kernel_work[i]].stage;

@@ -47,7 +47,7 @@ int lp_run_replays(struct lp_run_ctx *c)
                 c->gemm_replay_of[i] = -1;
             size_t at = t->n_gemms;
             for (size_t i = 0; i < n; i++) {
-                const struct lp_kernel *k = &t->kernels[kv[i].val];
+                const struct lp_kernel_rec *k = &t->kernels[kv[i].val];
                 uint32_t call = (uint32_t)(kv[i].key >> 32);
                 if (i == 0 || kv[i].key != kv[i - 1].key) {
                     /* one replay of CALL: when and where the graph launch was made */
@@ -139,7 +139,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
             r->graphs[r->n_graphs++] = (struct lp_graph_row){
                 .graph_id = k[i].graph, .stage = (int)k[i].stage, .capture_range = -1};
         struct lp_graph_row *g = &r->graphs[r->n_graphs - 1];
-        const struct lp_kernel *kr = &t->kernels[k[i].kernel];
+        const struct lp_kernel_rec *kr = &t->kernels[k[i].kernel];
         int first = g->replays == 0 || k[i].correlation != k[i - 1].correlation;
         g->replays += first;
         g->gpu_ns = lp_sat_add(g->gpu_ns, kr->end - kr->start);

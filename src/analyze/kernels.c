@@ -141,7 +141,7 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .range = -1, .occ = -1,
                               .stage = -1};
         if (kind == LP_OP_KERNEL) {
-            const struct lp_kernel *x = &t->kernels[idx];
+            const struct lp_kernel_rec *x = &t->kernels[idx];
             w->start = x->start;
             w->end = x->end;
             if (x->flags & LP_KERNEL_FLAG_REPLAY) {

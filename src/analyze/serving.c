@@ -29,7 +29,7 @@ static int gemm_times(const struct lp_run_ctx *c, struct gemm_times *g)
         return LP_ERR_NOMEM;
     for (size_t i = 0; c->kernel_gemm && i < c->t->n_kernels; i++) {
         int32_t x = c->kernel_gemm[i];
-        const struct lp_kernel *k = &c->t->kernels[i];
+        const struct lp_kernel_rec *k = &c->t->kernels[i];
         if (x < 0)
             continue;
         if (!g->start[x] || k->start < g->start[x])

@@ -108,7 +108,7 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
     uint32_t graph_corr = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[work[i]];
-        const struct lp_kernel *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        const struct lp_kernel_rec *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
         if (k && (k->flags & LP_KERNEL_FLAG_GRAPH)) {
             uint64_t label = GRAPH_LABEL | k->graph_id;
             /* the kernels of one launch share its correlation id (0: unknown, then one

@@ -579,7 +579,7 @@ static int kernel_rows(struct kctx *k, const struct lp_run *const run[2], int *c
             }
             if (w->group[r] == SIZE_MAX)
                 w->group[r] = g;
-            const struct lp_kernel *kr = &t->kernels[i];
+            const struct lp_kernel_rec *kr = &t->kernels[i];
             double dur = kr->end > kr->start ? (double)(kr->end - kr->start) : 0;
             struct acc *a = &w->acc[r];
             a->n += 1;

@@ -166,7 +166,7 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
                             !(corr = malloc(r->comm.kernels * sizeof *corr))))
         failed = 1;
     for (size_t i = 0; corr && i < t->n_kernels; i++) {
-        const struct lp_kernel *kn = &t->kernels[i];
+        const struct lp_kernel_rec *kn = &t->kernels[i];
         uint32_t g = r->kernel_group[i];
         if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
             k->n_coll == r->comm.kernels)

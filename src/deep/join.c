@@ -333,11 +333,12 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
     }
     /* where the run ran each of them */
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
+        const struct lp_kernel_config *kc = lp_trace_kernel_config(t, k);
         int32_t s = r->kernel_stage[i];
         for (long c = first[r->kernel_group[i]]; c >= 0 && s >= 0; c = cf[c].next)
-            if (!memcmp(cf[c].grid, k->grid, sizeof k->grid) &&
-                !memcmp(cf[c].block, k->block, sizeof k->block)) {
+            if (!memcmp(cf[c].grid, kc->grid, sizeof kc->grid) &&
+                !memcmp(cf[c].block, kc->block, sizeof kc->block)) {
                 cf[c].ns[s] += k->end - k->start;
                 cf[c].calls[s]++;
                 break;

@@ -110,7 +110,7 @@ static int configs(const struct lp_run *r, struct lp_deep_plan *p, int *stage_pi
         group_picked[p->picks[k].group] = 1;
     size_t n = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
         int32_t s = r->kernel_stage[i];
         if (!group_picked[r->kernel_group[i]] || s < 0)
             continue;
@@ -118,8 +118,9 @@ static int configs(const struct lp_run *r, struct lp_deep_plan *p, int *stage_pi
             continue;
         struct launch *l = &v[n++];
         l->group = r->kernel_group[i];
-        memcpy(l->grid, k->grid, sizeof l->grid);
-        memcpy(l->block, k->block, sizeof l->block);
+        const struct lp_kernel_config *cf = lp_trace_kernel_config(t, k);
+        memcpy(l->grid, cf->grid, sizeof l->grid);
+        memcpy(l->block, cf->block, sizeof l->block);
         l->stage = s;
         l->start = k->start;
     }

@@ -198,7 +198,8 @@ static void gpu_work(struct out *o, const struct lp_run *r)
     const struct lp_trace *t = r->trace;
     FILE *f = o->f;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        const struct lp_kernel *k = &t->kernels[i];
+        const struct lp_kernel_rec *k = &t->kernels[i];
+        const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
         uint32_t g = r->kernel_group[i];
         if (!in(o, k->start, k->end))
             continue;
@@ -208,9 +209,9 @@ static void gpu_work(struct out *o, const struct lp_run *r)
         fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
                    "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"
                    "\"graph\":%u",
-                lp_kcat_name(r->cats[g]), k->correlation, k->grid[0], k->grid[1], k->grid[2],
-                k->block[0], k->block[1], k->block[2], k->registers,
-                (unsigned long long)k->static_smem + k->dynamic_smem, k->graph_id);
+                lp_kcat_name(r->cats[g]), k->correlation, c->grid[0], c->grid[1], c->grid[2],
+                c->block[0], c->block[1], c->block[2], c->registers,
+                (unsigned long long)c->static_smem + c->dynamic_smem, k->graph_id);
         int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
         if (cr >= 0) { /* a replay: where its node was captured */
             fprintf(f, ",\"captured in\":");

@@ -304,7 +304,7 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
     const struct lp_trace *t = r->trace;
     TABLE("kernels", 20, {
         for (size_t i = 0; i < t->n_kernels; i++) {
-            const struct lp_kernel *k = &t->kernels[i];
+            const struct lp_kernel_rec *k = &t->kernels[i];
             i64(&q, id); u64v(&q, k->device); u64v(&q, k->stream); u64v(&q, k->start);
             u64v(&q, k->end);
             u64v(&q, r->kernel_group[i]);
@@ -313,12 +313,13 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
             else
                 null(&q);
             u64v(&q, k->correlation);
+            const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
             for (int d = 0; d < 3; d++)
-                i64(&q, k->grid[d]);
+                i64(&q, c->grid[d]);
             for (int d = 0; d < 3; d++)
-                i64(&q, k->block[d]);
-            u64v(&q, k->registers); u64v(&q, k->static_smem); u64v(&q, k->dynamic_smem);
-            u64v(&q, k->graph_id); u64v(&q, k->graph_node_id); u64v(&q, k->flags); row(&q);
+                i64(&q, c->block[d]);
+            u64v(&q, c->registers); u64v(&q, c->static_smem); u64v(&q, c->dynamic_smem);
+            u64v(&q, k->graph_id); u64v(&q, c->graph_node_id); u64v(&q, k->flags); row(&q);
         }
     });
     TABLE("memcpys", 11, {

@@ -3,6 +3,7 @@
  * reader's warnings, the names and dtypes of the counters a counters record carries, and
  * the names and units of a PM sample's values. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,25 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
     default: *n = NULL; return NULL;
     }
 #undef CASE
+}
+
+const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
+                                                      const struct lp_kernel_rec *k)
+{
+    static const struct lp_kernel_config none;
+    return k->config < t->n_kernel_configs ? &t->kernel_configs[k->config] : &none;
+}
+
+int lp_trace_layout(uint32_t type, struct lp_record_layout *l)
+{
+    if (type != LP_REC_KERNEL)
+        return lp_record_layout(type, l);
+    /* kept as lp_kernel_rec, not as the records they were decoded from */
+    *l = (struct lp_record_layout){.size = sizeof(struct lp_kernel_rec), .has_ts = 1,
+                                   .has_end = 1, .ts = offsetof(struct lp_kernel_rec, start),
+                                   .end = offsetof(struct lp_kernel_rec, end), .n_str = 1,
+                                   .str = {offsetof(struct lp_kernel_rec, name)}};
+    return LP_OK;
 }
 
 const char *lp_trace_meta(const struct lp_trace *t, const char *key)

@@ -77,7 +77,7 @@ static void human_ns(char *buf, size_t len, uint64_t ns)
 static uint8_t *timed_records(struct lp_trace *t, uint32_t type, struct lp_record_layout *l, size_t **n)
 {
     void **arr = lp_trace_array_of(t, type, n);
-    if (!arr || lp_record_layout(type, l) != 0 || !l->has_ts)
+    if (!arr || lp_trace_layout(type, l) != 0 || !l->has_ts)
         return NULL;
     return *arr;
 }

@@ -66,6 +66,8 @@ struct rd {
     int meta_read;                    /* a header chunk was read */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
+    uint32_t *cfg_slots;              /* kernel configurations: index + 1 by hash, 0 free */
+    size_t cfg_n_slots, cfg_cap;
 };
 
 /* A warning about one chunk: a file of many damaged chunks gives a few lines and a count. */
@@ -228,6 +230,85 @@ static int merge_device(struct lp_trace *t, const struct lp_device *d)
     return 0;
 }
 
+static uint64_t config_hash(const struct lp_kernel_config *c)
+{
+    const uint8_t *p = (const uint8_t *)c;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof *c; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Puts C (padding zeroed) in the table of slots of RD, which has room */
+static void config_slot(struct rd *rd, const struct lp_kernel_config *c, uint32_t idx)
+{
+    size_t mask = rd->cfg_n_slots - 1, i = (size_t)config_hash(c) & mask;
+    while (rd->cfg_slots[i])
+        i = (i + 1) & mask;
+    rd->cfg_slots[i] = idx + 1;
+}
+
+/* The index of K's launch configuration in T's table, added when new: LP_OK; 1 when the
+ * memory budget refuses it; LP_ERR_NOMEM */
+static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
+{
+    struct lp_trace *t = rd->t;
+    struct lp_kernel_config c;
+    memset(&c, 0, sizeof c); /* padding too: the table hashes and compares bytes */
+    memcpy(c.grid, k->grid, sizeof c.grid);
+    memcpy(c.block, k->block, sizeof c.block);
+    c.registers = k->registers;
+    c.static_smem = k->static_smem;
+    c.dynamic_smem = k->dynamic_smem;
+    c.local_mem_per_thread = k->local_mem_per_thread;
+    c.context = k->context;
+    c.graph_node_id = k->graph_node_id;
+    if (rd->cfg_n_slots) {
+        size_t mask = rd->cfg_n_slots - 1;
+        for (size_t i = (size_t)config_hash(&c) & mask; rd->cfg_slots[i]; i = (i + 1) & mask)
+            if (!memcmp(&t->kernel_configs[rd->cfg_slots[i] - 1], &c, sizeof c)) {
+                *idx = rd->cfg_slots[i] - 1;
+                return LP_OK;
+            }
+    }
+    if (t->n_kernel_configs >= UINT32_MAX - 1 || charge(rd, sizeof c))
+        return 1;
+    if (2 * (t->n_kernel_configs + 1) > rd->cfg_n_slots) { /* half full at most */
+        size_t n = rd->cfg_n_slots ? 2 * rd->cfg_n_slots : 1024;
+        uint32_t *slots = calloc(n, sizeof *slots);
+        if (!slots)
+            return LP_ERR_NOMEM;
+        free(rd->cfg_slots);
+        rd->cfg_slots = slots;
+        rd->cfg_n_slots = n;
+        for (size_t j = 0; j < t->n_kernel_configs; j++)
+            config_slot(rd, &t->kernel_configs[j], (uint32_t)j);
+    }
+    *idx = (uint32_t)t->n_kernel_configs;
+    if (append((void **)&t->kernel_configs, &t->n_kernel_configs, &rd->cfg_cap, &c, sizeof c))
+        return LP_ERR_NOMEM;
+    config_slot(rd, &c, *idx);
+    return LP_OK;
+}
+
+/* A kernel kept as lp_kernel_rec and its configuration (bounded by the budget as any record) */
+static int keep_kernel(struct rd *rd, const struct lp_kernel *k)
+{
+    uint32_t idx = 0;
+    int rc = config_of(rd, k, &idx);
+    if (rc != LP_OK)
+        return rc == 1 ? LP_OK : rc;
+    struct lp_kernel_rec row = {.start = k->start, .end = k->end, .name = k->name,
+                                .correlation = k->correlation, .device = k->device,
+                                .stream = k->stream, .graph_id = k->graph_id,
+                                .flags = k->flags, .config = idx};
+    if (charge(rd, sizeof row))
+        return LP_OK;
+    struct lp_trace *t = rd->t;
+    return append((void **)&t->kernels, &t->n_kernels, &rd->cap[LP_REC_KERNEL], &row,
+                  sizeof row);
+}
+
 static int store(struct rd *rd, const struct lp_record *r)
 {
     struct lp_trace *t = rd->t;
@@ -249,7 +330,7 @@ static int store(struct rd *rd, const struct lp_record *r)
          ? LP_OK                                                                               \
          : append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member))
     switch (r->type) {
-    case LP_REC_KERNEL: return APPEND(kernels, n_kernels, kernel);
+    case LP_REC_KERNEL: return keep_kernel(rd, &r->u.kernel);
     case LP_REC_MEMCPY: return APPEND(memcpys, n_memcpys, memcpy);
     case LP_REC_MEMSET: return APPEND(memsets, n_memsets, memset);
     case LP_REC_MEMORY: return APPEND(memory, n_memory, memory);
@@ -445,7 +526,7 @@ static int finish_strings(struct rd *rd)
         struct lp_record_layout l;
         size_t *n;
         void **arr = lp_trace_array_of(t, type, &n);
-        if (!arr || lp_record_layout(type, &l) != 0 || l.n_str == 0)
+        if (!arr || lp_trace_layout(type, &l) != 0 || l.n_str == 0)
             continue;
         for (size_t i = 0; i < *n; i++) {
             uint8_t *rec = (uint8_t *)*arr + i * l.size;
@@ -954,6 +1035,8 @@ static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h
 /* Frees what lives only while reading; T stays. */
 static void rd_free(struct rd *rd)
 {
+    free(rd->cfg_slots);
+    rd->cfg_slots = NULL;
     free(rd->raw);
     free(rd->defs);
     free(rd->pool);
@@ -1120,6 +1203,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->strings); /* one block with the strings */
     free(t->warnings);
     free(t->kernels);
+    free(t->kernel_configs);
     free(t->memcpys);
     free(t->memsets);
     free(t->memory);
