@@ -1746,6 +1746,40 @@ def flow_login(srv, token):
     check(bad == [401] * 4, "login: a cookie that is not the one set opens nothing", bad)
 
 
+def flow_ipv6(fake):
+    """--listen [::1]:0 serves on IPv6 loopback; [::]:0 without a token is refused."""
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError as e:
+        note(f"no IPv6 loopback here ({e}): --listen [::1] not checked")
+        return
+    srv = Server("IPv6 server", tempfile.mkdtemp(prefix="runs-v6-", dir=TMP),
+                 ["--listen", "[::1]:0", *runner_args(fake)])
+    if not srv.start():
+        return
+    try:
+        check(srv.host == "[::1]", "IPv6: the listening line names [::1]", srv.line)
+        conn = http.client.HTTPConnection("::1", srv.port, timeout=10)
+        try:
+            conn.request("GET", "/runs", headers={"Host": f"[::1]:{srv.port}"})
+            r = conn.getresponse()
+            got = (r.status, json.loads(r.read()))
+        except (OSError, http.client.HTTPException, ValueError) as e:
+            got = repr(e)
+        finally:
+            conn.close()
+        check(got == (200, {"runs": []}), "IPv6: GET /runs on [::1] answers", got)
+    finally:
+        srv.stop()
+    p = subprocess.run([LLMPROF, "serve", "--runs", os.path.join(TMP, "v6-public"),
+                        "--listen", "[::]:0", *runner_args(fake)], capture_output=True,
+                       text=True, timeout=30)
+    check(p.returncode == 2 and "not a loopback address" in p.stderr,
+          "IPv6: [::] without a token is refused", (p.returncode, p.stderr))
+
+
 def flow_public_refused(fake):
     """--listen 0.0.0.0:0 without --token-file: exit status 2, a message on stderr."""
     runs = tempfile.mkdtemp(prefix="runs-public-", dir=TMP)
@@ -1925,6 +1959,7 @@ def main(argv):
             section("cancel at start", flow_cancel_at_start, qsrv)
         section("the token", flow_token, FAKE)
         section("retention", flow_retention, FAKE)
+        section("IPv6", flow_ipv6, FAKE)
         check_coverage()
     finally:
         for srv in servers:

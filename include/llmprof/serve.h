@@ -31,7 +31,7 @@ struct lp_serve_retention {
 
 struct lp_serve_config {
     const char *runs_dir;         /* made when missing; index.db, runs/, logs/ inside */
-    const char *host;             /* IPv4 address to listen on */
+    const char *host;             /* IPv4 or IPv6 address to listen on (no brackets) */
     unsigned port;                /* 0: any free one */
     const char *token;            /* NULL: no authentication (loopback only) */
     size_t queue_max;             /* runs waiting at most; one more is 429 */

@@ -60,8 +60,9 @@ static const struct lp_cli_opt options[] = {
      .help = "the runs' directory (made when missing): index.db, runs/ID/, logs/",
      .off = offsetof(struct serve_opts, runs), .missing = "a directory"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--listen", .arg = "HOST:PORT",
-     .help = "an IPv4 address and port (default 127.0.0.1:8470; port 0: any\n"
-             "free one); other than loopback only with --token-file",
+     .help = "an IPv4 address and port, or [IPV6]:PORT (default\n"
+             "127.0.0.1:8470; port 0: any free one); other than loopback\n"
+             "(127.x.x.x, [::1]) only with --token-file",
      .off = offsetof(struct serve_opts, listen), .missing = "HOST:PORT"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--token-file", .arg = "FILE",
      .help = "every request then needs 'Authorization: Bearer TOKEN', TOKEN\n"
@@ -100,17 +101,24 @@ static void on_stop(int sig)
     stop_flag = 1;
 }
 
-/* HOST:PORT into HOST (BUF) and *PORT: 0, or -1 with a message */
+/* HOST:PORT or [IPV6]:PORT into HOST (BUF, without brackets) and *PORT: 0, or -1 with a
+ * message */
 static int split_listen(const char *spec, char *buf, size_t len, unsigned *port)
 {
-    const char *colon = strrchr(spec, ':');
+    const char *colon = strrchr(spec, ':'), *host = spec;
+    size_t n = colon ? (size_t)(colon - spec) : 0;
+    if (spec[0] == '[') { /* [::1]:8470 */
+        host = spec + 1;
+        n = n >= 2 && spec[n - 1] == ']' ? n - 2 : 0;
+    }
     int64_t p = -1;
-    if (!colon || (size_t)(colon - spec) >= len || colon == spec ||
+    if (!colon || n == 0 || n >= len || memchr(host, ']', n) ||
         lp_cli_parse_range("serve", "--listen", colon + 1, 0, 65535, &p) != 0) {
-        lp_cli_error("serve", "--listen takes HOST:PORT (127.0.0.1:8470), not '%s'", spec);
+        lp_cli_error("serve", "--listen takes HOST:PORT (127.0.0.1:8470, [::1]:8470), not '%s'",
+                     spec);
         return -1;
     }
-    snprintf(buf, len, "%.*s", (int)(colon - spec), spec);
+    snprintf(buf, len, "%.*s", (int)n, host);
     if (!strcmp(buf, "localhost"))
         snprintf(buf, len, "127.0.0.1");
     *port = (unsigned)p;
@@ -175,7 +183,7 @@ static int serve(struct serve_opts *o, struct lp_serve_runner *runners, size_t n
     unsigned port = 8470;
     if (split_listen(o->listen ? o->listen : "127.0.0.1:8470", host, sizeof host, &port) != 0)
         return LP_CLI_EXIT_USAGE;
-    if (!o->token_file && strncmp(host, "127.", 4) != 0) {
+    if (!o->token_file && strncmp(host, "127.", 4) != 0 && strcmp(host, "::1") != 0) {
         lp_cli_error("serve", "--listen %s is not a loopback address: give --token-file too, "
                               "so that only holders of the token can start runs", host);
         return LP_CLI_EXIT_USAGE;

@@ -720,27 +720,32 @@ static int make_dirs(struct server *s, char *err, size_t len)
 
 static struct MHD_Daemon *listen_on(struct server *s, unsigned *port, char *err, size_t len)
 {
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
-    if (inet_pton(AF_INET, s->cfg->host, &addr.sin_addr) != 1) {
-        snprintf(err, len, "--listen: '%s' is not an IPv4 address", s->cfg->host);
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)*port)};
+    int v6 = strchr(s->cfg->host, ':') != NULL;
+    if (v6 ? inet_pton(AF_INET6, s->cfg->host, &a6.sin6_addr) != 1
+           : inet_pton(AF_INET, s->cfg->host, &a4.sin_addr) != 1) {
+        snprintf(err, len, "--listen: '%s' is not an IPv%d address", s->cfg->host, v6 ? 6 : 4);
         return NULL;
     }
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handle, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+        MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
+        NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+        v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_UNESCAPE_CALLBACK,
         unescape, NULL, MHD_OPTION_END);
     if (!d) {
-        snprintf(err, len, "cannot listen on %s:%u (in use, or not this machine's address)",
-                 s->cfg->host, *port);
+        snprintf(err, len, "cannot listen on %s%s%s:%u (in use, or not this machine's address)",
+                 v6 ? "[" : "", s->cfg->host, v6 ? "]" : "", *port);
         return NULL;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-    struct sockaddr_in got;
+    struct sockaddr_storage got;
     socklen_t gl = sizeof got;
     if (info && getsockname(info->listen_fd, (struct sockaddr *)&got, &gl) == 0)
-        *port = ntohs(got.sin_port);
+        *port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                                : ((struct sockaddr_in *)&got)->sin_port);
     return d;
 }
 
@@ -773,7 +778,9 @@ int lp_serve_run(const struct lp_serve_config *cfg, volatile sig_atomic_t *stop,
         goto out;
     }
     worker_on = 1;
-    printf("llmprof serve: listening on http://%s:%u/ (runs in %s)\n", cfg->host, port, s->dir);
+    int v6 = strchr(cfg->host, ':') != NULL;
+    printf("llmprof serve: listening on http://%s%s%s:%u/ (runs in %s)\n", v6 ? "[" : "",
+           cfg->host, v6 ? "]" : "", port, s->dir);
     fflush(stdout);
     while (!*stop)
         usleep(100 * 1000);
