@@ -48,7 +48,8 @@ static const struct lp_cli_opt options[] = {
     "/runs/ID follow it, /runs/ID/artifacts lists and serves its files, DELETE /runs/ID\n"
     "cancels or removes it; GET / is a page of the runs. Runs go one at a time; the index of\n"
     "runs (DIR/index.db, SQLite) survives restarts, and a run a stopped server left running\n"
-    "is marked failed. A request names a runner and gives typed fields, never a command.\n"
+    "is marked failed, its processes killed. A request names a runner and gives typed\n"
+    "fields, never a command.\n"
     "After each run, retention: its files are capped (traces first; trimmed.json says what\n"
     "went) and, of its tag, runs older than the newest N are compressed (DIR/runs/ID.tar.zst,\n"
     "still served); 'llmprof runs DIR' lists and prunes without a server.\n"
@@ -66,7 +67,8 @@ static const struct lp_cli_opt options[] = {
      .off = offsetof(struct serve_opts, listen), .missing = "HOST:PORT"},
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--token-file", .arg = "FILE",
      .help = "every request then needs 'Authorization: Bearer TOKEN', TOKEN\n"
-             "the file's first line (GET /openapi.yaml excepted)",
+             "the file's first line, or the cookie the page's login sets\n"
+             "(GET /openapi.yaml and POST /login excepted)",
      .off = offsetof(struct serve_opts, token_file), .missing = "a file"},
     {.kind = LP_CLI_OPT_KIND_INT, .name = "--queue", .arg = "N",
      .help = "runs waiting at most; one more is answered 429 (default 16)",
