@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "llmprof/analyze.h"
+#include "../src/analyze/run_internal.h" /* lp_sort_kv, lp_sort_kv_inplace */
 
 struct mk {
     uint64_t ts;
@@ -244,10 +245,58 @@ static void test_summary_many_names(void **state)
     lp_trace_free(t);
 }
 
+static int cmp_kv(const void *a, const void *b)
+{
+    const struct lp_kv *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->val > y->val) - (x->val < y->val);
+}
+
+/* The in-place sort against the stable radix sort (values added in increasing order: the
+ * same order) and against qsort by (key, value) (values in any order), on sizes around its
+ * insertion-sort threshold, many ties, keys sharing their high bytes, sorted and reversed
+ * input */
+static void test_sort_kv_inplace(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 31, 32, 33, 257, 5000, 200000};
+    uint64_t seed = 88172645463325252ull;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        for (int shape = 0; shape < 5; shape++) {
+            struct lp_kv *a = malloc((n + 1) * sizeof *a), *b = malloc(2 * (n + 1) * sizeof *b);
+            assert_non_null(a);
+            assert_non_null(b);
+            for (size_t i = 0; i < n; i++) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                uint64_t k = shape == 0   ? seed
+                             : shape == 1 ? seed % 7                     /* many ties */
+                             : shape == 2 ? 1700000000000000000ull + seed % 100000
+                             : shape == 3 ? i                            /* sorted */
+                                          : n - i;                       /* reversed */
+                a[i] = (struct lp_kv){k, shape == 1 && si % 2 ? seed >> 3 : i};
+            }
+            memcpy(b, a, n * sizeof *a);
+            lp_sort_kv_inplace(a, n);
+            if (shape == 1 && si % 2)
+                qsort(b, n, sizeof *b, cmp_kv);
+            else
+                lp_sort_kv(b, b + n, n);
+            assert_memory_equal(a, b, n * sizeof *a);
+            free(a);
+            free(b);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nesting_and_threads),
+        cmocka_unit_test(test_sort_kv_inplace),
         cmocka_unit_test(test_cross_thread_unmatched_unclosed),
         cmocka_unit_test(test_group_names),
         cmocka_unit_test(test_summary),

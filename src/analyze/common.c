@@ -38,6 +38,73 @@ void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n)
         memcpy(v, src, n * sizeof *v);
 }
 
+/* (key, val) of X before Y's */
+static int kv_less(const struct lp_kv *x, const struct lp_kv *y)
+{
+    return x->key < y->key || (x->key == y->key && x->val < y->val);
+}
+
+/* Byte D of (key, val), D = 0 the key's highest, 15 the value's lowest */
+static unsigned kv_byte(const struct lp_kv *x, int d)
+{
+    return (unsigned)((d < 8 ? x->key >> (56 - 8 * d) : x->val >> (120 - 8 * d)) & 0xff);
+}
+
+/* American flag sort: by byte D, the buckets in place, then each bucket by the next byte */
+static void flag_sort(struct lp_kv *v, size_t n, int d)
+{
+    while (n > 32 && d < 16) {
+        size_t count[256] = {0}, next[256], end[256];
+        for (size_t i = 0; i < n; i++)
+            count[kv_byte(&v[i], d)]++;
+        size_t at = 0;
+        int buckets = 0;
+        for (int b = 0; b < 256; b++) {
+            next[b] = at;
+            at += count[b];
+            end[b] = at;
+            buckets += count[b] != 0;
+        }
+        if (buckets > 1)
+            for (int b = 0; b < 256; b++)
+                while (next[b] < end[b]) { /* cycle each misplaced entry to its bucket */
+                    struct lp_kv x = v[next[b]];
+                    unsigned c = kv_byte(&x, d);
+                    while (c != (unsigned)b) {
+                        struct lp_kv y = v[next[c]];
+                        v[next[c]++] = x;
+                        x = y;
+                        c = kv_byte(&x, d);
+                    }
+                    v[next[b]++] = x;
+                }
+        if (buckets == 1) { /* every entry has this byte: the next one, no recursion */
+            d++;
+            continue;
+        }
+        for (int b = 0; b < 256; b++)
+            if (count[b] > 1)
+                flag_sort(v + end[b] - count[b], count[b], d + 1);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) { /* a few: by insertion */
+        struct lp_kv x = v[i];
+        size_t j = i;
+        for (; j > 0 && kv_less(&x, &v[j - 1]); j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
+void lp_sort_kv_inplace(struct lp_kv *v, size_t n)
+{
+    int sorted = 1;
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = !kv_less(&v[i], &v[i - 1]);
+    if (!sorted)
+        flag_sort(v, n, 0);
+}
+
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
 {
     memset(s, 0, sizeof *s);

@@ -109,7 +109,7 @@ int lp_run_name_groups(struct lp_run_ctx *c)
     m.hash = malloc(m.cap * sizeof *m.hash);
     m.group = malloc(m.cap * sizeof *m.group);
     m.first_id = malloc(m.cap * sizeof *m.first_id);
-    struct lp_kv *kv = malloc((n ? n : 1) * 2 * sizeof *kv);
+    struct lp_kv *kv = malloc((n ? n : 1) * sizeof *kv); /* sorted in place */
     r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
     if (!by_id || !m.hash || !m.group || !m.first_id || !kv || !r->kernel_group)
         goto out;
@@ -131,7 +131,7 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         kv[k++] = (struct lp_kv){t->memcpys[i].start, (uint64_t)LP_OP_MEMCPY << 32 | i};
     for (size_t i = 0; i < t->n_memsets; i++)
         kv[k++] = (struct lp_kv){t->memsets[i].start, (uint64_t)LP_OP_MEMSET << 32 | i};
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     c->work = malloc((n ? n : 1) * sizeof *c->work);
     if (!c->work)
         goto out;
@@ -305,7 +305,7 @@ int lp_run_kernels(struct lp_run_ctx *c)
                  1u << GROUP_BITS);
         return LP_ERR_ARG;
     }
-    struct lp_kv *kv = malloc((n ? n : 1) * 2 * sizeof *kv);
+    struct lp_kv *kv = malloc((n ? n : 1) * sizeof *kv); /* sorted in place */
     uint64_t *stage_ns = calloc(r->n_stages + 1, sizeof *stage_ns);
     int rc = LP_ERR_NOMEM;
     if (!kv || !stage_ns)
@@ -334,7 +334,7 @@ int lp_run_kernels(struct lp_run_ctx *c)
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
         }
     }
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     if ((rc = rows_of(kv, n, total, 0, &r->all_kernels)))
         goto out;
     rc = LP_ERR_NOMEM;
@@ -352,7 +352,7 @@ int lp_run_kernels(struct lp_run_ctx *c)
                                    (uint64_t)w->group << DUR_BITS | dur_key(d),
                                d};
     }
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     for (size_t i = 0, s = 0; s < r->n_stages; s++) {
         size_t j = i;
         while (j < n && (kv[j].key >> (DUR_BITS + GROUP_BITS)) == s)

@@ -205,7 +205,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
 static int launch_delays(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * 2 * sizeof *kv);
+    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * sizeof *kv); /* sorted in place */
     if (!kv)
         return LP_ERR_NOMEM;
     size_t n = 0;
@@ -217,7 +217,7 @@ static int launch_delays(struct lp_run_ctx *c)
         uint64_t d = w->start > w->launch ? w->start - w->launch : 0;
         kv[n++] = (struct lp_kv){(uint64_t)w->stage << 48 | (d < cap ? d : cap), d};
     }
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && kv[j].key >> 48 == kv[i].key >> 48)
@@ -260,7 +260,7 @@ static int device_memory(struct lp_run_ctx *c)
     size_t n = t->n_memory;
     if (n == 0)
         return LP_OK;
-    struct lp_kv *kv = malloc(2 * n * sizeof *kv);
+    struct lp_kv *kv = malloc(n * sizeof *kv);
     uint64_t *held = malloc(n * sizeof *held);
     if (!kv || !held) {
         free(kv);
@@ -269,7 +269,7 @@ static int device_memory(struct lp_run_ctx *c)
     }
     for (size_t i = 0; i < n; i++)
         kv[i] = (struct lp_kv){t->memory[i].timestamp, i};
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     uint64_t cur = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_memory *m = &t->memory[kv[i].val];
@@ -321,12 +321,12 @@ int lp_run_timeline(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     c->r->t0_ns = earliest(c);
     c->r->kernels_recorded = lp_trace_kernels_recorded(t);
-    struct lp_kv *apis = malloc((t->n_apis ? t->n_apis : 1) * 2 * sizeof *apis);
+    struct lp_kv *apis = malloc((t->n_apis ? t->n_apis : 1) * sizeof *apis); /* in place */
     if (!apis)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < t->n_apis; i++)
         apis[i] = (struct lp_kv){t->apis[i].start, i};
-    lp_sort_kv(apis, apis + t->n_apis, t->n_apis);
+    lp_sort_kv_inplace(apis, t->n_apis);
     int rc = gaps_and_bins(c, apis);
     free(apis);
     if (rc == LP_OK)
