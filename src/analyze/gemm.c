@@ -389,7 +389,8 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 static int unshaped(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * 2 * sizeof *kv);
+    /* sorted in place: only counts and sums are taken of each key's run */
+    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * sizeof *kv);
     if (!kv)
         return LP_ERR_NOMEM;
     size_t n = 0;
@@ -410,7 +411,7 @@ static int unshaped(struct lp_run_ctx *c)
         r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, w->end - w->start);
         kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
     }
-    lp_sort_kv(kv, kv + n, n);
+    lp_sort_kv_inplace(kv, n);
     size_t rows = 0;
     for (size_t i = 0; i < n; i++)
         rows += i == 0 || kv[i].key != kv[i - 1].key;

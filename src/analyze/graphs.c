@@ -23,7 +23,7 @@ int lp_run_replays(struct lp_run_ctx *c)
         return rc;
     c->gemm_replays = calloc(t->n_gemms, sizeof *c->gemm_replays);
     /* (captured call, replay) of each replayed GEMM kernel */
-    struct lp_kv *kv = malloc(2 * t->n_kernels * sizeof *kv);
+    struct lp_kv *kv = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *kv); /* in place */
     struct lp_corr_map m = {0};
     rc = c->gemm_replays && kv ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
     size_t n = 0;
@@ -32,7 +32,7 @@ int lp_run_replays(struct lp_run_ctx *c)
             kv[n++] = (struct lp_kv){(uint64_t)c->kernel_gemm[i] << 32 | t->kernels[i].correlation,
                                      i};
     if (rc == LP_OK && n) {
-        lp_sort_kv(kv, kv + n, n);
+        lp_sort_kv_inplace(kv, n); /* values (kernel indices) rise: the stable order */
         size_t runs = 0;
         for (size_t i = 0; i < n; i++)
             runs += i == 0 || kv[i].key != kv[i - 1].key;
