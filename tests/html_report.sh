@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The HTML report in headless Chromium: it renders (the page marks itself rendered), shows
 # its tables (LLM metrics, stages, utilisation, GEMMs with and without shapes, kernels, CUPTI's
-# overhead records, CUDA graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, PM samples, a
+# overhead records, CUDA graphs on a graph-replayed decode, DeepSeek-OCR-2's TTFT by part and tokens, operators by input shapes, PM samples, a
 # serving loop's section) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
@@ -75,6 +75,15 @@ check "ocr2 fixture: image and text tokens" grep -q '257 image slots' "$T/dom.ht
 check "ocr2 fixture: TTFT by part" grep -q '<h3>TTFT by part</h3>' "$T/dom.html"
 check "ocr2 fixture: SAM's share" grep -q 'sam 26.7 %' "$T/dom.html"
 check "ocr2 fixture: MoE expert time" grep -q '4.407 ms (29.5 %)' "$T/dom.html"
+# operators by input shapes (DeepSeek-OCR under emit_nvtx(record_shapes=True))
+"$LP" report "$FIX/deepseek-ocr-operators/repeat-1" -o "$T/ops" --quiet ||
+    { echo "not ok - llmprof report failed on deepseek-ocr-operators"; exit 1; }
+render "$T/ops/report.html"
+check "operators fixture: no console messages" test ! -s "$T/console.txt"
+check "operators fixture: the table by input shapes" grep -q '<h3>By input shapes</h3>' "$T/dom.html"
+check "operators fixture: a grouped GEMM's shapes and calls" grep -qF \
+    '<td class="t">aten::_grouped_mm</td><td class="t" title="[[1740, 1280], [64, 1280, 1792], [64], [], []]">[[1740, 1280], [64, 1280, 1792], [64], [], []]</td><td>22</td>' \
+    "$T/dom.html"
 # PM sampling, --light (no kernels): the sampled throughputs on the samples' own axis
 "$LP" report "$FIX/pm-hf-llama-only" -o "$T/pm" --quiet ||
     { echo "not ok - llmprof report failed on pm-hf-llama-only"; exit 1; }
