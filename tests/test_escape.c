@@ -124,6 +124,7 @@ static void hostile_trace(struct tb *b, int extra)
     add(b, &l);
     range(b, "prefill tokens=8", 1, 0, 100000);
     range(b, "op " OSC CLS FORGE " `tick` a|b", 1, 100, 90000);
+    range(b, "aten::" OSC "mm" CLS ", seq = 1, sizes = [[4, 8], [8, 8]]", 1, 150, 80000);
     if (extra)
         range(b, "op_b " OSC, 1, 91000, 99000);
     kernel(b, "k_osc" OSC "_end", 1, 200, 1000, 1000 + 2000 * x);
@@ -291,6 +292,8 @@ static void test_run_writers(void **state)
         {"stages.csv", lp_report_stages_csv, 4, "ev\\x1b[2Jil|`st`age\\x0a| forged | row |,"},
         {"gemms.csv", lp_report_gemms_csv, 2, "cublas\\x1b]0;pwned\\x07Gemm"},
         {"iterations.csv", lp_report_iterations_csv, 1, NULL},
+        {"operator_shapes.csv", lp_report_operator_shapes_csv, 2,
+         "aten::\\x1b]0;pwned\\x07mm\\x1b[2J"},
     };
     for (size_t i = 0; i < sizeof csvs / sizeof *csvs; i++) {
         char *text = write_to_string(csvs[i].fn, &r);

@@ -218,6 +218,7 @@ static void write_all(const struct lp_run *r)
         {"report.html", lp_report_run_html},   {"kernels.csv", lp_report_kernels_csv},
         {"operators.csv", lp_report_operators_csv}, {"stages.csv", lp_report_stages_csv},
         {"gemms.csv", lp_report_gemms_csv},    {"iterations.csv", lp_report_iterations_csv},
+        {"operator_shapes.csv", lp_report_operator_shapes_csv},
     };
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) {
         char *s = write_file(text[i].fn, r, text[i].name);

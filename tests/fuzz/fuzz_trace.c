@@ -132,6 +132,7 @@ enum lp_fuzz_verdict lp_fuzz_trace_image(const uint8_t *data, size_t size)
             bad |= lp_report_run_html(sink, &r);
             bad |= lp_report_kernels_csv(sink, &r);
             bad |= lp_report_operators_csv(sink, &r);
+            bad |= lp_report_operator_shapes_csv(sink, &r);
             bad |= lp_report_stages_csv(sink, &r);
             bad |= lp_report_gemms_csv(sink, &r);
             bad |= lp_report_perfetto(sink, &r, 0, 0);
