@@ -1711,6 +1711,7 @@ def flow_token(fake):
               fetch(srv, rid, "report.md").status]
         check(ok == [200] * 5, "token: 200 with the right token", ok)
         flow_login(srv, token)
+        flow_per_address(srv)
         flow_default_queue(srv)
     finally:
         srv.stop()
@@ -1778,6 +1779,32 @@ def flow_ipv6(fake):
                        text=True, timeout=30)
     check(p.returncode == 2 and "not a loopback address" in p.stderr,
           "IPv6: [::] without a token is refused", (p.returncode, p.stderr))
+
+
+def flow_per_address(srv):
+    """Beyond loopback one address holds 64 connections: 64 idle ones stay open, the next is
+    closed at once, and once they go a request is answered again."""
+    idle = []
+    try:
+        for _ in range(64):
+            idle.append(socket.create_connection(("127.0.0.1", srv.port), timeout=10))
+        extra = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        extra.sendall(b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            got = extra.recv(100)
+        except OSError as e:
+            got = repr(e).encode()
+        extra.close()
+        idle[0].sendall(b"GET /openapi.yaml HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        first = idle[0].recv(20)
+    finally:
+        for c in idle:
+            c.close()
+    check(not got.startswith(b"HTTP/1.1 200") and first.startswith(b"HTTP/1.1 200"),
+          "per address: 64 connections held, the 65th closed unanswered", (got, first))
+    time.sleep(0.3)
+    r = srv.call("GET", "/openapi.yaml")
+    check(r.status == 200, "per address: answered again once they closed", r)
 
 
 def flow_public_refused(fake):

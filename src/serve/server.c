@@ -728,13 +728,18 @@ static struct MHD_Daemon *listen_on(struct server *s, unsigned *port, char *err,
         snprintf(err, len, "--listen: '%s' is not an IPv%d address", s->cfg->host, v6 ? 6 : 4);
         return NULL;
     }
+    /* beyond loopback, one address holds 64 connections at most: a client that trickles
+     * its headers cannot take the whole pool of 1,000 */
+    int open_to_others = v6 ? strcmp(s->cfg->host, "::1") != 0
+                            : strncmp(s->cfg->host, "127.", 4) != 0;
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
         NULL, handle, s, MHD_OPTION_SOCK_ADDR,
         v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_UNESCAPE_CALLBACK,
-        unescape, NULL, MHD_OPTION_END);
+        (unsigned)4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(open_to_others ? 64 : 0),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
     if (!d) {
         snprintf(err, len, "cannot listen on %s%s%s:%u (in use, or not this machine's address)",
                  v6 ? "[" : "", s->cfg->host, v6 ? "]" : "", *port);
