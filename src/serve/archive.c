@@ -60,14 +60,30 @@ static int put(struct archive *a, const char *run_dir, const char *prefix, const
     return rc;
 }
 
+/* PATH opened for reading: NULL (and the reason in ERR) when it cannot be */
+static struct archive *open_read(const char *path, char *err, size_t len)
+{
+    struct archive *a = archive_read_new();
+    if (!a) {
+        snprintf(err, len, "out of memory");
+        return NULL;
+    }
+    archive_read_support_format_tar(a);
+    archive_read_support_filter_zstd(a);
+    if (archive_read_open_filename(a, path, BLOCK) != ARCHIVE_OK) {
+        snprintf(err, len, "%s: %s", path, archive_error_string(a));
+        archive_read_free(a);
+        return NULL;
+    }
+    return a;
+}
+
 /* Reads PATH back: every member's bytes against FILES (sorted as written): 0, or -1 */
 static int verify(const char *path, const char *prefix, const struct lp_files *files,
                   char *buf, char *err, size_t len)
 {
-    struct archive *a = archive_read_new();
-    archive_read_support_format_tar(a);
-    archive_read_support_filter_zstd(a);
-    int rc = archive_read_open_filename(a, path, BLOCK) == ARCHIVE_OK ? 0 : -1;
+    struct archive *a = open_read(path, err, len);
+    int rc = a ? 0 : -1;
     struct archive_entry *e;
     size_t i = 0, pl = strlen(prefix);
     for (; rc == 0 && archive_read_next_header(a, &e) == ARCHIVE_OK; i++) {
@@ -82,10 +98,11 @@ static int verify(const char *path, const char *prefix, const struct lp_files *f
     }
     if (rc == 0 && i != files->n)
         rc = -1;
-    if (rc != 0)
+    if (rc != 0 && a)
         snprintf(err, len, "%s: reading it back did not give the run's files (%s)", path,
                  archive_error_string(a) ? archive_error_string(a) : "a member differs");
-    archive_read_free(a);
+    if (a)
+        archive_read_free(a);
     return rc;
 }
 
@@ -170,24 +187,6 @@ int lp_archive_write(const char *run_dir, const char *prefix, const char *dest, 
 struct lp_archive_member {
     struct archive *a;
 };
-
-/* PATH opened for reading: NULL (and the reason in ERR) when it cannot be */
-static struct archive *open_read(const char *path, char *err, size_t len)
-{
-    struct archive *a = archive_read_new();
-    if (!a) {
-        snprintf(err, len, "out of memory");
-        return NULL;
-    }
-    archive_read_support_format_tar(a);
-    archive_read_support_filter_zstd(a);
-    if (archive_read_open_filename(a, path, BLOCK) != ARCHIVE_OK) {
-        snprintf(err, len, "%s: %s", path, archive_error_string(a));
-        archive_read_free(a);
-        return NULL;
-    }
-    return a;
-}
 
 /* E's name without PREFIX/: NULL when it is not under it */
 static const char *member_name(struct archive_entry *e, const char *prefix)

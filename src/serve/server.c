@@ -423,28 +423,37 @@ static enum MHD_Result login_page(struct MHD_Connection *c, const char *why)
     return send_text(c, MHD_HTTP_UNAUTHORIZED, "text/html; charset=utf-8", text, strlen(text));
 }
 
-/* FORM's field NAME (application/x-www-form-urlencoded) decoded into OUT: 0, or -1 */
+/* IN's %XX decoded into OUT (room for LEN, IN's length at most; IN itself will do), '+' as
+ * a space when FORM (application/x-www-form-urlencoded), but for %00: a name cut at a NUL
+ * would stand for another, so "%00" stays as it is. Stops at STOP: the length written. */
+static size_t pct_decode(const char *in, char stop, int form, char *out, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; in[i] && in[i] != stop && o + 1 < len; i++) {
+        const char *hi = in[i] == '%' && in[i + 1] ? strchr(hex, in[i + 1] | 0x20) : NULL;
+        const char *lo = hi && in[i + 2] ? strchr(hex, in[i + 2] | 0x20) : NULL;
+        int v = lo ? (int)(hi - hex) * 16 + (int)(lo - hex) : 0;
+        if (v != 0) {
+            out[o++] = (char)v;
+            i += 2;
+        } else {
+            out[o++] = form && in[i] == '+' ? ' ' : in[i];
+        }
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* FORM's field NAME (application/x-www-form-urlencoded) decoded into OUT: 0, or -1 when it
+ * is missing or longer than OUT */
 static int form_field(const char *form, const char *name, char *out, size_t len)
 {
     size_t nl = strlen(name);
-    for (const char *p = form; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
-        if (strncmp(p, name, nl) != 0 || p[nl] != '=')
-            continue;
-        size_t o = 0;
-        static const char hex[] = "0123456789abcdef";
-        for (p += nl + 1; *p && *p != '&' && o + 1 < len; p++) {
-            const char *hi = *p == '%' && p[1] ? strchr(hex, p[1] | 0x20) : NULL;
-            const char *lo = hi && p[2] ? strchr(hex, p[2] | 0x20) : NULL;
-            if (lo) {
-                out[o++] = (char)((hi - hex) * 16 + (lo - hex));
-                p += 2;
-            } else {
-                out[o++] = *p == '+' ? ' ' : *p;
-            }
-        }
-        out[o] = 0;
-        return *p && *p != '&' ? -1 : 0;
-    }
+    for (const char *p = form; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL)
+        if (!strncmp(p, name, nl) && p[nl] == '=')
+            return strcspn(p + nl + 1, "&") < len ? (pct_decode(p + nl + 1, '&', 1, out, len), 0)
+                                                   : -1;
     return -1;
 }
 
@@ -605,27 +614,12 @@ static enum MHD_Result route(struct server *s, struct MHD_Connection *c, const c
     return send_error(c, MHD_HTTP_NOT_FOUND, "no such path: see GET /openapi.yaml");
 }
 
-/* The URL's %XX decoded in place, but for %00: a name cut at a NUL would stand for another
- * file, so "%00" stays as it is (and names nothing). Returns the new length. */
+/* The URL decoded in place (pct_decode): its new length */
 static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
 {
     (void)cls;
     (void)c;
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    for (size_t i = 0; s[i]; i++) {
-        const char *hi = s[i] == '%' && s[i + 1] ? strchr(hex, s[i + 1] | 0x20) : NULL;
-        const char *lo = hi && s[i + 2] ? strchr(hex, s[i + 2] | 0x20) : NULL;
-        int v = lo ? (int)(hi - hex) * 16 + (int)(lo - hex) : 0;
-        if (v != 0) {
-            s[o++] = (char)v;
-            i += 2;
-        } else {
-            s[o++] = s[i];
-        }
-    }
-    s[o] = 0;
-    return o;
+    return pct_decode(s, 0, 0, s, strlen(s) + 1);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
