@@ -1369,6 +1369,46 @@ static void test_writers(void **state)
     lp_trace_free(t);
 }
 
+/* The Perfetto protobuf export: 40 kernels on one stream, each starting after and ending
+ * after the one before (crossing every one still open), fill 32 lanes of the stream, and
+ * the 8 past them are cut to end with the slice they cross; nested kernels need one lane. A
+ * window that holds nothing writes no kernel name. */
+static void test_perfetto_pb_lanes(void **state)
+{
+    (void)state;
+    for (int crossing = 0; crossing < 2; crossing++) {
+        struct tb b;
+        tb_open(&b);
+        device(&b);
+        range(&b, "prefill tokens=8", 1, 0, 200000);
+        for (uint64_t i = 0; i < 40; i++)
+            kernel(&b, "crossing_kernel", 1, 0, 1000 + 10 * i,
+                   crossing ? 100000 + 10 * i : 100000 - 10 * i);
+        struct lp_trace *t = tb_read(&b, 1);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        struct lp_perfetto_stats st;
+        assert_int_equal(lp_report_perfetto_pb(f, &r, 0, 0, &st), 0);
+        fclose(f);
+        /* the host thread, and the stream's lanes */
+        assert_int_equal(st.shortened, crossing ? 8 : 0);
+        assert_int_equal(st.tracks, crossing ? 1 + 32 : 1 + 1);
+        assert_non_null(memmem(buf, len, "crossing_kernel", 15));
+        assert_int_equal(crossing, memmem(buf, len, "stream 7 (overlapping 31)", 25) != NULL);
+        free(buf);
+        f = open_memstream(&buf, &len);
+        assert_int_equal(lp_report_perfetto_pb(f, &r, 1, 2, &st), 0);
+        fclose(f);
+        assert_null(memmem(buf, len, "crossing_kernel", 15));
+        free(buf);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 /* ---- the real fixtures ---- */
 
 static struct lp_trace *fixture(const char *name) { return tb_fixture(LP_FIXTURES, name); }
@@ -3696,6 +3736,7 @@ int main(void)
         cmocka_unit_test(test_fixture_inferred_stages),
         cmocka_unit_test(test_fixture_gemm_shapes),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_perfetto_pb_lanes),
         cmocka_unit_test(test_names_not_utf8),
         cmocka_unit_test(test_fixture_llama),
         cmocka_unit_test(test_fixture_torch_operators),

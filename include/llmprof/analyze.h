@@ -10,6 +10,19 @@
 #include "llmprof/model.h"
 #include "llmprof/trace.h"
 
+/* ---- sorting ---- */
+
+/* Key/value pairs and their sorts (the analysis' own, also for exports that order records):
+ * lp_sort_kv is a radix sort by key (LSD, stable), TMP holding N pairs; lp_sort_kv_inplace
+ * sorts by (key, val) without TMP's memory: what lp_sort_kv's stable order gives wherever
+ * values of equal keys were added in increasing order. Linear (16 passes at most over
+ * shrinking buckets). */
+struct lp_kv {
+    uint64_t key, val;
+};
+void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n);
+void lp_sort_kv_inplace(struct lp_kv *v, size_t n);
+
 /* ---- NVTX ranges paired from markers ---- */
 
 enum lp_range_flag {

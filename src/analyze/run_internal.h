@@ -9,16 +9,6 @@
 
 #include "llmprof/analyze.h"
 
-/* radix sort of key/value pairs by key (LSD, stable); TMP holds N pairs */
-struct lp_kv {
-    uint64_t key, val;
-};
-void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n);
-/* V sorted by (key, val) in place, without TMP's memory: what lp_sort_kv's stable order
- * gives wherever values of equal keys were added in increasing order. Linear (16 passes
- * at most over shrinking buckets). */
-void lp_sort_kv_inplace(struct lp_kv *v, size_t n);
-
 enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
 /* the fixed group of whole CUDA graph replays (kernels.c): after the 4 copy groups and sets */
 enum { LP_GROUP_REPLAY = 5 };

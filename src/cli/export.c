@@ -1,6 +1,6 @@
 /* llmprof export: converts a trace for other viewers. --perfetto writes the Chrome trace
- * event JSON that ui.perfetto.dev and chrome://tracing open; --sqlite one SQLite database
- * of every trace of a run (docs/sqlite-schema.md). */
+ * event JSON that ui.perfetto.dev and chrome://tracing open, or Perfetto's protobuf for a
+ * .pftrace; --sqlite one SQLite database of every trace of a run (docs/sqlite-schema.md). */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -26,7 +26,8 @@ static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd
 
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
-    "usage: llmprof export RUN --perfetto FILE.json [--window FROM_MS:TO_MS] [--force]\n"
+    "usage: llmprof export RUN --perfetto FILE.json|FILE.pftrace [--window FROM_MS:TO_MS]\n"
+    "                      [--force]\n"
     "       llmprof export RUN --sqlite FILE.db [--force]\n"
     "\n"
     "Writes a recorded trace (RUN: a run directory with one trace, or a .lpt file) in the\n"
@@ -37,16 +38,20 @@ static const struct lp_cli_opt options[] = {
     "  - NVML samples as counter tracks (power, clocks, utilisation, temperature, memory);\n"
     "  - a flow arrow from each launching call to the kernel it launched.\n"
     "Timestamps are microseconds from the first record. With several traces in RUN, give\n"
-    "the .lpt file. A kernel takes about 650 bytes of JSON (with its call and flow): for long\n"
-    "runs, --window FROM_MS:TO_MS keeps what overlaps that span (ms from the first record;\n"
-    "report.md's timeline gives the times); full kernel names are in kernels.csv. An export\n"
-    "estimated above 1 GiB is announced first (LLMPROF_EXPORT_WARN_MIB sets the bound).\n"
+    "the .lpt file. A kernel takes about 650 bytes of JSON (with its call and flow).\n"
+    "FILE.pftrace (or .perfetto-trace, .pb) is Perfetto's own protobuf format instead: the\n"
+    "same tracks and events, streamed, at about 80 bytes per kernel; slices that overlap on\n"
+    "a stream or thread without nesting go to an overlap track beside it, and PM sampling's\n"
+    "counters come too (docs/report.md, \"Perfetto export\"). For long runs, --window\n"
+    "FROM_MS:TO_MS keeps what overlaps that span (ms from the first record; report.md's\n"
+    "timeline gives the times); full kernel names are in kernels.csv. An export estimated\n"
+    "above 1 GiB is announced first (LLMPROF_EXPORT_WARN_MIB sets the bound).\n"
     "\n"
-    "FILE.json is written under a temporary name and moved in when complete; '-' is standard\n"
-    "output; a device or FIFO is written in place; a symbolic link is followed (its target\n"
-    "gets the export). The trace itself is refused as FILE.json (status 2), and so is a\n"
-    "FILE.json or FILE.db that is already there, unless --force: then it is replaced, only\n"
-    "once the new one is complete.\n"
+    "The file is written under a temporary name and moved in when complete; '-' is standard\n"
+    "output (the JSON); a device or FIFO is written in place; a symbolic link is followed\n"
+    "(its target gets the export). The trace itself is refused as the output (status 2),\n"
+    "and so is a file that is already there, unless --force: then it is replaced, only once\n"
+    "the new one is complete.\n"
     "\n"
     "--sqlite FILE.db writes every trace of RUN (all ranks and processes) into one SQLite\n"
     "database, a row per record: kernels (with the stage the report gives each), copies,\n"
@@ -57,11 +62,12 @@ static const struct lp_cli_opt options[] = {
     "\n"
     "examples:\n"
     "  llmprof export run1 --perfetto run1/trace.json\n"
+    "  llmprof export run1 --perfetto run1/trace.pftrace --window 2000:2500\n"
     "  llmprof export run1 --sqlite run1.db && sqlite3 run1.db \\\n"
     "    'SELECT short_name, SUM(end_ns - start_ns) AS ns FROM kernels\n"
     "     JOIN kernel_names USING (trace_id, name_id) GROUP BY 1 ORDER BY 2 DESC LIMIT 5'\n"},
     {.kind = LP_CLI_OPT_KIND_HELP, .name = "--help", .alias = "-h"},
-    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--perfetto", .arg = "FILE.json",
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--perfetto", .arg = "FILE.json|FILE.pftrace",
      .off = offsetof(struct export_opts, out), .missing = "an output file ('-': standard output)",
      .empty = "an output file ('-': standard output), not an empty path"},
     {.kind = LP_CLI_OPT_KIND_CALLBACK, .name = "--window", .arg = "FROM_MS:TO_MS",
@@ -115,7 +121,8 @@ static int parse_window(const struct lp_cli_opt *o, void *value, const char *cmd
 }
 
 /* What the export will hold: events overlapping [from, to] (the writer's test) and their
- * JSON size, from the writer's record layouts (measured: within a few percent). */
+ * size, from the writers' record layouts (JSON; PB: Perfetto's protobuf, interned names
+ * counted once) -- measured within a few percent. */
 struct estimate {
     uint64_t bytes, events, kernels, last_ns;
 };
@@ -131,41 +138,56 @@ static void count(struct estimate *e, uint64_t a, uint64_t b, uint64_t from, uin
     }
 }
 
-static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, struct estimate *e)
+static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, int pb,
+                     struct estimate *e)
 {
     const struct lp_trace *t = r->trace;
     memset(e, 0, sizeof *e);
     e->last_ns = r->t0_ns;
     for (size_t i = 0; i < r->ranges.n; i++)
         count(e, r->ranges.v[i].start, r->ranges.v[i].end, from, to,
-              96 + strlen(lp_trace_str(t, r->ranges.v[i].name)));
+              pb ? 30 : 96 + strlen(lp_trace_str(t, r->ranges.v[i].name)));
     for (size_t i = 0; i < r->ranges.n_req; i++) /* a begin and an end each */
         count(e, r->ranges.req[i].start, r->ranges.req[i].end, from, to,
-              2 * (100 + strlen(lp_trace_str(t, r->ranges.req[i].name))));
+              (pb ? 30 : 2 * 100) + strlen(lp_trace_str(t, r->ranges.req[i].name)));
     for (size_t i = 0; i < t->n_markers; i++)
         if (t->markers[i].flags & LP_MARKER_FLAG_INSTANT)
             count(e, t->markers[i].timestamp, t->markers[i].timestamp, from, to,
-                  90 + strlen(lp_trace_str(t, t->markers[i].name)));
+                  pb ? 16 : 90 + strlen(lp_trace_str(t, t->markers[i].name)));
     for (size_t i = 0; i < r->serving.n_iters; i++)
-        count(e, r->serving.iters[i].end, r->serving.iters[i].end, from, to, 260);
+        count(e, r->serving.iters[i].end, r->serving.iters[i].end, from, to, pb ? 90 : 260);
     for (size_t i = 0; i < t->n_apis; i++) {
         const char *n = lp_trace_str(t, t->apis[i].name);
         int flow = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");
-        count(e, t->apis[i].start, t->apis[i].end, from, to, 135 + strlen(n) + (flow ? 95 : 0));
+        count(e, t->apis[i].start, t->apis[i].end, from, to,
+              pb ? 26 + (flow ? 9 : 0) : 135 + strlen(n) + (flow ? 95 : 0));
     }
     for (size_t i = 0; i < t->n_kernels; i++) {
         uint64_t before = e->events;
         count(e, t->kernels[i].start, t->kernels[i].end, from, to,
-              330 + strlen(r->short_names[r->kernel_group[i]]));
+              pb ? 42 : 330 + strlen(r->short_names[r->kernel_group[i]]));
         e->kernels += e->events - before;
     }
     for (size_t i = 0; i < t->n_memcpys; i++)
-        count(e, t->memcpys[i].start, t->memcpys[i].end, from, to, 250);
+        count(e, t->memcpys[i].start, t->memcpys[i].end, from, to, pb ? 44 : 250);
     for (size_t i = 0; i < t->n_memsets; i++)
-        count(e, t->memsets[i].start, t->memsets[i].end, from, to, 250);
+        count(e, t->memsets[i].start, t->memsets[i].end, from, to, pb ? 44 : 250);
     for (size_t i = 0; i < t->n_nvml; i++)
         count(e, t->nvml[i].timestamp, t->nvml[i].timestamp, from, to,
-              85 * (size_t)__builtin_popcount(t->nvml[i].valid & 0xbd));
+              (pb ? 20 : 85) * (size_t)__builtin_popcount(t->nvml[i].valid & 0xbd));
+}
+
+/* FILE.pftrace (or .perfetto-trace, .pb): Perfetto's protobuf; anything else the JSON */
+static int is_protobuf(const char *out)
+{
+    static const char *const ext[] = {".pftrace", ".perfetto-trace", ".pb"};
+    size_t n = strlen(out);
+    for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+        size_t k = strlen(ext[i]);
+        if (n > k && strcmp(out + n - k, ext[i]) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* the size from which an export is announced before it is written */
@@ -353,7 +375,8 @@ int lp_cmd_export(int argc, char **argv)
     }
     analysed = 1;
     struct estimate e;
-    estimate(&r, ms_after(r.t0_ns, from), window ? ms_after(r.t0_ns, to) : UINT64_MAX, &e);
+    int pb = is_protobuf(out);
+    estimate(&r, ms_after(r.t0_ns, from), window ? ms_after(r.t0_ns, to) : UINT64_MAX, pb, &e);
     double span_ms = (double)(e.last_ns - r.t0_ns) / 1e6;
     if (window && e.events == 0)
         lp_cli_error("export", "warning: nothing of %s overlaps --window %llu:%llu; the trace "
@@ -366,12 +389,18 @@ int lp_cmd_export(int argc, char **argv)
                                "ms)", a, (unsigned long long)e.kernels, b, span_ms);
     }
     lp_cli_progress("export", "writing %s (about %s)", out, a);
+    struct lp_perfetto_stats ps = {0};
     FILE *f = lp_cli_outs_open(&outs, out, 1);
-    if (!f || lp_cli_outs_close(&outs, f, lp_report_perfetto(f, &r, from, to)) != 0 ||
+    if (!f || lp_cli_outs_close(&outs, f, pb ? lp_report_perfetto_pb(f, &r, from, to, &ps)
+                                             : lp_report_perfetto(f, &r, from, to)) != 0 ||
         lp_cli_outs_commit(&outs) != 0)
         goto out;
     lp_cli_progress_end();
     rc = 0;
+    if (ps.shortened)
+        lp_cli_error("export", "warning: %llu slices were cut to end with one they crossed "
+                               "(more than 32 overlapping on one track)",
+                     (unsigned long long)ps.shortened);
     if (strcmp(out, "-"))
         printf("wrote %s: open it in ui.perfetto.dev\n", out);
 out:

@@ -13,6 +13,26 @@
 
 #define LP_REPORT_SCHEMA "llmprof-report/2"
 
+/* ---- protobuf.c: one Protocol Buffers message built at a time ---- */
+
+struct lp_pb {
+    uint8_t *buf;
+    size_t n, cap;
+    int failed;                   /* out of memory: the message is incomplete */
+};
+void lp_pb_varint(struct lp_pb *p, uint32_t field, uint64_t v);
+void lp_pb_fixed64(struct lp_pb *p, uint32_t field, uint64_t v);
+void lp_pb_double(struct lp_pb *p, uint32_t field, double v);
+void lp_pb_bytes(struct lp_pb *p, uint32_t field, const void *data, size_t n);
+void lp_pb_str(struct lp_pb *p, uint32_t field, const char *s);
+/* a nested message: lp_pb_begin's mark given to lp_pb_end once its fields are added */
+size_t lp_pb_begin(struct lp_pb *p, uint32_t field);
+void lp_pb_end(struct lp_pb *p, size_t mark);
+/* writes the message as field FIELD of an enclosing one to F and empties P: 0, or -1 on a
+ * write error or when the message is incomplete */
+int lp_pb_emit(FILE *f, uint32_t field, struct lp_pb *p);
+void lp_pb_free(struct lp_pb *p);
+
 json_t *lp_report_run_json_value(const struct lp_run *r);
 /* DOC (taken; NULL: out of memory) written as report.json is, with a newline: 0 or -1 */
 int lp_report_json_put(FILE *out, json_t *doc);

@@ -136,6 +136,8 @@ enum lp_fuzz_verdict lp_fuzz_trace_image(const uint8_t *data, size_t size)
             bad |= lp_report_stages_csv(sink, &r);
             bad |= lp_report_gemms_csv(sink, &r);
             bad |= lp_report_perfetto(sink, &r, 0, 0);
+            struct lp_perfetto_stats ps;
+            bad |= lp_report_perfetto_pb(sink, &r, 0, 0, &ps);
             bad |= sqlite_rows(&r);
         }
         if (!bad)

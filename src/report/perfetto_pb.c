@@ -1,0 +1,914 @@
+/* Perfetto's own trace format (a Trace of TracePackets carrying TrackEvents), which
+ * ui.perfetto.dev and trace_processor open: the tracks and events of perfetto.c's JSON (a
+ * host process with each thread's NVTX ranges, CUDA calls, marks and CUPTI overhead; the
+ * requests; one process per GPU with its streams' kernels, copies and sets, the serving
+ * iterations, NVML and PM sampling counters; a flow from each launching call to its work).
+ *
+ * Streamed: each packet is built alone and written out. Each track's events form a packet
+ * sequence of their own, in time order, so that timestamps are deltas on the sequence's
+ * incremental clock (id 64, snapshotted against BOOTTIME at 0: times are ns from the first
+ * record) and names are interned once per sequence. A slice that would cross the open one
+ * of its track goes to an overlap track beside it (32 at most; past that it is cut to end
+ * with the open one, and counted). Field numbers are those of Perfetto's
+ * protos/perfetto/trace (trace_packet.proto, track_event/, interned_data/). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "llmprof/report.h"
+#include "report_internal.h"
+
+#define GPU_PID_BASE 1000000 /* as perfetto.c's: GPUs shown as processes of their own */
+#define MAX_LANES 32         /* a track and its overlap tracks */
+#define MAX_REQUEST_LANES 4096
+
+enum { /* TracePacket */
+    PKT_CLOCK_SNAPSHOT = 6, PKT_TIMESTAMP = 8, PKT_SEQUENCE_ID = 10, PKT_TRACK_EVENT = 11,
+    PKT_INTERNED = 12, PKT_SEQUENCE_FLAGS = 13, PKT_DEFAULTS = 59, PKT_TRACK_DESCRIPTOR = 60,
+    SEQ_INCREMENTAL_STATE_CLEARED = 1,
+};
+enum { /* ClockSnapshot, its Clock; TracePacketDefaults, TrackEventDefaults */
+    CS_CLOCKS = 1, CS_PRIMARY_CLOCK = 2, CLK_ID = 1, CLK_TIMESTAMP = 2, CLK_INCREMENTAL = 3,
+    CLOCK_BOOTTIME = 6, CLOCK_SEQUENCE = 64,
+    DEF_CLOCK_ID = 58, DEF_TRACK_EVENT = 11, TED_TRACK_UUID = 11,
+};
+enum { /* TrackEvent, DebugAnnotation */
+    TE_CATEGORY_IIDS = 3, TE_ANNOTATIONS = 4, TE_TYPE = 9, TE_NAME_IID = 10, TE_NAME = 23,
+    TE_DOUBLE_COUNTER = 44, TE_FLOW_IDS = 47, TE_TERMINATING_FLOW_IDS = 48,
+    TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4,
+    DA_NAME_IID = 1, DA_UINT = 3, DA_INT = 4, DA_STRING = 6, DA_STRING_IID = 17,
+};
+enum { /* InternedData (entries: iid 1, name 2); TrackDescriptor and its parts */
+    ID_CATEGORIES = 1, ID_NAMES = 2, ID_ANNOTATION_NAMES = 3, ID_ANNOTATION_STRINGS = 29,
+    TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
+    PD_PID = 1, PD_NAME = 6, THD_PID = 1, THD_TID = 2, CD_UNIT_NAME = 6,
+};
+
+/* categories: the fixed ones, then the kernel categories (iid CAT_KERNEL + enum lp_kcat) */
+enum { CAT_NVTX = 1, CAT_REQUEST, CAT_API, CAT_OVERHEAD, CAT_MEMCPY, CAT_MEMSET, CAT_ITERATION,
+       CAT_KERNEL };
+static const char *const fixed_cats[] = {"nvtx", "request", "cuda_api", "cupti_overhead",
+                                         "memcpy", "memset", "iteration"};
+/* debug annotation names, iid = index + 1 */
+enum { AN_LAUNCH = 1, AN_GRAPH, AN_CAPTURED, AN_BYTES, AN_STATUS, AN_CLASS, AN_ITERATION,
+       AN_TOKENS, AN_SAMPLED, AN_DECODE, AN_PREFILL, AN_BUCKET, AN_PERIOD, AN_SOURCE, AN_COUNT };
+static const char *const annotation_names[] = {
+    "launch", "graph", "captured in", "bytes", "status", "class", "iteration", "tokens",
+    "sampled", "decode", "prefill_tokens", "bucket", "period_ns", "decode_source"};
+
+struct bits {
+    uint64_t *w;
+    size_t n;                 /* words */
+};
+
+struct lane {                 /* one track and the packet sequence of its events */
+    uint64_t uuid;
+    uint32_t seq;
+    uint64_t last;            /* the sequence's clock: its last timestamp written */
+    uint64_t *open;           /* ends of its open slices, innermost last */
+    size_t depth, cap;
+    struct bits names, strings; /* iids interned on the sequence */
+};
+
+struct track {                /* a thread, a stream or a named track, and its overlap lanes */
+    uint64_t key;
+    uint64_t parent;          /* where its overlap lanes (and a named track) go */
+    char name[96];
+    int thread;               /* a host thread: TID, under the host process */
+    uint32_t tid;
+    size_t max_lanes;
+    struct lane *lanes;
+    size_t n_lanes;
+};
+
+struct pw {
+    FILE *f;
+    const struct lp_run *r;
+    const struct lp_trace *t;
+    uint64_t t0, from, to;
+    struct lp_pb pb;
+    struct track *tracks;
+    size_t n_tracks, cap_tracks;
+    uint32_t *slots;          /* hash of track keys: index + 1 */
+    size_t n_slots;
+    uint32_t next_seq;
+    uint64_t next_uuid, host_uuid;
+    long host_pid;
+    uint8_t *launches;        /* per trace string: 0 not known yet, 1 no, 2 starts GPU work */
+    char **configs;           /* per kernel configuration: its launch annotation */
+    uint64_t pending_names[8], pending_strings[8];
+    size_t n_pending_names, n_pending_strings;
+    struct lp_perfetto_stats *stats;
+    int unknown_device;       /* its track described */
+    int failed;
+};
+
+/* event-name iids: kernel groups, then copy directions and the set, then trace strings */
+static uint64_t iid_group(const struct pw *w, uint32_t g) { (void)w; return 1 + (uint64_t)g; }
+static uint64_t iid_copy(const struct pw *w, int d) { return 1 + w->r->n_names + (uint64_t)d; }
+static uint64_t iid_str(const struct pw *w, lp_str s) { return 1 + w->r->n_names + 5 + s; }
+
+static const char *name_of(const struct pw *w, uint64_t iid)
+{
+    uint64_t i = iid - 1, n = w->r->n_names;
+    if (i < n)
+        return w->r->short_names[i];
+    if (i < n + 4)
+        return w->r->names[i - n];
+    if (i == n + 4)
+        return "[CUDA memset]";
+    return lp_trace_str(w->t, (lp_str)(i - n - 5));
+}
+
+/* annotation-string iids: launch configurations, then trace strings */
+static uint64_t sid_config(uint32_t c) { return 1 + (uint64_t)c; }
+static uint64_t sid_str(const struct pw *w, lp_str s) { return 1 + w->t->n_kernel_configs + s; }
+
+static const char *string_of(struct pw *w, uint64_t iid)
+{
+    uint64_t i = iid - 1;
+    if (i >= w->t->n_kernel_configs)
+        return lp_trace_str(w->t, (lp_str)(i - w->t->n_kernel_configs));
+    if (!w->configs[i]) {
+        const struct lp_kernel_config *c = &w->t->kernel_configs[i];
+        char buf[192];
+        snprintf(buf, sizeof buf, "grid [%d,%d,%d] block [%d,%d,%d], %u registers per thread, "
+                 "%llu B shared memory", c->grid[0], c->grid[1], c->grid[2], c->block[0],
+                 c->block[1], c->block[2], c->registers,
+                 (unsigned long long)c->static_smem + c->dynamic_smem);
+        w->configs[i] = strdup(buf);
+        if (!w->configs[i]) {
+            w->failed = 1;
+            return "";
+        }
+    }
+    return w->configs[i];
+}
+
+/* 1 when IID was not yet set in B (it is now); -1 out of memory */
+static int bits_first(struct bits *b, uint64_t iid)
+{
+    size_t word = (size_t)(iid / 64);
+    if (word >= b->n) {
+        size_t n = b->n ? b->n : 4;
+        while (n <= word)
+            n *= 2;
+        uint64_t *v = realloc(b->w, n * sizeof *v);
+        if (!v)
+            return -1;
+        memset(v + b->n, 0, (n - b->n) * sizeof *v);
+        b->w = v;
+        b->n = n;
+    }
+    uint64_t bit = 1ull << (iid % 64);
+    if (b->w[word] & bit)
+        return 0;
+    b->w[word] |= bit;
+    return 1;
+}
+
+static uint64_t rel(const struct pw *w, uint64_t ns) { return ns > w->t0 ? ns - w->t0 : 0; }
+
+static int emit(struct pw *w)
+{
+    if (lp_pb_emit(w->f, 1, &w->pb) != 0)
+        w->failed = 1;
+    return w->failed ? -1 : 0;
+}
+
+/* ---- tracks ---- */
+
+static void descriptor(struct pw *w, const struct track *k, const struct lane *l, size_t lane)
+{
+    struct lp_pb *p = &w->pb;
+    lp_pb_varint(p, PKT_SEQUENCE_ID, 1);
+    size_t td = lp_pb_begin(p, PKT_TRACK_DESCRIPTOR);
+    lp_pb_varint(p, TD_UUID, l->uuid);
+    if (k->thread && lane == 0) {
+        size_t th = lp_pb_begin(p, TD_THREAD);
+        lp_pb_varint(p, THD_PID, (uint64_t)w->host_pid);
+        lp_pb_varint(p, THD_TID, k->tid);
+        lp_pb_end(p, th);
+    } else {
+        char name[160];
+        if (lane)
+            snprintf(name, sizeof name, "%s (overlapping %zu)", k->name, lane);
+        else
+            snprintf(name, sizeof name, "%s", k->name);
+        lp_pb_varint(p, TD_PARENT, lane && k->thread ? k->lanes[0].uuid : k->parent);
+        const char *unit = k->key >> 60 == 5 ? strstr(name, " | ") : NULL;
+        lp_pb_bytes(p, TD_NAME, name, unit ? (size_t)(unit - name) : strlen(name));
+        if (unit) { /* a counter: its unit after the name's " | " */
+            size_t cd = lp_pb_begin(p, TD_COUNTER);
+            lp_pb_str(p, CD_UNIT_NAME, unit + 3);
+            lp_pb_end(p, cd);
+        }
+    }
+    lp_pb_end(p, td);
+    emit(w);
+}
+
+/* The first packet of a lane's sequence: its state cleared, its clock and default track,
+ * the categories and annotation names every event may use. */
+static void lane_open(struct pw *w, struct lane *l)
+{
+    struct lp_pb *p = &w->pb;
+    lp_pb_varint(p, PKT_SEQUENCE_ID, l->seq);
+    lp_pb_varint(p, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+    size_t d = lp_pb_begin(p, PKT_DEFAULTS);
+    lp_pb_varint(p, DEF_CLOCK_ID, CLOCK_SEQUENCE);
+    size_t ted = lp_pb_begin(p, DEF_TRACK_EVENT);
+    lp_pb_varint(p, TED_TRACK_UUID, l->uuid);
+    lp_pb_end(p, ted);
+    lp_pb_end(p, d);
+    size_t in = lp_pb_begin(p, PKT_INTERNED);
+    for (size_t i = 0; i < CAT_KERNEL - 1 + LP_KCAT_COUNT; i++) {
+        size_t e = lp_pb_begin(p, ID_CATEGORIES);
+        lp_pb_varint(p, 1, i + 1);
+        lp_pb_str(p, 2, i < CAT_KERNEL - 1 ? fixed_cats[i]
+                                            : lp_kcat_name((enum lp_kcat)(i - CAT_KERNEL + 1)));
+        lp_pb_end(p, e);
+    }
+    for (size_t i = 0; i < AN_COUNT - 1; i++) {
+        size_t e = lp_pb_begin(p, ID_ANNOTATION_NAMES);
+        lp_pb_varint(p, 1, i + 1);
+        lp_pb_str(p, 2, annotation_names[i]);
+        lp_pb_end(p, e);
+    }
+    lp_pb_end(p, in);
+    size_t cs = lp_pb_begin(p, PKT_CLOCK_SNAPSHOT);
+    size_t c = lp_pb_begin(p, CS_CLOCKS);
+    lp_pb_varint(p, CLK_ID, CLOCK_SEQUENCE);
+    lp_pb_varint(p, CLK_TIMESTAMP, 0);
+    lp_pb_varint(p, CLK_INCREMENTAL, 1);
+    lp_pb_end(p, c);
+    c = lp_pb_begin(p, CS_CLOCKS);
+    lp_pb_varint(p, CLK_ID, CLOCK_BOOTTIME);
+    lp_pb_varint(p, CLK_TIMESTAMP, 0);
+    lp_pb_end(p, c);
+    lp_pb_varint(p, CS_PRIMARY_CLOCK, CLOCK_BOOTTIME);
+    lp_pb_end(p, cs);
+    emit(w);
+}
+
+static struct lane *lane_add(struct pw *w, struct track *k)
+{
+    struct lane *v = realloc(k->lanes, (k->n_lanes + 1) * sizeof *v);
+    if (!v) {
+        w->failed = 1;
+        return NULL;
+    }
+    k->lanes = v;
+    struct lane *l = &v[k->n_lanes];
+    memset(l, 0, sizeof *l);
+    l->uuid = w->next_uuid++;
+    l->seq = w->next_seq++;
+    descriptor(w, k, l, k->n_lanes);
+    lane_open(w, l);
+    k->n_lanes++;
+    return l;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    return x ^ (x >> 33);
+}
+
+/* The track of KEY, made (with its first lane) on first use; NULL when out of memory. */
+static struct track *track_get(struct pw *w, uint64_t key, uint64_t parent, const char *name,
+                               size_t max_lanes)
+{
+    size_t mask = w->n_slots - 1, i = (size_t)mix(key) & mask;
+    for (; w->slots[i]; i = (i + 1) & mask)
+        if (w->tracks[w->slots[i] - 1].key == key)
+            return &w->tracks[w->slots[i] - 1];
+    if ((w->n_tracks + 1) * 2 > w->n_slots) { /* grow the table, then look again */
+        size_t n = w->n_slots * 2;
+        uint32_t *s = calloc(n, sizeof *s);
+        if (!s) {
+            w->failed = 1;
+            return NULL;
+        }
+        for (size_t j = 0; j < w->n_tracks; j++) {
+            size_t h = (size_t)mix(w->tracks[j].key) & (n - 1);
+            while (s[h])
+                h = (h + 1) & (n - 1);
+            s[h] = (uint32_t)j + 1;
+        }
+        free(w->slots);
+        w->slots = s;
+        w->n_slots = n;
+        return track_get(w, key, parent, name, max_lanes);
+    }
+    if (w->n_tracks == w->cap_tracks) {
+        size_t cap = w->cap_tracks ? 2 * w->cap_tracks : 16;
+        struct track *v = realloc(w->tracks, cap * sizeof *v);
+        if (!v) {
+            w->failed = 1;
+            return NULL;
+        }
+        w->tracks = v;
+        w->cap_tracks = cap;
+    }
+    struct track *k = &w->tracks[w->n_tracks];
+    memset(k, 0, sizeof *k);
+    k->key = key;
+    k->parent = parent;
+    k->max_lanes = max_lanes;
+    if (key >> 60 == 1) {
+        k->thread = 1;
+        k->tid = (uint32_t)key;
+        snprintf(k->name, sizeof k->name, "thread %u", k->tid);
+    } else {
+        snprintf(k->name, sizeof k->name, "%s", name);
+    }
+    if (!lane_add(w, k))
+        return NULL;
+    w->slots[i] = (uint32_t)++w->n_tracks;
+    return k;
+}
+
+static uint64_t gpu_uuid(struct pw *w, uint32_t device)
+{
+    for (size_t i = 0; i < w->t->n_devices; i++)
+        if (w->t->devices[i].id == device)
+            return 2 + i;
+    if (!w->unknown_device) { /* work on a device the trace does not describe */
+        lp_pb_varint(&w->pb, PKT_SEQUENCE_ID, 1);
+        size_t td = lp_pb_begin(&w->pb, PKT_TRACK_DESCRIPTOR);
+        lp_pb_varint(&w->pb, TD_UUID, 2 + w->t->n_devices);
+        lp_pb_str(&w->pb, TD_NAME, "GPU (not described by the trace)");
+        lp_pb_end(&w->pb, td);
+        emit(w);
+        w->unknown_device = 1;
+    }
+    return 2 + w->t->n_devices;
+}
+
+static void processes(struct pw *w)
+{
+    struct lp_pb *p = &w->pb;
+    char name[160];
+    for (size_t i = 0; i <= w->t->n_devices; i++) {
+        long pid = i == 0 ? w->host_pid
+                          : GPU_PID_BASE + (long)w->t->devices[i - 1].id;
+        if (i == 0)
+            snprintf(name, sizeof name, "host (pid %ld)", w->host_pid);
+        else
+            snprintf(name, sizeof name, "GPU %u: %s", w->t->devices[i - 1].id,
+                     lp_trace_str(w->t, w->t->devices[i - 1].name));
+        lp_pb_varint(p, PKT_SEQUENCE_ID, 1);
+        size_t td = lp_pb_begin(p, PKT_TRACK_DESCRIPTOR);
+        lp_pb_varint(p, TD_UUID, 1 + i);
+        size_t pd = lp_pb_begin(p, TD_PROCESS);
+        lp_pb_varint(p, PD_PID, (uint64_t)pid);
+        lp_pb_str(p, PD_NAME, name);
+        lp_pb_end(p, pd);
+        lp_pb_end(p, td);
+        emit(w);
+    }
+    w->host_uuid = 1;
+    w->next_uuid = 3 + w->t->n_devices;
+}
+
+/* ---- events ---- */
+
+/* a packet of L's sequence at TS: its delta, the sequence, the TrackEvent opened */
+static size_t event_open(struct pw *w, struct lane *l, uint64_t ts, int type)
+{
+    lp_pb_varint(&w->pb, PKT_TIMESTAMP, ts - l->last);
+    l->last = ts;
+    lp_pb_varint(&w->pb, PKT_SEQUENCE_ID, l->seq);
+    size_t te = lp_pb_begin(&w->pb, PKT_TRACK_EVENT);
+    lp_pb_varint(&w->pb, TE_TYPE, (uint64_t)type);
+    return te;
+}
+
+static void event_name(struct pw *w, struct lane *l, uint64_t iid)
+{
+    lp_pb_varint(&w->pb, TE_NAME_IID, iid);
+    int first = bits_first(&l->names, iid);
+    if (first < 0)
+        w->failed = 1;
+    else if (first && w->n_pending_names < 8)
+        w->pending_names[w->n_pending_names++] = iid;
+}
+
+static void annotation_string(struct pw *w, struct lane *l, uint32_t name, uint64_t iid)
+{
+    size_t a = lp_pb_begin(&w->pb, TE_ANNOTATIONS);
+    lp_pb_varint(&w->pb, DA_NAME_IID, name);
+    lp_pb_varint(&w->pb, DA_STRING_IID, iid);
+    lp_pb_end(&w->pb, a);
+    int first = bits_first(&l->strings, iid);
+    if (first < 0)
+        w->failed = 1;
+    else if (first && w->n_pending_strings < 8)
+        w->pending_strings[w->n_pending_strings++] = iid;
+}
+
+static void annotation_uint(struct pw *w, uint32_t name, int field, uint64_t v)
+{
+    size_t a = lp_pb_begin(&w->pb, TE_ANNOTATIONS);
+    lp_pb_varint(&w->pb, DA_NAME_IID, name);
+    lp_pb_varint(&w->pb, (uint32_t)field, v);
+    lp_pb_end(&w->pb, a);
+}
+
+/* closes the TrackEvent, adds the names first used in it, writes the packet */
+static void event_close(struct pw *w, size_t te)
+{
+    struct lp_pb *p = &w->pb;
+    lp_pb_end(p, te);
+    if (w->n_pending_names || w->n_pending_strings) {
+        size_t in = lp_pb_begin(p, PKT_INTERNED);
+        for (size_t i = 0; i < w->n_pending_names; i++) {
+            size_t e = lp_pb_begin(p, ID_NAMES);
+            lp_pb_varint(p, 1, w->pending_names[i]);
+            lp_pb_str(p, 2, name_of(w, w->pending_names[i]));
+            lp_pb_end(p, e);
+        }
+        for (size_t i = 0; i < w->n_pending_strings; i++) {
+            size_t e = lp_pb_begin(p, ID_ANNOTATION_STRINGS);
+            lp_pb_varint(p, 1, w->pending_strings[i]);
+            lp_pb_str(p, 2, string_of(w, w->pending_strings[i]));
+            lp_pb_end(p, e);
+        }
+        lp_pb_end(p, in);
+        w->n_pending_names = w->n_pending_strings = 0;
+    }
+    emit(w);
+}
+
+/* ends the slices open on L that end by TS */
+static void close_until(struct pw *w, struct lane *l, uint64_t ts)
+{
+    while (l->depth && l->open[l->depth - 1] <= ts)
+        event_close(w, event_open(w, l, l->open[--l->depth], TYPE_END));
+}
+
+/* The lane of K where a slice [S, E] nests, its open slices ended by S; E is cut to the
+ * open slice's end when every lane would cross. NULL when out of memory. */
+static struct lane *place(struct pw *w, struct track *k, uint64_t s, uint64_t *e)
+{
+    for (size_t i = 0;; i++) {
+        if (i == k->n_lanes && (i == k->max_lanes || !lane_add(w, k))) {
+            struct lane *l = &k->lanes[k->n_lanes - 1];
+            *e = l->open[l->depth - 1];
+            w->stats->shortened++;
+            return w->failed ? NULL : l;
+        }
+        struct lane *l = &k->lanes[i];
+        close_until(w, l, s);
+        if (l->depth == 0 || *e <= l->open[l->depth - 1])
+            return l;
+    }
+}
+
+static int push(struct pw *w, struct lane *l, uint64_t end)
+{
+    if (l->depth == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        uint64_t *v = realloc(l->open, cap * sizeof *v);
+        if (!v) {
+            w->failed = 1;
+            return -1;
+        }
+        l->open = v;
+        l->cap = cap;
+    }
+    l->open[l->depth++] = end;
+    return 0;
+}
+
+static void close_all(struct pw *w)
+{
+    for (size_t i = 0; i < w->n_tracks; i++)
+        for (size_t j = 0; j < w->tracks[i].n_lanes; j++)
+            close_until(w, &w->tracks[i].lanes[j], UINT64_MAX);
+}
+
+static int in_window(const struct pw *w, uint64_t a, uint64_t b)
+{
+    return b >= w->from && a <= w->to;
+}
+
+/* ---- the records, ordered ---- */
+
+/* a record for the sort: by start, the longer first (256 ns steps up to 68 s), then KIND
+ * and index: what nesting needs */
+static struct lp_kv order_key(uint64_t start, uint64_t end, unsigned kind, size_t i)
+{
+    uint64_t d = end > start ? (end - start) >> 8 : 0;
+    if (d > 0x0fffffff)
+        d = 0x0fffffff;
+    return (struct lp_kv){start, (0x0fffffffull - d) << 36 | (uint64_t)kind << 32 | i};
+}
+
+/* a launching call: the start of a flow to the work it queued (the JSON's test) */
+static int launches(struct pw *w, lp_str name)
+{
+    if (name < w->t->n_strings && w->launches[name])
+        return w->launches[name] == 2;
+    const char *n = lp_trace_str(w->t, name);
+    int yes = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");
+    if (name < w->t->n_strings)
+        w->launches[name] = yes ? 2 : 1;
+    return yes;
+}
+
+enum { HOST_RANGE, HOST_API, HOST_OVERHEAD, HOST_MARK };
+
+static void host_event(struct pw *w, unsigned kind, size_t i)
+{
+    const struct lp_trace *t = w->t;
+    uint64_t s, e;
+    uint32_t thread;
+    if (kind == HOST_RANGE) {
+        s = w->r->ranges.v[i].start, e = w->r->ranges.v[i].end, thread = w->r->ranges.v[i].thread;
+    } else if (kind == HOST_API) {
+        s = t->apis[i].start, e = t->apis[i].end, thread = t->apis[i].thread;
+    } else if (kind == HOST_OVERHEAD) {
+        s = t->overheads[i].start, e = t->overheads[i].end, thread = t->overheads[i].thread;
+    } else {
+        s = e = t->markers[i].timestamp, thread = t->markers[i].thread;
+    }
+    struct track *k = track_get(w, 1ull << 60 | thread, w->host_uuid, "", MAX_LANES);
+    if (!k)
+        return;
+    s = rel(w, s);
+    e = rel(w, e);
+    if (e < s)
+        e = s;
+    if (kind == HOST_MARK) { /* an instant: on the thread's own lane */
+        struct lane *l = &k->lanes[0];
+        close_until(w, l, s);
+        size_t te = event_open(w, l, s, TYPE_INSTANT);
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_NVTX);
+        event_name(w, l, iid_str(w, t->markers[i].name));
+        event_close(w, te);
+        return;
+    }
+    struct lane *l = place(w, k, s, &e);
+    if (!l)
+        return;
+    size_t te = event_open(w, l, s, TYPE_BEGIN);
+    if (kind == HOST_RANGE) {
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_NVTX);
+        event_name(w, l, iid_str(w, w->r->ranges.v[i].name));
+    } else if (kind == HOST_API) {
+        const struct lp_api *a = &t->apis[i];
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_API);
+        event_name(w, l, iid_str(w, a->name));
+        if (a->status)
+            annotation_uint(w, AN_STATUS, DA_UINT, a->status);
+        if (a->correlation && launches(w, a->name))
+            lp_pb_fixed64(&w->pb, TE_FLOW_IDS, a->correlation);
+    } else {
+        enum lp_overhead_kind ok = lp_overhead_kind_of(t->overheads[i].kind);
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_OVERHEAD);
+        lp_pb_str(&w->pb, TE_NAME, lp_text_overhead_kind(ok));
+        size_t a = lp_pb_begin(&w->pb, TE_ANNOTATIONS);
+        lp_pb_varint(&w->pb, DA_NAME_IID, AN_CLASS);
+        lp_pb_str(&w->pb, DA_STRING, lp_text_overhead_class_key(lp_overhead_kind_class(ok)));
+        lp_pb_end(&w->pb, a);
+    }
+    event_close(w, te);
+    push(w, l, e);
+}
+
+enum { GPU_KERNEL, GPU_MEMCPY, GPU_MEMSET };
+
+static void gpu_event(struct pw *w, unsigned kind, size_t i)
+{
+    const struct lp_trace *t = w->t;
+    uint64_t s, e;
+    uint32_t device, stream, correlation;
+    if (kind == GPU_KERNEL) {
+        const struct lp_kernel_rec *x = &t->kernels[i];
+        s = x->start, e = x->end, device = x->device, stream = x->stream;
+        correlation = x->correlation;
+    } else if (kind == GPU_MEMCPY) {
+        const struct lp_memcpy *x = &t->memcpys[i];
+        s = x->start, e = x->end, device = x->device, stream = x->stream;
+        correlation = x->correlation;
+    } else {
+        const struct lp_memset *x = &t->memsets[i];
+        s = x->start, e = x->end, device = x->device, stream = x->stream;
+        correlation = x->correlation;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "stream %u", stream);
+    struct track *k = track_get(w, 2ull << 60 | (uint64_t)(device & 0xfffffff) << 32 | stream,
+                                gpu_uuid(w, device), name, MAX_LANES);
+    if (!k)
+        return;
+    s = rel(w, s);
+    e = rel(w, e);
+    if (e < s)
+        e = s;
+    struct lane *l = place(w, k, s, &e);
+    if (!l)
+        return;
+    size_t te = event_open(w, l, s, TYPE_BEGIN);
+    if (kind == GPU_KERNEL) {
+        const struct lp_kernel_rec *x = &t->kernels[i];
+        uint32_t g = w->r->kernel_group[i];
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_KERNEL + (uint64_t)w->r->cats[g]);
+        event_name(w, l, iid_group(w, g));
+        if (x->config < t->n_kernel_configs)
+            annotation_string(w, l, AN_LAUNCH, sid_config(x->config));
+        if (x->graph_id)
+            annotation_uint(w, AN_GRAPH, DA_UINT, x->graph_id);
+        int32_t cr = w->r->kernel_capture_range ? w->r->kernel_capture_range[i] : -1;
+        if (cr >= 0) /* a replay: where its node was captured */
+            annotation_string(w, l, AN_CAPTURED, sid_str(w, w->r->ranges.v[cr].name));
+    } else if (kind == GPU_MEMCPY) {
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_MEMCPY);
+        event_name(w, l, iid_copy(w, lp_copy_direction(t->memcpys[i].copy_kind)));
+        annotation_uint(w, AN_BYTES, DA_UINT, t->memcpys[i].bytes);
+    } else {
+        lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_MEMSET);
+        event_name(w, l, iid_copy(w, 4));
+        annotation_uint(w, AN_BYTES, DA_UINT, t->memsets[i].bytes);
+    }
+    if (correlation)
+        lp_pb_fixed64(&w->pb, TE_TERMINATING_FLOW_IDS, correlation);
+    event_close(w, te);
+    push(w, l, e);
+}
+
+/* sorts V (N records of the kinds of EACH) and writes them through EACH */
+static int ordered(struct pw *w, struct lp_kv *v, size_t n,
+                   void (*each)(struct pw *, unsigned, size_t))
+{
+    lp_sort_kv_inplace(v, n);
+    for (size_t i = 0; i < n && !w->failed; i++)
+        each(w, (unsigned)(v[i].val >> 32 & 0xf), (size_t)(v[i].val & 0xffffffffu));
+    return w->failed ? -1 : 0;
+}
+
+static int host(struct pw *w)
+{
+    const struct lp_trace *t = w->t;
+    const struct lp_ranges *rg = &w->r->ranges;
+    size_t n = rg->n + t->n_apis + t->n_overheads + t->n_markers, m = 0;
+    struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < rg->n; i++)
+        if (in_window(w, rg->v[i].start, rg->v[i].end))
+            v[m++] = order_key(rg->v[i].start, rg->v[i].end, HOST_RANGE, i);
+    for (size_t i = 0; i < t->n_apis; i++)
+        if (in_window(w, t->apis[i].start, t->apis[i].end))
+            v[m++] = order_key(t->apis[i].start, t->apis[i].end, HOST_API, i);
+    for (size_t i = 0; i < t->n_overheads; i++)
+        if (in_window(w, t->overheads[i].start, t->overheads[i].end))
+            v[m++] = order_key(t->overheads[i].start, t->overheads[i].end, HOST_OVERHEAD, i);
+    for (size_t i = 0; i < t->n_markers; i++) {
+        const struct lp_marker *k = &t->markers[i];
+        if ((k->flags & LP_MARKER_FLAG_INSTANT) && in_window(w, k->timestamp, k->timestamp))
+            v[m++] = order_key(k->timestamp, k->timestamp, HOST_MARK, i);
+    }
+    int rc = ordered(w, v, m, host_event);
+    free(v);
+    return rc;
+}
+
+static int gpu(struct pw *w)
+{
+    const struct lp_trace *t = w->t;
+    size_t n = t->n_kernels + t->n_memcpys + t->n_memsets, m = 0;
+    struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < t->n_kernels; i++)
+        if (in_window(w, t->kernels[i].start, t->kernels[i].end))
+            v[m++] = order_key(t->kernels[i].start, t->kernels[i].end, GPU_KERNEL, i);
+    for (size_t i = 0; i < t->n_memcpys; i++)
+        if (in_window(w, t->memcpys[i].start, t->memcpys[i].end))
+            v[m++] = order_key(t->memcpys[i].start, t->memcpys[i].end, GPU_MEMCPY, i);
+    for (size_t i = 0; i < t->n_memsets; i++)
+        if (in_window(w, t->memsets[i].start, t->memsets[i].end))
+            v[m++] = order_key(t->memsets[i].start, t->memsets[i].end, GPU_MEMSET, i);
+    int rc = ordered(w, v, m, gpu_event);
+    free(v);
+    return rc;
+}
+
+/* the requests of the request convention: they overlap, so each takes a free lane */
+static void request_event(struct pw *w, unsigned kind, size_t i)
+{
+    (void)kind;
+    const struct lp_range *g = &w->r->ranges.req[i];
+    struct track *k = track_get(w, 3ull << 60, w->host_uuid, "requests", MAX_REQUEST_LANES);
+    uint64_t s = rel(w, g->start), e = rel(w, g->end);
+    if (e < s)
+        e = s;
+    struct lane *l = k ? place(w, k, s, &e) : NULL;
+    if (!l)
+        return;
+    size_t te = event_open(w, l, s, TYPE_BEGIN);
+    lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_REQUEST);
+    lp_pb_str(&w->pb, TE_NAME, lp_trace_str(w->t, g->name));
+    event_close(w, te);
+    push(w, l, e);
+}
+
+static void iteration_event(struct pw *w, unsigned kind, size_t i)
+{
+    (void)kind;
+    const struct lp_serving *sv = &w->r->serving;
+    const struct lp_iteration *x = &sv->iters[i];
+    struct track *k = track_get(w, 4ull << 60 | sv->device, gpu_uuid(w, (uint32_t)sv->device),
+                                "serving iterations", MAX_LANES);
+    uint64_t s = rel(w, x->start ? x->start : x->end), e = rel(w, x->end);
+    if (e < s)
+        e = s;
+    struct lane *l = k ? place(w, k, s, &e) : NULL;
+    if (!l)
+        return;
+    size_t te = event_open(w, l, s, TYPE_BEGIN);
+    lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_ITERATION);
+    lp_pb_str(&w->pb, TE_NAME, lp_text_iter_kind_key(x->kind));
+    annotation_uint(w, AN_ITERATION, DA_UINT, i);
+    annotation_uint(w, AN_TOKENS, DA_INT, (uint64_t)x->tokens);
+    annotation_uint(w, AN_SAMPLED, DA_INT, (uint64_t)x->sampled);
+    annotation_uint(w, AN_DECODE, DA_INT, (uint64_t)x->decode);
+    annotation_uint(w, AN_PREFILL, DA_INT, (uint64_t)x->prefill_tokens);
+    annotation_uint(w, AN_BUCKET, DA_INT, (uint64_t)x->bucket);
+    annotation_uint(w, AN_PERIOD, DA_UINT, x->period_ns);
+    size_t a = lp_pb_begin(&w->pb, TE_ANNOTATIONS);
+    lp_pb_varint(&w->pb, DA_NAME_IID, AN_SOURCE);
+    lp_pb_str(&w->pb, DA_STRING, lp_text_iter_source_key(x->source));
+    lp_pb_end(&w->pb, a);
+    event_close(w, te);
+    push(w, l, e);
+}
+
+static int requests_and_iterations(struct pw *w)
+{
+    const struct lp_ranges *rg = &w->r->ranges;
+    const struct lp_serving *sv = &w->r->serving;
+    size_t m = 0;
+    struct lp_kv *v = malloc((rg->n_req + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < rg->n_req; i++)
+        if (in_window(w, rg->req[i].start, rg->req[i].end))
+            v[m++] = order_key(rg->req[i].start, rg->req[i].end, 0, i);
+    int rc = ordered(w, v, m, request_event);
+    free(v);
+    m = 0;
+    v = malloc((sv->n_iters + 1) * sizeof *v);
+    if (rc != 0 || !v) {
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < sv->n_iters; i++) {
+        uint64_t a = sv->iters[i].start ? sv->iters[i].start : sv->iters[i].end;
+        if (in_window(w, a, sv->iters[i].end))
+            v[m++] = order_key(a, sv->iters[i].end, 0, i);
+    }
+    rc = ordered(w, v, m, iteration_event);
+    free(v);
+    return rc;
+}
+
+/* ---- counters ---- */
+
+/* one counter value at TS on the track of (DEVICE, WHAT); NAME "name | unit" */
+static void counter(struct pw *w, uint32_t device, unsigned what, const char *name, uint64_t ts,
+                    double value)
+{
+    struct track *k = track_get(w, 5ull << 60 | (uint64_t)(device & 0xfffffff) << 16 | what,
+                                gpu_uuid(w, device), name, 1);
+    if (!k || !isfinite(value))
+        return;
+    struct lane *l = &k->lanes[0];
+    size_t te = event_open(w, l, rel(w, ts), TYPE_COUNTER);
+    lp_pb_double(&w->pb, TE_DOUBLE_COUNTER, value);
+    event_close(w, te);
+}
+
+static const struct {
+    uint32_t field;
+    const char *name;
+} nvml_tracks[] = {
+    {LP_NVML_FIELD_POWER, "power | W"},
+    {LP_NVML_FIELD_SM_CLOCK, "SM clock | MHz"},
+    {LP_NVML_FIELD_MEM_CLOCK, "memory clock | MHz"},
+    {LP_NVML_FIELD_UTIL, "GPU utilisation (NVML) | %"},
+    {LP_NVML_FIELD_TEMP, "temperature | C"},
+    {LP_NVML_FIELD_MEM_USED, "memory used | GiB"},
+};
+
+static double nvml_value(const struct lp_nvml_sample *s, uint32_t field)
+{
+    switch (field) {
+    case LP_NVML_FIELD_POWER: return s->power_mw / 1000.0;
+    case LP_NVML_FIELD_SM_CLOCK: return s->sm_mhz;
+    case LP_NVML_FIELD_MEM_CLOCK: return s->mem_mhz;
+    case LP_NVML_FIELD_UTIL: return s->util_gpu;
+    case LP_NVML_FIELD_TEMP: return s->temp_c;
+    default: return (double)s->mem_used / 1073741824.0;
+    }
+}
+
+enum { SAMPLE_NVML, SAMPLE_PM };
+
+static void sample_event(struct pw *w, unsigned kind, size_t i)
+{
+    char name[96];
+    if (kind == SAMPLE_NVML) {
+        const struct lp_nvml_sample *s = &w->t->nvml[i];
+        for (unsigned f = 0; f < sizeof nvml_tracks / sizeof *nvml_tracks; f++)
+            if (s->valid & nvml_tracks[f].field)
+                counter(w, s->device, f, nvml_tracks[f].name, s->timestamp,
+                        nvml_value(s, nvml_tracks[f].field));
+        return;
+    }
+    const struct lp_pm_sample *s = &w->t->pm[i];
+    for (unsigned p = 0; p < LP_PM_COUNT; p++) {
+        if (!(s->valid & 1u << p))
+            continue;
+        int dram = p == LP_PM_DRAM_READ || p == LP_PM_DRAM_WRITE;
+        double v = lp_pm_value(s, (enum lp_pm)p);
+        if (dram) /* bytes in the sample: a rate, bytes per ns being GB/s */
+            v = s->end > s->start ? v / (double)(s->end - s->start) : 0;
+        snprintf(name, sizeof name, "PM %s | %s", lp_pm_name((enum lp_pm)p),
+                 dram ? "GB/s" : p == LP_PM_GPC_MHZ ? "MHz" : "%");
+        counter(w, s->device, 64 + p, name, s->start, v);
+    }
+}
+
+static int samples(struct pw *w)
+{
+    const struct lp_trace *t = w->t;
+    size_t m = 0;
+    struct lp_kv *v = malloc((t->n_nvml + t->n_pm + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < t->n_nvml; i++)
+        if (in_window(w, t->nvml[i].timestamp, t->nvml[i].timestamp))
+            v[m++] = order_key(t->nvml[i].timestamp, t->nvml[i].timestamp, SAMPLE_NVML, i);
+    for (size_t i = 0; i < t->n_pm; i++)
+        if (in_window(w, t->pm[i].start, t->pm[i].start))
+            v[m++] = order_key(t->pm[i].start, t->pm[i].start, SAMPLE_PM, i);
+    int rc = ordered(w, v, m, sample_event);
+    free(v);
+    return rc;
+}
+
+static uint64_t ms_after(uint64_t t0, uint64_t ms)
+{
+    uint64_t ns, t;
+    if (__builtin_mul_overflow(ms, 1000000, &ns) || __builtin_add_overflow(t0, ns, &t))
+        return UINT64_MAX;
+    return t;
+}
+
+int lp_report_perfetto_pb(FILE *f, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms,
+                          struct lp_perfetto_stats *stats)
+{
+    const struct lp_trace *t = r->trace;
+    const char *pid_s = lp_trace_meta(t, "pid");
+    struct pw w = {.f = f, .r = r, .t = t, .t0 = r->t0_ns, .stats = stats, .next_seq = 2,
+                   .host_pid = pid_s ? strtol(pid_s, NULL, 10) : 1,
+                   .from = ms_after(r->t0_ns, from_ms),
+                   .to = to_ms ? ms_after(r->t0_ns, to_ms) : UINT64_MAX};
+    memset(stats, 0, sizeof *stats);
+    w.n_slots = 64;
+    w.slots = calloc(w.n_slots, sizeof *w.slots);
+    w.launches = calloc(t->n_strings + 1, 1);
+    w.configs = calloc(t->n_kernel_configs + 1, sizeof *w.configs);
+    int rc = -1;
+    if (!w.slots || !w.launches || !w.configs)
+        goto out;
+    processes(&w);
+    if (host(&w) != 0 || gpu(&w) != 0 || requests_and_iterations(&w) != 0 || samples(&w) != 0)
+        goto out;
+    close_all(&w);
+    rc = w.failed || ferror(f) ? -1 : 0;
+out:
+    for (size_t i = 0; i < w.n_tracks; i++) {
+        for (size_t j = 0; j < w.tracks[i].n_lanes; j++) {
+            free(w.tracks[i].lanes[j].open);
+            free(w.tracks[i].lanes[j].names.w);
+            free(w.tracks[i].lanes[j].strings.w);
+        }
+        stats->tracks += w.tracks[i].n_lanes;
+        free(w.tracks[i].lanes);
+    }
+    for (size_t i = 0; w.configs && i < t->n_kernel_configs; i++)
+        free(w.configs[i]);
+    free(w.configs);
+    free(w.tracks);
+    free(w.slots);
+    free(w.launches);
+    lp_pb_free(&w.pb);
+    return rc;
+}
