@@ -17,10 +17,24 @@ run8b
 expect 0 "21 kernels measured" "deep runs the program under ncu and imports its raw page" -- \
     "$L" deep "$T/r8" --top 4 --ncu "$NCU" -- true
 for w in per-launch-config prefill/ decode/ none node mangled --launch-skip --launch-count \
-    SpeedOfLight WarpStateStats sm__ops_path_tensor_src_bf16_dst_fp32.sum; do
+    sm__ops_path_tensor_src_bf16_dst_fp32.sum gpu__time_duration.sum \
+    launch__occupancy_limit_registers device__attribute_display_name \
+    ',regex:^smsp__average_warps_issue_stalled_'; do
     if grep -qx -- "$w" "$T/args" || grep -q -- "$w" "$T/args"; then ok "ncu gets $w"; else
         bad "ncu's command line lacks $w: $(tr '\n' ' ' <"$T/args")"; fi
 done
+if grep -qx -- --section "$T/args" || [ "$(grep -cx -- --metrics "$T/args")" != 1 ]; then
+    bad "--sections report asks ncu for no section, its metrics in one --metrics"
+else ok "--sections report (the default) asks ncu for no section, its metrics in one --metrics"; fi
+run8b
+expect 0 "21 kernels measured" "deep --sections full" -- \
+    "$L" deep "$T/r8" --top 4 --sections full --ncu "$NCU" -- true
+for w in SpeedOfLight WarpStateStats SchedulerStats sm__ops_path_tensor_src_bf16_dst_fp32.sum; do
+    if grep -qx -- "$w" "$T/args" || grep -q -- "^$w," "$T/args"; then ok "--sections full: ncu gets $w"; else
+        bad "--sections full: ncu's command line lacks $w: $(tr '\n' ' ' <"$T/args")"; fi
+done
+expect 2 "--sections.*report.*full" "deep --sections with another value" -- \
+    "$L" deep "$T/r8" --sections most --ncu "$NCU" -- true
 if grep -q '^regex:^(nvjet_sm90_tst_320x128' "$T/args"; then ok "one -k regex of the picked kernels"
 else bad "no -k regex: $(grep regex "$T/args")"; fi
 for f in deep.ncu-rep ncu-raw.csv deep.json ncu.log; do
@@ -50,6 +64,12 @@ if ls -a "$T/r8" | grep -q '^\.deep'; then bad "--dry-run wrote a directory"; el
     ok "--dry-run writes nothing"; fi
 if grep -q "\"$T/r8/deep/deep\"" "$T/r8/deep/deep.json"; then ok "deep.json names the report where it is"
 else bad "deep.json's -o is not the final place: $(grep -A1 '"-o"' "$T/r8/deep/deep.json")"; fi
+# the fake ncu prints its "Profiling" lines at once: a rate of about 0 s per kernel
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["sections"] == "report" and isinstance(d["s_per_kernel"], float) and
+              0 <= d["s_per_kernel"] < 1))' "$T/r8/deep/deep.json"; then
+    ok "deep.json gives the sections and the seconds per kernel measured"
+else bad "deep.json's sections or s_per_kernel: $(grep -E 'sections|s_per_kernel' "$T/r8/deep/deep.json")"; fi
 expect 1 "measured no kernel" "ncu measuring nothing is said" -- \
     env FAKE_NCU_CSV= "$L" deep "$T/r8" --force --ncu "$NCU" -- true
 expect 2 "usage: llmprof deep RUN" "no run" -- "$L" deep

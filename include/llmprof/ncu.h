@@ -72,6 +72,14 @@ enum lp_ncu_metric {
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,"                                     \
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"
 
+/* What llmprof deep asks ncu for by default (--sections report): the metrics this file
+ * reads and no section, so that ncu replays each kernel as few times as they need; the
+ * stall reasons as a regular expression (ncu's "regex:"), all in its one --metrics. */
+#define LP_NCU_METRIC_COLUMN(id, column, unit, required) column ","
+#define LP_NCU_REPORT_METRICS                                                                  \
+    LP_NCU_METRIC_LIST(LP_NCU_METRIC_COLUMN) "device__attribute_display_name,"                 \
+    "regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio$"
+
 /* Warp stall reasons are the columns smsp__average_warps_issue_stalled_<REASON>_per_issue_
  * active.ratio: warps stalled for REASON per issued instruction. */
 struct lp_ncu_kernel {

@@ -267,6 +267,7 @@ int lp_cli_record(struct lp_cli_record_opts *o, int *ran);
 extern const char *const lp_cli_deep_files[];
 struct lp_cli_deep_opts {
     const char *run, *ncu, *clock;  /* clock: ncu's --clock-control; NULL: none */
+    const char *sections;           /* report (NULL) or full: what ncu collects */
     int64_t top, instances, skip;   /* 0, 0, -1: the defaults (10, 2, automatic) */
     double budget_min;
     int dry_run, force, quiet;

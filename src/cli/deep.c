@@ -21,10 +21,13 @@
 #include "llmprof/deep.h"
 #include "llmprof/report.h"
 
-/* Measured on an H200 with Nsight Compute 2025.3.1 and the sections below (tests/gpu/deep.md,
- * docs/benchmarks.md): seconds per profiled kernel, ncu's start, and the program's own time
- * under ncu against its time under llmprof record. */
-#define S_PER_KERNEL 0.7
+/* Measured on an H200 with Nsight Compute 2025.3.1 (tests/gpu/deep.md, docs/benchmarks.md):
+ * seconds per profiled kernel with --sections report (20 replay passes each; fitted on
+ * tests/gpu/deep_cost.sh) and full (24 passes, the eight sections below), ncu's start, and
+ * the program's own time under ncu against its time under llmprof record. While ncu runs,
+ * the time left is learned from the kernels profiled so far. */
+#define S_PER_KERNEL_REPORT 0.55
+#define S_PER_KERNEL_FULL 0.7
 #define START_S 1.0
 #define PROGRAM_FACTOR 1.2
 /* after an interrupt or the budget, how long ncu gets to write what it has */
@@ -45,17 +48,20 @@ static const struct lp_cli_opt options[] = {
     "picks the top kernels of each measured stage by GPU time (and any above 5 % of a stage),\n"
     "then runs CMD once under ncu (default: the command RUN recorded, in its directory),\n"
     "profiling only those kernels, only inside their stages' NVTX ranges, a few launches of\n"
-    "each launch configuration after the first, with the sections for speed of light,\n"
-    "occupancy, launch statistics, memory and compute workload, roofline, warp state and\n"
-    "scheduler, plus the tensor-core and FP32 FLOP counts. Kernels replayed from CUDA graphs\n"
+    "each launch configuration after the first, collecting what \"Kernels in depth\" reads:\n"
+    "speed of light, occupancy and its limits, launch statistics, the tensor pipe, warp\n"
+    "stall reasons, the tensor-core and FP32 FLOP counts (--sections full adds ncu's\n"
+    "sections for speed of light, occupancy, launch statistics, memory and compute workload,\n"
+    "roofline, warp state and scheduler, for Nsight Compute). Kernels replayed from CUDA graphs\n"
     "are reachable (--graph-profiling node) when RUN recorded them (record --graphs node;\n"
     "profile --deep does): by default a replay is recorded whole and none of its kernels is\n"
     "chosen. Clocks are left free (--clock-control none), as\n"
     "they run in production; 'base' locks them to base clocks, repeatable but slower than what\n"
     "the run saw.\n"
     "\n"
-    "Before it starts it predicts the time (about 0.7 s per profiled kernel on an H200, plus the\n"
-    "program's own time) and trims the instances, then the kernels, to fit --budget; past the\n"
+    "Before it starts it predicts the time (about 0.55 s per profiled kernel on an H200, 0.7\n"
+    "with --sections full, plus the program's own time; while ncu runs, the time left at the\n"
+    "rate measured so far) and trims the instances, then the kernels, to fit --budget; past the\n"
     "budget, or on Ctrl-C, ncu is stopped and what it measured is kept. Results go to\n"
     "RUN/deep/: deep.ncu-rep (open it in Nsight Compute), ncu-raw.csv (its raw page, which\n"
     "'llmprof report RUN' reads into \"Kernels in depth\"), deep.json (what was asked and what\n"
@@ -87,6 +93,11 @@ static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_STRING, .name = "--clock-control", .arg = "none|base",
      .help = "ncu's clock control (default none: clocks as the\nprogram runs them)",
      .off = offsetof(struct lp_cli_deep_opts, clock), .missing = "none or base"},
+    {.kind = LP_CLI_OPT_KIND_STRING, .name = "--sections", .arg = "report|full",
+     .help = "what ncu collects: report (default), only the metrics\n"
+             "\"Kernels in depth\" reads, in the fewest replays; full, ncu's\n"
+             "sections too, for reading deep.ncu-rep in Nsight Compute",
+     .off = offsetof(struct lp_cli_deep_opts, sections), .missing = "report or full"},
     {.kind = LP_CLI_OPT_KIND_FLAG, .name = "--dry-run",
      .help = "print the kernels picked, the prediction and the ncu command; run nothing\n"
              "(the command quoted for sh, which reads it back byte for byte; control\n"
@@ -175,7 +186,7 @@ static char *escaped(const char *s, const char *prefix, const char *suffix, int 
 
 /* ncu's command line for PLAN; NULL out of memory */
 static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *p,
-                    const char *rep, const char *clock, char *const *cmd)
+                    const char *rep, const char *clock, int full, char *const *cmd)
 {
     char num[32];
     add(a, ncu);
@@ -184,12 +195,17 @@ static int ncu_args(struct args *a, const char *ncu, const struct lp_deep_plan *
     add(a, "-o");
     add(a, rep);
     add(a, "-f");
-    for (size_t i = 0; i < N_SECTIONS; i++) {
-        add(a, "--section");
-        add(a, sections[i]);
+    if (full) {
+        for (size_t i = 0; i < N_SECTIONS; i++) {
+            add(a, "--section");
+            add(a, sections[i]);
+        }
+        add(a, "--metrics");
+        add(a, LP_NCU_EXTRA_METRICS);
+    } else {
+        add(a, "--metrics"); /* ncu takes it once */
+        add(a, LP_NCU_REPORT_METRICS);
     }
-    add(a, "--metrics");
-    add(a, LP_NCU_EXTRA_METRICS);
     add(a, "--clock-control");
     add(a, clock);
     add(a, "--graph-profiling");
@@ -362,12 +378,20 @@ static int find_ncu(const char *given, char *path, size_t len)
     return access(path, X_OK) == 0 ? 0 : -1;
 }
 
+/* What ncu's run took: ELAPSED in all; PER_KERNEL, the seconds between its first and last
+ * "==PROF== Profiling" line per kernel after the first (-1: fewer than two) */
+struct ncu_time {
+    double elapsed, per_kernel;
+};
+
 /* Runs ARGV with its output to LOG_FD (and to OUT when not NULL, read back); waits at most
  * DEADLINE_S seconds (0: no limit), then or on an interrupt sends SIGINT to its process group,
  * and SIGKILL GRACE_S later. *PROFILED counts ncu's "==PROF== Profiling" lines, shown as
- * progress against PREDICTED. Returns the wait status, -1 when it could not start. */
+ * progress against PREDICTED, with the time left at the rate measured so far. Returns the
+ * wait status, -1 when it could not start. */
 static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadline_s,
-                   uint64_t predicted, int quiet, uint64_t *profiled, int *stopped)
+                   uint64_t predicted, int quiet, uint64_t *profiled, int *stopped,
+                   double *per_kernel)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -394,8 +418,8 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
     }
     setpgid(pid, pid);
     close(fds[1]);
-    double t0 = now_s(), kill_at = 0;
-    char buf[8192], line[512], said[2048];
+    double t0 = now_s(), kill_at = 0, first = 0, last = 0;
+    char buf[8192], line[512], said[2048], left[64] = "";
     size_t ll = 0;
     int status = 0, done = 0, open_pipe = 1;
     *profiled = 0;
@@ -417,8 +441,11 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
                         continue;
                     }
                     line[ll] = 0;
-                    if (!strncmp(line, "==PROF== Profiling", 18))
-                        (*profiled)++;
+                    if (!strncmp(line, "==PROF== Profiling", 18)) {
+                        last = now_s();
+                        if (!(*profiled)++)
+                            first = last;
+                    }
                     else if (!strncmp(line, "==ERROR==", 9) || !strncmp(line, "==WARNING==", 11))
                         lp_cli_error("deep", "ncu said: %s", /* it quotes kernel names */
                                      lp_fmt_escape(said, sizeof said, line));
@@ -427,9 +454,15 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
             }
         }
         double el = now_s() - t0;
+        *per_kernel = *profiled >= 2 ? (last - first) / (double)(*profiled - 1) : -1;
+        if (*profiled >= 3 && *profiled < predicted) /* learned from the first ones */
+            snprintf(left, sizeof left, ", about %.0f s left at %.2f s per kernel",
+                     *per_kernel * (double)(predicted - *profiled), *per_kernel);
+        else
+            left[0] = 0;
         if (!quiet)
-            lp_cli_progress("deep", "%llu of %llu kernels profiled, %.0f s", (unsigned long long)
-                            *profiled, (unsigned long long)predicted, el);
+            lp_cli_progress("deep", "%llu of %llu kernels profiled, %.0f s%s", (unsigned long long)
+                            *profiled, (unsigned long long)predicted, el, left);
         if (!*stopped && (interrupted || (deadline_s > 0 && el > deadline_s))) {
             *stopped = interrupted ? 2 : 1;
             kill(-pid, SIGINT);
@@ -547,16 +580,17 @@ static int check_version(const char *ncu, char *version, size_t len)
     return 0;
 }
 
-static double predict_s(const struct lp_deep_plan *p, double program_s)
+static double predict_s(const struct lp_deep_plan *p, double program_s, int full)
 {
-    return START_S + program_s * PROGRAM_FACTOR + S_PER_KERNEL * (double)p->profiled;
+    return START_S + program_s * PROGRAM_FACTOR +
+           (full ? S_PER_KERNEL_FULL : S_PER_KERNEL_REPORT) * (double)p->profiled;
 }
 
 /* The plan that fits BUDGET_S: fewer instances first, then fewer kernels per stage. 0, or
  * the exit status with a message: LP_CLI_EXIT_INPUT when the run has nothing to pick,
  * LP_CLI_EXIT_USAGE when not even one kernel per stage fits --budget. */
 static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, double program_s,
-                       double budget_s, struct lp_deep_plan *p, int *trimmed)
+                       int full, double budget_s, struct lp_deep_plan *p, int *trimmed)
 {
     char err[512];
     *trimmed = 0;
@@ -565,12 +599,12 @@ static int plan_to_fit(const struct lp_run *r, struct lp_deep_plan_options *po, 
             lp_cli_error("deep", "%s", err);
             return LP_CLI_EXIT_INPUT;
         }
-        if (predict_s(p, program_s) <= budget_s)
+        if (predict_s(p, program_s, full) <= budget_s)
             return 0;
         if (po->instances <= 1 && po->top <= 1) {
             lp_cli_error("deep", "even one kernel per stage is predicted to take %.0f s (the "
                          "program alone %.0f s under llmprof record), more than --budget %.1f "
-                         "min: raise the budget", predict_s(p, program_s), program_s,
+                         "min: raise the budget", predict_s(p, program_s, full), program_s,
                          budget_s / 60);
             lp_deep_plan_free(p);
             return LP_CLI_EXIT_USAGE;
@@ -692,8 +726,11 @@ void lp_cli_deep_init(struct lp_cli_deep_opts *o)
 int lp_cli_deep_prepare(struct lp_cli_deep_opts *o)
 {
     static const char *const clocks[] = {"none", "base"};
+    static const char *const sets[] = {"report", "full"};
     if (o->clock && strcmp(o->clock, "none") && strcmp(o->clock, "base"))
         return lp_cli_bad_value("deep", "--clock-control", o->clock, clocks, 2);
+    if (o->sections && strcmp(o->sections, "report") && strcmp(o->sections, "full"))
+        return lp_cli_bad_value("deep", "--sections", o->sections, sets, 2);
     if (find_ncu(o->ncu, o->ncu_path, sizeof o->ncu_path) != 0) {
         if (o->dry_run)
             return 0; /* the dry run prints the command it would give */
@@ -746,10 +783,10 @@ static void say_plan(const struct lp_cli_deep_opts *o, const struct lp_run *r,
 }
 
 /* run_ncu with SIGINT and SIGTERM caught (they stop ncu, keeping what it measured), timed
- * into *ELAPSED */
+ * into *TM */
 static int run_ncu_caught(const struct args *a, int log_fd, const char *cwd, double budget_s,
                           const struct lp_deep_plan *plan, int quiet, int *stopped,
-                          double *elapsed)
+                          struct ncu_time *tm)
 {
     struct sigaction act = {.sa_handler = on_signal}, old_int, old_term;
     sigemptyset(&act.sa_mask);
@@ -757,8 +794,9 @@ static int run_ncu_caught(const struct args *a, int log_fd, const char *cwd, dou
     sigaction(SIGTERM, &act, &old_term);
     double t0 = now_s();
     uint64_t profiled;
-    int status = run_ncu(a->v, log_fd, cwd, budget_s, plan->profiled, quiet, &profiled, stopped);
-    *elapsed = now_s() - t0;
+    int status = run_ncu(a->v, log_fd, cwd, budget_s, plan->profiled, quiet, &profiled, stopped,
+                         &tm->per_kernel);
+    tm->elapsed = now_s() - t0;
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     return status;
@@ -769,8 +807,8 @@ static int run_ncu_caught(const struct args *a, int log_fd, const char *cwd, dou
  * The status of the command, or -1 when the results could not be written (TMP is then to
  * be removed). */
 static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const char *tmp,
-                  const char *dir, int *log_fd, int status, int stopped, double elapsed,
-                  double predicted, double budget_s, const struct lp_deep_plan *plan,
+                  const char *dir, int *log_fd, int status, int stopped,
+                  const struct ncu_time *tm, double predicted, double budget_s, const struct lp_deep_plan *plan,
                   const struct lp_run *r, const struct args *a, json_t **outp)
 {
     char err[512], path[PATH_MAX + 128];
@@ -797,9 +835,11 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
         }
         lp_ncu_free(nr);
     }
-    out = *outp = json_pack("{s:s,s:s,s:s,s:o,s:f,s:f,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
+    out = *outp = json_pack("{s:s,s:s,s:s,s:s,s:o,s:f,s:f,s:o,s:f,s:I,s:I,s:I,s:I,s:b,s:s,s:o}",
                     "format", "llmprof-deep", "ncu", ncu, "ncu_version", o->version,
-                    "command", json_array(), "predicted_s", predicted, "elapsed_s", elapsed,
+                    "sections", o->sections ? o->sections : "report",
+                    "command", json_array(), "predicted_s", predicted, "elapsed_s", tm->elapsed,
+                    "s_per_kernel", tm->per_kernel >= 0 ? json_real(tm->per_kernel) : json_null(),
                     "budget_s", budget_s, "predicted_kernels", (json_int_t)plan->profiled,
                     "measured_kernels", (json_int_t)measured, "skip", (json_int_t)plan->skip,
                     "instances", (json_int_t)plan->instances, "by_nvtx", plan->by_nvtx,
@@ -836,7 +876,7 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
     rc = 0;
     if (stopped)
         lp_cli_error("deep", "%s after %.0f s: %zu kernels measured, kept in %s",
-                     stopped == 2 ? "interrupted" : "over the budget", elapsed, measured, dir);
+                     stopped == 2 ? "interrupted" : "over the budget", tm->elapsed, measured, dir);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         lp_cli_error("deep", "ncu %s %d (its output: %s/ncu.log)",
                      WIFEXITED(status) ? "exited with" : "was killed by signal",
@@ -850,7 +890,7 @@ static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const 
     }
     if (!o->quiet)
         printf("%zu kernels measured in %.0f s (predicted %llu in %.0f s); results in %s/; "
-               "'llmprof report %s' adds \"Kernels in depth\"\n", measured, elapsed,
+               "'llmprof report %s' adds \"Kernels in depth\"\n", measured, tm->elapsed,
                (unsigned long long)plan->profiled, predicted, dir, o->run);
     return rc;
 }
@@ -930,16 +970,16 @@ static int deep_measure(const struct lp_cli_deep_opts *o, char *const *given,
         remove_dir(tmp);
         return LP_CLI_EXIT_INPUT;
     }
-    double elapsed;
+    struct ncu_time tm = {0, -1};
     int stopped = 0;
     int status = run_ncu_caught(&d->a, d->log_fd, given ? NULL : d->cwd, budget_s, &d->plan,
-                                o->quiet, &stopped, &elapsed);
+                                o->quiet, &stopped, &tm);
     if (status < 0) {
         lp_cli_error("deep", "cannot run %s: %s", o->ncu_path, strerror(errno));
         remove_dir(tmp);
         return LP_CLI_EXIT_INPUT;
     }
-    int rc = finish(o, (char *)o->ncu_path, rep, tmp, dir, &d->log_fd, status, stopped, elapsed,
+    int rc = finish(o, (char *)o->ncu_path, rep, tmp, dir, &d->log_fd, status, stopped, &tm,
                     predicted, budget_s, &d->plan, &d->r, &d->a, &d->out);
     if (rc < 0) { /* said: the results could not be written */
         remove_dir(tmp);
@@ -960,9 +1000,10 @@ static int deep_plan_run(const struct lp_cli_deep_opts *o, char *const *given,
         .instances = o->instances ? (uint64_t)o->instances : 2};
     int trimmed, rc;
     double budget_s = o->budget_min * 60;
-    if ((rc = plan_to_fit(&d->r, &po, program_s, budget_s, &d->plan, &trimmed)) != 0)
+    int full = o->sections && !strcmp(o->sections, "full");
+    if ((rc = plan_to_fit(&d->r, &po, program_s, full, budget_s, &d->plan, &trimmed)) != 0)
         return rc;
-    double predicted = predict_s(&d->plan, program_s);
+    double predicted = predict_s(&d->plan, program_s, full);
     if (!o->quiet || o->dry_run)
         say_plan(o, &d->r, &d->plan, predicted, trimmed ? po.top : 0);
     /* results go into a directory beside RUN/deep, moved in at the end */
@@ -974,7 +1015,8 @@ static int deep_plan_run(const struct lp_cli_deep_opts *o, char *const *given,
     }
     /* ncu adds .ncu-rep to the name it is given */
     snprintf(rep, sizeof rep, "%s/deep", tmp);
-    if (ncu_args(&d->a, o->ncu_path, &d->plan, rep, o->clock ? o->clock : "none", d->cmd) != 0) {
+    if (ncu_args(&d->a, o->ncu_path, &d->plan, rep, o->clock ? o->clock : "none", full,
+                 d->cmd) != 0) {
         lp_cli_error("deep", "out of memory");
         if (!o->dry_run)
             remove_dir(tmp);
