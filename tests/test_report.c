@@ -364,6 +364,21 @@ static void test_bad_stage_rule(void **state)
     o.stage_rules = noeq;
     assert_int_equal(lp_run_analyze(t, &o, &r, err, sizeof err), LP_ERR_ARG);
     assert_non_null(strstr(err, "NAME=REGEX"));
+    /* a stage is 16 bits in the analysis' work array: past 32,759 rules, refused */
+    enum { MANY = 32760 };
+    const char **many = malloc(MANY * sizeof *many);
+    assert_non_null(many);
+    for (size_t i = 0; i < MANY; i++)
+        many[i] = "s=x";
+    o.stage_rules = many;
+    o.n_stage_rules = MANY;
+    assert_int_equal(lp_run_analyze(t, &o, &r, err, sizeof err), LP_ERR_ARG);
+    assert_non_null(strstr(err, "32760 stage rules: at most 32759"));
+    o.n_stage_rules = MANY - 1; /* at the bound: analysed */
+    assert_int_equal(lp_run_analyze(t, &o, &r, err, sizeof err), LP_OK);
+    lp_run_free(&r);
+    free(many);
+    o.n_stage_rules = 1;
     const char *custom[] = {"decode=^step"};
     lp_trace_free(t);
     tb_open(&b);

@@ -13,6 +13,10 @@ enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
 /* the fixed group of whole CUDA graph replays (kernels.c): after the 4 copy groups and sets */
 enum { LP_GROUP_REPLAY = 5 };
 
+/* the most stages a run may have (lp_work.stage is 16 bits): the stage rules' and the fixed
+ * ones (run, warmup, prefill, decode, outside) */
+#define LP_MAX_STAGES INT16_MAX
+
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {
     uint64_t start, end;
@@ -21,11 +25,11 @@ struct lp_work {
     uint32_t thread;              /* of the launching call */
     int32_t range;                /* innermost range open at launch on that thread, -1 none */
     int32_t occ;                  /* stage occurrence, -1 none */
-    int32_t stage;                /* index into lp_run.stages, -1 none */
+    uint32_t index;               /* into the trace's array of its kind */
+    int16_t stage;                /* index into lp_run.stages (at most LP_MAX_STAGES), -1 none */
     uint8_t kind;                 /* LP_OP_* */
     uint8_t by_time;              /* attributed by time: no launch call recorded */
-    uint32_t index;               /* into the trace's array of its kind */
-};
+};                                /* 48 bytes: one per kernel at the analysis' peak */
 
 /* One occurrence of a stage: a top-level stage range, or one inferred from GEMM shapes. */
 struct lp_occ {

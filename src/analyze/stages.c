@@ -72,6 +72,10 @@ static int compile_rules(struct lp_run_ctx *c, struct rules *rs)
     const struct lp_run_options *o = &c->r->opt;
     const char *const *src = o->stage_rules ? o->stage_rules : default_rules;
     size_t n = o->stage_rules ? o->n_stage_rules : sizeof default_rules / sizeof *default_rules;
+    if (n > LP_MAX_STAGES - 8) {
+        snprintf(c->err, c->errlen, "%zu stage rules: at most %d", n, LP_MAX_STAGES - 8);
+        return LP_ERR_ARG;
+    }
     rs->re = calloc(n ? n : 1, sizeof *rs->re);
     c->rule_names = calloc(n ? n : 1, sizeof *c->rule_names);
     c->rule_stage = malloc((n ? n : 1) * sizeof *c->rule_stage);
@@ -112,6 +116,8 @@ static void free_rules(struct rules *rs)
 
 static int add_stage(struct lp_run *r, const char *name, enum lp_stage_kind kind)
 {
+    if (r->n_stages >= LP_MAX_STAGES) /* the rules are bounded below it */
+        return -1;
     struct lp_stage_report *s = realloc(r->stages, (r->n_stages + 1) * sizeof *s);
     if (!s)
         return -1;
