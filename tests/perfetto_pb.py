@@ -102,7 +102,7 @@ class Pb:
         self.slices = []      # (uuid, cat, name, start, end, annotations)
         self.instants = []    # (uuid, cat, name, ts)
         self.counters = []    # (uuid, ts, value)
-        self.flows_out, self.flows_in = {}, {}
+        self.flows_out, self.flows_in = [], []   # (flow id, track, ts)
         self.packets = 0
         seqs = {}
         open_ = collections.defaultdict(list)   # uuid -> stack of open slices
@@ -209,9 +209,9 @@ class Pb:
             else:
                 ann[key] = one(af, 3)
         for fid in many(e, 47):
-            self.flows_out[fid] = (uuid, ts)
+            self.flows_out.append((fid, uuid, ts))
         for fid in many(e, 48):
-            self.flows_in[fid] = (uuid, ts)
+            self.flows_in.append((fid, uuid, ts))
         if typ == 1:
             open_[uuid].append((",".join(cats), name, ts, ann))
         elif typ == 2:
@@ -248,8 +248,8 @@ def ns(us):
 def from_json(doc):
     """The JSON export's events, in the terms Pb.place gives."""
     out = {"slices": collections.Counter(), "instants": collections.Counter(),
-           "requests": collections.Counter(), "counters": [], "flows_out": {},
-           "flows_in": {}, "processes": {}}
+           "requests": collections.Counter(), "counters": [], "flows_out": collections.Counter(),
+           "flows_in": collections.Counter(), "processes": {}}
     open_req = {}
     for e in doc["traceEvents"]:
         ph = e["ph"]
@@ -279,9 +279,9 @@ def from_json(doc):
             (unit, v), = e["args"].items()
             out["counters"].append((e["pid"], e["name"], unit, ns(e["ts"]), v))
         elif ph == "s":
-            out["flows_out"][e["id"]] = ((e["pid"], e["tid"]), ns(e["ts"]))
+            out["flows_out"][(e["id"], (e["pid"], e["tid"]), ns(e["ts"]))] += 1
         elif ph == "f":
-            out["flows_in"][e["id"]] = ((e["pid"], e["tid"]), ns(e["ts"]))
+            out["flows_in"][(e["id"], (e["pid"], e["tid"]), ns(e["ts"]))] += 1
         elif ph == "M" and e["name"] == "process_name":
             out["processes"][e["pid"]] = e["args"]["name"]
     return out
@@ -289,8 +289,8 @@ def from_json(doc):
 
 def from_pb(pb):
     out = {"slices": collections.Counter(), "instants": collections.Counter(),
-           "requests": collections.Counter(), "counters": [], "flows_out": {},
-           "flows_in": {}, "processes": {}}
+           "requests": collections.Counter(), "counters": [], "flows_out": collections.Counter(),
+           "flows_in": collections.Counter(), "processes": {}, "unpaired": []}
     for uuid, cat, name, s, e, a in pb.slices:
         pid, tid = pb.place(uuid)
         if cat == "request":
@@ -310,10 +310,18 @@ def from_pb(pb):
         t = pb.tracks[uuid]
         pid = pb.tracks.get(t.get("parent"), {}).get("pid")
         out["counters"].append((pid, t["name"], t.get("unit"), ts, v))
-    for fid, (uuid, ts) in pb.flows_out.items():
-        out["flows_out"][fid] = (pb.place(uuid), ts)
-    for fid, (uuid, ts) in pb.flows_in.items():
-        out["flows_in"][fid] = (pb.place(uuid), ts)
+    # the JSON's correlation id is the low 32 bits: a call whose several GPU records share it
+    # (a CUDA graph launch) starts one flow per record, (J << 32) | id
+    starts = set()
+    for fid, uuid, ts in pb.flows_out:
+        out["flows_out"][(fid & 0xFFFFFFFF, pb.place(uuid), ts)] = 1
+        starts.add(fid)
+    for fid, uuid, ts in pb.flows_in:
+        out["flows_in"][(fid & 0xFFFFFFFF, pb.place(uuid), ts)] += 1
+        if fid not in starts:
+            out["unpaired"].append(fid)
+    ends = collections.Counter(fid for fid, _, _ in pb.flows_in)
+    out["ended_twice"] = [fid for fid, n in ends.items() if n > 1]
     for t in pb.tracks.values():
         if t.get("kind") == "process":
             out["processes"][t["pid"]] = t["name"]
@@ -334,10 +342,19 @@ def compare(name, j, p):
           [(a, b) for a, b in zip(jc, pc) if a[:4] != b[:4] or abs(a[4] - b[4]) > 0.0006][:3]
           or (len(jc), len(pc)))
     check(j["flows_out"] == p["flows_out"] and j["flows_in"] == p["flows_in"],
-          f"{name}: the flows are the JSON's ({len(j['flows_out'])} out, "
-          f"{len(j['flows_in'])} in)",
-          {k: v for k, v in j["flows_out"].items() if p["flows_out"].get(k) != v} or
-          {k: v for k, v in j["flows_in"].items() if p["flows_in"].get(k) != v})
+          f"{name}: the flows are the JSON's ({sum(j['flows_out'].values())} out, "
+          f"{sum(j['flows_in'].values())} in)",
+          list((j["flows_out"] - p["flows_out"]).items())[:3] +
+          list((p["flows_out"] - j["flows_out"]).items())[:3] +
+          list((j["flows_in"] - p["flows_in"]).items())[:3] +
+          list((p["flows_in"] - j["flows_in"]).items())[:3])
+    # trace_processor closes a flow at its terminating id: each id ended once, and each from
+    # a start unless the JSON's end has no start either
+    sourceless = {k[0] for k in j["flows_in"]} - {k[0] for k in j["flows_out"]}
+    bad = [f for f in p["unpaired"] if f & 0xFFFFFFFF not in sourceless]
+    check(not bad and not p["ended_twice"],
+          f"{name}: every flow ended once, from a start of its own",
+          {"unpaired": bad[:5], "ended twice": p["ended_twice"][:5]})
     check(j["processes"] == p["processes"], f"{name}: the processes are the JSON's",
           (j["processes"], p["processes"]))
 
@@ -386,17 +403,21 @@ def main():
         seen["iterations"] += any(key[1] == "serving iterations" for key in p["slices"])
         seen["overlap tracks"] += any("overlapping" in t["name"] for t in pb.tracks.values())
         seen["captured in"] += any(key[6][2:3] not in ((None,), ()) for key in p["slices"])
+        seen["graph launches' flows"] += any(f >> 32 for f, _, _ in pb.flows_out)
         check(len(data) * 3 < os.path.getsize(js) or k < 100,
               f"{name}: the protobuf is under a third of the JSON "
               f"({len(data)} against {os.path.getsize(js)} bytes)")
-    for what in ("PM counters", "requests", "iterations", "captured in", "overlap tracks"):
+    for what in ("PM counters", "requests", "iterations", "captured in", "overlap tracks",
+                 "graph launches' flows"):
         check(seen[what] > 0, f"the fixtures exercise {what} ({seen[what]})")
     # a window: the same events as the JSON's window
     run = os.path.join(FIX, "llama")
     js, pf = os.path.join(tmp, "w.json"), os.path.join(tmp, "w.pftrace")
     if export(run, js, "--window", "100:300").returncode == 0 and \
             export(run, pf, "--window", "100:300").returncode == 0:
-        j, p = from_json(json.load(open(js))), from_pb(Pb(open(pf, "rb").read()))
+        pb = Pb(open(pf, "rb").read())
+        check(not pb.problems, "window: packets as trace_processor reads them", pb.problems[:5])
+        j, p = from_json(json.load(open(js))), from_pb(pb)
         check(sum(j["slices"].values()) > 0, "window: the JSON's window holds slices")
         compare("llama --window 100:300", j, p)
     else:

@@ -1384,6 +1384,19 @@ static void test_writers(void **state)
     lp_trace_free(t);
 }
 
+/* R's protobuf export of [FROM_MS, TO_MS] (0, 0: all), which must succeed: its bytes
+ * (*LEN of them, malloc'd) and *ST */
+static char *pb_export(const struct lp_run *r, uint64_t from_ms, uint64_t to_ms, size_t *len,
+                       struct lp_perfetto_stats *st)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    assert_non_null(f);
+    assert_int_equal(lp_report_perfetto_pb(f, r, from_ms, to_ms, st), 0);
+    fclose(f);
+    return buf;
+}
+
 /* The Perfetto protobuf export: 40 kernels on one stream, each starting after and ending
  * after the one before (crossing every one still open), fill 32 lanes of the stream, and
  * the 8 past them are cut to end with the slice they cross; nested kernels need one lane. A
@@ -1402,26 +1415,48 @@ static void test_perfetto_pb_lanes(void **state)
         struct lp_trace *t = tb_read(&b, 1);
         struct lp_run r;
         analyze(t, NULL, &r);
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
+        size_t len;
         struct lp_perfetto_stats st;
-        assert_int_equal(lp_report_perfetto_pb(f, &r, 0, 0, &st), 0);
-        fclose(f);
+        char *buf = pb_export(&r, 0, 0, &len, &st);
         /* the host thread, and the stream's lanes */
         assert_int_equal(st.shortened, crossing ? 8 : 0);
         assert_int_equal(st.tracks, crossing ? 1 + 32 : 1 + 1);
         assert_non_null(memmem(buf, len, "crossing_kernel", 15));
         assert_int_equal(crossing, memmem(buf, len, "stream 7 (overlapping 31)", 25) != NULL);
         free(buf);
-        f = open_memstream(&buf, &len);
-        assert_int_equal(lp_report_perfetto_pb(f, &r, 1, 2, &st), 0);
-        fclose(f);
+        buf = pb_export(&r, 1, 2, &len, &st);
         assert_null(memmem(buf, len, "crossing_kernel", 15));
         free(buf);
         lp_run_free(&r);
         lp_trace_free(t);
     }
+}
+
+/* Kernels on two devices the trace does not describe: a process each, as in the JSON. */
+static void test_perfetto_pb_devices(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    for (uint32_t d = 5; d <= 9; d += 4) {
+        struct lp_record rec = {.type = LP_REC_KERNEL};
+        rec.u.kernel = (struct lp_kernel){.start = 100 * d, .end = 100 * d + 50, .stream = 7,
+                                          .device = d, .correlation = d,
+                                          .name = lp_trace_writer_intern(b.w, "k")};
+        add(&b, &rec);
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    size_t len;
+    struct lp_perfetto_stats st;
+    char *buf = pb_export(&r, 0, 0, &len, &st);
+    assert_non_null(memmem(buf, len, "GPU 5 (not described by the trace)", 34));
+    assert_non_null(memmem(buf, len, "GPU 9 (not described by the trace)", 34));
+    assert_int_equal(st.tracks, 2); /* stream 7 of each */
+    free(buf);
+    lp_run_free(&r);
+    lp_trace_free(t);
 }
 
 /* ---- the real fixtures ---- */
@@ -3752,6 +3787,7 @@ int main(void)
         cmocka_unit_test(test_fixture_gemm_shapes),
         cmocka_unit_test(test_writers),
         cmocka_unit_test(test_perfetto_pb_lanes),
+        cmocka_unit_test(test_perfetto_pb_devices),
         cmocka_unit_test(test_names_not_utf8),
         cmocka_unit_test(test_fixture_llama),
         cmocka_unit_test(test_fixture_torch_operators),

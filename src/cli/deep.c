@@ -455,9 +455,11 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
         }
         double el = now_s() - t0;
         *per_kernel = *profiled >= 2 ? (last - first) / (double)(*profiled - 1) : -1;
-        if (*profiled >= 3 && *profiled < predicted) /* learned from the first ones */
+        if (*profiled >= 3 && *profiled < predicted) { /* learned from the first ones */
+            double rest = *per_kernel * (double)(predicted - *profiled) - (now_s() - last);
             snprintf(left, sizeof left, ", about %.0f s left at %.2f s per kernel",
-                     *per_kernel * (double)(predicted - *profiled), *per_kernel);
+                     rest > 0 ? rest : 0, *per_kernel);
+        }
         else
             left[0] = 0;
         if (!quiet)
@@ -808,8 +810,9 @@ static int run_ncu_caught(const struct args *a, int log_fd, const char *cwd, dou
  * be removed). */
 static int finish(const struct lp_cli_deep_opts *o, char *ncu, char *rep, const char *tmp,
                   const char *dir, int *log_fd, int status, int stopped,
-                  const struct ncu_time *tm, double predicted, double budget_s, const struct lp_deep_plan *plan,
-                  const struct lp_run *r, const struct args *a, json_t **outp)
+                  const struct ncu_time *tm, double predicted, double budget_s,
+                  const struct lp_deep_plan *plan, const struct lp_run *r, const struct args *a,
+                  json_t **outp)
 {
     char err[512], path[PATH_MAX + 128];
     struct stat st;

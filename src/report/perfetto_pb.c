@@ -82,6 +82,14 @@ struct track {                /* a thread, a stream or a named track, and its ov
     size_t n_lanes;
 };
 
+/* Correlation ids several GPU records share (the kernels of one CUDA graph launch): the
+ * J-th of them written ends a flow of its own, (J << 32) | id, and the launching call starts
+ * them all, as the JSON's flow ends all bind to their call's start. */
+struct shared {
+    uint32_t *key, *count, *taken; /* open addressing; key 0: empty */
+    size_t cap, n;
+};
+
 struct pw {
     FILE *f;
     const struct lp_run *r;
@@ -100,7 +108,12 @@ struct pw {
     uint64_t pending_names[8], pending_strings[8];
     size_t n_pending_names, n_pending_strings;
     struct lp_perfetto_stats *stats;
-    int unknown_device;       /* its track described */
+    struct unknown_device {   /* devices the trace does not describe, their process tracks */
+        uint32_t device;
+        uint64_t uuid;
+    } unknown[16];
+    size_t n_unknown;
+    struct shared shared;
     int failed;
 };
 
@@ -175,6 +188,111 @@ static int emit(struct pw *w)
     if (lp_pb_emit(w->f, 1, &w->pb) != 0)
         w->failed = 1;
     return w->failed ? -1 : 0;
+}
+
+/* ---- flows ---- */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    return x ^ (x >> 33);
+}
+
+static int in_window(const struct pw *w, uint64_t a, uint64_t b)
+{
+    return b >= w->from && a <= w->to;
+}
+
+static size_t shared_slot(const struct shared *h, uint32_t key)
+{
+    size_t mask = h->cap - 1, i = (size_t)mix(key) & mask;
+    while (h->key[i] && h->key[i] != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int shared_add(struct shared *h, uint32_t key)
+{
+    if ((h->n + 1) * 2 > h->cap) {
+        struct shared g = {.cap = h->cap ? 2 * h->cap : 64};
+        g.key = calloc(g.cap, sizeof *g.key);
+        g.count = calloc(g.cap, sizeof *g.count);
+        g.taken = calloc(g.cap, sizeof *g.taken);
+        if (!g.key || !g.count || !g.taken) {
+            free(g.key);
+            free(g.count);
+            free(g.taken);
+            return -1;
+        }
+        for (size_t i = 0; i < h->cap; i++)
+            if (h->key[i]) {
+                size_t j = shared_slot(&g, h->key[i]);
+                g.key[j] = h->key[i];
+                g.count[j] = h->count[i];
+            }
+        g.n = h->n;
+        free(h->key);
+        free(h->count);
+        free(h->taken);
+        *h = g;
+    }
+    size_t i = shared_slot(h, key);
+    if (!h->key[i]) {
+        h->key[i] = key;
+        h->n++;
+    }
+    h->count[i]++;
+    return 0;
+}
+
+/* how many GPU records written share KEY (0: none of a graph) */
+static uint32_t shared_count(const struct shared *h, uint32_t key)
+{
+    return h->cap ? h->count[shared_slot(h, key)] : 0;
+}
+
+/* the flow ID the next GPU record of correlation CORR ends */
+static uint64_t flow_end(struct pw *w, uint32_t corr)
+{
+    struct shared *h = &w->shared;
+    if (shared_count(h, corr) <= 1)
+        return corr;
+    size_t i = shared_slot(h, corr);
+    return (uint64_t)h->taken[i]++ << 32 | corr;
+}
+
+/* the flows a launching call of correlation CORR starts: one per GPU record of it */
+static void flow_starts(struct pw *w, uint32_t corr)
+{
+    uint32_t n = shared_count(&w->shared, corr);
+    for (uint32_t j = 0; j < (n > 1 ? n : 1); j++)
+        lp_pb_fixed64(&w->pb, TE_FLOW_IDS, (uint64_t)j << 32 | corr);
+}
+
+/* the correlation ids the CUDA-graph records written share, counted */
+static int share(struct pw *w)
+{
+    const struct lp_trace *t = w->t;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel_rec *k = &t->kernels[i];
+        if (k->correlation && (k->graph_id || (k->flags & LP_KERNEL_FLAG_GRAPH)) &&
+            in_window(w, k->start, k->end) && shared_add(&w->shared, k->correlation) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < t->n_memcpys; i++) {
+        const struct lp_memcpy *m = &t->memcpys[i];
+        if (m->correlation && m->graph_id && in_window(w, m->start, m->end) &&
+            shared_add(&w->shared, m->correlation) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < t->n_memsets; i++) {
+        const struct lp_memset *m = &t->memsets[i];
+        if (m->correlation && m->graph_id && in_window(w, m->start, m->end) &&
+            shared_add(&w->shared, m->correlation) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* ---- tracks ---- */
@@ -270,13 +388,6 @@ static struct lane *lane_add(struct pw *w, struct track *k)
     return l;
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    return x ^ (x >> 33);
-}
-
 /* The track of KEY, made (with its first lane) on first use; NULL when out of memory. */
 static struct track *track_get(struct pw *w, uint64_t key, uint64_t parent, const char *name,
                                size_t max_lanes)
@@ -331,47 +442,52 @@ static struct track *track_get(struct pw *w, uint64_t key, uint64_t parent, cons
     return k;
 }
 
+static void process(struct pw *w, uint64_t uuid, long pid, const char *name)
+{
+    lp_pb_varint(&w->pb, PKT_SEQUENCE_ID, 1);
+    size_t td = lp_pb_begin(&w->pb, PKT_TRACK_DESCRIPTOR);
+    lp_pb_varint(&w->pb, TD_UUID, uuid);
+    size_t pd = lp_pb_begin(&w->pb, TD_PROCESS);
+    lp_pb_varint(&w->pb, PD_PID, (uint64_t)pid);
+    lp_pb_str(&w->pb, PD_NAME, name);
+    lp_pb_end(&w->pb, pd);
+    lp_pb_end(&w->pb, td);
+    emit(w);
+}
+
+/* the process track of DEVICE: a device the trace does not describe gets one of its own
+ * when its first work is written */
 static uint64_t gpu_uuid(struct pw *w, uint32_t device)
 {
     for (size_t i = 0; i < w->t->n_devices; i++)
         if (w->t->devices[i].id == device)
             return 2 + i;
-    if (!w->unknown_device) { /* work on a device the trace does not describe */
-        lp_pb_varint(&w->pb, PKT_SEQUENCE_ID, 1);
-        size_t td = lp_pb_begin(&w->pb, PKT_TRACK_DESCRIPTOR);
-        lp_pb_varint(&w->pb, TD_UUID, 2 + w->t->n_devices);
-        lp_pb_str(&w->pb, TD_NAME, "GPU (not described by the trace)");
-        lp_pb_end(&w->pb, td);
-        emit(w);
-        w->unknown_device = 1;
-    }
-    return 2 + w->t->n_devices;
+    for (size_t i = 0; i < w->n_unknown; i++)
+        if (w->unknown[i].device == device)
+            return w->unknown[i].uuid;
+    if (w->n_unknown == sizeof w->unknown / sizeof *w->unknown)
+        return 2; /* past 16 such devices, their work goes to the first one's */
+    char name[80];
+    snprintf(name, sizeof name, "GPU %u (not described by the trace)", device);
+    uint64_t uuid = w->next_uuid++;
+    process(w, uuid, GPU_PID_BASE + (long)device, name);
+    w->unknown[w->n_unknown++] = (struct unknown_device){device, uuid};
+    return uuid;
 }
 
+/* the host (uuid 1) and each GPU the trace describes (2 ...) */
 static void processes(struct pw *w)
 {
-    struct lp_pb *p = &w->pb;
     char name[160];
-    for (size_t i = 0; i <= w->t->n_devices; i++) {
-        long pid = i == 0 ? w->host_pid
-                          : GPU_PID_BASE + (long)w->t->devices[i - 1].id;
-        if (i == 0)
-            snprintf(name, sizeof name, "host (pid %ld)", w->host_pid);
-        else
-            snprintf(name, sizeof name, "GPU %u: %s", w->t->devices[i - 1].id,
-                     lp_trace_str(w->t, w->t->devices[i - 1].name));
-        lp_pb_varint(p, PKT_SEQUENCE_ID, 1);
-        size_t td = lp_pb_begin(p, PKT_TRACK_DESCRIPTOR);
-        lp_pb_varint(p, TD_UUID, 1 + i);
-        size_t pd = lp_pb_begin(p, TD_PROCESS);
-        lp_pb_varint(p, PD_PID, (uint64_t)pid);
-        lp_pb_str(p, PD_NAME, name);
-        lp_pb_end(p, pd);
-        lp_pb_end(p, td);
-        emit(w);
+    snprintf(name, sizeof name, "host (pid %ld)", w->host_pid);
+    process(w, 1, w->host_pid, name);
+    for (size_t i = 0; i < w->t->n_devices; i++) {
+        snprintf(name, sizeof name, "GPU %u: %s", w->t->devices[i].id,
+                 lp_trace_str(w->t, w->t->devices[i].name));
+        process(w, 2 + i, GPU_PID_BASE + (long)w->t->devices[i].id, name);
     }
     w->host_uuid = 1;
-    w->next_uuid = 3 + w->t->n_devices;
+    w->next_uuid = 2 + w->t->n_devices;
 }
 
 /* ---- events ---- */
@@ -491,22 +607,24 @@ static void close_all(struct pw *w)
             close_until(w, &w->tracks[i].lanes[j], UINT64_MAX);
 }
 
-static int in_window(const struct pw *w, uint64_t a, uint64_t b)
-{
-    return b >= w->from && a <= w->to;
-}
-
 /* ---- the records, ordered ---- */
 
-/* a record for the sort: by start, the longer first (256 ns steps up to 68 s), then KIND
- * and index: what nesting needs */
-static struct lp_kv order_key(uint64_t start, uint64_t end, unsigned kind, size_t i)
+/* A record for the sort: by start, the longer first, then by I, its index among the
+ * records of every kind sorted together (struct kinds): what nesting needs. The length is
+ * exact to the nanosecond up to 2^31 ns, then in steps of 2^32 ns. */
+static struct lp_kv order_key(uint64_t start, uint64_t end, size_t i)
 {
-    uint64_t d = end > start ? (end - start) >> 8 : 0;
-    if (d > 0x0fffffff)
-        d = 0x0fffffff;
-    return (struct lp_kv){start, (0x0fffffffull - d) << 36 | (uint64_t)kind << 32 | i};
+    uint64_t d = end > start ? end - start : 0;
+    if (d >= 1ull << 31)
+        d = (1ull << 31) + (d >> 32 < (1ull << 31) - 1 ? d >> 32 : (1ull << 31) - 1);
+    return (struct lp_kv){start, (0xffffffffull - d) << 32 | i};
 }
+
+/* the kinds sorted together: kind K's records are indices BASE[K] to BASE[K + 1] - 1 */
+struct kinds {
+    size_t base[5];
+    unsigned n;
+};
 
 /* a launching call: the start of a flow to the work it queued (the JSON's test) */
 static int launches(struct pw *w, lp_str name)
@@ -566,7 +684,7 @@ static void host_event(struct pw *w, unsigned kind, size_t i)
         if (a->status)
             annotation_uint(w, AN_STATUS, DA_UINT, a->status);
         if (a->correlation && launches(w, a->name))
-            lp_pb_fixed64(&w->pb, TE_FLOW_IDS, a->correlation);
+            flow_starts(w, a->correlation);
     } else {
         enum lp_overhead_kind ok = lp_overhead_kind_of(t->overheads[i].kind);
         lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_OVERHEAD);
@@ -636,18 +754,24 @@ static void gpu_event(struct pw *w, unsigned kind, size_t i)
         annotation_uint(w, AN_BYTES, DA_UINT, t->memsets[i].bytes);
     }
     if (correlation)
-        lp_pb_fixed64(&w->pb, TE_TERMINATING_FLOW_IDS, correlation);
+        lp_pb_fixed64(&w->pb, TE_TERMINATING_FLOW_IDS, flow_end(w, correlation));
     event_close(w, te);
     push(w, l, e);
 }
 
-/* sorts V (N records of the kinds of EACH) and writes them through EACH */
-static int ordered(struct pw *w, struct lp_kv *v, size_t n,
+/* sorts V (N records of the kinds K) and writes each through EACH, with its kind and its
+ * index in its kind's array */
+static int ordered(struct pw *w, struct lp_kv *v, size_t n, const struct kinds *k,
                    void (*each)(struct pw *, unsigned, size_t))
 {
     lp_sort_kv_inplace(v, n);
-    for (size_t i = 0; i < n && !w->failed; i++)
-        each(w, (unsigned)(v[i].val >> 32 & 0xf), (size_t)(v[i].val & 0xffffffffu));
+    for (size_t i = 0; i < n && !w->failed; i++) {
+        size_t g = (size_t)(v[i].val & 0xffffffffu);
+        unsigned kind = 0;
+        while (kind + 1 < k->n && g >= k->base[kind + 1])
+            kind++;
+        each(w, kind, g - k->base[kind]);
+    }
     return w->failed ? -1 : 0;
 }
 
@@ -655,25 +779,27 @@ static int host(struct pw *w)
 {
     const struct lp_trace *t = w->t;
     const struct lp_ranges *rg = &w->r->ranges;
-    size_t n = rg->n + t->n_apis + t->n_overheads + t->n_markers, m = 0;
+    struct kinds k = {{0, rg->n, rg->n + t->n_apis, rg->n + t->n_apis + t->n_overheads}, 4};
+    size_t n = k.base[3] + t->n_markers, m = 0;
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
     for (size_t i = 0; i < rg->n; i++)
         if (in_window(w, rg->v[i].start, rg->v[i].end))
-            v[m++] = order_key(rg->v[i].start, rg->v[i].end, HOST_RANGE, i);
+            v[m++] = order_key(rg->v[i].start, rg->v[i].end, k.base[HOST_RANGE] + i);
     for (size_t i = 0; i < t->n_apis; i++)
         if (in_window(w, t->apis[i].start, t->apis[i].end))
-            v[m++] = order_key(t->apis[i].start, t->apis[i].end, HOST_API, i);
+            v[m++] = order_key(t->apis[i].start, t->apis[i].end, k.base[HOST_API] + i);
     for (size_t i = 0; i < t->n_overheads; i++)
         if (in_window(w, t->overheads[i].start, t->overheads[i].end))
-            v[m++] = order_key(t->overheads[i].start, t->overheads[i].end, HOST_OVERHEAD, i);
+            v[m++] = order_key(t->overheads[i].start, t->overheads[i].end,
+                               k.base[HOST_OVERHEAD] + i);
     for (size_t i = 0; i < t->n_markers; i++) {
-        const struct lp_marker *k = &t->markers[i];
-        if ((k->flags & LP_MARKER_FLAG_INSTANT) && in_window(w, k->timestamp, k->timestamp))
-            v[m++] = order_key(k->timestamp, k->timestamp, HOST_MARK, i);
+        const struct lp_marker *x = &t->markers[i];
+        if ((x->flags & LP_MARKER_FLAG_INSTANT) && in_window(w, x->timestamp, x->timestamp))
+            v[m++] = order_key(x->timestamp, x->timestamp, k.base[HOST_MARK] + i);
     }
-    int rc = ordered(w, v, m, host_event);
+    int rc = ordered(w, v, m, &k, host_event);
     free(v);
     return rc;
 }
@@ -681,20 +807,21 @@ static int host(struct pw *w)
 static int gpu(struct pw *w)
 {
     const struct lp_trace *t = w->t;
-    size_t n = t->n_kernels + t->n_memcpys + t->n_memsets, m = 0;
+    struct kinds k = {{0, t->n_kernels, t->n_kernels + t->n_memcpys}, 3};
+    size_t n = k.base[2] + t->n_memsets, m = 0;
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
     for (size_t i = 0; i < t->n_kernels; i++)
         if (in_window(w, t->kernels[i].start, t->kernels[i].end))
-            v[m++] = order_key(t->kernels[i].start, t->kernels[i].end, GPU_KERNEL, i);
+            v[m++] = order_key(t->kernels[i].start, t->kernels[i].end, k.base[GPU_KERNEL] + i);
     for (size_t i = 0; i < t->n_memcpys; i++)
         if (in_window(w, t->memcpys[i].start, t->memcpys[i].end))
-            v[m++] = order_key(t->memcpys[i].start, t->memcpys[i].end, GPU_MEMCPY, i);
+            v[m++] = order_key(t->memcpys[i].start, t->memcpys[i].end, k.base[GPU_MEMCPY] + i);
     for (size_t i = 0; i < t->n_memsets; i++)
         if (in_window(w, t->memsets[i].start, t->memsets[i].end))
-            v[m++] = order_key(t->memsets[i].start, t->memsets[i].end, GPU_MEMSET, i);
-    int rc = ordered(w, v, m, gpu_event);
+            v[m++] = order_key(t->memsets[i].start, t->memsets[i].end, k.base[GPU_MEMSET] + i);
+    int rc = ordered(w, v, m, &k, gpu_event);
     free(v);
     return rc;
 }
@@ -754,16 +881,17 @@ static int requests_and_iterations(struct pw *w)
     const struct lp_ranges *rg = &w->r->ranges;
     const struct lp_serving *sv = &w->r->serving;
     size_t m = 0;
-    struct lp_kv *v = malloc((rg->n_req + 1) * sizeof *v);
+    struct lp_kv *v = rg->n_req < UINT32_MAX ? malloc((rg->n_req + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
     for (size_t i = 0; i < rg->n_req; i++)
         if (in_window(w, rg->req[i].start, rg->req[i].end))
-            v[m++] = order_key(rg->req[i].start, rg->req[i].end, 0, i);
-    int rc = ordered(w, v, m, request_event);
+            v[m++] = order_key(rg->req[i].start, rg->req[i].end, i);
+    const struct kinds one = {{0}, 1};
+    int rc = ordered(w, v, m, &one, request_event);
     free(v);
     m = 0;
-    v = malloc((sv->n_iters + 1) * sizeof *v);
+    v = sv->n_iters < UINT32_MAX ? malloc((sv->n_iters + 1) * sizeof *v) : NULL;
     if (rc != 0 || !v) {
         free(v);
         return -1;
@@ -771,9 +899,9 @@ static int requests_and_iterations(struct pw *w)
     for (size_t i = 0; i < sv->n_iters; i++) {
         uint64_t a = sv->iters[i].start ? sv->iters[i].start : sv->iters[i].end;
         if (in_window(w, a, sv->iters[i].end))
-            v[m++] = order_key(a, sv->iters[i].end, 0, i);
+            v[m++] = order_key(a, sv->iters[i].end, i);
     }
-    rc = ordered(w, v, m, iteration_event);
+    rc = ordered(w, v, m, &one, iteration_event);
     free(v);
     return rc;
 }
@@ -784,9 +912,11 @@ static int requests_and_iterations(struct pw *w)
 static void counter(struct pw *w, uint32_t device, unsigned what, const char *name, uint64_t ts,
                     double value)
 {
+    if (!isfinite(value)) /* no value: no sample (nor a track for none) */
+        return;
     struct track *k = track_get(w, 5ull << 60 | (uint64_t)(device & 0xfffffff) << 16 | what,
                                 gpu_uuid(w, device), name, 1);
-    if (!k || !isfinite(value))
+    if (!k)
         return;
     struct lane *l = &k->lanes[0];
     size_t te = event_open(w, l, rel(w, ts), TYPE_COUNTER);
@@ -849,16 +979,19 @@ static int samples(struct pw *w)
 {
     const struct lp_trace *t = w->t;
     size_t m = 0;
-    struct lp_kv *v = malloc((t->n_nvml + t->n_pm + 1) * sizeof *v);
+    struct kinds k = {{0, t->n_nvml}, 2};
+    size_t n = t->n_nvml + t->n_pm;
+    struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
     for (size_t i = 0; i < t->n_nvml; i++)
         if (in_window(w, t->nvml[i].timestamp, t->nvml[i].timestamp))
-            v[m++] = order_key(t->nvml[i].timestamp, t->nvml[i].timestamp, SAMPLE_NVML, i);
+            v[m++] = order_key(t->nvml[i].timestamp, t->nvml[i].timestamp,
+                               k.base[SAMPLE_NVML] + i);
     for (size_t i = 0; i < t->n_pm; i++)
         if (in_window(w, t->pm[i].start, t->pm[i].start))
-            v[m++] = order_key(t->pm[i].start, t->pm[i].start, SAMPLE_PM, i);
-    int rc = ordered(w, v, m, sample_event);
+            v[m++] = order_key(t->pm[i].start, t->pm[i].start, k.base[SAMPLE_PM] + i);
+    int rc = ordered(w, v, m, &k, sample_event);
     free(v);
     return rc;
 }
@@ -889,7 +1022,8 @@ int lp_report_perfetto_pb(FILE *f, const struct lp_run *r, uint64_t from_ms, uin
     if (!w.slots || !w.launches || !w.configs)
         goto out;
     processes(&w);
-    if (host(&w) != 0 || gpu(&w) != 0 || requests_and_iterations(&w) != 0 || samples(&w) != 0)
+    if (share(&w) != 0 || host(&w) != 0 || gpu(&w) != 0 || requests_and_iterations(&w) != 0 ||
+        samples(&w) != 0)
         goto out;
     close_all(&w);
     rc = w.failed || ferror(f) ? -1 : 0;
@@ -908,6 +1042,9 @@ out:
     free(w.configs);
     free(w.tracks);
     free(w.slots);
+    free(w.shared.key);
+    free(w.shared.count);
+    free(w.shared.taken);
     free(w.launches);
     lp_pb_free(&w.pb);
     return rc;
