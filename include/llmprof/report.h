@@ -91,7 +91,7 @@ const char *lp_fmt_escape(char *buf, size_t len, const char *s);
 int lp_report_perfetto(FILE *out, const struct lp_run *r, uint64_t from_ms, uint64_t to_ms);
 
 /* The same tracks and events in Perfetto's protobuf trace format (.pftrace), streamed:
- * about a tenth of the JSON's size. STATS says what the format made the writer change. */
+ * about an eighth of the JSON's size. STATS says what the format made the writer change. */
 struct lp_perfetto_stats {
     uint64_t shortened;           /* slices cut to end with the one they crossed: more than
                                      32 overlapping on one track */

@@ -445,8 +445,7 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
                         last = now_s();
                         if (!(*profiled)++)
                             first = last;
-                    }
-                    else if (!strncmp(line, "==ERROR==", 9) || !strncmp(line, "==WARNING==", 11))
+                    } else if (!strncmp(line, "==ERROR==", 9) || !strncmp(line, "==WARNING==", 11))
                         lp_cli_error("deep", "ncu said: %s", /* it quotes kernel names */
                                      lp_fmt_escape(said, sizeof said, line));
                     ll = 0;
@@ -459,9 +458,9 @@ static int run_ncu(char *const *argv, int log_fd, const char *cwd, double deadli
             double rest = *per_kernel * (double)(predicted - *profiled) - (now_s() - last);
             snprintf(left, sizeof left, ", about %.0f s left at %.2f s per kernel",
                      rest > 0 ? rest : 0, *per_kernel);
-        }
-        else
+        } else {
             left[0] = 0;
+        }
         if (!quiet)
             lp_cli_progress("deep", "%llu of %llu kernels profiled, %.0f s%s", (unsigned long long)
                             *profiled, (unsigned long long)predicted, el, left);
