@@ -1384,6 +1384,43 @@ static void test_writers(void **state)
     lp_trace_free(t);
 }
 
+/* CUPTI's overhead records are not in the run's first timestamp: one that starts before it
+ * is drawn from there to its end in both Perfetto exports, never past its end. */
+static void test_perfetto_before_t0(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    struct lp_record rec = {.type = LP_REC_OVERHEAD};
+    rec.u.overhead = (struct lp_overhead){.start = 1000, .end = 3000, .kind = 1, .thread = 1};
+    add(&b, &rec);
+    kernel(&b, "k", 1, 2000, 2500, 2600); /* its call at 2000 ns: the first timestamp */
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.t0_ns, 2000);
+    char *pf = write_to_string(perfetto_all, &r);
+    json_error_t je;
+    json_t *root = json_loads(pf, 0, &je);
+    assert_non_null(root);
+    json_t *ev = json_object_get(root, "traceEvents");
+    int found = 0;
+    for (size_t i = 0; i < json_array_size(ev); i++) {
+        json_t *e = json_array_get(ev, i);
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (cat && !strcmp(cat, "cupti_overhead")) {
+            assert_true(json_real_value(json_object_get(e, "ts")) == 0.0);
+            assert_true(json_real_value(json_object_get(e, "dur")) == 1.0); /* 1 us, to 3000 */
+            found++;
+        }
+    }
+    assert_int_equal(found, 1);
+    json_decref(root);
+    free(pf);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* R's protobuf export of [FROM_MS, TO_MS] (0, 0: all), which must succeed: its bytes
  * (*LEN of them, malloc'd) and *ST */
 static char *pb_export(const struct lp_run *r, uint64_t from_ms, uint64_t to_ms, size_t *len,
@@ -3786,6 +3823,7 @@ int main(void)
         cmocka_unit_test(test_fixture_inferred_stages),
         cmocka_unit_test(test_fixture_gemm_shapes),
         cmocka_unit_test(test_writers),
+        cmocka_unit_test(test_perfetto_before_t0),
         cmocka_unit_test(test_perfetto_pb_lanes),
         cmocka_unit_test(test_perfetto_pb_devices),
         cmocka_unit_test(test_names_not_utf8),

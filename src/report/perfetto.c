@@ -73,6 +73,8 @@ static void slice(struct out *o, const char *cat, const char *name, long pid, un
     sep(o);
     fprintf(o->f, "{\"ph\":\"X\",\"cat\":\"%s\",\"name\":", cat);
     str(o->f, name);
+    if (start < o->t0) /* shown from the first record, as it starts (CUPTI's own records) */
+        start = o->t0;
     fprintf(o->f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f", pid, tid, us(o, start),
             end > start ? (double)(end - start) / 1e3 : 0.0);
 }
