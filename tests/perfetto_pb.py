@@ -14,8 +14,10 @@ Usage: perfetto_pb.py LLMPROF FIXTURES_DIR. Exit status 1 when a check fails."""
 import collections
 import glob
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -367,6 +369,13 @@ def export(run, out, *extra):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="lp-pftrace-")
+    try:
+        return run_all(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_all(tmp):
     # the fixtures of one trace, the largest left out: this reader is slow, and they add
     # nothing the others lack
     runs = sorted(d for d in glob.glob(os.path.join(FIX, "*"))
@@ -398,7 +407,13 @@ def main():
                                   "iteration"))
         kernels += k
         size += len(data)
-        seen["PM counters"] += any(c[1].startswith("PM ") for c in p["counters"])
+        pm = [c for c in p["counters"] if c[1].startswith("PM ")]
+        seen["PM counters"] += bool(pm)
+        odd = [c for c in pm if not math.isfinite(c[4]) or c[4] < 0 or
+               (c[2] == "%" and c[4] > 100.5)]
+        if pm:
+            check(not odd, f"{name}: {len(pm)} PM counter values, finite, percentages in "
+                  "0-100", odd[:3])
         seen["requests"] += bool(p["requests"])
         seen["iterations"] += any(key[1] == "serving iterations" for key in p["slices"])
         seen["overlap tracks"] += any("overlapping" in t["name"] for t in pb.tracks.values())
