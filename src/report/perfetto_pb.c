@@ -620,6 +620,13 @@ static struct lp_kv order_key(uint64_t start, uint64_t end, size_t i)
     return (struct lp_kv){start, (0xffffffffull - d) << 32 | i};
 }
 
+/* Appends to V (at *M) the records of ARR, N of them and numbered from BASE, that overlap
+ * the window, each from its fields A to B. */
+#define SPANS(v, m, arr, n, a, b, base)                                                        \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                        \
+        if (in_window(w, (arr)[i_].a, (arr)[i_].b))                                            \
+            (v)[(*(m))++] = order_key((arr)[i_].a, (arr)[i_].b, (base) + i_)
+
 /* the kinds sorted together: kind K's records are indices BASE[K] to BASE[K + 1] - 1 */
 struct kinds {
     size_t base[5];
@@ -784,16 +791,9 @@ static int host(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    for (size_t i = 0; i < rg->n; i++)
-        if (in_window(w, rg->v[i].start, rg->v[i].end))
-            v[m++] = order_key(rg->v[i].start, rg->v[i].end, k.base[HOST_RANGE] + i);
-    for (size_t i = 0; i < t->n_apis; i++)
-        if (in_window(w, t->apis[i].start, t->apis[i].end))
-            v[m++] = order_key(t->apis[i].start, t->apis[i].end, k.base[HOST_API] + i);
-    for (size_t i = 0; i < t->n_overheads; i++)
-        if (in_window(w, t->overheads[i].start, t->overheads[i].end))
-            v[m++] = order_key(t->overheads[i].start, t->overheads[i].end,
-                               k.base[HOST_OVERHEAD] + i);
+    SPANS(v, &m, rg->v, rg->n, start, end, k.base[HOST_RANGE]);
+    SPANS(v, &m, t->apis, t->n_apis, start, end, k.base[HOST_API]);
+    SPANS(v, &m, t->overheads, t->n_overheads, start, end, k.base[HOST_OVERHEAD]);
     for (size_t i = 0; i < t->n_markers; i++) {
         const struct lp_marker *x = &t->markers[i];
         if ((x->flags & LP_MARKER_FLAG_INSTANT) && in_window(w, x->timestamp, x->timestamp))
@@ -812,15 +812,9 @@ static int gpu(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        if (in_window(w, t->kernels[i].start, t->kernels[i].end))
-            v[m++] = order_key(t->kernels[i].start, t->kernels[i].end, k.base[GPU_KERNEL] + i);
-    for (size_t i = 0; i < t->n_memcpys; i++)
-        if (in_window(w, t->memcpys[i].start, t->memcpys[i].end))
-            v[m++] = order_key(t->memcpys[i].start, t->memcpys[i].end, k.base[GPU_MEMCPY] + i);
-    for (size_t i = 0; i < t->n_memsets; i++)
-        if (in_window(w, t->memsets[i].start, t->memsets[i].end))
-            v[m++] = order_key(t->memsets[i].start, t->memsets[i].end, k.base[GPU_MEMSET] + i);
+    SPANS(v, &m, t->kernels, t->n_kernels, start, end, k.base[GPU_KERNEL]);
+    SPANS(v, &m, t->memcpys, t->n_memcpys, start, end, k.base[GPU_MEMCPY]);
+    SPANS(v, &m, t->memsets, t->n_memsets, start, end, k.base[GPU_MEMSET]);
     int rc = ordered(w, v, m, &k, gpu_event);
     free(v);
     return rc;
@@ -884,9 +878,7 @@ static int requests_and_iterations(struct pw *w)
     struct lp_kv *v = rg->n_req < UINT32_MAX ? malloc((rg->n_req + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    for (size_t i = 0; i < rg->n_req; i++)
-        if (in_window(w, rg->req[i].start, rg->req[i].end))
-            v[m++] = order_key(rg->req[i].start, rg->req[i].end, i);
+    SPANS(v, &m, rg->req, rg->n_req, start, end, 0);
     const struct kinds one = {{0}, 1};
     int rc = ordered(w, v, m, &one, request_event);
     free(v);
@@ -984,13 +976,8 @@ static int samples(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    for (size_t i = 0; i < t->n_nvml; i++)
-        if (in_window(w, t->nvml[i].timestamp, t->nvml[i].timestamp))
-            v[m++] = order_key(t->nvml[i].timestamp, t->nvml[i].timestamp,
-                               k.base[SAMPLE_NVML] + i);
-    for (size_t i = 0; i < t->n_pm; i++)
-        if (in_window(w, t->pm[i].start, t->pm[i].start))
-            v[m++] = order_key(t->pm[i].start, t->pm[i].start, k.base[SAMPLE_PM] + i);
+    SPANS(v, &m, t->nvml, t->n_nvml, timestamp, timestamp, k.base[SAMPLE_NVML]);
+    SPANS(v, &m, t->pm, t->n_pm, start, start, k.base[SAMPLE_PM]);
     int rc = ordered(w, v, m, &k, sample_event);
     free(v);
     return rc;
