@@ -1,18 +1,20 @@
 /* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
- * out of time order; a summary of 100,000 differently named steps. */
+ * out of time order; a summary of 100,000 differently named steps; the sorts; the kernel
+ * rows' statistics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "llmprof/analyze.h"
-#include "../src/analyze/run_internal.h" /* lp_sort_kv, lp_sort_kv_inplace */
+#include "../src/analyze/run_internal.h" /* the sorts */
 
 struct mk {
     uint64_t ts;
@@ -292,11 +294,197 @@ static void test_sort_kv_inplace(void **state)
     }
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Grouping by the top bytes of the key: keys in increasing order, each key's values the
+ * same multiset as before (compared after a full sort of both), on sizes around the
+ * insertion threshold, one key, many keys, keys already grouped */
+static void test_group_kv(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 32, 33, 1000, 100000};
+    uint64_t seed = 88172645463325252ull;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        for (int shape = 0; shape < 4; shape++) {
+            struct lp_kv *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+            assert_non_null(a);
+            assert_non_null(b);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t r = xorshift(&seed);
+                uint64_t k = shape == 0   ? r % 3                       /* three keys */
+                             : shape == 1 ? r % 100000                  /* many */
+                             : shape == 2 ? 7                           /* one */
+                                          : i / 10;                     /* grouped */
+                a[i] = (struct lp_kv){k << 40, xorshift(&seed) % 50};   /* top 3 bytes */
+            }
+            memcpy(b, a, n * sizeof *a);
+            lp_group_kv(a, n, 3);
+            for (size_t i = 1; i < n; i++)
+                assert_true(a[i - 1].key <= a[i].key);
+            qsort(a, n, sizeof *a, cmp_kv);
+            qsort(b, n, sizeof *b, cmp_kv);
+            assert_memory_equal(a, b, n * sizeof *a);
+            free(a);
+            free(b);
+        }
+    }
+}
+
+/* The radix sort of plain values against qsort: random, few distinct, labels with the top
+ * bit set (as graph labels are), sorted and reversed */
+static void test_sort_u64(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 64, 65, 1000, 100000};
+    uint64_t seed = 2463534242ull;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        for (int shape = 0; shape < 5; shape++) {
+            uint64_t *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+            uint64_t *tmp = malloc((n + 1) * sizeof *tmp);
+            assert_true(a && b && tmp);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t r = xorshift(&seed);
+                a[i] = shape == 0   ? r
+                       : shape == 1 ? r % 5
+                       : shape == 2 ? (r & 1) << 63 | r % 300
+                       : shape == 3 ? i
+                                    : n - i;
+            }
+            memcpy(b, a, n * sizeof *a);
+            lp_sort_u64(a, tmp, n);
+            qsort(b, n, sizeof *b, cmp_u64);
+            assert_memory_equal(a, b, n * sizeof *a);
+            free(a);
+            free(b);
+            free(tmp);
+        }
+    }
+}
+
+enum { ROW_NAMES = 6, ROW_MAX = 2001 };
+static const char *const row_names[ROW_NAMES] = {"k_rand", "k_ties", "k_same", "k_even",
+                                                 "k_one", "k_wide"};
+static const size_t row_count[ROW_NAMES] = {ROW_MAX, ROW_MAX, 40, 1000, 1, 777};
+
+/* A trace of the kernels of ROW_NAMES, their durations DUR, launched interleaved in a
+ * random order (so that no name's kernels come together) */
+static struct lp_trace *rows_trace(uint64_t dur[ROW_NAMES][ROW_MAX])
+{
+    char path[] = "/tmp/lp_test_rows_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(path);
+    struct lp_trace_writer *w;
+    char err[256];
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    uint64_t seed = 1234567ull, ts = 1000000;
+    uint32_t id[ROW_NAMES];
+    size_t left = 0, done[ROW_NAMES] = {0};
+    for (size_t g = 0; g < ROW_NAMES; g++) {
+        id[g] = lp_trace_writer_intern(w, row_names[g]);
+        left += row_count[g];
+        for (size_t i = 0; i < row_count[g]; i++) {
+            uint64_t r = xorshift(&seed);
+            dur[g][i] = g == 0   ? 1000 + r % 100000
+                        : g == 1 ? 500 + 10 * (r % 4)
+                        : g == 2 ? 4242
+                        : g == 3 ? 1000 + (i * 7919) % 100003 /* distinct */
+                        : g == 5 ? 1 + r % 1000000000
+                                 : 100 + r % 7919;
+        }
+    }
+    for (uint32_t corr = 1; left > 0; left--, corr++) {
+        size_t g = xorshift(&seed) % ROW_NAMES;
+        while (done[g] == row_count[g])
+            g = (g + 1) % ROW_NAMES;
+        uint64_t d = dur[g][done[g]++];
+        struct lp_record rec = {.type = LP_REC_KERNEL};
+        rec.u.kernel = (struct lp_kernel){.start = ts, .end = ts + d, .name = id[g],
+                                          .correlation = corr, .stream = 7,
+                                          .grid = {1, 1, 1}, .block = {32, 1, 1}};
+        assert_int_equal(lp_trace_writer_add(w, &rec), LP_OK);
+        ts += d + 100;
+    }
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    unlink(path);
+    return t;
+}
+
+/* Each kernel name's row against a direct computation from its durations: calls, total,
+ * min, max, the median (odd and even counts, ties) exactly, the mean and the sample standard
+ * deviation within 1e-12 of a two-pass sum in long double; durations random, few distinct,
+ * distinct, and all equal (no spread) */
+static void test_kernel_rows(void **state)
+{
+    (void)state;
+    static uint64_t dur[ROW_NAMES][ROW_MAX];
+    struct lp_trace *t = rows_trace(dur);
+    struct lp_run r;
+    char err[256];
+    assert_int_equal(lp_run_analyze(t, NULL, &r, err, sizeof err), LP_OK);
+    unsigned seen = 0;
+    for (size_t i = 0; i < r.all_kernels.n; i++) {
+        const struct lp_kernel_row *k = &r.all_kernels.v[i];
+        size_t g = 0;
+        while (g < ROW_NAMES && strcmp(r.names[k->group], row_names[g]))
+            g++;
+        assert_true(g < ROW_NAMES);
+        size_t n = row_count[g];
+        uint64_t v[ROW_MAX], total = 0;
+        memcpy(v, dur[g], n * sizeof *v);
+        qsort(v, n, sizeof *v, cmp_u64);
+        long double sum = 0, sq = 0;
+        for (size_t q = 0; q < n; q++) {
+            total += v[q];
+            sum += v[q];
+        }
+        long double mean = sum / n;
+        for (size_t q = 0; q < n; q++)
+            sq += (v[q] - mean) * (v[q] - mean);
+        double sd = n > 1 ? (double)sqrtl(sq / (n - 1)) : 0;
+        assert_int_equal(k->calls, n);
+        assert_int_equal(k->total_ns, total);
+        assert_int_equal(k->min_ns, v[0]);
+        assert_int_equal(k->max_ns, v[n - 1]);
+        assert_int_equal(k->median_ns, (v[(n - 1) / 2] + v[n / 2]) / 2);
+        if (g == 3)
+            assert_true(v[(n - 1) / 2] != v[n / 2]); /* an even count's two middle values */
+        assert_true(fabs(k->mean_ns - (double)mean) <= 1e-12 * (double)mean);
+        assert_true(fabs(k->std_ns - sd) <= 1e-12 * (double)mean);
+        if (g == 2)
+            assert_true(k->std_ns == 0);
+        seen |= 1u << g;
+    }
+    assert_int_equal(seen, (1u << ROW_NAMES) - 1);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nesting_and_threads),
         cmocka_unit_test(test_sort_kv_inplace),
+        cmocka_unit_test(test_group_kv),
+        cmocka_unit_test(test_sort_u64),
+        cmocka_unit_test(test_kernel_rows),
         cmocka_unit_test(test_cross_thread_unmatched_unclosed),
         cmocka_unit_test(test_group_names),
         cmocka_unit_test(test_summary),

@@ -22,6 +22,10 @@ struct lp_kv {
 };
 void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n);
 void lp_sort_kv_inplace(struct lp_kv *v, size_t n);
+/* Orders V in place by the KEY_BYTES highest bytes of its keys only (their lower bytes
+ * zero): equal keys together, their values in no set order. Cheaper than a sort where only
+ * each key's values as a set matter. */
+void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes);
 
 /* ---- NVTX ranges paired from markers ---- */
 

@@ -38,6 +38,45 @@ void lp_sort_kv(struct lp_kv *v, struct lp_kv *tmp, size_t n)
         memcpy(v, src, n * sizeof *v);
 }
 
+void lp_sort_u64(uint64_t *v, uint64_t *tmp, size_t n)
+{
+    uint64_t diff = 0;
+    int sorted = 1;
+    for (size_t i = 1; i < n; i++) {
+        diff |= v[i] ^ v[0];
+        sorted &= v[i - 1] <= v[i];
+    }
+    if (sorted)
+        return;
+    if (n <= 64) { /* a few: by insertion */
+        for (size_t i = 1; i < n; i++) {
+            uint64_t x = v[i];
+            size_t j = i;
+            for (; j > 0 && x < v[j - 1]; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    uint64_t *src = v, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        if (((diff >> shift) & 0xff) == 0)
+            continue;
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((src[i] >> shift) & 0xff) + 1]++;
+        for (int b = 0; b < 256; b++)
+            count[b + 1] += count[b];
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+        uint64_t *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof *v);
+}
+
 /* (key, val) of X before Y's */
 static int kv_less(const struct lp_kv *x, const struct lp_kv *y)
 {
@@ -50,10 +89,11 @@ static unsigned kv_byte(const struct lp_kv *x, int d)
     return (unsigned)((d < 8 ? x->key >> (56 - 8 * d) : x->val >> (120 - 8 * d)) & 0xff);
 }
 
-/* American flag sort: by byte D, the buckets in place, then each bucket by the next byte */
-static void flag_sort(struct lp_kv *v, size_t n, int d)
+/* American flag sort: by byte D, the buckets in place, then each bucket by the next byte,
+ * down to byte LIMIT (16: the whole pair) */
+static void flag_sort(struct lp_kv *v, size_t n, int d, int limit)
 {
-    while (n > 32 && d < 16) {
+    while (n > 32 && d < limit) {
         size_t count[256] = {0}, next[256], end[256];
         for (size_t i = 0; i < n; i++)
             count[kv_byte(&v[i], d)]++;
@@ -84,9 +124,11 @@ static void flag_sort(struct lp_kv *v, size_t n, int d)
         }
         for (int b = 0; b < 256; b++)
             if (count[b] > 1)
-                flag_sort(v + end[b] - count[b], count[b], d + 1);
+                flag_sort(v + end[b] - count[b], count[b], d + 1, limit);
         return;
     }
+    if (d >= limit)
+        return;
     for (size_t i = 1; i < n; i++) { /* a few: by insertion */
         struct lp_kv x = v[i];
         size_t j = i;
@@ -102,7 +144,16 @@ void lp_sort_kv_inplace(struct lp_kv *v, size_t n)
     for (size_t i = 1; i < n && sorted; i++)
         sorted = !kv_less(&v[i], &v[i - 1]);
     if (!sorted)
-        flag_sort(v, n, 0);
+        flag_sort(v, n, 0, 16);
+}
+
+void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes)
+{
+    int grouped = 1;
+    for (size_t i = 1; i < n && grouped; i++)
+        grouped = v[i].key >= v[i - 1].key;
+    if (!grouped)
+        flag_sort(v, n, 0, key_bytes < 8 ? key_bytes : 8);
 }
 
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)

@@ -389,17 +389,24 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 static int unshaped(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    /* sorted in place: only counts and sums are taken of each key's run */
     struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * sizeof *kv);
-    if (!kv)
+    /* per name, once: 1 a grouped (MoE) GEMM, 0 not, -1 not looked at yet */
+    signed char *grouped = malloc(r->n_names ? r->n_names : 1);
+    if (!kv || !grouped) {
+        free(kv);
+        free(grouped);
         return LP_ERR_NOMEM;
+    }
+    memset(grouped, -1, r->n_names);
     size_t n = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
         if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM)
             continue;
         struct lp_stage_report *st = &r->stages[w->stage];
-        if (lp_kernel_grouped_gemm(r->names[w->group])) {
+        if (grouped[w->group] < 0)
+            grouped[w->group] = (signed char)lp_kernel_grouped_gemm(r->names[w->group]);
+        if (grouped[w->group]) {
             st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, w->end - w->start);
             st->moe_gemm_kernels++;
         }
@@ -411,7 +418,8 @@ static int unshaped(struct lp_run_ctx *c)
         r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, w->end - w->start);
         kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
     }
-    lp_sort_kv_inplace(kv, n);
+    free(grouped);
+    lp_group_kv(kv, n, 8); /* in key order; only each key's count and sum are taken */
     size_t rows = 0;
     for (size_t i = 0; i < n; i++)
         rows += i == 0 || kv[i].key != kv[i - 1].key;

@@ -175,8 +175,12 @@ out:
     return rc;
 }
 
-#define DUR_BITS 36
+/* the grouping keys: a kernel name group (20 bits) in the key's top bits, or a stage (8
+ * bits) and then a group, so that lp_group_kv looks at 3 or 4 bytes */
 #define GROUP_BITS 20
+#define GROUP_SHIFT (64 - GROUP_BITS)
+#define STAGE_SHIFT (64 - 8)
+#define STAGE_GROUP_SHIFT (STAGE_SHIFT - GROUP_BITS)
 
 static int cmp_row_total(const void *a, const void *b)
 {
@@ -192,25 +196,55 @@ static int cmp_kv_val(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Rows from KV sorted by key: one row per run of equal key >> DUR_BITS. Values are the
- * exact durations (the key's copy is clamped at 68 s, which only orders them: the clamped
- * ones, last in their group, are sorted here by value, so that min, max and median hold for
- * kernels past 68 s too); totals saturate at LP_SAT_MAX. */
-static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
+/* The K-th smallest value of V[0..N) (K < N), V's values permuted so that none before K is
+ * larger and none after it smaller: Hoare's selection, by qsort past 64 rounds (inputs that
+ * defeat the median of three) */
+static uint64_t select_val(struct lp_kv *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    for (int round = 0; lo < hi; round++) {
+        if (round == 64) {
+            qsort(v + lo, hi - lo + 1, sizeof *v, cmp_kv_val);
+            break;
+        }
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t a = v[lo].val, b = v[mid].val, c = v[hi].val;
+        uint64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i].val < pivot)
+                i++;
+            while (v[j].val > pivot)
+                j--;
+            if (i <= j) {
+                struct lp_kv x = v[i];
+                v[i++] = v[j];
+                v[j] = x;
+                if (j-- == 0)
+                    break;
+            }
+        }
+        /* now V[lo..j] <= pivot <= V[i..hi], and V(j..i) equal the pivot */
+        if (k <= j && j != SIZE_MAX)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k].val;
+}
+
+/* Rows from KV grouped by key (lp_group_kv), the group at bit SHIFT of the key: one row per
+ * key, its values the exact durations. The median by selection; the mean and spread from
+ * integer deviations from the mean's floor, so they do not depend on the values' order;
+ * totals saturate at LP_SAT_MAX. */
+static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep, int shift,
                    struct lp_kernel_table *tab)
 {
-    const uint64_t cap = (1ull << DUR_BITS) - 1;
-    for (size_t i = 0, j; i < n; i = j) {
-        size_t first = SIZE_MAX;
-        for (j = i; j < n && (kv[j].key >> DUR_BITS) == (kv[i].key >> DUR_BITS); j++)
-            if ((kv[j].key & cap) == cap && first == SIZE_MAX)
-                first = j;
-        if (first != SIZE_MAX && j - first > 1)
-            qsort(kv + first, j - first, sizeof *kv, cmp_kv_val);
-    }
     size_t n_rows = 0;
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || (kv[i].key >> DUR_BITS) != (kv[i - 1].key >> DUR_BITS))
+        if (i == 0 || kv[i].key != kv[i - 1].key)
             n_rows++;
     struct lp_kernel_row *v = calloc(n_rows ? n_rows : 1, sizeof *v);
     if (!v)
@@ -218,29 +252,49 @@ static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
     size_t row = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i;
-        double sum = 0, sq = 0;
-        uint64_t total = 0;
-        while (j < n && (kv[j].key >> DUR_BITS) == (kv[i].key >> DUR_BITS)) {
-            sum += (double)kv[j].val;
-            total = lp_sat_add(total, kv[j].val);
-            j++;
+        uint64_t total = 0, min = UINT64_MAX, max = 0;
+        long double sum = 0;
+        for (; j < n && kv[j].key == kv[i].key; j++) {
+            uint64_t d = kv[j].val;
+            total = lp_sat_add(total, d);
+            sum += (long double)d;
+            min = d < min ? d : min;
+            max = d > max ? d : max;
         }
         size_t calls = j - i;
-        double mean = sum / (double)calls;
-        for (size_t q = i; q < j; q++)
-            sq += ((double)kv[q].val - mean) * ((double)kv[q].val - mean);
+        /* exact while the total has not saturated (584 years of GPU time) */
+        long double approx = sum / (long double)calls; /* at most max, but for rounding */
+        uint64_t floor_mean = total < LP_SAT_MAX            ? total / calls
+                              : approx >= (long double)max ? max
+                                                           : (uint64_t)approx;
+        long double dev = 0, sq = 0; /* exact while each square fits 64 bits */
+        for (size_t q = i; q < j; q++) {
+            long double e = kv[q].val >= floor_mean ? (long double)(kv[q].val - floor_mean)
+                                                    : -(long double)(floor_mean - kv[q].val);
+            dev += e;
+            sq += e * e;
+        }
         struct lp_kernel_row *x = &v[row++];
-        x->group = (size_t)((kv[i].key >> DUR_BITS) & ((1u << GROUP_BITS) - 1));
+        x->group = (size_t)((kv[i].key >> shift) & ((1u << GROUP_BITS) - 1));
         x->calls = calls;
         x->total_ns = total;
-        x->min_ns = lp_sat_clamp(kv[i].val);
-        x->max_ns = lp_sat_clamp(kv[j - 1].val);
-        /* the mean of the middle two without their sum, which may wrap */
-        uint64_t lo = kv[i + (calls - 1) / 2].val, hi = kv[i + calls / 2].val;
+        x->min_ns = lp_sat_clamp(min);
+        x->max_ns = lp_sat_clamp(max);
+        /* the middle one, or the mean of the middle two without their sum, which may wrap */
+        size_t k = (calls - 1) / 2;
+        uint64_t lo = select_val(kv + i, calls, k), hi = lo;
+        if (calls % 2 == 0) {
+            hi = kv[i + k + 1].val;
+            for (size_t q = i + k + 2; q < j; q++)
+                hi = kv[q].val < hi ? kv[q].val : hi;
+        }
         x->median_ns = lp_sat_clamp(lo / 2 + hi / 2 + (lo & hi & 1));
-        x->mean_ns = mean;
-        x->std_ns = calls > 1 ? sqrt(sq / (double)(calls - 1)) : 0;
-        x->share = scope_ns ? sum / (double)scope_ns : 0;
+        long double mean = (long double)floor_mean + dev / (long double)calls;
+        x->mean_ns = (double)mean;
+        /* the squares about the mean: about the floor less the mean's fraction's share */
+        long double m2 = sq - dev * dev / (long double)calls;
+        x->std_ns = calls > 1 && m2 > 0 ? (double)sqrtl(m2 / (long double)(calls - 1)) : 0;
+        x->share = scope_ns ? (double)(mean * (long double)calls) / (double)scope_ns : 0;
         i = j;
     }
     qsort(v, n_rows, sizeof *v, cmp_row_total);
@@ -249,12 +303,6 @@ static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep,
     tab->n = keep && keep < n_rows ? keep : n_rows;
     tab->v = v;
     return LP_OK;
-}
-
-static uint64_t dur_key(uint64_t d)
-{
-    const uint64_t cap = (1ull << DUR_BITS) - 1;
-    return d < cap ? d : cap;
 }
 
 /* The three (stage, category) pairs with the most GPU time, warmup and work outside the
@@ -322,7 +370,7 @@ int lp_run_kernels(struct lp_run_ctx *c)
         total = lp_sat_add(total, d);
         if (w->kind == LP_OP_KERNEL)
             r->kernel_stage[w->index] = w->stage;
-        kv[i] = (struct lp_kv){((uint64_t)w->group << DUR_BITS) | dur_key(d), d};
+        kv[i] = (struct lp_kv){(uint64_t)w->group << GROUP_SHIFT, d};
         struct lp_stage_report *s = &r->stages[w->stage];
         stage_ns[w->stage] = lp_sat_add(stage_ns[w->stage], d);
         double *cat_ns = &s->cat_ns[r->cats[w->group]];
@@ -334,8 +382,8 @@ int lp_run_kernels(struct lp_run_ctx *c)
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
         }
     }
-    lp_sort_kv_inplace(kv, n);
-    if ((rc = rows_of(kv, n, total, 0, &r->all_kernels)))
+    lp_group_kv(kv, n, 3);
+    if ((rc = rows_of(kv, n, total, 0, GROUP_SHIFT, &r->all_kernels)))
         goto out;
     rc = LP_ERR_NOMEM;
     r->kernels = r->all_kernels;
@@ -348,14 +396,14 @@ int lp_run_kernels(struct lp_run_ctx *c)
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t d = w->end - w->start;
-        kv[i] = (struct lp_kv){(uint64_t)w->stage << (DUR_BITS + GROUP_BITS) |
-                                   (uint64_t)w->group << DUR_BITS | dur_key(d),
+        kv[i] = (struct lp_kv){(uint64_t)w->stage << STAGE_SHIFT |
+                                   (uint64_t)w->group << STAGE_GROUP_SHIFT,
                                d};
     }
-    lp_sort_kv_inplace(kv, n);
+    lp_group_kv(kv, n, 4);
     for (size_t i = 0, s = 0; s < r->n_stages; s++) {
         size_t j = i;
-        while (j < n && (kv[j].key >> (DUR_BITS + GROUP_BITS)) == s)
+        while (j < n && (kv[j].key >> STAGE_SHIFT) == s)
             j++;
         struct lp_stage_report *st = &r->stages[s];
         st->gpu_ns = stage_ns[s];
@@ -363,7 +411,8 @@ int lp_run_kernels(struct lp_run_ctx *c)
             st->cat_share[k] = st->gpu_ns ? st->cat_ns[k] / (double)st->gpu_ns : 0;
         st->kernels_per_occurrence =
             st->occurrences ? (double)st->kernels / (double)st->occurrences : 0;
-        if ((rc = rows_of(kv + i, j - i, stage_ns[s], r->opt.top_k, &st->top)))
+        if ((rc = rows_of(kv + i, j - i, stage_ns[s], r->opt.top_k, STAGE_GROUP_SHIFT,
+                          &st->top)))
             goto out;
         i = j;
     }

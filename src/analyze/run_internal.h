@@ -222,6 +222,9 @@ size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint6
 /* qsort comparators (lp_cmp_double: llmprof/analyze.h) */
 int lp_cmp_u32(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
+/* V's N values in increasing order: a radix sort through TMP (N values), a few bytes of
+ * passes where the values differ in few (labels, ids) */
+void lp_sort_u64(uint64_t *v, uint64_t *tmp, size_t n);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
 

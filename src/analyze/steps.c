@@ -83,7 +83,7 @@ static void effective_spans(struct lp_run_ctx *c)
 /* Items of one occurrence in GPU order: a kernel, copy or set is labelled by its name
  * group; the kernels of one graph launch are one item labelled by the graph. */
 struct items {
-    uint64_t *label, *end, *sorted;
+    uint64_t *label, *end, *sorted, *tmp;
     size_t n, cap;
 };
 
@@ -100,7 +100,10 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
         uint64_t *s = realloc(it->sorted, cap * sizeof *s);
         if (s)
             it->sorted = s;
-        if (!a || !b || !s)
+        uint64_t *t = realloc(it->tmp, cap * sizeof *t);
+        if (t)
+            it->tmp = t;
+        if (!a || !b || !s || !t)
             return LP_ERR_NOMEM;
         it->cap = cap;
     }
@@ -194,7 +197,7 @@ static size_t find_steps(const struct items *it, int graphs, double prefill_item
         return 0;
     size_t walk = graphs || prefill_items > 0 ? WALK_BACK : 1;
     memcpy(it->sorted, it->label, it->n * sizeof *it->sorted);
-    qsort(it->sorted, it->n, sizeof *it->sorted, lp_cmp_u64);
+    lp_sort_u64(it->sorted, it->tmp, it->n);
     uint64_t tried[MAX_CANDIDATES];
     size_t n_tried = 0;
     for (size_t k = it->n; k-- > 0 && it->n - k <= walk && n_tried < MAX_CANDIDATES;) {
@@ -617,6 +620,7 @@ out:
     free(it.label);
     free(it.end);
     free(it.sorted);
+    free(it.tmp);
     free(pos);
     free(gap);
     free(ends);

@@ -146,7 +146,10 @@ void lp_store_close(struct lp_store *s)
 }
 
 /* Runs SQL with the text parameters ARGS (NULL-terminated) under the lock: 0 or -1. */
-static int exec_args(struct lp_store *s, const char *sql, const char *const *args)
+/* SQL with ARGS bound as text; *CHANGED (when not NULL) the rows it changed, read under the
+ * same lock: another thread's statement in between would answer for its own */
+static int exec_changed(struct lp_store *s, const char *sql, const char *const *args,
+                        int *changed)
 {
     sqlite3_stmt *st = NULL;
     pthread_mutex_lock(&s->lock);
@@ -155,9 +158,16 @@ static int exec_args(struct lp_store *s, const char *sql, const char *const *arg
         rc = sqlite3_bind_text(st, i + 1, args[i], -1, SQLITE_TRANSIENT);
     if (rc == SQLITE_OK)
         rc = sqlite3_step(st);
+    if (changed)
+        *changed = rc == SQLITE_DONE ? sqlite3_changes(s->db) : 0;
     sqlite3_finalize(st);
     pthread_mutex_unlock(&s->lock);
     return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static int exec_args(struct lp_store *s, const char *sql, const char *const *args)
+{
+    return exec_changed(s, sql, args, NULL);
 }
 
 int lp_store_add(struct lp_store *s, const char *id, const char *runner, const char *tag,
@@ -168,20 +178,16 @@ int lp_store_add(struct lp_store *s, const char *id, const char *runner, const c
     snprintf(max, sizeof max, "%zu", queue_max);
     const char *args[] = {id, runner, tag, text, now, max, NULL};
     /* the queue's bound in the same statement: concurrent submissions cannot pass it */
-    int rc = text ? exec_args(s,
-                              "INSERT INTO runs(id, seq, status, runner, tag, request, created)"
-                              " SELECT ?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs),"
-                              " 'queued', ?2, ?3, ?4, ?5 WHERE (SELECT COUNT(*) FROM runs"
-                              " WHERE status = 'queued') < CAST(?6 AS INTEGER)",
-                              args)
+    int added = 0;
+    int rc = text ? exec_changed(s,
+                                 "INSERT INTO runs(id, seq, status, runner, tag, request, created)"
+                                 " SELECT ?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM runs),"
+                                 " 'queued', ?2, ?3, ?4, ?5 WHERE (SELECT COUNT(*) FROM runs"
+                                 " WHERE status = 'queued') < CAST(?6 AS INTEGER)",
+                                 args, &added)
                   : -1;
     free(text);
-    if (rc == 0) {
-        pthread_mutex_lock(&s->lock);
-        rc = sqlite3_changes(s->db) > 0 ? 0 : 1; /* 1: the queue is full */
-        pthread_mutex_unlock(&s->lock);
-    }
-    return rc;
+    return rc == 0 && !added ? 1 : rc; /* 1: the queue is full */
 }
 
 static json_t *text_or_null(sqlite3_stmt *st, int col)
@@ -335,20 +341,14 @@ int lp_store_cancel_queued(struct lp_store *s, const char *id)
 {
     char now[32];
     now_iso(now, sizeof now);
-    sqlite3_stmt *st = NULL;
-    int changed = -1;
-    pthread_mutex_lock(&s->lock);
-    if (sqlite3_prepare_v2(s->db,
-                           "UPDATE runs SET status = 'cancelled', finished = ?2, error = "
-                           "'cancelled before it started' WHERE id = ?1 AND status = 'queued'",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
-        sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_DONE)
-        changed = sqlite3_changes(s->db) > 0; /* this statement's, under the lock */
-    sqlite3_finalize(st);
-    pthread_mutex_unlock(&s->lock);
-    return changed;
+    const char *args[] = {id, now, NULL};
+    int changed = 0;
+    if (exec_changed(s,
+                     "UPDATE runs SET status = 'cancelled', finished = ?2, error = "
+                     "'cancelled before it started' WHERE id = ?1 AND status = 'queued'",
+                     args, &changed) != 0)
+        return -1;
+    return changed > 0;
 }
 
 int lp_store_remove(struct lp_store *s, const char *id)

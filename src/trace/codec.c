@@ -5,6 +5,7 @@
  * LLM kernel streams then compress to a few bytes per record under zstd. */
 #include "codec.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -237,7 +238,7 @@ void lp_buf_free(struct lp_buf *b)
     memset(b, 0, sizeof *b);
 }
 
-uint64_t lp_cur_uvar(struct lp_cursor *c)
+uint64_t lp_cur_uvar_slow(struct lp_cursor *c)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -335,7 +336,8 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
     struct lp_cursor body = {c->p, c->p + len, 0};
     if (!lp_cur_bytes(c, len))
         return LP_ERR_FORMAT;
-    memset(r, 0, sizeof *r);
+    /* only the type's own struct: the union is up to 168 bytes */
+    memset(r, 0, offsetof(struct lp_record, u) + tables[type].size);
     r->type = type;
     uint8_t *base = (uint8_t *)&r->u;
     uint64_t last_ts = 0;

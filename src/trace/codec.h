@@ -48,7 +48,14 @@ struct lp_cursor {
     const uint8_t *p, *end;
     int bad;
 };
-uint64_t lp_cur_uvar(struct lp_cursor *c);
+uint64_t lp_cur_uvar_slow(struct lp_cursor *c);
+/* an unsigned LEB128 varint; most fields are one byte: that case inline */
+static inline uint64_t lp_cur_uvar(struct lp_cursor *c)
+{
+    if (c->p < c->end && !(*c->p & 0x80))
+        return *c->p++;
+    return lp_cur_uvar_slow(c);
+}
 const uint8_t *lp_cur_bytes(struct lp_cursor *c, size_t n);
 
 /* Delta bases, reset at every chunk so each chunk decodes on its own. */

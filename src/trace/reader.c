@@ -230,12 +230,18 @@ static int merge_device(struct lp_trace *t, const struct lp_device *d)
     return 0;
 }
 
+/* eight bytes a step (a byte a step was a tenth of reading a million kernels) */
 static uint64_t config_hash(const struct lp_kernel_config *c)
 {
+    _Static_assert(sizeof *c % 8 == 0, "hashed by words");
     const uint8_t *p = (const uint8_t *)c;
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof *c; i++)
-        h = (h ^ p[i]) * 1099511628211ull;
+    for (size_t i = 0; i < sizeof *c; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
     return h;
 }
 
