@@ -55,22 +55,23 @@ static void make_subdir(const char *name, char *out, size_t len)
     assert_int_equal(mkdir(out, 0755), 0);
 }
 
-/* A child opening the sink in SUB with the launcher's variables set, adding one record of
- * TYPE, closing. */
-static void sink_child(const char *sub, const char *rank, enum lp_rec_type type)
+/* A child opening the sink in SUB (as a simulated host HOST whose clock is SHIFT ns ahead,
+ * with a start time, when HOST is not NULL), adding R, closing; it exits 0 */
+static void sink_child_record(const char *sub, const struct lp_record *r, const char *host,
+                              uint64_t shift)
 {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        setenv("RANK", rank, 1);
-        setenv("LOCAL_RANK", "3", 1);
-        setenv("WORLD_SIZE", "4", 1);
+        if (host) {
+            lp_sink_simulate_host(host, shift);
+            lp_sink_set_meta_time("start_trace_ns", 900000000);
+        }
         char err[256];
         if (lp_sink_open(sub, err, sizeof err) != 0)
             _exit(3);
-        struct lp_record r = {.type = type};
         lp_sink_lock();
-        lp_sink_add(&r);
+        lp_sink_add(r);
         lp_sink_unlock();
         lp_sink_close();
         _exit(0);
@@ -78,6 +79,20 @@ static void sink_child(const char *sub, const char *rank, enum lp_rec_type type)
     int status = 0;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A child opening the sink in SUB with the launcher's variables set, adding one record of
+ * TYPE, closing. */
+static void sink_child(const char *sub, const char *rank, enum lp_rec_type type)
+{
+    setenv("RANK", rank, 1);
+    setenv("LOCAL_RANK", "3", 1);
+    setenv("WORLD_SIZE", "4", 1);
+    struct lp_record r = {.type = type};
+    sink_child_record(sub, &r, NULL, 0);
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+    unsetenv("WORLD_SIZE");
 }
 
 static size_t count_traces(const char *sub)
@@ -121,6 +136,42 @@ static void test_sink_ranks(void **state)
     assert_int_equal(count_traces(sub), 1);
     t = read_only_trace("idle");
     assert_string_equal(lp_trace_meta(t, "rank"), "1");
+    lp_trace_free(t);
+}
+
+/* A child recording one kernel and a start time as a simulated second host HOST whose clock
+ * is SHIFT ns ahead (what LLMPROF_TEST_HOST and LLMPROF_TEST_CLOCK_SHIFT_NS set) */
+static void shifted_child(const char *sub, const char *host, uint64_t shift)
+{
+    struct lp_record r = {.type = LP_REC_KERNEL};
+    r.u.kernel = (struct lp_kernel){.start = 1000000000, .end = 1000000100, .stream = 7};
+    sink_child_record(sub, &r, host, shift);
+}
+
+/* The test knobs of a simulated second host (issue 50): the trace and its file name give
+ * the host named, and every time it holds, records and header, is moved by the shift; a
+ * host name unfit for a file name is passed over for the machine's own. */
+static void test_sink_test_host(void **state)
+{
+    (void)state;
+    char sub[256];
+    make_subdir("simhost", sub, sizeof sub);
+    shifted_child(sub, "sim-host-b", 5000000);
+    struct lp_trace *t = read_only_trace("simhost");
+    assert_string_equal(lp_trace_meta(t, "host"), "sim-host-b");
+    assert_non_null(strstr(t->path, ".sim-host-b."));
+    assert_string_equal(lp_trace_meta(t, "start_trace_ns"), "905000000");
+    assert_int_equal(t->n_kernels, 1);
+    assert_int_equal(t->kernels[0].start, 1005000000);
+    assert_int_equal(t->kernels[0].end, 1005000100);
+    lp_trace_free(t);
+    make_subdir("badhost", sub, sizeof sub);
+    shifted_child(sub, "../x", 0);
+    t = read_only_trace("badhost");
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    assert_string_equal(lp_trace_meta(t, "host"), host);
+    assert_int_equal(t->kernels[0].start, 1000000000);
     lp_trace_free(t);
 }
 
@@ -1980,6 +2031,7 @@ int main(void)
         cmocka_unit_test(test_launch_windowed),
         cmocka_unit_test(test_launch_dropped),
         cmocka_unit_test(test_sink_ranks),
+        cmocka_unit_test(test_sink_test_host),
         cmocka_unit_test(test_nvtx_windows),
         cmocka_unit_test(test_graph_windows),
         cmocka_unit_test(test_windows_fail_open),

@@ -54,8 +54,10 @@ struct lp_rank {
     double ttft_s, tpot_s;              /* medians; 0 not measured */
     struct lp_rank_stage *stages;       /* the analysis's stages, in its order */
     size_t n_stages;
-    struct lp_rank_coll *coll;          /* by start */
+    struct lp_rank_coll *coll;          /* by start; after lp_ranks_analyze on the reference
+                                           host's clock (lp_ranks.hosts) */
     size_t n_coll;
+    size_t host_index;                  /* into lp_ranks.hosts (set by lp_ranks_analyze) */
 };
 
 /* Keeps what R says of the run report's figures in OUT (TRACE_PATH names it). LP_OK or
@@ -81,15 +83,43 @@ struct lp_ranks_stage {
 enum lp_ranks_wait {
     LP_RANKS_WAIT_DONE,
     LP_RANKS_WAIT_NO_COMM,              /* no communication kernels on two ranks or more */
-    LP_RANKS_WAIT_HOSTS,                /* traces from several hosts: clocks not shared */
+    LP_RANKS_WAIT_HOSTS,                /* traces from several hosts whose clocks could not
+                                           be aligned (lp_ranks.hosts says which) */
     LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
                                            with communication */
+};
+
+/* How a host's clock offset was found (lp_ranks_host.how) */
+enum lp_clock_how {
+    LP_CLOCK_HOW_REFERENCE,             /* the reference host: that of the lowest rank */
+    LP_CLOCK_HOW_COLLECTIVES,           /* from the ends of the collectives its ranks ran
+                                           with the reference host's */
+    LP_CLOCK_HOW_NONE,                  /* too few such collectives: not aligned */
+};
+/* shared collectives a host's offset needs */
+#define LP_CLOCK_MIN_COLLECTIVES 3
+
+/* A host of the run (by the traces' "host" header; a trace naming none is taken to be on
+ * the reference host) and its clock */
+struct lp_ranks_host {
+    char *name;                         /* NULL: no trace names a host */
+    size_t ranks;
+    enum lp_clock_how how;
+    int64_t offset_ns;                  /* added to its times puts them on the reference's
+                                           clock: the median of the estimates */
+    double uncertainty_ns;              /* half the estimates' interquartile range; 0 for the
+                                           reference, NaN when not aligned */
+    size_t collectives;                 /* collectives that gave an estimate */
 };
 
 struct lp_ranks {
     struct lp_rank *ranks;              /* by rank, then pid (owned) */
     size_t n;
     int one_host;                       /* every trace names the same host (or none does) */
+    struct lp_ranks_host *hosts;        /* the reference first */
+    size_t n_hosts, ref_host;
+    int aligned;                        /* every host's clock on the reference's (one host:
+                                           trivially): times and waits compare across hosts */
     enum lp_ranks_wait waits;
     size_t coll_matched;                /* collectives matched across the ranks */
     size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run

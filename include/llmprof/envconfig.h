@@ -38,6 +38,8 @@ enum lp_envconfig_var {
     LP_ENVCONFIG_VAR_FINALIZE_AFTER_MS,
     LP_ENVCONFIG_VAR_PM_SAMPLING,
     LP_ENVCONFIG_VAR_PM_BUFFER_MB,
+    LP_ENVCONFIG_VAR_TEST_HOST,
+    LP_ENVCONFIG_VAR_TEST_CLOCK_SHIFT_NS,
     /* read by the CLI only: listed, never parsed into struct lp_envconfig */
     LP_ENVCONFIG_VAR_LIB,
     LP_ENVCONFIG_VAR_EXPORT_WARN_MIB,
@@ -93,6 +95,8 @@ struct lp_envconfig {
     int finalize;
     uint64_t finalize_after_ms;
     double pm_sampling_us, pm_buffer_mb;
+    const char *test_host;        /* tests only: a second host simulated on this one */
+    uint64_t test_clock_shift_ns;
 };
 
 struct lp_envconfig_entry {

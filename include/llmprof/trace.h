@@ -372,6 +372,8 @@ struct lp_trace_writer_options {
                              16 MiB (larger is taken as 16 MiB) */
     size_t max_strings;   /* strings held for interning, 0 = default (262144); past it the
                              table starts over and repeated strings are written again */
+    uint64_t clock_shift_ns; /* tests only: added to every record's times (a host whose clock
+                                is that far ahead); 0 = none */
 };
 
 /* Creates PATH exclusively (never overwrites). */

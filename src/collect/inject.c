@@ -136,7 +136,7 @@ static void shutdown_collector(void)
     lp_launch_stop();
     lp_gemm_stop();
     lp_graph_stop();
-    lp_sink_set_meta_u64("end_trace_ns", lp_clock_ns());
+    lp_sink_set_meta_time("end_trace_ns", lp_clock_ns());
     lp_procinfo_set_end_meta();
     lp_sink_close();
 }
@@ -170,13 +170,14 @@ static void init(void)
     lp_config_load();
     const struct lp_envconfig *cfg = lp_config_get();
     lp_collect_set_quiet(cfg->quiet);
+    lp_sink_simulate_host(cfg->test_host, cfg->test_clock_shift_ns);
     const char *dir = cfg->out;
     char cupti_err[512] = "";
     int cupti_ok = lp_cupti_load(cupti_err, sizeof cupti_err) == 0;
     /* light: NVTX, counters and NVML; no per-kernel, copy or API records */
     int light = cfg->light;
     lp_procinfo_set_start_meta(cupti_ok ? lp_cupti.version : 0, cupti_ok ? lp_cupti.path : "");
-    lp_sink_set_meta_u64("start_trace_ns", lp_clock_ns());
+    lp_sink_set_meta_time("start_trace_ns", lp_clock_ns());
     lp_sink_set_meta("mode", light ? "light" : "default");
     /* windows only where kernels are recorded at all */
     struct lp_capture_spec capture = {0};

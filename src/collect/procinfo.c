@@ -66,7 +66,7 @@ void lp_procinfo_set_start_meta(uint32_t cupti_version, const char *cupti_path)
     lp_sink_set_meta_u64("main_tid", (uint64_t)syscall(SYS_gettid));
     set_cmdline();
     lp_sink_set_meta("clock", "cupti-timestamp-ns (CLOCK_REALTIME on Linux)");
-    lp_sink_set_meta_u64("start_realtime_ns", clock_ns(CLOCK_REALTIME));
+    lp_sink_set_meta_time("start_realtime_ns", clock_ns(CLOCK_REALTIME));
     lp_sink_set_meta_u64("start_monotonic_ns", clock_ns(CLOCK_MONOTONIC));
     lp_sink_set_meta_u64("cupti_version", cupti_version);
     lp_sink_set_meta_u64("cupti_build_version", CUPTI_API_VERSION);

@@ -47,6 +47,25 @@ void lp_sink_set_meta_u64(const char *key, uint64_t value)
     lp_sink_set_meta(key, buf);
 }
 
+/* LLMPROF_TEST_HOST and LLMPROF_TEST_CLOCK_SHIFT_NS (lp_sink_simulate_host) */
+static char test_host[64];
+static uint64_t test_shift_ns;
+
+void lp_sink_simulate_host(const char *host, uint64_t clock_shift_ns)
+{
+    size_t n = host ? strlen(host) : 0;
+    test_host[0] = 0;
+    if (n && n < sizeof test_host &&
+        strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == n)
+        memcpy(test_host, host, n + 1);
+    test_shift_ns = clock_shift_ns;
+}
+
+void lp_sink_set_meta_time(const char *key, uint64_t ns)
+{
+    lp_sink_set_meta_u64(key, ns + test_shift_ns);
+}
+
 static void check_write(int rc)
 {
     if (rc == LP_OK || write_failed)
@@ -74,7 +93,10 @@ static const char *env_number(const char *const *vars)
 int lp_sink_open(const char *dir, char *err, size_t errlen)
 {
     char host[256] = "unknown";
-    gethostname(host, sizeof host - 1);
+    if (test_host[0])
+        snprintf(host, sizeof host, "%s", test_host);
+    else
+        gethostname(host, sizeof host - 1);
     /* global rank first; a local rank alone still tells one host's processes apart */
     static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
                                             "PMI_RANK", "LOCAL_RANK", NULL};
@@ -92,7 +114,8 @@ int lp_sink_open(const char *dir, char *err, size_t errlen)
                  LP_TRACE_SUFFIX);
     lp_sink_lock();
     did_work = 0; /* a new trace (a forked child's too) */
-    int rc = lp_trace_writer_open(&writer, path, NULL, err, errlen);
+    struct lp_trace_writer_options opt = {.clock_shift_ns = test_shift_ns};
+    int rc = lp_trace_writer_open(&writer, path, &opt, err, errlen);
     if (rc == LP_OK) {
         for (size_t i = 0; i < n_early; i++) {
             lp_trace_writer_set_meta(writer, early[i].key, early[i].value);

@@ -7,12 +7,13 @@
  * keeps the same on every rank of a communicator; the wait of a rank in it is the latest
  * rank's start minus its own, since an NCCL kernel starts when its rank arrives and cannot
  * finish before the last one does. That needs one clock: traces from one host share CUPTI's
- * (CLOCK_REALTIME); from several hosts the waits are not computed. */
+ * (CLOCK_REALTIME); several hosts' clocks are first aligned (clocks.c), and without that
+ * the waits are not computed. The matching itself: collectives.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "llmprof/compare.h"
+#include "compare_internal.h"
 #include "llmprof/sat.h"
 
 static char *dup_or_null(const char *s, int *failed)
@@ -212,6 +213,9 @@ void lp_ranks_free(struct lp_ranks *r)
     for (size_t s = 0; s < r->n_stages; s++)
         free(r->stages[s].name);
     free(r->stages);
+    for (size_t h = 0; r->hosts && h < r->n_hosts; h++)
+        free(r->hosts[h].name);
+    free(r->hosts);
     memset(r, 0, sizeof *r);
 }
 
@@ -225,55 +229,26 @@ static int by_rank(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* a rank's collectives in (stream, name, start) order */
-struct key {
-    uint32_t stream;
-    uint64_t hash, start;
-    size_t idx;                         /* into the rank's coll */
-};
-
-static int key_cmp(const struct key *x, const struct key *y)
+/* Collective's wait for its latest rank, added to each rank and its stage */
+static void wait_for_latest(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
+                            size_t m, void *ctx)
 {
-    if (x->stream != y->stream)
-        return x->stream < y->stream ? -1 : 1;
-    return x->hash < y->hash ? -1 : x->hash > y->hash;
-}
-struct order {
-    struct key *v;
-    size_t n, at;
-    struct lp_rank *k;
-};
-
-static int by_name_start(const void *a, const void *b)
-{
-    const struct key *x = a, *y = b;
-    int c = key_cmp(x, y);
-    if (c)
-        return c;
-    return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Collective NAME's J-th kernel on each rank of O (M ranks): each rank's wait for the
- * latest, added to the rank and its stage. */
-static void wait_for_latest(struct order *o, size_t m, size_t j)
-{
+    (void)ctx;
     uint64_t latest = 0;
+    for (size_t i = 0; i < m; i++)
+        latest = c[i]->start > latest ? c[i]->start : latest;
     for (size_t i = 0; i < m; i++) {
-        uint64_t s = o[i].v[o[i].at + j].start;
-        latest = s > latest ? s : latest;
-    }
-    for (size_t i = 0; i < m; i++) {
-        struct lp_rank *k = o[i].k;
-        const struct lp_rank_coll *c = &k->coll[o[i].v[o[i].at + j].idx];
-        uint64_t w = latest - c->start, d = c->end - c->start;
+        uint64_t w = latest - c[i]->start, d = c[i]->end - c[i]->start;
         w = w < d ? w : d; /* a kernel cannot wait longer than it ran */
-        k->wait_ns = lp_sat_add(k->wait_ns, w);
-        if (c->stage >= 0 && (size_t)c->stage < k->n_stages)
-            k->stages[c->stage].wait_ns = lp_sat_add(k->stages[c->stage].wait_ns, w);
+        k[i]->wait_ns = lp_sat_add(k[i]->wait_ns, w);
+        if (c[i]->stage >= 0 && (size_t)c[i]->stage < k[i]->n_stages)
+            k[i]->stages[c[i]->stage].wait_ns =
+                lp_sat_add(k[i]->stages[c[i]->stage].wait_ns, w);
     }
 }
 
-/* The waits in collectives of the ranks with communication kernels. */
+/* The waits in collectives of the ranks with communication kernels, on the clock the
+ * hosts share once aligned. */
 static int waits(struct lp_ranks *out)
 {
     size_t m = 0;
@@ -283,60 +258,16 @@ static int waits(struct lp_ranks *out)
         out->waits = LP_RANKS_WAIT_NO_COMM;
         return LP_OK;
     }
-    if (!out->one_host) {
+    if (!out->aligned) {
         out->waits = LP_RANKS_WAIT_HOSTS;
         return LP_OK;
     }
-    struct order *o = calloc(m, sizeof *o);
-    size_t *cnt = malloc(m * sizeof *cnt);
-    int rc = LP_ERR_NOMEM;
-    if (!o || !cnt)
-        goto done;
-    m = 0;
-    for (size_t i = 0; i < out->n; i++) {
-        struct lp_rank *k = &out->ranks[i];
-        if (!k->n_coll)
-            continue;
-        o[m].k = k;
-        o[m].n = k->n_coll;
-        if (!(o[m].v = malloc(k->n_coll * sizeof *o[m].v)))
-            goto done;
-        for (size_t j = 0; j < k->n_coll; j++)
-            o[m].v[j] = (struct key){k->coll[j].stream, k->coll[j].name_hash,
-                                     k->coll[j].start, j};
-        qsort(o[m].v, k->n_coll, sizeof *o[m].v, by_name_start);
-        m++;
-    }
-    for (;;) {
-        /* the least (stream, name) at the ranks' heads, and how often each rank ran it */
-        const struct key *h = NULL;
-        int equal = 1;
-        for (size_t i = 0; i < m; i++)
-            if (o[i].at < o[i].n && (!h || key_cmp(&o[i].v[o[i].at], h) < 0))
-                h = &o[i].v[o[i].at];
-        if (!h)
-            break;
-        struct key least = *h;
-        for (size_t i = 0; i < m; i++) {
-            cnt[i] = 0;
-            while (o[i].at + cnt[i] < o[i].n && !key_cmp(&o[i].v[o[i].at + cnt[i]], &least))
-                cnt[i]++;
-            equal &= cnt[i] == cnt[0] && cnt[i] > 0;
-        }
-        out->coll_names++;
-        out->coll_names_unmatched += !equal;
-        for (size_t j = 0; equal && j < cnt[0]; j++, out->coll_matched++)
-            wait_for_latest(o, m, j);
-        for (size_t i = 0; i < m; i++)
-            o[i].at += cnt[i];
-    }
+    struct lp_coll_match how;
+    int rc = lp_coll_match(out, wait_for_latest, NULL, &how);
+    out->coll_matched = how.matched;
+    out->coll_names = how.names;
+    out->coll_names_unmatched = how.names_unmatched;
     out->waits = out->coll_matched ? LP_RANKS_WAIT_DONE : LP_RANKS_WAIT_UNMATCHED;
-    rc = LP_OK;
-done:
-    for (size_t i = 0; o && i < m; i++)
-        free(o[i].v);
-    free(o);
-    free(cnt);
     return rc;
 }
 
@@ -422,16 +353,10 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
     out->n = n;
     if (n)
         qsort(ranks, n, sizeof *ranks, by_rank);
-    out->one_host = 1;
-    const char *host = NULL;
     for (size_t i = 0; i < n; i++) {
         const struct lp_rank *k = &ranks[i];
         if (i && k->rank >= 0 && k->rank == ranks[i - 1].rank && !out->duplicate_ranks++)
             out->duplicate_rank = k->rank; /* sorted by rank: the claims sit together */
-        if (k->host && host && strcmp(k->host, host))
-            out->one_host = 0;
-        if (k->host)
-            host = k->host;
         out->kernels += k->kernels;
         out->kernel_ns = lp_sat_add(out->kernel_ns, k->kernel_ns);
         out->comm_ns = lp_sat_add(out->comm_ns, k->comm_ns);
@@ -449,7 +374,9 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
             out->energy_gpus++;
         }
     }
-    int rc = waits(out);
+    int rc = lp_ranks_align(out);
+    if (rc == LP_OK)
+        rc = waits(out);
     if (rc == LP_OK)
         rc = stages(out);
     for (size_t i = 0; rc == LP_OK && i < n; i++)

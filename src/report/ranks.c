@@ -82,12 +82,14 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
         if (r->coll_names_unmatched)
             fprintf(f, "; %zu ran unequally often and were left out", r->coll_names_unmatched);
         fprintf(f, "). A rank's wait in one is the latest rank's start minus its own (an NCCL "
-                   "kernel cannot finish before the last rank arrives); inferred, on the clock "
-                   "the ranks share on one host.\n");
+                   "kernel cannot finish before the last rank arrives); inferred, %s.\n",
+                r->one_host ? "on the clock the ranks share on one host"
+                            : "on the hosts' clocks as aligned above: a wait across hosts "
+                              "carries the uncertainty of their offset");
         break;
     case LP_RANKS_WAIT_HOSTS:
         fprintf(f, "Waits in collectives are not computed: the traces come from several hosts, "
-                   "whose clocks are not aligned (docs/multi-gpu.md).\n");
+                   "whose clocks could not all be aligned (see Hosts above).\n");
         break;
     case LP_RANKS_WAIT_UNMATCHED:
         fprintf(f, "Waits in collectives are not computed: none of the %zu communication kernel "
@@ -101,6 +103,50 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
     }
 }
 
+/* "+1.234 ms", "-56.7 us": a signed offset */
+static const char *signed_ns(int64_t ns, char *buf, size_t len)
+{
+    char t[64];
+    uint64_t mag = ns < 0 ? (uint64_t)-(ns + 1) + 1 : (uint64_t)ns;
+    snprintf(buf, len, "%s%s", ns < 0 ? "-" : "+", lp_fmt_ns((double)mag, t, sizeof t));
+    return buf;
+}
+
+/* Several hosts: each one's clock offset from the reference host's, and how it was found */
+static void hosts_md(FILE *f, const struct lp_ranks *r)
+{
+    if (r->one_host)
+        return;
+    char o[80], u[64];
+    fprintf(f, "## Hosts\n\n");
+    fprintf(f, "Each host's clock is set against the reference host's (that of the lowest "
+               "rank) where their ranks ran the same collective: an NCCL collective ends at "
+               "nearly the same moment on every rank of it, so each one gives an estimate (the "
+               "difference of the two hosts' ranks' median ends). The offset is the median of "
+               "the estimates, its uncertainty half their interquartile range; inferred. ");
+    if (r->aligned)
+        fprintf(f, "Times across hosts below are on the reference host's clock.\n\n");
+    else
+        fprintf(f, "A host needs %d such collectives; without every host aligned, times are "
+                   "compared only as durations.\n\n", LP_CLOCK_MIN_COLLECTIVES);
+    fprintf(f, "| host | processes | clock offset | uncertainty | from |\n|---|---|---|---|---|\n");
+    for (size_t h = 0; h < r->n_hosts; h++) {
+        const struct lp_ranks_host *x = &r->hosts[h];
+        fprintf(f, "| ");
+        lp_md_cell(f, x->name ? x->name : "-");
+        if (x->how == LP_CLOCK_HOW_REFERENCE)
+            fprintf(f, " | %zu | reference | - | the lowest rank's host |\n", x->ranks);
+        else if (x->how == LP_CLOCK_HOW_COLLECTIVES)
+            fprintf(f, " | %zu | %s | %s | %zu collectives |\n", x->ranks,
+                    signed_ns(x->offset_ns, o, sizeof o),
+                    lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
+        else
+            fprintf(f, " | %zu | not aligned | - | %zu collective%s with the reference host's |\n",
+                    x->ranks, x->collectives, x->collectives == 1 ? "" : "s");
+    }
+    fprintf(f, "\n");
+}
+
 int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
 {
     char a[64], b[64], c[64], d[64], e[64], g[64], h[64], l[64], p[64], u[64], tp[64],
@@ -109,9 +155,11 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
     fprintf(f, "Each process's own report is in its subdirectory (linked below). Kernels: %zu "
                "records, %s of GPU time over the processes (measured). %s\n\n",
             r->kernels, lp_fmt_ns((double)r->kernel_ns, a, sizeof a),
-            r->one_host ? "All traces come from one host: their times share one clock."
-                        : "The traces come from several hosts: their clocks are not aligned, "
-                          "so times are compared only as durations.");
+            r->one_host  ? "All traces come from one host: their times share one clock."
+            : r->aligned ? "The traces come from several hosts, whose clocks were aligned "
+                           "(Hosts below)."
+                         : "The traces come from several hosts whose clocks could not all be "
+                           "aligned (Hosts below): times are compared only as durations.");
     if (r->n_unread) {
         fprintf(f, "**Left out:** %zu trace%s of the run could not be read; everything below "
                    "is over the other %zu:\n\n", r->n_unread, r->n_unread == 1 ? "" : "s", r->n);
@@ -124,6 +172,7 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
         }
         fprintf(f, "\n");
     }
+    hosts_md(f, r);
     fprintf(f, "## Processes\n\n");
     fprintf(f, "| process | host | pid | GPU | UUID | kernels | kernel time | communication | "
                "overlap | wait in collectives | energy | mean power | TTFT | TPOT | report |\n");
@@ -319,6 +368,20 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
         return -1;
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
     json_object_set_new(doc, "duplicate_ranks", json_integer((json_int_t)r->duplicate_ranks));
+    static const char *const how[] = {"reference", "collectives", "none"};
+    json_t *hosts = json_array();
+    for (size_t h = 0; h < r->n_hosts; h++) {
+        const struct lp_ranks_host *x = &r->hosts[h];
+        int known = x->how != LP_CLOCK_HOW_NONE;
+        json_array_append_new(
+            hosts, json_pack("{s:o,s:I,s:s,s:o,s:o,s:I}", "name", str_or_null(x->name),
+                             "processes", (json_int_t)x->ranks, "clock", how[x->how],
+                             "offset_ns", known ? json_integer(x->offset_ns) : json_null(),
+                             "uncertainty_ns", num(x->uncertainty_ns), "collectives",
+                             (json_int_t)x->collectives));
+    }
+    json_object_set_new(doc, "hosts", hosts);
+    json_object_set_new(doc, "clocks_aligned", json_boolean(r->aligned));
     json_t *unread = json_array();
     for (size_t i = 0; i < r->n_unread; i++)
         json_array_append_new(unread, json_pack("{s:s,s:s}", "trace", r->unread[i].trace,

@@ -108,6 +108,13 @@ const struct lp_envconfig_entry lp_envconfig_table[LP_ENVCONFIG_VAR_COUNT] = {
         .doc = "PM sampling interval in microseconds"},
     COLLECTOR(PM_BUFFER_MB, NUMBER, pm_buffer_mb, PM), .def = 64, .min = 1, .max = 4096,
         .lands = "pmsample.c", .doc = "PM sampling hardware buffer (MiB; a fraction is cut)"},
+    COLLECTOR(TEST_HOST, TEXT, test_host, COLLECTOR), .lands = "inject.c (sink.c)",
+        .doc = "tests only: the host name the trace gives (its file name too), to simulate a "
+               "second host on one machine (tests/gpu/multi_gpu.sh hosts)"},
+    COLLECTOR(TEST_CLOCK_SHIFT_NS, COUNT, test_clock_shift_ns, COLLECTOR), .def = 0, .min = 0,
+        .max = 1e15, .lands = "inject.c (sink.c)",
+        .doc = "tests only: nanoseconds added to every time the trace holds, as a host whose "
+               "clock is that far ahead would record them (`report` must find the offset)"},
     CLI(LIB, TEXT), .lands = "`llmprof record`",
         .doc = "the collector to inject, instead of `../lib/libllmprof.so` beside `llmprof`"},
     CLI(EXPORT_WARN_MIB, COUNT), .def = 1024, .min = 1, .max = 1099511627776.0,

@@ -37,6 +37,7 @@ struct lp_trace_writer {
     uint64_t records;
     uint64_t by_type[LP_REC_TYPE_COUNT]; /* records added, per type: the END chunk says them */
     uint32_t chunks;                     /* chunks written: the next one's number less one */
+    uint64_t clock_shift_ns;             /* lp_trace_writer_options' */
 };
 
 static int fail(struct lp_trace_writer *w, int status, const char *fmt, ...)
@@ -173,6 +174,7 @@ int lp_trace_writer_open(struct lp_trace_writer **out, const char *path,
         w->chunk_bytes = LP_WRITER_MAX_CHUNK;
     w->cap_strs = 256;
     w->max_strings = opt && opt->max_strings ? opt->max_strings : (1u << 18);
+    w->clock_shift_ns = opt ? opt->clock_shift_ns : 0;
     w->id_base = 1; /* id 0 is the empty string, never written */
     w->strs = malloc(w->cap_strs * sizeof *w->strs);
     w->cctx = ZSTD_createCCtx();
@@ -303,6 +305,23 @@ int lp_trace_writer_add(struct lp_trace_writer *w, const struct lp_record *r)
 {
     if (!lp_record_type_known(r->type) || r->type == LP_REC_STRING)
         return LP_ERR_ARG;
+    struct lp_record moved;
+    struct lp_record_layout l;
+    if (w->clock_shift_ns && lp_record_layout(r->type, &l) == LP_OK) {
+        moved = *r;
+        uint8_t *base = (uint8_t *)&moved.u;
+        for (int f = 0; f < 2; f++) {
+            size_t at = f ? l.end : l.ts;
+            uint64_t t;
+            if (!(f ? l.has_end : l.has_ts))
+                continue;
+            memcpy(&t, base + at, 8);
+            if (t) /* 0: not known */
+                t += w->clock_shift_ns;
+            memcpy(base + at, &t, 8);
+        }
+        r = &moved;
+    }
     lp_record_encode(&w->raw, &w->delta, r);
     w->pending_records++;
     w->records++;

@@ -10,6 +10,10 @@
 #             all-reduce asynchronous beside the next block's GEMM) and without, small, one
 #             after the other; prints each run report's communication, overlap and energy
 #             lines; packs both as fixtures ($OUT/multi-gpu-overlap.tar.gz).
+#   hosts     the TP decoder's two ranks started by hand, rank 1 as a simulated second host
+#             whose clock is SHIFT ns ahead (LLMPROF_TEST_HOST, LLMPROF_TEST_CLOCK_SHIFT_NS):
+#             the run report must find that offset from the collectives within 50 us; prints
+#             ranks.md's Hosts table; packs the run ($OUT/multi-gpu-hosts.tar.gz).
 #   overhead  ROUNDS (second argument, default 6) interleaved rounds of the TP decoder
 #             unprofiled, under llmprof record and under the floor (CUPTI kernel activity
 #             alone), each rank's timings a JSON line in $OUT/tp-overhead.jsonl, summarised
@@ -83,6 +87,38 @@ if [ "$part" = overlap ]; then
         -czf "$OUT/multi-gpu-overlap.tar.gz" tp-overlap tp-plain
     ls -la "$OUT"
     echo "$fails recorded programs failed"
+    [ "$fails" -eq 0 ]
+    exit
+fi
+
+if [ "$part" = hosts ]; then
+    SMALL=(--layers 4 --requests 2 --new-tokens 16 --prompt 256)
+    SHIFT=1234567890
+    E="MASTER_ADDR=127.0.0.1 MASTER_PORT=29541 WORLD_SIZE=2"
+    rec tp-hosts 2 -- bash -c "env $E RANK=0 LOCAL_RANK=0 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
+        env $E RANK=1 LOCAL_RANK=1 LLMPROF_TEST_HOST=sim-host-b \
+            LLMPROF_TEST_CLOCK_SHIFT_NS=$SHIFT $PY tests/gpu/tp_decode.py ${SMALL[*]} & wait"
+    step "hosts: ranks.md"
+    sed -n '/^## Hosts/,/^## Processes/p' "$T/tp-hosts/ranks.md"
+    grep -i "waits in collectives" "$T/tp-hosts/ranks.md"
+    step "hosts: the offset found against the one applied"
+    python3 - "$T/tp-hosts/ranks.json" "$SHIFT" <<'PYEOF' || fails=$((fails + 1))
+import json, sys
+d = json.load(open(sys.argv[1]))
+shift = int(sys.argv[2])
+for h in d["hosts"]:
+    print(h)
+b = [h for h in d["hosts"] if h["name"] == "sim-host-b"][0]
+err = b["offset_ns"] + shift
+print(f"offset {b['offset_ns']} ns, applied {-shift} ns: error {err} ns, uncertainty "
+      f"{b['uncertainty_ns']} ns, {b['collectives']} collectives; waits {d['waits']}")
+sys.exit(0 if d["clocks_aligned"] and abs(err) <= 50000 else 1)
+PYEOF
+    step "pack"
+    tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
+        --exclude='report.md' --exclude='summary.md' -czf "$OUT/multi-gpu-hosts.tar.gz" tp-hosts
+    ls -la "$OUT"
+    echo "$fails failed"
     [ "$fails" -eq 0 ]
     exit
 fi
