@@ -265,6 +265,22 @@ static void test_ranks_waits(void **state)
     free(text);
     lp_ranks_free(&rk);
 
+    /* a third host whose process ran no collective: not aligned, the waits computed all
+     * the same */
+    k = calloc(3, sizeof *k);
+    assert_non_null(k);
+    rank_trace(&k[0], "0", "a", 400 * US, ar0, 0);
+    rank_trace(&k[1], "1", "b", 500 * US, ar1, 0);
+    rank_trace(&k[2], "2", "c", 500 * US, ar1, 0);
+    k[2].n_coll = 0;
+    assert_int_equal(lp_ranks_analyze(k, 3, &rk), LP_OK);
+    assert_int_equal(rk.n_hosts, 3);
+    assert_int_equal(rk.hosts[2].how, LP_CLOCK_HOW_NONE);
+    assert_int_equal(rk.aligned, 1);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.ranks[0].wait_ns, 60 * US);
+    lp_ranks_free(&rk);
+
     /* two collectives only: too few to align, no waits */
     k = two_hosts(ar0, ar1);
     k[0].n_coll = k[1].n_coll = 2;

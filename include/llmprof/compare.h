@@ -112,14 +112,38 @@ struct lp_ranks_host {
     size_t collectives;                 /* collectives that gave an estimate */
 };
 
+/* Per-process figures whose distribution over the processes lp_ranks_analyze gives */
+enum lp_ranks_figure {
+    LP_RANKS_FIGURE_KERNEL_NS,
+    LP_RANKS_FIGURE_COMM_NS,            /* processes with communication */
+    LP_RANKS_FIGURE_OVERLAP,            /* share, those with communication */
+    LP_RANKS_FIGURE_WAIT_NS,            /* when the waits were computed, those with comm. */
+    LP_RANKS_FIGURE_ENERGY_J,           /* those with NVML samples of their GPU */
+    LP_RANKS_FIGURE_POWER_W,
+    LP_RANKS_FIGURE_TTFT_NS,            /* those that measured it */
+    LP_RANKS_FIGURE_TPOT_NS,
+    LP_RANKS_FIGURE_COUNT
+};
+/* past this many processes ranks.md gives distributions instead of a row per process */
+#define LP_RANKS_TABLE_MAX 16
+
+/* A figure over the processes that have it: nearest-rank percentiles, the extremes and
+ * which process (index into lp_ranks.ranks) holds each */
+struct lp_ranks_dist {
+    size_t n;                           /* 0: no process has it */
+    double p50, p90, min, max;
+    size_t min_at, max_at;
+};
+
 struct lp_ranks {
     struct lp_rank *ranks;              /* by rank, then pid (owned) */
     size_t n;
     int one_host;                       /* every trace names the same host (or none does) */
     struct lp_ranks_host *hosts;        /* the reference first */
     size_t n_hosts, ref_host;
-    int aligned;                        /* every host's clock on the reference's (one host:
-                                           trivially): times and waits compare across hosts */
+    int aligned;                        /* every host with communication kernels on the
+                                           reference's clock (one host: trivially): waits
+                                           compare across hosts */
     enum lp_ranks_wait waits;
     size_t coll_matched;                /* collectives matched across the ranks */
     size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
@@ -135,6 +159,7 @@ struct lp_ranks {
     double wait_share;                  /* wait_ns of comm_ns; NaN unless waits were computed */
     double energy_j;                    /* over the ranks' GPUs with samples (each GPU once) */
     size_t energy_gpus;
+    struct lp_ranks_dist dist[LP_RANKS_FIGURE_COUNT];
     struct lp_ranks_stage *stages;      /* by first appearance */
     size_t n_stages;
     /* the run's traces that could not be read, left out of all the above (set by the caller,

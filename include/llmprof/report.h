@@ -109,5 +109,9 @@ int lp_sqlite_open(struct sqlite3 **db, const char *path, char *err, size_t errl
 int lp_sqlite_add_trace(struct sqlite3 *db, int64_t trace_id, const char *trace_path,
                         const struct lp_run *r, char *err, size_t errlen);
 int lp_sqlite_close(struct sqlite3 *db, int finish, char *err, size_t errlen);
+/* traces.clock_offset_ns of TRACE_ID: what added to its times puts them on the run's
+ * reference clock (lp_ranks_host.offset_ns); NULL OFFSET_NS: its host not aligned */
+int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *offset_ns,
+                        char *err, size_t errlen);
 
 #endif

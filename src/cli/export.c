@@ -214,6 +214,37 @@ static uint64_t ms_after(uint64_t t0, uint64_t ms)
 
 /* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
  * unless all went in. */
+/* traces.clock_offset_ns of the N traces taken as RANKS (IDS their trace ids; TRACES the
+ * run's paths): each host's offset as `report` finds it. RANKS (the array too) are freed.
+ * 0 or -1, said. */
+static int set_clocks(struct sqlite3 *db, struct lp_rank *ranks, const int64_t *ids, size_t n,
+                      char **traces, const char *out)
+{
+    struct lp_ranks rk;
+    char err[512];
+    if (lp_ranks_analyze(ranks, n, &rk) != LP_OK) {
+        lp_cli_error("export", "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t j = 0; j < rk.n && rc == 0; j++) {
+        const struct lp_rank *k = &rk.ranks[j];
+        const struct lp_ranks_host *h = &rk.hosts[k->host_index];
+        for (size_t i = 0; i < n; i++) {
+            const char *slash = strrchr(traces[ids[i] - 1], '/');
+            if (strcmp(slash ? slash + 1 : traces[ids[i] - 1], k->trace))
+                continue;
+            rc = lp_sqlite_set_clock(db, ids[i], h->how == LP_CLOCK_HOW_NONE ? NULL : &h->offset_ns,
+                                     err, sizeof err);
+            break;
+        }
+    }
+    if (rc != 0)
+        lp_cli_error("export", "%s: %s", out, err);
+    lp_ranks_free(&rk);
+    return rc;
+}
+
 static int export_sqlite(const char *run, const char *out, int force)
 {
     /* a file-size limit then fails the write (EFBIG, said, the .tmp removed) rather than
@@ -226,13 +257,15 @@ static int export_sqlite(const char *run, const char *out, int force)
     int rc = LP_CLI_EXIT_INPUT; /* out of memory */
     struct lp_cli_outs outs = {.cmd = "export"};
     struct sqlite3 *db = NULL;
-    size_t kernels = 0;
+    size_t kernels = 0, n_ranks = 0;
     int unread = 0;
     char err[512];
     /* never one of the traces or their meta.json */
     const char **inputs = calloc(2 * (size_t)n, sizeof *inputs);
     char(*metas)[PATH_MAX + 16] = calloc((size_t)n, sizeof *metas);
-    if (!inputs || !metas) {
+    struct lp_rank *ranks = calloc((size_t)n, sizeof *ranks);
+    int64_t *ids = calloc((size_t)n, sizeof *ids);
+    if (!inputs || !metas || !ranks || !ids) {
         lp_cli_error("export", "out of memory");
         goto out;
     }
@@ -280,6 +313,15 @@ static int export_sqlite(const char *run, const char *out, int force)
         }
         lp_cli_progress("export", "writing %s's rows", traces[i]);
         int wrc = lp_sqlite_add_trace(db, i + 1, traces[i], &r, err, sizeof err);
+        if (wrc == 0 && n > 1) { /* kept small, for the hosts' clocks */
+            if (lp_rank_take(&r, traces[i], &ranks[n_ranks]) != LP_OK) {
+                lp_cli_error("export", "out of memory");
+                lp_run_free(&r);
+                lp_trace_free(t);
+                goto out;
+            }
+            ids[n_ranks++] = i + 1;
+        }
         kernels += t->n_kernels;
         lp_run_free(&r);
         lp_trace_free(t);
@@ -287,6 +329,12 @@ static int export_sqlite(const char *run, const char *out, int force)
             lp_cli_error("export", "%s: %s", out, err);
             goto out;
         }
+    }
+    if (n_ranks > 1) {
+        int crc = set_clocks(db, ranks, ids, n_ranks, traces, out);
+        ranks = NULL; /* taken, the array too */
+        if (crc != 0)
+            goto out;
     }
     lp_cli_progress("export", "indexing %s", out);
     int status = lp_sqlite_close(db, 1, err, sizeof err);
@@ -309,6 +357,10 @@ out:
     if (db)
         lp_sqlite_close(db, 0, err, sizeof err);
     lp_cli_outs_free(&outs);
+    for (size_t i = 0; ranks && i < n_ranks; i++)
+        lp_rank_free(&ranks[i]);
+    free(ranks);
+    free(ids);
     free(inputs);
     free(metas);
     lp_cli_free_list(traces, n);

@@ -6,7 +6,8 @@
  * rank's data), so each shared collective gives one estimate, the difference of the two
  * hosts' ranks' median ends in it. The offset is the median of the estimates, its
  * uncertainty half their interquartile range; with fewer than LP_CLOCK_MIN_COLLECTIVES the
- * host is not aligned. The offsets are then applied to the ranks' collectives. */
+ * host is not aligned (one without communication kernels does not keep the others' waits
+ * from being computed). The offsets are then applied to the ranks' collectives. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,7 +150,11 @@ int lp_ranks_align(struct lp_ranks *out)
         struct estimates *s = &a.est[h];
         x->collectives = h == out->ref_host ? 0 : s->n;
         if (h == out->ref_host || s->n < LP_CLOCK_MIN_COLLECTIVES) {
-            out->aligned &= h == out->ref_host;
+            /* a host without communication is not aligned, but takes no part in the waits */
+            int comm = 0;
+            for (size_t i = 0; i < out->n; i++)
+                comm |= out->ranks[i].host_index == h && out->ranks[i].n_coll > 0;
+            out->aligned &= h == out->ref_host || !comm;
             continue;
         }
         qsort(s->v, s->n, sizeof *s->v, cmp_i64);

@@ -346,6 +346,54 @@ static int stages(struct lp_ranks *out)
     return LP_OK;
 }
 
+/* Process I's value of figure F; NaN when it has none */
+static double figure(const struct lp_ranks *out, size_t i, enum lp_ranks_figure f)
+{
+    const struct lp_rank *k = &out->ranks[i];
+    int comm = k->n_coll > 0 || k->comm_ns > 0;
+    switch (f) {
+    case LP_RANKS_FIGURE_KERNEL_NS: return (double)k->kernel_ns;
+    case LP_RANKS_FIGURE_COMM_NS: return comm ? (double)k->comm_ns : NAN;
+    case LP_RANKS_FIGURE_OVERLAP: return comm ? k->comm_overlap_share : NAN;
+    case LP_RANKS_FIGURE_WAIT_NS:
+        return out->waits == LP_RANKS_WAIT_DONE && k->n_coll ? (double)k->wait_ns : NAN;
+    case LP_RANKS_FIGURE_ENERGY_J: return k->energy_j;
+    case LP_RANKS_FIGURE_POWER_W: return k->power_mean_w;
+    case LP_RANKS_FIGURE_TTFT_NS: return k->ttft_s > 0 ? k->ttft_s * 1e9 : NAN;
+    case LP_RANKS_FIGURE_TPOT_NS: return k->tpot_s > 0 ? k->tpot_s * 1e9 : NAN;
+    default: return NAN;
+    }
+}
+
+/* each figure's distribution over the processes that have it */
+static int distributions(struct lp_ranks *out)
+{
+    double *v = malloc((out->n ? out->n : 1) * sizeof *v);
+    if (!v)
+        return LP_ERR_NOMEM;
+    for (int f = 0; f < LP_RANKS_FIGURE_COUNT; f++) {
+        struct lp_ranks_dist *d = &out->dist[f];
+        *d = (struct lp_ranks_dist){0};
+        for (size_t i = 0; i < out->n; i++) {
+            double x = figure(out, i, (enum lp_ranks_figure)f);
+            if (isnan(x))
+                continue;
+            if (!d->n || x < d->min)
+                d->min = x, d->min_at = i;
+            if (!d->n || x > d->max)
+                d->max = x, d->max_at = i;
+            v[d->n++] = x;
+        }
+        if (!d->n)
+            continue;
+        qsort(v, d->n, sizeof *v, lp_cmp_double);
+        d->p50 = v[(d->n + 1) / 2 - 1];             /* nearest rank: ceil(p n) - 1 */
+        d->p90 = v[(9 * d->n + 9) / 10 - 1];
+    }
+    free(v);
+    return LP_OK;
+}
+
 int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
 {
     memset(out, 0, sizeof *out);
@@ -379,6 +427,8 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
         rc = waits(out);
     if (rc == LP_OK)
         rc = stages(out);
+    if (rc == LP_OK)
+        rc = distributions(out);
     for (size_t i = 0; rc == LP_OK && i < n; i++)
         out->wait_ns = lp_sat_add(out->wait_ns, ranks[i].wait_ns);
     out->wait_share = out->waits == LP_RANKS_WAIT_DONE && out->comm_ns

@@ -127,8 +127,9 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
     if (r->aligned)
         fprintf(f, "Times across hosts below are on the reference host's clock.\n\n");
     else
-        fprintf(f, "A host needs %d such collectives; without every host aligned, times are "
-                   "compared only as durations.\n\n", LP_CLOCK_MIN_COLLECTIVES);
+        fprintf(f, "A host needs %d such collectives; without every host that ran "
+                   "collectives aligned, times are compared only as durations.\n\n",
+                LP_CLOCK_MIN_COLLECTIVES);
     fprintf(f, "| host | processes | clock offset | uncertainty | from |\n|---|---|---|---|---|\n");
     for (size_t h = 0; h < r->n_hosts; h++) {
         const struct lp_ranks_host *x = &r->hosts[h];
@@ -147,33 +148,11 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
     fprintf(f, "\n");
 }
 
-int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
+/* One row per process */
+static void processes_md(FILE *f, const struct lp_ranks *r)
 {
     char a[64], b[64], c[64], d[64], e[64], g[64], h[64], l[64], p[64], u[64], tp[64],
         pg[256];
-    fprintf(f, "# llmprof run report: %zu processes\n\n", r->n);
-    fprintf(f, "Each process's own report is in its subdirectory (linked below). Kernels: %zu "
-               "records, %s of GPU time over the processes (measured). %s\n\n",
-            r->kernels, lp_fmt_ns((double)r->kernel_ns, a, sizeof a),
-            r->one_host  ? "All traces come from one host: their times share one clock."
-            : r->aligned ? "The traces come from several hosts, whose clocks were aligned "
-                           "(Hosts below)."
-                         : "The traces come from several hosts whose clocks could not all be "
-                           "aligned (Hosts below): times are compared only as durations.");
-    if (r->n_unread) {
-        fprintf(f, "**Left out:** %zu trace%s of the run could not be read; everything below "
-                   "is over the other %zu:\n\n", r->n_unread, r->n_unread == 1 ? "" : "s", r->n);
-        for (size_t i = 0; i < r->n_unread; i++) {
-            fprintf(f, "- ");
-            lp_md_code(f, r->unread[i].trace);
-            fprintf(f, ": ");
-            lp_fmt_puts(f, r->unread[i].reason);
-            fprintf(f, "\n");
-        }
-        fprintf(f, "\n");
-    }
-    hosts_md(f, r);
-    fprintf(f, "## Processes\n\n");
     fprintf(f, "| process | host | pid | GPU | UUID | kernels | kernel time | communication | "
                "overlap | wait in collectives | energy | mean power | TTFT | TPOT | report |\n");
     fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -207,6 +186,82 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
         lp_md_cell(f, pg);
         fprintf(f, "/report.md) |\n");
     }
+}
+
+/* Past LP_RANKS_TABLE_MAX processes: each figure's distribution over them */
+static void processes_dist_md(FILE *f, const struct lp_ranks *r)
+{
+    static const struct {
+        const char *name, *unit; /* unit NULL: a time; "%": a share */
+    } fig[LP_RANKS_FIGURE_COUNT] = {
+        [LP_RANKS_FIGURE_KERNEL_NS] = {"kernel time", NULL},
+        [LP_RANKS_FIGURE_COMM_NS] = {"communication", NULL},
+        [LP_RANKS_FIGURE_OVERLAP] = {"overlap", "%"},
+        [LP_RANKS_FIGURE_WAIT_NS] = {"wait in collectives", NULL},
+        [LP_RANKS_FIGURE_ENERGY_J] = {"energy", "J"},
+        [LP_RANKS_FIGURE_POWER_W] = {"mean power", "W"},
+        [LP_RANKS_FIGURE_TTFT_NS] = {"TTFT", NULL},
+        [LP_RANKS_FIGURE_TPOT_NS] = {"TPOT", NULL},
+    };
+    fprintf(f, "%zu processes: each one's row is in ranks.csv and ranks.json, its report in the "
+               "subdirectory named after its trace. Here each figure over the processes that "
+               "have it (percentiles by nearest rank). In waits, the process that waits least "
+               "is the one the others wait for.\n\n", r->n);
+    fprintf(f, "| figure | processes | p50 | p90 | min (process) | max (process) |\n"
+               "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < LP_RANKS_FIGURE_COUNT; i++) {
+        const struct lp_ranks_dist *x = &r->dist[i];
+        if (!x->n)
+            continue;
+        char v[4][64], lo[64], hi[64];
+        const double q[4] = {x->p50, x->p90, x->min, x->max};
+        for (int j = 0; j < 4; j++) {
+            if (!fig[i].unit)
+                lp_fmt_ns(q[j], v[j], sizeof v[j]);
+            else if (fig[i].unit[0] == '%')
+                share_or_dash(q[j], v[j], sizeof v[j]);
+            else
+                num_or_dash(q[j], fig[i].unit, v[j], sizeof v[j]);
+        }
+        fprintf(f, "| %s | %zu | %s | %s | %s (", fig[i].name, x->n, v[0], v[1], v[2]);
+        lp_md_cell(f, label(&r->ranks[x->min_at], lo, sizeof lo));
+        fprintf(f, ") | %s (", v[3]);
+        lp_md_cell(f, label(&r->ranks[x->max_at], hi, sizeof hi));
+        fprintf(f, ") |\n");
+    }
+}
+
+int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
+{
+    char a[64], b[64], c[64], d[64], e[64], g[64], h[64], l[64], p[64];
+    fprintf(f, "# llmprof run report: %zu processes\n\n", r->n);
+    fprintf(f, "Each process's own report is in its subdirectory (%s). Kernels: %zu "
+               "records, %s of GPU time over the processes (measured). %s\n\n",
+            r->n > LP_RANKS_TABLE_MAX ? "named after its trace" : "linked below", r->kernels,
+            lp_fmt_ns((double)r->kernel_ns, a, sizeof a),
+            r->one_host  ? "All traces come from one host: their times share one clock."
+            : r->aligned ? "The traces come from several hosts, whose clocks were aligned "
+                           "(Hosts below)."
+                         : "The traces come from several hosts whose clocks could not all be "
+                           "aligned (Hosts below): times are compared only as durations.");
+    if (r->n_unread) {
+        fprintf(f, "**Left out:** %zu trace%s of the run could not be read; everything below "
+                   "is over the other %zu:\n\n", r->n_unread, r->n_unread == 1 ? "" : "s", r->n);
+        for (size_t i = 0; i < r->n_unread; i++) {
+            fprintf(f, "- ");
+            lp_md_code(f, r->unread[i].trace);
+            fprintf(f, ": ");
+            lp_fmt_puts(f, r->unread[i].reason);
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
+    }
+    hosts_md(f, r);
+    fprintf(f, "## Processes\n\n");
+    if (r->n > LP_RANKS_TABLE_MAX)
+        processes_dist_md(f, r);
+    else
+        processes_md(f, r);
     fprintf(f, "\nGPU: the CUDA ordinal most of the process's kernels ran on, and its name and "
                "UUID (NVML's form). Energy and mean power: that GPU over the process's "
                "recording (NVML, measured). Overlap: of the communication kernels' time, the "
@@ -381,6 +436,21 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
                              (json_int_t)x->collectives));
     }
     json_object_set_new(doc, "hosts", hosts);
+    static const char *const fig[LP_RANKS_FIGURE_COUNT] = {
+        "kernel_ns", "comm_ns", "comm_overlap_share", "wait_ns", "energy_j", "power_mean_w",
+        "ttft_ns", "tpot_ns"};
+    json_t *dists = json_object();
+    for (int i = 0; i < LP_RANKS_FIGURE_COUNT; i++) {
+        const struct lp_ranks_dist *x = &r->dist[i];
+        json_object_set_new(
+            dists, fig[i],
+            x->n ? json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I}", "processes", (json_int_t)x->n,
+                             "p50", num(x->p50), "p90", num(x->p90), "min", num(x->min), "max",
+                             num(x->max), "min_at", (json_int_t)x->min_at, "max_at",
+                             (json_int_t)x->max_at)
+                 : json_null());
+    }
+    json_object_set_new(doc, "distributions", dists);
     json_object_set_new(doc, "clocks_aligned", json_boolean(r->aligned));
     json_t *unread = json_array();
     for (size_t i = 0; i < r->n_unread; i++)

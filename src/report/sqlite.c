@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -16,7 +17,8 @@
 /* One table per concept; every one has trace_id, the traces row its records came from. */
 static const char schema[] =
     "CREATE TABLE traces(trace_id INTEGER PRIMARY KEY, path TEXT NOT NULL, version TEXT,"
-    " complete INTEGER NOT NULL, records INTEGER NOT NULL, first_ns INTEGER, last_ns INTEGER);"
+    " complete INTEGER NOT NULL, records INTEGER NOT NULL, first_ns INTEGER, last_ns INTEGER,"
+    " rank INTEGER, host TEXT, clock_offset_ns INTEGER);"
     "CREATE TABLE meta(trace_id INTEGER NOT NULL, key TEXT NOT NULL, value TEXT);"
     "CREATE TABLE devices(trace_id INTEGER NOT NULL, device INTEGER NOT NULL, name TEXT,"
     " uuid TEXT, cc_major INTEGER, cc_minor INTEGER, sm_count INTEGER, mem_bytes INTEGER,"
@@ -288,11 +290,20 @@ static int run_rows(sqlite3 *db, int64_t id, const char *path, const struct lp_r
     const struct lp_trace *t = r->trace;
     char version[32];
     snprintf(version, sizeof version, "%u.%u", t->version_major, t->version_minor);
-    TABLE("traces", 7, {
+    const char *rank = lp_trace_meta(t, "rank");
+    char *end = NULL;
+    long long rank_n = rank ? strtoll(rank, &end, 10) : -1;
+    TABLE("traces", 10, {
         i64(&q, id); text(&q, path); text(&q, version); i64(&q, t->complete);
         u64v(&q, t->n_records);
         u64v(&q, r->timeline.first_ns);
         u64v(&q, r->timeline.last_ns);
+        if (rank && *rank && !*end && rank_n >= 0)
+            i64(&q, rank_n);
+        else
+            null(&q);
+        text(&q, lp_trace_meta(t, "host"));
+        i64(&q, 0); /* one trace, or one host: its own clock (lp_sqlite_set_clock) */
         row(&q);
     });
     TABLE("meta", 3, {
@@ -487,4 +498,17 @@ int lp_sqlite_add_trace(sqlite3 *db, int64_t trace_id, const char *path, const s
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return fail(db, err, errlen, "committing");
     return 0;
+}
+
+int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *offset_ns,
+                        char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int ok = sqlite3_prepare_v2(db, "UPDATE traces SET clock_offset_ns = ?1 WHERE trace_id = ?2",
+                                -1, &st, NULL) == SQLITE_OK &&
+             (offset_ns ? sqlite3_bind_int64(st, 1, *offset_ns) : sqlite3_bind_null(st, 1)) ==
+                 SQLITE_OK &&
+             sqlite3_bind_int64(st, 2, trace_id) == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE;
+    sqlite3_finalize(st);
+    return ok ? 0 : fail(db, err, errlen, "setting a trace's clock offset");
 }
