@@ -127,6 +127,19 @@ static struct lp_rank *two_hosts(const uint64_t *ar0, const uint64_t *ar1)
     return k;
 }
 
+/* Ranks 0, 1 and 2 on HOSTS, arriving at AR[i]; rank SILENT's collectives taken away */
+static struct lp_rank *three_ranks(const char *const hosts[3], const uint64_t *const ar[3],
+                                   size_t silent)
+{
+    static const char *const rank[3] = {"0", "1", "2"};
+    struct lp_rank *k = calloc(3, sizeof *k);
+    assert_non_null(k);
+    for (size_t i = 0; i < 3; i++)
+        rank_trace(&k[i], rank[i], hosts[i], 400 * US, ar[i], 0);
+    k[silent].n_coll = 0;
+    return k;
+}
+
 /* A rank of two communicators, each on its own stream, running kernels of one name:
  * ARRIVE[i] and STREAM[i] the i-th launched (the same program order on both ranks). */
 static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *arrive,
@@ -267,12 +280,8 @@ static void test_ranks_waits(void **state)
 
     /* a third host whose process ran no collective: not aligned, the waits computed all
      * the same */
-    k = calloc(3, sizeof *k);
-    assert_non_null(k);
-    rank_trace(&k[0], "0", "a", 400 * US, ar0, 0);
-    rank_trace(&k[1], "1", "b", 500 * US, ar1, 0);
-    rank_trace(&k[2], "2", "c", 500 * US, ar1, 0);
-    k[2].n_coll = 0;
+    k = three_ranks((const char *const[3]){"a", "b", "c"},
+                    (const uint64_t *const[3]){ar0, ar1, ar1}, 2);
     assert_int_equal(lp_ranks_analyze(k, 3, &rk), LP_OK);
     assert_int_equal(rk.n_hosts, 3);
     assert_int_equal(rk.hosts[2].how, LP_CLOCK_HOW_NONE);
@@ -291,7 +300,60 @@ static void test_ranks_waits(void **state)
     assert_true(isnan(rk.hosts[1].uncertainty_ns));
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     assert_int_equal(rk.wait_ns, 0);
-    assert_int_equal(rk.coll_matched, 0);
+    assert_int_equal(rk.coll_matched, 2); /* matched and counted, no waits */
+    lp_ranks_free(&rk);
+}
+
+/* Hosts at the edges: collectives whose ends drift apart across the hosts (groups that
+ * never communicate across them: estimates 0, -200 and -400 us against all-reduces of 30 to
+ * 40 us) not aligned; a lowest rank without collectives not the reference; an estimate past
+ * INT64_MAX not aligned */
+static void test_ranks_hosts_edges(void **state)
+{
+    (void)state;
+    static const uint64_t ar0[3] = {100 * US, 200 * US, 300 * US};
+    static const uint64_t ar1[3] = {120 * US, 210 * US, 330 * US};
+    struct lp_rank *k = two_hosts(ar0, ar1);
+    for (size_t j = 0; j < k[1].n_coll; j++) {
+        k[1].coll[j].start += 200 * US * j;
+        k[1].coll[j].end += 200 * US * j;
+    }
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_DISAGREE);
+    assert_true(rk.hosts[1].uncertainty_ns == 200.0 * US);
+    assert_int_equal(rk.aligned, 0);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
+    char *text = ranks_text(&rk, 0);
+    assert_non_null(strstr(text, "| b | 1 | not aligned | 200.0 us | 3 collectives whose ends "
+                                 "disagree"));
+    free(text);
+    text = ranks_text(&rk, 1);
+    assert_non_null(strstr(text, "\"clock\": \"disagree\",\n      \"offset_ns\": null"));
+    free(text);
+    lp_ranks_free(&rk);
+
+    /* rank 0 on host "a" ran no collective; ranks 1 and 2 on "b" did: "b" is the reference */
+    k = three_ranks((const char *const[3]){"a", "b", "b"},
+                    (const uint64_t *const[3]){ar0, ar0, ar1}, 0);
+    assert_int_equal(lp_ranks_analyze(k, 3, &rk), LP_OK);
+    assert_string_equal(rk.hosts[rk.ref_host].name, "b");
+    assert_int_equal(rk.hosts[rk.ref_host].how, LP_CLOCK_HOW_REFERENCE);
+    assert_int_equal(rk.aligned, 1);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.ranks[1].wait_ns, 60 * US);
+    lp_ranks_free(&rk);
+
+    /* host b's clock past 2^63 ns ahead: an estimate clamped, not aligned */
+    k = two_hosts(ar0, ar1);
+    for (size_t j = 0; j < k[1].n_coll; j++) {
+        k[1].coll[j].start += 1ull << 63;
+        k[1].coll[j].end += 1ull << 63;
+    }
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_NONE);
+    assert_int_equal(rk.hosts[1].collectives, 3);
+    assert_int_equal(rk.aligned, 0);
     lp_ranks_free(&rk);
 }
 
@@ -492,12 +554,31 @@ static void test_ranks_fixture_hosts_overlap(void **state)
     assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
     assert_int_equal(rk.coll_matched, rk.ranks[0].comm_kernels);
     assert_int_equal(rk.coll_names_unmatched, 0);
-    for (size_t i = 0; i < n; i++)
-        assert_true(rk.ranks[i].wait_ns <= rk.ranks[i].comm_ns);
+    /* the same waits as the run taken on one host, rank 1's times moved back by the offset */
+    struct lp_trace **ts1;
+    struct lp_rank *k1 = fixture_ranks("tp-hosts", &n, &ts1);
+    size_t r1 = k1[0].rank == 1 ? 0 : 1;
+    free(k1[r1].host);
+    k1[r1].host = strdup("vm");
+    for (size_t j = 0; j < k1[r1].n_coll; j++) {
+        k1[r1].coll[j].start += (uint64_t)rk.hosts[1].offset_ns;
+        k1[r1].coll[j].end += (uint64_t)rk.hosts[1].offset_ns;
+    }
+    struct lp_ranks one;
+    assert_int_equal(lp_ranks_analyze(k1, n, &one), LP_OK);
+    assert_int_equal(one.one_host, 1);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(rk.ranks[i].wait_ns > 0);
+        assert_int_equal(rk.ranks[i].wait_ns, one.ranks[i].wait_ns);
+    }
+    lp_ranks_free(&one);
     lp_ranks_free(&rk);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         lp_trace_free(ts[i]);
+        lp_trace_free(ts1[i]);
+    }
     free(ts);
+    free(ts1);
 
     static const char *runs[] = {"tp-overlap", "tp-manual"};
     for (size_t run = 0; run < 2; run++) {
@@ -524,6 +605,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_overlap),
         cmocka_unit_test(test_ranks_waits),
+        cmocka_unit_test(test_ranks_hosts_edges),
         cmocka_unit_test(test_ranks_communicators),
         cmocka_unit_test(test_ranks_duplicate),
         cmocka_unit_test(test_ranks_fixtures),

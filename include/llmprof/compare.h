@@ -95,6 +95,9 @@ enum lp_clock_how {
     LP_CLOCK_HOW_COLLECTIVES,           /* from the ends of the collectives its ranks ran
                                            with the reference host's */
     LP_CLOCK_HOW_NONE,                  /* too few such collectives: not aligned */
+    LP_CLOCK_HOW_DISAGREE,              /* their estimates disagree by more than the median
+                                           collective lasts (groups that never communicate
+                                           across the hosts): not aligned */
 };
 /* shared collectives a host's offset needs */
 #define LP_CLOCK_MIN_COLLECTIVES 3
@@ -108,7 +111,7 @@ struct lp_ranks_host {
     int64_t offset_ns;                  /* added to its times puts them on the reference's
                                            clock: the median of the estimates */
     double uncertainty_ns;              /* half the estimates' interquartile range; 0 for the
-                                           reference, NaN when not aligned */
+                                           reference, NaN with too few */
     size_t collectives;                 /* collectives that gave an estimate */
 };
 

@@ -87,6 +87,6 @@ void lp_procinfo_set_start_meta(uint32_t cupti_version, const char *cupti_path)
 void lp_procinfo_set_end_meta(void)
 {
     set_versions();
-    lp_sink_set_meta_u64("end_realtime_ns", clock_ns(CLOCK_REALTIME));
+    lp_sink_set_meta_time("end_realtime_ns", clock_ns(CLOCK_REALTIME));
     lp_sink_set_meta_u64("end_monotonic_ns", clock_ns(CLOCK_MONOTONIC));
 }

@@ -247,8 +247,15 @@ static void wait_for_latest(struct lp_rank *const *k, const struct lp_rank_coll 
     }
 }
 
+static void count_only(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
+                       size_t m, void *ctx)
+{
+    (void)k, (void)c, (void)m, (void)ctx;
+}
+
 /* The waits in collectives of the ranks with communication kernels, on the clock the
- * hosts share once aligned. */
+ * hosts share once aligned (not aligned: only matched and counted, for what ranks.md
+ * says). */
 static int waits(struct lp_ranks *out)
 {
     size_t m = 0;
@@ -258,16 +265,14 @@ static int waits(struct lp_ranks *out)
         out->waits = LP_RANKS_WAIT_NO_COMM;
         return LP_OK;
     }
-    if (!out->aligned) {
-        out->waits = LP_RANKS_WAIT_HOSTS;
-        return LP_OK;
-    }
     struct lp_coll_match how;
-    int rc = lp_coll_match(out, wait_for_latest, NULL, &how);
+    int rc = lp_coll_match(out, out->aligned ? wait_for_latest : count_only, NULL, &how);
     out->coll_matched = how.matched;
     out->coll_names = how.names;
     out->coll_names_unmatched = how.names_unmatched;
-    out->waits = out->coll_matched ? LP_RANKS_WAIT_DONE : LP_RANKS_WAIT_UNMATCHED;
+    out->waits = !out->coll_matched ? LP_RANKS_WAIT_UNMATCHED
+                 : out->aligned     ? LP_RANKS_WAIT_DONE
+                                    : LP_RANKS_WAIT_HOSTS;
     return rc;
 }
 

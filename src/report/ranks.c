@@ -141,6 +141,10 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
             fprintf(f, " | %zu | %s | %s | %zu collectives |\n", x->ranks,
                     signed_ns(x->offset_ns, o, sizeof o),
                     lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
+        else if (x->how == LP_CLOCK_HOW_DISAGREE)
+            fprintf(f, " | %zu | not aligned | %s | %zu collectives whose ends disagree (by "
+                       "more than one lasts: not shared across the hosts) |\n",
+                    x->ranks, lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
         else
             fprintf(f, " | %zu | not aligned | - | %zu collective%s with the reference host's |\n",
                     x->ranks, x->collectives, x->collectives == 1 ? "" : "s");
@@ -423,11 +427,11 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
         return -1;
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
     json_object_set_new(doc, "duplicate_ranks", json_integer((json_int_t)r->duplicate_ranks));
-    static const char *const how[] = {"reference", "collectives", "none"};
+    static const char *const how[] = {"reference", "collectives", "none", "disagree"};
     json_t *hosts = json_array();
     for (size_t h = 0; h < r->n_hosts; h++) {
         const struct lp_ranks_host *x = &r->hosts[h];
-        int known = x->how != LP_CLOCK_HOW_NONE;
+        int known = x->how == LP_CLOCK_HOW_REFERENCE || x->how == LP_CLOCK_HOW_COLLECTIVES;
         json_array_append_new(
             hosts, json_pack("{s:o,s:I,s:s,s:o,s:o,s:I}", "name", str_or_null(x->name),
                              "processes", (json_int_t)x->ranks, "clock", how[x->how],

@@ -205,7 +205,11 @@ static int ins_prepare(struct ins *q, size_t per)
 static int ins_open(struct ins *q, sqlite3 *db, const char *table, int n, size_t rows)
 {
     *q = (struct ins){.db = db, .table = table, .n = n, .rows = rows};
-    return ins_prepare(q, rows ? (rows < INS_BATCH ? rows : INS_BATCH) : 1);
+    /* a build of SQLite before 3.32 binds at most 999 parameters to a statement */
+    int vars = sqlite3_limit(db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+    size_t per = vars > n ? (size_t)(vars / n) : 1;
+    per = per < INS_BATCH ? per : INS_BATCH;
+    return ins_prepare(q, rows ? (rows < per ? rows : per) : 1);
 }
 
 static void i64(struct ins *q, int64_t v)
