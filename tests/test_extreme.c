@@ -782,10 +782,10 @@ static void test_window_sums(void **state)
     lp_trace_free(t);
 }
 
-/* Rank RANK of two on one host: three overlapping LONG_NS kernels, and three all-reduces:
- * two of LONG_NS starting at 100 and 200 on rank 0, LONG_NS later on rank 1 (rank 0 waits
- * LONG_NS in each), then one of 100 ns where rank 0 comes 1000 ns late (rank 1 waits all of
- * it). Each rank's kernels overlap its first two all-reduces. */
+/* Rank RANK of two on one host: three overlapping LONG_NS kernels, and three all-reduces,
+ * each ending at one moment on both ranks: two starting at 100 and 200 on rank 0, LONG_NS
+ * later on rank 1 (rank 0 waits LONG_NS in each), then one where rank 0 comes 100 ns late
+ * (rank 1 waits 100 ns). Each rank's kernels overlap its first two all-reduces. */
 static void long_rank(struct lp_rank *k, int rank)
 {
     const uint64_t d = LONG_NS, late = rank ? d : 0;
@@ -797,9 +797,10 @@ static void long_rank(struct lp_rank *k, int rank)
     for (int i = 0; i < 3; i++)
         kernel(&b, "gemm_bf16", 1, 0, 50 + late, 50 + late + d);
     const char *ar = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
-    kernel(&b, ar, 1, 0, 100 + late, 100 + late + d);
-    kernel(&b, ar, 1, 0, 200 + late, 200 + late + d);
-    kernel(&b, ar, 1, 0, 300 + d + (rank ? 0 : 1000), 400 + d + (rank ? 0 : 1000));
+    /* each all-reduce ends at one moment on both ranks, as one communicator's does */
+    kernel(&b, ar, 1, 0, 100 + late, 100 + d + d);
+    kernel(&b, ar, 1, 0, 200 + late, 200 + d + d);
+    kernel(&b, ar, 1, 0, 300 + d + (rank ? 0 : 100), 500 + d);
     end_window(&b, UINT64_MAX - 10);
     struct lp_trace *t = tb_read(&b, 1);
     assert_int_equal(t->implausible, 0);

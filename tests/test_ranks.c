@@ -141,7 +141,8 @@ static struct lp_rank *three_ranks(const char *const hosts[3], const uint64_t *c
 }
 
 /* A rank of two communicators, each on its own stream, running kernels of one name:
- * ARRIVE[i] and STREAM[i] the i-th launched (the same program order on both ranks). */
+ * ARRIVE[i] and STREAM[i] the i-th launched (the same program order on both ranks), which
+ * ends at 1200 + 100 i us. */
 static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *arrive,
                           const uint32_t *stream)
 {
@@ -150,9 +151,10 @@ static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *a
     lp_trace_writer_set_meta(b.w, "rank", rank);
     lp_trace_writer_set_meta(b.w, "host", "h");
     range(&b, "decode", 1, 0, 2000 * US);
+    /* the i-th launched ends at the same moment on every rank, as one communicator's does */
     for (int i = 0; i < 3; i++)
         kernel_on_stream(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, stream[i],
-                         arrive[i], arrive[i] + 1000 * US);
+                         arrive[i], (1200 + 100 * (uint64_t)i) * US);
     take_rank(&b, k);
 }
 
@@ -301,6 +303,37 @@ static void test_ranks_waits(void **state)
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     assert_int_equal(rk.wait_ns, 0);
     assert_int_equal(rk.coll_matched, 2); /* matched and counted, no waits */
+    lp_ranks_free(&rk);
+}
+
+/* Two groups on one host (ranks 0 and 1, ranks 2 and 3: two tensor-parallel groups) whose
+ * all-reduces end 100 us apart: matched as one communicator, their end spread (median
+ * 100 us) says otherwise, and no waits are computed, with the reason */
+static void test_ranks_groups(void **state)
+{
+    (void)state;
+    static const uint64_t ar0[3] = {100 * US, 200 * US, 300 * US};
+    static const uint64_t ar1[3] = {120 * US, 210 * US, 330 * US};
+    static const char *const rank[4] = {"0", "1", "2", "3"};
+    struct lp_rank *k = calloc(4, sizeof *k);
+    assert_non_null(k);
+    for (size_t i = 0; i < 4; i++) {
+        rank_trace(&k[i], rank[i], "h", 500 * US, i % 2 ? ar1 : ar0, 0);
+        for (size_t j = 0; i >= 2 && j < k[i].n_coll; j++)
+            k[i].coll[j].end += 100 * US;
+    }
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_GROUPS);
+    assert_int_equal(rk.coll_matched, 3);
+    assert_true(rk.coll_end_spread_ns == 100.0 * US);
+    assert_int_equal(rk.wait_ns, 0);
+    char *text = ranks_text(&rk, 0);
+    assert_non_null(strstr(text, "do not end together (median spread of their ends 100.0 us"));
+    free(text);
+    text = ranks_text(&rk, 1);
+    assert_non_null(strstr(text, "\"status\": \"several_groups\""));
+    free(text);
     lp_ranks_free(&rk);
 }
 
@@ -606,6 +639,7 @@ int main(void)
         cmocka_unit_test(test_comm_overlap),
         cmocka_unit_test(test_ranks_waits),
         cmocka_unit_test(test_ranks_hosts_edges),
+        cmocka_unit_test(test_ranks_groups),
         cmocka_unit_test(test_ranks_communicators),
         cmocka_unit_test(test_ranks_duplicate),
         cmocka_unit_test(test_ranks_fixtures),

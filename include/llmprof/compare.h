@@ -87,7 +87,13 @@ enum lp_ranks_wait {
                                            be aligned (lp_ranks.hosts says which) */
     LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
                                            with communication */
+    LP_RANKS_WAIT_GROUPS,               /* the matched collectives do not end together: the
+                                           ranks are in several communicators (groups),
+                                           which the trace does not tell apart */
 };
+/* the median end spread of matched collectives past which they are not one communicator's
+ * (one's end within a few microseconds on every rank: 1.3 us at most on two H200s) */
+#define LP_RANKS_GROUP_SPREAD_NS 25000
 
 /* How a host's clock offset was found (lp_ranks_host.how) */
 enum lp_clock_how {
@@ -149,6 +155,8 @@ struct lp_ranks {
                                            compare across hosts */
     enum lp_ranks_wait waits;
     size_t coll_matched;                /* collectives matched across the ranks */
+    double coll_end_spread_ns;          /* matched collectives' end spread (latest rank's
+                                           end less the earliest's), median; NaN: none */
     size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
                                                 unequally often */
     size_t shared_gpus;                 /* ranks whose GPU another rank also used */

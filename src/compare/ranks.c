@@ -247,15 +247,41 @@ static void wait_for_latest(struct lp_rank *const *k, const struct lp_rank_coll 
     }
 }
 
-static void count_only(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
+struct spreads {
+    double *v;
+    size_t n, cap;
+    int failed;
+};
+
+/* each matched collective's end spread across its ranks */
+static void end_spread(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
                        size_t m, void *ctx)
 {
-    (void)k, (void)c, (void)m, (void)ctx;
+    (void)k;
+    struct spreads *s = ctx;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (size_t i = 0; i < m; i++) {
+        lo = c[i]->end < lo ? c[i]->end : lo;
+        hi = c[i]->end > hi ? c[i]->end : hi;
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        double *v = s->failed ? NULL : realloc(s->v, cap * sizeof *v);
+        if (!v) {
+            s->failed = 1;
+            return;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (double)(hi - lo);
 }
 
 /* The waits in collectives of the ranks with communication kernels, on the clock the
- * hosts share once aligned (not aligned: only matched and counted, for what ranks.md
- * says). */
+ * hosts share once aligned. Not computed when the hosts could not be aligned, or when the
+ * matched collectives do not end together (several communicators: a latest start across
+ * them would mix groups that never wait for each other); matched and counted all the same,
+ * for what ranks.md says. */
 static int waits(struct lp_ranks *out)
 {
     size_t m = 0;
@@ -265,14 +291,28 @@ static int waits(struct lp_ranks *out)
         out->waits = LP_RANKS_WAIT_NO_COMM;
         return LP_OK;
     }
+    /* first the collectives' end spreads: do they end together, as one communicator's? */
     struct lp_coll_match how;
-    int rc = lp_coll_match(out, out->aligned ? wait_for_latest : count_only, NULL, &how);
+    struct spreads sp = {0};
+    int rc = lp_coll_match(out, end_spread, &sp, &how);
+    if (rc == LP_OK && sp.failed)
+        rc = LP_ERR_NOMEM;
     out->coll_matched = how.matched;
     out->coll_names = how.names;
     out->coll_names_unmatched = how.names_unmatched;
+    out->coll_end_spread_ns = NAN;
+    if (rc == LP_OK && sp.n) {
+        qsort(sp.v, sp.n, sizeof *sp.v, lp_cmp_double);
+        out->coll_end_spread_ns = sp.n % 2 ? sp.v[sp.n / 2]
+                                           : (sp.v[sp.n / 2 - 1] + sp.v[sp.n / 2]) / 2;
+    }
+    free(sp.v);
     out->waits = !out->coll_matched ? LP_RANKS_WAIT_UNMATCHED
-                 : out->aligned     ? LP_RANKS_WAIT_DONE
-                                    : LP_RANKS_WAIT_HOSTS;
+                 : !out->aligned    ? LP_RANKS_WAIT_HOSTS
+                 : out->coll_end_spread_ns > LP_RANKS_GROUP_SPREAD_NS ? LP_RANKS_WAIT_GROUPS
+                                                                      : LP_RANKS_WAIT_DONE;
+    if (rc == LP_OK && out->waits == LP_RANKS_WAIT_DONE)
+        rc = lp_coll_match(out, wait_for_latest, NULL, &how);
     return rc;
 }
 

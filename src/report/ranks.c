@@ -74,6 +74,7 @@ static const char *share_or_dash(double v, char *buf, size_t len)
 
 static void waits_sentence(FILE *f, const struct lp_ranks *r)
 {
+    char sp[64];
     switch (r->waits) {
     case LP_RANKS_WAIT_DONE:
         fprintf(f, "Waits in collectives: %zu collectives matched across the ranks by stream "
@@ -90,6 +91,15 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
     case LP_RANKS_WAIT_HOSTS:
         fprintf(f, "Waits in collectives are not computed: the traces come from several hosts, "
                    "whose clocks could not all be aligned (see Hosts above).\n");
+        break;
+    case LP_RANKS_WAIT_GROUPS:
+        fprintf(f, "Waits in collectives are not computed: the %zu collectives matched across "
+                   "the ranks do not end together (median spread of their ends %s; one "
+                   "communicator's end within a few microseconds on every rank), so the ranks "
+                   "are in several communicators (groups, such as tensor-parallel groups) that "
+                   "the trace does not tell apart; a latest start across them would mix groups "
+                   "that never wait for each other.\n",
+                r->coll_matched, lp_fmt_ns(r->coll_end_spread_ns, sp, sizeof sp));
         break;
     case LP_RANKS_WAIT_UNMATCHED:
         fprintf(f, "Waits in collectives are not computed: none of the %zu communication kernel "
@@ -347,7 +357,8 @@ static json_t *str_or_null(const char *s)
 
 static const char *wait_key(enum lp_ranks_wait w)
 {
-    static const char *const k[] = {"done", "no_communication", "several_hosts", "unmatched"};
+    static const char *const k[] = {"done", "no_communication", "several_hosts", "unmatched",
+                                    "several_groups"};
     return (size_t)w < sizeof k / sizeof *k ? k[w] : "unknown";
 }
 
@@ -426,6 +437,8 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
     if (!doc)
         return -1;
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
+    json_object_set_new(json_object_get(doc, "waits"), "end_spread_ns",
+                        num(r->coll_end_spread_ns));
     json_object_set_new(doc, "duplicate_ranks", json_integer((json_int_t)r->duplicate_ranks));
     static const char *const how[] = {"reference", "collectives", "none", "disagree"};
     json_t *hosts = json_array();
