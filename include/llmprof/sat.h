@@ -37,6 +37,12 @@ static inline uint64_t lp_sat_sub(uint64_t a, uint64_t b)
     return a > b ? a - b : 0;
 }
 
+/* The mean of A and B, rounded down, without their sum (which may wrap): a median of two. */
+static inline uint64_t lp_mid_u64(uint64_t a, uint64_t b)
+{
+    return a / 2 + b / 2 + (a & b & 1);
+}
+
 /* A * B, at most UINT64_MAX. */
 static inline uint64_t lp_sat_mul_u64(uint64_t a, uint64_t b)
 {

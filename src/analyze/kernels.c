@@ -288,7 +288,7 @@ static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep, i
             for (size_t q = i + k + 2; q < j; q++)
                 hi = kv[q].val < hi ? kv[q].val : hi;
         }
-        x->median_ns = lp_sat_clamp(lo / 2 + hi / 2 + (lo & hi & 1));
+        x->median_ns = lp_sat_clamp(lp_mid_u64(lo, hi));
         long double mean = (long double)floor_mean + dev / (long double)calls;
         x->mean_ns = (double)mean;
         /* the squares about the mean: about the floor less the mean's fraction's share */

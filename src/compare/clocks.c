@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "compare_internal.h"
+#include "llmprof/sat.h"
 
 struct estimates {
     int64_t *v;                         /* one per shared collective */
@@ -55,19 +56,17 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* the median of V's N sorted values, without their sum */
+/* the median of V's N sorted values */
 static uint64_t mid(const struct by_host *v, size_t n)
 {
-    uint64_t lo = v[(n - 1) / 2].v, hi = v[n / 2].v;
-    return lo / 2 + hi / 2 + (lo & hi & 1);
+    return lp_mid_u64(v[(n - 1) / 2].v, v[n / 2].v);
 }
 
 /* the median of V's N values (sorting them) */
 static uint64_t median_u64(uint64_t *v, size_t n)
 {
     qsort(v, n, sizeof *v, cmp_u64);
-    uint64_t lo = v[(n - 1) / 2], hi = v[n / 2];
-    return lo / 2 + hi / 2 + (lo & hi & 1);
+    return lp_mid_u64(v[(n - 1) / 2], v[n / 2]);
 }
 
 /* A - B as a signed number; *CLAMPED set past INT64_MAX either way */
