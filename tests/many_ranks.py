@@ -39,9 +39,9 @@ with tempfile.TemporaryDirectory(prefix="lp_many_ranks.") as tmp:
     off = {n: hosts[n]["offset_ns"] + applied[n] for n in applied if n in hosts}
     check(all(abs(e) <= 1000 for e in off.values()) and len(off) == 8,
           "every host's offset within 1 us of the one applied", off)
-    check(all(h["clock"] == "collectives" and h["collectives"] == 4 * 32 and
+    check(all(h["clock"] == "collectives" and h["collectives"] == 8 * 4 * 32 and
               h["uncertainty_ns"] < 2000 for h in d["hosts"][1:]),
-          "each from the 128 all-reduces, uncertainty under 2 us",
+          "each from its 8 ranks' 128 all-reduces, uncertainty under 2 us",
           [(h["clock"], h["collectives"], h["uncertainty_ns"]) for h in d["hosts"]])
     check(d["waits"]["status"] == "done" and d["waits"]["collectives_matched"] == 128,
           "waits computed across the hosts", d["waits"])

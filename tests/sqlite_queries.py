@@ -49,6 +49,10 @@ with tempfile.TemporaryDirectory(prefix="lp_sqlq.") as tmp:
         if "end_spread_us" in sql and isinstance(got, list) and got:
             check(got[0][1] == 2 and got[0][2] < 50, "the largest end spread on the aligned "
                   "clock is under 50 us", got[0])
+        if "group_members" in sql and isinstance(got, list):
+            check([(r[0], r[2], r[3], r[4]) for r in got] ==
+                  [(0, 2, 0, "vm"), (0, 2, 1, "sim-host-b")] and "all_reduce" in got[0][1],
+                  "groups: the TP group of both ranks, across the two hosts", got)
         if "ATTACH" in sql:
             db.execute("DETACH before")
 print(f"# {failed} failed")

@@ -158,11 +158,11 @@ static void two_comm_rank(struct lp_rank *k, const char *rank, const uint64_t *a
     take_rank(&b, k);
 }
 
-/* Two communicators whose all-reduces share a kernel name: the tensor-parallel one (the
- * first launched on: stream 13 on rank 0, 21 on rank 1) runs twice, the other once, and on
- * rank 1 the other one starts first. Matched by stream: TP 1 at 100/180 us (rank 0 waits
- * 80), TP 2 at 300/350 (rank 0 waits 50), the other at 200/120 (rank 1 waits 80). By name
- * and start order alone they would pair as 100/120, 200/180, 300/350: 70 and 20 us. */
+/* Two communicators whose all-reduces share a kernel name: the tensor-parallel one runs
+ * twice, the other once, and on rank 1 the other one starts first. Matched by their ends:
+ * TP 1 at 100/180 us (rank 0 waits 80), TP 2 at 300/350 (rank 0 waits 50), the other at
+ * 200/120 (rank 1 waits 80). By name and start order alone they would pair as 100/120,
+ * 200/180, 300/350: 70 and 20 us. */
 static void test_ranks_communicators(void **state)
 {
     (void)state;
@@ -178,7 +178,7 @@ static void test_ranks_communicators(void **state)
     assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
     assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
     assert_int_equal(rk.coll_matched, 3);
-    assert_int_equal(rk.coll_names, 2);
+    assert_int_equal(rk.coll_names, 1);
     assert_int_equal(rk.coll_names_unmatched, 0);
     assert_int_equal(rk.ranks[0].wait_ns, 130 * US);
     assert_int_equal(rk.ranks[1].wait_ns, 80 * US);
@@ -209,7 +209,8 @@ static void test_ranks_duplicate(void **state)
 
 /* Rank 0 arrives first at every all-reduce (by 20, 10, 30 us): it waits 60 us, rank 1 none;
  * rank 1's decode is the longer (500 against 400 us); the all-gather only rank 0 ran is left
- * out of the matching. From two hosts nothing is matched. */
+ * out of the matching. From two hosts the waits are those of one once aligned, and without
+ * that none. */
 static void test_ranks_waits(void **state)
 {
     (void)state;
@@ -230,6 +231,12 @@ static void test_ranks_waits(void **state)
     assert_int_equal(rk.coll_matched, 3);
     assert_int_equal(rk.coll_names, 2);
     assert_int_equal(rk.coll_names_unmatched, 1);
+    assert_int_equal(rk.coll_kernels, 7);
+    assert_int_equal(rk.coll_unmatched, 1);
+    assert_int_equal(rk.n_groups, 1);
+    assert_int_equal(rk.groups[0].straggler, 1); /* rank 1 arrives last: waits least */
+    assert_int_equal(rk.groups[0].member_wait_ns[0], 60 * US);
+    assert_int_equal(rk.groups[0].replica_of, SIZE_MAX);
     assert_int_equal(rk.ranks[0].wait_ns, 60 * US);
     assert_int_equal(rk.ranks[1].wait_ns, 0);
     assert_int_equal(rk.wait_ns, 60 * US);
@@ -250,8 +257,10 @@ static void test_ranks_waits(void **state)
     char *text = ranks_text(&rk, 0);
     assert_non_null(strstr(text, "| decode | decode | 2 | 450.0 us | 400.0 us | 500.0 us | "
                                  "22.2 % | rank 1 |"));
-    assert_non_null(strstr(text, "3 collectives matched"));
-    assert_non_null(strstr(text, "1 ran unequally often"));
+    assert_non_null(strstr(text, "3 collectives matched in 1 group (Groups above); 1 of the 7 "
+                                 "communication kernels in none"));
+    assert_non_null(strstr(text, "| 0 | ranks 0, 1 | 1 | 3 | all-reduce | 0 ns | 160.0 us | "
+                                 "60.0 us | rank 1 | - |"));
     free(text);
     lp_ranks_free(&rk);
 
@@ -292,7 +301,7 @@ static void test_ranks_waits(void **state)
     assert_int_equal(rk.ranks[0].wait_ns, 60 * US);
     lp_ranks_free(&rk);
 
-    /* two collectives only: too few to align, no waits */
+    /* two collectives only: too few to align, no waits; the unaligned rank in no group */
     k = two_hosts(ar0, ar1);
     k[0].n_coll = k[1].n_coll = 2;
     assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
@@ -302,13 +311,14 @@ static void test_ranks_waits(void **state)
     assert_true(isnan(rk.hosts[1].uncertainty_ns));
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     assert_int_equal(rk.wait_ns, 0);
-    assert_int_equal(rk.coll_matched, 2); /* matched and counted, no waits */
+    assert_int_equal(rk.coll_matched, 0);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     lp_ranks_free(&rk);
 }
 
 /* Two groups on one host (ranks 0 and 1, ranks 2 and 3: two tensor-parallel groups) whose
- * all-reduces end 100 us apart: matched as one communicator, their end spread (median
- * 100 us) says otherwise, and no waits are computed, with the reason */
+ * all-reduces end 100 us apart: found apart, each with its waits (rank 0 and rank 2 wait 60
+ * us for their partner), replicas of each other; the run's end spread is each group's */
 static void test_ranks_groups(void **state)
 {
     (void)state;
@@ -318,22 +328,87 @@ static void test_ranks_groups(void **state)
     struct lp_rank *k = calloc(4, sizeof *k);
     assert_non_null(k);
     for (size_t i = 0; i < 4; i++) {
-        rank_trace(&k[i], rank[i], "h", 500 * US, i % 2 ? ar1 : ar0, 0);
+        rank_trace(&k[i], rank[i], "h", i < 2 ? 500 * US : 550 * US, i % 2 ? ar1 : ar0, 0);
         for (size_t j = 0; i >= 2 && j < k[i].n_coll; j++)
             k[i].coll[j].end += 100 * US;
     }
     struct lp_ranks rk;
     assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
-    assert_int_equal(rk.waits, LP_RANKS_WAIT_GROUPS);
-    assert_int_equal(rk.coll_matched, 3);
-    assert_true(rk.coll_end_spread_ns == 100.0 * US);
-    assert_int_equal(rk.wait_ns, 0);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.coll_matched, 6);
+    assert_int_equal(rk.n_groups, 2);
+    for (size_t g = 0; g < 2; g++) {
+        const struct lp_ranks_group *gr = &rk.groups[g];
+        assert_int_equal(gr->n_members, 2);
+        assert_int_equal(gr->members[0], 2 * g);
+        assert_int_equal(gr->members[1], 2 * g + 1);
+        assert_int_equal(gr->collectives, 3);
+        assert_int_equal(gr->wait_ns, 60 * US);
+        assert_int_equal(gr->straggler, 2 * g + 1);
+        assert_int_equal(gr->replica_of, 0);
+        assert_int_equal(gr->ops, LP_COLL_OP_ALL_REDUCE);
+        assert_int_equal(gr->wall_ns, g ? 550 * US : 500 * US);
+    }
+    assert_true(rk.groups[0].vs_fastest == 0);
+    assert_true(fabs(rk.groups[1].vs_fastest - 0.1) < 1e-12);
+    assert_int_equal(rk.ranks[0].wait_ns, 60 * US);
+    assert_int_equal(rk.ranks[2].wait_ns, 60 * US);
+    assert_true(rk.coll_end_spread_ns == 0);
     char *text = ranks_text(&rk, 0);
-    assert_non_null(strstr(text, "do not end together (median spread of their ends 100.0 us"));
+    assert_non_null(strstr(text, "| 1 | ranks 2, 3 | 1 | 3 | all-reduce | 0 ns | 760.0 us | "
+                                 "60.0 us | rank 3 | 0 |"));
+    assert_non_null(strstr(text, "| of group 0 | 1 | ranks 2, 3 | 550.0 us | +10.0 % |"));
     free(text);
     text = ranks_text(&rk, 1);
-    assert_non_null(strstr(text, "\"status\": \"several_groups\""));
+    assert_non_null(strstr(text, "\"replica_of\": 0"));
+    assert_non_null(strstr(text, "\"member_wait_ns\": [\n        60000,\n        0\n      ]"));
     free(text);
+    lp_ranks_free(&rk);
+}
+
+/* a rank of the TP x DP layout below: its all-reduces of one kernel name, ending at E[i] */
+static void layout_rank(struct lp_rank *k, const char *rank, const uint64_t *e, size_t n)
+{
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "rank", rank);
+    range(&b, "decode", 1, 0, 5000 * US);
+    for (size_t i = 0; i < n; i++)
+        kernel_on(&b, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 0, e[i] - 20 * US, e[i]);
+    take_rank(&b, k);
+}
+
+/* Two TP groups (ranks 0 and 1, 2 and 3) of six all-reduces each and two DP groups (0 and
+ * 2, 1 and 3) of three, all of one kernel name, the two replicas 50 us apart: each rank's
+ * DP all-reduces are a third of its kernels of that name, under the half a pair needs, so
+ * the TP groups are found first and the DP groups among what is left */
+static void test_ranks_groups_one_name(void **state)
+{
+    (void)state;
+    uint64_t e[4][9];
+    for (size_t r = 0; r < 4; r++)
+        for (size_t i = 0; i < 9; i++) /* per step: two TP all-reduces, then the DP one */
+            e[r][i] = (1000 + 300 * (i / 3) + 100 * (i % 3)) * US +
+                      (i % 3 < 2 && r >= 2 ? 50 * US : (i % 3 == 2 && r % 2 ? 30 * US : 0));
+    static const char *const rank[4] = {"0", "1", "2", "3"};
+    struct lp_rank *k = calloc(4, sizeof *k);
+    assert_non_null(k);
+    for (size_t r = 0; r < 4; r++)
+        layout_rank(&k[r], rank[r], e[r], 9);
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
+    assert_int_equal(rk.n_groups, 4);
+    static const size_t members[4][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
+    static const size_t count[4] = {6, 3, 3, 6};
+    for (size_t g = 0; g < 4; g++) {
+        assert_int_equal(rk.groups[g].members[0], members[g][0]);
+        assert_int_equal(rk.groups[g].members[1], members[g][1]);
+        assert_int_equal(rk.groups[g].collectives, count[g]);
+    }
+    assert_int_equal(rk.groups[3].replica_of, 0);
+    assert_int_equal(rk.groups[2].replica_of, 1);
+    assert_int_equal(rk.coll_unmatched, 0);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
     lp_ranks_free(&rk);
 }
 
@@ -359,7 +434,7 @@ static void test_ranks_hosts_edges(void **state)
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     char *text = ranks_text(&rk, 0);
     assert_non_null(strstr(text, "| b | 1 | not aligned | 200.0 us | 3 collectives whose ends "
-                                 "disagree"));
+                                 "never agree"));
     free(text);
     text = ranks_text(&rk, 1);
     assert_non_null(strstr(text, "\"clock\": \"disagree\",\n      \"offset_ns\": null"));
@@ -481,10 +556,14 @@ static void test_ranks_fixtures(void **state)
         assert_int_equal(rk.kernels, sum_k);
         assert_int_equal(rk.kernel_ns, sum_ns);
         if (runs[run].ranked) {
-            /* every collective matched: both ranks ran the same ones */
+            /* every collective matched: tp-hf's first, which did not end together while
+               NCCL connects, by its order */
             assert_int_equal(rk.ranks[0].comm_kernels, rk.ranks[1].comm_kernels);
+            assert_int_equal(rk.n_groups, 1);
+            assert_int_equal(rk.coll_kernels, 2 * rk.ranks[0].comm_kernels);
+            assert_int_equal(rk.coll_unmatched, 0);
             assert_int_equal(rk.coll_matched, rk.ranks[0].comm_kernels);
-            assert_int_equal(rk.coll_names_unmatched, 0);
+            assert_true(rk.coll_names_unmatched <= 1);
             assert_true(rk.wait_ns > 0);
         }
         char *text = ranks_text(&rk, 1);
@@ -532,7 +611,8 @@ static void test_ranks_two_hosts(void **state)
             const struct lp_ranks_host *b = &two.hosts[1];
             assert_string_equal(b->name, "sim-host-b");
             assert_int_equal(b->how, LP_CLOCK_HOW_COLLECTIVES);
-            assert_int_equal(b->collectives, one.coll_matched);
+            /* every collective linked but tp-hf's first, matched by order on one host */
+            assert_true(b->collectives + 1 >= one.coll_matched);
             int64_t err = b->offset_ns + shifts[sh];
             assert_true(llabs(err) <= 10 * (int64_t)US);
             assert_true(b->uncertainty_ns >= 0 && b->uncertainty_ns <= 10.0 * US);
@@ -633,6 +713,102 @@ static void test_ranks_fixture_hosts_overlap(void **state)
     }
 }
 
+/* A collective whose last rank's kernel ran on 48 us past the other's end (as 9 of 48 did on
+ * a four-H200 run) is matched by its order between two that ended together; where one rank
+ * ran one more there, none of them is */
+static void test_ranks_late_end(void **state)
+{
+    (void)state;
+    static const uint64_t e0[5] = {1000 * US, 1100 * US, 1200 * US, 1300 * US, 1400 * US};
+    static const uint64_t e1[5] = {1000 * US, 1100 * US, 1248 * US, 1300 * US, 1400 * US};
+    static const uint64_t e0x[6] = {1000 * US, 1100 * US, 1150 * US, 1200 * US, 1300 * US,
+                                    1400 * US};
+    for (int extra = 0; extra < 2; extra++) {
+        struct lp_rank *k = calloc(2, sizeof *k);
+        assert_non_null(k);
+        layout_rank(&k[0], "0", extra ? e0x : e0, extra ? 6 : 5);
+        layout_rank(&k[1], "1", e1, 5);
+        struct lp_ranks rk;
+        assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+        assert_int_equal(rk.n_groups, 1);
+        assert_int_equal(rk.groups[0].collectives, extra ? 4 : 5);
+        assert_int_equal(rk.coll_unmatched, extra ? 3 : 0);
+        /* the late one: each started 20 us before its end, rank 0 48 us before rank 1 (a
+           wait capped at its own 20 us) */
+        assert_int_equal(rk.ranks[0].wait_ns, extra ? 0 : 20 * US);
+        assert_true(rk.groups[0].end_spread_ns == 0);
+        lp_ranks_free(&rk);
+    }
+}
+
+/* The four-H200 runs (tests/gpu/multi_gpu.sh groups): the TP decoder as two replicas of TP
+ * 2, whose ranks all launch every communicator's kernels on one stream. tp-groups: two TP
+ * groups (459 all-reduces and all-gathers each) and two DP groups (48 one-element
+ * all-reduces, once per decode step), of which 9 and 10 ended 25 to 48 us apart (the last
+ * rank's kernel ran on) and are matched by their order; tp-replicas: the TP groups only, replicas that never
+ * communicate, the second 23 % slower by the script's own timers (9.47 against 7.69 ms per
+ * token); tp-groups-hosts: tp-groups with ranks 2 and 3 on a simulated host whose clock is
+ * 1,234,567,890 ns ahead, aligned through the DP groups alone. */
+static void test_ranks_fixture_groups(void **state)
+{
+    (void)state;
+    static const char *runs[] = {"tp-groups", "tp-replicas", "tp-groups-hosts"};
+    for (size_t run = 0; run < 3; run++) {
+        size_t n;
+        struct lp_trace **ts;
+        struct lp_rank *k = fixture_ranks(runs[run], &n, &ts);
+        assert_int_equal(n, 4);
+        struct lp_ranks rk;
+        assert_int_equal(lp_ranks_analyze(k, n, &rk), LP_OK);
+        assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+        assert_int_equal(rk.aligned, 1);
+        static const size_t tp[2][2] = {{0, 1}, {2, 3}}, dp[2][2] = {{0, 2}, {1, 3}};
+        size_t found_tp = 0, found_dp = 0;
+        for (size_t g = 0; g < rk.n_groups; g++) {
+            const struct lp_ranks_group *gr = &rk.groups[g];
+            assert_int_equal(gr->n_members, 2);
+            for (size_t q = 0; q < 2; q++) {
+                if (gr->members[0] == tp[q][0] && gr->members[1] == tp[q][1]) {
+                    found_tp++;
+                    assert_int_equal(gr->collectives, 459);
+                    assert_int_equal(gr->ops, LP_COLL_OP_ALL_REDUCE | LP_COLL_OP_ALL_GATHER);
+                    assert_int_equal(gr->n_hosts, 1);
+                }
+                if (gr->members[0] == dp[q][0] && gr->members[1] == dp[q][1]) {
+                    found_dp++;
+                    assert_int_equal(gr->collectives, 48);
+                    assert_int_equal(gr->ops, LP_COLL_OP_ALL_REDUCE);
+                    if (run == 0) /* the late rank's kernel ran on: 9 and 10 ended apart */
+                        assert_int_equal(gr->by_order, q ? 10 : 9);
+                    assert_int_equal(gr->n_hosts, run == 2 ? 2 : 1);
+                }
+            }
+            assert_true(gr->end_spread_ns < 2.0 * US);
+            assert_int_equal(rk.coll_unmatched, 0);
+            assert_true(gr->wait_ns <= gr->comm_ns);
+            assert_true(gr->straggler == gr->members[0] || gr->straggler == gr->members[1]);
+            assert_true(gr->replica_of != SIZE_MAX); /* each has its replica */
+        }
+        assert_int_equal(found_tp, 2);
+        assert_int_equal(found_dp, run == 1 ? 0 : 2);
+        assert_int_equal(rk.n_groups, found_tp + found_dp);
+        const struct lp_ranks_group *second = &rk.groups[rk.n_groups - 1]; /* ranks 2, 3 */
+        assert_int_equal(second->replica_of, 0);
+        if (run == 1)
+            assert_true(second->vs_fastest > 0.15 && second->vs_fastest < 0.30);
+        if (run == 2) {
+            assert_int_equal(rk.n_hosts, 2);
+            assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_COLLECTIVES);
+            assert_true(llabs(rk.hosts[1].offset_ns + 1234567890) <= 50 * (int64_t)US);
+            assert_true(rk.hosts[1].uncertainty_ns < 1.0 * US);
+        }
+        lp_ranks_free(&rk);
+        for (size_t i = 0; i < n; i++)
+            lp_trace_free(ts[i]);
+        free(ts);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -640,6 +816,9 @@ int main(void)
         cmocka_unit_test(test_ranks_waits),
         cmocka_unit_test(test_ranks_hosts_edges),
         cmocka_unit_test(test_ranks_groups),
+        cmocka_unit_test(test_ranks_groups_one_name),
+        cmocka_unit_test(test_ranks_fixture_groups),
+        cmocka_unit_test(test_ranks_late_end),
         cmocka_unit_test(test_ranks_communicators),
         cmocka_unit_test(test_ranks_duplicate),
         cmocka_unit_test(test_ranks_fixtures),

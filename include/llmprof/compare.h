@@ -23,14 +23,25 @@ struct lp_rank_stage {
                                            lp_ranks_analyze; 0 when not compared) */
 };
 
+/* What a communication kernel does, from its name (NCCL's ncclDevKernel_AllReduce_...,
+ * ncclKernel_SendRecv_...): bits, so that a group's are one word */
+enum lp_coll_op {
+    LP_COLL_OP_ALL_REDUCE = 1 << 0,
+    LP_COLL_OP_ALL_GATHER = 1 << 1,
+    LP_COLL_OP_REDUCE_SCATTER = 1 << 2,
+    LP_COLL_OP_BROADCAST = 1 << 3,
+    LP_COLL_OP_REDUCE = 1 << 4,
+    LP_COLL_OP_SEND_RECV = 1 << 5,      /* point to point: send, receive, all-to-all */
+    LP_COLL_OP_OTHER = 1 << 6,
+};
+#define LP_COLL_OP_COUNT 7
+
 /* One communication kernel, for matching collectives across ranks. */
 struct lp_rank_coll {
     uint64_t start, end;
     uint64_t name_hash;                 /* of its full name */
     int32_t stage;                      /* index into lp_rank.stages, -1 */
-    uint32_t stream;                    /* its stream's place among the rank's streams with
-                                           communication, by first launch (0, 1, ...): each
-                                           communicator has its own stream */
+    uint32_t op;                        /* enum lp_coll_op */
 };
 
 /* What the run report needs of one trace, kept after its analysis is freed. */
@@ -85,15 +96,47 @@ enum lp_ranks_wait {
     LP_RANKS_WAIT_NO_COMM,              /* no communication kernels on two ranks or more */
     LP_RANKS_WAIT_HOSTS,                /* traces from several hosts whose clocks could not
                                            be aligned (lp_ranks.hosts says which) */
-    LP_RANKS_WAIT_UNMATCHED,            /* no collective name ran equally often on all ranks
-                                           with communication */
-    LP_RANKS_WAIT_GROUPS,               /* the matched collectives do not end together: the
-                                           ranks are in several communicators (groups),
-                                           which the trace does not tell apart */
+    LP_RANKS_WAIT_UNMATCHED,            /* no collective ended together on two ranks */
 };
-/* the median end spread of matched collectives past which they are not one communicator's
- * (one's end within a few microseconds on every rank: 1.3 us at most on two H200s) */
-#define LP_RANKS_GROUP_SPREAD_NS 25000
+/* Two ranks' collectives of one name end together, as one communicator's, when their ends
+ * lie this close (1.3 us at most on the two- and four-H200 fixtures; chance coincidences
+ * of groups in near lockstep there: under 2 % of their collectives) */
+#define LP_COLL_TOGETHER_NS 10000
+
+/* A group of ranks whose collectives end together: a communicator, or several over the same
+ * ranks, which the trace cannot tell apart (a process group, such as one tensor-parallel
+ * group, one data-parallel group, or a pipeline stage pair) */
+struct lp_ranks_group {
+    size_t *members;                    /* indices into lp_ranks.ranks, ascending */
+    uint64_t *member_wait_ns;           /* parallel: each member's waits in its collectives */
+    size_t n_members;
+    size_t n_hosts;                     /* hosts its members are on */
+    size_t collectives;                 /* matched, each counted once */
+    size_t by_order;                    /* of them, matched by their order between two that
+                                           ended together, not by their own ends */
+    uint32_t *coll;                     /* collectives x n_members: each one's index into
+                                           each member's lp_rank.coll */
+    size_t names;                       /* distinct kernel names among them */
+    uint32_t ops;                       /* enum lp_coll_op, of them all */
+    uint64_t comm_ns, wait_ns;          /* its members' kernel time and waits in them */
+    double end_spread_ns;               /* the latest member's end less the earliest's,
+                                           median over its collectives */
+    size_t straggler;                   /* index into lp_ranks.ranks: the member that waited
+                                           least, the others waiting for it; SIZE_MAX none */
+    size_t replica_of;                  /* index into lp_ranks.groups of the first group that
+                                           ran collectives of the same names, as often within
+                                           5 %, on as many other ranks: replicas of one
+                                           layout, such as the TP groups of data-parallel
+                                           replicas (itself for that first one); SIZE_MAX:
+                                           no replica */
+    uint64_t signature;                 /* of its size and its collectives' names */
+    uint64_t kernel_ns;                 /* its members' kernel time, summed */
+    uint64_t wall_ns;                   /* its time in the run's stages: per stage (work
+                                           outside every stage left out) its slowest
+                                           member's wall, summed; 0: no stage */
+    double vs_fastest;                  /* WALL_NS over the least of its replicas', less 1;
+                                           NaN without replicas or walls */
+};
 
 /* How a host's clock offset was found (lp_ranks_host.how) */
 enum lp_clock_how {
@@ -154,11 +197,15 @@ struct lp_ranks {
                                            reference's clock (one host: trivially): waits
                                            compare across hosts */
     enum lp_ranks_wait waits;
-    size_t coll_matched;                /* collectives matched across the ranks */
+    struct lp_ranks_group *groups;      /* by members */
+    size_t n_groups;
+    size_t coll_matched;                /* collectives matched across the ranks (each once) */
+    size_t coll_kernels, coll_unmatched; /* communication kernels over the ranks; of them,
+                                            in no matched collective */
     double coll_end_spread_ns;          /* matched collectives' end spread (latest rank's
                                            end less the earliest's), median; NaN: none */
-    size_t coll_names, coll_names_unmatched; /* distinct (stream, name) pairs; of them, run
-                                                unequally often */
+    size_t coll_names, coll_names_unmatched; /* distinct kernel names of collectives; of
+                                                them, never matched */
     size_t shared_gpus;                 /* ranks whose GPU another rank also used */
     size_t duplicate_ranks;             /* traces claiming a rank an earlier one claims (two
                                            processes with RANK=0: a launcher's environment

@@ -113,5 +113,9 @@ int lp_sqlite_close(struct sqlite3 *db, int finish, char *err, size_t errlen);
  * reference clock (lp_ranks_host.offset_ns); NULL OFFSET_NS: its host not aligned */
 int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *offset_ns,
                         char *err, size_t errlen);
+/* The groups of RK (lp_ranks.groups) as rows of groups and group_members; TRACE_OF[i]: the
+ * trace_id of RK's ranks[i] (0: none) */
+int lp_sqlite_add_groups(struct sqlite3 *db, const struct lp_ranks *rk, const int64_t *trace_of,
+                         char *err, size_t errlen);
 
 #endif

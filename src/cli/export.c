@@ -212,11 +212,9 @@ static uint64_t ms_after(uint64_t t0, uint64_t ms)
     return t;
 }
 
-/* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
- * unless all went in. */
 /* traces.clock_offset_ns of the N traces taken as RANKS (IDS their trace ids; TRACES the
- * run's paths): each host's offset as `report` finds it. RANKS (the array too) are freed.
- * 0 or -1, said. */
+ * run's paths): each host's offset as `report` finds it (NULL where not aligned), and the
+ * groups of ranks as report finds them. RANKS (the array too) are freed. 0 or -1, said. */
 static int set_clocks(struct sqlite3 *db, struct lp_rank *ranks, const int64_t *ids, size_t n,
                       char **traces, const char *out)
 {
@@ -227,24 +225,36 @@ static int set_clocks(struct sqlite3 *db, struct lp_rank *ranks, const int64_t *
         return -1;
     }
     int rc = 0;
+    int64_t *trace_of = calloc(rk.n ? rk.n : 1, sizeof *trace_of);
+    if (!trace_of) {
+        lp_cli_error("export", "out of memory");
+        lp_ranks_free(&rk);
+        return -1;
+    }
     for (size_t j = 0; j < rk.n && rc == 0; j++) {
         const struct lp_rank *k = &rk.ranks[j];
         const struct lp_ranks_host *h = &rk.hosts[k->host_index];
+        int known = h->how == LP_CLOCK_HOW_REFERENCE || h->how == LP_CLOCK_HOW_COLLECTIVES;
         for (size_t i = 0; i < n; i++) {
             const char *slash = strrchr(traces[ids[i] - 1], '/');
             if (strcmp(slash ? slash + 1 : traces[ids[i] - 1], k->trace))
                 continue;
-            rc = lp_sqlite_set_clock(db, ids[i], h->how == LP_CLOCK_HOW_NONE ? NULL : &h->offset_ns,
-                                     err, sizeof err);
+            trace_of[j] = ids[i];
+            rc = lp_sqlite_set_clock(db, ids[i], known ? &h->offset_ns : NULL, err, sizeof err);
             break;
         }
     }
+    if (rc == 0)
+        rc = lp_sqlite_add_groups(db, &rk, trace_of, err, sizeof err);
+    free(trace_of);
     if (rc != 0)
         lp_cli_error("export", "%s: %s", out, err);
     lp_ranks_free(&rk);
     return rc;
 }
 
+/* --sqlite: every trace of RUN into OUT, one transaction each; nothing is left at OUT
+ * unless all went in. */
 static int export_sqlite(const char *run, const char *out, int force)
 {
     /* a file-size limit then fails the write (EFBIG, said, the .tmp removed) rather than

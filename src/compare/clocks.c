@@ -1,14 +1,18 @@
 /* The hosts of a run's ranks and their clocks. Traces from one host share its clock
  * (CUPTI's, CLOCK_REALTIME on Linux); hosts' clocks differ by their NTP or PTP offset. Each
- * further host's offset from the reference host (that of the lowest rank naming one) is
- * found where its ranks and the reference's ran the same collective: an NCCL collective
- * ends at nearly the same moment on every rank of it (its last step waits for the last
- * rank's data), so each shared collective gives one estimate, the difference of the two
- * hosts' ranks' median ends in it. The offset is the median of the estimates, its
- * uncertainty half their interquartile range. A host is not aligned with fewer than
- * LP_CLOCK_MIN_COLLECTIVES estimates, or when they disagree by more than a collective lasts
- * (conclude); one without communication kernels does not keep the others' waits from being
- * computed. The offsets are then applied to the ranks' collectives. */
+ * further host's offset from the reference host (that of the lowest rank that ran
+ * collectives) is found where its ranks and an aligned host's ran the same collectives: an
+ * NCCL collective ends at nearly the same moment on every rank of its communicator (its last
+ * step waits for the last rank's data). First a rough offset from one communicator's
+ * collectives paired in order (first_offset), then every collective linked across the two
+ * hosts once moved by it (collectives.c) gives one estimate: the offset is their median, its
+ * uncertainty half their interquartile range. Hosts are aligned one after another against
+ * all those aligned before, so a host that shares collectives only with another further
+ * host is aligned through it. A host is not aligned with fewer than LP_CLOCK_MIN_COLLECTIVES
+ * estimates, or when no collectives run equally often end together across the hosts (data-
+ * parallel replicas that never communicate across them drift apart); one without
+ * communication kernels does not keep the others' waits from being computed. The offsets
+ * are applied to the ranks' collectives. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,56 +21,16 @@
 #include "llmprof/sat.h"
 
 struct estimates {
-    int64_t *v;                         /* one per shared collective */
-    uint64_t *dur;                      /* that collective's median duration on the host */
+    int64_t *v;                         /* one per linked pair of collectives */
     size_t n, cap;
-    int clamped;                        /* an estimate past INT64_MAX: not aligned */
-};
-
-/* a value of one rank in one collective, by its host */
-struct by_host {
-    size_t host;
-    uint64_t v;
-};
-
-struct align {
-    struct lp_ranks *out;
-    struct estimates *est;              /* per host */
-    struct by_host *ends, *durs;        /* scratch: one collective's ranks */
     int failed;
+    const struct lp_rank_coll *ci, *cj; /* the two ranks' collectives */
 };
-
-static int cmp_by_host(const void *a, const void *b)
-{
-    const struct by_host *x = a, *y = b;
-    if (x->host != y->host)
-        return x->host < y->host ? -1 : 1;
-    return (x->v > y->v) - (x->v < y->v);
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* the median of V's N sorted values */
-static uint64_t mid(const struct by_host *v, size_t n)
-{
-    return lp_mid_u64(v[(n - 1) / 2].v, v[n / 2].v);
-}
-
-/* the median of V's N values (sorting them) */
-static uint64_t median_u64(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_u64);
-    return lp_mid_u64(v[(n - 1) / 2], v[n / 2]);
 }
 
 /* A - B as a signed number; *CLAMPED set past INT64_MAX either way */
@@ -80,58 +44,37 @@ static int64_t diff(uint64_t a, uint64_t b, int *clamped)
     return a >= b ? (int64_t)d : -(int64_t)d;
 }
 
-static int grow(struct estimates *s)
+static int push(struct estimates *s, int64_t v)
 {
-    size_t cap = s->cap ? 2 * s->cap : 64;
-    int64_t *v = realloc(s->v, cap * sizeof *v);
-    if (v)
-        s->v = v;
-    uint64_t *d = realloc(s->dur, cap * sizeof *d);
-    if (d)
-        s->dur = d;
-    if (!v || !d)
-        return -1;
-    s->cap = cap;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        int64_t *p = realloc(s->v, cap * sizeof *p);
+        if (!p)
+            return -1;
+        s->v = p;
+        s->cap = cap;
+    }
+    s->v[s->n++] = v;
     return 0;
 }
 
-/* One collective: its ranks' ends and durations sorted by host, each host's medians; an
- * estimate for every host that has ranks in it beside the reference's */
-static void estimate(struct lp_rank *const *k, const struct lp_rank_coll *const *c, size_t m,
-                     void *ctx)
+/* V's N values sorted: the median (*MID) and half the interquartile range */
+static double spread_of(int64_t *v, size_t n, int64_t *mid)
 {
-    struct align *a = ctx;
-    const struct lp_ranks *out = a->out;
-    if (a->failed)
-        return;
-    for (size_t i = 0; i < m; i++) {
-        a->ends[i] = (struct by_host){k[i]->host_index, c[i]->end};
-        a->durs[i] = (struct by_host){k[i]->host_index, c[i]->end - c[i]->start};
-    }
-    qsort(a->ends, m, sizeof *a->ends, cmp_by_host);
-    qsort(a->durs, m, sizeof *a->durs, cmp_by_host);
-    size_t r = 0;
-    while (r < m && a->ends[r].host != out->ref_host)
-        r++;
-    if (r == m)
-        return;
-    size_t rn = 0;
-    while (r + rn < m && a->ends[r + rn].host == out->ref_host)
-        rn++;
-    uint64_t ref = mid(a->ends + r, rn);
-    for (size_t i = 0, j; i < m; i = j) {
-        for (j = i; j < m && a->ends[j].host == a->ends[i].host; j++)
-            ;
-        if (a->ends[i].host == out->ref_host)
-            continue;
-        struct estimates *s = &a->est[a->ends[i].host];
-        if (s->n == s->cap && grow(s) != 0) {
-            a->failed = 1;
-            return;
-        }
-        s->dur[s->n] = mid(a->durs + i, j - i);
-        s->v[s->n++] = diff(ref, mid(a->ends + i, j - i), &s->clamped);
-    }
+    qsort(v, n, sizeof *v, cmp_i64);
+    int64_t lo = v[(n - 1) / 2], hi = v[n / 2];
+    *mid = lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2;
+    return ((double)v[3 * n / 4] - (double)v[n / 4]) / 2;
+}
+
+/* one linked pair: rank I's end less rank J's */
+static void link_estimate(uint32_t a, uint32_t b, void *ctx)
+{
+    struct estimates *s = ctx;
+    int clamped = 0;
+    int64_t d = diff(s->ci[a].end, s->cj[b].end, &clamped);
+    if (!s->failed && !clamped && push(s, d) != 0)
+        s->failed = 1;
 }
 
 /* T moved by D (saturating at 0 and UINT64_MAX) */
@@ -187,26 +130,123 @@ static int find_hosts(struct lp_ranks *out)
     return LP_OK;
 }
 
-/* Host X's offset from its estimates S: the median, half their interquartile range; not
- * aligned with too few, with one clamped, or when they disagree by more than the median
- * collective lasts (collectives of groups that never communicate across the hosts, whose
- * ends drift apart: data-parallel replicas, one per host) */
-static void conclude(struct lp_ranks_host *x, struct estimates *s)
+/* Rank I takes part in aligning: it ran collectives on a host already aligned */
+static int aligned_rank(const struct lp_ranks *out, size_t i)
 {
-    x->collectives = s->n;
-    if (s->n < LP_CLOCK_MIN_COLLECTIVES || s->clamped)
-        return;
-    uint64_t dur = median_u64(s->dur, s->n);
-    qsort(s->v, s->n, sizeof *s->v, cmp_i64);
-    int64_t lo = s->v[(s->n - 1) / 2], hi = s->v[s->n / 2];
-    double spread = ((double)s->v[3 * s->n / 4] - (double)s->v[s->n / 4]) / 2;
-    x->uncertainty_ns = spread;
-    if (spread > (double)dur) {
-        x->how = LP_CLOCK_HOW_DISAGREE;
-        return;
+    enum lp_clock_how h = out->hosts[out->ranks[i].host_index].how;
+    return out->ranks[i].n_coll &&
+           (h == LP_CLOCK_HOW_REFERENCE || h == LP_CLOCK_HOW_COLLECTIVES);
+}
+
+/* A first offset for host H: the collectives of one name that a rank of H and a rank of an
+ * aligned host ran equally often (3 times at least), paired in order, whose end differences
+ * agree within LP_COLL_TOGETHER_NS (half their interquartile range): one communicator's,
+ * which end together. The pair with the most such collectives gives it (*FOUND set). Without
+ * one, X says why: too few, or sequences that never end together (groups that do not
+ * communicate across the hosts, whose ends drift apart). */
+static int first_offset(struct lp_ranks *out, const struct lp_coll_index *ix, size_t h,
+                        int64_t *offset, int *found)
+{
+    struct lp_ranks_host *x = &out->hosts[h];
+    struct estimates s = {0};
+    size_t best = 0, seen = 0;
+    double loosest = NAN;
+    *found = 0;
+    for (size_t j = 0; j < out->n; j++) {
+        const struct lp_rank *kj = &out->ranks[j];
+        if (kj->host_index != h || !ix->by_name[j])
+            continue;
+        for (size_t i = 0; i < out->n; i++) {
+            if (!aligned_rank(out, i) || !ix->by_name[i])
+                continue;
+            const struct lp_rank *ki = &out->ranks[i];
+            for (size_t q = 0; q < kj->n_coll;) { /* each name of J's once */
+                size_t fj, fi;
+                uint64_t name = kj->coll[ix->by_name[j][q]].name_hash;
+                size_t nj = lp_coll_index_name(out, ix, j, name, &fj);
+                size_t ni = lp_coll_index_name(out, ix, i, name, &fi);
+                q = fj + nj;
+                if (ni != nj || ni <= best)
+                    continue;
+                seen = ni > seen ? ni : seen;
+                if (ni < LP_CLOCK_MIN_COLLECTIVES)
+                    continue;
+                int clamped = 0;
+                s.n = 0;
+                for (size_t c = 0; c < ni; c++)
+                    if (push(&s, diff(ki->coll[ix->by_name[i][fi + c]].end,
+                                      kj->coll[ix->by_name[j][fj + c]].end, &clamped)) != 0) {
+                        free(s.v);
+                        return LP_ERR_NOMEM;
+                    }
+                if (clamped)
+                    continue;
+                int64_t mid;
+                double sp = spread_of(s.v, s.n, &mid);
+                if (sp > (double)LP_COLL_TOGETHER_NS) {
+                    loosest = isnan(loosest) || sp > loosest ? sp : loosest;
+                    continue;
+                }
+                best = ni;
+                *offset = mid;
+                *found = 1;
+            }
+        }
     }
-    x->offset_ns = lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2;
-    x->how = LP_CLOCK_HOW_COLLECTIVES;
+    free(s.v);
+    if (!*found) {
+        x->collectives = seen;
+        if (!isnan(loosest)) {
+            x->how = LP_CLOCK_HOW_DISAGREE;
+            x->uncertainty_ns = loosest;
+        }
+    }
+    return LP_OK;
+}
+
+/* Host H's offset: each of its ranks' collectives linked (lp_coll_links) to those of one
+ * rank of an aligned host once moved by the first offset gives one estimate, the
+ * difference of their ends; the offset is their median, its uncertainty half their
+ * interquartile range. That partner is the first aligned rank that shares a group with it
+ * (linked on at least half the fewer side's collectives of a name, whose links alone count):
+ * one partner per rank keeps the work linear in the ranks. */
+static int refine(struct lp_ranks *out, const struct lp_coll_index *ix, size_t h,
+                  int64_t first)
+{
+    struct lp_ranks_host *x = &out->hosts[h];
+    struct estimates s = {0};
+    for (size_t j = 0; j < out->n && !s.failed; j++) {
+        const struct lp_rank *kj = &out->ranks[j];
+        if (kj->host_index != h || !ix->by_name[j])
+            continue;
+        for (size_t i = 0; i < out->n && !s.failed; i++) {
+            if (!aligned_rank(out, i) || !ix->by_name[i])
+                continue;
+            size_t before = s.n;
+            s.ci = out->ranks[i].coll;
+            s.cj = kj->coll;
+            for (size_t q = 0; q < kj->n_coll;) { /* each name of J's once */
+                size_t fi, fj, at = s.n;
+                uint64_t name = kj->coll[ix->by_name[j][q]].name_hash;
+                size_t nj = lp_coll_index_name(out, ix, j, name, &fj);
+                size_t ni = lp_coll_index_name(out, ix, i, name, &fi);
+                q = fj + nj;
+                size_t links = lp_coll_links(out, ix, i, j, name, first, link_estimate, &s);
+                if (links < LP_CLOCK_MIN_COLLECTIVES || 2 * links < (ni < nj ? ni : nj))
+                    s.n = at; /* chance links of a name they do not share a group for */
+            }
+            if (s.n > before)
+                break;
+        }
+    }
+    int rc = s.failed ? LP_ERR_NOMEM : LP_OK;
+    x->collectives = s.n;
+    if (rc == LP_OK && s.n >= LP_CLOCK_MIN_COLLECTIVES) {
+        x->uncertainty_ns = spread_of(s.v, s.n, &x->offset_ns);
+        x->how = LP_CLOCK_HOW_COLLECTIVES;
+    }
+    free(s.v);
+    return rc;
 }
 
 int lp_ranks_align(struct lp_ranks *out)
@@ -216,39 +256,37 @@ int lp_ranks_align(struct lp_ranks *out)
     out->aligned = out->one_host;
     if (rc != LP_OK || out->one_host)
         return rc;
-    struct align a = {.out = out, .est = calloc(out->n_hosts, sizeof *a.est),
-                      .ends = malloc((out->n ? out->n : 1) * sizeof *a.ends),
-                      .durs = malloc((out->n ? out->n : 1) * sizeof *a.durs)};
-    struct lp_coll_match how;
-    rc = a.est && a.ends && a.durs ? lp_coll_match(out, estimate, &a, &how) : LP_ERR_NOMEM;
-    if (rc == LP_OK && a.failed)
-        rc = LP_ERR_NOMEM;
-    out->aligned = rc == LP_OK;
-    for (size_t h = 0; rc == LP_OK && h < out->n_hosts; h++) {
-        if (h == out->ref_host)
-            continue;
-        conclude(&out->hosts[h], &a.est[h]);
-        /* a host without communication is not aligned, but takes no part in the waits */
-        int comm = 0;
-        for (size_t i = 0; i < out->n; i++)
-            comm |= out->ranks[i].host_index == h && out->ranks[i].n_coll > 0;
-        out->aligned &= out->hosts[h].how == LP_CLOCK_HOW_COLLECTIVES || !comm;
-    }
-    /* the ranks' collectives on the reference's clock */
-    for (size_t i = 0; rc == LP_OK && out->aligned && i < out->n; i++) {
-        struct lp_rank *k = &out->ranks[i];
-        int64_t d = out->hosts[k->host_index].offset_ns;
-        for (size_t j = 0; d && j < k->n_coll; j++) {
-            k->coll[j].start = shifted(k->coll[j].start, d);
-            k->coll[j].end = shifted(k->coll[j].end, d);
+    struct lp_coll_index ix;
+    rc = lp_coll_index_build(out, &ix);
+    /* host by host, each against all those aligned before it, until none is added */
+    for (int more = 1; rc == LP_OK && more;) {
+        more = 0;
+        for (size_t h = 0; rc == LP_OK && h < out->n_hosts; h++) {
+            struct lp_ranks_host *x = &out->hosts[h];
+            if (x->how == LP_CLOCK_HOW_REFERENCE || x->how == LP_CLOCK_HOW_COLLECTIVES)
+                continue;
+            int64_t first = 0;
+            int found;
+            rc = first_offset(out, &ix, h, &first, &found);
+            if (rc == LP_OK && found)
+                rc = refine(out, &ix, h, first);
+            if (rc != LP_OK || x->how != LP_CLOCK_HOW_COLLECTIVES)
+                continue;
+            more = 1;
+            for (size_t i = 0; i < out->n; i++) { /* its ranks on the reference's clock */
+                struct lp_rank *k = &out->ranks[i];
+                for (size_t j = 0; k->host_index == h && j < k->n_coll; j++) {
+                    k->coll[j].start = shifted(k->coll[j].start, x->offset_ns);
+                    k->coll[j].end = shifted(k->coll[j].end, x->offset_ns);
+                }
+            }
         }
     }
-    for (size_t h = 0; a.est && h < out->n_hosts; h++) {
-        free(a.est[h].v);
-        free(a.est[h].dur);
-    }
-    free(a.est);
-    free(a.ends);
-    free(a.durs);
+    lp_coll_index_free(&ix);
+    /* a host without communication is not aligned, but takes no part in the waits */
+    out->aligned = rc == LP_OK;
+    for (size_t i = 0; i < out->n; i++)
+        if (out->ranks[i].n_coll && !aligned_rank(out, i))
+            out->aligned = 0;
     return rc;
 }

@@ -51,57 +51,21 @@ static int coll_by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* A stream with communication, by its first launch. */
-struct comm_stream {
-    uint32_t stream, first_corr;
-    uint64_t first_start;
-};
-
-static int by_first_launch(const void *a, const void *b)
+/* What an NCCL kernel does, from its name */
+static uint32_t coll_op(const char *name)
 {
-    const struct comm_stream *x = a, *y = b;
-    if (x->first_corr != y->first_corr)
-        return x->first_corr < y->first_corr ? -1 : 1;
-    return x->first_start < y->first_start ? -1 : x->first_start > y->first_start;
-}
-
-/* The streams of V's kernels in the order the rank first launched on them (correlation ids
- * grow with each launch; starts can come in another order when streams wait on each other),
- * and each of V's stream ids replaced by its place in that order: LP_OK or LP_ERR_NOMEM.
- * CORR[i]: the correlation id of V[i]'s kernel. */
-static int number_streams(struct lp_rank_coll *v, const uint32_t *corr, size_t n)
-{
-    struct comm_stream *seen = NULL;
-    size_t n_seen = 0, cap = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < n_seen && seen[j].stream != v[i].stream)
-            j++;
-        if (j == n_seen) {
-            if (n_seen == cap) {
-                struct comm_stream *p = realloc(seen, (cap = cap ? 2 * cap : 4) * sizeof *p);
-                if (!p) {
-                    free(seen);
-                    return LP_ERR_NOMEM;
-                }
-                seen = p;
-            }
-            seen[n_seen++] = (struct comm_stream){v[i].stream, corr[i], v[i].start};
-        }
-        if (corr[i] < seen[j].first_corr)
-            seen[j].first_corr = corr[i];
-        if (v[i].start < seen[j].first_start)
-            seen[j].first_start = v[i].start;
-    }
-    qsort(seen, n_seen, sizeof *seen, by_first_launch);
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (seen[j].stream != v[i].stream)
-            j++;
-        v[i].stream = (uint32_t)j;
-    }
-    free(seen);
-    return LP_OK;
+    static const struct {
+        const char *word;
+        uint32_t op;
+    } ops[] = {{"AllReduce", LP_COLL_OP_ALL_REDUCE}, {"AllGather", LP_COLL_OP_ALL_GATHER},
+               {"ReduceScatter", LP_COLL_OP_REDUCE_SCATTER},
+               {"Broadcast", LP_COLL_OP_BROADCAST}, {"SendRecv", LP_COLL_OP_SEND_RECV},
+               {"AllToAll", LP_COLL_OP_SEND_RECV}, {"Send", LP_COLL_OP_SEND_RECV},
+               {"Recv", LP_COLL_OP_SEND_RECV}, {"Reduce", LP_COLL_OP_REDUCE}};
+    for (size_t i = 0; name && i < sizeof ops / sizeof *ops; i++)
+        if (strstr(name, ops[i].word))
+            return ops[i].op;
+    return LP_COLL_OP_OTHER;
 }
 
 /* The device most kernels ran on (the first device record without kernels), and its facts. */
@@ -162,24 +126,18 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
             .comm_overlap_ns = st->comm_overlap_ns};
         k->n_stages = s + 1;
     }
-    uint32_t *corr = NULL;
-    if (r->comm.kernels && (!(k->coll = malloc(r->comm.kernels * sizeof *k->coll)) ||
-                            !(corr = malloc(r->comm.kernels * sizeof *corr))))
+    if (r->comm.kernels && !(k->coll = malloc(r->comm.kernels * sizeof *k->coll)))
         failed = 1;
-    for (size_t i = 0; corr && i < t->n_kernels; i++) {
+    for (size_t i = 0; k->coll && i < t->n_kernels; i++) {
         const struct lp_kernel_rec *kn = &t->kernels[i];
         uint32_t g = r->kernel_group[i];
         if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
             k->n_coll == r->comm.kernels)
             continue;
-        corr[k->n_coll] = kn->correlation;
         k->coll[k->n_coll++] = (struct lp_rank_coll){
             kn->start, kn->end, name_hash(r->names[g]),
-            r->kernel_stage ? r->kernel_stage[i] : -1, kn->stream};
+            r->kernel_stage ? r->kernel_stage[i] : -1, coll_op(r->names[g])};
     }
-    if (corr && number_streams(k->coll, corr, k->n_coll) != LP_OK)
-        failed = 1;
-    free(corr);
     if (k->coll)
         qsort(k->coll, k->n_coll, sizeof *k->coll, coll_by_start);
     if (failed) {
@@ -216,6 +174,12 @@ void lp_ranks_free(struct lp_ranks *r)
     for (size_t h = 0; r->hosts && h < r->n_hosts; h++)
         free(r->hosts[h].name);
     free(r->hosts);
+    for (size_t g = 0; g < r->n_groups; g++) {
+        free(r->groups[g].members);
+        free(r->groups[g].member_wait_ns);
+        free(r->groups[g].coll);
+    }
+    free(r->groups);
     memset(r, 0, sizeof *r);
 }
 
@@ -229,91 +193,234 @@ static int by_rank(const void *a, const void *b)
     return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* Collective's wait for its latest rank, added to each rank and its stage */
-static void wait_for_latest(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
-                            size_t m, void *ctx)
+/* One matched collective: each member's wait for the latest one, added to the member, its
+ * stage and its place in group G; its end spread and kernel time added to G */
+struct tally {
+    struct lp_ranks *out;
+    double *spread;                     /* per matched collective, by group */
+    size_t n_spread;
+    int waits;                          /* add waits too */
+};
+
+static uint64_t mix(uint64_t x)
 {
-    (void)ctx;
-    uint64_t latest = 0;
-    for (size_t i = 0; i < m; i++)
-        latest = c[i]->start > latest ? c[i]->start : latest;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static void tally_one(size_t g, struct lp_rank *const *k, const struct lp_rank_coll *const *c,
+                      size_t m, void *ctx)
+{
+    struct tally *t = ctx;
+    struct lp_ranks_group *gr = &t->out->groups[g];
+    uint64_t latest = 0, lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < m; i++) {
+        latest = c[i]->start > latest ? c[i]->start : latest;
+        lo = c[i]->end < lo ? c[i]->end : lo;
+        hi = c[i]->end > hi ? c[i]->end : hi;
+        gr->comm_ns = lp_sat_add(gr->comm_ns, c[i]->end - c[i]->start);
+        gr->ops |= c[i]->op;
+    }
+    t->spread[t->n_spread++] = (double)(hi - lo);
+    for (size_t i = 0; t->waits && i < m; i++) {
         uint64_t w = latest - c[i]->start, d = c[i]->end - c[i]->start;
         w = w < d ? w : d; /* a kernel cannot wait longer than it ran */
         k[i]->wait_ns = lp_sat_add(k[i]->wait_ns, w);
+        gr->member_wait_ns[i] = lp_sat_add(gr->member_wait_ns[i], w);
+        gr->wait_ns = lp_sat_add(gr->wait_ns, w);
         if (c[i]->stage >= 0 && (size_t)c[i]->stage < k[i]->n_stages)
             k[i]->stages[c[i]->stage].wait_ns =
                 lp_sat_add(k[i]->stages[c[i]->stage].wait_ns, w);
     }
 }
 
-struct spreads {
-    double *v;
-    size_t n, cap;
-    int failed;
-};
-
-/* each matched collective's end spread across its ranks */
-static void end_spread(struct lp_rank *const *k, const struct lp_rank_coll *const *c,
-                       size_t m, void *ctx)
+static int cmp_u64(const void *a, const void *b)
 {
-    (void)k;
-    struct spreads *s = ctx;
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < m; i++) {
-        lo = c[i]->end < lo ? c[i]->end : lo;
-        hi = c[i]->end > hi ? c[i]->end : hi;
-    }
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        double *v = s->failed ? NULL : realloc(s->v, cap * sizeof *v);
-        if (!v) {
-            s->failed = 1;
-            return;
-        }
-        s->v = v;
-        s->cap = cap;
-    }
-    s->v[s->n++] = (double)(hi - lo);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
-/* The waits in collectives of the ranks with communication kernels, on the clock the
- * hosts share once aligned. Not computed when the hosts could not be aligned, or when the
- * matched collectives do not end together (several communicators: a latest start across
- * them would mix groups that never wait for each other); matched and counted all the same,
- * for what ranks.md says. */
+static double median_sorted(const double *v, size_t n)
+{
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Each group's distinct names (its first member's collectives'), and its signature: those
+ * names and its size */
+static int group_names(struct lp_ranks *out)
+{
+    for (size_t g = 0; g < out->n_groups; g++) {
+        struct lp_ranks_group *gr = &out->groups[g];
+        const struct lp_rank *k0 = &out->ranks[gr->members[0]];
+        uint64_t *h = malloc((gr->collectives ? gr->collectives : 1) * sizeof *h);
+        if (!h)
+            return LP_ERR_NOMEM;
+        for (size_t e = 0; e < gr->collectives; e++)
+            h[e] = k0->coll[gr->coll[e * gr->n_members]].name_hash;
+        qsort(h, gr->collectives, sizeof *h, cmp_u64);
+        gr->names = 0;
+        gr->signature = mix(gr->n_members);
+        for (size_t e = 0; e < gr->collectives; e++)
+            if (!e || h[e] != h[e - 1]) {
+                gr->names++;
+                gr->signature += mix(h[e]); /* order-free: a sum */
+            }
+        free(h);
+    }
+    return LP_OK;
+}
+
+/* The groups (collectives.c) and, on one clock, the waits in their collectives. Not
+ * computed when the hosts could not be aligned: a group across an unaligned host would be
+ * found without its ranks there, and the latest of them missed. */
 static int waits(struct lp_ranks *out)
 {
     size_t m = 0;
     for (size_t i = 0; i < out->n; i++)
         m += out->ranks[i].n_coll > 0;
+    out->coll_end_spread_ns = NAN;
     if (m < 2) {
         out->waits = LP_RANKS_WAIT_NO_COMM;
         return LP_OK;
     }
-    /* first the collectives' end spreads: do they end together, as one communicator's? */
-    struct lp_coll_match how;
-    struct spreads sp = {0};
-    int rc = lp_coll_match(out, end_spread, &sp, &how);
-    if (rc == LP_OK && sp.failed)
+    int rc = lp_ranks_find_groups(out);
+    if (rc != LP_OK)
+        return rc;
+    out->coll_matched = 0;
+    for (size_t g = 0; g < out->n_groups; g++)
+        out->coll_matched += out->groups[g].collectives;
+    out->waits = !out->aligned        ? LP_RANKS_WAIT_HOSTS
+                 : !out->coll_matched ? LP_RANKS_WAIT_UNMATCHED
+                                      : LP_RANKS_WAIT_DONE;
+    struct tally t = {.out = out, .waits = out->waits == LP_RANKS_WAIT_DONE};
+    t.spread = malloc((out->coll_matched ? out->coll_matched : 1) * sizeof *t.spread);
+    if (!t.spread)
         rc = LP_ERR_NOMEM;
-    out->coll_matched = how.matched;
-    out->coll_names = how.names;
-    out->coll_names_unmatched = how.names_unmatched;
-    out->coll_end_spread_ns = NAN;
-    if (rc == LP_OK && sp.n) {
-        qsort(sp.v, sp.n, sizeof *sp.v, lp_cmp_double);
-        out->coll_end_spread_ns = sp.n % 2 ? sp.v[sp.n / 2]
-                                           : (sp.v[sp.n / 2 - 1] + sp.v[sp.n / 2]) / 2;
+    if (rc == LP_OK)
+        rc = lp_coll_match(out, tally_one, &t);
+    if (rc == LP_OK)
+        rc = group_names(out);
+    for (size_t g = 0, at = 0; rc == LP_OK && g < out->n_groups; g++) {
+        struct lp_ranks_group *gr = &out->groups[g];
+        size_t n = gr->collectives;
+        qsort(t.spread + at, n, sizeof *t.spread, lp_cmp_double);
+        gr->end_spread_ns = n ? median_sorted(t.spread + at, n) : NAN;
+        at += n;
+        size_t least = SIZE_MAX;
+        for (size_t q = 0; q < gr->n_members; q++) {
+            const struct lp_rank *k = &out->ranks[gr->members[q]];
+            gr->n_hosts += !q || k->host_index != out->ranks[gr->members[q - 1]].host_index;
+            gr->kernel_ns = lp_sat_add(gr->kernel_ns, k->kernel_ns);
+            if (t.waits && (least == SIZE_MAX || gr->member_wait_ns[q] < gr->member_wait_ns[least]))
+                least = q;
+        }
+        gr->straggler = least == SIZE_MAX ? SIZE_MAX : gr->members[least];
     }
-    free(sp.v);
-    out->waits = !out->coll_matched ? LP_RANKS_WAIT_UNMATCHED
-                 : !out->aligned    ? LP_RANKS_WAIT_HOSTS
-                 : out->coll_end_spread_ns > LP_RANKS_GROUP_SPREAD_NS ? LP_RANKS_WAIT_GROUPS
-                                                                      : LP_RANKS_WAIT_DONE;
-    if (rc == LP_OK && out->waits == LP_RANKS_WAIT_DONE)
-        rc = lp_coll_match(out, wait_for_latest, NULL, &how);
+    if (rc == LP_OK && out->coll_matched) {
+        qsort(t.spread, out->coll_matched, sizeof *t.spread, lp_cmp_double);
+        out->coll_end_spread_ns = median_sorted(t.spread, out->coll_matched);
+    }
+    free(t.spread);
     return rc;
+}
+
+/* What the groups leave: communication kernels in no matched collective, and names never
+ * matched. LP_OK or LP_ERR_NOMEM. */
+static int unmatched(struct lp_ranks *out)
+{
+    size_t names = 0, kernels = 0;
+    uint64_t *seen = NULL;
+    for (size_t i = 0; i < out->n; i++)
+        kernels += out->ranks[i].n_coll;
+    if (kernels && !(seen = malloc(kernels * sizeof *seen)))
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < out->n; i++)
+        for (size_t j = 0; j < out->ranks[i].n_coll; j++)
+            seen[names++] = out->ranks[i].coll[j].name_hash;
+    size_t matched_kernels = 0;
+    for (size_t g = 0; g < out->n_groups; g++)
+        matched_kernels += out->groups[g].collectives * out->groups[g].n_members;
+    out->coll_kernels = kernels;
+    out->coll_unmatched = kernels - matched_kernels;
+    if (!seen)
+        return LP_OK;
+    qsort(seen, names, sizeof *seen, cmp_u64);
+    size_t d = 0;
+    for (size_t i = 0; i < names; i++)
+        if (!i || seen[i] != seen[i - 1])
+            seen[d++] = seen[i];
+    out->coll_names = d;
+    out->coll_names_unmatched = 0;
+    for (size_t q = 0; q < d; q++) {
+        int hit = 0;
+        for (size_t g = 0; g < out->n_groups && !hit; g++) {
+            const struct lp_ranks_group *gr = &out->groups[g];
+            const struct lp_rank *k0 = &out->ranks[gr->members[0]];
+            for (size_t e = 0; e < gr->collectives && !hit; e++)
+                hit = k0->coll[gr->coll[e * gr->n_members]].name_hash == seen[q];
+        }
+        out->coll_names_unmatched += !hit;
+    }
+    free(seen);
+    return LP_OK;
+}
+
+/* Each group's time in the run's stages (its slowest member's wall per stage), and the
+ * replicas: groups of as many other ranks that ran collectives of the same names, as often
+ * within LP_REPLICA_SLACK (a replica's first collectives can fail to end together while
+ * NCCL sets up its connections: 2 of 459 on the four-H200 fixture), each one's time against
+ * the fastest of them */
+#define LP_REPLICA_SLACK 0.05
+
+static void replicas(struct lp_ranks *out)
+{
+    for (size_t g = 0; g < out->n_groups; g++) {
+        struct lp_ranks_group *gr = &out->groups[g];
+        for (size_t s = 0; s < out->n_stages; s++) {
+            const struct lp_ranks_stage *st = &out->stages[s];
+            uint64_t slowest = 0;
+            for (size_t q = 0; st->kind != LP_STAGE_KIND_OUTSIDE && q < gr->n_members; q++) {
+                const struct lp_rank *k = &out->ranks[gr->members[q]];
+                for (size_t j = 0; j < k->n_stages; j++)
+                    if (k->stages[j].kind == st->kind &&
+                        !strcmp(k->stages[j].name ? k->stages[j].name : "", st->name) &&
+                        k->stages[j].wall_ns > slowest)
+                        slowest = k->stages[j].wall_ns;
+            }
+            gr->wall_ns = lp_sat_add(gr->wall_ns, slowest);
+        }
+        gr->vs_fastest = NAN;
+        for (size_t f = 0; f < g && gr->replica_of == SIZE_MAX; f++) {
+            struct lp_ranks_group *o = &out->groups[f];
+            size_t more = o->collectives > gr->collectives ? o->collectives : gr->collectives,
+                   less = o->collectives + gr->collectives - more;
+            if (o->signature != gr->signature || o->n_members != gr->n_members ||
+                (double)(more - less) > LP_REPLICA_SLACK * (double)more)
+                continue;
+            int shared = 0;
+            for (size_t a = 0; a < gr->n_members && !shared; a++)
+                for (size_t b = 0; b < o->n_members && !shared; b++)
+                    shared = gr->members[a] == o->members[b];
+            if (shared)
+                continue;
+            if (o->replica_of == SIZE_MAX)
+                o->replica_of = f;
+            gr->replica_of = o->replica_of;
+        }
+    }
+    for (size_t g = 0; g < out->n_groups; g++) {
+        struct lp_ranks_group *gr = &out->groups[g];
+        if (gr->replica_of == SIZE_MAX)
+            continue;
+        uint64_t least = UINT64_MAX;
+        for (size_t f = 0; f < out->n_groups; f++)
+            if (out->groups[f].replica_of == gr->replica_of && out->groups[f].wall_ns < least)
+                least = out->groups[f].wall_ns;
+        if (least && gr->wall_ns)
+            gr->vs_fastest = (double)gr->wall_ns / (double)least - 1;
+    }
 }
 
 static double median(double *v, size_t n)
@@ -471,7 +578,11 @@ int lp_ranks_analyze(struct lp_rank *ranks, size_t n, struct lp_ranks *out)
     if (rc == LP_OK)
         rc = waits(out);
     if (rc == LP_OK)
+        rc = unmatched(out);
+    if (rc == LP_OK)
         rc = stages(out);
+    if (rc == LP_OK)
+        replicas(out);
     if (rc == LP_OK)
         rc = distributions(out);
     for (size_t i = 0; rc == LP_OK && i < n; i++)

@@ -74,15 +74,14 @@ static const char *share_or_dash(double v, char *buf, size_t len)
 
 static void waits_sentence(FILE *f, const struct lp_ranks *r)
 {
-    char sp[64];
     switch (r->waits) {
     case LP_RANKS_WAIT_DONE:
-        fprintf(f, "Waits in collectives: %zu collectives matched across the ranks by stream "
-                   "(each communicator's, by first use), kernel name and order (%zu such "
-                   "names", r->coll_matched, r->coll_names);
-        if (r->coll_names_unmatched)
-            fprintf(f, "; %zu ran unequally often and were left out", r->coll_names_unmatched);
-        fprintf(f, "). A rank's wait in one is the latest rank's start minus its own (an NCCL "
+        fprintf(f, "Waits in collectives: %zu collectives matched in %zu group%s (Groups above)",
+                r->coll_matched, r->n_groups, r->n_groups == 1 ? "" : "s");
+        if (r->coll_unmatched)
+            fprintf(f, "; %zu of the %zu communication kernels in none", r->coll_unmatched,
+                    r->coll_kernels);
+        fprintf(f, ". A rank's wait in one is the latest rank's start minus its own (an NCCL "
                    "kernel cannot finish before the last rank arrives); inferred, %s.\n",
                 r->one_host ? "on the clock the ranks share on one host"
                             : "on the hosts' clocks as aligned above: a wait across hosts "
@@ -92,25 +91,129 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
         fprintf(f, "Waits in collectives are not computed: the traces come from several hosts, "
                    "whose clocks could not all be aligned (see Hosts above).\n");
         break;
-    case LP_RANKS_WAIT_GROUPS:
-        fprintf(f, "Waits in collectives are not computed: the %zu collectives matched across "
-                   "the ranks do not end together (median spread of their ends %s; one "
-                   "communicator's end within a few microseconds on every rank), so the ranks "
-                   "are in several communicators (groups, such as tensor-parallel groups) that "
-                   "the trace does not tell apart; a latest start across them would mix groups "
-                   "that never wait for each other.\n",
-                r->coll_matched, lp_fmt_ns(r->coll_end_spread_ns, sp, sizeof sp));
-        break;
     case LP_RANKS_WAIT_UNMATCHED:
-        fprintf(f, "Waits in collectives are not computed: none of the %zu communication kernel "
-                   "names (per stream) ran equally often on every rank with communication.\n",
-                r->coll_names);
+        fprintf(f, "Waits in collectives are not computed: no communication kernels (of %zu "
+                   "names) ended together on two ranks, as one communicator's do: the "
+                   "processes did not communicate with each other.\n", r->coll_names);
         break;
     case LP_RANKS_WAIT_NO_COMM:
         fprintf(f, "No communication kernels on two ranks or more: no waits in collectives "
                    "to compare.\n");
         break;
     }
+}
+
+/* The members of a group: "ranks 0-3, 8" where every member has a rank, else labels */
+static void members_md(FILE *f, const struct lp_ranks *r, const struct lp_ranks_group *g)
+{
+    int ranked = 1;
+    for (size_t q = 0; q < g->n_members; q++)
+        ranked &= r->ranks[g->members[q]].rank >= 0;
+    char l[64];
+    for (size_t q = 0, next; q < g->n_members; q = next) {
+        const struct lp_rank *k = &r->ranks[g->members[q]];
+        next = q + 1;
+        if (!ranked) {
+            fprintf(f, "%s", q ? ", " : "");
+            lp_md_cell(f, label(k, l, sizeof l));
+            continue;
+        }
+        while (next < g->n_members && r->ranks[g->members[next]].rank ==
+                                          k->rank + (int64_t)(next - q))
+            next++;
+        fprintf(f, "%s%lld", q ? ", " : "ranks ", (long long)k->rank);
+        if (next - q > 1)
+            fprintf(f, "%s%lld", next - q > 2 ? "-" : ", ",
+                    (long long)r->ranks[g->members[next - 1]].rank);
+    }
+}
+
+/* past this many groups ranks.md lists the first ones; ranks.json has them all */
+#define LP_RANKS_GROUPS_MAX 32
+
+/* The groups of ranks whose collectives end together, and the replicas among them */
+static void groups_md(FILE *f, const struct lp_ranks *r)
+{
+    if (!r->n_groups)
+        return;
+    char a[64], b[64], c2[64], l[64];
+    fprintf(f, "## Groups\n\n");
+    fprintf(f, "Ranks whose collectives end together (within %s on every member, for at least "
+               "half of their kernels of one name), as one communicator's do: a process group "
+               "(communicators over the same ranks are one group here; the trace does not "
+               "record communicators). Inferred from the kernels' ends on %s. Waits: each "
+               "member's wait for the latest one, summed; the member waiting least is the "
+               "one the others wait for. A collective whose ends lie further apart (the last "
+               "rank's kernel can run on after the others end) is matched by its order "
+               "between two that ended together (\"by order\").\n\n",
+            lp_fmt_ns((double)LP_COLL_TOGETHER_NS, a, sizeof a),
+            r->one_host ? "the host's clock" : "the aligned clock");
+    if (!r->aligned)
+        fprintf(f, "The processes of hosts whose clocks could not be aligned take no part: "
+                   "groups with members there are shown without them, and no waits are "
+                   "computed.\n\n");
+    fprintf(f, "| group | members | hosts | collectives | operations | end spread (median) | "
+               "communication | waits | waited for | replica of |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+    size_t shown = r->n_groups < LP_RANKS_GROUPS_MAX ? r->n_groups : LP_RANKS_GROUPS_MAX;
+    for (size_t g = 0; g < shown; g++) {
+        const struct lp_ranks_group *gr = &r->groups[g];
+        fprintf(f, "| %zu | ", g);
+        members_md(f, r, gr);
+        fprintf(f, " | %zu | %zu", gr->n_hosts, gr->collectives);
+        if (gr->by_order)
+            fprintf(f, " (%zu by order)", gr->by_order);
+        fprintf(f, " | ");
+        for (int o = 0, n = 0; o < LP_COLL_OP_COUNT; o++)
+            if (gr->ops & (1u << o))
+                fprintf(f, "%s%s", n++ ? ", " : "", lp_text_coll_op(o));
+        int w = r->waits == LP_RANKS_WAIT_DONE;
+        fprintf(f, " | %s | %s | %s | ", lp_fmt_ns(gr->end_spread_ns, a, sizeof a),
+                lp_fmt_ns((double)gr->comm_ns, b, sizeof b),
+                w ? lp_fmt_ns((double)gr->wait_ns, c2, sizeof c2) : "-");
+        lp_md_cell(f, w && gr->straggler < r->n ? label(&r->ranks[gr->straggler], l, sizeof l)
+                                                : "-");
+        if (gr->replica_of == SIZE_MAX || gr->replica_of == g)
+            fprintf(f, " | - |\n");
+        else
+            fprintf(f, " | %zu |\n", gr->replica_of);
+    }
+    if (shown < r->n_groups)
+        fprintf(f, "\n%zu more groups are in ranks.json.\n", r->n_groups - shown);
+    int any = 0;
+    for (size_t g = 0; g < r->n_groups; g++)
+        any |= r->groups[g].replica_of != SIZE_MAX;
+    if (!any) {
+        fprintf(f, "\n");
+        return;
+    }
+    fprintf(f, "\nReplicas: groups of as many other ranks that ran collectives of the same names, "
+               "as often within 5 %%, such as the tensor-parallel groups of data-parallel "
+               "replicas. Each one's time in the stages is its slowest member's wall per stage, "
+               "summed (measured), against the fastest of its replicas.\n\n");
+    fprintf(f, "| replicas | group | members | time in stages | against the fastest | kernel time "
+               "| waits |\n|---|---|---|---|---|---|---|\n");
+    for (size_t c = 0; c < shown; c++) { /* each set of replicas by its first group */
+        if (r->groups[c].replica_of != c)
+            continue;
+        for (size_t g = c; g < shown; g++) {
+            const struct lp_ranks_group *gr = &r->groups[g];
+            if (gr->replica_of != c)
+                continue;
+            fprintf(f, "| of group %zu | %zu | ", c, g);
+            members_md(f, r, gr);
+            fprintf(f, " | %s | ", ns_or_dash((double)gr->wall_ns, a, sizeof a));
+            if (isfinite(gr->vs_fastest))
+                fprintf(f, "%+.1f %%", 100 * gr->vs_fastest);
+            else
+                fprintf(f, "-");
+            fprintf(f, " | %s | %s |\n", lp_fmt_ns((double)gr->kernel_ns, b, sizeof b),
+                    r->waits == LP_RANKS_WAIT_DONE ? lp_fmt_ns((double)gr->wait_ns, c2,
+                                                               sizeof c2)
+                                                    : "-");
+        }
+    }
+    fprintf(f, "\n");
 }
 
 /* "+1.234 ms", "-56.7 us": a signed offset */
@@ -130,10 +233,12 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
     char o[80], u[64];
     fprintf(f, "## Hosts\n\n");
     fprintf(f, "Each host's clock is set against the reference host's (that of the lowest "
-               "rank) where their ranks ran the same collective: an NCCL collective ends at "
-               "nearly the same moment on every rank of it, so each one gives an estimate (the "
-               "difference of the two hosts' ranks' median ends). The offset is the median of "
-               "the estimates, its uncertainty half their interquartile range; inferred. ");
+               "rank that ran collectives) where their ranks ran the same collectives: an NCCL "
+               "collective ends at nearly the same moment on every rank of its communicator, "
+               "so each collective two hosts' ranks ran together gives an estimate (the "
+               "difference of their ends). The offset is the median of the estimates, its "
+               "uncertainty half their interquartile range; inferred. A host may be aligned "
+               "through another one aligned before it. ");
     if (r->aligned)
         fprintf(f, "Times across hosts below are on the reference host's clock.\n\n");
     else
@@ -152,11 +257,11 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
                     signed_ns(x->offset_ns, o, sizeof o),
                     lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
         else if (x->how == LP_CLOCK_HOW_DISAGREE)
-            fprintf(f, " | %zu | not aligned | %s | %zu collectives whose ends disagree (by "
-                       "more than one lasts: not shared across the hosts) |\n",
+            fprintf(f, " | %zu | not aligned | %s | %zu collectives whose ends never agree "
+                       "across the hosts (not shared with them) |\n",
                     x->ranks, lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
         else
-            fprintf(f, " | %zu | not aligned | - | %zu collective%s with the reference host's |\n",
+            fprintf(f, " | %zu | not aligned | - | %zu collective%s with an aligned host's |\n",
                     x->ranks, x->collectives, x->collectives == 1 ? "" : "s");
     }
     fprintf(f, "\n");
@@ -271,6 +376,7 @@ int lp_report_ranks_md(FILE *f, const struct lp_ranks *r)
         fprintf(f, "\n");
     }
     hosts_md(f, r);
+    groups_md(f, r);
     fprintf(f, "## Processes\n\n");
     if (r->n > LP_RANKS_TABLE_MAX)
         processes_dist_md(f, r);
@@ -357,9 +463,47 @@ static json_t *str_or_null(const char *s)
 
 static const char *wait_key(enum lp_ranks_wait w)
 {
-    static const char *const k[] = {"done", "no_communication", "several_hosts", "unmatched",
-                                    "several_groups"};
+    static const char *const k[] = {"done", "no_communication", "several_hosts", "unmatched"};
     return (size_t)w < sizeof k / sizeof *k ? k[w] : "unknown";
+}
+
+static json_t *groups_json(const struct lp_ranks *r)
+{
+    json_t *a = json_array();
+    int w = r->waits == LP_RANKS_WAIT_DONE;
+    for (size_t g = 0; g < r->n_groups; g++) {
+        const struct lp_ranks_group *gr = &r->groups[g];
+        json_t *members = json_array(), *ranks = json_array(), *waits = json_array(),
+               *ops = json_array();
+        for (size_t q = 0; q < gr->n_members; q++) {
+            json_array_append_new(members, json_integer((json_int_t)gr->members[q]));
+            json_array_append_new(ranks, int_or_null(r->ranks[gr->members[q]].rank));
+            json_array_append_new(waits, w ? json_integer((json_int_t)gr->member_wait_ns[q])
+                                           : json_null());
+        }
+        for (int o = 0; o < LP_COLL_OP_COUNT; o++)
+            if (gr->ops & (1u << o))
+                json_array_append_new(ops, json_string(lp_text_coll_op_key(o)));
+        json_t *o = json_pack("{s:o,s:o,s:I,s:I,s:I,s:o,s:I,s:o,s:o,s:o}", "members", members,
+                              "ranks", ranks, "hosts", (json_int_t)gr->n_hosts, "collectives",
+                              (json_int_t)gr->collectives, "names", (json_int_t)gr->names,
+                              "operations", ops, "comm_ns", (json_int_t)gr->comm_ns, "wait_ns",
+                              w ? json_integer((json_int_t)gr->wait_ns) : json_null(),
+                              "member_wait_ns", waits, "end_spread_ns",
+                              num(gr->end_spread_ns));
+        json_object_set_new(o, "waited_for", w && gr->straggler < r->n
+                                                 ? json_integer((json_int_t)gr->straggler)
+                                                 : json_null());
+        json_object_set_new(o, "replica_of", gr->replica_of == SIZE_MAX
+                                                 ? json_null()
+                                                 : json_integer((json_int_t)gr->replica_of));
+        json_object_set_new(o, "by_order", json_integer((json_int_t)gr->by_order));
+        json_object_set_new(o, "kernel_ns", json_integer((json_int_t)gr->kernel_ns));
+        json_object_set_new(o, "stage_wall_ns", json_integer((json_int_t)gr->wall_ns));
+        json_object_set_new(o, "vs_fastest_replica", num(gr->vs_fastest));
+        json_array_append_new(a, o);
+    }
+    return a;
 }
 
 int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
@@ -439,6 +583,11 @@ int lp_report_ranks_json(FILE *f, const struct lp_ranks *r)
     json_object_set_new(json_object_get(doc, "waits"), "wait_share", num(r->wait_share));
     json_object_set_new(json_object_get(doc, "waits"), "end_spread_ns",
                         num(r->coll_end_spread_ns));
+    json_object_set_new(json_object_get(doc, "waits"), "kernels",
+                        json_integer((json_int_t)r->coll_kernels));
+    json_object_set_new(json_object_get(doc, "waits"), "kernels_unmatched",
+                        json_integer((json_int_t)r->coll_unmatched));
+    json_object_set_new(doc, "groups", groups_json(r));
     json_object_set_new(doc, "duplicate_ranks", json_integer((json_int_t)r->duplicate_ranks));
     static const char *const how[] = {"reference", "collectives", "none", "disagree"};
     json_t *hosts = json_array();

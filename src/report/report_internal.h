@@ -72,6 +72,8 @@ const char *lp_text_gap_cause(enum lp_gap_cause c);
 const char *lp_text_gap_cause_key(enum lp_gap_cause c);
 const char *lp_text_throttle(int bit);       /* NVML clock-event reason bit */
 const char *lp_text_throttle_key(int bit);
+const char *lp_text_coll_op(int bit);          /* bit of enum lp_coll_op */
+const char *lp_text_coll_op_key(int bit);
 /* CUPTI's overhead records: labels and keys of their kinds and classes */
 const char *lp_text_overhead_kind(enum lp_overhead_kind k);
 const char *lp_text_overhead_kind_key(enum lp_overhead_kind k);

@@ -56,7 +56,12 @@ static const char schema[] =
     " util_mem INTEGER, temp_c INTEGER, clock_events INTEGER, mem_used_bytes INTEGER);"
     "CREATE TABLE windows(trace_id INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
     " end_ns INTEGER NOT NULL, cause INTEGER);"
-    "CREATE TABLE losses(trace_id INTEGER NOT NULL, source INTEGER, count INTEGER, what TEXT);";
+    "CREATE TABLE losses(trace_id INTEGER NOT NULL, source INTEGER, count INTEGER, what TEXT);"
+    "CREATE TABLE groups(group_id INTEGER PRIMARY KEY, members INTEGER NOT NULL, hosts INTEGER,"
+    " collectives INTEGER, operations TEXT, comm_ns INTEGER, wait_ns INTEGER,"
+    " end_spread_ns REAL, waited_for INTEGER, replica_of INTEGER);"
+    "CREATE TABLE group_members(group_id INTEGER NOT NULL, trace_id INTEGER NOT NULL,"
+    " wait_ns INTEGER);";
 
 /* made after the rows: one pass each instead of one update per row */
 static const char indexes[] =
@@ -515,4 +520,56 @@ int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *off
              sqlite3_bind_int64(st, 2, trace_id) == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE;
     sqlite3_finalize(st);
     return ok ? 0 : fail(db, err, errlen, "setting a trace's clock offset");
+}
+
+/* V, or NULL when not KNOWN */
+static int bind_opt(sqlite3_stmt *st, int col, int known, int64_t v)
+{
+    return known ? sqlite3_bind_int64(st, col, v) : sqlite3_bind_null(st, col);
+}
+
+static int64_t clamp_i64(uint64_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+int lp_sqlite_add_groups(struct sqlite3 *db, const struct lp_ranks *rk, const int64_t *trace_of,
+                         char *err, size_t errlen)
+{
+    sqlite3_stmt *g = NULL, *m = NULL;
+    int ok = sqlite3_prepare_v2(db, "INSERT INTO groups VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+                                    " ?9, ?10)", -1, &g, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(db, "INSERT INTO group_members VALUES(?1, ?2, ?3)", -1, &m,
+                                NULL) == SQLITE_OK;
+    int waits = rk->waits == LP_RANKS_WAIT_DONE;
+    for (size_t i = 0; ok && i < rk->n_groups; i++) {
+        const struct lp_ranks_group *gr = &rk->groups[i];
+        char ops[128] = "";
+        for (int o = 0; o < LP_COLL_OP_COUNT; o++)
+            if (gr->ops & (1u << o))
+                snprintf(ops + strlen(ops), sizeof ops - strlen(ops), "%s%s", ops[0] ? "," : "",
+                         lp_text_coll_op_key(o));
+        int waited = waits && gr->straggler < rk->n && trace_of[gr->straggler] > 0;
+        ok = sqlite3_reset(g) == SQLITE_OK && sqlite3_bind_int64(g, 1, (int64_t)i) == SQLITE_OK &&
+             sqlite3_bind_int64(g, 2, (int64_t)gr->n_members) == SQLITE_OK &&
+             sqlite3_bind_int64(g, 3, (int64_t)gr->n_hosts) == SQLITE_OK &&
+             sqlite3_bind_int64(g, 4, (int64_t)gr->collectives) == SQLITE_OK &&
+             sqlite3_bind_text(g, 5, ops, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+             sqlite3_bind_int64(g, 6, clamp_i64(gr->comm_ns)) == SQLITE_OK &&
+             bind_opt(g, 7, waits, clamp_i64(gr->wait_ns)) == SQLITE_OK &&
+             sqlite3_bind_double(g, 8, gr->end_spread_ns) == SQLITE_OK &&
+             bind_opt(g, 9, waited, waited ? trace_of[gr->straggler] : 0) == SQLITE_OK &&
+             bind_opt(g, 10, gr->replica_of != SIZE_MAX, (int64_t)gr->replica_of) == SQLITE_OK &&
+             sqlite3_step(g) == SQLITE_DONE;
+        for (size_t q = 0; ok && q < gr->n_members; q++)
+            ok = sqlite3_reset(m) == SQLITE_OK &&
+                 sqlite3_bind_int64(m, 1, (int64_t)i) == SQLITE_OK &&
+                 bind_opt(m, 2, trace_of[gr->members[q]] > 0, trace_of[gr->members[q]]) ==
+                     SQLITE_OK &&
+                 bind_opt(m, 3, waits, clamp_i64(gr->member_wait_ns[q])) == SQLITE_OK &&
+                 sqlite3_step(m) == SQLITE_DONE;
+    }
+    sqlite3_finalize(g);
+    sqlite3_finalize(m);
+    return ok ? 0 : fail(db, err, errlen, "writing the ranks' groups");
 }

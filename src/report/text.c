@@ -122,6 +122,23 @@ const char *lp_text_throttle_key(int bit)
     return bit >= 0 && bit < LP_THROTTLE_BITS ? throttles[bit].key : "other";
 }
 
+/* what a group's collectives did (enum lp_coll_op, bit by bit) */
+static const struct label coll_ops[LP_COLL_OP_COUNT] = {
+    {"all_reduce", "all-reduce"}, {"all_gather", "all-gather"},
+    {"reduce_scatter", "reduce-scatter"}, {"broadcast", "broadcast"}, {"reduce", "reduce"},
+    {"send_recv", "send/receive"}, {"other", "other"},
+};
+
+const char *lp_text_coll_op(int bit)
+{
+    return bit >= 0 && bit < LP_COLL_OP_COUNT ? coll_ops[bit].text : "other";
+}
+
+const char *lp_text_coll_op_key(int bit)
+{
+    return bit >= 0 && bit < LP_COLL_OP_COUNT ? coll_ops[bit].key : "other";
+}
+
 /* serving loops: what an iteration ran, where its decode count came from, what showed the
  * loop; the keys are report.json's and iterations.csv's values */
 static const struct label iter_kinds[LP_ITER_KIND_COUNT] = {

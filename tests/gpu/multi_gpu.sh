@@ -14,6 +14,13 @@
 #             whose clock is SHIFT ns ahead (LLMPROF_TEST_HOST, LLMPROF_TEST_CLOCK_SHIFT_NS):
 #             the run report must find that offset from the collectives within 50 us; prints
 #             ranks.md's Hosts table; packs the run ($OUT/multi-gpu-hosts.tar.gz).
+#   groups    (nvidia-h200-x4) the TP decoder as 2 replicas of TP 2 on 4 GPUs (--tp 2: two TP
+#             groups, two DP groups that all-reduce once per decode step), under torchrun;
+#             again with the replicas never communicating (--dp-sync 0); and again started by
+#             hand with the second replica's ranks (2, 3) as a simulated second host whose
+#             clock is SHIFT ns ahead, so that only the DP groups cross the hosts; prints
+#             ranks.md's groups and hosts, checks the offset found (within 50 us); packs the
+#             three runs ($OUT/multi-gpu-groups.tar.gz).
 #   overhead  ROUNDS (second argument, default 6) interleaved rounds of the TP decoder
 #             unprofiled, under llmprof record and under the floor (CUPTI kernel activity
 #             alone), each rank's timings a JSON line in $OUT/tp-overhead.jsonl, summarised
@@ -47,6 +54,25 @@ rec() {
     "$L" report "$T/$name" --quiet || { echo "report failed"; rc=1; }
     ls "$T/$name"
     [ "$rc" -eq 0 ] || fails=$((fails + 1))
+}
+
+# RANKS_JSON SHIFT: the simulated host's offset found within 50 us of -SHIFT, its clock
+# aligned; prints the hosts and the error
+check_offset() {
+    python3 - "$1" "$2" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+shift = int(sys.argv[2])
+for h in d["hosts"]:
+    print(h)
+b = [h for h in d["hosts"] if h["name"] == "sim-host-b"][0]
+if b["offset_ns"] is None:
+    sys.exit(f"sim-host-b not aligned: {b}")
+err = b["offset_ns"] + shift
+print(f"offset {b['offset_ns']} ns, applied {-shift} ns: error {err} ns, uncertainty "
+      f"{b['uncertainty_ns']} ns, {b['collectives']} collectives; waits {d['waits']}")
+sys.exit(0 if d["clocks_aligned"] and abs(err) <= 50000 else 1)
+PYEOF
 }
 
 if [ "$part" = record ]; then
@@ -102,21 +128,40 @@ if [ "$part" = hosts ]; then
     sed -n '/^## Hosts/,/^## Processes/p' "$T/tp-hosts/ranks.md"
     grep -i "waits in collectives" "$T/tp-hosts/ranks.md"
     step "hosts: the offset found against the one applied"
-    python3 - "$T/tp-hosts/ranks.json" "$SHIFT" <<'PYEOF' || fails=$((fails + 1))
-import json, sys
-d = json.load(open(sys.argv[1]))
-shift = int(sys.argv[2])
-for h in d["hosts"]:
-    print(h)
-b = [h for h in d["hosts"] if h["name"] == "sim-host-b"][0]
-err = b["offset_ns"] + shift
-print(f"offset {b['offset_ns']} ns, applied {-shift} ns: error {err} ns, uncertainty "
-      f"{b['uncertainty_ns']} ns, {b['collectives']} collectives; waits {d['waits']}")
-sys.exit(0 if d["clocks_aligned"] and abs(err) <= 50000 else 1)
-PYEOF
+    check_offset "$T/tp-hosts/ranks.json" "$SHIFT" || fails=$((fails + 1))
     step "pack"
     tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
         --exclude='report.md' --exclude='summary.md' -czf "$OUT/multi-gpu-hosts.tar.gz" tp-hosts
+    ls -la "$OUT"
+    echo "$fails failed"
+    [ "$fails" -eq 0 ]
+    exit
+fi
+
+if [ "$part" = groups ]; then
+    SMALL=(--layers 4 --requests 2 --new-tokens 16 --prompt 256 --tp 2)
+    TR4=("$PY" -m torch.distributed.run --standalone --nproc-per-node 4)
+    rec tp-groups 4 -- "${TR4[@]}" tests/gpu/tp_decode.py "${SMALL[@]}"
+    rec tp-replicas 4 -- "${TR4[@]}" tests/gpu/tp_decode.py "${SMALL[@]}" --dp-sync 0
+    SHIFT=1234567890
+    E="MASTER_ADDR=127.0.0.1 MASTER_PORT=29542 WORLD_SIZE=4"
+    B2="LLMPROF_TEST_HOST=sim-host-b LLMPROF_TEST_CLOCK_SHIFT_NS=$SHIFT"
+    rec tp-groups-hosts 4 -- bash -c "
+        env $E RANK=0 LOCAL_RANK=0 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
+        env $E RANK=1 LOCAL_RANK=1 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
+        env $E RANK=2 LOCAL_RANK=2 $B2 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
+        env $E RANK=3 LOCAL_RANK=3 $B2 $PY tests/gpu/tp_decode.py ${SMALL[*]} & wait"
+    for name in tp-groups tp-replicas tp-groups-hosts; do
+        step "$name: ranks.md"
+        sed -n '/^## Groups/,/^## Processes/p' "$T/$name/ranks.md" | head -60
+        grep -i "waits in collectives" "$T/$name/ranks.md"
+    done
+    step "hosts: the offset found against the one applied"
+    check_offset "$T/tp-groups-hosts/ranks.json" "$SHIFT" || fails=$((fails + 1))
+    step "pack"
+    tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
+        --exclude='report.md' --exclude='summary.md' \
+        -czf "$OUT/multi-gpu-groups.tar.gz" tp-groups tp-replicas tp-groups-hosts
     ls -la "$OUT"
     echo "$fails failed"
     [ "$fails" -eq 0 ]

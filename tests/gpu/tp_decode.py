@@ -14,6 +14,15 @@ tensor parallelism, so that communication runs beside compute.
 weights, loaded with tp_plan="auto", generate()), no NVTX ranges: a program as HF users run it.
 Run without torchrun (no WORLD_SIZE) it is one process on one GPU.
 
+--tp N (manual only): tensor parallelism over groups of N ranks inside WORLD_SIZE / N
+data-parallel replicas, as vLLM and SGLang lay out TP x DP: ranks r .. r+N-1 form one TP
+process group, ranks with the same place in their replica one DP group; each replica decodes
+its own requests and, once per decode step, its ranks all-reduce a one-element "unfinished
+requests" count across the DP group (vLLM's data-parallel step synchronisation), so the run
+has two kinds of communicators: per-layer all-reduces inside each TP group, one small
+all-reduce per step inside each DP group. --dp-sync 0: no DP groups, the replicas never
+communicate (independent engines behind a router).
+
 Prints one JSON line per rank: rank, GPU, prefill ms and ms per decode token over the timed
 requests (median and least), as bench/summarize.py reads them."""
 import argparse
@@ -38,14 +47,30 @@ p.add_argument("--prompt", type=int, default=512)
 p.add_argument("--new-tokens", type=int, default=32)
 p.add_argument("--requests", type=int, default=3)
 p.add_argument("--overlap", type=int, default=1)
+p.add_argument("--tp", type=int, default=0, help="TP group size (default: every rank)")
+p.add_argument("--dp-sync", type=int, default=1,
+               help="0: the replicas never communicate (independent engines behind a router)")
 args = p.parse_args()
 
-world = int(os.environ.get("WORLD_SIZE", "1"))
+nranks = int(os.environ.get("WORLD_SIZE", "1"))
 rank = int(os.environ.get("RANK", "0"))
 local = int(os.environ.get("LOCAL_RANK", "0"))
 torch.cuda.set_device(local)
-if world > 1:
+tp_group = dp_group = None
+world = args.tp if args.tp > 0 else nranks  # the TP degree: shards per replica
+assert nranks % world == 0, "WORLD_SIZE must be a multiple of --tp"
+if nranks > 1:
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+if world < nranks:
+    # every rank creates every group, in one order (torch.distributed requires it)
+    for r0 in range(0, nranks, world):
+        g = dist.new_group(list(range(r0, r0 + world)))
+        if r0 <= rank < r0 + world:
+            tp_group = g
+    for i in range(world if args.dp_sync else 0):
+        g = dist.new_group(list(range(i, nranks, world)))
+        if rank % world == i:
+            dp_group = g
 torch.manual_seed(0)
 dev = torch.device("cuda", local)
 dt = torch.bfloat16
@@ -53,7 +78,7 @@ dt = torch.bfloat16
 
 def all_reduce(x):
     if world > 1:
-        dist.all_reduce(x)
+        dist.all_reduce(x, group=tp_group)
     return x
 
 
@@ -65,7 +90,7 @@ def row_parallel(x, w):
     outs, works = [], []
     for wc in w.chunk(args.overlap, 0):
         y = x @ wc.t()
-        works.append(dist.all_reduce(y, async_op=True))
+        works.append(dist.all_reduce(y, group=tp_group, async_op=True))
         outs.append(y)
     for wk in works:
         wk.wait()
@@ -131,7 +156,7 @@ class Manual:
         logits = rms(x[:, -1:], self.norm) @ self.head.t()
         if world > 1:
             parts = [torch.empty_like(logits) for _ in range(world)]
-            dist.all_gather(parts, logits)
+            dist.all_gather(parts, logits, group=tp_group)
             logits = torch.cat(parts, -1)
         return logits[..., : args.vocab]
 
@@ -146,8 +171,12 @@ class Manual:
         if timed:
             nvtx.range_pop()
             nvtx.range_push("decode")
+        unfinished = torch.ones(1, device=dev, dtype=torch.int32)
         for s in range(args.new_tokens):
             tok = self.forward(tok, args.prompt + s).argmax(-1)
+            if dp_group is not None:  # the replicas agree whether any still decodes
+                unfinished.fill_(args.new_tokens - 1 - s)
+                dist.all_reduce(unfinished, group=dp_group)
         torch.cuda.synchronize()
         t2 = time.perf_counter()
         if timed:
@@ -192,10 +221,10 @@ with torch.inference_mode():
                            generator=torch.Generator(dev).manual_seed(1))
     m.request(prompt, False)  # warm-up
     res = [m.request(prompt, True) for _ in range(args.requests)]
-print(json.dumps({"rank": rank, "world": world, "gpu": torch.cuda.get_device_name(dev),
+print(json.dumps({"rank": rank, "world": nranks, "tp": world, "gpu": torch.cuda.get_device_name(dev),
                   "prefill_ms_median": statistics.median(r[0] for r in res),
                   "decode_ms_per_token_median": statistics.median(r[1] for r in res),
                   "prefill_ms_min": min(r[0] for r in res),
                   "decode_ms_per_token_min": min(r[1] for r in res)}), flush=True)
-if world > 1:
+if nranks > 1:
     dist.destroy_process_group()
