@@ -434,7 +434,7 @@ static void test_ranks_hosts_edges(void **state)
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     char *text = ranks_text(&rk, 0);
     assert_non_null(strstr(text, "| b | 1 | not aligned | 200.0 us | 3 collectives whose ends "
-                                 "never agree"));
+                                 "do not agree on one offset"));
     free(text);
     text = ranks_text(&rk, 1);
     assert_non_null(strstr(text, "\"clock\": \"disagree\",\n      \"offset_ns\": null"));
@@ -556,13 +556,13 @@ static void test_ranks_fixtures(void **state)
         assert_int_equal(rk.kernels, sum_k);
         assert_int_equal(rk.kernel_ns, sum_ns);
         if (runs[run].ranked) {
-            /* every collective matched: tp-hf's first, which did not end together while
-               NCCL connects, by its order */
+            /* every collective matched but tp-hf's first: the only one of its name, it ended
+               apart on the two ranks while NCCL connected, and no group was found for it */
             assert_int_equal(rk.ranks[0].comm_kernels, rk.ranks[1].comm_kernels);
             assert_int_equal(rk.n_groups, 1);
             assert_int_equal(rk.coll_kernels, 2 * rk.ranks[0].comm_kernels);
-            assert_int_equal(rk.coll_unmatched, 0);
-            assert_int_equal(rk.coll_matched, rk.ranks[0].comm_kernels);
+            assert_int_equal(rk.coll_unmatched, run == 1 ? 2 : 0);
+            assert_int_equal(rk.coll_matched + (run == 1), rk.ranks[0].comm_kernels);
             assert_true(rk.coll_names_unmatched <= 1);
             assert_true(rk.wait_ns > 0);
         }
@@ -611,8 +611,8 @@ static void test_ranks_two_hosts(void **state)
             const struct lp_ranks_host *b = &two.hosts[1];
             assert_string_equal(b->name, "sim-host-b");
             assert_int_equal(b->how, LP_CLOCK_HOW_COLLECTIVES);
-            /* every collective linked but tp-hf's first, matched by order on one host */
-            assert_true(b->collectives + 1 >= one.coll_matched);
+            /* every collective linked but tp-hf's first (on one host, in no group either) */
+            assert_true(b->collectives >= one.coll_matched);
             int64_t err = b->offset_ns + shifts[sh];
             assert_true(llabs(err) <= 10 * (int64_t)US);
             assert_true(b->uncertainty_ns >= 0 && b->uncertainty_ns <= 10.0 * US);
@@ -713,6 +713,226 @@ static void test_ranks_fixture_hosts_overlap(void **state)
     }
 }
 
+/* A collective of a synthetic rank: kernel NAME from S to E */
+struct sc {
+    const char *name;
+    uint64_t s, e;
+};
+
+/* Rank RANK on HOST with the N collectives V, each moved by SHIFT (its host's clock) */
+static void coll_rank(struct lp_rank *k, const char *rank, const char *host,
+                      const struct sc *v, size_t n, uint64_t shift)
+{
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "rank", rank);
+    lp_trace_writer_set_meta(b.w, "host", host);
+    range(&b, "decode", 1, shift, shift + 20000 * US);
+    for (size_t i = 0; i < n; i++)
+        kernel_on(&b, v[i].name, 0, v[i].s + shift, v[i].e + shift);
+    take_rank(&b, k);
+}
+
+#define AR_BF16 "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+#define AR_I64 "ncclDevKernel_AllReduce_Sum_i64_RING_LL"
+#define SENDRECV "ncclDevKernel_SendRecv"
+
+/* Steps of irregular length, as real ones are (a steady period would let collectives
+ * paired one step off pass for a clock offset): the start of step T, in us */
+static uint64_t step_us(size_t t)
+{
+    return 1000 + 1000 * t + (37 * t * t) % 300;
+}
+
+/* Two TP-2 replicas, one per host (host b's clock 5 ms ahead), whose TP all-reduces keep in
+ * step 50 us apart, and two DP groups across the hosts (another kernel name) whose
+ * all-reduces end together. A steady lag is a clock offset as far as the collectives can
+ * tell: the TP all-reduces point to an offset 50 us off the DP groups', and the host is left
+ * unaligned (half the candidates' spread its uncertainty) rather than aligned on either.
+ * With the lag varying from step to step (as it does: the replicas drift), the TP
+ * all-reduces do not end together and the DP groups give the offset, exactly. */
+static void test_ranks_lockstep_hosts(void **state)
+{
+    (void)state;
+    for (int drift = 0; drift < 2; drift++) {
+        struct lp_rank *k = calloc(4, sizeof *k);
+        assert_non_null(k);
+        static const char *const rank[4] = {"0", "1", "2", "3"};
+        for (size_t r = 0; r < 4; r++) {
+            struct sc v[20];
+            for (size_t t = 0; t < 10; t++) {
+                uint64_t base = step_us(t) * US;
+                uint64_t lag = r < 2 ? 0 : (drift ? 50 + (t * 29) % 90 : 50) * US;
+                v[2 * t] = (struct sc){AR_BF16, base + lag, base + lag + 20 * US};
+                /* each DP group its own end, the second's 30 to 69 us after the first's */
+                uint64_t dp = (r % 2 ? 530 + (t * 13) % 40 : 500) * US;
+                v[2 * t + 1] = (struct sc){AR_I64, base + dp - 20 * US, base + dp};
+            }
+            coll_rank(&k[r], rank[r], r >= 2 ? "b" : "a", v, 20, r >= 2 ? 5000 * US : 0);
+        }
+        struct lp_ranks rk;
+        assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
+        if (drift) {
+            assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_COLLECTIVES);
+            assert_int_equal(rk.hosts[1].offset_ns, -5000 * (int64_t)US);
+            assert_int_equal(rk.n_groups, 4);
+            assert_int_equal(rk.coll_unmatched, 0);
+            assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+        } else {
+            assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_DISAGREE);
+            assert_true(rk.hosts[1].uncertainty_ns >= 25.0 * US); /* half the 50 us at least */
+            assert_int_equal(rk.aligned, 0);
+            assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
+        }
+        lp_ranks_free(&rk);
+    }
+}
+
+/* Host b's rank ran one all-reduce fewer (its recording started later): aligned all the
+ * same, its collectives paired from the last */
+static void test_ranks_hosts_unequal(void **state)
+{
+    (void)state;
+    struct sc v[21];
+    for (size_t t = 0; t < 21; t++)
+        v[t] = (struct sc){AR_BF16, step_us(t) * US, (step_us(t) + 20) * US};
+    struct lp_rank *k = calloc(2, sizeof *k);
+    assert_non_null(k);
+    coll_rank(&k[0], "0", "a", v, 21, 0);
+    coll_rank(&k[1], "1", "b", v + 1, 20, 5000 * US);
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 2, &rk), LP_OK);
+    assert_int_equal(rk.hosts[1].how, LP_CLOCK_HOW_COLLECTIVES);
+    assert_int_equal(rk.hosts[1].offset_ns, -5000 * (int64_t)US);
+    assert_int_equal(rk.hosts[1].collectives, 20);
+    assert_int_equal(rk.coll_matched, 20);
+    assert_int_equal(rk.coll_unmatched, 1);
+    lp_ranks_free(&rk);
+}
+
+/* Relations that are not cliques, split: a TP and a DP group of one kernel name run as
+ * often (each rank relates to its TP and its DP partner: a ring of four), and a chain of
+ * pipeline pairs (0-1, 1-2) on send/receive; one group over hosts a, b, a, b counts two
+ * hosts; and two DP all-reduces per rank, too few for a group, are not taken by the TP
+ * groups' matching by order */
+static void test_ranks_groups_split(void **state)
+{
+    (void)state;
+    static const char *const rank[4] = {"0", "1", "2", "3"};
+    struct lp_rank *k = calloc(4, sizeof *k);
+    assert_non_null(k);
+    for (size_t r = 0; r < 4; r++) {
+        struct sc v[20];
+        for (size_t t = 0; t < 10; t++) {
+            uint64_t base = step_us(t) * US;
+            v[2 * t] = (struct sc){AR_BF16, base, base + (r >= 2 ? 70 : 20) * US};
+            v[2 * t + 1] = (struct sc){AR_BF16, base + 400 * US,
+                                       base + (r % 2 ? 530 : 500) * US};
+        }
+        coll_rank(&k[r], rank[r], "a", v, 20, 0);
+    }
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
+    assert_int_equal(rk.n_groups, 4);
+    static const size_t members[4][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
+    for (size_t g = 0; g < 4; g++) {
+        assert_int_equal(rk.groups[g].members[0], members[g][0]);
+        assert_int_equal(rk.groups[g].members[1], members[g][1]);
+        assert_int_equal(rk.groups[g].collectives, 10);
+    }
+    assert_int_equal(rk.coll_unmatched, 0);
+    lp_ranks_free(&rk);
+
+    k = calloc(3, sizeof *k);
+    assert_non_null(k);
+    for (size_t r = 0; r < 3; r++) {
+        struct sc v[20];
+        size_t n = 0;
+        for (size_t t = 0; t < 10; t++) {
+            uint64_t base = step_us(t) * US;
+            if (r <= 1)
+                v[n++] = (struct sc){SENDRECV, base, base + 20 * US};
+            if (r >= 1)
+                v[n++] = (struct sc){SENDRECV, base + 100 * US, base + 120 * US};
+        }
+        coll_rank(&k[r], rank[r], "a", v, n, 0);
+    }
+    assert_int_equal(lp_ranks_analyze(k, 3, &rk), LP_OK);
+    assert_int_equal(rk.n_groups, 2);
+    assert_int_equal(rk.groups[0].members[1], 1);
+    assert_int_equal(rk.groups[1].members[0], 1);
+    assert_int_equal(rk.groups[1].members[1], 2);
+    assert_int_equal(rk.groups[0].ops, LP_COLL_OP_SEND_RECV);
+    assert_int_equal(rk.coll_unmatched, 0);
+    lp_ranks_free(&rk);
+
+    static const char *const hosts[4] = {"a", "b", "a", "b"};
+    k = calloc(4, sizeof *k);
+    assert_non_null(k);
+    for (size_t r = 0; r < 4; r++) {
+        struct sc v[12];
+        for (size_t t = 0; t < 10; t++) {
+            uint64_t base = step_us(t) * US;
+            v[t] = (struct sc){AR_BF16, base, base + 20 * US};
+        }
+        for (size_t t = 0; t < 2; t++) /* DP: ends 30 us apart on its two ranks */
+            v[10 + t] = (struct sc){AR_I64, (1400 + 1000 * t) * US,
+                                    (1500 + 1000 * t + (r >= 2 ? 30 : 0)) * US};
+        coll_rank(&k[r], rank[r], hosts[r], v, 12, 0);
+    }
+    assert_int_equal(lp_ranks_analyze(k, 4, &rk), LP_OK);
+    assert_int_equal(rk.aligned, 1);
+    assert_int_equal(rk.n_groups, 1);
+    assert_int_equal(rk.groups[0].n_members, 4);
+    assert_int_equal(rk.groups[0].n_hosts, 2);
+    assert_int_equal(rk.groups[0].by_order, 0);
+    assert_int_equal(rk.groups[0].collectives, 10);
+    assert_int_equal(rk.coll_unmatched, 8);
+    lp_ranks_free(&rk);
+}
+
+/* The four-H200 pipeline run (multi_gpu.sh groups, tp-pipeline: two stages of TP 2, the
+ * hidden states sent from rank 0 to 2 and 1 to 3, the token back, by NCCL send/recv, every
+ * kind on one stream): the TP groups of each stage (all-reduces; the last stage's also
+ * all-gathers) and the two pipeline pairs (send/receive, 102 each: two per forward pass),
+ * replicas of each other; the TP groups are not (the stages run different collectives).
+ * The stage-0 ranks' sends end together as they wait for the same step, but are left to
+ * the pipeline pairs. */
+static void test_ranks_fixture_pipeline(void **state)
+{
+    (void)state;
+    size_t n;
+    struct lp_trace **ts;
+    struct lp_rank *k = fixture_ranks("tp-pipeline", &n, &ts);
+    assert_int_equal(n, 4);
+    struct lp_ranks rk;
+    assert_int_equal(lp_ranks_analyze(k, n, &rk), LP_OK);
+    assert_int_equal(rk.waits, LP_RANKS_WAIT_DONE);
+    assert_int_equal(rk.n_groups, 4);
+    static const size_t members[4][2] = {{0, 1}, {0, 2}, {1, 3}, {2, 3}};
+    static const uint32_t ops[4] = {
+        LP_COLL_OP_ALL_REDUCE, LP_COLL_OP_SEND_RECV, LP_COLL_OP_SEND_RECV,
+        LP_COLL_OP_ALL_REDUCE | LP_COLL_OP_ALL_GATHER};
+    static const size_t count[4] = {204, 102, 102, 255};
+    static const size_t replica[4] = {SIZE_MAX, 1, 1, SIZE_MAX};
+    for (size_t g = 0; g < 4; g++) {
+        const struct lp_ranks_group *gr = &rk.groups[g];
+        assert_int_equal(gr->members[0], members[g][0]);
+        assert_int_equal(gr->members[1], members[g][1]);
+        assert_int_equal(gr->ops, ops[g]);
+        assert_int_equal(gr->collectives, count[g]);
+        assert_int_equal(gr->replica_of, replica[g]);
+    }
+    assert_int_equal(rk.coll_unmatched, 0);
+    char *text = ranks_text(&rk, 0);
+    assert_non_null(strstr(text, "| 1 | ranks 0, 2 | 1 | 102 (3 by order) | send/receive |"));
+    free(text);
+    lp_ranks_free(&rk);
+    for (size_t i = 0; i < n; i++)
+        lp_trace_free(ts[i]);
+    free(ts);
+}
+
 /* A collective whose last rank's kernel ran on 48 us past the other's end (as 9 of 48 did on
  * a four-H200 run) is matched by its order between two that ended together; where one rank
  * ran one more there, none of them is */
@@ -745,10 +965,10 @@ static void test_ranks_late_end(void **state)
  * 2, whose ranks all launch every communicator's kernels on one stream. tp-groups: two TP
  * groups (459 all-reduces and all-gathers each) and two DP groups (48 one-element
  * all-reduces, once per decode step), of which 9 and 10 ended 25 to 48 us apart (the last
- * rank's kernel ran on) and are matched by their order; tp-replicas: the TP groups only, replicas that never
- * communicate, the second 23 % slower by the script's own timers (9.47 against 7.69 ms per
- * token); tp-groups-hosts: tp-groups with ranks 2 and 3 on a simulated host whose clock is
- * 1,234,567,890 ns ahead, aligned through the DP groups alone. */
+ * rank's kernel ran on) and are matched by their order; tp-replicas: the TP groups only,
+ * replicas that never communicate, the second 23 % slower by the script's own timers (9.47
+ * against 7.69 ms per token); tp-groups-hosts: tp-groups with ranks 2 and 3 on a simulated
+ * host whose clock is 1,234,567,890 ns ahead, aligned through the DP groups alone. */
 static void test_ranks_fixture_groups(void **state)
 {
     (void)state;
@@ -785,9 +1005,20 @@ static void test_ranks_fixture_groups(void **state)
             }
             assert_true(gr->end_spread_ns < 2.0 * US);
             assert_int_equal(rk.coll_unmatched, 0);
-            assert_true(gr->wait_ns <= gr->comm_ns);
-            assert_true(gr->straggler == gr->members[0] || gr->straggler == gr->members[1]);
+            /* the group's waits are its members', and the one waited for waits least; a
+               rank's waits are the sum over its groups (checked below) */
+            assert_int_equal(gr->wait_ns, gr->member_wait_ns[0] + gr->member_wait_ns[1]);
+            assert_int_equal(gr->straggler,
+                             gr->members[gr->member_wait_ns[1] < gr->member_wait_ns[0]]);
+            assert_true(gr->wait_ns > 0);
             assert_true(gr->replica_of != SIZE_MAX); /* each has its replica */
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t sum = 0;
+            for (size_t g = 0; g < rk.n_groups; g++)
+                for (size_t q = 0; q < 2; q++)
+                    sum += rk.groups[g].members[q] == i ? rk.groups[g].member_wait_ns[q] : 0;
+            assert_int_equal(rk.ranks[i].wait_ns, sum);
         }
         assert_int_equal(found_tp, 2);
         assert_int_equal(found_dp, run == 1 ? 0 : 2);
@@ -819,6 +1050,10 @@ int main(void)
         cmocka_unit_test(test_ranks_groups_one_name),
         cmocka_unit_test(test_ranks_fixture_groups),
         cmocka_unit_test(test_ranks_late_end),
+        cmocka_unit_test(test_ranks_fixture_pipeline),
+        cmocka_unit_test(test_ranks_lockstep_hosts),
+        cmocka_unit_test(test_ranks_hosts_unequal),
+        cmocka_unit_test(test_ranks_groups_split),
         cmocka_unit_test(test_ranks_communicators),
         cmocka_unit_test(test_ranks_duplicate),
         cmocka_unit_test(test_ranks_fixtures),

@@ -140,13 +140,16 @@ struct lp_ranks_group {
 
 /* How a host's clock offset was found (lp_ranks_host.how) */
 enum lp_clock_how {
-    LP_CLOCK_HOW_REFERENCE,             /* the reference host: that of the lowest rank */
+    LP_CLOCK_HOW_REFERENCE,             /* the reference host: that of the lowest rank that
+                                           ran collectives */
     LP_CLOCK_HOW_COLLECTIVES,           /* from the ends of the collectives its ranks ran
-                                           with the reference host's */
+                                           with an aligned host's (clocks.c) */
     LP_CLOCK_HOW_NONE,                  /* too few such collectives: not aligned */
-    LP_CLOCK_HOW_DISAGREE,              /* their estimates disagree by more than the median
-                                           collective lasts (groups that never communicate
-                                           across the hosts): not aligned */
+    LP_CLOCK_HOW_DISAGREE,              /* collectives run with an aligned host's whose ends
+                                           do not agree on one offset (half their
+                                           interquartile range past LP_COLL_TOGETHER_NS, or
+                                           two tight sequences at offsets further apart):
+                                           not aligned */
 };
 /* shared collectives a host's offset needs */
 #define LP_CLOCK_MIN_COLLECTIVES 3
@@ -160,8 +163,11 @@ struct lp_ranks_host {
     int64_t offset_ns;                  /* added to its times puts them on the reference's
                                            clock: the median of the estimates */
     double uncertainty_ns;              /* half the estimates' interquartile range; 0 for the
-                                           reference, NaN with too few */
-    size_t collectives;                 /* collectives that gave an estimate */
+                                           reference, NaN with too few; DISAGREE: the
+                                           estimates' spread */
+    size_t collectives;                 /* collectives that gave an estimate (linked pairs);
+                                           not aligned: the most of one name its ranks ran
+                                           as often as an aligned rank */
 };
 
 /* Per-process figures whose distribution over the processes lp_ranks_analyze gives */

@@ -138,12 +138,36 @@ static int aligned_rank(const struct lp_ranks *out, size_t i)
            (h == LP_CLOCK_HOW_REFERENCE || h == LP_CLOCK_HOW_COLLECTIVES);
 }
 
+/* The most paired collectives a candidate first offset is judged on (evenly spaced) */
+#define LP_CLOCK_SAMPLE 256
+
+/* One candidate: rank I's and rank J's collectives of one name paired in order, N pairs
+ * from VI and VJ (their by-name indices), judged on up to LP_CLOCK_SAMPLE of them. *MID:
+ * the median of the end differences; returns half their interquartile range, +inf when one
+ * pair's difference passed INT64_MAX, NAN out of memory. */
+static double judge(const struct lp_rank *ki, const struct lp_rank *kj, const uint32_t *vi,
+                    const uint32_t *vj, size_t n, struct estimates *s, int64_t *mid)
+{
+    size_t step = n > LP_CLOCK_SAMPLE ? n / LP_CLOCK_SAMPLE : 1;
+    int clamped = 0;
+    s->n = 0;
+    for (size_t c = 0; c < n; c += step)
+        if (push(s, diff(ki->coll[vi[c]].end, kj->coll[vj[c]].end, &clamped)) != 0)
+            return NAN;
+    return clamped ? INFINITY : spread_of(s->v, s->n, mid);
+}
+
 /* A first offset for host H: the collectives of one name that a rank of H and a rank of an
- * aligned host ran equally often (3 times at least), paired in order, whose end differences
- * agree within LP_COLL_TOGETHER_NS (half their interquartile range): one communicator's,
- * which end together. The pair with the most such collectives gives it (*FOUND set). Without
- * one, X says why: too few, or sequences that never end together (groups that do not
- * communicate across the hosts, whose ends drift apart). */
+ * aligned host ran (3 times at least), paired in order (from the first of each, and from
+ * the last where their counts differ: a recording that started or stopped at another
+ * moment), whose end differences agree within LP_COLL_TOGETHER_NS (half their interquartile
+ * range): one communicator's, which end together. The pair with the most such collectives
+ * gives it (*FOUND set). Without one, X says why: too few, or sequences that never end
+ * together (groups that do not communicate across the hosts, whose ends drift apart). When
+ * two such candidates disagree by more than LP_COLL_TOGETHER_NS, the host is not aligned
+ * either (DISAGREE, half their distance as the uncertainty): groups that keep in step at a
+ * steady lag, or collectives at a steady period paired one period off, are as tight as one
+ * communicator, and the clock cannot be told from the lag. */
 static int first_offset(struct lp_ranks *out, const struct lp_coll_index *ix, size_t h,
                         int64_t *offset, int *found)
 {
@@ -151,7 +175,10 @@ static int first_offset(struct lp_ranks *out, const struct lp_coll_index *ix, si
     struct estimates s = {0};
     size_t best = 0, seen = 0;
     double loosest = NAN;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
     *found = 0;
+    x->how = LP_CLOCK_HOW_NONE;
+    x->uncertainty_ns = NAN;
     for (size_t j = 0; j < out->n; j++) {
         const struct lp_rank *kj = &out->ranks[j];
         if (kj->host_index != h || !ix->by_name[j])
@@ -166,41 +193,45 @@ static int first_offset(struct lp_ranks *out, const struct lp_coll_index *ix, si
                 size_t nj = lp_coll_index_name(out, ix, j, name, &fj);
                 size_t ni = lp_coll_index_name(out, ix, i, name, &fi);
                 q = fj + nj;
-                if (ni != nj || ni <= best)
+                size_t n = ni < nj ? ni : nj;
+                seen = n > seen ? n : seen;
+                if (n < LP_CLOCK_MIN_COLLECTIVES)
                     continue;
-                seen = ni > seen ? ni : seen;
-                if (ni < LP_CLOCK_MIN_COLLECTIVES)
-                    continue;
-                int clamped = 0;
-                s.n = 0;
-                for (size_t c = 0; c < ni; c++)
-                    if (push(&s, diff(ki->coll[ix->by_name[i][fi + c]].end,
-                                      kj->coll[ix->by_name[j][fj + c]].end, &clamped)) != 0) {
+                for (int from_end = 0; from_end < 1 + (ni != nj); from_end++) {
+                    const uint32_t *vi = ix->by_name[i] + fi + (from_end ? ni - n : 0),
+                                   *vj = ix->by_name[j] + fj + (from_end ? nj - n : 0);
+                    int64_t mid;
+                    double sp = judge(ki, kj, vi, vj, n, &s, &mid);
+                    if (isnan(sp)) {
                         free(s.v);
                         return LP_ERR_NOMEM;
                     }
-                if (clamped)
-                    continue;
-                int64_t mid;
-                double sp = spread_of(s.v, s.n, &mid);
-                if (sp > (double)LP_COLL_TOGETHER_NS) {
-                    loosest = isnan(loosest) || sp > loosest ? sp : loosest;
-                    continue;
+                    if (sp > (double)LP_COLL_TOGETHER_NS) {
+                        if (isfinite(sp))
+                            loosest = isnan(loosest) || sp > loosest ? sp : loosest;
+                        continue;
+                    }
+                    lo = mid < lo ? mid : lo;
+                    hi = mid > hi ? mid : hi;
+                    if (n > best) {
+                        best = n;
+                        *offset = mid;
+                        *found = 1;
+                    }
                 }
-                best = ni;
-                *offset = mid;
-                *found = 1;
             }
         }
     }
     free(s.v);
-    if (!*found) {
-        x->collectives = seen;
-        if (!isnan(loosest)) {
-            x->how = LP_CLOCK_HOW_DISAGREE;
-            x->uncertainty_ns = loosest;
-        }
+    if (*found && (double)hi - (double)lo > (double)LP_COLL_TOGETHER_NS) {
+        *found = 0;
+        x->how = LP_CLOCK_HOW_DISAGREE;
+        x->uncertainty_ns = ((double)hi - (double)lo) / 2;
+    } else if (!*found && !isnan(loosest)) {
+        x->how = LP_CLOCK_HOW_DISAGREE;
+        x->uncertainty_ns = loosest;
     }
+    x->collectives = seen;
     return LP_OK;
 }
 
@@ -209,7 +240,8 @@ static int first_offset(struct lp_ranks *out, const struct lp_coll_index *ix, si
  * difference of their ends; the offset is their median, its uncertainty half their
  * interquartile range. That partner is the first aligned rank that shares a group with it
  * (linked on at least half the fewer side's collectives of a name, whose links alone count):
- * one partner per rank keeps the work linear in the ranks. */
+ * one partner per rank keeps this part linear in the ranks (first_offset compares every
+ * pair, on a sample of each). */
 static int refine(struct lp_ranks *out, const struct lp_coll_index *ix, size_t h,
                   int64_t first)
 {

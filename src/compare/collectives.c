@@ -4,23 +4,26 @@
  * one stream (PyTorch's), so neither the stream nor the order of launch tells communicators
  * apart, and kernels of one name can belong to several. Two ranks' collectives of one
  * kernel name are linked where each is the other's nearest by end and their ends lie within
- * LP_COLL_TOGETHER_NS; two ranks share a group for that name where at least half of the
- * fewer side's collectives are linked (chance links between groups in near lockstep stay
- * under 2 % on the fixtures). The groups of a name are the connected sets of that relation
- * where every pair is related; each of their collectives that ends together on every member
- * is one matched collective. Collectives left over are looked at again without those
- * matched (up to LP_COLL_ROUNDS times), so that a group whose collectives share a name with
- * a busier group's is found once the busier one's are taken. Groups of several names with
- * the same members are one group (a process group: the trace cannot tell two communicators
- * over the same ranks apart). Times must be on one clock: several hosts' are aligned first
- * (clocks.c), and ranks of hosts that were not take no part. */
+ * LP_COLL_TOGETHER_NS; two ranks share a group for that name where at least 3 and at least
+ * half of the fewer side's collectives are linked (chance links between groups in near
+ * lockstep: under 2 % on the fixtures, a third between a pipeline run's send/receive
+ * pairs). The groups of a name are the connected sets of that relation where every pair is
+ * related (else the largest such part, clique_of); each of their collectives that ends
+ * together on every member is one matched collective. Collectives left over are looked at
+ * again without those matched (up to LP_COLL_ROUNDS times), so that a group whose
+ * collectives share a name with a busier group's is found once the busier one's are taken.
+ * Last, each group's leftovers of the names it was found for are matched by their order
+ * (fill_by_order). Groups of several names with the same members are one group (a process
+ * group: the trace cannot tell two communicators over the same ranks apart). Times must be
+ * on one clock: several hosts' are aligned first (clocks.c), and ranks of hosts that were
+ * not take no part. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "compare_internal.h"
 #include "llmprof/sat.h"
 
-#define LP_COLL_ROUNDS 4
+#define LP_COLL_ROUNDS 16
 
 /* C[A] against C[B] by (name, end) */
 static int by_name_end(const struct lp_rank_coll *c, uint32_t a, uint32_t b)
@@ -185,11 +188,34 @@ struct state {
     struct lp_coll_index ix;
     uint64_t *names;                    /* distinct, ascending */
     size_t n_names;
-    uint8_t *related;                   /* n x n, for one name */
+    size_t *links;                      /* n x n, for one name: links of related ranks, else 0 */
     size_t *comp;                       /* union-find parents */
     size_t *unused;                     /* per rank: its unused collectives of one name */
     uint32_t *ev;                       /* one collective's indices, per member */
+    struct formed {                     /* the names each group was found for */
+        size_t g;
+        uint64_t name;
+    } *formed;
+    size_t n_formed, cap_formed;
 };
+
+/* Group G was found for NAME: kept once. LP_OK or LP_ERR_NOMEM. */
+static int add_formed(struct state *s, size_t g, uint64_t name)
+{
+    for (size_t i = 0; i < s->n_formed; i++)
+        if (s->formed[i].g == g && s->formed[i].name == name)
+            return LP_OK;
+    if (s->n_formed == s->cap_formed) {
+        size_t cap = s->cap_formed ? 2 * s->cap_formed : 16;
+        struct formed *p = realloc(s->formed, cap * sizeof *p);
+        if (!p)
+            return LP_ERR_NOMEM;
+        s->formed = p;
+        s->cap_formed = cap;
+    }
+    s->formed[s->n_formed++] = (struct formed){g, name};
+    return LP_OK;
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -339,19 +365,68 @@ static size_t take_events(struct state *s, size_t g, const size_t *m, size_t n, 
     return made;
 }
 
+/* Of the K ranks M (ascending) of one connected set, a clique of the relation, moved to the
+ * front of M (ascending; its size returned): all of them where every pair relates; else,
+ * grown from the pair with the most links, the rank related to all so far with the most
+ * links to them, again and again (a chain of pipeline stages, or a TP group and a DP group
+ * of one kernel name run as often: the cliques one after another, and what their
+ * collectives leave in later rounds). Fewer than 2: none (no pair relates). */
+static size_t clique_of(const struct state *s, size_t *m, size_t k)
+{
+    size_t n = s->out->n, a = 0, b = 1, best = 0;
+    int clique = 1;
+    for (size_t x = 0; x < k; x++)
+        for (size_t y = x + 1; y < k; y++) {
+            size_t l = s->links[m[x] * n + m[y]];
+            clique &= l > 0;
+            if (l > best)
+                best = l, a = x, b = y;
+        }
+    if (!best)
+        return 0;
+    if (clique)
+        return k;
+    /* M reordered in place, the clique first: the pair (A < B, so M[B] stays put) */
+    size_t t, got = 2;
+    t = m[0], m[0] = m[a], m[a] = t;
+    t = m[1], m[1] = m[b], m[b] = t;
+    for (;;) {
+        size_t pick = SIZE_MAX, most = 0;
+        for (size_t x = got; x < k; x++) {
+            size_t sum = 0;
+            int all = 1;
+            for (size_t y = 0; y < got && all; y++) {
+                size_t l = s->links[m[x] * n + m[y]];
+                all = l > 0;
+                sum += l;
+            }
+            if (all && (pick == SIZE_MAX || sum > most))
+                pick = x, most = sum;
+        }
+        if (pick == SIZE_MAX)
+            break;
+        t = m[got], m[got] = m[pick], m[pick] = t;
+        got++;
+    }
+    for (size_t x = 1; x < got; x++) /* ascending again */
+        for (size_t y = x; y > 0 && m[y - 1] > m[y]; y--)
+            t = m[y], m[y] = m[y - 1], m[y - 1] = t;
+    return got;
+}
+
 /* One round over every name: the groups its unused collectives show, and their matched
  * collectives. *MADE: how many. */
 static int round_of(struct state *s, size_t *made)
 {
     struct lp_ranks *out = s->out;
     size_t n = out->n;
+    *made = 0;
     size_t *m = malloc(n * sizeof *m);
     if (!m)
         return LP_ERR_NOMEM;
-    *made = 0;
     for (size_t h = 0; h < s->n_names; h++) {
         uint64_t name = s->names[h];
-        memset(s->related, 0, n * n);
+        memset(s->links, 0, n * n * sizeof *s->links);
         for (size_t i = 0; i < n; i++) {
             s->comp[i] = i;
             s->unused[i] = on_clock(out, i) ? count_unused(s, i, name) : 0;
@@ -363,7 +438,7 @@ static int round_of(struct state *s, size_t *made)
                 size_t l = lp_coll_links(out, &s->ix, i, j, name, 0, NULL, NULL);
                 size_t fewer = s->unused[i] < s->unused[j] ? s->unused[i] : s->unused[j];
                 if (l >= LP_CLOCK_MIN_COLLECTIVES && 2 * l >= fewer) {
-                    s->related[i * n + j] = s->related[j * n + i] = 1;
+                    s->links[i * n + j] = s->links[j * n + i] = l;
                     s->comp[find(s->comp, i)] = find(s->comp, j);
                 }
             }
@@ -374,21 +449,28 @@ static int round_of(struct state *s, size_t *made)
             for (size_t j = 0; j < n; j++)
                 if (find(s->comp, j) == i)
                     m[k++] = j;
-            if (k < 2)
-                continue;
-            int clique = 1;
-            for (size_t a = 0; a < k && clique; a++)
-                for (size_t b = a + 1; b < k && clique; b++)
-                    clique = s->related[m[a] * n + m[b]];
-            if (!clique) /* a chain of pairs: not one group, left unmatched */
-                continue;
-            size_t g = group_of(out, m, k);
-            size_t e = g == SIZE_MAX ? SIZE_MAX : take_events(s, g, m, k, name);
-            if (e == SIZE_MAX) {
-                free(m);
-                return LP_ERR_NOMEM;
+            /* its cliques, one after another from what the ones before leave */
+            for (size_t *rest = m; k >= 2;) {
+                size_t c = clique_of(s, rest, k);
+                if (c < 2)
+                    break;
+                size_t g = group_of(out, rest, c);
+                size_t e = g == SIZE_MAX || add_formed(s, g, name) != LP_OK
+                               ? SIZE_MAX : take_events(s, g, rest, c, name);
+                if (e == SIZE_MAX) {
+                    free(m);
+                    return LP_ERR_NOMEM;
+                }
+                *made += e;
+                rest += c;
+                k -= c;
+                for (size_t x = 1; x < k; x++) /* ascending, as clique_of wants them */
+                    for (size_t y = x; y > 0 && rest[y - 1] > rest[y]; y--) {
+                        size_t t = rest[y];
+                        rest[y] = rest[y - 1];
+                        rest[y - 1] = t;
+                    }
             }
-            *made += e;
         }
     }
     free(m);
@@ -398,10 +480,12 @@ static int round_of(struct state *s, size_t *made)
 /* Group G's collectives that did not end together, matched by order: NCCL runs a
  * communicator's collectives in one order on every rank, and the last rank's kernel can run
  * on well after the others end (9 of 48 all-reduces of a four-H200 run ended 48 us apart,
- * its kernel 61 us long against 5). Between two of the group's matched collectives of a
- * name (or before the first, after the last), the members' unused collectives of that name
- * pair up in order where every member has as many; where the matched ones come in another
- * order on some member, that name is left as it is. LP_OK or LP_ERR_NOMEM. */
+ * its kernel 61 us long against 5). For each name the group was found for (not others: the
+ * leftovers of a name another group runs on the same ranks are that group's), between two
+ * of the group's matched collectives of that name (or before the first, after the last),
+ * the members' unused collectives of that name pair up in order where every member has as
+ * many; where the matched ones come in another order on some member, that name is left as
+ * it is. LP_OK or LP_ERR_NOMEM. */
 static int fill_by_order(struct state *s, size_t g)
 {
     struct lp_ranks *out = s->out;
@@ -422,10 +506,12 @@ static int fill_by_order(struct state *s, size_t g)
         for (size_t e = 0; e < out->groups[g].collectives; e++)
             evid[q][out->groups[g].coll[e * k + q]] = (int32_t)e;
     }
-    for (size_t h = 0; rc == LP_OK && h < s->n_names; h++) {
+    for (size_t h = 0; rc == LP_OK && h < s->n_formed; h++) {
+        if (s->formed[h].g != g)
+            continue;
         int all = 1;
         for (size_t q = 0; q < k; q++) {
-            cnt[q] = lp_coll_index_name(out, &s->ix, m[q], s->names[h], &first[q]);
+            cnt[q] = lp_coll_index_name(out, &s->ix, m[q], s->formed[h].name, &first[q]);
             at[q] = 0;
             all &= cnt[q] > 0;
         }
@@ -496,7 +582,7 @@ int lp_ranks_find_groups(struct lp_ranks *out)
     if (rc == LP_OK)
         rc = collect_names(&s);
     if (rc == LP_OK && n && s.n_names &&
-        (!(s.related = malloc(n * n)) || !(s.comp = malloc(n * sizeof *s.comp)) ||
+        (!(s.links = malloc(n * n * sizeof *s.links)) || !(s.comp = malloc(n * sizeof *s.comp)) ||
          !(s.ev = malloc(n * sizeof *s.ev)) || !(s.unused = malloc(n * sizeof *s.unused))))
         rc = LP_ERR_NOMEM;
     for (int r = 0; rc == LP_OK && s.n_names && r < LP_COLL_ROUNDS; r++) {
@@ -510,10 +596,11 @@ int lp_ranks_find_groups(struct lp_ranks *out)
     if (rc == LP_OK && out->n_groups)
         qsort(out->groups, out->n_groups, sizeof *out->groups, by_members);
     free(s.names);
-    free(s.related);
+    free(s.links);
     free(s.comp);
     free(s.unused);
     free(s.ev);
+    free(s.formed);
     lp_coll_index_free(&s.ix);
     return rc;
 }

@@ -44,8 +44,8 @@ size_t lp_coll_links(const struct lp_ranks *out, const struct lp_coll_index *ix,
 int lp_ranks_find_groups(struct lp_ranks *out);
 
 /* The hosts of OUT's ranks (lp_ranks.hosts, lp_rank.host_index) and, past one host, each
- * one's clock offset from the ends of the collectives its ranks share with the reference
- * host's; the offsets applied to the ranks' collectives. LP_OK or LP_ERR_NOMEM. */
+ * one's clock offset from the ends of the collectives its ranks ran with an aligned host's
+ * (clocks.c); the offsets applied to the ranks' collectives. LP_OK or LP_ERR_NOMEM. */
 int lp_ranks_align(struct lp_ranks *out);
 
 #endif

@@ -1,14 +1,12 @@
 /* Several traces of one run (the ranks of torchrun, mpirun or srun, or independent
  * processes): what each one's analysis found, kept small (lp_rank_take), then compared
- * (lp_ranks_analyze): each stage's time per rank and its spread, the slowest rank, and the
- * time each rank waits in collectives. A collective is matched across ranks by its stream
- * (a communicator's own, told apart by the order of its first launch, the same on every
- * rank of an SPMD program), its kernel name and its order among those kernels, which NCCL
- * keeps the same on every rank of a communicator; the wait of a rank in it is the latest
- * rank's start minus its own, since an NCCL kernel starts when its rank arrives and cannot
- * finish before the last one does. That needs one clock: traces from one host share CUPTI's
- * (CLOCK_REALTIME); several hosts' clocks are first aligned (clocks.c), and without that
- * the waits are not computed. The matching itself: collectives.c. */
+ * (lp_ranks_analyze): each stage's time per rank and its spread, the slowest rank, the
+ * groups of ranks whose collectives end together (collectives.c) and the time each rank
+ * waits in their collectives: the latest member's start minus its own, since an NCCL kernel
+ * starts when its rank arrives and cannot finish before the last one does. That needs one
+ * clock: traces from one host share CUPTI's (CLOCK_REALTIME); several hosts' clocks are
+ * first aligned (clocks.c), and without that the waits are not computed. Replicas (groups
+ * that ran the same collectives on other ranks) are compared by their time in the stages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,7 +309,10 @@ static int waits(struct lp_ranks *out)
         size_t least = SIZE_MAX;
         for (size_t q = 0; q < gr->n_members; q++) {
             const struct lp_rank *k = &out->ranks[gr->members[q]];
-            gr->n_hosts += !q || k->host_index != out->ranks[gr->members[q - 1]].host_index;
+            int seen = 0; /* its host counted for an earlier member */
+            for (size_t p = 0; p < q && !seen; p++)
+                seen = out->ranks[gr->members[p]].host_index == k->host_index;
+            gr->n_hosts += !seen;
             gr->kernel_ns = lp_sat_add(gr->kernel_ns, k->kernel_ns);
             if (t.waits && (least == SIZE_MAX || gr->member_wait_ns[q] < gr->member_wait_ns[least]))
                 least = q;
@@ -369,10 +370,19 @@ static int unmatched(struct lp_ranks *out)
 
 /* Each group's time in the run's stages (its slowest member's wall per stage), and the
  * replicas: groups of as many other ranks that ran collectives of the same names, as often
- * within LP_REPLICA_SLACK (a replica's first collectives can fail to end together while
- * NCCL sets up its connections: 2 of 459 on the four-H200 fixture), each one's time against
- * the fastest of them */
+ * within LP_REPLICA_SLACK of the set's first group (a replica's first collectives can fail to
+ * end together while NCCL sets up its connections), sharing no rank with any group of the
+ * set; each one's time against the fastest of them */
 #define LP_REPLICA_SLACK 0.05
+
+static int shares_rank(const struct lp_ranks_group *a, const struct lp_ranks_group *b)
+{
+    for (size_t x = 0; x < a->n_members; x++)
+        for (size_t y = 0; y < b->n_members; y++)
+            if (a->members[x] == b->members[y])
+                return 1;
+    return 0;
+}
 
 static void replicas(struct lp_ranks *out)
 {
@@ -392,22 +402,25 @@ static void replicas(struct lp_ranks *out)
             gr->wall_ns = lp_sat_add(gr->wall_ns, slowest);
         }
         gr->vs_fastest = NAN;
+        /* the first earlier group that heads a set of replicas (or none yet) it is like,
+           sharing no rank with any group of that set */
         for (size_t f = 0; f < g && gr->replica_of == SIZE_MAX; f++) {
             struct lp_ranks_group *o = &out->groups[f];
+            if (o->replica_of != SIZE_MAX && o->replica_of != f)
+                continue;
             size_t more = o->collectives > gr->collectives ? o->collectives : gr->collectives,
                    less = o->collectives + gr->collectives - more;
             if (o->signature != gr->signature || o->n_members != gr->n_members ||
                 (double)(more - less) > LP_REPLICA_SLACK * (double)more)
                 continue;
             int shared = 0;
-            for (size_t a = 0; a < gr->n_members && !shared; a++)
-                for (size_t b = 0; b < o->n_members && !shared; b++)
-                    shared = gr->members[a] == o->members[b];
+            for (size_t c = f; c < g && !shared; c++)
+                if (c == f || out->groups[c].replica_of == f)
+                    shared = shares_rank(gr, &out->groups[c]);
             if (shared)
                 continue;
-            if (o->replica_of == SIZE_MAX)
-                o->replica_of = f;
-            gr->replica_of = o->replica_of;
+            o->replica_of = f;
+            gr->replica_of = f;
         }
     }
     for (size_t g = 0; g < out->n_groups; g++) {

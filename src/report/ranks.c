@@ -74,6 +74,7 @@ static const char *share_or_dash(double v, char *buf, size_t len)
 
 static void waits_sentence(FILE *f, const struct lp_ranks *r)
 {
+    char sp[64];
     switch (r->waits) {
     case LP_RANKS_WAIT_DONE:
         fprintf(f, "Waits in collectives: %zu collectives matched in %zu group%s (Groups above)",
@@ -92,9 +93,12 @@ static void waits_sentence(FILE *f, const struct lp_ranks *r)
                    "whose clocks could not all be aligned (see Hosts above).\n");
         break;
     case LP_RANKS_WAIT_UNMATCHED:
-        fprintf(f, "Waits in collectives are not computed: no communication kernels (of %zu "
-                   "names) ended together on two ranks, as one communicator's do: the "
-                   "processes did not communicate with each other.\n", r->coll_names);
+        fprintf(f, "Waits in collectives are not computed: no group of ranks was found. "
+                   "Collectives of one kernel name (of %zu names) have to end within %s of "
+                   "each other on two ranks, at least 3 times and for at least half of them, "
+                   "as one communicator's do: the processes did not communicate with each "
+                   "other, or too rarely, or not as NCCL's collectives do.\n",
+                r->coll_names, lp_fmt_ns((double)LP_COLL_TOGETHER_NS, sp, sizeof sp));
         break;
     case LP_RANKS_WAIT_NO_COMM:
         fprintf(f, "No communication kernels on two ranks or more: no waits in collectives "
@@ -171,15 +175,18 @@ static void groups_md(FILE *f, const struct lp_ranks *r)
         fprintf(f, " | %s | %s | %s | ", lp_fmt_ns(gr->end_spread_ns, a, sizeof a),
                 lp_fmt_ns((double)gr->comm_ns, b, sizeof b),
                 w ? lp_fmt_ns((double)gr->wait_ns, c2, sizeof c2) : "-");
-        lp_md_cell(f, w && gr->straggler < r->n ? label(&r->ranks[gr->straggler], l, sizeof l)
-                                                : "-");
-        if (gr->replica_of == SIZE_MAX || gr->replica_of == g)
+        lp_md_cell(f, w && gr->wait_ns && gr->straggler < r->n
+                          ? label(&r->ranks[gr->straggler], l, sizeof l) : "-");
+        if (gr->replica_of == SIZE_MAX)
             fprintf(f, " | - |\n");
+        else if (gr->replica_of == g)
+            fprintf(f, " | first |\n");
         else
             fprintf(f, " | %zu |\n", gr->replica_of);
     }
     if (shown < r->n_groups)
-        fprintf(f, "\n%zu more groups are in ranks.json.\n", r->n_groups - shown);
+        fprintf(f, "\n%zu more groups, and their replicas, are in ranks.json.\n",
+                r->n_groups - shown);
     int any = 0;
     for (size_t g = 0; g < r->n_groups; g++)
         any |= r->groups[g].replica_of != SIZE_MAX;
@@ -191,8 +198,8 @@ static void groups_md(FILE *f, const struct lp_ranks *r)
                "as often within 5 %%, such as the tensor-parallel groups of data-parallel "
                "replicas. Each one's time in the stages is its slowest member's wall per stage, "
                "summed (measured), against the fastest of its replicas.\n\n");
-    fprintf(f, "| replicas | group | members | time in stages | against the fastest | kernel time "
-               "| waits |\n|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| replicas | group | members | time in stages | against the fastest | members' "
+               "kernel time (whole run) | waits in the group |\n|---|---|---|---|---|---|---|\n");
     for (size_t c = 0; c < shown; c++) { /* each set of replicas by its first group */
         if (r->groups[c].replica_of != c)
             continue;
@@ -251,14 +258,16 @@ static void hosts_md(FILE *f, const struct lp_ranks *r)
         fprintf(f, "| ");
         lp_md_cell(f, x->name ? x->name : "-");
         if (x->how == LP_CLOCK_HOW_REFERENCE)
-            fprintf(f, " | %zu | reference | - | the lowest rank's host |\n", x->ranks);
+            fprintf(f, " | %zu | reference | - | host of the lowest rank with collectives |\n",
+                    x->ranks);
         else if (x->how == LP_CLOCK_HOW_COLLECTIVES)
             fprintf(f, " | %zu | %s | %s | %zu collectives |\n", x->ranks,
                     signed_ns(x->offset_ns, o, sizeof o),
                     lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
         else if (x->how == LP_CLOCK_HOW_DISAGREE)
-            fprintf(f, " | %zu | not aligned | %s | %zu collectives whose ends never agree "
-                       "across the hosts (not shared with them) |\n",
+            fprintf(f, " | %zu | not aligned | %s | %zu collectives whose ends do not agree on "
+                       "one offset (groups that do not communicate across the hosts, or that "
+                       "keep in step at a steady lag) |\n",
                     x->ranks, lp_fmt_ns(x->uncertainty_ns, u, sizeof u), x->collectives);
         else
             fprintf(f, " | %zu | not aligned | - | %zu collective%s with an aligned host's |\n",

@@ -562,12 +562,12 @@ int lp_sqlite_add_groups(struct sqlite3 *db, const struct lp_ranks *rk, const in
              bind_opt(g, 10, gr->replica_of != SIZE_MAX, (int64_t)gr->replica_of) == SQLITE_OK &&
              sqlite3_step(g) == SQLITE_DONE;
         for (size_t q = 0; ok && q < gr->n_members; q++)
-            ok = sqlite3_reset(m) == SQLITE_OK &&
-                 sqlite3_bind_int64(m, 1, (int64_t)i) == SQLITE_OK &&
-                 bind_opt(m, 2, trace_of[gr->members[q]] > 0, trace_of[gr->members[q]]) ==
-                     SQLITE_OK &&
-                 bind_opt(m, 3, waits, clamp_i64(gr->member_wait_ns[q])) == SQLITE_OK &&
-                 sqlite3_step(m) == SQLITE_DONE;
+            ok = trace_of[gr->members[q]] <= 0 || /* a member without a row: none here */
+                 (sqlite3_reset(m) == SQLITE_OK &&
+                  sqlite3_bind_int64(m, 1, (int64_t)i) == SQLITE_OK &&
+                  sqlite3_bind_int64(m, 2, trace_of[gr->members[q]]) == SQLITE_OK &&
+                  bind_opt(m, 3, waits, clamp_i64(gr->member_wait_ns[q])) == SQLITE_OK &&
+                  sqlite3_step(m) == SQLITE_DONE);
     }
     sqlite3_finalize(g);
     sqlite3_finalize(m);

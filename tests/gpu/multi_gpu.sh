@@ -16,11 +16,12 @@
 #             ranks.md's Hosts table; packs the run ($OUT/multi-gpu-hosts.tar.gz).
 #   groups    (nvidia-h200-x4) the TP decoder as 2 replicas of TP 2 on 4 GPUs (--tp 2: two TP
 #             groups, two DP groups that all-reduce once per decode step), under torchrun;
-#             again with the replicas never communicating (--dp-sync 0); and again started by
+#             again with the replicas never communicating (--dp-sync 0); as two pipeline
+#             stages of TP 2 (--pp 2: hidden states sent stage to stage); and again started by
 #             hand with the second replica's ranks (2, 3) as a simulated second host whose
 #             clock is SHIFT ns ahead, so that only the DP groups cross the hosts; prints
 #             ranks.md's groups and hosts, checks the offset found (within 50 us); packs the
-#             three runs ($OUT/multi-gpu-groups.tar.gz).
+#             four runs ($OUT/multi-gpu-groups.tar.gz).
 #   overhead  ROUNDS (second argument, default 6) interleaved rounds of the TP decoder
 #             unprofiled, under llmprof record and under the floor (CUPTI kernel activity
 #             alone), each rank's timings a JSON line in $OUT/tp-overhead.jsonl, summarised
@@ -143,6 +144,7 @@ if [ "$part" = groups ]; then
     TR4=("$PY" -m torch.distributed.run --standalone --nproc-per-node 4)
     rec tp-groups 4 -- "${TR4[@]}" tests/gpu/tp_decode.py "${SMALL[@]}"
     rec tp-replicas 4 -- "${TR4[@]}" tests/gpu/tp_decode.py "${SMALL[@]}" --dp-sync 0
+    rec tp-pipeline 4 -- "${TR4[@]}" tests/gpu/tp_decode.py "${SMALL[@]}" --pp 2
     SHIFT=1234567890
     E="MASTER_ADDR=127.0.0.1 MASTER_PORT=29542 WORLD_SIZE=4"
     B2="LLMPROF_TEST_HOST=sim-host-b LLMPROF_TEST_CLOCK_SHIFT_NS=$SHIFT"
@@ -151,7 +153,7 @@ if [ "$part" = groups ]; then
         env $E RANK=1 LOCAL_RANK=1 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
         env $E RANK=2 LOCAL_RANK=2 $B2 $PY tests/gpu/tp_decode.py ${SMALL[*]} &
         env $E RANK=3 LOCAL_RANK=3 $B2 $PY tests/gpu/tp_decode.py ${SMALL[*]} & wait"
-    for name in tp-groups tp-replicas tp-groups-hosts; do
+    for name in tp-groups tp-replicas tp-pipeline tp-groups-hosts; do
         step "$name: ranks.md"
         sed -n '/^## Groups/,/^## Processes/p' "$T/$name/ranks.md" | head -60
         grep -i "waits in collectives" "$T/$name/ranks.md"
@@ -161,7 +163,7 @@ if [ "$part" = groups ]; then
     step "pack"
     tar -C "$T" --exclude=report.html --exclude='*.csv' --exclude='report.json' \
         --exclude='report.md' --exclude='summary.md' \
-        -czf "$OUT/multi-gpu-groups.tar.gz" tp-groups tp-replicas tp-groups-hosts
+        -czf "$OUT/multi-gpu-groups.tar.gz" tp-groups tp-replicas tp-pipeline tp-groups-hosts
     ls -la "$OUT"
     echo "$fails failed"
     [ "$fails" -eq 0 ]

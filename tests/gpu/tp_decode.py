@@ -23,6 +23,11 @@ has two kinds of communicators: per-layer all-reduces inside each TP group, one 
 all-reduce per step inside each DP group. --dp-sync 0: no DP groups, the replicas never
 communicate (independent engines behind a router).
 
+--pp N (manual only, with --tp): pipeline parallelism over N stages of --tp ranks each
+(WORLD_SIZE = tp x N, no data parallelism): stage s holds layers s*L/N .. (s+1)*L/N - 1,
+receives the hidden states from the rank at its place in the stage before and sends its own
+to the next (NCCL send/recv); the last stage sends the token back to the first.
+
 Prints one JSON line per rank: rank, GPU, prefill ms and ms per decode token over the timed
 requests (median and least), as bench/summarize.py reads them."""
 import argparse
@@ -48,6 +53,7 @@ p.add_argument("--new-tokens", type=int, default=32)
 p.add_argument("--requests", type=int, default=3)
 p.add_argument("--overlap", type=int, default=1)
 p.add_argument("--tp", type=int, default=0, help="TP group size (default: every rank)")
+p.add_argument("--pp", type=int, default=1, help="pipeline stages (each of --tp ranks)")
 p.add_argument("--dp-sync", type=int, default=1,
                help="0: the replicas never communicate (independent engines behind a router)")
 args = p.parse_args()
@@ -59,6 +65,9 @@ torch.cuda.set_device(local)
 tp_group = dp_group = None
 world = args.tp if args.tp > 0 else nranks  # the TP degree: shards per replica
 assert nranks % world == 0, "WORLD_SIZE must be a multiple of --tp"
+pp = args.pp
+assert pp == 1 or nranks == world * pp, "--pp needs WORLD_SIZE = tp x pp"
+stage = rank // world if pp > 1 else 0
 if nranks > 1:
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
 if world < nranks:
@@ -67,7 +76,7 @@ if world < nranks:
         g = dist.new_group(list(range(r0, r0 + world)))
         if r0 <= rank < r0 + world:
             tp_group = g
-    for i in range(world if args.dp_sync else 0):
+    for i in range(world if args.dp_sync and pp == 1 else 0):
         g = dist.new_group(list(range(i, nranks, world)))
         if rank % world == i:
             dp_group = g
@@ -123,23 +132,28 @@ class Manual:
         def w(*s):
             return (torch.randn(*s, device=dev, dtype=dt) * 0.02)
         self.emb = w(a.vocab, a.hidden)
+        here = range(stage * a.layers // pp, (stage + 1) * a.layers // pp)  # this stage's
         self.layers = [dict(n1=torch.ones(a.hidden, device=dev, dtype=dt),
                             qkv=w((self.h + 2 * self.kv) * self.hd, a.hidden),
                             o=w(a.hidden, self.h * self.hd),
                             n2=torch.ones(a.hidden, device=dev, dtype=dt),
                             gu=w(2 * f, a.hidden), down=w(a.hidden, f))
-                       for _ in range(a.layers)]
+                       for _ in here]
         self.norm = torch.ones(a.hidden, device=dev, dtype=dt)
         self.head = w(self.vshard, a.hidden)
         cap = a.prompt + a.new_tokens + 1
         self.k = [torch.zeros(1, self.kv, cap, self.hd, device=dev, dtype=dt)
-                  for _ in range(a.layers)]
+                  for _ in here]
         self.v = [torch.zeros_like(c) for c in self.k]
 
-    def forward(self, ids, start):
-        T = ids.shape[1]
+    def forward(self, ids, start, T):
+        """The next token (on the first and last pipeline stage; None between)."""
         pos = torch.arange(start, start + T, device=dev)
-        x = self.emb[ids]
+        if stage == 0:
+            x = self.emb[ids]
+        else:  # the stage before's hidden states, from the rank at this one's place
+            x = torch.empty(1, T, args.hidden, device=dev, dtype=dt)
+            dist.recv(x, src=rank - world)
         for i, L in enumerate(self.layers):
             y = rms(x, L["n1"]) @ L["qkv"].t()
             q, k, v = y.split([self.h * self.hd, self.kv * self.hd, self.kv * self.hd], -1)
@@ -153,19 +167,29 @@ class Manual:
             x = x + row_parallel(o.transpose(1, 2).reshape(1, T, -1), L["o"])
             g, u = (rms(x, L["n2"]) @ L["gu"].t()).chunk(2, -1)
             x = x + row_parallel(torch.nn.functional.silu(g) * u, L["down"])
+        if stage < pp - 1:
+            dist.send(x, dst=rank + world)
+            if stage > 0:
+                return None
+            tok = torch.empty(1, 1, device=dev, dtype=torch.long)
+            dist.recv(tok, src=(pp - 1) * world + rank % world)
+            return tok
         logits = rms(x[:, -1:], self.norm) @ self.head.t()
         if world > 1:
             parts = [torch.empty_like(logits) for _ in range(world)]
             dist.all_gather(parts, logits, group=tp_group)
             logits = torch.cat(parts, -1)
-        return logits[..., : args.vocab]
+        tok = logits[..., : args.vocab].argmax(-1)
+        if pp > 1:
+            dist.send(tok, dst=rank % world)
+        return tok
 
     def request(self, prompt, timed):
         nvtx = torch.cuda.nvtx
         if timed:
             nvtx.range_push("prefill")
         t0 = time.perf_counter()
-        tok = self.forward(prompt, 0).argmax(-1)
+        tok = self.forward(prompt, 0, args.prompt)
         torch.cuda.synchronize()
         t1 = time.perf_counter()
         if timed:
@@ -173,7 +197,7 @@ class Manual:
             nvtx.range_push("decode")
         unfinished = torch.ones(1, device=dev, dtype=torch.int32)
         for s in range(args.new_tokens):
-            tok = self.forward(tok, args.prompt + s).argmax(-1)
+            tok = self.forward(tok, args.prompt + s, 1)
             if dp_group is not None:  # the replicas agree whether any still decodes
                 unfinished.fill_(args.new_tokens - 1 - s)
                 dist.all_reduce(unfinished, group=dp_group)
