@@ -37,6 +37,9 @@ int main(int argc, char **argv)
         return 1;
     }
     lp_trace_writer_set_meta(w, "command", "bench/gen_trace (synthetic)");
+    /* the recording's start, as the collector writes it (the first record's time below):
+     * the report takes the header's window, as it does for real traces */
+    lp_trace_writer_set_meta(w, "start_trace_ns", "1000000000");
     lp_trace_writer_write_header(w);
     lp_str ids[N_NAMES];
     for (size_t i = 0; i < N_NAMES; i++)

@@ -312,7 +312,7 @@ static void test_ranks_waits(void **state)
     assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
     assert_int_equal(rk.wait_ns, 0);
     assert_int_equal(rk.coll_matched, 0);
-    assert_int_equal(rk.waits, LP_RANKS_WAIT_HOSTS);
+    assert_int_equal(rk.n_groups, 0);
     lp_ranks_free(&rk);
 }
 
@@ -547,7 +547,7 @@ static void test_ranks_fixtures(void **state)
                 assert_int_equal(rk.ranks[i].local_rank, (int64_t)i);
                 assert_int_equal(rk.ranks[i].world_size, 2);
                 assert_true(rk.ranks[i].comm_kernels > 0);
-                assert_true(rk.ranks[i].wait_ns <= rk.ranks[i].comm_ns);
+                assert_true(rk.ranks[i].wait_ns > 0); /* each waits for the other at times */
             } else {
                 assert_int_equal(rk.ranks[i].rank, -1);
                 assert_int_equal(rk.ranks[i].comm_kernels, 0);
