@@ -1159,8 +1159,9 @@ int lp_copy_direction(uint32_t copy_kind);
 double lp_quantile_sorted(const double *v, size_t n, double q);
 /* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
 int lp_kernel_device(const struct lp_trace *t);
-/* qsort comparator of doubles, ascending */
+/* qsort comparators of doubles and of uint64_t, ascending */
 int lp_cmp_double(const void *a, const void *b);
+int lp_cmp_u64(const void *a, const void *b);
 /* a stage whose time is measured: not warm-up, not the work outside the stages */
 int lp_stage_measured(const struct lp_stage_report *s);
 /* two GEMM calls of one shape: m, n, k, batch, transposes, types, compute type and epilogue

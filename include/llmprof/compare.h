@@ -129,7 +129,7 @@ struct lp_ranks_group {
                                            layout, such as the TP groups of data-parallel
                                            replicas (itself for that first one); SIZE_MAX:
                                            no replica */
-    uint64_t signature;                 /* of its size and its collectives' names */
+    uint64_t signature;                 /* of its collectives' distinct names */
     uint64_t kernel_ns;                 /* its members' kernel time, summed */
     uint64_t wall_ns;                   /* its time in the run's stages: per stage (work
                                            outside every stage left out) its slowest

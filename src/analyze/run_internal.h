@@ -219,9 +219,8 @@ void lp_dist_free(struct lp_dist *d);
 /* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
  * before T. */
 size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t);
-/* qsort comparators (lp_cmp_double: llmprof/analyze.h) */
+/* qsort comparators (lp_cmp_double, lp_cmp_u64: llmprof/analyze.h) */
 int lp_cmp_u32(const void *a, const void *b);
-int lp_cmp_u64(const void *a, const void *b);
 /* V's N values in increasing order: a radix sort through TMP (N values), a few bytes of
  * passes where the values differ in few (labels, ids) */
 void lp_sort_u64(uint64_t *v, uint64_t *tmp, size_t n);

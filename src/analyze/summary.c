@@ -138,17 +138,11 @@ static int group_top_ranges(const struct lp_trace *t, struct lp_trace_summary *s
     return rc;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static uint64_t percentile(uint64_t *v, size_t n, unsigned pct)
 {
     if (n == 0)
         return 0;
-    qsort(v, n, sizeof *v, cmp_u64);
+    qsort(v, n, sizeof *v, lp_cmp_u64);
     return v[(n - 1) * pct / 100];
 }
 

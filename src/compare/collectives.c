@@ -217,12 +217,6 @@ static int add_formed(struct state *s, size_t g, uint64_t name)
     return LP_OK;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int collect_names(struct state *s)
 {
     size_t total = 0;
@@ -235,7 +229,7 @@ static int collect_names(struct state *s)
     for (size_t i = 0; i < s->out->n; i++)
         for (size_t j = 0; j < s->out->ranks[i].n_coll; j++)
             s->names[s->n_names++] = s->out->ranks[i].coll[j].name_hash;
-    qsort(s->names, s->n_names, sizeof *s->names, cmp_u64);
+    qsort(s->names, s->n_names, sizeof *s->names, lp_cmp_u64);
     size_t m = 0;
     for (size_t i = 0; i < s->n_names; i++)
         if (!m || s->names[m - 1] != s->names[i])

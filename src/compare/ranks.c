@@ -200,14 +200,6 @@ struct tally {
     int waits;                          /* add waits too */
 };
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
 static void tally_one(size_t g, struct lp_rank *const *k, const struct lp_rank_coll *const *c,
                       size_t m, void *ctx)
 {
@@ -234,19 +226,13 @@ static void tally_one(size_t g, struct lp_rank *const *k, const struct lp_rank_c
     }
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static double median_sorted(const double *v, size_t n)
 {
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* Each group's distinct names (its first member's collectives'), and its signature: those
- * names and its size */
+ * names */
 static int group_names(struct lp_ranks *out)
 {
     for (size_t g = 0; g < out->n_groups; g++) {
@@ -257,13 +243,13 @@ static int group_names(struct lp_ranks *out)
             return LP_ERR_NOMEM;
         for (size_t e = 0; e < gr->collectives; e++)
             h[e] = k0->coll[gr->coll[e * gr->n_members]].name_hash;
-        qsort(h, gr->collectives, sizeof *h, cmp_u64);
+        qsort(h, gr->collectives, sizeof *h, lp_cmp_u64);
         gr->names = 0;
-        gr->signature = mix(gr->n_members);
+        gr->signature = 0;
         for (size_t e = 0; e < gr->collectives; e++)
             if (!e || h[e] != h[e - 1]) {
                 gr->names++;
-                gr->signature += mix(h[e]); /* order-free: a sum */
+                gr->signature += h[e]; /* FNV hashes, summed: order-free */
             }
         free(h);
     }
@@ -347,7 +333,7 @@ static int unmatched(struct lp_ranks *out)
     out->coll_unmatched = kernels - matched_kernels;
     if (!seen)
         return LP_OK;
-    qsort(seen, names, sizeof *seen, cmp_u64);
+    qsort(seen, names, sizeof *seen, lp_cmp_u64);
     size_t d = 0;
     for (size_t i = 0; i < names; i++)
         if (!i || seen[i] != seen[i - 1])
@@ -439,7 +425,7 @@ static void replicas(struct lp_ranks *out)
 static double median(double *v, size_t n)
 {
     qsort(v, n, sizeof *v, lp_cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return median_sorted(v, n);
 }
 
 /* One row per stage (name and kind) across the ranks that have it. */
