@@ -1164,6 +1164,7 @@ int lp_cmp_double(const void *a, const void *b);
 int lp_cmp_u64(const void *a, const void *b);
 /* a stage whose time is measured: not warm-up, not the work outside the stages */
 int lp_stage_measured(const struct lp_stage_report *s);
+int lp_stage_kind_measured(enum lp_stage_kind k);
 /* two GEMM calls of one shape: m, n, k, batch, transposes, types, compute type and epilogue
  * alike */
 int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);

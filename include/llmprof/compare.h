@@ -131,9 +131,9 @@ struct lp_ranks_group {
                                            no replica */
     uint64_t signature;                 /* of its collectives' distinct names */
     uint64_t kernel_ns;                 /* its members' kernel time, summed */
-    uint64_t wall_ns;                   /* its time in the run's stages: per stage (work
-                                           outside every stage left out) its slowest
-                                           member's wall, summed; 0: no stage */
+    uint64_t wall_ns;                   /* its time in the run's measured stages (warm-up
+                                           and work outside every stage left out): per
+                                           stage its slowest member's wall, summed; 0: none */
     double vs_fastest;                  /* WALL_NS over the least of its replicas', less 1;
                                            NaN without replicas or walls */
 };

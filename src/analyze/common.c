@@ -295,7 +295,12 @@ void lp_run_notes_free(struct lp_run *r)
     free(r->notes);
 }
 
+int lp_stage_kind_measured(enum lp_stage_kind k)
+{
+    return k != LP_STAGE_KIND_WARMUP && k != LP_STAGE_KIND_OUTSIDE;
+}
+
 int lp_stage_measured(const struct lp_stage_report *s)
 {
-    return s->kind != LP_STAGE_KIND_WARMUP && s->kind != LP_STAGE_KIND_OUTSIDE;
+    return lp_stage_kind_measured(s->kind);
 }

@@ -354,7 +354,8 @@ static int unmatched(struct lp_ranks *out)
     return LP_OK;
 }
 
-/* Each group's time in the run's stages (its slowest member's wall per stage), and the
+/* Each group's time in the run's measured stages (its slowest member's wall per stage, warm-up
+ * left out as in each rank's report), and the
  * replicas: groups of as many other ranks that ran collectives of the same names, as often
  * within LP_REPLICA_SLACK of the set's first group (a replica's first collectives can fail to
  * end together while NCCL sets up its connections), sharing no rank with any group of the
@@ -377,7 +378,7 @@ static void replicas(struct lp_ranks *out)
         for (size_t s = 0; s < out->n_stages; s++) {
             const struct lp_ranks_stage *st = &out->stages[s];
             uint64_t slowest = 0;
-            for (size_t q = 0; st->kind != LP_STAGE_KIND_OUTSIDE && q < gr->n_members; q++) {
+            for (size_t q = 0; lp_stage_kind_measured(st->kind) && q < gr->n_members; q++) {
                 const struct lp_rank *k = &out->ranks[gr->members[q]];
                 for (size_t j = 0; j < k->n_stages; j++)
                     if (k->stages[j].kind == st->kind &&

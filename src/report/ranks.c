@@ -197,7 +197,8 @@ static void groups_md(FILE *f, const struct lp_ranks *r)
     fprintf(f, "\nReplicas: groups of as many other ranks that ran collectives of the same names, "
                "as often within 5 %%, such as the tensor-parallel groups of data-parallel "
                "replicas. Each one's time in the stages is its slowest member's wall per stage, "
-               "summed (measured), against the fastest of its replicas.\n\n");
+               "summed over the measured stages (warm-up left out; measured), against the "
+               "fastest of its replicas.\n\n");
     fprintf(f, "| replicas | group | members | time in stages | against the fastest | members' "
                "kernel time (whole run) | waits in the group |\n|---|---|---|---|---|---|---|\n");
     for (size_t c = 0; c < shown; c++) { /* each set of replicas by its first group */
