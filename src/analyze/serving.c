@@ -364,6 +364,12 @@ static int cmp_mark(const void *a, const void *b)
     return (x->t > y->t) - (x->t < y->t);
 }
 
+/* TO - FROM in ns, exact: absolute trace times (~1.8e18) as doubles are 256 ns apart */
+static double ns_between(uint64_t from, uint64_t to)
+{
+    return to >= from ? (double)(to - from) : -(double)(from - to);
+}
+
 /* N=value word of NAME ("prompt=812"), 0 absent */
 static int64_t word_value(const char *name, const char *key)
 {
@@ -503,7 +509,7 @@ static void apply_marks(struct lp_run_ctx *c, struct lp_serving *s, struct req_w
                 if (s->iters[it].tokens > m->tokens)
                     q->shared_tokens += s->iters[it].tokens - m->tokens;
                 if (!q->prefill_iterations && s->iters[it].start) {
-                    q->queue_ns = (double)s->iters[it].start - (double)q->admit;
+                    q->queue_ns = ns_between(q->admit, s->iters[it].start);
                     q->prefill_from = s->iters[it].start;
                 }
                 /* chunks of one request go to distinct iterations, in time order */
@@ -557,11 +563,11 @@ static int request_dists(struct lp_serving *s, const struct req_work *w)
         s->reqs_cut += q->cut;
         s->reqs_no_token += !q->cut && !q->tokens;
         if (q->tokens)
-            q->ttft_ns = (double)q->first_token - (double)q->admit;
+            q->ttft_ns = ns_between(q->admit, q->first_token);
         if (q->tokens > 1)
             q->tpot_ns = (double)(q->last_token - q->first_token) / (double)(q->tokens - 1);
         if (q->tokens && q->prefill_from)
-            q->prefill_ns = (double)q->first_token - (double)q->prefill_from;
+            q->prefill_ns = ns_between(q->prefill_from, q->first_token);
         if (!q->cut && q->tokens)
             v[k++] = q->ttft_ns;
     }
