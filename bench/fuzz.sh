@@ -21,8 +21,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${LLMPROF_FUZZ_BUILD:-build-fuzzbench}
-all_targets=(fuzz_trace_reader fuzz_trace_records fuzz_trace_parse fuzz_model_config
-    fuzz_safetensors_header fuzz_ncu_raw fuzz_serve_request)
+all_targets=(fuzz_trace_reader fuzz_trace_records fuzz_trace_parse fuzz_trace_follow
+    fuzz_model_config fuzz_safetensors_header fuzz_ncu_raw fuzz_serve_request)
 # the corpus a target reads: its name less fuzz_, or the target whose input format it shares
 # (as LP_FUZZ_CORPUS_<target> in tests/CMakeLists.txt)
 corpus_of() { case $1 in fuzz_trace_parse) echo trace_records ;; *) echo "${1#fuzz_}" ;; esac; }

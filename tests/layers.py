@@ -82,6 +82,7 @@ allowed = {
     'cli': {'trace', 'model', 'analyze', 'compare', 'deep', 'report', 'serve'},
 }
 header_layer = {'trace.h': 'trace', 'capture.h': 'trace', 'envconfig.h': 'trace',
+                'follow.h': 'trace', 'live.h': 'analyze',
                 'model.h': 'model', 'analyze.h': 'analyze', 'compare.h': 'compare',
                 'deep.h': 'deep', 'ncu.h': 'deep', 'report.h': 'report',
                 'serve.h': 'serve', 'status.h': None, 'version.h': None, 'sat.h': None}

@@ -752,6 +752,10 @@ struct lp_graph_row {
  * the name of any range one of them matches: what `record --counters` cuts segments at.
  * Allocated; NULL out of memory. */
 char *lp_stage_rules_regex(void);
+/* The stage rules the report uses when none are given (NAME=REGEX), *N of them */
+const char *const *lp_stage_default_rules(size_t *n);
+/* The number of a "KEY=N" word of a range name ("decode tokens=64": 64), 0 when absent */
+int64_t lp_stage_name_value(const char *name, const char *key);
 
 struct lp_run_options {
     const char *const *stage_rules; /* "NAME=REGEX" (extended, case-insensitive); NULL: defaults */

@@ -7,6 +7,8 @@
 
 #include "llmprof/analyze.h"
 #include "llmprof/compare.h"
+#include "llmprof/follow.h"
+#include "llmprof/live.h"
 #include "llmprof/model.h"
 
 /* What `llmprof model` reports. B (no GPU chosen) and WT (no safetensors) may be NULL. */
@@ -84,6 +86,9 @@ const char *lp_fmt_bytes(double bytes, char *buf, size_t len);
 void lp_fmt_puts(FILE *f, const char *s);
 void lp_fmt_put_lines(FILE *f, const char *s);
 const char *lp_fmt_escape(char *buf, size_t len, const char *s);
+/* A GPU's UUID as nvidia-smi writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (BUF: 41
+ * bytes at least) */
+const char *lp_fmt_uuid(const uint8_t uuid[16], char *buf, size_t len);
 
 /* Chrome trace event JSON for ui.perfetto.dev: GPU work per device and stream, NVTX ranges
  * and CUDA calls per thread, NVML counters, launch-to-kernel flows. Only events overlapping
@@ -117,5 +122,18 @@ int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *off
  * trace_id of RK's ranks[i] (0: none) */
 int lp_sqlite_add_groups(struct sqlite3 *db, const struct lp_ranks *rk, const int64_t *trace_of,
                          char *err, size_t errlen);
+
+/* llmprof watch's /metrics: Prometheus text exposition (format 0.0.4) of the live figures of
+ * each trace followed, labelled by its file, process, rank and GPU. */
+struct lp_prom_source {
+    const char *trace;            /* the file's name in the run directory */
+    const char *pid, *rank, *mode; /* from its header; NULL absent */
+    struct lp_follow_stats follow;
+    struct lp_live_facts facts;
+    struct lp_live_window window;
+};
+/* WINDOW_S: the window gauges' length. Returns 0, or -1 on a write error. */
+int lp_report_prometheus(FILE *out, const struct lp_prom_source *src, size_t n,
+                         unsigned window_s);
 
 #endif

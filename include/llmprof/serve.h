@@ -48,6 +48,15 @@ struct lp_serve_config {
 int lp_serve_run(const struct lp_serve_config *cfg, volatile sig_atomic_t *stop, char *err,
                  size_t len);
 
+/* What `llmprof serve` and `llmprof watch` share of listening (libmicrohttpd). HOST (IPv4, or
+ * IPv6 without brackets) and PORT as a socket address in SS: 1 for IPv6, 0 for IPv4, -1 when
+ * HOST is neither. */
+struct sockaddr_storage;
+int lp_serve_sockaddr(const char *host, unsigned port, struct sockaddr_storage *ss);
+/* The port daemon D listens on (the one the system chose for port 0), or FALLBACK. */
+struct MHD_Daemon;
+unsigned lp_serve_daemon_port(struct MHD_Daemon *d, unsigned fallback);
+
 /* `llmprof runs`, without a server. The runs of DIR's index, newest first, as the contract's
  * Run objects with artifacts_dir and "disk_bytes" (their files or archive, as found now);
  * read only, a server may be running. NULL with the reason in ERR. */

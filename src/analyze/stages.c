@@ -47,8 +47,13 @@ static enum lp_stage_kind kind_of(const char *name)
     return LP_STAGE_KIND_OTHER;
 }
 
-/* "tokens=512" in NAME: the number, or 0 */
-static int64_t word_value(const char *name, const char *key)
+const char *const *lp_stage_default_rules(size_t *n)
+{
+    *n = sizeof default_rules / sizeof *default_rules;
+    return default_rules;
+}
+
+int64_t lp_stage_name_value(const char *name, const char *key)
 {
     size_t kl = strlen(key);
     for (const char *p = name; (p = strstr(p, key)); p += kl) {
@@ -206,8 +211,8 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
                                  .request = -1, .carved_from = x->occ,
-                                 .tokens = word_value(name, "tokens"),
-                                 .batch = word_value(name, "batch")};
+                                 .tokens = lp_stage_name_value(name, "tokens"),
+                                 .batch = lp_stage_name_value(name, "batch")};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
         } else if (x->occ >= 0) {
@@ -231,8 +236,8 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
                                  .request = -1, .carved_from = -1,
-                                 .tokens = word_value(name, "tokens"),
-                                 .batch = word_value(name, "batch")};
+                                 .tokens = lp_stage_name_value(name, "tokens"),
+                                 .batch = lp_stage_name_value(name, "batch")};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
         }

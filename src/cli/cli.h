@@ -38,6 +38,7 @@ int lp_cmd_profile(int argc, char **argv);
 int lp_cmd_deep(int argc, char **argv);
 int lp_cmd_diff(int argc, char **argv);
 int lp_cmd_serve(int argc, char **argv);
+int lp_cmd_watch(int argc, char **argv);
 int lp_cmd_runs(int argc, char **argv);
 
 /* "llmprof <cmd>: message" on stderr. */
@@ -190,8 +191,7 @@ struct lp_cli_report {
     struct lp_run base;
     int base_loaded;
     char base_cmdline[2048];      /* BASE points to it */
-    const char **stages;
-    size_t n_stages;
+    struct lp_cli_words stages;   /* --stage rules */
     int quiet;
     struct lp_cli_workload wl;
     struct lp_run_options run_opt;

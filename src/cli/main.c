@@ -20,6 +20,7 @@ static const struct {
     {"diff", lp_cmd_diff, "compare two runs, with the noise, and gate on it (--fail-if)"},
     {"export", lp_cmd_export, "a run for ui.perfetto.dev (--perfetto) or SQLite (--sqlite)"},
     {"serve", lp_cmd_serve, "profiling runs over HTTP (docs/openapi.yaml), queued, with a page"},
+    {"watch", lp_cmd_watch, "live metrics of a run being recorded, for Prometheus (/metrics)"},
     {"runs", lp_cmd_runs, "the runs directory of serve: list its runs, prune (retention)"},
     {"model", lp_cmd_model,
      "analytic params, FLOPs, bytes and roofline of an LLM from config.json"},

@@ -365,6 +365,35 @@ int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t 
     return 0;
 }
 
+int lp_cli_opt_append(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                      const char *arg)
+{
+    struct lp_cli_words *w = value;
+    if (!arg) {
+        lp_cli_error(cmd, "%s needs %s", opt, o->arg);
+        return -1;
+    }
+    const char **p = realloc(w->v, (w->n + 1) * sizeof *p);
+    if (!p) {
+        lp_cli_error(cmd, "out of memory");
+        return -1;
+    }
+    w->v = p;
+    p[w->n++] = arg;
+    return 0;
+}
+
+int lp_cli_opt_stage(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg)
+{
+    if (!arg || !strchr(arg, '=')) {
+        lp_cli_error(cmd, "%s takes NAME=REGEX, e.g. --stage decode='^step', not '%s'", opt,
+                     arg ? arg : "(nothing)");
+        return -1;
+    }
+    return lp_cli_opt_append(o, value, cmd, opt, arg);
+}
+
 int lp_cli_opt_bytes(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
                      const char *arg)
 {
@@ -418,5 +447,27 @@ int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double 
         return -1;
     }
     *out = x;
+    return 0;
+}
+
+int lp_cli_split_listen(const char *cmd, const char *spec, char *buf, size_t len, unsigned *port)
+{
+    const char *colon = strrchr(spec, ':'), *host = spec;
+    size_t n = colon ? (size_t)(colon - spec) : 0;
+    if (spec[0] == '[') { /* [::1]:8470 */
+        host = spec + 1;
+        n = n >= 2 && spec[n - 1] == ']' ? n - 2 : 0;
+    }
+    int64_t p = -1;
+    if (!colon || n == 0 || n >= len || memchr(host, ']', n) ||
+        lp_cli_parse_range(cmd, "--listen", colon + 1, 0, 65535, &p) != 0) {
+        lp_cli_error(cmd, "--listen takes HOST:PORT (127.0.0.1:8470, [::1]:8470), not '%s'",
+                     spec);
+        return -1;
+    }
+    snprintf(buf, len, "%.*s", (int)n, host);
+    if (!strcmp(buf, "localhost"))
+        snprintf(buf, len, "127.0.0.1");
+    *port = (unsigned)p;
     return 0;
 }

@@ -101,6 +101,17 @@ int lp_cli_parse_range(const char *cmd, const char *opt, const char *v, int64_t 
 int lp_cli_parse_double(const char *cmd, const char *opt, const char *v, double max, double *out);
 /* A CALLBACK's PARSE for a size in bytes: digits and an optional K, M, G or T (powers of
  * 1024), below 2^63 bytes; a uint64_t at OFF. */
+/* A repeatable option's values, in order (free V; the strings are argv's) */
+struct lp_cli_words {
+    const char **v;
+    size_t n;
+};
+/* CALLBACKs on a struct lp_cli_words at OFF: each value appended ("OPT needs ARG" when
+ * missing); a stage rule, NAME=REGEX, checked for its '=' first (report, watch) */
+int lp_cli_opt_append(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                      const char *arg);
+int lp_cli_opt_stage(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
+                     const char *arg);
 int lp_cli_opt_bytes(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
                      const char *arg);
 
@@ -160,5 +171,9 @@ int lp_cli_opt_tiles(const struct lp_cli_opt *o, void *value, const char *cmd, c
     {.kind = LP_CLI_OPT_KIND_DOUBLE, .name = "--mem-bw", .arg = "GBS", .spell = sp,           \
      .help = hl, .off = LP_CLI_WL_FIELD(o, mem_bw_gbs),                   \
      .dmax = LP_MODEL_MAX_BW_GBS}
+
+/* --listen's HOST:PORT or [IPV6]:PORT into HOST (BUF, without brackets; localhost is
+ * 127.0.0.1) and *PORT: 0, or -1 with a message */
+int lp_cli_split_listen(const char *cmd, const char *spec, char *buf, size_t len, unsigned *port);
 
 #endif

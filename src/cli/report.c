@@ -119,26 +119,6 @@ static int parse_out(const struct lp_cli_opt *o, void *value, const char *cmd, c
     return 0;
 }
 
-static int parse_stage(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
-                       const char *arg)
-{
-    (void)o;
-    struct lp_cli_report *r = value;
-    if (!arg || !strchr(arg, '=')) {
-        lp_cli_error(cmd, "%s takes NAME=REGEX, e.g. --stage decode='^step', not '%s'", opt,
-                     arg ? arg : "(nothing)");
-        return -1;
-    }
-    const char **p = realloc(r->stages, (r->n_stages + 1) * sizeof *p);
-    if (!p) {
-        lp_cli_error(cmd, "out of memory");
-        return -1;
-    }
-    r->stages = p;
-    p[r->n_stages++] = arg;
-    return 0;
-}
-
 static int parse_top(const struct lp_cli_opt *o, void *value, const char *cmd, const char *opt,
                      const char *arg)
 {
@@ -191,7 +171,7 @@ const struct lp_cli_opt lp_cli_report_options[] = {
      .help = "stage rule (repeatable; replaces the defaults; one that matches\n"
              "none of a trace's ranges is refused), e.g.\n"
              "--stage prefill='^prompt' --stage decode='^step'",
-     .parse = parse_stage},
+     .off = offsetof(struct lp_cli_report, stages), .parse = lp_cli_opt_stage},
     TOKENS("--prefill-tokens", prefill_tokens, "tokens of one prefill range (all sequences)"),
     TOKENS("--decode-tokens", decode_tokens, "tokens of one decode range (all sequences)"),
     TOKENS("--batch", batch, "sequences per step (default: batch= in range names, else 1)"),
@@ -298,8 +278,8 @@ static void note_stage_name(const struct lp_cli_report *r, const char *rule, siz
  * one stops the command before a trace is read or a program run. */
 static int check_stage_rules(const struct lp_cli_report *r)
 {
-    for (size_t i = 0; i < r->n_stages; i++) {
-        const char *rule = r->stages[i], *eq = strchr(rule, '=');
+    for (size_t i = 0; i < r->stages.n; i++) {
+        const char *rule = r->stages.v[i], *eq = strchr(rule, '=');
         if (!eq || eq == rule || !eq[1]) {
             lp_cli_error(r->cmd, "stage rule '%s': expected NAME=REGEX, e.g. "
                                  "prefill='^prefill'", rule);
@@ -349,8 +329,8 @@ int lp_cli_report_prepare(struct lp_cli_report *r)
 {
     char err[512];
     struct lp_run_options *ro = &r->run_opt;
-    ro->stage_rules = r->stages;
-    ro->n_stage_rules = r->n_stages;
+    ro->stage_rules = r->stages.v;
+    ro->n_stage_rules = r->stages.n;
     ro->workload = &r->wl.w;
     ro->vision_set = r->wl.vision_set;
     ro->prefill_logits_set = r->wl.prefill_logits_set;
@@ -394,8 +374,8 @@ void lp_cli_report_free(struct lp_cli_report *r)
     free(r->model_text);
     r->model_text = NULL;
     lp_gpu_table_free(&r->gpus);
-    free(r->stages);
-    r->stages = NULL;
+    free(r->stages.v);
+    r->stages = (struct lp_cli_words){0};
     lp_cli_report_baseline_drop(r);
 }
 

@@ -14,28 +14,8 @@ struct serve_opts {
     const char *runs, *listen, *token_file;
     int64_t queue, keep;
     uint64_t max_run_bytes, min_free;
-    const char **runners;
-    size_t n_runners;
+    struct lp_cli_words runners;  /* --runner NAME=TEMPLATE */
 };
-
-static int parse_runner(const struct lp_cli_opt *o, void *value, const char *cmd,
-                        const char *opt, const char *arg)
-{
-    (void)o;
-    struct serve_opts *s = value;
-    if (!arg) {
-        lp_cli_error(cmd, "%s needs NAME=TEMPLATE", opt);
-        return -1;
-    }
-    const char **p = realloc(s->runners, (s->n_runners + 1) * sizeof *p);
-    if (!p) {
-        lp_cli_error(cmd, "out of memory");
-        return -1;
-    }
-    s->runners = p;
-    p[s->n_runners++] = arg;
-    return 0;
-}
 
 static const struct lp_cli_opt options[] = {
     {.kind = LP_CLI_OPT_KIND_TEXT, .help =
@@ -89,7 +69,7 @@ static const struct lp_cli_opt options[] = {
              "words, split on spaces, with {model_path} {input_dir} {repeats}\n"
              "{device} {max_new_tokens} as whole words and {use_flash_attn:WORD}\n"
              "(WORD when asked); default: the DeepSeek-OCR runner",
-     .parse = parse_runner},
+     .off = offsetof(struct serve_opts, runners), .parse = lp_cli_opt_append},
     {.kind = LP_CLI_OPT_KIND_END},
 };
 
@@ -101,30 +81,6 @@ static void on_stop(int sig)
 {
     (void)sig;
     stop_flag = 1;
-}
-
-/* HOST:PORT or [IPV6]:PORT into HOST (BUF, without brackets) and *PORT: 0, or -1 with a
- * message */
-static int split_listen(const char *spec, char *buf, size_t len, unsigned *port)
-{
-    const char *colon = strrchr(spec, ':'), *host = spec;
-    size_t n = colon ? (size_t)(colon - spec) : 0;
-    if (spec[0] == '[') { /* [::1]:8470 */
-        host = spec + 1;
-        n = n >= 2 && spec[n - 1] == ']' ? n - 2 : 0;
-    }
-    int64_t p = -1;
-    if (!colon || n == 0 || n >= len || memchr(host, ']', n) ||
-        lp_cli_parse_range("serve", "--listen", colon + 1, 0, 65535, &p) != 0) {
-        lp_cli_error("serve", "--listen takes HOST:PORT (127.0.0.1:8470, [::1]:8470), not '%s'",
-                     spec);
-        return -1;
-    }
-    snprintf(buf, len, "%.*s", (int)n, host);
-    if (!strcmp(buf, "localhost"))
-        snprintf(buf, len, "127.0.0.1");
-    *port = (unsigned)p;
-    return 0;
 }
 
 /* the first line of FILE, at least 16 characters: malloc'd, or NULL after a message */
@@ -183,7 +139,8 @@ static int serve(struct serve_opts *o, struct lp_serve_runner *runners, size_t n
 {
     char host[64], exe[4096], err[1024];
     unsigned port = 8470;
-    if (split_listen(o->listen ? o->listen : "127.0.0.1:8470", host, sizeof host, &port) != 0)
+    if (lp_cli_split_listen("serve", o->listen ? o->listen : "127.0.0.1:8470", host, sizeof host,
+                            &port) != 0)
         return LP_CLI_EXIT_USAGE;
     if (!o->token_file && strncmp(host, "127.", 4) != 0 && strcmp(host, "::1") != 0) {
         lp_cli_error("serve", "--listen %s is not a loopback address: give --token-file too, "
@@ -223,25 +180,25 @@ int lp_cmd_serve(int argc, char **argv)
                            .min_free = 256ULL << 20};
     int rc = lp_cli_parse(&serve_cmd, &o, argc, argv, NULL);
     if (rc != 0) {
-        free(o.runners);
+        free(o.runners.v);
         return rc > 0 ? 0 : LP_CLI_EXIT_USAGE;
     }
     struct lp_serve_runner *runners = NULL;
     size_t n = 0;
-    char *fallback = o.n_runners ? NULL : default_runner(), err[512];
+    char *fallback = o.runners.n ? NULL : default_runner(), err[512];
     rc = LP_CLI_EXIT_USAGE;
     if (!o.runs) {
         lp_cli_error("serve", "--runs DIR is required: the directory of the runs and their index");
         goto done;
     }
-    if (!o.n_runners && !fallback) {
+    if (!o.runners.n && !fallback) {
         lp_cli_error("serve", "no --runner given and the DeepSeek-OCR runner "
                               "(examples/deepseek-ocr/run.py) is not beside llmprof: give one");
         goto done;
     }
-    runners = calloc(o.n_runners ? o.n_runners : 1, sizeof *runners);
-    for (size_t i = 0; runners && i < (o.n_runners ? o.n_runners : 1); i++) {
-        if (lp_serve_runner_parse(o.n_runners ? o.runners[i] : fallback, &runners[n], err,
+    runners = calloc(o.runners.n ? o.runners.n : 1, sizeof *runners);
+    for (size_t i = 0; runners && i < (o.runners.n ? o.runners.n : 1); i++) {
+        if (lp_serve_runner_parse(o.runners.n ? o.runners.v[i] : fallback, &runners[n], err,
                                   sizeof err) != 0) {
             lp_cli_error("serve", "%s", err);
             goto done;
@@ -260,6 +217,6 @@ done:
         lp_serve_runner_free(&runners[i]);
     free(runners);
     free(fallback);
-    free(o.runners);
+    free(o.runners.v);
     return rc;
 }

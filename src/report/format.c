@@ -247,3 +247,11 @@ void lp_csv_field(FILE *f, const char *s)
         escape(&o, s, 0);
     }
 }
+
+const char *lp_fmt_uuid(const uint8_t u[16], char *buf, size_t len)
+{
+    snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+             u[13], u[14], u[15]);
+    return buf;
+}

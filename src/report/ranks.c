@@ -41,11 +41,7 @@ static const char *uuid_text(const struct lp_rank *k, char *buf, size_t len)
         snprintf(buf, len, "-");
         return buf;
     }
-    const uint8_t *u = k->uuid;
-    snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-             u[13], u[14], u[15]);
-    return buf;
+    return lp_fmt_uuid(k->uuid, buf, len);
 }
 
 static const char *ns_or_dash(double ns, char *buf, size_t len)

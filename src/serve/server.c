@@ -712,14 +712,39 @@ static int make_dirs(struct server *s, char *err, size_t len)
     return 0;
 }
 
+int lp_serve_sockaddr(const char *host, unsigned port, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (strchr(host, ':')) {
+        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        return inet_pton(AF_INET6, host, &a6->sin6_addr) == 1 ? 1 : -1;
+    }
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)port);
+    return inet_pton(AF_INET, host, &a4->sin_addr) == 1 ? 0 : -1;
+}
+
+unsigned lp_serve_daemon_port(struct MHD_Daemon *d, unsigned fallback)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_storage got;
+    socklen_t gl = sizeof got;
+    if (!info || getsockname(info->listen_fd, (struct sockaddr *)&got, &gl) != 0)
+        return fallback;
+    return ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+                                           : ((struct sockaddr_in *)&got)->sin_port);
+}
+
 static struct MHD_Daemon *listen_on(struct server *s, unsigned *port, char *err, size_t len)
 {
-    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port)};
-    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)*port)};
-    int v6 = strchr(s->cfg->host, ':') != NULL;
-    if (v6 ? inet_pton(AF_INET6, s->cfg->host, &a6.sin6_addr) != 1
-           : inet_pton(AF_INET, s->cfg->host, &a4.sin_addr) != 1) {
-        snprintf(err, len, "--listen: '%s' is not an IPv%d address", s->cfg->host, v6 ? 6 : 4);
+    struct sockaddr_storage ss;
+    int v6 = lp_serve_sockaddr(s->cfg->host, *port, &ss);
+    if (v6 < 0) {
+        snprintf(err, len, "--listen: '%s' is not an IPv%d address", s->cfg->host,
+                 strchr(s->cfg->host, ':') ? 6 : 4);
         return NULL;
     }
     /* beyond loopback, one address holds 64 connections at most: a client that trickles
@@ -728,9 +753,8 @@ static struct MHD_Daemon *listen_on(struct server *s, unsigned *port, char *err,
                             : strncmp(s->cfg->host, "127.", 4) != 0;
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | (v6 ? MHD_USE_IPv6 : 0), 0, NULL,
-        NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-        v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+        NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4, MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(open_to_others ? 64 : 0),
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_END);
@@ -739,12 +763,7 @@ static struct MHD_Daemon *listen_on(struct server *s, unsigned *port, char *err,
                  v6 ? "[" : "", s->cfg->host, v6 ? "]" : "", *port);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-    struct sockaddr_storage got;
-    socklen_t gl = sizeof got;
-    if (info && getsockname(info->listen_fd, (struct sockaddr *)&got, &gl) == 0)
-        *port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
-                                                : ((struct sockaddr_in *)&got)->sin_port);
+    *port = lp_serve_daemon_port(d, *port);
     return d;
 }
 

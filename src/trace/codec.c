@@ -443,3 +443,17 @@ int lp_chunk_header_unpack(const uint8_t in[LP_CHUNK_HEADER_SIZE], struct lp_chu
     h->seq = get_le32(in + 28);
     return LP_OK;
 }
+
+int lp_meta_next(struct lp_cursor *c, const uint8_t **k, size_t *kl, const uint8_t **v,
+                 size_t *vl)
+{
+    if (c->p >= c->end)
+        return 0;
+    uint64_t n = lp_cur_uvar(c);
+    *k = lp_cur_bytes(c, n);
+    *kl = (size_t)n;
+    n = lp_cur_uvar(c);
+    *v = lp_cur_bytes(c, n);
+    *vl = (size_t)n;
+    return *k && *v && !c->bad ? 1 : -1;
+}

@@ -58,6 +58,11 @@ static inline uint64_t lp_cur_uvar(struct lp_cursor *c)
 }
 const uint8_t *lp_cur_bytes(struct lp_cursor *c, size_t n);
 
+/* The next key/value pair of a META or END chunk's body at C (a length-prefixed key, then
+ * value): 1 with K, KL, V, VL set; 0 at the body's end; -1 when malformed. */
+int lp_meta_next(struct lp_cursor *c, const uint8_t **k, size_t *kl, const uint8_t **v,
+                 size_t *vl);
+
 /* Delta bases, reset at every chunk so each chunk decodes on its own. */
 struct lp_delta_state {
     uint64_t ts[LP_REC_TYPE_COUNT];

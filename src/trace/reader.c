@@ -410,12 +410,11 @@ static int decode_meta(struct rd *rd, const uint8_t *raw, size_t len, int *bad, 
 {
     struct lp_cursor c = {raw, raw + len, 0};
     *pairs = 0;
-    while (c.p < c.end) {
-        uint64_t kl = lp_cur_uvar(&c);
-        const uint8_t *k = lp_cur_bytes(&c, kl);
-        uint64_t vl = lp_cur_uvar(&c);
-        const uint8_t *v = lp_cur_bytes(&c, vl);
-        if (!k || !v || c.bad) {
+    const uint8_t *k, *v;
+    size_t kl, vl;
+    int more;
+    while ((more = lp_meta_next(&c, &k, &kl, &v, &vl)) != 0) {
+        if (more < 0) {
             *bad = 1;
             break;
         }

@@ -39,6 +39,10 @@ p.add_argument("--new-tokens", default="16:64", help="tokens generated, uniform 
 p.add_argument("--interarrival-ms", type=float, default=10.0, help="mean gap between arrivals")
 p.add_argument("--graphs", action="store_true", help="decode-only iterations as CUDA graphs")
 p.add_argument("--mark", action="store_true", help="emit the request convention")
+p.add_argument("--nvtx-steps", action="store_true",
+               help="an NVTX range 'step tokens=N' around each iteration (a stage to watch)")
+p.add_argument("--duration", type=float,
+               help="requests arrive for this many seconds (instead of --requests)")
 p.add_argument("--seed", type=int, default=0)
 p.add_argument("--profile-iters", help="A:B: cudaProfilerStart before iteration A, Stop after "
                "iteration B-1 (a live server's window, as vLLM's cuda profiler does)")
@@ -206,8 +210,8 @@ class Request:
 rng = random.Random(args.seed)
 t_arr = 0.0
 reqs = []
-for i in range(args.requests):
-    reqs.append(Request(i, t_arr, rng.randint(pmin, pmax), rng.randint(gmin, gmax)))
+while (t_arr < args.duration) if args.duration else len(reqs) < args.requests:
+    reqs.append(Request(len(reqs), t_arr, rng.randint(pmin, pmax), rng.randint(gmin, gmax)))
     t_arr += rng.expovariate(1000.0 / args.interarrival_ms) if args.interarrival_ms > 0 else 0.0
 
 # warm-up, as engines do before serving: one forward of a full token budget, sampled
@@ -281,6 +285,8 @@ while pending or waiting or running:
         pos += list(range(r.done_prefill, r.done_prefill + n))
         slots += [r.slot] * n
     nd = len(dec)
+    if args.nvtx_steps:
+        torch.cuda.nvtx.range_push(f"step tokens={len(toks)}")
     tok_t = torch.tensor(toks, device=dev)
     pos_t = torch.tensor(pos, device=dev)
     slot_t = torch.tensor(slots, device=dev)
@@ -304,6 +310,8 @@ while pending or waiting or running:
     idx = torch.tensor(rows, device=dev)
     new = torch.argmax(F.linear(hidden[idx], lm_head), dim=-1).tolist()
     t_end = time.perf_counter()
+    if args.nvtx_steps:
+        torch.cuda.nvtx.range_pop()
     for r, n in chunks:
         r.done_prefill += n
         r.prefill_iters.append(len(iters))
