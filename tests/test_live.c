@@ -13,8 +13,11 @@
 
 #include <cmocka.h>
 
+#include <zstd.h>
+
 #include "llmprof/follow.h"
 #include "llmprof/live.h"
+#include "trace/codec.h"
 
 /* ---- a trace written with small chunks, as bytes ---- */
 
@@ -261,22 +264,83 @@ static void test_follow_refused_and_replaced(void **state)
     struct seen s = {.names = 10};
     assert_int_equal(poll_once(f, &s), LP_OK);
     assert_int_equal(s.records, a.records);
+    /* removed, then written again: what was read stays until the new file appears */
+    unlink(path);
+    assert_int_equal(poll_once(f, &s), LP_OK);
+    assert_true(lp_follow_stats(f).complete);
+    assert_int_equal(lp_follow_stats(f).restarts, 0);
+    assert_string_equal(lp_follow_meta(f, "pid"), "77");
+    write_file(path, a.data, a.len, "wb");
+    s = (struct seen){.names = 10};
+    assert_int_equal(poll_once(f, &s), LP_OK);
+    assert_int_equal(s.records, a.records);
+    assert_int_equal(lp_follow_stats(f).restarts, 1);
     snprintf(other, sizeof other, "%s.new", path);
     write_file(other, b.data, b.len, "wb");
     assert_int_equal(rename(other, path), 0);
     s = (struct seen){.names = 10};
     assert_int_equal(poll_once(f, &s), LP_OK);
     assert_int_equal(s.records, b.records);
-    assert_int_equal(lp_follow_stats(f).restarts, 1);
+    assert_int_equal(lp_follow_stats(f).restarts, 2);
     /* cut shorter in place: read again too */
     write_file(path, b.data, b.len / 2, "wb");
     s = (struct seen){.names = 10};
     assert_int_equal(poll_once(f, &s), LP_OK);
-    assert_int_equal(lp_follow_stats(f).restarts, 2);
+    assert_int_equal(lp_follow_stats(f).restarts, 3);
     assert_true(s.records < b.records);
     lp_follow_free(f);
     unlink(path);
     free(a.data);
+    free(b.data);
+}
+
+/* A flipped bit in a chunk's number (outside the header's checksum) skips nothing; a chunk
+ * that would decode to 64 MiB from a few KB is skipped by the decode budget, quickly */
+static void test_follow_numbers_and_budget(void **state)
+{
+    (void)state;
+    struct built b;
+    build(&b, 300, 20, 0);
+    size_t off[4096];
+    assert_true(chunk_offsets(&b, off, 4096) > 6);
+    char path[128];
+    temp_path(path, sizeof path, "seq");
+    uint8_t *d = malloc(b.len);
+    memcpy(d, b.data, b.len);
+    d[off[3] + 31] ^= 0x80; /* bit 31 of chunk 3's number */
+    write_file(path, d, b.len, "wb");
+    struct lp_follow *f = NULL;
+    assert_int_equal(lp_follow_open(&f, path), LP_OK);
+    struct seen s = {.names = 20};
+    assert_int_equal(poll_once(f, &s), LP_OK);
+    assert_int_equal(s.records, b.records);
+    assert_true(lp_follow_stats(f).complete);
+    assert_int_equal(lp_follow_stats(f).missing, 0);
+    lp_follow_free(f);
+    free(d);
+
+    /* a file header and one chunk: a zstd frame of 64 MiB of zeros */
+    size_t raw = 64u << 20, cap = ZSTD_compressBound(raw);
+    uint8_t *zeros = calloc(1, raw), *z = malloc(cap);
+    size_t zn = ZSTD_compress(z, cap, zeros, raw, 1);
+    assert_false(ZSTD_isError(zn));
+    struct lp_chunk_header h = {.type = LP_CHUNK_RECORDS, .codec = LP_CODEC_ZSTD,
+                                .payload_size = (uint32_t)zn, .raw_size = (uint32_t)raw,
+                                .n_records = 1, .payload_crc = lp_crc32(z, zn), .seq = 2};
+    uint8_t hdr[LP_CHUNK_HEADER_SIZE];
+    lp_chunk_header_pack(&h, hdr);
+    write_file(path, b.data, LP_FILE_HEADER_SIZE, "wb");
+    write_file(path, hdr, sizeof hdr, "ab");
+    write_file(path, z, zn, "ab");
+    assert_int_equal(lp_follow_open(&f, path), LP_OK);
+    s = (struct seen){.names = 20};
+    assert_int_equal(poll_once(f, &s), LP_OK);
+    assert_int_equal(lp_follow_stats(f).over_budget, 1);
+    assert_int_equal(s.records, 0);
+    lp_follow_free(f);
+    unlink(path);
+    free(zeros);
+    free(z);
     free(b.data);
 }
 
@@ -480,6 +544,27 @@ static void test_live_bounds(void **state)
     f = lp_live_facts(l);
     assert_int_equal(stage_named(&f, "decode")->wall.count, 200000 - 63);
     assert_int_equal(f.ranges_unmatched, 10);
+    /* a pool of threads that come and go: 3,000 threads, a decode each, one at a time */
+    for (uint32_t i = 0; i < 3000; i++) {
+        mark(l, LP_MARKER_FLAG_START, 5000000 + i, N_DECODE, 100000 + i, T0 + 3 * MS + i);
+        mark(l, LP_MARKER_FLAG_END, 5000000 + i, 0, 100000 + i, T0 + 3 * MS + i + 1);
+    }
+    f = lp_live_facts(l);
+    assert_int_equal(stage_named(&f, "decode")->wall.count, 200000 - 63 + 3000);
+    assert_int_equal(f.threads_dropped, 0);
+    lp_live_free(l);
+
+    /* with the recording's start known, a time of 2^61 ns or 0 is counted, not used */
+    assert_int_equal(lp_live_init(&l, NULL, 0, err, sizeof err), LP_OK);
+    lp_live_set_start(l, T0);
+    mark(l, LP_MARKER_FLAG_START, 1, N_DECODE, 1, T0 + MS);
+    mark(l, LP_MARKER_FLAG_END, 1, 0, 1, 1ull << 61);
+    mark(l, LP_MARKER_FLAG_INSTANT, 0, N_TOK_A, 1, 0);
+    mark(l, LP_MARKER_FLAG_END, 1, 0, 1, T0 + 2 * MS);
+    f = lp_live_facts(l);
+    assert_int_equal(f.implausible, 2);
+    assert_int_equal(f.last_ts, T0 + 2 * MS);
+    assert_int_equal(stage_named(&f, "decode")->wall.sum_ns, MS);
     lp_live_free(l);
 }
 
@@ -523,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_follow_growing),
         cmocka_unit_test(test_follow_damage),
         cmocka_unit_test(test_follow_refused_and_replaced),
+        cmocka_unit_test(test_follow_numbers_and_budget),
         cmocka_unit_test(test_follow_string_generations),
         cmocka_unit_test(test_live_stages),
         cmocka_unit_test(test_live_requests),

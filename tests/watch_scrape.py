@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """llmprof watch end to end (issue 51): three real traces (H200, H100) are written into a run
-directory piece by piece (cut at arbitrary bytes, so chunks arrive half written) while `llmprof watch`
-serves /metrics; every scrape is checked (counters never fall, no more read than written),
+directory piece by piece (cut at arbitrary bytes, so chunks arrive half written) while
+`llmprof watch` serves /metrics; every scrape is checked (counters never fall, no more read than written),
 and the last one against `llmprof report` of the same traces (tokens, requests, TTFT, TPOT
 and ITL count and mean, energy, stage occurrences and time, DRAM bytes and tensor-pipe
 activity) and the serving engine's own counts (truth.json: tokens, requests, iterations).
@@ -225,8 +225,8 @@ def main():
                 check(value(cur, "llmprof_requests_finished_total", name) == len(t["requests"]),
                       f"{fx}: the engine's requests")
                 steps = value(cur, "llmprof_stage_duration_seconds_count", name, stage="step")
-                check(steps is None or steps == len(t["iterations"]),
-                      f"{fx}: {steps} steps, the engine's {len(t['iterations'])} iterations")
+                want = len(t["iterations"]) if "step=^step" in TRACES[fx] else None
+                check(steps == want, f"{fx}: {steps} steps, the engine's {want} iterations")
         proc.wait(timeout=30)
         check(proc.returncode == 0, f"watch --until-done exited {proc.returncode}")
         err = proc.stderr.read()
@@ -250,6 +250,39 @@ def main():
             base = re.sub(r"_(bucket|sum|count)$", "", name)
             check(name in families or base in families,
                   f"the dashboard asks for {name}, which watch does not serve")
+        # a trace replaced by another in its place (a new run): its figures start over
+        rdir = os.path.join(tmp, "replaced")
+        os.mkdir(rdir)
+        spot = os.path.join(rdir, "trace.lpt")
+        with open(spot, "wb") as f:
+            f.write(sources["serve-light"][1])
+        proc = subprocess.Popen([LLMPROF, "watch", rdir, "--listen", "127.0.0.1:0",
+                                 "--interval", "0.05"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        rport = int(re.search(r":(\d+)/metrics", proc.stdout.readline()).group(1))
+
+        def settled(want_pid):
+            for _ in range(200):
+                got = parse(scrape(rport)[2])
+                if value(got, "llmprof_trace_complete", "trace.lpt", pid=want_pid) == 1:
+                    return got
+                time.sleep(0.05)
+            return got
+        first = settled("442")
+        check(value(first, "llmprof_generated_tokens_total", "trace.lpt") == 3648,
+              "the first trace's tokens")
+        with open(spot + ".new", "wb") as f:
+            f.write(sources["serve-eager-mark"][1])
+        os.rename(spot + ".new", spot)
+        second = settled("655")
+        check(value(second, "llmprof_generated_tokens_total", "trace.lpt", pid="655") == 1386,
+              "the replacing trace's tokens, counted from zero: "
+              f"{value(second, 'llmprof_generated_tokens_total', 'trace.lpt')}")
+        check(value(second, "llmprof_trace_restarts_total", "trace.lpt") == 1, "one restart")
+        proc.terminate()
+        proc.wait(timeout=10)
+        check(proc.returncode == 0, f"watch stopped by SIGTERM exited {proc.returncode}")
+        proc = None
         # two ranks of one run: each labelled with its rank, each GPU with its UUID
         tp = parse(subprocess.run([LLMPROF, "watch", os.path.join(FIX, "tp-manual"), "--once"],
                                   capture_output=True, text=True, check=True).stdout)
@@ -258,6 +291,32 @@ def main():
         uuids = {dict(l).get("uuid") for (n, l) in tp if n == "llmprof_gpu_power_watts"}
         check(len(uuids) == 2 and all(u and u.startswith("GPU-") for u in uuids),
               f"tp-manual's GPUs by UUID: {uuids}")
+        # every GPU of four ranks with its peak, whichever of its two device records came last
+        hosts = parse(subprocess.run([LLMPROF, "watch", os.path.join(FIX, "tp-groups-hosts"),
+                                      "--once"], capture_output=True, text=True,
+                                     check=True).stdout)
+        gpus = {(dict(l)["trace"], dict(l)["gpu"]) for (n, l) in hosts
+                if n == "llmprof_gpu_power_watts"}
+        peaks = {(dict(l)["trace"], dict(l)["gpu"]) for (n, l) in hosts
+                 if n == "llmprof_gpu_dram_peak_bytes_per_second"}
+        check(gpus and gpus <= peaks, f"GPUs without their DRAM peak: {sorted(gpus - peaks)}")
+        # a file name that is not UTF-8: a valid label all the same
+        odd = os.path.join(tmp.encode(), b"odd")
+        os.mkdir(odd)
+        shutil.copy(os.path.join(FIX, "serve-light", sources["serve-light"][0]),
+                    os.path.join(odd, b"lat\xe9.lpt"))
+        out = subprocess.run([LLMPROF.encode(), b"watch", odd, b"--once"], capture_output=True)
+        try:
+            text = out.stdout.decode("utf-8")
+            check('trace="lat?.lpt"' in text, "the name's byte replaced by '?'")
+        except UnicodeDecodeError:
+            check(False, "watch wrote a label that is not UTF-8")
+        # a bad stage rule refused at the start, traces or not
+        empty = os.path.join(tmp, "empty")
+        os.mkdir(empty)
+        bad = subprocess.run([LLMPROF, "watch", empty, "--once", "--stage", "x=("],
+                             capture_output=True, text=True)
+        check(bad.returncode == 2 and "x=(" in bad.stderr, f"--stage x=(: {bad.stderr!r}")
         # a directory that is not there, a window out of bounds: refused with the reason
         bad = subprocess.run([LLMPROF, "watch", os.path.join(tmp, "none"), "--once"],
                              capture_output=True, text=True)

@@ -24,6 +24,7 @@ struct lp_follow_stats {
     uint64_t missing;        /* chunk numbers skipped over */
     uint64_t unknown_strings; /* names asked for that no chunk read defined */
     uint64_t restarts;       /* the file was replaced or cut shorter: read again from its start */
+    uint64_t over_budget;    /* chunks past the decode budget (a file of zstd bombs): skipped */
     int complete;            /* its END chunk was read: the process exited cleanly */
     int waiting;             /* the file ends inside a chunk: waited for */
 };
@@ -31,7 +32,9 @@ struct lp_follow_stats {
 /* Receives one record; a non-zero return stops the poll and is returned by it. */
 typedef int (*lp_follow_fn)(void *ctx, struct lp_follow *f, const struct lp_record *r);
 
-/* Follows PATH (it need not exist yet). LP_OK or LP_ERR_NOMEM. */
+/* Follows PATH (it need not exist yet). The file stays open while it is being written, and is
+ * closed once its END chunk is read. A file removed keeps what was read. LP_OK or
+ * LP_ERR_NOMEM. */
 int lp_follow_open(struct lp_follow **f, const char *path);
 /* Reads the whole chunks appended since the last call, up to MAX_BYTES of the file (0: no
  * bound) so a long backlog is taken in parts, and hands their records to FN. Returns LP_OK
@@ -40,6 +43,9 @@ int lp_follow_open(struct lp_follow **f, const char *path);
  * LP_ERR_NOMEM, or what FN returned. */
 int lp_follow_poll(struct lp_follow *f, uint64_t max_bytes, lp_follow_fn fn, void *ctx,
                    int *more, char *err, size_t errlen);
+/* When the file was replaced or cut shorter (a new trace in its place), the poll that finds
+ * it returns LP_OK at once with *MORE set and lp_follow_stats' restarts grown, before handing
+ * on anything of the new file, so that the caller can start its figures over. */
 /* A string of the records handed on: "" for 0, "<unknown>" when never defined (counted). */
 const char *lp_follow_str(struct lp_follow *f, lp_str id);
 /* A header pair (the META chunk, then the END chunk's), NULL when absent. */

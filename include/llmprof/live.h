@@ -84,6 +84,10 @@ int lp_live_init(struct lp_live **l, const char *const *stage_rules, size_t n_ru
 /* Adds one record; NAME_OF resolves its string ids. LP_OK or LP_ERR_NOMEM. */
 int lp_live_add(struct lp_live *l, const struct lp_record *r,
                 const char *(*name_of)(void *ctx, lp_str id), void *ctx);
+/* The recording's start (the trace header's start_trace_ns): from then on, a record timed
+ * more than a minute before it or more than a year after it, or at 0, cannot be the run's and
+ * is counted (implausible) instead of added, as the reader leaves such records out. */
+void lp_live_set_start(struct lp_live *l, uint64_t start_ns);
 void lp_live_free(struct lp_live *l);
 
 /* What was added, read by the writer */
@@ -94,6 +98,9 @@ struct lp_live_facts {
     size_t n_stages;
     uint64_t stages_dropped;      /* occurrences of names past LP_LIVE_MAX_STAGES */
     uint64_t ranges_unmatched;    /* ends without their start, starts past the open bound */
+    uint64_t threads_dropped;     /* ranges on a thread past 1,024 inside stage ranges at once:
+                                     not classified */
+    uint64_t implausible;         /* records whose time cannot be the run's: counted only */
     /* the request convention */
     int convention;               /* a token mark was seen */
     uint64_t requests_started, requests_done, requests_open, requests_dropped;

@@ -471,6 +471,9 @@ const char *lp_trace_str(const struct lp_trace *t, lp_str id);
 /* The launch configuration of kernel K of T (never NULL) */
 const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
                                                       const struct lp_kernel_rec *k);
+/* Bytes of S (LEN) that are not UTF-8 replaced by '?', in place (names from outside must be
+ * valid in JSON and Prometheus' text); returns how many. */
+size_t lp_utf8_repair(char *s, size_t len);
 /* Decodes PATH from an in-memory image; used by the fuzzer and tests. */
 int lp_trace_read_mem(struct lp_trace **t, const void *data, size_t size, const char *name,
                       char *err, size_t errlen);

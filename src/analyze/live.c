@@ -16,7 +16,7 @@ const double lp_live_bucket_le[LP_LIVE_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03,
     0.05,   0.075, 0.1,    0.25,  0.5,    1.0,  2.5,   5.0,  10.0};
 
-#define MAX_THREADS 1024
+#define MAX_THREADS 1024 /* threads inside a stage or warm-up range at once */
 
 /* a range open now */
 struct open_range {
@@ -60,6 +60,7 @@ struct lp_live {
     struct lp_live_device devices[LP_LIVE_MAX_DEVICES];
     struct lp_live_bin bins[LP_LIVE_BINS];
     struct lp_live_facts f;       /* the counters; arrays pointed at above */
+    uint64_t start_ns;            /* the recording's start, 0 unknown */
 };
 
 #define OPEN_SLOTS (2 * LP_LIVE_MAX_OPEN)
@@ -308,7 +309,10 @@ static int range_start(struct lp_live *l, const struct lp_marker *m, const char 
             l->f.requests_open++;
         }
     }
+    /* the thread's entry lives while a stage or warm-up range is open on it */
     struct thread_depth *th = thread_of(l, m->thread);
+    if (!th)
+        l->f.threads_dropped++;
     if ((!idlen || !l->f.convention) && th) {
         /* warm-up is a stage of its own, as in the report: a range named so, and the stage
          * ranges inside one */
@@ -331,6 +335,8 @@ static int range_start(struct lp_live *l, const struct lp_marker *m, const char 
             break;
         }
     }
+    if (th && !th->depth && !th->warm)
+        *th = l->threads[--l->n_threads];
     l->open[i] = o;
     l->n_open++;
     return LP_OK;
@@ -351,6 +357,8 @@ static void range_end(struct lp_live *l, const struct lp_marker *m)
         th->depth--;
     if (th && o.warm && th->warm)
         th->warm--;
+    if (th && !th->depth && !th->warm) /* forgotten: threads come and go (a pool) */
+        *th = l->threads[--l->n_threads];
     uint64_t wall = m->timestamp > o.start ? m->timestamp - o.start : 0;
     if (o.stage >= 0) {
         struct lp_live_stage *s = &l->stages[o.stage];
@@ -504,6 +512,8 @@ static uint64_t record_time(const struct lp_record *r)
     }
 }
 
+void lp_live_set_start(struct lp_live *l, uint64_t start_ns) { l->start_ns = start_ns; }
+
 int lp_live_add(struct lp_live *l, const struct lp_record *r,
                 const char *(*name_of)(void *ctx, lp_str id), void *ctx)
 {
@@ -511,6 +521,12 @@ int lp_live_add(struct lp_live *l, const struct lp_record *r,
         return LP_OK;
     l->f.records[r->type]++;
     uint64_t ts = record_time(r);
+    const uint64_t minute = 60000000000ull, year = 366ull * 86400 * 1000000000ull;
+    if (l->start_ns && r->type != LP_REC_DEVICE && r->type != LP_REC_LOSS &&
+        (ts == 0 || ts + minute < l->start_ns || ts - l->start_ns > year)) {
+        l->f.implausible++; /* one such time would hold the windows and the lag for good */
+        return LP_OK;
+    }
     if (ts) {
         if (!l->f.first_ts || ts < l->f.first_ts)
             l->f.first_ts = ts;
@@ -523,8 +539,11 @@ int lp_live_add(struct lp_live *l, const struct lp_record *r,
     case LP_REC_PM_SAMPLE: pm(l, &r->u.pm); break;
     case LP_REC_DEVICE: {
         struct lp_live_device *d = device(l, r->u.device.id);
-        if (d) {
+        /* a GPU is described twice (CUPTI's record, NVML's): each says what it knows */
+        static const uint8_t no_uuid[16];
+        if (d && r->u.device.mem_bandwidth_kbps)
             d->dram_peak_bps = r->u.device.mem_bandwidth_kbps * 1000u;
+        if (d && memcmp(r->u.device.uuid, no_uuid, sizeof no_uuid)) {
             memcpy(d->uuid, r->u.device.uuid, sizeof d->uuid);
             d->has_uuid = 1;
         }

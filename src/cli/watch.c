@@ -87,6 +87,9 @@ struct traced {
     struct lp_live *live;
     char *name;
     int failed;                   /* not a trace this build reads: said once, then left */
+    int warned;                   /* a read failed and was said: said again once it reads */
+    uint64_t restarts;            /* the follower's, when its figures started */
+    int started;                  /* the live figures know the recording's start */
 };
 
 struct watch {
@@ -94,7 +97,8 @@ struct watch {
     struct traced *t;
     size_t n;
     int is_dir;
-    uint64_t scans_full;          /* directory scans that met MAX_TRACES */
+    size_t refused;               /* traces past MAX_TRACES in the latest scan */
+    int scan_warned;              /* the directory could not be read: said once */
     pthread_mutex_t mu;           /* guards TEXT */
     char *text;
     size_t text_len;
@@ -114,7 +118,7 @@ static int add_trace(struct watch *w, const char *path, const char *name)
         if (!strcmp(w->t[i].name, name))
             return 0;
     if (w->n == MAX_TRACES) {
-        w->scans_full++;
+        w->refused++;
         return 0;
     }
     struct traced t = {0};
@@ -123,12 +127,7 @@ static int add_trace(struct watch *w, const char *path, const char *name)
     if (rc == LP_OK)
         rc = lp_live_init(&t.live, w->o->stages.n ? w->o->stages.v : NULL, w->o->stages.n, err,
                           sizeof err);
-    if (rc == LP_ERR_ARG) {
-        lp_cli_error("watch", "%s", err);
-        lp_follow_free(t.follow);
-        return -2;
-    }
-    if (rc != LP_OK || !(t.name = strdup(name))) {
+    if (rc != LP_OK || !(t.name = strdup(name))) { /* the rules were checked at the start */
         lp_follow_free(t.follow);
         lp_live_free(t.live);
         return -1;
@@ -143,7 +142,7 @@ static int cmp_traced(const void *a, const void *b)
 }
 
 /* New traces of the run directory (or the one file), kept by name (the series' order). 0,
- * or -1/-2 after a message. */
+ * or -1 out of memory after a message. */
 static int scan(struct watch *w)
 {
     if (!w->is_dir) {
@@ -151,10 +150,15 @@ static int scan(struct watch *w)
         return add_trace(w, w->o->run, slash ? slash + 1 : w->o->run);
     }
     DIR *d = opendir(w->o->run);
-    if (!d) {
-        lp_cli_error("watch", "cannot read %s: %s", w->o->run, strerror(errno));
-        return -1;
+    if (!d) { /* out of descriptors, say: said once, tried again */
+        if (!w->scan_warned)
+            fprintf(stderr, "llmprof watch: warning: cannot read %s: %s; tried again every "
+                            "interval\n", w->o->run, strerror(errno));
+        w->scan_warned = 1;
+        return 0;
     }
+    w->scan_warned = 0;
+    w->refused = 0;
     struct dirent *e;
     int rc = 0;
     while (rc == 0 && (e = readdir(d))) {
@@ -175,7 +179,16 @@ static const char *name_of(void *ctx, lp_str id) { return lp_follow_str(ctx, id)
 
 static int on_record(void *ctx, struct lp_follow *f, const struct lp_record *r)
 {
-    return lp_live_add(ctx, r, name_of, f);
+    struct traced *t = ctx;
+    if (!t->started) { /* the header comes first: the recording's start, for plausibility */
+        const char *s = lp_follow_meta(f, "start_trace_ns");
+        char *end = NULL;
+        unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+        if (s && end && !*end)
+            lp_live_set_start(t->live, v);
+        t->started = 1;
+    }
+    return lp_live_add(t->live, r, name_of, f);
 }
 
 /* Reads what each trace gained; *MORE when a backlog is left. 0, or -1 out of memory. */
@@ -188,15 +201,36 @@ static int poll_all(struct watch *w, int *more)
             continue;
         char err[512];
         int m = 0;
-        int rc = lp_follow_poll(t->follow, POLL_BYTES, on_record, t->live, &m, err, sizeof err);
+        int rc = lp_follow_poll(t->follow, POLL_BYTES, on_record, t, &m, err, sizeof err);
         if (rc == LP_ERR_NOMEM) {
             lp_cli_error("watch", "out of memory");
             return -1;
         }
-        if (rc != LP_OK) {
+        if (rc == LP_ERR_FORMAT || rc == LP_ERR_VERSION) {
             /* a file that is no trace, or one this build cannot read: said, then left */
             fprintf(stderr, "llmprof watch: warning: %s; not followed\n", err);
-            t->failed = rc == LP_ERR_FORMAT || rc == LP_ERR_VERSION;
+            t->failed = 1;
+        } else if (rc != LP_OK && !t->warned) { /* unreadable for now: said once */
+            fprintf(stderr, "llmprof watch: warning: %s; tried again every interval\n", err);
+            t->warned = 1;
+        } else if (rc == LP_OK && t->warned) {
+            fprintf(stderr, "llmprof watch: %s is read again\n", t->name);
+            t->warned = 0;
+        }
+        uint64_t restarts = lp_follow_stats(t->follow).restarts;
+        if (rc == LP_OK && restarts != t->restarts) {
+            /* another trace in its place: its figures start from zero (a counter reset, as
+             * Prometheus takes a restarted process's) */
+            struct lp_live *fresh = NULL;
+            if (lp_live_init(&fresh, w->o->stages.n ? w->o->stages.v : NULL, w->o->stages.n,
+                             err, sizeof err) != LP_OK) {
+                lp_cli_error("watch", "out of memory");
+                return -1;
+            }
+            lp_live_free(t->live);
+            t->live = fresh;
+            t->restarts = restarts;
+            t->started = 0;
         }
         *more |= m;
     }
@@ -227,10 +261,10 @@ static int render(struct watch *w)
     if (m) {
         fprintf(m, "# HELP llmprof_watch_traces Traces followed\n"
                    "# TYPE llmprof_watch_traces gauge\nllmprof_watch_traces %zu\n"
-                   "# HELP llmprof_watch_traces_refused_total Traces past the 1024 followed\n"
-                   "# TYPE llmprof_watch_traces_refused_total counter\n"
-                   "llmprof_watch_traces_refused_total %llu\n",
-                n, (unsigned long long)w->scans_full);
+                   "# HELP llmprof_watch_traces_refused Traces in the run past the 1024 "
+                   "followed\n# TYPE llmprof_watch_traces_refused gauge\n"
+                   "llmprof_watch_traces_refused %zu\n",
+                n, w->refused);
         rc = lp_report_prometheus(m, src, n, (unsigned)w->o->window);
         if (fclose(m) != 0)
             rc = -1;
@@ -347,8 +381,10 @@ static void sleep_s(double s)
 static int watch(struct watch *w)
 {
     int rc = scan(w), more = 0;
-    if (rc != 0)
-        return rc == -2 ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
+    if (rc != 0) {
+        lp_cli_error("watch", "out of memory");
+        return LP_CLI_EXIT_INPUT;
+    }
     if (w->o->once) {
         do {
             if (poll_all(w, &more) != 0)
@@ -379,10 +415,12 @@ static int watch(struct watch *w)
     rc = 0;
     struct timespec done_at = {0};
     while (!stop_flag) {
-        if (scan(w) == -1 || poll_all(w, &more) != 0 || render(w) != 0) {
+        if (scan(w) != 0 || poll_all(w, &more) != 0 || render(w) != 0) {
             rc = LP_CLI_EXIT_INPUT;
             break;
         }
+        if (w->o->until_done && !(all_done(w) && !more))
+            done_at.tv_sec = 0; /* a trace came after the others ended: its own grace */
         if (w->o->until_done && all_done(w) && !more) {
             /* served a while longer, for a last scrape */
             struct timespec now;
@@ -430,6 +468,18 @@ int lp_cmd_watch(int argc, char **argv)
         lp_cli_error("watch", "%s: %s (start watch once record has made the run directory)",
                      o.run, strerror(errno));
         rc = LP_CLI_EXIT_INPUT;
+        goto done;
+    }
+    struct lp_live *check = NULL; /* the rules checked before anything is followed */
+    char err[512];
+    int lrc = lp_live_init(&check, o.stages.n ? o.stages.v : NULL, o.stages.n, err, sizeof err);
+    lp_live_free(check);
+    if (lrc != LP_OK) {
+        if (lrc == LP_ERR_ARG)
+            lp_cli_error("watch", "%s", err);
+        else
+            lp_cli_error("watch", "out of memory");
+        rc = lrc == LP_ERR_ARG ? LP_CLI_EXIT_USAGE : LP_CLI_EXIT_INPUT;
         goto done;
     }
     w.is_dir = S_ISDIR(st.st_mode);

@@ -4,14 +4,23 @@
  * the window gauges are left out while their window has nothing to say. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "llmprof/report.h"
 
-/* Label values escaped as the format asks: backslash, double quote and newline. */
-static void put_value(FILE *f, const char *s)
+/* Label values escaped as the format asks: backslash, double quote and newline; bytes that are
+ * not UTF-8 (a file's name) as '?', or Prometheus refuses the whole scrape. */
+static void put_value(FILE *f, const char *value)
 {
-    for (; *s; s++) {
+    char buf[512];
+    size_t n = strlen(value);
+    char *copy = n < sizeof buf ? buf : malloc(n + 1);
+    if (!copy)
+        return;
+    memcpy(copy, value, n + 1);
+    lp_utf8_repair(copy, n);
+    for (const char *s = copy; *s; s++) {
         if (*s == '\\' || *s == '"')
             fputc('\\', f);
         if (*s == '\n') {
@@ -20,6 +29,8 @@ static void put_value(FILE *f, const char *s)
         }
         fputc(*s, f);
     }
+    if (copy != buf)
+        free(copy);
 }
 
 /* {trace="..",pid="..",rank=".."[,KEY="VALUE"]...}: the pairs of K whose key is not NULL */
@@ -134,6 +145,11 @@ FN(bad_chunks) { put_u64(f, m, s, NULL, NULL, s->follow.bad_chunks); }
 FN(dropped_bytes) { put_u64(f, m, s, NULL, NULL, s->follow.dropped_bytes); }
 FN(missing) { put_u64(f, m, s, NULL, NULL, s->follow.missing); }
 FN(restarts) { put_u64(f, m, s, NULL, NULL, s->follow.restarts); }
+FN(repeated) { put_u64(f, m, s, NULL, NULL, s->follow.repeated); }
+FN(over_budget) { put_u64(f, m, s, NULL, NULL, s->follow.over_budget); }
+FN(unknown_names) { put_u64(f, m, s, NULL, NULL, s->follow.unknown_strings); }
+FN(implausible) { put_u64(f, m, s, NULL, NULL, s->facts.implausible); }
+FN(threads_dropped) { put_u64(f, m, s, NULL, NULL, s->facts.threads_dropped); }
 FN(latest)
 {
     if (s->facts.last_ts)
@@ -255,6 +271,16 @@ static const struct family families[] = {
     {"llmprof_trace_chunks_missing_total", "counter", "Chunk numbers skipped over", missing},
     {"llmprof_trace_restarts_total", "counter",
      "Times the file was replaced or cut and read again from its start", restarts},
+    {"llmprof_trace_chunks_repeated_total", "counter", "Copies of chunks read before: skipped",
+     repeated},
+    {"llmprof_trace_chunks_over_budget_total", "counter",
+     "Chunks that would decode to more than 128 times the bytes read: skipped", over_budget},
+    {"llmprof_trace_names_unknown_total", "counter",
+     "Names asked for that no chunk read defines (lost, or past the 64 MiB of names kept)",
+     unknown_names},
+    {"llmprof_trace_records_implausible_total", "counter",
+     "Records timed at 0, before the recording or a year after it: counted, not used",
+     implausible},
     {"llmprof_trace_latest_timestamp_seconds", "gauge",
      "Time of the latest record read (CUPTI's clock: Unix time on Linux)", latest},
     {"llmprof_trace_records_total", "counter", "Records read, by kind", records},
@@ -270,6 +296,9 @@ static const struct family families[] = {
      "Stage occurrences of names past the first 64", stages_dropped},
     {"llmprof_nvtx_ranges_unmatched_total", "counter",
      "NVTX range ends without their start, and starts past 16384 open", unmatched},
+    {"llmprof_nvtx_ranges_unclassified_total", "counter",
+     "NVTX ranges on threads past 1024 inside stage ranges at once: no stage taken",
+     threads_dropped},
     {"llmprof_requests_started_total", "counter", "Request ranges begun (request convention)",
      req_started},
     {"llmprof_requests_finished_total", "counter", "Request ranges ended", req_done},

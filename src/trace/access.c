@@ -161,3 +161,29 @@ double lp_pm_value(const struct lp_pm_sample *s, enum lp_pm p)
         return s->value[p] * 1024.0;
     return p == LP_PM_GPC_MHZ ? (double)s->value[p] : s->value[p] / 100.0;
 }
+
+/* RFC 3629: no overlong forms, surrogates or code points past U+10FFFF */
+size_t lp_utf8_repair(char *s, size_t len)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        int ok = n > 0 && i + n <= len;
+        for (size_t j = 1; ok && j < n; j++)
+            ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
+        if (ok && n >= 3) {
+            unsigned char d = (unsigned char)s[i + 1];
+            ok = !(c == 0xe0 && d < 0xa0) && !(c == 0xed && d >= 0xa0) &&
+                 !(c == 0xf0 && d < 0x90) && !(c == 0xf4 && d >= 0x90);
+        }
+        if (!ok) {
+            s[i++] = '?';
+            bad++;
+            continue;
+        }
+        i += n;
+    }
+    return bad;
+}

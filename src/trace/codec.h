@@ -20,6 +20,12 @@ enum lp_chunk_codec { LP_CODEC_RAW = 0, LP_CODEC_ZSTD = 1 };
  * LP_WRITER_MAX_CHUNK plus one record or string), so a larger raw_size is corrupt. */
 #define LP_CHUNK_MAX_RAW (64u << 20)
 #define LP_WRITER_MAX_CHUNK (16u << 20) /* the largest chunk_bytes the writer takes */
+/* What reading a trace may decode (docs/trace-format.md, "Reading"): raw bytes at most
+ * LP_READ_RAW_BASE plus LP_READ_RAW_PER_BYTE per byte of the chunks decoded (real traces
+ * compress 3-10 times, the synthetic benchmark trace 22 times); the whole-file reader and
+ * the follower alike, so a small file cannot make either decode gigabytes. */
+#define LP_READ_RAW_BASE (16ull << 20)
+#define LP_READ_RAW_PER_BYTE 128u
 #define LP_WRITER_MAX_STRING (1u << 20) /* longer strings are cut to this many bytes */
 
 struct lp_chunk_header {

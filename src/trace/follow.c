@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -22,6 +23,9 @@
 #define WRITER_STRINGS (1u << 18)  /* the writer's string table (max_strings' default) */
 #define STRING_BYTES (64u << 20)   /* names kept at most; past it the oldest ids go first */
 #define MAX_PAYLOAD (LP_CHUNK_MAX_RAW + (1u << 20))
+#define POLL_RAW (256u << 20)      /* decoded in one poll at most: the caller gets a turn */
+#define KEEP_BUFFER (2u << 20)     /* chunk buffers larger than this are freed after a poll */
+#define SEQ_JUMP 65536u            /* a chunk number further ahead is not trusted */
 
 struct str_slot {
     uint32_t id;                   /* 0: free */
@@ -30,9 +34,14 @@ struct str_slot {
 
 struct lp_follow {
     char *path;
-    int fd;
+    int fd;                        /* open while the trace is being written */
+    int known;                     /* a file was opened: DEV and INO are its */
     dev_t dev;
     ino_t ino;
+    struct timespec mtime;         /* when last seen open: once closed, the number of a removed
+                                      file's inode can come back with a new file */
+    uint64_t raw_total, chunk_bytes; /* decoded, and of the chunks decoded: the budget */
+    uint64_t poll_raw;             /* decoded in this poll */
     uint64_t off;                  /* next byte to read */
     int header_ok;
     int failed;                    /* LP_ERR_FORMAT or LP_ERR_VERSION: not a trace we read */
@@ -86,7 +95,9 @@ static void restart(struct lp_follow *f)
     if (f->fd >= 0)
         close(f->fd);
     f->fd = -1;
+    f->known = 0;
     f->off = 0;
+    f->raw_total = f->chunk_bytes = 0;
     f->header_ok = f->failed = f->torn_polls = 0;
     f->last_seq = 0;
     strings_clear(f);
@@ -158,6 +169,7 @@ static int add_string(struct lp_follow *f, uint32_t id, const uint8_t *s, size_t
         return LP_ERR_NOMEM;
     memcpy(c, s, len);
     c[len] = 0;
+    lp_utf8_repair(c, len); /* as the reader does: labels must be UTF-8 */
     size_t i = slot_of(f, id);
     if (f->slots[i].id) {
         f->str_bytes -= strlen(f->slots[i].s) + 1;
@@ -193,11 +205,13 @@ static int set_meta(struct lp_follow *f, const uint8_t *k, size_t kl, const uint
     char *val = strndup((const char *)v, vl);
     if (!val)
         return LP_ERR_NOMEM;
+    lp_utf8_repair(val, strlen(val));
     if (i == f->n_meta) {
         if (!(f->meta[i].key = strndup((const char *)k, kl))) {
             free(val);
             return LP_ERR_NOMEM;
         }
+        lp_utf8_repair(f->meta[i].key, strlen(f->meta[i].key));
         f->n_meta++;
     } else {
         free(f->meta[i].value);
@@ -332,21 +346,41 @@ static int resync(struct lp_follow *f, uint64_t size)
     return LP_OK;
 }
 
-/* The file at PATH, opened, and checked against the one followed so far. */
+/* The file at PATH against the one followed so far, opened while it is being written; *SIZE:
+ * how far it may be read. A file removed keeps what was read (and is read on to its end
+ * through the descriptor still open); a file replaced, or cut shorter, is a new trace. */
 static int open_file(struct lp_follow *f, uint64_t *size, char *err, size_t errlen)
 {
     struct stat st;
-    if (f->fd >= 0 && (stat(f->path, &st) != 0 || st.st_ino != f->ino || st.st_dev != f->dev)) {
-        f->st.restarts++; /* replaced (or removed: wait for the next) */
-        restart(f);
+    *size = f->off;
+    if (f->known) {
+        if (stat(f->path, &st) != 0) {
+            if (errno != ENOENT) {
+                if (errlen)
+                    snprintf(err, errlen, "cannot look at %s: %s", f->path, strerror(errno));
+                return LP_ERR_IO;
+            }
+            if (f->fd < 0)
+                return LP_OK; /* removed once whole: nothing more to read */
+        } else if (st.st_ino != f->ino || st.st_dev != f->dev ||
+                   (f->fd < 0 && (st.st_mtim.tv_sec != f->mtime.tv_sec ||
+                                  st.st_mtim.tv_nsec != f->mtime.tv_nsec))) {
+            f->st.restarts++; /* replaced */
+            restart(f);
+        } else if (f->fd < 0) { /* whole (its END chunk read) and closed */
+            if ((uint64_t)st.st_size < f->off) {
+                f->st.restarts++;
+                restart(f);
+            } else {
+                return LP_OK;
+            }
+        }
     }
     if (f->fd < 0) {
         int fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0) {
-            if (errno == ENOENT) {
-                *size = 0;
+            if (errno == ENOENT)
                 return LP_OK;
-            }
             if (errlen)
                 snprintf(err, errlen, "cannot open %s: %s", f->path, strerror(errno));
             return LP_ERR_IO;
@@ -356,6 +390,7 @@ static int open_file(struct lp_follow *f, uint64_t *size, char *err, size_t errl
             return fail(f, LP_ERR_FORMAT, err, errlen, "not a regular file");
         }
         f->fd = fd;
+        f->known = 1;
         f->dev = st.st_dev;
         f->ino = st.st_ino;
     }
@@ -369,6 +404,7 @@ static int open_file(struct lp_follow *f, uint64_t *size, char *err, size_t errl
         restart(f);
         return open_file(f, size, err, errlen);
     }
+    f->mtime = st.st_mtim;
     *size = (uint64_t)st.st_size;
     return LP_OK;
 }
@@ -430,15 +466,29 @@ static int one_chunk(struct lp_follow *f, uint64_t size, lp_follow_fn fn, void *
     f->torn_polls = 0;
     f->off = at + total;
     f->st.bytes = f->off;
-    if (h.seq && h.seq <= f->last_seq) {
+    /* the number is outside the header's checksum: trusted only with the payload's, and
+     * only near the last one (a flipped bit must not skip the rest of the file) */
+    if (ok && h.seq && h.seq <= f->last_seq) {
         f->st.repeated++;
         return LP_OK;
     }
-    if (h.seq) {
+    if (ok && h.seq && (!f->last_seq || h.seq - f->last_seq <= SEQ_JUMP)) {
         if (f->last_seq && h.seq > f->last_seq + 1)
             f->st.missing += h.seq - f->last_seq - 1;
         f->last_seq = h.seq;
+    } else if (ok && h.seq) {
+        f->last_seq++; /* a number too far ahead: taken as the next one's */
     }
+    /* the decode budget, as the whole-file reader's */
+    if (ok && h.raw_size > LP_READ_RAW_BASE + (uint64_t)LP_READ_RAW_PER_BYTE *
+                                                 (f->chunk_bytes + total) - f->raw_total) {
+        f->st.over_budget++;
+        f->st.dropped_bytes += total;
+        return LP_OK;
+    }
+    f->chunk_bytes += total;
+    f->raw_total += h.raw_size;
+    f->poll_raw += h.raw_size;
     const uint8_t *body = f->payload;
     if (ok && h.codec == LP_CODEC_ZSTD && h.raw_size <= LP_CHUNK_MAX_RAW &&
         ZSTD_getFrameContentSize(f->payload, h.payload_size) == h.raw_size) {
@@ -463,8 +513,13 @@ static int one_chunk(struct lp_follow *f, uint64_t size, lp_follow_fn fn, void *
         return rc;
     }
     if (h.type == LP_CHUNK_META || h.type == LP_CHUNK_END) {
-        f->st.complete |= h.type == LP_CHUNK_END;
-        return decode_meta(f, body, h.raw_size);
+        int rc = decode_meta(f, body, h.raw_size);
+        if (h.type == LP_CHUNK_END) { /* nothing follows: the descriptor is not kept */
+            f->st.complete = 1;
+            close(f->fd);
+            f->fd = -1;
+        }
+        return rc;
     }
     return LP_OK; /* a chunk type of a newer minor version */
 }
@@ -475,33 +530,44 @@ int lp_follow_poll(struct lp_follow *f, uint64_t max_bytes, lp_follow_fn fn, voi
     *more = 0;
     if (errlen)
         err[0] = 0;
-    uint64_t size = 0;
+    uint64_t size = 0, restarts = f->st.restarts;
     int rc = open_file(f, &size, err, errlen);
     if (rc != LP_OK)
         return rc;
+    if (f->st.restarts != restarts) {
+        *more = 1; /* a new file: nothing of it read before the caller starts over */
+        return LP_OK;
+    }
     if (f->failed) {
         if (errlen)
             snprintf(err, errlen, "%s", f->fail_msg);
         return f->failed;
     }
     if (f->fd < 0)
-        return LP_OK;
+        return LP_OK; /* not there yet, or whole and closed */
     if (!f->header_ok && (rc = check_file_header(f, size, err, errlen)) != LP_OK)
         return rc;
     if (!f->header_ok)
         return LP_OK;
     uint64_t start = f->off;
     int wait = 0;
-    while (!wait && f->off < size) {
-        if (max_bytes && f->off - start >= max_bytes) {
+    f->poll_raw = 0;
+    while (!wait && f->off < size && f->fd >= 0) {
+        if ((max_bytes && f->off - start >= max_bytes) || f->poll_raw >= POLL_RAW) {
             *more = 1;
             break;
         }
         if ((rc = one_chunk(f, size, fn, ctx, &wait)) != LP_OK)
-            return rc;
+            break;
     }
     f->st.waiting = wait;
-    return LP_OK;
+    if (f->payload_cap > KEEP_BUFFER || f->raw_cap > KEEP_BUFFER) {
+        free(f->payload);
+        free(f->raw);
+        f->payload = f->raw = NULL;
+        f->payload_cap = f->raw_cap = 0;
+    }
+    return rc;
 }
 
 void lp_follow_free(struct lp_follow *f)

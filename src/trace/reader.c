@@ -19,12 +19,12 @@
 #include "llmprof/trace.h"
 
 /* What a file can make the reader do (docs/trace-format.md, "Reading"), both per byte of
- * the chunks it decodes (chunks of unknown types earn nothing): records decode to RAW_BASE
- * bytes plus RAW_PER_BYTE per byte at most (real traces compress 3-10 times, the synthetic
- * benchmark trace 22 times), and the records and strings kept take MEM_BASE plus
- * MEM_PER_BYTE per byte at most (real traces 13-29 times, the synthetic one 75 times). */
-#define RAW_BASE (16ull << 20)
-#define RAW_PER_BYTE 128u
+ * the chunks it decodes (chunks of unknown types earn nothing): records decode to
+ * LP_READ_RAW_BASE bytes plus LP_READ_RAW_PER_BYTE per byte at most (codec.h), and the
+ * records and strings kept take MEM_BASE plus MEM_PER_BYTE per byte at most (real traces
+ * 13-29 times, the synthetic one 75 times). */
+#define RAW_BASE LP_READ_RAW_BASE
+#define RAW_PER_BYTE LP_READ_RAW_PER_BYTE
 #define MEM_BASE (64ull << 20)
 #define MEM_PER_BYTE 128u
 #define MAX_CHUNK_WARNINGS 32 /* lines about single chunks; past it they are counted */
@@ -86,34 +86,6 @@ static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
 
 /* ---- header pairs, devices, strings: counts bounded, lookups over bounded sets ---- */
 
-/* Replaces each byte of S (LEN bytes) that is not part of a well-formed UTF-8 sequence (RFC
- * 3629: no overlong forms, surrogates or code points past U+10FFFF) by '?', in place:
- * names are the program's bytes (an NVTX range in Latin-1, a truncated name), and every
- * JSON writer needs valid UTF-8. Returns the bytes replaced. */
-static size_t utf8_repair(char *s, size_t len)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < len;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-                               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-        int ok = n > 0 && i + n <= len;
-        for (size_t j = 1; ok && j < n; j++)
-            ok = ((unsigned char)s[i + j] & 0xc0) == 0x80;
-        if (ok && n >= 3) {
-            unsigned char d = (unsigned char)s[i + 1];
-            ok = !(c == 0xe0 && d < 0xa0) && !(c == 0xed && d >= 0xa0) &&
-                 !(c == 0xf0 && d < 0x90) && !(c == 0xf4 && d >= 0x90);
-        }
-        if (!ok) {
-            s[i++] = '?';
-            bad++;
-            continue;
-        }
-        i += n;
-    }
-    return bad;
-}
 
 static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size_t vl)
 {
@@ -125,7 +97,8 @@ static int set_meta(struct rd *rd, const char *k, size_t kl, const char *v, size
     char *key = strndup(k, kl), *value = strndup(v, vl);
     if (!key || !value)
         goto oom;
-    rd->utf8_repaired += utf8_repair(key, strlen(key)) + utf8_repair(value, strlen(value));
+    rd->utf8_repaired +=
+        lp_utf8_repair(key, strlen(key)) + lp_utf8_repair(value, strlen(value));
     for (size_t i = 0; i < t->n_meta; i++) {
         if (strcmp(t->meta[i].key, key) == 0) {
             free(t->meta[i].value);
@@ -204,7 +177,7 @@ static int add_string(struct rd *rd, uint32_t id, const uint8_t *s, size_t len)
         return LP_ERR_NOMEM;
     memcpy(rd->pool + rd->pool_len, s, len);
     rd->pool[rd->pool_len + len] = '\0';
-    rd->utf8_repaired += utf8_repair(rd->pool + rd->pool_len, len);
+    rd->utf8_repaired += lp_utf8_repair(rd->pool + rd->pool_len, len);
     rd->pool_len += len + 1;
     return LP_OK;
 }
