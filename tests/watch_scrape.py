@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """llmprof watch end to end (issue 51): three real traces (H200, H100) are written into a run
 directory piece by piece (cut at arbitrary bytes, so chunks arrive half written) while
-`llmprof watch` serves /metrics; every scrape is checked (counters never fall, no more read than written),
-and the last one against `llmprof report` of the same traces (tokens, requests, TTFT, TPOT
-and ITL count and mean, energy, stage occurrences and time, DRAM bytes and tensor-pipe
-activity) and the serving engine's own counts (truth.json: tokens, requests, iterations).
---once must print the same figures. Usage: watch_scrape.py LLMPROF FIXTURES"""
+`llmprof watch` serves /metrics. Every scrape is checked (counters never fall, no more read
+than written), and the last one against `llmprof report` of the same traces (tokens,
+requests, TTFT, TPOT and ITL count and mean, energy, stage occurrences and time, DRAM bytes
+and tensor-pipe activity) and the serving engine's own counts (truth.json: tokens, requests,
+iterations). --once must print the same figures. Then a trace replaced, two ranks, a file
+name that is not UTF-8 and bad invocations. Usage: watch_scrape.py LLMPROF FIXTURES"""
 import json
 import os
 import random
