@@ -50,7 +50,6 @@ int lp_follow_poll(struct lp_follow *f, uint64_t max_bytes, lp_follow_fn fn, voi
 const char *lp_follow_str(struct lp_follow *f, lp_str id);
 /* A header pair (the META chunk, then the END chunk's), NULL when absent. */
 const char *lp_follow_meta(const struct lp_follow *f, const char *key);
-const char *lp_follow_path(const struct lp_follow *f);
 struct lp_follow_stats lp_follow_stats(const struct lp_follow *f);
 void lp_follow_free(struct lp_follow *f);
 

@@ -228,7 +228,6 @@ const char *lp_follow_meta(const struct lp_follow *f, const char *key)
     return NULL;
 }
 
-const char *lp_follow_path(const struct lp_follow *f) { return f->path; }
 struct lp_follow_stats lp_follow_stats(const struct lp_follow *f) { return f->st; }
 
 static int fail(struct lp_follow *f, int rc, char *err, size_t errlen, const char *msg)
