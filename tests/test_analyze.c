@@ -1,7 +1,8 @@
 /* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
  * out of time order; a summary of 100,000 differently named steps; the sorts; the kernel
- * rows' statistics. */
+ * rows' statistics, packed and (durations of days) through pairs; a host gap's CUDA calls
+ * with the calls in start order and not. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include "llmprof/analyze.h"
 #include "../src/analyze/run_internal.h" /* the sorts */
+#include "tracebuild.h"
 
 struct mk {
     uint64_t ts;
@@ -343,6 +345,40 @@ static void test_group_kv(void **state)
     }
 }
 
+/* Grouping plain values by their top bytes: equal keys together in increasing key order,
+ * the same values as before */
+static void test_group_u64(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = {0, 1, 2, 32, 33, 1000, 100000};
+    uint64_t seed = 2463534242ull;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        for (int shape = 0; shape < 4; shape++) {
+            uint64_t *a = malloc((n + 1) * sizeof *a), *b = malloc((n + 1) * sizeof *b);
+            assert_non_null(a);
+            assert_non_null(b);
+            for (size_t i = 0; i < n; i++) {
+                uint64_t r = xorshift(&seed);
+                uint64_t k = shape == 0   ? r % 3
+                             : shape == 1 ? r % 100000
+                             : shape == 2 ? 7
+                                          : i / 10;
+                a[i] = k << 40 | (xorshift(&seed) & ((1ull << 40) - 1)); /* key: top 3 bytes */
+            }
+            memcpy(b, a, n * sizeof *a);
+            lp_group_u64(a, n, 3);
+            for (size_t i = 1; i < n; i++)
+                assert_true(a[i - 1] >> 40 <= a[i] >> 40);
+            qsort(a, n, sizeof *a, cmp_u64);
+            qsort(b, n, sizeof *b, cmp_u64);
+            assert_memory_equal(a, b, n * sizeof *a);
+            free(a);
+            free(b);
+        }
+    }
+}
+
 /* The radix sort of plain values against qsort: random, few distinct, labels with the top
  * bit set (as graph labels are), sorted and reversed */
 static void test_sort_u64(void **state)
@@ -477,14 +513,138 @@ static void test_kernel_rows(void **state)
     lp_trace_free(t);
 }
 
+/* Kernels that last days among 16,400 names: a duration then leaves no room for the key
+ * beside it in 64 bits, and the rows are made through (key, duration) pairs. Each row as
+ * exact as the packed rows of test_kernel_rows. */
+static void test_kernel_rows_days(void **state)
+{
+    (void)state;
+    enum { NAMES = 16400 };
+    const uint64_t day4 = 1ull << 49, t0 = 1000000000ull; /* 6.5 days */
+    struct tb b;
+    char start[32];
+    snprintf(start, sizeof start, "%llu", (unsigned long long)t0);
+    snprintf(b.path, sizeof b.path, "/tmp/lp_test_days.XXXXXX");
+    int fd = mkstemp(b.path);
+    assert_true(fd >= 0);
+    close(fd);
+    unlink(b.path);
+    char err[256];
+    assert_int_equal(lp_trace_writer_open(&b.w, b.path, NULL, err, sizeof err), LP_OK);
+    lp_trace_writer_set_meta(b.w, "start_trace_ns", start);
+    assert_int_equal(lp_trace_writer_write_header(b.w), LP_OK);
+    b.next_id = b.next_corr = 1;
+    char name[32];
+    for (size_t i = 0; i < NAMES; i++) {
+        snprintf(name, sizeof name, "k%zu", i);
+        kernel(&b, name, 1, 0, t0 + 1000 * i, t0 + 1000 * i + 100 + i % 3);
+    }
+    static const uint64_t extra[3] = {30, 0, 6}; /* "long": 2^49 + these */
+    for (size_t i = 0; i < 3; i++)
+        kernel(&b, "long", 1, 0, 2 * t0 + i, 2 * t0 + i + day4 + extra[i]);
+    struct lp_trace *t = tb_read(&b, 1);
+    assert_int_equal(t->n_kernels, NAMES + 3);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.all_kernels.n_groups, NAMES + 1);
+    const struct lp_kernel_row *k = &r.all_kernels.v[0]; /* by time: "long" first */
+    assert_string_equal(r.names[k->group], "long");
+    assert_int_equal(k->calls, 3);
+    assert_int_equal(k->total_ns, 3 * day4 + 36);
+    assert_int_equal(k->min_ns, day4);
+    assert_int_equal(k->max_ns, day4 + 30);
+    assert_int_equal(k->median_ns, day4 + 6);
+    assert_true(k->mean_ns == (double)(day4 + 12));
+    assert_true(fabs(k->std_ns - sqrt((144.0 + 36 + 324) / 2)) < 1e-9);
+    for (size_t i = 1; i < r.all_kernels.n_groups; i++) {
+        const struct lp_kernel_row *x = &r.all_kernels.v[i];
+        assert_int_equal(x->calls, 1);
+        assert_true(x->median_ns >= 100 && x->median_ns <= 102);
+        assert_int_equal(x->min_ns, x->max_ns);
+    }
+    const struct lp_stage_report *run = stage(&r, "run");
+    assert_non_null(run);
+    assert_int_equal(run->top.n_groups, NAMES + 1);
+    assert_int_equal(run->top.v[0].median_ns, day4 + 6);
+    assert_int_equal(run->top.v[0].total_ns, 3 * day4 + 36);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* A host gap between two kernels on thread 1, its CUDA calls (a copy and a synchronize,
+ * and the next kernel's launch) the same whether the trace holds the calls in start order
+ * or not (then the analysis sorts a copy of them). 300 calls of another thread before the
+ * gap put the synchronize, when it comes first, further back than the look-back over calls
+ * by start. */
+static void gap_trace_check(int ordered)
+{
+    struct tb b;
+    tb_open(&b);
+    struct lp_record rec = {.type = LP_REC_API};
+    struct lp_api v[304];
+    size_t n = 0;
+    v[n++] = (struct lp_api){.start = 1000, .end = 2000, .thread = 1, .correlation = 1,
+                             .name = lp_trace_writer_intern(b.w, "cudaLaunchKernel")};
+    struct lp_api sync = {.start = 100000, .end = 400000, .thread = 1,
+                          .name = lp_trace_writer_intern(b.w, "cudaStreamSynchronize")};
+    if (!ordered)
+        v[n++] = sync;
+    for (uint64_t i = 0; i < 300; i++)
+        v[n++] = (struct lp_api){.start = 1100 + 6 * i, .end = 1101 + 6 * i, .thread = 2,
+                                 .name = lp_trace_writer_intern(b.w, "cudaGetDevice")};
+    if (ordered)
+        v[n++] = (struct lp_api){.start = 10000, .end = 50000, .thread = 1,
+                                 .name = lp_trace_writer_intern(b.w, "cudaMemcpyAsync")};
+    if (ordered)
+        v[n++] = sync;
+    v[n++] = (struct lp_api){.start = 500000, .end = 501000, .thread = 1, .correlation = 2,
+                             .name = lp_trace_writer_intern(b.w, "cudaLaunchKernel")};
+    if (!ordered)
+        v[n++] = (struct lp_api){.start = 10000, .end = 50000, .thread = 1,
+                                 .name = lp_trace_writer_intern(b.w, "cudaMemcpyAsync")};
+    for (size_t i = 0; i < n; i++) {
+        v[i].domain = LP_API_DOMAIN_RUNTIME;
+        rec.u.api = v[i];
+        add(&b, &rec);
+    }
+    kernel(&b, "k_a", 1, 0, 2000, 3000);     /* correlation 1 */
+    kernel(&b, "k_b", 1, 0, 600000, 601000); /* 2 */
+    struct lp_trace *t = tb_read(&b, 1);
+    int in_order = 1;
+    for (size_t i = 1; i < t->n_apis; i++)
+        in_order &= t->apis[i].start >= t->apis[i - 1].start;
+    assert_int_equal(in_order, ordered);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.timeline.n_gaps, 1);
+    assert_true(r.timeline.n_top_gaps >= 1);
+    const struct lp_gap *g = &r.timeline.top_gaps[0];
+    assert_int_equal(g->cause, LP_GAP_HOST);
+    assert_int_equal(g->host_api_ns, 40000 + 300000 + 1000);
+    assert_string_equal(g->api, "cudaStreamSynchronize");
+    assert_int_equal(r.timeline.gap_host_api_ns, 341000);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+static void test_gap_calls_any_order(void **state)
+{
+    (void)state;
+    gap_trace_check(1);
+    gap_trace_check(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nesting_and_threads),
         cmocka_unit_test(test_sort_kv_inplace),
         cmocka_unit_test(test_group_kv),
+        cmocka_unit_test(test_group_u64),
         cmocka_unit_test(test_sort_u64),
         cmocka_unit_test(test_kernel_rows),
+        cmocka_unit_test(test_kernel_rows_days),
+        cmocka_unit_test(test_gap_calls_any_order),
         cmocka_unit_test(test_cross_thread_unmatched_unclosed),
         cmocka_unit_test(test_group_names),
         cmocka_unit_test(test_summary),

@@ -26,6 +26,9 @@ void lp_sort_kv_inplace(struct lp_kv *v, size_t n);
  * zero): equal keys together, their values in no set order. Cheaper than a sort where only
  * each key's values as a set matter. */
 void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes);
+/* The same for values whose KEY_BYTES highest bytes are their key: equal keys together, in
+ * increasing order of those bytes */
+void lp_group_u64(uint64_t *v, size_t n, int key_bytes);
 
 /* ---- NVTX ranges paired from markers ---- */
 

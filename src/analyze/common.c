@@ -89,54 +89,69 @@ static unsigned kv_byte(const struct lp_kv *x, int d)
     return (unsigned)((d < 8 ? x->key >> (56 - 8 * d) : x->val >> (120 - 8 * d)) & 0xff);
 }
 
-/* American flag sort: by byte D, the buckets in place, then each bucket by the next byte,
- * down to byte LIMIT (16: the whole pair) */
-static void flag_sort(struct lp_kv *v, size_t n, int d, int limit)
+static int u64_less(const uint64_t *x, const uint64_t *y)
 {
-    while (n > 32 && d < limit) {
-        size_t count[256] = {0}, next[256], end[256];
-        for (size_t i = 0; i < n; i++)
-            count[kv_byte(&v[i], d)]++;
-        size_t at = 0;
-        int buckets = 0;
-        for (int b = 0; b < 256; b++) {
-            next[b] = at;
-            at += count[b];
-            end[b] = at;
-            buckets += count[b] != 0;
-        }
-        if (buckets > 1)
-            for (int b = 0; b < 256; b++)
-                while (next[b] < end[b]) { /* cycle each misplaced entry to its bucket */
-                    struct lp_kv x = v[next[b]];
-                    unsigned c = kv_byte(&x, d);
-                    while (c != (unsigned)b) {
-                        struct lp_kv y = v[next[c]];
-                        v[next[c]++] = x;
-                        x = y;
-                        c = kv_byte(&x, d);
-                    }
-                    v[next[b]++] = x;
-                }
-        if (buckets == 1) { /* every entry has this byte: the next one, no recursion */
-            d++;
-            continue;
-        }
-        for (int b = 0; b < 256; b++)
-            if (count[b] > 1)
-                flag_sort(v + end[b] - count[b], count[b], d + 1, limit);
-        return;
-    }
-    if (d >= limit)
-        return;
-    for (size_t i = 1; i < n; i++) { /* a few: by insertion */
-        struct lp_kv x = v[i];
-        size_t j = i;
-        for (; j > 0 && kv_less(&x, &v[j - 1]); j--)
-            v[j] = v[j - 1];
-        v[j] = x;
-    }
+    return *x < *y;
 }
+
+/* Byte D of X, D = 0 its highest */
+static unsigned u64_byte(const uint64_t *x, int d)
+{
+    return (unsigned)((*x >> (56 - 8 * d)) & 0xff);
+}
+
+/* American flag sort of N elements of type T: by byte D (BYTE), the buckets in place, then
+ * each bucket by the next byte, down to byte LIMIT; a few by insertion (LESS) */
+#define FLAG_SORT(name, T, BYTE, LESS)                                                          \
+    static void name(T *v, size_t n, int d, int limit)                                         \
+    {                                                                                          \
+        while (n > 32 && d < limit) {                                                          \
+            size_t count[256] = {0}, next[256], end[256];                                      \
+            for (size_t i = 0; i < n; i++)                                                     \
+                count[BYTE(&v[i], d)]++;                                                       \
+            size_t at = 0;                                                                     \
+            int buckets = 0;                                                                   \
+            for (int b = 0; b < 256; b++) {                                                    \
+                next[b] = at;                                                                  \
+                at += count[b];                                                                \
+                end[b] = at;                                                                   \
+                buckets += count[b] != 0;                                                      \
+            }                                                                                  \
+            if (buckets > 1)                                                                   \
+                for (int b = 0; b < 256; b++)                                                  \
+                    while (next[b] < end[b]) { /* cycle each misplaced entry to its bucket */  \
+                        T x = v[next[b]];                                                      \
+                        unsigned c = BYTE(&x, d);                                              \
+                        while (c != (unsigned)b) {                                             \
+                            T y = v[next[c]];                                                  \
+                            v[next[c]++] = x;                                                  \
+                            x = y;                                                             \
+                            c = BYTE(&x, d);                                                   \
+                        }                                                                      \
+                        v[next[b]++] = x;                                                      \
+                    }                                                                          \
+            if (buckets == 1) { /* every entry has this byte: the next one, no recursion */    \
+                d++;                                                                           \
+                continue;                                                                      \
+            }                                                                                  \
+            for (int b = 0; b < 256; b++)                                                      \
+                if (count[b] > 1)                                                              \
+                    name(v + end[b] - count[b], count[b], d + 1, limit);                       \
+            return;                                                                            \
+        }                                                                                      \
+        if (d >= limit)                                                                        \
+            return;                                                                            \
+        for (size_t i = 1; i < n; i++) {                                                       \
+            T x = v[i];                                                                        \
+            size_t j = i;                                                                      \
+            for (; j > 0 && LESS(&x, &v[j - 1]); j--)                                          \
+                v[j] = v[j - 1];                                                               \
+            v[j] = x;                                                                          \
+        }                                                                                      \
+    }
+
+FLAG_SORT(flag_sort, struct lp_kv, kv_byte, kv_less)
+FLAG_SORT(flag_sort_u64, uint64_t, u64_byte, u64_less)
 
 void lp_sort_kv_inplace(struct lp_kv *v, size_t n)
 {
@@ -154,6 +169,108 @@ void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes)
         grouped = v[i].key >= v[i - 1].key;
     if (!grouped)
         flag_sort(v, n, 0, key_bytes < 8 ? key_bytes : 8);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+uint64_t lp_select_u64(uint64_t *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    for (int round = 0; lo < hi; round++) {
+        if (round == 64) { /* an input that defeats the median of three */
+            qsort(v + lo, hi - lo + 1, sizeof *v, cmp_u64);
+            break;
+        }
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t a = v[lo], b = v[mid], c = v[hi];
+        uint64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                uint64_t x = v[i];
+                v[i++] = v[j];
+                v[j] = x;
+                if (j-- == 0)
+                    break;
+            }
+        }
+        /* now V[lo..j] <= pivot <= V[i..hi], and V(j..i) equal the pivot */
+        if (k <= j && j != SIZE_MAX)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
+}
+
+static size_t u64map_home(uint64_t key, size_t cap)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
+uint64_t *lp_u64map_at(struct lp_u64map *m, uint64_t key, int *fresh)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1024;
+        uint64_t *k = malloc(cap * sizeof *k), *v = calloc(cap, sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return NULL;
+        }
+        memset(k, 0xff, cap * sizeof *k);
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->key[i] == UINT64_MAX)
+                continue;
+            size_t s = u64map_home(m->key[i], cap);
+            while (k[s] != UINT64_MAX)
+                s = (s + 1) & (cap - 1);
+            k[s] = m->key[i];
+            v[s] = m->val[i];
+        }
+        free(m->key);
+        free(m->val);
+        m->key = k;
+        m->val = v;
+        m->cap = cap;
+    }
+    size_t s = u64map_home(key, m->cap);
+    while (m->key[s] != UINT64_MAX && m->key[s] != key)
+        s = (s + 1) & (m->cap - 1);
+    if (m->key[s] == UINT64_MAX) {
+        m->key[s] = key;
+        m->n++;
+        if (fresh)
+            *fresh = 1;
+    }
+    return &m->val[s];
+}
+
+void lp_u64map_free(struct lp_u64map *m)
+{
+    free(m->key);
+    free(m->val);
+    memset(m, 0, sizeof *m);
+}
+
+void lp_group_u64(uint64_t *v, size_t n, int key_bytes)
+{
+    key_bytes = key_bytes < 8 ? key_bytes : 8;
+    int shift = 64 - 8 * key_bytes, grouped = 1;
+    for (size_t i = 1; i < n && grouped && shift < 64; i++)
+        grouped = v[i] >> shift >= v[i - 1] >> shift;
+    if (!grouped)
+        flag_sort_u64(v, n, 0, key_bytes);
 }
 
 void lp_stat_compute(struct lp_stat *s, const double *v, size_t n)
@@ -212,6 +329,21 @@ int lp_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
+}
+
+int lp_occ_reserve(struct lp_run_ctx *c, size_t n)
+{
+    if (n <= c->occ_cap)
+        return LP_OK;
+    size_t cap = c->occ_cap ? c->occ_cap : 64;
+    while (cap < n)
+        cap *= 2;
+    struct lp_occ *p = realloc(c->occ, cap * sizeof *p);
+    if (!p)
+        return LP_ERR_NOMEM;
+    c->occ = p;
+    c->occ_cap = cap;
+    return LP_OK;
 }
 
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o)

@@ -385,20 +385,30 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
     }
 }
 
+/* by GPU time, descending; equal times by stage, then group */
+static int unshaped_cmp(const void *a, const void *b)
+{
+    const struct lp_unshaped_gemm *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns < y->gpu_ns ? 1 : -1;
+    if (x->stage != y->stage)
+        return x->stage < y->stage ? -1 : 1;
+    return (x->group > y->group) - (x->group < y->group);
+}
+
 /* GEMM kernels (by name) no recorded call launched: per stage, and the costliest rows */
 static int unshaped(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * sizeof *kv);
+    struct lp_u64map rows = {0}; /* (stage, group) -> row + 1 */
+    struct lp_unshaped_gemm *v = NULL;
+    size_t n = 0, cap = 0;
     /* per name, once: 1 a grouped (MoE) GEMM, 0 not, -1 not looked at yet */
     signed char *grouped = malloc(r->n_names ? r->n_names : 1);
-    if (!kv || !grouped) {
-        free(kv);
-        free(grouped);
+    if (!grouped)
         return LP_ERR_NOMEM;
-    }
     memset(grouped, -1, r->n_names);
-    size_t n = 0;
+    int rc = LP_OK;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
         if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM)
@@ -416,35 +426,35 @@ static int unshaped(struct lp_run_ctx *c)
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
         r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, w->end - w->start);
-        kv[n++] = (struct lp_kv){(uint64_t)w->stage << 32 | w->group, w->end - w->start};
+        uint64_t *row = lp_u64map_at(&rows, (uint64_t)w->stage << 32 | w->group, NULL);
+        if (row && !*row && n == cap) {
+            cap = cap ? 2 * cap : 16;
+            struct lp_unshaped_gemm *p = realloc(v, cap * sizeof *v);
+            row = p ? row : NULL;
+            v = p ? p : v;
+        }
+        if (!row) {
+            rc = LP_ERR_NOMEM;
+            break;
+        }
+        if (!*row) {
+            v[n] = (struct lp_unshaped_gemm){.stage = w->stage, .group = w->group};
+            *row = ++n;
+        }
+        v[*row - 1].calls++;
+        v[*row - 1].gpu_ns = lp_sat_add(v[*row - 1].gpu_ns, w->end - w->start);
     }
     free(grouped);
-    lp_group_kv(kv, n, 8); /* in key order; only each key's count and sum are taken */
-    size_t rows = 0;
-    for (size_t i = 0; i < n; i++)
-        rows += i == 0 || kv[i].key != kv[i - 1].key;
-    r->gemm.unshaped = calloc(rows ? rows : 1, sizeof *r->gemm.unshaped);
-    if (!r->gemm.unshaped) {
-        free(kv);
-        return LP_ERR_NOMEM;
+    lp_u64map_free(&rows);
+    if (rc == LP_OK && !v && !(v = calloc(1, sizeof *v)))
+        rc = LP_ERR_NOMEM;
+    if (rc != LP_OK) {
+        free(v);
+        return rc;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || kv[i].key != kv[i - 1].key)
-            r->gemm.unshaped[r->gemm.n_unshaped++] = (struct lp_unshaped_gemm){
-                .stage = (int)(kv[i].key >> 32), .group = (size_t)(uint32_t)kv[i].key};
-        struct lp_unshaped_gemm *u = &r->gemm.unshaped[r->gemm.n_unshaped - 1];
-        u->calls++;
-        u->gpu_ns = lp_sat_add(u->gpu_ns, kv[i].val);
-    }
-    free(kv);
-    /* by GPU time, descending (insertion: few rows) */
-    for (size_t i = 1; i < r->gemm.n_unshaped; i++) {
-        struct lp_unshaped_gemm x = r->gemm.unshaped[i];
-        size_t j = i;
-        for (; j > 0 && r->gemm.unshaped[j - 1].gpu_ns < x.gpu_ns; j--)
-            r->gemm.unshaped[j] = r->gemm.unshaped[j - 1];
-        r->gemm.unshaped[j] = x;
-    }
+    qsort(v, n, sizeof *v, unshaped_cmp);
+    r->gemm.unshaped = v;
+    r->gemm.n_unshaped = n;
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
         uint64_t all = st->gemm_ns + st->gemm_unshaped_ns;

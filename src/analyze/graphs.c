@@ -71,20 +71,12 @@ int lp_run_replays(struct lp_run_ctx *c)
     return rc;
 }
 
-struct key {
-    uint32_t stage, graph, correlation, kernel;
-};
-
-static int cmp_key(const void *a, const void *b)
+static int cmp_row(const void *a, const void *b)
 {
-    const struct key *x = a, *y = b;
+    const struct lp_graph_row *x = a, *y = b;
     if (x->stage != y->stage)
         return x->stage < y->stage ? -1 : 1;
-    if (x->graph != y->graph)
-        return x->graph < y->graph ? -1 : 1;
-    if (x->correlation != y->correlation)
-        return x->correlation < y->correlation ? -1 : 1;
-    return (x->kernel > y->kernel) - (x->kernel < y->kernel);
+    return (x->graph_id > y->graph_id) - (x->graph_id < y->graph_id);
 }
 
 /* Kernel nodes the executable graph GRAPH has (graph records: each was cloned into it at
@@ -98,71 +90,102 @@ static uint64_t kernel_nodes(const struct lp_trace *t, uint32_t graph)
     return n;
 }
 
+/* The graph kernel I's row of R->graphs by (stage, graph), made when new; FIRST of each row
+ * holds the least (correlation, kernel) that has a capture range. NULL out of memory. */
+static struct lp_graph_row *row_of(struct lp_run *r, struct lp_u64map *rows, uint64_t **first,
+                                   size_t *cap, int stage, uint32_t graph)
+{
+    uint64_t *at = lp_u64map_at(rows, (uint64_t)(uint32_t)stage << 32 | graph, NULL);
+    if (!at)
+        return NULL;
+    if (!*at) {
+        if (r->n_graphs == *cap) {
+            size_t n = *cap ? 2 * *cap : 16;
+            struct lp_graph_row *v = realloc(r->graphs, n * sizeof *v);
+            if (v)
+                r->graphs = v;
+            uint64_t *f = v ? realloc(*first, n * sizeof *f) : NULL;
+            if (!f)
+                return NULL;
+            *first = f;
+            *cap = n;
+        }
+        r->graphs[r->n_graphs] = (struct lp_graph_row){.graph_id = graph, .stage = stage,
+                                                       .capture_range = -1};
+        (*first)[r->n_graphs] = UINT64_MAX;
+        *at = ++r->n_graphs;
+    }
+    return &r->graphs[*at - 1];
+}
+
+/* Per executable graph and stage, from its kernels in the trace's order: rows kept by
+ * (stage, graph) and the replays by (row, correlation) in maps, nothing per kernel. */
 int lp_run_graphs(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
-    size_t n = 0;
-    for (size_t i = 0; c->kernel_work && i < t->n_kernels; i++)
-        n += (t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) && c->kernel_work[i] >= 0 &&
-             c->work[c->kernel_work[i]].stage >= 0;
-    if (n == 0)
+    if (!c->kernel_work)
         return LP_OK;
-    struct key *k = malloc(n * sizeof *k);
-    if (!k)
-        return LP_ERR_NOMEM;
-    n = 0;
-    for (size_t i = 0; i < t->n_kernels; i++) {
-        int32_t w = c->kernel_work[i];
-        if ((t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) && w >= 0 && c->work[w].stage >= 0)
-            k[n++] = (struct key){(uint32_t)c->work[w].stage, t->kernels[i].graph_id,
-                                  t->kernels[i].correlation, (uint32_t)i};
-    }
-    qsort(k, n, sizeof *k, cmp_key);
-    size_t rows = 0;
-    for (size_t i = 0; i < n; i++)
-        rows += i == 0 || k[i].stage != k[i - 1].stage || k[i].graph != k[i - 1].graph;
-    r->graphs = calloc(rows, sizeof *r->graphs);
-    if (c->kernel_origin)
+    if (c->kernel_origin) {
         r->kernel_capture_range = malloc(t->n_kernels * sizeof *r->kernel_capture_range);
-    if (!r->graphs || (c->kernel_origin && !r->kernel_capture_range)) {
-        free(k);
-        return LP_ERR_NOMEM;
+        if (!r->kernel_capture_range)
+            return LP_ERR_NOMEM;
+        for (size_t i = 0; i < t->n_kernels; i++) {
+            int32_t o = c->kernel_origin[i];
+            r->kernel_capture_range[i] = o < 0 ? -1 : lp_ranges_at(&r->ranges, t->graphs[o].thread,
+                                                                    t->graphs[o].timestamp);
+        }
     }
-    for (size_t i = 0; r->kernel_capture_range && i < t->n_kernels; i++) {
-        int32_t o = c->kernel_origin[i];
-        r->kernel_capture_range[i] =
-            o < 0 ? -1 : lp_ranges_at(&r->ranges, t->graphs[o].thread, t->graphs[o].timestamp);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || k[i].stage != k[i - 1].stage || k[i].graph != k[i - 1].graph)
-            r->graphs[r->n_graphs++] = (struct lp_graph_row){
-                .graph_id = k[i].graph, .stage = (int)k[i].stage, .capture_range = -1};
-        struct lp_graph_row *g = &r->graphs[r->n_graphs - 1];
-        const struct lp_kernel_rec *kr = &t->kernels[k[i].kernel];
-        int first = g->replays == 0 || k[i].correlation != k[i - 1].correlation;
-        g->replays += first;
+    struct lp_u64map rows = {0}, replays = {0};
+    uint64_t *first = NULL;
+    size_t cap = 0;
+    int rc = LP_OK;
+    for (size_t i = 0; i < t->n_kernels && rc == LP_OK; i++) {
+        const struct lp_kernel_rec *kr = &t->kernels[i];
+        int32_t w = c->kernel_work[i];
+        if (!(kr->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || c->work[w].stage < 0)
+            continue;
+        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, c->work[w].stage, kr->graph_id);
+        size_t row = g ? (size_t)(g - r->graphs) : 0;
+        int fresh = 0;
+        if (!g || !lp_u64map_at(&replays, (uint64_t)row << 32 | kr->correlation, &fresh)) {
+            rc = LP_ERR_NOMEM;
+            break;
+        }
+        g->replays += fresh;
         g->gpu_ns = lp_sat_add(g->gpu_ns, kr->end - kr->start);
         if (kr->flags & LP_KERNEL_FLAG_REPLAY) {
             g->whole = 1;
             continue;
         }
         g->kernels++;
-        int gemm = r->cats[r->kernel_group[k[i].kernel]] == LP_KCAT_GEMM;
+        int gemm = r->cats[r->kernel_group[i]] == LP_KCAT_GEMM;
         g->gemm_kernels += gemm;
-        g->gemm_shaped += gemm && c->kernel_gemm && c->kernel_gemm[k[i].kernel] >= 0;
-        int32_t o = c->kernel_origin ? c->kernel_origin[k[i].kernel] : -1;
+        g->gemm_shaped += gemm && c->kernel_gemm && c->kernel_gemm[i] >= 0;
+        int32_t o = c->kernel_origin ? c->kernel_origin[i] : -1;
         g->traced += o >= 0;
-        if (g->capture_range < 0 && o >= 0)
-            g->capture_range = r->kernel_capture_range[k[i].kernel];
+        uint64_t key = (uint64_t)kr->correlation << 32 | (uint32_t)i;
+        if (o >= 0 && key < first[row]) {
+            first[row] = key;
+            g->capture_range = r->kernel_capture_range[i];
+        }
     }
+    lp_u64map_free(&rows);
+    lp_u64map_free(&replays);
+    free(first);
+    if (rc != LP_OK)
+        return rc;
+    if (r->n_graphs == 0) { /* no graph kernel in a stage: no capture ranges to tell */
+        free(r->kernel_capture_range);
+        r->kernel_capture_range = NULL;
+    }
+    qsort(r->graphs, r->n_graphs, sizeof *r->graphs, cmp_row);
     for (size_t i = 0; i < r->n_graphs; i++) {
         struct lp_graph_row *g = &r->graphs[i];
         g->kernels_per_replay = g->whole ? (double)kernel_nodes(t, g->graph_id)
                                          : (double)g->kernels / (double)g->replays;
         r->stages[g->stage].graph_replays += g->replays;
     }
-    free(k);
     return LP_OK;
 }
 

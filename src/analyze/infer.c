@@ -19,14 +19,8 @@ static int cmp_start(const void *a, const void *b, void *arg)
 static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
                    int64_t tokens)
 {
-    if (*made >= c->occ_cap) {
-        size_t cap = c->occ_cap ? 2 * c->occ_cap : 64;
-        struct lp_occ *p = realloc(c->occ, cap * sizeof *p);
-        if (!p)
-            return -1;
-        c->occ = p;
-        c->occ_cap = cap;
-    }
+    if (lp_occ_reserve(c, *made + 1) != LP_OK)
+        return -1;
     c->occ[(*made)++] = (struct lp_occ){.start = start, .end = end, .range_end = end, .carved_from = -1,
                                         .stage = stage, .range = -1, .request = -1,
                                         .shape_tokens = tokens};

@@ -94,6 +94,41 @@ static int group_of(struct lp_run *r, struct name_map *m, uint32_t *by_id, size_
     return LP_OK;
 }
 
+/* Whether each kind of GPU work is in start order in the trace */
+static int in_order(const struct lp_trace *t)
+{
+    for (size_t i = 1; i < t->n_kernels; i++)
+        if (t->kernels[i].start < t->kernels[i - 1].start)
+            return 0;
+    for (size_t i = 1; i < t->n_memcpys; i++)
+        if (t->memcpys[i].start < t->memcpys[i - 1].start)
+            return 0;
+    for (size_t i = 1; i < t->n_memsets; i++)
+        if (t->memsets[i].start < t->memsets[i - 1].start)
+            return 0;
+    return 1;
+}
+
+/* The next piece of work by (start, kind, index) from kinds each in start order: kind << 32 |
+ * index, NEXT advanced (kernels, copies, sets) */
+static uint64_t merge_next(const struct lp_trace *t, size_t next[3])
+{
+    uint64_t best = UINT64_MAX;
+    int kind = -1;
+    if (next[0] < t->n_kernels) {
+        best = t->kernels[next[0]].start;
+        kind = 0;
+    }
+    if (next[1] < t->n_memcpys && t->memcpys[next[1]].start < best) {
+        best = t->memcpys[next[1]].start;
+        kind = 1;
+    }
+    if (next[2] < t->n_memsets && (kind < 0 || t->memsets[next[2]].start < best))
+        kind = 2;
+    static const uint64_t op[3] = {LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET};
+    return op[kind] << 32 | next[kind]++;
+}
+
 int lp_run_name_groups(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
@@ -109,9 +144,14 @@ int lp_run_name_groups(struct lp_run_ctx *c)
     m.hash = malloc(m.cap * sizeof *m.hash);
     m.group = malloc(m.cap * sizeof *m.group);
     m.first_id = malloc(m.cap * sizeof *m.first_id);
-    struct lp_kv *kv = malloc((n ? n : 1) * sizeof *kv); /* sorted in place */
+    /* (start, kind << 32 | index) of every piece of work, sorted in place; none when each
+     * kind's records are in start order already (they usually are): merged then */
+    int merge = in_order(t);
+    struct lp_kv *kv = merge ? NULL : malloc((n ? n : 1) * sizeof *kv);
     r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
-    if (!by_id || !m.hash || !m.group || !m.first_id || !kv || !r->kernel_group)
+    c->work = malloc((n ? n : 1) * sizeof *c->work);
+    if (!by_id || !m.hash || !m.group || !m.first_id || (!kv && !merge) ||
+        !r->kernel_group || !c->work)
         goto out;
     memset(by_id, 0xff, n_ids * sizeof *by_id);
     memset(m.group, 0xff, m.cap * sizeof *m.group);
@@ -123,20 +163,21 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         (rc = add_group(r, "[CUDA graph replay]", LP_KCAT_GRAPH, 1)))
         goto out;
     rc = LP_ERR_NOMEM;
-    /* sort (kind, index) by start, then build the work array in that order */
-    size_t k = 0;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        kv[k++] = (struct lp_kv){t->kernels[i].start, (uint64_t)LP_OP_KERNEL << 32 | i};
-    for (size_t i = 0; i < t->n_memcpys; i++)
-        kv[k++] = (struct lp_kv){t->memcpys[i].start, (uint64_t)LP_OP_MEMCPY << 32 | i};
-    for (size_t i = 0; i < t->n_memsets; i++)
-        kv[k++] = (struct lp_kv){t->memsets[i].start, (uint64_t)LP_OP_MEMSET << 32 | i};
-    lp_sort_kv_inplace(kv, n);
-    c->work = malloc((n ? n : 1) * sizeof *c->work);
-    if (!c->work)
-        goto out;
+    /* (kind, index) by start, ties by kind then index, then the work array in that order */
+    if (kv) {
+        size_t k = 0;
+        for (size_t i = 0; i < t->n_kernels; i++)
+            kv[k++] = (struct lp_kv){t->kernels[i].start, (uint64_t)LP_OP_KERNEL << 32 | i};
+        for (size_t i = 0; i < t->n_memcpys; i++)
+            kv[k++] = (struct lp_kv){t->memcpys[i].start, (uint64_t)LP_OP_MEMCPY << 32 | i};
+        for (size_t i = 0; i < t->n_memsets; i++)
+            kv[k++] = (struct lp_kv){t->memsets[i].start, (uint64_t)LP_OP_MEMSET << 32 | i};
+        lp_sort_kv_inplace(kv, n);
+    }
+    size_t next[3] = {0, 0, 0}; /* the merge's place in each kind */
     for (size_t i = 0; i < n; i++) {
-        uint32_t kind = (uint32_t)(kv[i].val >> 32), idx = (uint32_t)kv[i].val;
+        uint64_t val = kv ? kv[i].val : merge_next(t, next);
+        uint32_t kind = (uint32_t)(val >> 32), idx = (uint32_t)val;
         struct lp_work *w = &c->work[i];
         *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .range = -1, .occ = -1,
                               .stage = -1};
@@ -175,12 +216,8 @@ out:
     return rc;
 }
 
-/* the grouping keys: a kernel name group (20 bits) in the key's top bits, or a stage (8
- * bits) and then a group, so that lp_group_kv looks at 3 or 4 bytes */
+/* at most 2^GROUP_BITS kernel names, 255 stages */
 #define GROUP_BITS 20
-#define GROUP_SHIFT (64 - GROUP_BITS)
-#define STAGE_SHIFT (64 - 8)
-#define STAGE_GROUP_SHIFT (STAGE_SHIFT - GROUP_BITS)
 
 static int cmp_row_total(const void *a, const void *b)
 {
@@ -190,112 +227,158 @@ static int cmp_row_total(const void *a, const void *b)
     return (x->group > y->group) - (x->group < y->group);
 }
 
-static int cmp_kv_val(const void *a, const void *b)
+/* The durations of one table's work, grouped: segment I of V, [at[I], at[I + 1]), holds the
+ * durations of key KEY[I] (stage * n_names + group, or the group) in increasing key order,
+ * each duration in the bits MASK of its value. Packed, 8 bytes a piece of work: the key in
+ * the bits above the duration, when every duration leaves it room (they do unless one lasts
+ * hours); else through (key, duration) pairs, 16 bytes each, whose durations then move to
+ * the front of the same memory. */
+struct grouped {
+    uint64_t *v, mask;
+    uint64_t *key;
+    size_t *at, n_seg;
+};
+
+static void grouped_free(struct grouped *g)
 {
-    uint64_t x = ((const struct lp_kv *)a)->val, y = ((const struct lp_kv *)b)->val;
-    return (x > y) - (x < y);
+    free(g->v);
+    free(g->key);
+    free(g->at);
+    memset(g, 0, sizeof *g);
 }
 
-/* The K-th smallest value of V[0..N) (K < N), V's values permuted so that none before K is
- * larger and none after it smaller: Hoare's selection, by qsort past 64 rounds (inputs that
- * defeat the median of three) */
-static uint64_t select_val(struct lp_kv *v, size_t n, size_t k)
+static int bit_width(uint64_t x)
 {
-    size_t lo = 0, hi = n - 1;
-    for (int round = 0; lo < hi; round++) {
-        if (round == 64) {
-            qsort(v + lo, hi - lo + 1, sizeof *v, cmp_kv_val);
-            break;
+    int b = 0;
+    for (; x; x >>= 1)
+        b++;
+    return b;
+}
+
+/* G's segments: N values, the key of the I-th KEY_OF(I) */
+#define SEGMENTS(g, n, key_of)                                                                 \
+    do {                                                                                       \
+        size_t segs = 0;                                                                       \
+        for (size_t i = 0; i < (n); i++)                                                       \
+            segs += i == 0 || key_of(i) != key_of(i - 1);                                      \
+        (g)->key = malloc((segs ? segs : 1) * sizeof *(g)->key);                               \
+        (g)->at = malloc((segs + 1) * sizeof *(g)->at);                                        \
+        if (!(g)->key || !(g)->at)                                                             \
+            return LP_ERR_NOMEM;                                                               \
+        for (size_t i = 0; i < (n); i++)                                                       \
+            if (i == 0 || key_of(i) != key_of(i - 1)) {                                        \
+                (g)->key[(g)->n_seg] = key_of(i);                                              \
+                (g)->at[(g)->n_seg++] = i;                                                     \
+            }                                                                                  \
+        (g)->at[(g)->n_seg] = (n);                                                             \
+    } while (0)
+
+/* The work's durations by group, or BY_STAGE by (stage, group), into G; LONGEST is the
+ * longest. LP_OK or LP_ERR_NOMEM (G then freed by the caller). */
+static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t longest,
+                           struct grouped *g)
+{
+    size_t n = c->n_work, names = c->r->n_names;
+    uint64_t keys = by_stage ? (uint64_t)c->r->n_stages * names : names;
+    int kb = bit_width(keys > 1 ? keys - 1 : 0), db = 64 - kb, key_bytes = (kb + 7) / 8;
+#define KEY_OF_WORK(w) (by_stage ? (uint64_t)(w)->stage * names + (w)->group : (w)->group)
+    if (kb == 0 || longest < (1ull << db)) {
+        if (!(g->v = malloc((n ? n : 1) * sizeof *g->v)))
+            return LP_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            const struct lp_work *w = &c->work[i];
+            g->v[i] = (kb ? KEY_OF_WORK(w) << db : 0) | (w->end - w->start);
         }
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t a = v[lo].val, b = v[mid].val, c = v[hi].val;
-        uint64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-        size_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i].val < pivot)
-                i++;
-            while (v[j].val > pivot)
-                j--;
-            if (i <= j) {
-                struct lp_kv x = v[i];
-                v[i++] = v[j];
-                v[j] = x;
-                if (j-- == 0)
-                    break;
-            }
-        }
-        /* now V[lo..j] <= pivot <= V[i..hi], and V(j..i) equal the pivot */
-        if (k <= j && j != SIZE_MAX)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
+        lp_group_u64(g->v, n, key_bytes);
+        g->mask = kb ? (1ull << db) - 1 : UINT64_MAX;
+#define KEY_OF_PACKED(i) (kb ? g->v[i] >> db : 0)
+        SEGMENTS(g, n, KEY_OF_PACKED);
+#undef KEY_OF_PACKED
+        return LP_OK;
     }
-    return v[k].val;
+    struct lp_kv *kv = malloc((n ? n : 1) * sizeof *kv);
+    if (!kv)
+        return LP_ERR_NOMEM;
+    g->v = (uint64_t *)(void *)kv;
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_work *w = &c->work[i];
+        kv[i] = (struct lp_kv){KEY_OF_WORK(w) << db, w->end - w->start};
+    }
+#undef KEY_OF_WORK
+    lp_group_kv(kv, n, key_bytes);
+    g->mask = UINT64_MAX;
+#define KEY_OF_PAIR(i) (kv[i].key >> db)
+    SEGMENTS(g, n, KEY_OF_PAIR);
+#undef KEY_OF_PAIR
+    for (size_t i = 0; i < n; i++) { /* pair I is read before its bytes are written */
+        uint64_t d = kv[i].val;
+        g->v[i] = d;
+    }
+    return LP_OK;
 }
 
-/* Rows from KV grouped by key (lp_group_kv), the group at bit SHIFT of the key: one row per
- * key, its values the exact durations. The median by selection; the mean and spread from
- * integer deviations from the mean's floor, so they do not depend on the values' order;
- * totals saturate at LP_SAT_MAX. */
-static int rows_of(struct lp_kv *kv, size_t n, uint64_t scope_ns, size_t keep, int shift,
-                   struct lp_kernel_table *tab)
+/* One row from the durations V[0..N) & MASK (N > 0; the bits above MASK equal in all). The
+ * median by selection; the mean and spread from integer deviations from the mean's floor, so
+ * they do not depend on the values' order; totals saturate at LP_SAT_MAX. */
+static void row_of(uint64_t *v, size_t n, uint64_t mask, uint64_t scope_ns,
+                   struct lp_kernel_row *x)
 {
-    size_t n_rows = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || kv[i].key != kv[i - 1].key)
-            n_rows++;
+    uint64_t total = 0, min = UINT64_MAX, max = 0;
+    long double sum = 0;
+    for (size_t q = 0; q < n; q++) {
+        uint64_t d = v[q] & mask;
+        total = lp_sat_add(total, d);
+        sum += (long double)d;
+        min = d < min ? d : min;
+        max = d > max ? d : max;
+    }
+    /* exact while the total has not saturated (584 years of GPU time) */
+    long double approx = sum / (long double)n; /* at most max, but for rounding */
+    uint64_t floor_mean = total < LP_SAT_MAX            ? total / n
+                          : approx >= (long double)max ? max
+                                                       : (uint64_t)approx;
+    long double dev = 0, sq = 0; /* exact while each square fits 64 bits */
+    for (size_t q = 0; q < n; q++) {
+        uint64_t d = v[q] & mask;
+        long double e = d >= floor_mean ? (long double)(d - floor_mean)
+                                        : -(long double)(floor_mean - d);
+        dev += e;
+        sq += e * e;
+    }
+    x->calls = n;
+    x->total_ns = total;
+    x->min_ns = lp_sat_clamp(min);
+    x->max_ns = lp_sat_clamp(max);
+    /* the middle one, or the mean of the middle two without their sum, which may wrap */
+    size_t k = (n - 1) / 2;
+    uint64_t lo = lp_select_u64(v, n, k) & mask, hi = lo;
+    if (n % 2 == 0) {
+        hi = v[k + 1] & mask;
+        for (size_t q = k + 2; q < n; q++)
+            hi = (v[q] & mask) < hi ? v[q] & mask : hi;
+    }
+    x->median_ns = lp_sat_clamp(lp_mid_u64(lo, hi));
+    long double mean = (long double)floor_mean + dev / (long double)n;
+    x->mean_ns = (double)mean;
+    /* the squares about the mean: about the floor less the mean's fraction's share */
+    long double m2 = sq - dev * dev / (long double)n;
+    x->std_ns = n > 1 && m2 > 0 ? (double)sqrtl(m2 / (long double)(n - 1)) : 0;
+    x->share = scope_ns ? (double)(mean * (long double)n) / (double)scope_ns : 0;
+}
+
+/* Rows of G's segments [FROM, TO), one each, into TAB, by GPU time; the first KEEP (0: all)
+ * in TAB->n */
+static int rows_of(const struct grouped *g, size_t from, size_t to, size_t names,
+                   uint64_t scope_ns, size_t keep, struct lp_kernel_table *tab)
+{
+    size_t n_rows = to - from;
     struct lp_kernel_row *v = calloc(n_rows ? n_rows : 1, sizeof *v);
     if (!v)
         return LP_ERR_NOMEM;
-    size_t row = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        uint64_t total = 0, min = UINT64_MAX, max = 0;
-        long double sum = 0;
-        for (; j < n && kv[j].key == kv[i].key; j++) {
-            uint64_t d = kv[j].val;
-            total = lp_sat_add(total, d);
-            sum += (long double)d;
-            min = d < min ? d : min;
-            max = d > max ? d : max;
-        }
-        size_t calls = j - i;
-        /* exact while the total has not saturated (584 years of GPU time) */
-        long double approx = sum / (long double)calls; /* at most max, but for rounding */
-        uint64_t floor_mean = total < LP_SAT_MAX            ? total / calls
-                              : approx >= (long double)max ? max
-                                                           : (uint64_t)approx;
-        long double dev = 0, sq = 0; /* exact while each square fits 64 bits */
-        for (size_t q = i; q < j; q++) {
-            long double e = kv[q].val >= floor_mean ? (long double)(kv[q].val - floor_mean)
-                                                    : -(long double)(floor_mean - kv[q].val);
-            dev += e;
-            sq += e * e;
-        }
-        struct lp_kernel_row *x = &v[row++];
-        x->group = (size_t)((kv[i].key >> shift) & ((1u << GROUP_BITS) - 1));
-        x->calls = calls;
-        x->total_ns = total;
-        x->min_ns = lp_sat_clamp(min);
-        x->max_ns = lp_sat_clamp(max);
-        /* the middle one, or the mean of the middle two without their sum, which may wrap */
-        size_t k = (calls - 1) / 2;
-        uint64_t lo = select_val(kv + i, calls, k), hi = lo;
-        if (calls % 2 == 0) {
-            hi = kv[i + k + 1].val;
-            for (size_t q = i + k + 2; q < j; q++)
-                hi = kv[q].val < hi ? kv[q].val : hi;
-        }
-        x->median_ns = lp_sat_clamp(lp_mid_u64(lo, hi));
-        long double mean = (long double)floor_mean + dev / (long double)calls;
-        x->mean_ns = (double)mean;
-        /* the squares about the mean: about the floor less the mean's fraction's share */
-        long double m2 = sq - dev * dev / (long double)calls;
-        x->std_ns = calls > 1 && m2 > 0 ? (double)sqrtl(m2 / (long double)(calls - 1)) : 0;
-        x->share = scope_ns ? (double)(mean * (long double)calls) / (double)scope_ns : 0;
-        i = j;
+    for (size_t s = from; s < to; s++) {
+        struct lp_kernel_row *x = &v[s - from];
+        x->group = (size_t)(g->key[s] % names);
+        row_of(g->v + g->at[s], g->at[s + 1] - g->at[s], g->mask, scope_ns, x);
     }
     qsort(v, n_rows, sizeof *v, cmp_row_total);
     tab->n_groups = n_rows;
@@ -353,24 +436,24 @@ int lp_run_kernels(struct lp_run_ctx *c)
                  1u << GROUP_BITS);
         return LP_ERR_ARG;
     }
-    struct lp_kv *kv = malloc((n ? n : 1) * sizeof *kv); /* sorted in place */
+    struct grouped g = {0};
     uint64_t *stage_ns = calloc(r->n_stages + 1, sizeof *stage_ns);
     int rc = LP_ERR_NOMEM;
-    if (!kv || !stage_ns)
+    if (!stage_ns)
         goto out;
     r->kernel_stage = malloc((c->t->n_kernels ? c->t->n_kernels : 1) * sizeof *r->kernel_stage);
     if (!r->kernel_stage)
         goto out;
     for (size_t i = 0; i < c->t->n_kernels; i++)
         r->kernel_stage[i] = -1;
-    uint64_t total = 0;
+    uint64_t total = 0, longest = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t d = w->end - w->start;
         total = lp_sat_add(total, d);
+        longest = d > longest ? d : longest;
         if (w->kind == LP_OP_KERNEL)
             r->kernel_stage[w->index] = w->stage;
-        kv[i] = (struct lp_kv){(uint64_t)w->group << GROUP_SHIFT, d};
         struct lp_stage_report *s = &r->stages[w->stage];
         stage_ns[w->stage] = lp_sat_add(stage_ns[w->stage], d);
         double *cat_ns = &s->cat_ns[r->cats[w->group]];
@@ -382,8 +465,8 @@ int lp_run_kernels(struct lp_run_ctx *c)
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
         }
     }
-    lp_group_kv(kv, n, 3);
-    if ((rc = rows_of(kv, n, total, 0, GROUP_SHIFT, &r->all_kernels)))
+    if ((rc = group_durations(c, 0, longest, &g)) ||
+        (rc = rows_of(&g, 0, g.n_seg, r->n_names, total, 0, &r->all_kernels)))
         goto out;
     rc = LP_ERR_NOMEM;
     r->kernels = r->all_kernels;
@@ -392,18 +475,13 @@ int lp_run_kernels(struct lp_run_ctx *c)
     if (!r->kernels.v)
         goto out;
     memcpy(r->kernels.v, r->all_kernels.v, r->kernels.n * sizeof *r->kernels.v);
-    /* per stage: stage in the top byte, then group, then duration */
-    for (size_t i = 0; i < n; i++) {
-        const struct lp_work *w = &c->work[i];
-        uint64_t d = w->end - w->start;
-        kv[i] = (struct lp_kv){(uint64_t)w->stage << STAGE_SHIFT |
-                                   (uint64_t)w->group << STAGE_GROUP_SHIFT,
-                               d};
-    }
-    lp_group_kv(kv, n, 4);
+    /* per stage: by (stage, group), each stage's segments together */
+    grouped_free(&g);
+    if ((rc = group_durations(c, 1, longest, &g)))
+        goto out;
     for (size_t i = 0, s = 0; s < r->n_stages; s++) {
         size_t j = i;
-        while (j < n && (kv[j].key >> STAGE_SHIFT) == s)
+        while (j < g.n_seg && g.key[j] / r->n_names == s)
             j++;
         struct lp_stage_report *st = &r->stages[s];
         st->gpu_ns = stage_ns[s];
@@ -411,15 +489,14 @@ int lp_run_kernels(struct lp_run_ctx *c)
             st->cat_share[k] = st->gpu_ns ? st->cat_ns[k] / (double)st->gpu_ns : 0;
         st->kernels_per_occurrence =
             st->occurrences ? (double)st->kernels / (double)st->occurrences : 0;
-        if ((rc = rows_of(kv + i, j - i, stage_ns[s], r->opt.top_k, STAGE_GROUP_SHIFT,
-                          &st->top)))
+        if ((rc = rows_of(&g, i, j, r->n_names, stage_ns[s], r->opt.top_k, &st->top)))
             goto out;
         i = j;
     }
     cost_centres(r);
     rc = LP_OK;
 out:
-    free(kv);
+    grouped_free(&g);
     free(stage_ns);
     return rc;
 }

@@ -10,49 +10,6 @@
 #include "run_internal.h"
 #include "llmprof/sat.h"
 
-struct pair_map {
-    uint64_t *key;
-    uint64_t *ns;
-    size_t cap, n;
-};
-
-static int pair_add(struct pair_map *m, uint64_t key, uint64_t ns)
-{
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *k = malloc(cap * sizeof *k), *v = calloc(cap, sizeof *v);
-        if (!k || !v) {
-            free(k);
-            free(v);
-            return LP_ERR_NOMEM;
-        }
-        memset(k, 0xff, cap * sizeof *k);
-        for (size_t i = 0; i < m->cap; i++) {
-            if (m->key[i] == UINT64_MAX)
-                continue;
-            size_t s = (m->key[i] * 0x9e3779b97f4a7c15ull) >> 20 & (cap - 1);
-            while (k[s] != UINT64_MAX)
-                s = (s + 1) & (cap - 1);
-            k[s] = m->key[i];
-            v[s] = m->ns[i];
-        }
-        free(m->key);
-        free(m->ns);
-        m->key = k;
-        m->ns = v;
-        m->cap = cap;
-    }
-    size_t s = (key * 0x9e3779b97f4a7c15ull) >> 20 & (m->cap - 1);
-    while (m->key[s] != UINT64_MAX && m->key[s] != key)
-        s = (s + 1) & (m->cap - 1);
-    if (m->key[s] == UINT64_MAX) {
-        m->key[s] = key;
-        m->n++;
-    }
-    m->ns[s] = lp_sat_add(m->ns[s], ns);
-    return LP_OK;
-}
-
 /* ---- input shapes: the text of a range's sizes list, and the rows by it ---- */
 
 #define SHAPES_DEPTH 8                /* PyTorch nests two deep: deeper is not its list */
@@ -258,7 +215,7 @@ static int seen_add(int32_t *seen, int *n, int32_t v)
 
 /* Every piece of work counted for the operators (and their rows by shapes) open around its
  * launch, once each; its time by (operator, kernel group) into M. */
-static int attribute(struct lp_run_ctx *c, const int32_t *shape_of, struct pair_map *m)
+static int attribute(struct lp_run_ctx *c, const int32_t *shape_of, struct lp_u64map *m)
 {
     struct lp_run *r = c->r;
     for (size_t i = 0; i < c->n_work; i++) {
@@ -287,16 +244,17 @@ static int attribute(struct lp_run_ctx *c, const int32_t *shape_of, struct pair_
                 o->self_gpu_ns = lp_sat_add(o->self_gpu_ns, d);
             o->gpu_ns = lp_sat_add(o->gpu_ns, d);
             o->kernels++;
-            int rc = pair_add(m, (uint64_t)op << 32 | w->group, d);
-            if (rc)
-                return rc;
+            uint64_t *ns = lp_u64map_at(m, (uint64_t)op << 32 | w->group, NULL);
+            if (!ns)
+                return LP_ERR_NOMEM;
+            *ns = lp_sat_add(*ns, d);
         }
     }
     return LP_OK;
 }
 
 /* each operator's three costliest kernel groups, from M */
-static void top_kernels(struct lp_run *r, const struct pair_map *m)
+static void top_kernels(struct lp_run *r, const struct lp_u64map *m)
 {
     for (size_t i = 0; i < r->n_ops; i++)
         for (int k = 0; k < 3; k++)
@@ -306,7 +264,7 @@ static void top_kernels(struct lp_run *r, const struct pair_map *m)
             continue;
         struct lp_op_row *o = &r->ops[m->key[s] >> 32];
         size_t g = (size_t)(m->key[s] & 0xffffffffu);
-        uint64_t ns = m->ns[s];
+        uint64_t ns = m->val[s];
         for (int k = 0; k < 3; k++) {
             if (o->top_group[k] == SIZE_MAX || ns > o->top_ns[k]) {
                 for (int q = 2; q > k; q--) {
@@ -387,14 +345,13 @@ int lp_run_operators(struct lp_run_ctx *c)
     int32_t *shape_of = malloc(r->ranges.n * sizeof *shape_of);
     if (!shape_of)
         return LP_ERR_NOMEM;
-    struct pair_map m = {0};
+    struct lp_u64map m = {0}; /* (operator, group) -> GPU time */
     int rc = shapes_group(c, shape_of);
     if (rc == LP_OK)
         rc = attribute(c, shape_of, &m);
     if (rc == LP_OK)
         top_kernels(r, &m);
-    free(m.key);
-    free(m.ns);
+    lp_u64map_free(&m);
     free(shape_of);
     return rc == LP_OK ? sort_rows(r) : rc;
 }

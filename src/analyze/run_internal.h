@@ -219,11 +219,27 @@ void lp_dist_free(struct lp_dist *d);
 /* In N elements of SIZE bytes at V sorted by the uint64_t at OFFSET: how many have it at or
  * before T. */
 size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint64_t t);
+/* The K-th smallest of V's N values (K < N), V permuted so that none before K is larger and
+ * none after it smaller (Hoare's selection) */
+uint64_t lp_select_u64(uint64_t *v, size_t n, size_t k);
+/* A map of 64-bit keys (UINT64_MAX is none) to 64-bit values: open addressing, doubled past
+ * half full, so its memory is the keys met, never one slot per record. Its slots are KEY and
+ * VAL (KEY UINT64_MAX: empty), in an order set by the keys and the order they came in. */
+struct lp_u64map {
+    uint64_t *key, *val;
+    size_t cap, n;
+};
+/* KEY's value, 0 when KEY is new (then *FRESH is set, when FRESH is not NULL); NULL when out
+ * of memory */
+uint64_t *lp_u64map_at(struct lp_u64map *m, uint64_t key, int *fresh);
+void lp_u64map_free(struct lp_u64map *m);
 /* qsort comparators (lp_cmp_double, lp_cmp_u64: llmprof/analyze.h) */
 int lp_cmp_u32(const void *a, const void *b);
 /* V's N values in increasing order: a radix sort through TMP (N values), a few bytes of
  * passes where the values differ in few (labels, ids) */
 void lp_sort_u64(uint64_t *v, uint64_t *tmp, size_t n);
+/* Room for N occurrences in c->occ (grown by doubling); LP_OK or LP_ERR_NOMEM */
+int lp_occ_reserve(struct lp_run_ctx *c, size_t n);
 /* the kind of the stage occurrence O is in now */
 enum lp_stage_kind lp_occ_kind(const struct lp_run_ctx *c, const struct lp_occ *o);
 

@@ -169,16 +169,16 @@ static int cmp_occ(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Classifies every range (parents come before their children in r->ranges). */
+/* Classifies every range (parents come before their children in r->ranges). The
+ * occurrences grow as stage ranges are met: a trace of per-operator ranges has one range per
+ * kernel or more, and few of them are stages. */
 static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
 {
     struct lp_run *r = c->r;
     const struct lp_trace *t = c->t;
     size_t n = r->ranges.n;
     c->ri = calloc(n ? n : 1, sizeof *c->ri);
-    c->occ = calloc(n ? n : 1, sizeof *c->occ);
-    c->occ_cap = n ? n : 1;
-    if (!c->ri || !c->occ)
+    if (!c->ri || lp_occ_reserve(c, 1) != LP_OK)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
         const struct lp_range *g = &r->ranges.v[i];
@@ -207,6 +207,8 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
                    kind_of(c->rule_names[c->occ[x->occ].stage]) == LP_STAGE_KIND_PREFILL) {
             /* vision inside a prefill (HF models run their vision tower inside the first
              * forward): an occurrence of its own, cut out of the prefill's time */
+            if (lp_occ_reserve(c, c->n_occ + 1) != LP_OK)
+                return LP_ERR_NOMEM;
             struct lp_occ *o = &c->occ[c->n_occ];
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
@@ -232,6 +234,8 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             }
             x->sub = (int32_t)s;
         } else {
+            if (lp_occ_reserve(c, c->n_occ + 1) != LP_OK)
+                return LP_ERR_NOMEM;
             struct lp_occ *o = &c->occ[c->n_occ];
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,

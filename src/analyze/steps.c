@@ -565,24 +565,28 @@ int lp_run_steps(struct lp_run_ctx *c)
     effective_spans(c);
     struct by_occ b = {0};
     struct items it = {0};
-    size_t max_work = 0, max_calls = 0;
+    size_t max_decode = 0, max_calls = 0;
     size_t *pos = NULL;
     double *gap = NULL;
     uint64_t *ends = NULL, *vals = NULL;
     double *pre = malloc((c->n_occ ? c->n_occ : 1) * sizeof *pre);
     if (!pre || (rc = group_by_occ(c, &b)))
         goto out;
+    /* the step search's buffers for the largest decode occurrence only (a run that is one
+     * occurrence of another kind needs none), the GEMM shapes' for the most calls */
     for (size_t i = 0; i < c->n_occ; i++) {
         size_t w = b.work_at[i + 1] - b.work_at[i], g = b.gemm_at[i + 1] - b.gemm_at[i];
-        max_work = w > max_work ? w : max_work;
         max_calls = g > max_calls ? g : max_calls;
+        size_t m = w > g ? w : g;
+        if (lp_occ_kind(c, &c->occ[i]) == LP_STAGE_KIND_DECODE && m > max_decode)
+            max_decode = m;
     }
     rc = LP_ERR_NOMEM;
-    size_t cap = (max_work > max_calls ? max_work : max_calls) + 1;
+    size_t cap = max_decode + 1;
     pos = malloc(cap * sizeof *pos);
     gap = malloc(cap * sizeof *gap);
     ends = malloc(cap * sizeof *ends);
-    vals = malloc(2 * cap * sizeof *vals);
+    vals = malloc(2 * (max_calls + 1) * sizeof *vals);
     if (!pos || !gap || !ends || !vals)
         goto out;
     /* prefill size in items: what one eager forward pass launches */

@@ -37,15 +37,21 @@ static void add_to_bins(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_
     }
 }
 
-/* Time THREAD spent in CUDA calls within [a, b), and the call that took most of it. APIS is
- * sorted by start. */
+/* The I-th call by start: through APIS, (start, index) pairs sorted, or NULL when the trace's
+ * calls are in start order already (they usually are: no copy then) */
+static const struct lp_api *api_at(const struct lp_trace *t, const struct lp_kv *apis, size_t i)
+{
+    return &t->apis[apis ? apis[i].val : i];
+}
+
+/* Time THREAD spent in CUDA calls within [a, b), and the call that took most of it. */
 static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis, uint32_t thread,
                               uint64_t a, uint64_t b, const char **top)
 {
     size_t lo = 0, hi = t->n_apis;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (apis[mid].key < a)
+        if (api_at(t, apis, mid)->start < a)
             lo = mid + 1;
         else
             hi = mid;
@@ -54,8 +60,8 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
     size_t from = lo > 256 ? lo - 256 : 0;
     uint64_t sum = 0, best = 0;
     *top = NULL;
-    for (size_t i = from; i < t->n_apis && apis[i].key < b; i++) {
-        const struct lp_api *x = &t->apis[apis[i].val];
+    for (size_t i = from; i < t->n_apis && api_at(t, apis, i)->start < b; i++) {
+        const struct lp_api *x = api_at(t, apis, i);
         if (x->thread != thread || x->end <= a)
             continue;
         uint64_t s = x->start > a ? x->start : a, e = x->end < b ? x->end : b;
@@ -201,31 +207,35 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     return LP_OK;
 }
 
-/* median launch delay (launch call start -> work start) per stage */
+/* median launch delay (launch call start -> work start) per stage: the delays placed by
+ * stage (counted first), each stage's median by selection */
 static int launch_delays(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
-    struct lp_kv *kv = malloc((c->n_work ? c->n_work : 1) * sizeof *kv); /* sorted in place */
-    if (!kv)
+    size_t *at = calloc(r->n_stages + 1, sizeof *at);
+    if (!at)
         return LP_ERR_NOMEM;
-    size_t n = 0;
-    const uint64_t cap = (1ull << 48) - 1;
-    for (size_t i = 0; i < c->n_work; i++) {
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].launch && c->work[i].kind == LP_OP_KERNEL)
+            at[c->work[i].stage + 1]++;
+    for (size_t s = 0; s < r->n_stages; s++)
+        at[s + 1] += at[s];
+    uint64_t *d = malloc((at[r->n_stages] ? at[r->n_stages] : 1) * sizeof *d);
+    if (!d) {
+        free(at);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < c->n_work; i++) { /* AT[s] moves from stage s's start to its end */
         const struct lp_work *w = &c->work[i];
-        if (!w->launch || w->kind != LP_OP_KERNEL)
-            continue;
-        uint64_t d = w->start > w->launch ? w->start - w->launch : 0;
-        kv[n++] = (struct lp_kv){(uint64_t)w->stage << 48 | (d < cap ? d : cap), d};
+        if (w->launch && w->kind == LP_OP_KERNEL)
+            d[at[w->stage]++] = w->start > w->launch ? w->start - w->launch : 0;
     }
-    lp_sort_kv_inplace(kv, n);
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && kv[j].key >> 48 == kv[i].key >> 48)
-            j++;
-        r->stages[kv[i].key >> 48].launch_delay_p50_ns = kv[i + (j - i) / 2].val;
-        i = j;
-    }
-    free(kv);
+    for (size_t s = 0, from = 0; s < r->n_stages; from = at[s++])
+        if (at[s] > from)
+            r->stages[s].launch_delay_p50_ns =
+                lp_select_u64(d + from, at[s] - from, (at[s] - from) / 2);
+    free(d);
+    free(at);
     return LP_OK;
 }
 
@@ -321,12 +331,17 @@ int lp_run_timeline(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     c->r->t0_ns = earliest(c);
     c->r->kernels_recorded = lp_trace_kernels_recorded(t);
-    struct lp_kv *apis = malloc((t->n_apis ? t->n_apis : 1) * sizeof *apis); /* in place */
-    if (!apis)
-        return LP_ERR_NOMEM;
-    for (size_t i = 0; i < t->n_apis; i++)
-        apis[i] = (struct lp_kv){t->apis[i].start, i};
-    lp_sort_kv_inplace(apis, t->n_apis);
+    size_t ordered = 1;
+    while (ordered < t->n_apis && t->apis[ordered].start >= t->apis[ordered - 1].start)
+        ordered++;
+    struct lp_kv *apis = NULL; /* sorted in place, when the calls are not in order */
+    if (ordered < t->n_apis) {
+        if (!(apis = malloc(t->n_apis * sizeof *apis)))
+            return LP_ERR_NOMEM;
+        for (size_t i = 0; i < t->n_apis; i++)
+            apis[i] = (struct lp_kv){t->apis[i].start, i};
+        lp_sort_kv_inplace(apis, t->n_apis);
+    }
     int rc = gaps_and_bins(c, apis);
     free(apis);
     if (rc == LP_OK)
