@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Every SQL block of docs/multi-gpu.md runs as printed on real exports and answers: the
-fixture `tp-hosts` (rank 1 recorded on a simulated second host whose clock is 1.23 s ahead)
-exported as run.db, `tp-manual` as before.db beside it. The traces table carries rank, host
-and the clock offset found; on the aligned clock every collective's ends across the ranks
-lie within 50 us (1.23 s apart without it). Usage: sqlite_queries.py LLMPROF SOURCE_DIR"""
+"""Every SQL block of docs/multi-gpu.md and docs/sqlite-schema.md runs as printed on real
+exports and answers: the fixture `tp-hosts` (rank 1 recorded on a simulated second host
+whose clock is 1.23 s ahead) exported as run.db, `tp-manual` as before.db beside it. The
+traces table carries rank, host and the clock offset found; on the aligned clock every
+collective's ends across the ranks lie within 50 us (1.23 s apart without it). Each work row's
+api_id names the call of its trace with its correlation id. Usage: sqlite_queries.py LLMPROF
+SOURCE_DIR"""
 import os
 import re
 import sqlite3
@@ -25,6 +27,10 @@ def check(ok, what, got=None):
 with open(os.path.join(SRC, "docs", "multi-gpu.md")) as f:
     blocks = re.findall(r"```sql\n(.*?)```", f.read(), re.S)
 check(len(blocks) >= 4, "docs/multi-gpu.md has its SQL blocks", len(blocks))
+with open(os.path.join(SRC, "docs", "sqlite-schema.md")) as f:
+    schema_blocks = re.findall(r"```sql\n(.*?)```", f.read(), re.S)
+check(len(schema_blocks) >= 3, "docs/sqlite-schema.md has its SQL blocks", len(schema_blocks))
+blocks += schema_blocks
 with tempfile.TemporaryDirectory(prefix="lp_sqlq.") as tmp:
     for name, fx in (("run.db", "tp-hosts"), ("before.db", "tp-manual")):
         p = subprocess.run([LP, "export", os.path.join(FIX, fx), "--sqlite",
@@ -55,5 +61,18 @@ with tempfile.TemporaryDirectory(prefix="lp_sqlq.") as tmp:
                   "groups: the TP group of both ranks, across the two hosts", got)
         if "ATTACH" in sql:
             db.execute("DETACH before")
+    for table in ("kernels", "memcpys", "memsets"):
+        tied, same = db.execute(f"SELECT COUNT(*), SUM(a.trace_id = w.trace_id AND a.correlation"
+                                f" = w.correlation) FROM {table} w JOIN api_calls a USING "
+                                f"(api_id)").fetchone()
+        untied = db.execute(f"SELECT COUNT(*) FROM {table} w WHERE api_id IS NULL AND EXISTS "
+                            f"(SELECT 1 FROM api_calls a WHERE a.trace_id = w.trace_id AND "
+                            f"a.correlation = w.correlation AND w.correlation > 0)").fetchone()[0]
+        check((table != "kernels" or tied > 0) and same == tied and untied == 0,
+              f"{table}: api_id is the call with its trace and correlation id, where one was "
+              f"recorded", (tied, same, untied))
+    calls = db.execute("SELECT MIN(api_id), MAX(api_id), COUNT(*) FROM api_calls").fetchone()
+    check(calls[0] == 1 and calls[1] == calls[2], "api_calls numbered 1 on across the traces",
+          calls)
 print(f"# {failed} failed")
 sys.exit(1 if failed else 0)

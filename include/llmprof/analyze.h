@@ -30,6 +30,16 @@ void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes);
  * increasing order of those bytes */
 void lp_group_u64(uint64_t *v, size_t n, int key_bytes);
 
+/* ---- launching calls ---- */
+
+/* The call that launched each correlation id, as the analysis ties work to calls (the first
+ * call record of an id): lp_calls_index returns NULL when out of memory; lp_calls_find gives
+ * the index into T->apis of CORRELATION's call, -1 when none was recorded (and for 0). */
+struct lp_calls;
+struct lp_calls *lp_calls_index(const struct lp_trace *t);
+int64_t lp_calls_find(const struct lp_calls *x, uint32_t correlation);
+void lp_calls_free(struct lp_calls *x);
+
 /* ---- NVTX ranges paired from markers ---- */
 
 enum lp_range_flag {

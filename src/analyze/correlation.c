@@ -1,5 +1,6 @@
 /* Correlation ids to API records: which call launched a kernel, copy or set. CUPTI counts
- * ids up, so a direct table usually fits; otherwise open addressing. */
+ * ids up, so a direct table usually fits; otherwise open addressing. The passes use the map;
+ * lp_calls is the same for exports, which tie rows to their calls. */
 #include "run_internal.h"
 
 #include <string.h>
@@ -70,4 +71,36 @@ void lp_corr_free(struct lp_corr_map *m)
     free(m->key);
     free(m->idx);
     memset(m, 0, sizeof *m);
+}
+
+struct lp_calls {
+    const struct lp_trace *t;
+    struct lp_corr_map m;
+};
+
+struct lp_calls *lp_calls_index(const struct lp_trace *t)
+{
+    struct lp_calls *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->t = t;
+    if (lp_corr_build(t, &x->m) != LP_OK) {
+        lp_calls_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+int64_t lp_calls_find(const struct lp_calls *x, uint32_t correlation)
+{
+    const struct lp_api *a = lp_corr_find(x->t, &x->m, correlation);
+    return a ? (int64_t)(a - x->t->apis) : -1;
+}
+
+void lp_calls_free(struct lp_calls *x)
+{
+    if (!x)
+        return;
+    lp_corr_free(&x->m);
+    free(x);
 }
