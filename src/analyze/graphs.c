@@ -178,6 +178,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
     if (r->n_graphs == 0) { /* no graph kernel in a stage: no capture ranges to tell */
         free(r->kernel_capture_range);
         r->kernel_capture_range = NULL;
+        return LP_OK;
     }
     qsort(r->graphs, r->n_graphs, sizeof *r->graphs, cmp_row);
     for (size_t i = 0; i < r->n_graphs; i++) {
