@@ -230,9 +230,9 @@ static int cmp_row_total(const void *a, const void *b)
 /* The durations of one table's work, grouped: segment I of V, [at[I], at[I + 1]), holds the
  * durations of key KEY[I] (stage * n_names + group, or the group) in increasing key order,
  * each duration in the bits MASK of its value. Packed, 8 bytes a piece of work: the key in
- * the bits above the duration, when every duration leaves it room (they do unless one lasts
- * hours); else through (key, duration) pairs, 16 bytes each, whose durations then move to
- * the front of the same memory. */
+ * the bits above the duration, when every duration leaves it room (below 2^36 ns, 68 s, with
+ * the most names and stages; days with a few hundred); else through (key, duration) pairs,
+ * 16 bytes each, whose durations then move to the front of the same memory. */
 struct grouped {
     uint64_t *v, mask;
     uint64_t *key;
