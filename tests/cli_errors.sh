@@ -547,6 +547,14 @@ if [ -n "$est" ] && python3 -c 'import sys; e, r = float(sys.argv[1]) * 2**20, i
     ok "a large export is announced, its size within 25 % ($est MiB, $real bytes)"; else bad "estimate '$est' for $real bytes: $out"; fi
 if LLMPROF_EXPORT_WARN_MIB=100 "$LP" export "$T/lr" --perfetto "$T/big.json" --force 2>&1 | grep -q "will be about"; then
     bad "export announced below the bound"; else ok "no announcement below the bound"; fi
+expect 0 "warning: .*: analysing its 62763 kernels takes about [0-9.]* MiB more memory, and about 1.0 MiB is available: the system may stop the report" \
+    "report warns of an analysis that may not fit in the memory available" -- \
+    env LLMPROF_MEM_AVAILABLE_MIB=1 "$LP" report "$T/lr" -o "$T/memwarn" --quiet
+[ -f "$T/memwarn/report.json" ] && ok "the report is still made after that warning" ||
+    bad "no report after the memory warning"
+out=$(LLMPROF_MEM_AVAILABLE_MIB=1024 "$LP" report "$T/lr" -o "$T/memok" --quiet 2>&1)
+grep -q "more memory" <<<"$out" && bad "memory warning where 1 GiB is available: $out" ||
+    ok "no memory warning where the analysis fits"
 out=$("$LP" report "$T/lr" -o "$T/piped" --quiet 2>&1; "$LP" export "$T/lr" --perfetto "$T/piped.json" 2>&1)
 grep -q "reading\|analysing" <<<"$out" && bad "progress in a pipe: $out" || ok "no progress when stderr is not a terminal"
 if command -v script >/dev/null; then

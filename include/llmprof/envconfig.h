@@ -43,6 +43,7 @@ enum lp_envconfig_var {
     /* read by the CLI only: listed, never parsed into struct lp_envconfig */
     LP_ENVCONFIG_VAR_LIB,
     LP_ENVCONFIG_VAR_EXPORT_WARN_MIB,
+    LP_ENVCONFIG_VAR_MEM_AVAILABLE_MIB,
     LP_ENVCONFIG_VAR_COUNT
 };
 

@@ -87,6 +87,14 @@ static void ctx_free(struct lp_run_ctx *c)
     free(c->step_ns);
 }
 
+uint64_t lp_run_memory_need(const struct lp_trace *t)
+{
+    uint64_t work = (uint64_t)t->n_kernels + t->n_memcpys + t->n_memsets;
+    /* kernel_group, kernel_stage, kernel_gemm, kernel_work; the grouping's 8 bytes */
+    return work * (sizeof(struct lp_work) + sizeof(uint64_t)) +
+           (uint64_t)t->n_kernels * 4 * sizeof(uint32_t);
+}
+
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, struct lp_run *r,
                    char *err, size_t errlen)
 {

@@ -235,6 +235,10 @@ void lp_cli_progress_end(void);
  * ("report", "export") is what shows what is there. */
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
                            const char *what);
+/* Bytes of memory this process can still take, about: the system's MemAvailable, less where
+ * its cgroup's limit leaves less (v2 or v1); LLMPROF_MEM_AVAILABLE_MIB says it instead. 0
+ * when none of them can be read. */
+uint64_t lp_cli_memory_available(void);
 
 /* ---- record, shared with profile (record.c) ---- */
 

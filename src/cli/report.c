@@ -534,6 +534,16 @@ static int analyse(const struct lp_cli_report *o, const char *path, char *cmdlin
         return -2;
     }
     lp_cli_trace_warnings(o->cmd, path, *t, "report");
+    /* said before an analysis that may not fit, rather than a process killed without a word */
+    uint64_t need = lp_run_memory_need(*t), avail = lp_cli_memory_available();
+    if (avail && need > avail) {
+        char b_need[32], b_avail[32];
+        lp_fmt_bytes(need, b_need, sizeof b_need);
+        lp_fmt_bytes(avail, b_avail, sizeof b_avail);
+        lp_cli_error(o->cmd, "warning: %s: analysing its %zu kernels takes about %s more memory, "
+                             "and about %s is available: the system may stop the report "
+                             "(docs/report-memory.md)", path, (*t)->n_kernels, b_need, b_avail);
+    }
     lp_cli_progress(o->cmd, "analysing %zu kernels of %s", (*t)->n_kernels, path);
     int rc = lp_run_analyze(*t, &opt, r, err, sizeof err);
     if (rc != LP_OK) {

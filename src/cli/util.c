@@ -118,6 +118,61 @@ void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_tr
                 t->n_warnings - shown, path);
 }
 
+/* The first number in the file PATH after KEY (KEY "": at its start), times SCALE; 0 when
+ * there is none ("max" in a cgroup's memory.max: no limit) */
+static uint64_t number_in(const char *path, const char *key, uint64_t scale)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *at = *key ? strstr(buf, key) : buf;
+    if (!at)
+        return 0;
+    at += strlen(key);
+    while (*at == ' ' || *at == '\t')
+        at++;
+    char *end;
+    unsigned long long v = strtoull(at, &end, 10);
+    return end == at || v > UINT64_MAX / scale ? 0 : (uint64_t)v * scale;
+}
+
+uint64_t lp_cli_memory_available(void)
+{
+    const char *env = getenv("LLMPROF_MEM_AVAILABLE_MIB");
+    char *end;
+    unsigned long long mib = env && *env ? strtoull(env, &end, 10) : 0;
+    if (env && *env && !*end && mib > 0 && mib <= (1ull << 40))
+        return (uint64_t)mib << 20;
+    uint64_t avail = number_in("/proc/meminfo", "MemAvailable:", 1024);
+    /* this process's cgroup: "0::/PATH" (v2: memory.max, memory.current) or "N:memory:/PATH"
+     * (v1: memory/PATH/memory.limit_in_bytes, memory.usage_in_bytes) */
+    char line[512], path[1024];
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        const char *v1 = strstr(line, ":memory:");
+        int v2 = !strncmp(line, "0::", 3);
+        if (!v1 && !v2)
+            continue;
+        const char *dir = v1 ? v1 + 8 : line + 3;
+        snprintf(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%s/memory.limit_in_bytes"
+                                       : "/sys/fs/cgroup%s/memory.max", dir);
+        uint64_t max = number_in(path, "", 1);
+        snprintf(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%s/memory.usage_in_bytes"
+                                       : "/sys/fs/cgroup%s/memory.current", dir);
+        uint64_t cur = number_in(path, "", 1);
+        if (max && cur <= max && (!avail || max - cur < avail))
+            avail = max - cur;
+    }
+    if (f)
+        fclose(f);
+    return avail;
+}
+
 /* what a file of mode M is, said when it is refused as an input */
 static const char *file_kind(mode_t m)
 {
