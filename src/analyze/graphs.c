@@ -90,8 +90,8 @@ static uint64_t kernel_nodes(const struct lp_trace *t, uint32_t graph)
     return n;
 }
 
-/* The graph kernel I's row of R->graphs by (stage, graph), made when new; FIRST of each row
- * holds the least (correlation, kernel) that has a capture range. NULL out of memory. */
+/* The row of R->graphs of (STAGE, GRAPH), made when new, with *FIRST (its least correlation
+ * and kernel that has a capture range, from UINT64_MAX) grown beside it. NULL out of memory. */
 static struct lp_graph_row *row_of(struct lp_run *r, struct lp_u64map *rows, uint64_t **first,
                                    size_t *cap, int stage, uint32_t graph)
 {
