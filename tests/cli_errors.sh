@@ -555,6 +555,9 @@ expect 0 "warning: .*: analysing its 62763 kernels takes about [0-9.]* MiB more 
 out=$(LLMPROF_MEM_AVAILABLE_MIB=1024 "$LP" report "$T/lr" -o "$T/memok" --quiet 2>&1)
 grep -q "more memory" <<<"$out" && bad "memory warning where 1 GiB is available: $out" ||
     ok "no memory warning where the analysis fits"
+out=$(LLMPROF_MEM_AVAILABLE_MIB=0 "$LP" report "$T/lr" -o "$T/memoff" --quiet 2>&1)
+grep -q "more memory" <<<"$out" && bad "memory warning with LLMPROF_MEM_AVAILABLE_MIB=0: $out" ||
+    ok "LLMPROF_MEM_AVAILABLE_MIB=0 turns the memory warning off"
 out=$("$LP" report "$T/lr" -o "$T/piped" --quiet 2>&1; "$LP" export "$T/lr" --perfetto "$T/piped.json" 2>&1)
 grep -q "reading\|analysing" <<<"$out" && bad "progress in a pipe: $out" || ok "no progress when stderr is not a terminal"
 if command -v script >/dev/null; then

@@ -2,7 +2,7 @@
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
  * out of time order; a summary of 100,000 differently named steps; the sorts; the kernel
  * rows' statistics, packed and (durations of days) through pairs; a host gap's CUDA calls
- * with the calls in start order and not. */
+ * with the calls in start order and not; copies and sets at the clock's last nanosecond. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -627,6 +627,47 @@ static void gap_trace_check(int ordered)
     lp_trace_free(t);
 }
 
+/* Copies and sets at the clock's last nanosecond, after the kernels: merged into the work in
+ * (start, kind, index) order like any other time (2^64 - 1 is no end marker), the copy
+ * before the set it ties with */
+static void test_work_at_clock_end(void **state)
+{
+    (void)state;
+    const uint64_t top = UINT64_MAX;
+    for (int sets = 0; sets < 2; sets++) {
+        struct tb b;
+        tb_open(&b);
+        kernel(&b, "k_a", 1, 0, top - 5000, top - 4000);
+        struct lp_record m = {.type = LP_REC_MEMCPY};
+        m.u.memcpy = (struct lp_memcpy){.start = top, .end = top, .bytes = 8, .copy_kind = 1,
+                                        .correlation = 90};
+        add(&b, &m);
+        if (sets) {
+            struct lp_record z = {.type = LP_REC_MEMSET};
+            z.u.memset = (struct lp_memset){.start = top, .end = top, .bytes = 8,
+                                            .correlation = 91};
+            add(&b, &z);
+        }
+        struct lp_trace *t = tb_read(&b, 1);
+        assert_int_equal(t->n_memcpys, 1);
+        assert_int_equal(t->n_memsets, (size_t)sets);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        size_t copies = 0, memsets = 0, kernels = 0;
+        for (size_t i = 0; i < r.all_kernels.n_groups; i++) {
+            const char *name = r.names[r.all_kernels.v[i].group];
+            copies += strstr(name, "[CUDA memcpy HtoD]") ? r.all_kernels.v[i].calls : 0;
+            memsets += strstr(name, "[CUDA memset]") ? r.all_kernels.v[i].calls : 0;
+            kernels += !strcmp(name, "k_a") ? r.all_kernels.v[i].calls : 0;
+        }
+        assert_int_equal(kernels, 1);
+        assert_int_equal(copies, 1);
+        assert_int_equal(memsets, (size_t)sets);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 static void test_gap_calls_any_order(void **state)
 {
     (void)state;
@@ -645,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_kernel_rows),
         cmocka_unit_test(test_kernel_rows_days),
         cmocka_unit_test(test_gap_calls_any_order),
+        cmocka_unit_test(test_work_at_clock_end),
         cmocka_unit_test(test_cross_thread_unmatched_unclosed),
         cmocka_unit_test(test_group_names),
         cmocka_unit_test(test_summary),

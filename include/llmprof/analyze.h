@@ -1186,9 +1186,10 @@ int lp_stage_kind_measured(enum lp_stage_kind k);
  * alike */
 int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);
 
-/* About how many bytes lp_run_analyze takes at its peak beyond T itself: per piece of GPU
+/* The bytes lp_run_analyze takes at its peak beyond T itself, at least: per piece of GPU
  * work its entry in the work array, the per-kernel arrays and the kernel tables' grouping
- * (docs/report-memory.md). An estimate from T's counts, before the analysis. */
+ * (docs/report-memory.md; more where records are out of start order). An estimate from T's
+ * counts, before the analysis. */
 uint64_t lp_run_memory_need(const struct lp_trace *t);
 /* Analyses trace T. Returns LP_OK, or an error with ERR (bad stage rule, no memory). */
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,

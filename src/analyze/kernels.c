@@ -113,13 +113,13 @@ static int in_order(const struct lp_trace *t)
  * index, NEXT advanced (kernels, copies, sets) */
 static uint64_t merge_next(const struct lp_trace *t, size_t next[3])
 {
-    uint64_t best = UINT64_MAX;
+    uint64_t best = 0; /* no time is a sentinel: any, 2^64 - 1 too, is a record's */
     int kind = -1;
     if (next[0] < t->n_kernels) {
         best = t->kernels[next[0]].start;
         kind = 0;
     }
-    if (next[1] < t->n_memcpys && t->memcpys[next[1]].start < best) {
+    if (next[1] < t->n_memcpys && (kind < 0 || t->memcpys[next[1]].start < best)) {
         best = t->memcpys[next[1]].start;
         kind = 1;
     }

@@ -236,8 +236,8 @@ void lp_cli_progress_end(void);
 void lp_cli_trace_warnings(const char *cmd, const char *path, const struct lp_trace *t,
                            const char *what);
 /* Bytes of memory this process can still take, about: the system's MemAvailable, less where
- * its cgroup's limit leaves less (v2 or v1); LLMPROF_MEM_AVAILABLE_MIB says it instead. 0
- * when none of them can be read. */
+ * its cgroup's limit or one above it leaves less (v2 or v1); LLMPROF_MEM_AVAILABLE_MIB says
+ * it instead. 0 when none of them can be read, or that variable is 0. */
 uint64_t lp_cli_memory_available(void);
 
 /* ---- record, shared with profile (record.c) ---- */

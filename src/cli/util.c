@@ -140,33 +140,47 @@ static uint64_t number_in(const char *path, const char *key, uint64_t scale)
     return end == at || v > UINT64_MAX / scale ? 0 : (uint64_t)v * scale;
 }
 
+/* The least room (limit less usage, 1 at least) of cgroup DIR and the cgroups above it, as
+ * LIMIT and USAGE (file names under ROOT DIR) give them; AVAIL when none is less */
+static uint64_t cgroup_room(const char *root, char *dir, const char *limit, const char *usage,
+                            uint64_t avail)
+{
+    char path[1024];
+    for (;;) {
+        snprintf(path, sizeof path, "%s%s/%s", root, dir, limit);
+        uint64_t max = number_in(path, "", 1);
+        snprintf(path, sizeof path, "%s%s/%s", root, dir, usage);
+        uint64_t cur = number_in(path, "", 1), room = cur < max ? max - cur : 1;
+        if (max && (!avail || room < avail))
+            avail = room;
+        char *slash = strrchr(dir, '/');
+        if (!slash || !slash[1])
+            return avail;
+        slash[slash == dir] = 0; /* "/a/b" -> "/a" -> "/" */
+    }
+}
+
 uint64_t lp_cli_memory_available(void)
 {
     const char *env = getenv("LLMPROF_MEM_AVAILABLE_MIB");
     char *end;
     unsigned long long mib = env && *env ? strtoull(env, &end, 10) : 0;
-    if (env && *env && !*end && mib > 0 && mib <= (1ull << 40))
-        return (uint64_t)mib << 20;
+    if (env && *env && !*end && mib <= (1ull << 40))
+        return (uint64_t)mib << 20; /* 0: not known, no warning */
     uint64_t avail = number_in("/proc/meminfo", "MemAvailable:", 1024);
-    /* this process's cgroup: "0::/PATH" (v2: memory.max, memory.current) or "N:memory:/PATH"
-     * (v1: memory/PATH/memory.limit_in_bytes, memory.usage_in_bytes) */
-    char line[512], path[1024];
+    /* this process's cgroup and those above it: "0::/PATH" (v2: memory.max, memory.current)
+     * or "N:memory:/PATH" (v1: memory/PATH/memory.limit_in_bytes, memory.usage_in_bytes) */
+    char line[512];
     FILE *f = fopen("/proc/self/cgroup", "r");
     while (f && fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        const char *v1 = strstr(line, ":memory:");
-        int v2 = !strncmp(line, "0::", 3);
-        if (!v1 && !v2)
-            continue;
-        const char *dir = v1 ? v1 + 8 : line + 3;
-        snprintf(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%s/memory.limit_in_bytes"
-                                       : "/sys/fs/cgroup%s/memory.max", dir);
-        uint64_t max = number_in(path, "", 1);
-        snprintf(path, sizeof path, v1 ? "/sys/fs/cgroup/memory%s/memory.usage_in_bytes"
-                                       : "/sys/fs/cgroup%s/memory.current", dir);
-        uint64_t cur = number_in(path, "", 1);
-        if (max && cur <= max && (!avail || max - cur < avail))
-            avail = max - cur;
+        char *v1 = strstr(line, ":memory:");
+        if (v1)
+            avail = cgroup_room("/sys/fs/cgroup/memory", v1 + 8, "memory.limit_in_bytes",
+                                "memory.usage_in_bytes", avail);
+        else if (!strncmp(line, "0::", 3))
+            avail = cgroup_room("/sys/fs/cgroup", line + 3, "memory.max", "memory.current",
+                                avail);
     }
     if (f)
         fclose(f);

@@ -124,8 +124,9 @@ const struct lp_envconfig_entry lp_envconfig_table[LP_ENVCONFIG_VAR_COUNT] = {
     CLI(MEM_AVAILABLE_MIB, COUNT), .def = 0, .min = 1, .max = 1099511627776.0,
         .flags = LP_ENVCONFIG_FLAG_ZERO_OFF, .lands = "`llmprof report`",
         .doc = "the memory `report` counts as available (MiB), against which it warns that an "
-               "analysis may not fit; unset (or a bad value): the system's MemAvailable, less "
-               "where the process's cgroup limit leaves less (docs/report-memory.md)"},
+               "analysis may not fit; 0: no warning; unset (or a bad value): the system's "
+               "MemAvailable, less where the process's cgroup limits leave less "
+               "(docs/report-memory.md)"},
 };
 
 const char *lp_envconfig_name(enum lp_envconfig_var var)
