@@ -258,7 +258,7 @@ static void write_all(const struct lp_run *r)
     assert_int_equal(lp_sqlite_open(&db, path, err, sizeof err), 0);
     if (lp_sqlite_add_trace(db, 1, "extreme", r, err, sizeof err) != 0)
         fail_msg("sqlite: %s", err);
-    assert_int_equal(lp_sqlite_close(db, 1, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_close(db, err, sizeof err), 0);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     static const char *const checks[] = {
         "SELECT COUNT(*) FROM memcpys WHERE bytes < 0 OR start_ns < 0 OR end_ns < start_ns",

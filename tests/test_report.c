@@ -3730,7 +3730,7 @@ static void test_sqlite_export(void **state)
         analyze(t[i], NULL, &r[i]);
         assert_int_equal(lp_sqlite_add_trace(db, i + 1, names[i], &r[i], err, sizeof err), 0);
     }
-    assert_int_equal(lp_sqlite_close(db, 1, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_close(db, err, sizeof err), 0);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     for (int i = 0; i < 2; i++) {
         int id = i + 1;
@@ -3824,7 +3824,7 @@ static void sqlite_sums(const char *fixture_name, int vars, char *out, size_t le
     struct lp_run r;
     analyze(t, NULL, &r);
     assert_int_equal(lp_sqlite_add_trace(db, 1, fixture_name, &r, err, sizeof err), 0);
-    assert_int_equal(lp_sqlite_close(db, 1, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_close(db, err, sizeof err), 0);
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_stmt *st = NULL;
     assert_int_equal(sqlite3_prepare_v2(
@@ -3861,6 +3861,91 @@ static void test_sqlite_parameter_limit(void **state)
     assert_true(strtoll(a, NULL, 10) > 64); /* more kernels than one batch */
 }
 
+/* Every kernel and API call row holds its record's values, column by column, in trace order:
+ * a value is bound again only when it differs from the one bound in its place in the batch
+ * before (the export's bind cache), so a row that repeats its predecessor's shape, stream
+ * or name but not its times must still come out whole */
+static void test_sqlite_rows_exact(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/lp_sqlite_rows_XXXXXX", err[512] = "";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    sqlite3 *db = NULL;
+    assert_int_equal(lp_sqlite_open(&db, path, err, sizeof err), 0);
+    struct lp_trace *t = fixture("llama-ops");
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(lp_sqlite_add_trace(db, 1, "llama-ops", &r, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_close(db, err, sizeof err), 0);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT device, stream, start_ns, end_ns, name_id, "
+                                            "stage_id, correlation, grid_x, grid_y, grid_z, "
+                                            "block_x, block_y, block_z, registers, static_smem, "
+                                            "dynamic_smem, graph_id, graph_node_id, flags FROM "
+                                            "kernels ORDER BY rowid", -1, &st, NULL),
+                     SQLITE_OK);
+    size_t k = 0, stageless = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; k++) {
+        assert_true(k < t->n_kernels);
+        const struct lp_kernel_rec *x = &t->kernels[k];
+        const struct lp_kernel_config *c = lp_trace_kernel_config(t, x);
+        int64_t want[] = {x->device, x->stream, (int64_t)x->start, (int64_t)x->end,
+                          r.kernel_group[k], r.kernel_stage[k], x->correlation, c->grid[0],
+                          c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                          c->registers, c->static_smem, c->dynamic_smem, x->graph_id,
+                          (int64_t)c->graph_node_id, x->flags};
+        for (int col = 0; col < (int)(sizeof want / sizeof want[0]); col++) {
+            if (col == 5 && want[col] < 0) {
+                assert_int_equal(sqlite3_column_type(st, col), SQLITE_NULL);
+                stageless++;
+                continue;
+            }
+            assert_int_equal(sqlite3_column_type(st, col), SQLITE_INTEGER);
+            assert_int_equal(sqlite3_column_int64(st, col), want[col]);
+        }
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(k, t->n_kernels);
+    assert_true(k > 1000 && stageless < k);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT thread, start_ns, end_ns, name, domain, cbid,"
+                                            " correlation, status FROM api_calls ORDER BY "
+                                            "api_id", -1, &st, NULL),
+                     SQLITE_OK);
+    size_t a = 0;
+    for (; sqlite3_step(st) == SQLITE_ROW; a++) {
+        assert_true(a < t->n_apis);
+        const struct lp_api *x = &t->apis[a];
+        assert_int_equal(sqlite3_column_int64(st, 0), x->thread);
+        assert_int_equal(sqlite3_column_int64(st, 1), (int64_t)x->start);
+        assert_int_equal(sqlite3_column_int64(st, 2), (int64_t)x->end);
+        const char *name = lp_trace_str(t, x->name);
+        if (name)
+            assert_string_equal((const char *)sqlite3_column_text(st, 3), name);
+        else
+            assert_int_equal(sqlite3_column_type(st, 3), SQLITE_NULL);
+        const char *dom = x->domain == LP_API_DOMAIN_RUNTIME  ? "runtime"
+                          : x->domain == LP_API_DOMAIN_DRIVER ? "driver"
+                                                              : NULL;
+        if (dom)
+            assert_string_equal((const char *)sqlite3_column_text(st, 4), dom);
+        else
+            assert_int_equal(sqlite3_column_type(st, 4), SQLITE_NULL);
+        assert_int_equal(sqlite3_column_int64(st, 5), x->cbid);
+        assert_int_equal(sqlite3_column_int64(st, 6), x->correlation);
+        assert_int_equal(sqlite3_column_int64(st, 7), x->status);
+    }
+    sqlite3_finalize(st);
+    assert_int_equal(a, t->n_apis);
+    assert_true(a > 1000);
+    sqlite3_close(db);
+    lp_run_free(&r);
+    lp_trace_free(t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -3870,6 +3955,7 @@ int main(void)
         cmocka_unit_test(test_capture_windows),
         cmocka_unit_test(test_capture_split),
         cmocka_unit_test(test_sqlite_export),
+        cmocka_unit_test(test_sqlite_rows_exact),
         cmocka_unit_test(test_sqlite_parameter_limit),
         cmocka_unit_test(test_capture_nvtx_fixtures),
         cmocka_unit_test(test_capture_fixtures),

@@ -106,14 +106,14 @@ int lp_report_perfetto_pb(FILE *out, const struct lp_run *r, uint64_t from_ms, u
                           struct lp_perfetto_stats *stats);
 
 /* The SQLite export (llmprof export --sqlite; docs/sqlite-schema.md). lp_sqlite_open makes
- * PATH's tables (PATH: a new file; the caller moves it in when complete), lp_sqlite_add_trace
- * writes one trace's rows under TRACE_ID (in one transaction), lp_sqlite_close makes the
- * indexes when FINISH and closes. Each returns 0, or -1 with ERR saying why. */
+ * PATH's tables and their indexes (PATH: a new file; the caller moves it in when complete),
+ * lp_sqlite_add_trace writes one trace's rows under TRACE_ID (in one transaction),
+ * lp_sqlite_close closes. Each returns 0, or -1 with ERR saying why. */
 struct sqlite3;
 int lp_sqlite_open(struct sqlite3 **db, const char *path, char *err, size_t errlen);
 int lp_sqlite_add_trace(struct sqlite3 *db, int64_t trace_id, const char *trace_path,
                         const struct lp_run *r, char *err, size_t errlen);
-int lp_sqlite_close(struct sqlite3 *db, int finish, char *err, size_t errlen);
+int lp_sqlite_close(struct sqlite3 *db, char *err, size_t errlen);
 /* traces.clock_offset_ns of TRACE_ID: what added to its times puts them on the run's
  * reference clock (lp_ranks_host.offset_ns); NULL OFFSET_NS: its host not aligned */
 int lp_sqlite_set_clock(struct sqlite3 *db, int64_t trace_id, const int64_t *offset_ns,

@@ -347,8 +347,7 @@ static int export_sqlite(const char *run, const char *out, int force)
         if (crc != 0)
             goto out;
     }
-    lp_cli_progress("export", "indexing %s", out);
-    int status = lp_sqlite_close(db, 1, err, sizeof err);
+    int status = lp_sqlite_close(db, err, sizeof err);
     db = NULL;
     if (status != 0) { /* said once, with its cause: the .tmp goes with the outputs */
         lp_cli_error("export", "%s: %s", out, err);
@@ -366,7 +365,7 @@ static int export_sqlite(const char *run, const char *out, int force)
 out:
     lp_cli_progress_end();
     if (db)
-        lp_sqlite_close(db, 0, err, sizeof err);
+        lp_sqlite_close(db, err, sizeof err);
     lp_cli_outs_free(&outs);
     for (size_t i = 0; ranks && i < n_ranks; i++)
         lp_rank_free(&ranks[i]);

@@ -93,13 +93,13 @@ static int sqlite_rows(const struct lp_run *r)
     static int64_t id;
     char err[256];
     if (db && id % 256 == 0) {
-        lp_sqlite_close(db, 0, err, sizeof err);
+        lp_sqlite_close(db, err, sizeof err);
         db = NULL;
     }
     if (!db && lp_sqlite_open(&db, ":memory:", err, sizeof err) != 0)
         return -1;
     if (lp_sqlite_add_trace(db, ++id, "fuzz", r, err, sizeof err) != 0) {
-        lp_sqlite_close(db, 0, err, sizeof err); /* its state is unknown: start afresh */
+        lp_sqlite_close(db, err, sizeof err); /* its state is unknown: start afresh */
         db = NULL;
         return -1;
     }
