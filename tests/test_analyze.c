@@ -103,6 +103,42 @@ static void test_nesting_and_threads(void **state)
     lp_trace_free(t);
 }
 
+/* lp_ranges_at_hint answers as lp_ranges_at does, whatever the order of the questions: in
+ * time order on one thread (the hint's case), alternating threads, and at random; at range
+ * edges, in gaps, before the first and after the last */
+static void test_ranges_at_hint(void **state)
+{
+    (void)state;
+    struct lp_range v[3 * 40 * 3];
+    size_t n = 0;
+    for (uint32_t th = 1; th <= 3; th++)
+        for (uint64_t k = 0; k < 40; k++) { /* top level [100k, 100k+60], two children */
+            uint64_t b = 1000 + 100 * k + th;
+            int64_t top = (int64_t)n;
+            v[n++] = (struct lp_range){.start = b, .end = b + 60, .thread = th, .parent = -1};
+            v[n++] = (struct lp_range){.start = b + 10, .end = b + 20, .thread = th,
+                                       .depth = 1, .parent = top};
+            v[n++] = (struct lp_range){.start = b + 20, .end = b + 50, .thread = th,
+                                       .depth = 1, .parent = top};
+        }
+    struct lp_ranges rg = {.v = v, .n = n};
+    size_t hint = 0, asked = 0, inside = 0;
+    unsigned seed = 7;
+    for (int pass = 0; pass < 3; pass++)
+        for (uint64_t ts = 900; ts < 5200; ts += 3) {
+            uint32_t th = pass == 0   ? 2
+                          : pass == 1 ? (uint32_t)(ts % 4)
+                                      : 1 + (uint32_t)rand_r(&seed) % 4;
+            uint64_t q = pass == 2 ? 900 + (uint64_t)(rand_r(&seed) % 4300) : ts;
+            int32_t want = lp_ranges_at(&rg, th, q);
+            assert_int_equal(lp_ranges_at_hint(&rg, th, q, &hint), want);
+            assert_true(hint <= n);
+            asked++;
+            inside += want >= 0;
+        }
+    assert_true(asked > 4000 && inside > 1000 && inside < asked);
+}
+
 static void test_cross_thread_unmatched_unclosed(void **state)
 {
     (void)state;
@@ -679,6 +715,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nesting_and_threads),
+        cmocka_unit_test(test_ranges_at_hint),
         cmocka_unit_test(test_sort_kv_inplace),
         cmocka_unit_test(test_group_kv),
         cmocka_unit_test(test_group_u64),

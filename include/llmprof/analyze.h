@@ -74,6 +74,9 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out);
 void lp_ranges_free(struct lp_ranges *r);
 /* The innermost range open on THREAD at time TS (an index into RG->v), or -1. */
 int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts);
+/* The same, starting from *HINT (0 at first), which it updates: asked in time order on one
+ * thread, each answer costs a step instead of a search */
+int32_t lp_ranges_at_hint(const struct lp_ranges *rg, uint32_t thread, uint64_t ts, size_t *hint);
 
 /* The request convention (docs/serving.md): when NAME is "KEYWORD <id>[ more words]" (KEYWORD
  * "request" for a request's range, "token" or "prefill" for a mark), the id's length, its

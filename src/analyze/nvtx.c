@@ -196,18 +196,16 @@ const char *lp_range_group_name(const char *name, char *buf, size_t len)
     return buf;
 }
 
-int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
+/* 1 when range I starts at or before (THREAD, TS) in the ranges' order */
+static int starts_by(const struct lp_ranges *rg, size_t i, uint32_t thread, uint64_t ts)
 {
-    size_t lo = 0, hi = rg->n;
-    /* last range with (thread, start) <= (thread, ts) */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct lp_range *x = &rg->v[mid];
-        if (x->thread < thread || (x->thread == thread && x->start <= ts))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const struct lp_range *x = &rg->v[i];
+    return x->thread < thread || (x->thread == thread && x->start <= ts);
+}
+
+/* The innermost range open at TS on THREAD, from LO: the first range after (THREAD, TS) */
+static int32_t open_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts, size_t lo)
+{
     if (lo == 0)
         return -1;
     int64_t j = (int64_t)lo - 1;
@@ -216,4 +214,37 @@ int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
     while (j >= 0 && rg->v[j].end < ts)
         j = rg->v[j].parent;
     return (int32_t)j;
+}
+
+/* the first range after (THREAD, TS) */
+static size_t first_after(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
+{
+    size_t lo = 0, hi = rg->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (starts_by(rg, mid, thread, ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int32_t lp_ranges_at(const struct lp_ranges *rg, uint32_t thread, uint64_t ts)
+{
+    return open_at(rg, thread, ts, first_after(rg, thread, ts));
+}
+
+int32_t lp_ranges_at_hint(const struct lp_ranges *rg, uint32_t thread, uint64_t ts, size_t *hint)
+{
+    size_t h = *hint;
+    /* the last answer's place, or the next one: where launches in time order land */
+    for (size_t k = h; k <= h + 1 && k <= rg->n; k++)
+        if ((k == 0 || starts_by(rg, k - 1, thread, ts)) &&
+            (k == rg->n || !starts_by(rg, k, thread, ts))) {
+            *hint = k;
+            return open_at(rg, thread, ts, k);
+        }
+    *hint = first_after(rg, thread, ts);
+    return open_at(rg, thread, ts, *hint);
 }
