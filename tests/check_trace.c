@@ -101,16 +101,16 @@ static void check_workload(const struct lp_trace *t, struct lp_trace_summary *s)
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
-        const char *name = lp_trace_str(t, k->name), *in = launch_range(t, r, k);
+        const char *name = lp_trace_str(t, c->name), *in = launch_range(t, r, k);
         if (!strcmp(name, "scale_kernel")) {
             scale++;
             shapes_ok &= c->grid[0] == 1024 && c->block[0] == 256 && c->dynamic_smem == 0;
-            if (k->flags & LP_KERNEL_FLAG_GRAPH) {
+            if (c->flags & LP_KERNEL_FLAG_GRAPH) {
                 scale_graph++;
                 graph_kernels_in_graph += !strcmp(in, "graph");
                 if (!graph_id)
-                    graph_id = k->graph_id;
-                shapes_ok &= k->graph_id == graph_id;
+                    graph_id = c->graph_id;
+                shapes_ok &= c->graph_id == graph_id;
             } else {
                 scale_in_kernels += !strcmp(in, "kernels");
             }

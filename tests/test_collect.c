@@ -1481,7 +1481,7 @@ static void test_untimed_replay(void **state)
     in_child("untimed", untimed_replay_child);
     struct lp_trace *t = read_only_trace("untimed");
     assert_int_equal(t->n_kernels, 1); /* the timed replay, a kernel flagged REPLAY */
-    assert_true(t->kernels[0].flags & LP_KERNEL_FLAG_REPLAY);
+    assert_true(lp_trace_kernel_config(t, &t->kernels[0])->flags & LP_KERNEL_FLAG_REPLAY);
     assert_true(has_loss(t, "1 CUDA graph replays came without times from CUPTI"));
     lp_trace_free(t);
 }

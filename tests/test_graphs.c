@@ -106,7 +106,8 @@ static void test_graph_api(void **state)
     assert_non_null(origin);
     size_t checked = 0, before = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        if (kg[i] < 0 || !(t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH))
+        if (kg[i] < 0 ||
+            !(lp_trace_kernel_config(t, &t->kernels[i])->flags & LP_KERNEL_FLAG_GRAPH))
             continue;
         const struct lp_gemm *g = &t->gemms[kg[i]];
         if (t->kernels[i].start >= ra && t->kernels[i].start <= re) {

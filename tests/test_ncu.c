@@ -514,7 +514,7 @@ static void test_deep_graph(void **state)
                                                                     sizeof kk->block))
                 continue;
             launches++;
-            assert_true(d.t->kernels[k].flags & LP_KERNEL_FLAG_GRAPH);
+            assert_true(kk->flags & LP_KERNEL_FLAG_GRAPH);
         }
         assert_int_equal(launches, w->run_calls);
     }

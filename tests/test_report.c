@@ -2073,7 +2073,9 @@ static void test_fixture_pm(void **state)
             top = &t->pm[i];
     int top_in_gemm = 0;
     for (size_t k = 0; k < t->n_kernels; k++)
-        top_in_gemm |= t->kernels[k].name == big->name && top->start < t->kernels[k].end &&
+        top_in_gemm |= lp_trace_kernel_config(t, &t->kernels[k])->name ==
+                           lp_trace_kernel_config(t, big)->name &&
+                       top->start < t->kernels[k].end &&
                        top->end > t->kernels[k].start;
     assert_true(top_in_gemm);
     assert_true(far > 100);
@@ -3892,11 +3894,11 @@ static void test_sqlite_rows_exact(void **state)
         assert_true(k < t->n_kernels);
         const struct lp_kernel_rec *x = &t->kernels[k];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, x);
-        int64_t want[] = {x->device, x->stream, (int64_t)x->start, (int64_t)x->end,
+        int64_t want[] = {c->device, c->stream, (int64_t)x->start, (int64_t)x->end,
                           r.kernel_group[k], r.kernel_stage[k], x->correlation, c->grid[0],
                           c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
-                          c->registers, c->static_smem, c->dynamic_smem, x->graph_id,
-                          (int64_t)c->graph_node_id, x->flags};
+                          c->registers, c->static_smem, c->dynamic_smem, c->graph_id,
+                          (int64_t)c->graph_node_id, c->flags};
         for (int col = 0; col < (int)(sizeof want / sizeof want[0]); col++) {
             if (col == 5 && want[col] < 0) {
                 assert_int_equal(sqlite3_column_type(st, col), SQLITE_NULL);

@@ -175,20 +175,20 @@ static struct lp_kernel kernel_record(const struct lp_trace *t, size_t i)
     const struct lp_kernel_config *c = lp_trace_kernel_config(t, r);
     k.start = r->start;
     k.end = r->end;
-    k.name = r->name;
+    k.name = c->name;
     k.correlation = r->correlation;
-    k.device = r->device;
+    k.device = c->device;
     k.context = c->context;
-    k.stream = r->stream;
+    k.stream = c->stream;
     memcpy(k.grid, c->grid, sizeof k.grid);
     memcpy(k.block, c->block, sizeof k.block);
     k.registers = c->registers;
     k.static_smem = c->static_smem;
     k.dynamic_smem = c->dynamic_smem;
     k.local_mem_per_thread = c->local_mem_per_thread;
-    k.graph_id = r->graph_id;
+    k.graph_id = c->graph_id;
     k.graph_node_id = c->graph_node_id;
-    k.flags = r->flags;
+    k.flags = c->flags;
     return k;
 }
 
@@ -261,7 +261,8 @@ static void test_roundtrip_every_type(void **state)
     assert_int_equal(t->n_losses, seen[LP_REC_LOSS]);
     assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
     assert_true(t->n_gemms > 0);
-    assert_string_equal(lp_trace_str(t, t->kernels[0].name), lp_trace_str(t, recs[0].u.kernel.name));
+    assert_string_equal(lp_trace_str(t, lp_trace_kernel_config(t, &t->kernels[0])->name),
+                        lp_trace_str(t, recs[0].u.kernel.name));
     assert_string_equal(lp_trace_str(t, 0), "");
     assert_string_equal(lp_trace_str(t, 999999), "<unknown>");
     lp_trace_free(t);
@@ -871,11 +872,13 @@ static void test_string_ids_renumbered(void **state)
     assert_int_equal(lp_trace_read_mem(&t, img, len, "ids", err, sizeof err), LP_OK);
     assert_int_equal(t->n_kernels, 4);
     assert_true(t->n_strings <= 3);
-    assert_string_equal(lp_trace_str(t, t->kernels[0].name), "flash");
-    assert_true(t->kernels[0].name < t->n_strings);
-    assert_string_equal(lp_trace_str(t, t->kernels[1].name), "<unknown>");
-    assert_string_equal(lp_trace_str(t, t->kernels[2].name), "");
-    assert_string_equal(lp_trace_str(t, t->kernels[3].name), "<unknown>");
+#define KNAME(i) lp_trace_kernel_config(t, &t->kernels[i])->name
+    assert_string_equal(lp_trace_str(t, KNAME(0)), "flash");
+    assert_true(KNAME(0) < t->n_strings);
+    assert_string_equal(lp_trace_str(t, KNAME(1)), "<unknown>");
+    assert_string_equal(lp_trace_str(t, KNAME(2)), "");
+    assert_string_equal(lp_trace_str(t, KNAME(3)), "<unknown>");
+#undef KNAME
     assert_int_equal(t->n_warnings, 0);
     lp_trace_free(t);
     lp_buf_free(&b);

@@ -60,22 +60,22 @@ struct lp_kernel {
     uint32_t flags;               /* enum lp_kernel_flag */
 };
 
-/* A kernel as the reader keeps it (lp_trace.kernels): what the analysis reads of every
- * kernel, and its launch configuration as an index into lp_trace.kernel_configs, where each
- * distinct one is kept once (a decode step launches the same few thousand shapes over and
- * over: half the bytes of a kernel record are its configuration). */
+/* A kernel as the reader keeps it (lp_trace.kernels): its times and launch call, and the
+ * rest as an index into lp_trace.kernel_configs, where each distinct one is kept once (a
+ * decode step launches the same few thousand kernels over and over: two thirds of the bytes
+ * of a kernel record are what it shares with the kernels launched alike). 24 bytes. */
 struct lp_kernel_rec {
     uint64_t start, end;          /* ns, trace clock */
-    lp_str name;
     uint32_t correlation;
-    uint32_t device, stream;
-    uint32_t graph_id;
-    uint32_t flags;               /* enum lp_kernel_flag */
     uint32_t config;              /* index into lp_trace.kernel_configs */
 };
 
 /* The rest of a kernel record, shared by the kernels launched alike */
 struct lp_kernel_config {
+    lp_str name;
+    uint32_t device, stream;
+    uint32_t graph_id;
+    uint32_t flags;               /* enum lp_kernel_flag */
     int32_t grid[3], block[3];
     uint32_t registers, static_smem, dynamic_smem, local_mem_per_thread;
     uint32_t context;
@@ -468,9 +468,14 @@ const char *lp_trace_meta(const struct lp_trace *t, const char *key);
 int lp_trace_kernels_recorded(const struct lp_trace *t);
 /* Never NULL: unknown ids (from a lost chunk) read as "<unknown>". */
 const char *lp_trace_str(const struct lp_trace *t, lp_str id);
-/* The launch configuration of kernel K of T (never NULL) */
-const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
-                                                      const struct lp_kernel_rec *k);
+/* What kernel K of T shares with the kernels launched alike: its name, device, stream,
+ * graph, flags and launch configuration (never NULL; zeros for an index past the table) */
+static inline const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
+                                                                    const struct lp_kernel_rec *k)
+{
+    static const struct lp_kernel_config none;
+    return k->config < t->n_kernel_configs ? &t->kernel_configs[k->config] : &none;
+}
 /* Bytes of S (LEN) that are not UTF-8 replaced by '?', in place (names from outside must be
  * valid in JSON and Prometheus' text); returns how many. */
 size_t lp_utf8_repair(char *s, size_t len);

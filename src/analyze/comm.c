@@ -83,7 +83,7 @@ int lp_run_comm(struct lp_run_ctx *c)
         enum lp_kcat cat = r->cats[r->kernel_group[i]];
         if (cat != LP_KCAT_COMMUNICATION && cat != LP_KCAT_MEMCPY && cat != LP_KCAT_MEMSET &&
             k->end > k->start)
-            comp[m++] = (struct iv){k->start, k->end, k->device};
+            comp[m++] = (struct iv){k->start, k->end, lp_trace_kernel_config(t, k)->device};
     }
     qsort(comp, m, sizeof *comp, by_device_start);
     m = merge(comp, m);
@@ -91,7 +91,8 @@ int lp_run_comm(struct lp_run_ctx *c)
         const struct lp_kernel_rec *k = &t->kernels[i];
         if (r->cats[r->kernel_group[i]] != LP_KCAT_COMMUNICATION || k->end <= k->start)
             continue;
-        uint64_t d = k->end - k->start, o = covered(comp, m, k->device, k->start, k->end);
+        uint64_t d = k->end - k->start;
+        uint64_t o = covered(comp, m, lp_trace_kernel_config(t, k)->device, k->start, k->end);
         r->comm.kernels++;
         /* both saturate alike, so the overlap never passes the time */
         r->comm.ns = lp_sat_add(r->comm.ns, d);

@@ -363,7 +363,7 @@ int lp_kernel_device(const struct lp_trace *t)
     size_t count[64] = {0};
     int best = -1;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        uint32_t d = t->kernels[i].device;
+        uint32_t d = lp_trace_kernel_config(t, &t->kernels[i])->device;
         if (d < 64 && ++count[d] > (best < 0 ? 0 : count[best]))
             best = (int)d;
     }

@@ -147,7 +147,7 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
         out[i] = -1;
         if (t->n_gemms == 0)
             continue;
-        if (t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) {
+        if (lp_trace_kernel_config(t, &t->kernels[i])->flags & LP_KERNEL_FLAG_GRAPH) {
             /* a replay: the call that was running when its node was captured */
             const struct lp_graph *g = origin && origin[i] >= 0 ? &t->graphs[origin[i]] : NULL;
             if (g)

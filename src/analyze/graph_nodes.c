@@ -102,9 +102,10 @@ int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int3
     qsort(e, n, sizeof *e, cmp_entry);
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        uint64_t node = lp_trace_kernel_config(t, k)->graph_node_id;
+        const struct lp_kernel_config *kc = lp_trace_kernel_config(t, k);
+        uint64_t node = kc->graph_node_id;
         out[i] = -1;
-        if (!(k->flags & LP_KERNEL_FLAG_GRAPH) || !node)
+        if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || !node)
             continue;
         /* the update in force when the replay was launched */
         const struct lp_api *a = m ? lp_corr_find(t, m, k->correlation) : NULL;

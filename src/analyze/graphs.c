@@ -28,7 +28,8 @@ int lp_run_replays(struct lp_run_ctx *c)
     rc = c->gemm_replays && kv ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
     size_t n = 0;
     for (size_t i = 0; rc == LP_OK && i < t->n_kernels; i++)
-        if ((t->kernels[i].flags & LP_KERNEL_FLAG_GRAPH) && c->kernel_gemm[i] >= 0)
+        if ((lp_trace_kernel_config(t, &t->kernels[i])->flags & LP_KERNEL_FLAG_GRAPH) &&
+            c->kernel_gemm[i] >= 0)
             kv[n++] = (struct lp_kv){(uint64_t)c->kernel_gemm[i] << 32 | t->kernels[i].correlation,
                                      i};
     if (rc == LP_OK && n) {
@@ -142,10 +143,11 @@ int lp_run_graphs(struct lp_run_ctx *c)
     int rc = LP_OK;
     for (size_t i = 0; i < t->n_kernels && rc == LP_OK; i++) {
         const struct lp_kernel_rec *kr = &t->kernels[i];
+        const struct lp_kernel_config *kc = lp_trace_kernel_config(t, kr);
         int32_t w = c->kernel_work[i];
-        if (!(kr->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || c->work[w].stage < 0)
+        if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || c->work[w].stage < 0)
             continue;
-        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, c->work[w].stage, kr->graph_id);
+        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, c->work[w].stage, kc->graph_id);
         size_t row = g ? (size_t)(g - r->graphs) : 0;
         int fresh = 0;
         if (!g || !lp_u64map_at(&replays, (uint64_t)row << 32 | kr->correlation, &fresh)) {
@@ -154,7 +156,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
         }
         g->replays += fresh;
         g->gpu_ns = lp_sat_add(g->gpu_ns, kr->end - kr->start);
-        if (kr->flags & LP_KERNEL_FLAG_REPLAY) {
+        if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
             g->whole = 1;
             continue;
         }

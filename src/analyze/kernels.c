@@ -183,12 +183,13 @@ int lp_run_name_groups(struct lp_run_ctx *c)
                               .stage = -1};
         if (kind == LP_OP_KERNEL) {
             const struct lp_kernel_rec *x = &t->kernels[idx];
+            const struct lp_kernel_config *kc = lp_trace_kernel_config(t, x);
             w->start = x->start;
             w->end = x->end;
-            if (x->flags & LP_KERNEL_FLAG_REPLAY) {
+            if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
                 w->group = LP_GROUP_REPLAY;
                 r->replays_whole++;
-            } else if ((rc = group_of(r, &m, by_id, n_ids, t, x->name, &w->group))) {
+            } else if ((rc = group_of(r, &m, by_id, n_ids, t, kc->name, &w->group))) {
                 goto out;
             }
             r->kernel_group[idx] = w->group;
@@ -459,7 +460,8 @@ int lp_run_kernels(struct lp_run_ctx *c)
         double *cat_ns = &s->cat_ns[r->cats[w->group]];
         *cat_ns = lp_sat_add_double(*cat_ns, (double)d);
         /* a whole graph replay is GPU time, not a kernel: graphs.c counts replays */
-        uint32_t flags = w->kind == LP_OP_KERNEL ? c->t->kernels[w->index].flags : 0;
+        uint32_t flags =
+            w->kind == LP_OP_KERNEL ? lp_trace_kernel_config(c->t, &c->t->kernels[w->index])->flags : 0;
         if (w->kind == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {
             s->kernels++;
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;

@@ -269,12 +269,13 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
                 it[i].busy_ns += e - s;
             if (x->end > reach)
                 reach = x->end;
-            if (x->kind == LP_OP_KERNEL && (t->kernels[x->index].flags & LP_KERNEL_FLAG_GRAPH)) {
+            const struct lp_kernel_config *kc =
+                x->kind == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index]) : NULL;
+            if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
                 if (!graph)
                     graph_start = x->start;
                 graph = 1;
-                const struct u32_pair *p = pair_find(buckets, n_buckets,
-                                                     t->kernels[x->index].graph_id);
+                const struct u32_pair *p = pair_find(buckets, n_buckets, kc->graph_id);
                 if (p && (int64_t)p->val > bucket)
                     bucket = p->val;
             }

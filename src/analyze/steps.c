@@ -112,8 +112,9 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[work[i]];
         const struct lp_kernel_rec *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
-        if (k && (k->flags & LP_KERNEL_FLAG_GRAPH)) {
-            uint64_t label = GRAPH_LABEL | k->graph_id;
+        const struct lp_kernel_config *kc = k ? lp_trace_kernel_config(c->t, k) : NULL;
+        if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
+            uint64_t label = GRAPH_LABEL | kc->graph_id;
             /* the kernels of one launch share its correlation id (0: unknown, then one
              * launch is what runs back to back) */
             if (it->n && it->label[it->n - 1] == label && k->correlation == graph_corr) {
@@ -356,7 +357,7 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     for (size_t i = 0; i < n_work; i++) {
         const struct lp_work *w = &c->work[work[i]];
         if (w->kind == LP_OP_KERNEL) {
-            uint32_t flags = t->kernels[w->index].flags;
+            uint32_t flags = lp_trace_kernel_config(t, &t->kernels[w->index])->flags;
             kernels++;
             graph += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
             whole += (flags & LP_KERNEL_FLAG_REPLAY) != 0;

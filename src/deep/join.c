@@ -228,7 +228,8 @@ static size_t names_index(const struct lp_run *r, const char **mangled, struct n
     size_t n_by = 0;
     for (size_t i = 0; i < t->n_kernels; i++)
         if (!mangled[r->kernel_group[i]])
-            mangled[r->kernel_group[i]] = lp_trace_str(t, t->kernels[i].name);
+            mangled[r->kernel_group[i]] =
+                lp_trace_str(t, lp_trace_kernel_config(t, &t->kernels[i])->name);
     for (size_t g = 0; g < r->n_names; g++) {
         if (mangled[g])
             by[n_by++] = (struct named){mangled[g], (long)g};

@@ -89,7 +89,8 @@ static int pick_kernels(const struct lp_run *r, const struct lp_deep_plan_option
         uint32_t g = r->kernel_group[i];
         for (size_t k = 0; k < p->n_picks; k++)
             if (p->picks[k].group == g && !p->picks[k].mangled)
-                p->picks[k].mangled = lp_trace_str(t, t->kernels[i].name);
+                p->picks[k].mangled =
+                    lp_trace_str(t, lp_trace_kernel_config(t, &t->kernels[i])->name);
     }
     return LP_OK;
 }

@@ -205,22 +205,22 @@ static void gpu_work(struct out *o, const struct lp_run *r)
         uint32_t g = r->kernel_group[i];
         if (!in(o, k->start, k->end))
             continue;
-        long pid = GPU_PID_BASE + k->device;
-        slice(o, "kernel", r->short_names[g], pid, k->stream, k->start, k->end);
+        long pid = GPU_PID_BASE + c->device;
+        slice(o, "kernel", r->short_names[g], pid, c->stream, k->start, k->end);
         /* the full name is in kernels.csv: here it would double the file */
         fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
                    "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"
                    "\"graph\":%u",
                 lp_kcat_name(r->cats[g]), k->correlation, c->grid[0], c->grid[1], c->grid[2],
                 c->block[0], c->block[1], c->block[2], c->registers,
-                (unsigned long long)c->static_smem + c->dynamic_smem, k->graph_id);
+                (unsigned long long)c->static_smem + c->dynamic_smem, c->graph_id);
         int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
         if (cr >= 0) { /* a replay: where its node was captured */
             fprintf(f, ",\"captured in\":");
             str(f, lp_trace_str(t, r->ranges.v[cr].name));
         }
         fprintf(f, "}}");
-        flow(o, 'f', k->correlation, pid, k->stream, k->start);
+        flow(o, 'f', k->correlation, pid, c->stream, k->start);
     }
     for (size_t i = 0; i < t->n_memcpys; i++) {
         const struct lp_memcpy *m = &t->memcpys[i];

@@ -104,7 +104,10 @@ struct pw {
     uint64_t next_uuid, host_uuid;
     long host_pid;
     uint8_t *launches;        /* per trace string: 0 not known yet, 1 no, 2 starts GPU work */
-    char **configs;           /* per kernel configuration: its launch annotation */
+    uint32_t *shape_of;       /* per kernel configuration: its launch shape (number_shapes) */
+    uint32_t *shape_rep;      /* per launch shape: its first configuration */
+    size_t n_shapes;
+    char **configs;           /* per launch shape: its annotation */
     uint64_t pending_names[8], pending_strings[8];
     size_t n_pending_names, n_pending_strings;
     struct lp_perfetto_stats *stats;
@@ -134,17 +137,91 @@ static const char *name_of(const struct pw *w, uint64_t iid)
     return lp_trace_str(w->t, (lp_str)(i - n - 5));
 }
 
-/* annotation-string iids: launch configurations, then trace strings */
-static uint64_t sid_config(uint32_t c) { return 1 + (uint64_t)c; }
-static uint64_t sid_str(const struct pw *w, lp_str s) { return 1 + w->t->n_kernel_configs + s; }
+/* A kernel configuration's launch shape: what the annotation says and what tells launches
+ * apart (context, graph node), without its name, device, stream or graph */
+struct shape {
+    int32_t grid[3], block[3];
+    uint32_t registers, static_smem, dynamic_smem, local_mem_per_thread, context;
+    uint64_t graph_node_id;
+    uint32_t index;           /* the configuration's */
+};
+
+static int by_shape(const void *a, const void *b)
+{
+    const struct shape *x = a, *y = b;
+    int c = memcmp(x, y, offsetof(struct shape, index));
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+static int by_rep(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* W's launch shapes, numbered by their first configuration (the order of first use), each
+ * annotation interned once however many names and streams launch it; 0, or -1 out of memory */
+static int number_shapes(struct pw *w)
+{
+    const struct lp_trace *t = w->t;
+    size_t n = t->n_kernel_configs;
+    struct shape *v = calloc(n ? n : 1, sizeof *v); /* padding zeroed: compared as bytes */
+    w->shape_of = malloc((n ? n : 1) * sizeof *w->shape_of);
+    w->shape_rep = malloc((n ? n : 1) * sizeof *w->shape_rep);
+    if (!v || !w->shape_of || !w->shape_rep) {
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct lp_kernel_config *c = &t->kernel_configs[i];
+        memcpy(v[i].grid, c->grid, sizeof v[i].grid);
+        memcpy(v[i].block, c->block, sizeof v[i].block);
+        v[i].registers = c->registers;
+        v[i].static_smem = c->static_smem;
+        v[i].dynamic_smem = c->dynamic_smem;
+        v[i].local_mem_per_thread = c->local_mem_per_thread;
+        v[i].context = c->context;
+        v[i].graph_node_id = c->graph_node_id;
+        v[i].index = (uint32_t)i;
+    }
+    if (n)
+        qsort(v, n, sizeof *v, by_shape);
+    size_t k = 0; /* each shape's first configuration, then the shapes in that order */
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || memcmp(&v[i], &v[i - 1], offsetof(struct shape, index)))
+            w->shape_rep[k++] = v[i].index;
+    if (k)
+        qsort(w->shape_rep, k, sizeof *w->shape_rep, by_rep);
+    w->n_shapes = k;
+    for (size_t i = 0, s = 0; i < n; i++) { /* shape_of of each rep, then of the rest */
+        if (i == 0 || memcmp(&v[i], &v[i - 1], offsetof(struct shape, index))) {
+            size_t lo = 0, hi = k; /* the rep's shape number */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (w->shape_rep[mid] < v[i].index)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            s = lo;
+        }
+        w->shape_of[v[i].index] = (uint32_t)s;
+    }
+    free(v);
+    return 0;
+}
+
+/* annotation-string iids: launch shapes, then trace strings */
+static uint64_t sid_config(const struct pw *w, uint32_t c) { return 1 + (uint64_t)w->shape_of[c]; }
+static uint64_t sid_str(const struct pw *w, lp_str s) { return 1 + w->n_shapes + s; }
 
 static const char *string_of(struct pw *w, uint64_t iid)
 {
     uint64_t i = iid - 1;
-    if (i >= w->t->n_kernel_configs)
-        return lp_trace_str(w->t, (lp_str)(i - w->t->n_kernel_configs));
+    if (i >= w->n_shapes)
+        return lp_trace_str(w->t, (lp_str)(i - w->n_shapes));
     if (!w->configs[i]) {
-        const struct lp_kernel_config *c = &w->t->kernel_configs[i];
+        const struct lp_kernel_config *c = &w->t->kernel_configs[w->shape_rep[i]];
         char buf[192];
         snprintf(buf, sizeof buf, "grid [%d,%d,%d] block [%d,%d,%d], %u registers per thread, "
                  "%llu B shared memory", c->grid[0], c->grid[1], c->grid[2], c->block[0],
@@ -276,7 +353,8 @@ static int share(struct pw *w)
     const struct lp_trace *t = w->t;
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        if (k->correlation && (k->graph_id || (k->flags & LP_KERNEL_FLAG_GRAPH)) &&
+        const struct lp_kernel_config *kc = lp_trace_kernel_config(t, k);
+        if (k->correlation && (kc->graph_id || (kc->flags & LP_KERNEL_FLAG_GRAPH)) &&
             in_window(w, k->start, k->end) && shared_add(&w->shared, k->correlation) != 0)
             return -1;
     }
@@ -714,7 +792,8 @@ static void gpu_event(struct pw *w, unsigned kind, size_t i)
     uint32_t device, stream, correlation;
     if (kind == GPU_KERNEL) {
         const struct lp_kernel_rec *x = &t->kernels[i];
-        s = x->start, e = x->end, device = x->device, stream = x->stream;
+        const struct lp_kernel_config *xc = lp_trace_kernel_config(t, x);
+        s = x->start, e = x->end, device = xc->device, stream = xc->stream;
         correlation = x->correlation;
     } else if (kind == GPU_MEMCPY) {
         const struct lp_memcpy *x = &t->memcpys[i];
@@ -745,9 +824,10 @@ static void gpu_event(struct pw *w, unsigned kind, size_t i)
         lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_KERNEL + (uint64_t)w->r->cats[g]);
         event_name(w, l, iid_group(w, g));
         if (x->config < t->n_kernel_configs)
-            annotation_string(w, l, AN_LAUNCH, sid_config(x->config));
-        if (x->graph_id)
-            annotation_uint(w, AN_GRAPH, DA_UINT, x->graph_id);
+            annotation_string(w, l, AN_LAUNCH, sid_config(w, x->config));
+        uint32_t graph = lp_trace_kernel_config(t, x)->graph_id;
+        if (graph)
+            annotation_uint(w, AN_GRAPH, DA_UINT, graph);
         int32_t cr = w->r->kernel_capture_range ? w->r->kernel_capture_range[i] : -1;
         if (cr >= 0) /* a replay: where its node was captured */
             annotation_string(w, l, AN_CAPTURED, sid_str(w, w->r->ranges.v[cr].name));
@@ -1006,7 +1086,7 @@ int lp_report_perfetto_pb(FILE *f, const struct lp_run *r, uint64_t from_ms, uin
     w.launches = calloc(t->n_strings + 1, 1);
     w.configs = calloc(t->n_kernel_configs + 1, sizeof *w.configs);
     int rc = -1;
-    if (!w.slots || !w.launches || !w.configs)
+    if (!w.slots || !w.launches || !w.configs || number_shapes(&w) != 0)
         goto out;
     processes(&w);
     if (share(&w) != 0 || host(&w) != 0 || gpu(&w) != 0 || requests_and_iterations(&w) != 0 ||
@@ -1027,6 +1107,8 @@ out:
     for (size_t i = 0; w.configs && i < t->n_kernel_configs; i++)
         free(w.configs[i]);
     free(w.configs);
+    free(w.shape_of);
+    free(w.shape_rep);
     free(w.tracks);
     free(w.slots);
     free(w.shared.key);

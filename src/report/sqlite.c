@@ -423,7 +423,8 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
     TABLE_OF("kernels", 21, t->n_kernels, {
         for (size_t i = 0; i < t->n_kernels; i++) {
             const struct lp_kernel_rec *k = &t->kernels[i];
-            i64(&q, id); u64v(&q, k->device); u64v(&q, k->stream); u64v(&q, k->start);
+            const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
+            i64(&q, id); u64v(&q, c->device); u64v(&q, c->stream); u64v(&q, k->start);
             u64v(&q, k->end);
             u64v(&q, r->kernel_group[i]);
             if (r->kernel_stage[i] >= 0)
@@ -431,13 +432,12 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
             else
                 null(&q);
             u64v(&q, k->correlation);
-            const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
             for (int d = 0; d < 3; d++)
                 i64(&q, c->grid[d]);
             for (int d = 0; d < 3; d++)
                 i64(&q, c->block[d]);
             u64v(&q, c->registers); u64v(&q, c->static_smem); u64v(&q, c->dynamic_smem);
-            u64v(&q, k->graph_id); u64v(&q, c->graph_node_id); u64v(&q, k->flags);
+            u64v(&q, c->graph_id); u64v(&q, c->graph_node_id); u64v(&q, c->flags);
             call_of(&q, calls, base, k->correlation); row(&q);
         }
     });

@@ -54,13 +54,6 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
 #undef CASE
 }
 
-const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,
-                                                      const struct lp_kernel_rec *k)
-{
-    static const struct lp_kernel_config none;
-    return k->config < t->n_kernel_configs ? &t->kernel_configs[k->config] : &none;
-}
-
 int lp_trace_layout(uint32_t type, struct lp_record_layout *l)
 {
     if (type != LP_REC_KERNEL)
@@ -68,8 +61,7 @@ int lp_trace_layout(uint32_t type, struct lp_record_layout *l)
     /* kept as lp_kernel_rec, not as the records they were decoded from */
     *l = (struct lp_record_layout){.size = sizeof(struct lp_kernel_rec), .has_ts = 1,
                                    .has_end = 1, .ts = offsetof(struct lp_kernel_rec, start),
-                                   .end = offsetof(struct lp_kernel_rec, end), .n_str = 1,
-                                   .str = {offsetof(struct lp_kernel_rec, name)}};
+                                   .end = offsetof(struct lp_kernel_rec, end)};
     return LP_OK;
 }
 

@@ -227,13 +227,18 @@ static void config_slot(struct rd *rd, const struct lp_kernel_config *c, uint32_
     rd->cfg_slots[i] = idx + 1;
 }
 
-/* The index of K's launch configuration in T's table, added when new: LP_OK; 1 when the
- * memory budget refuses it; LP_ERR_NOMEM */
+/* The index of K's configuration (name, device, stream, graph, launch shape) in T's table,
+ * added when new: LP_OK; 1 when the memory budget refuses it; LP_ERR_NOMEM */
 static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
 {
     struct lp_trace *t = rd->t;
     struct lp_kernel_config c;
     memset(&c, 0, sizeof c); /* padding too: the table hashes and compares bytes */
+    c.name = k->name;
+    c.device = k->device;
+    c.stream = k->stream;
+    c.graph_id = k->graph_id;
+    c.flags = k->flags;
     memcpy(c.grid, k->grid, sizeof c.grid);
     memcpy(c.block, k->block, sizeof c.block);
     c.registers = k->registers;
@@ -270,17 +275,16 @@ static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
     return LP_OK;
 }
 
-/* A kernel kept as lp_kernel_rec and its configuration (bounded by the budget as any record) */
+/* A kernel kept as lp_kernel_rec and what it shares with kernels launched alike (bounded by
+ * the budget as any record) */
 static int keep_kernel(struct rd *rd, const struct lp_kernel *k)
 {
     uint32_t idx = 0;
     int rc = config_of(rd, k, &idx);
     if (rc != LP_OK)
         return rc == 1 ? LP_OK : rc;
-    struct lp_kernel_rec row = {.start = k->start, .end = k->end, .name = k->name,
-                                .correlation = k->correlation, .device = k->device,
-                                .stream = k->stream, .graph_id = k->graph_id,
-                                .flags = k->flags, .config = idx};
+    struct lp_kernel_rec row = {.start = k->start, .end = k->end,
+                                .correlation = k->correlation, .config = idx};
     if (charge(rd, sizeof row))
         return LP_OK;
     struct lp_trace *t = rd->t;
@@ -516,6 +520,9 @@ static int finish_strings(struct rd *rd)
             }
         }
     }
+    for (size_t i = 0; i < t->n_kernel_configs; i++) /* kernels' names are kept here */
+        t->kernel_configs[i].name =
+            dense_id(sid, d, t->kernel_configs[i].name, unknown, &used_unknown);
     free(sid);
     /* one block: the pointers, then the strings they point at */
     size_t n = d + 1 + (used_unknown ? 1 : 0);
