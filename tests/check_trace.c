@@ -35,7 +35,7 @@ static void expect(int ok, const char *fmt, ...)
         failures++;
 }
 
-static const struct lp_api *api_of(const struct lp_trace *t, uint32_t corr)
+static const struct lp_api_rec *api_of(const struct lp_trace *t, uint32_t corr)
 {
     for (size_t i = 0; i < t->n_apis; i++)
         if (t->apis[i].correlation == corr)
@@ -58,10 +58,10 @@ static const struct lp_range *range_at(const struct lp_ranges *r, uint32_t threa
 static const char *launch_range(const struct lp_trace *t, const struct lp_ranges *r,
                                 const struct lp_kernel_rec *k)
 {
-    const struct lp_api *a = api_of(t, k->correlation);
+    const struct lp_api_rec *a = api_of(t, k->correlation);
     if (!a)
         return "(no launch record)";
-    const struct lp_range *g = range_at(r, a->thread, a->start);
+    const struct lp_range *g = range_at(r, lp_trace_api_kind(t, a)->thread, a->start);
     return g ? lp_trace_str(t, g->name) : "(no range)";
 }
 

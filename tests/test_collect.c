@@ -548,7 +548,7 @@ static void launch_records_child(void)
     NEED(n_enables == 3); /* never switched off: not windowed */
 }
 
-static const struct lp_api *api_of(const struct lp_trace *t, uint32_t correlation)
+static const struct lp_api_rec *api_of(const struct lp_trace *t, uint32_t correlation)
 {
     for (size_t i = 0; i < t->n_apis; i++)
         if (t->apis[i].correlation == correlation)
@@ -566,21 +566,22 @@ static void test_launch_records(void **state)
     in_child("launch", launch_records_child);
     struct lp_trace *t = read_only_trace("launch");
     assert_int_equal(t->n_apis, 2);
-    const struct lp_api *rt = api_of(t, 10), *drv = api_of(t, 12);
+    const struct lp_api_rec *rt = api_of(t, 10), *drv = api_of(t, 12);
     assert_non_null(rt);
     assert_non_null(drv);
-    assert_string_equal(lp_trace_str(t, rt->name), "cudaLaunchKernel");
-    assert_int_equal(rt->domain, LP_API_DOMAIN_RUNTIME);
-    assert_int_equal(rt->cbid, CB_LAUNCH);
-    assert_int_equal(rt->status, 0);
+    const struct lp_api_kind *rk = lp_trace_api_kind(t, rt), *dk = lp_trace_api_kind(t, drv);
+    assert_string_equal(lp_trace_str(t, rk->name), "cudaLaunchKernel");
+    assert_int_equal(rk->domain, LP_API_DOMAIN_RUNTIME);
+    assert_int_equal(rk->cbid, CB_LAUNCH);
+    assert_int_equal(rk->status, 0);
     assert_true(rt->start < rt->end);
-    assert_string_equal(lp_trace_str(t, drv->name), "cuLaunchKernel");
-    assert_int_equal(drv->domain, LP_API_DOMAIN_DRIVER);
-    assert_int_equal(drv->cbid, 1);
-    assert_int_equal(drv->status, 700);
+    assert_string_equal(lp_trace_str(t, dk->name), "cuLaunchKernel");
+    assert_int_equal(dk->domain, LP_API_DOMAIN_DRIVER);
+    assert_int_equal(dk->cbid, 1);
+    assert_int_equal(dk->status, 700);
     assert_true(drv->start < drv->end);
     assert_true(rt->end < drv->start);
-    assert_int_equal(rt->thread, drv->thread);
+    assert_int_equal(rk->thread, dk->thread);
     assert_string_equal(lp_trace_meta(t, "launch_records"), "callbacks");
     assert_string_equal(lp_trace_meta(t, "api_calls_traced_runtime"), "2");
     assert_string_equal(lp_trace_meta(t, "api_calls_traced_driver"), "1");

@@ -3919,25 +3919,26 @@ static void test_sqlite_rows_exact(void **state)
     size_t a = 0;
     for (; sqlite3_step(st) == SQLITE_ROW; a++) {
         assert_true(a < t->n_apis);
-        const struct lp_api *x = &t->apis[a];
-        assert_int_equal(sqlite3_column_int64(st, 0), x->thread);
+        const struct lp_api_rec *x = &t->apis[a];
+        const struct lp_api_kind *xk = lp_trace_api_kind(t, x);
+        assert_int_equal(sqlite3_column_int64(st, 0), xk->thread);
         assert_int_equal(sqlite3_column_int64(st, 1), (int64_t)x->start);
         assert_int_equal(sqlite3_column_int64(st, 2), (int64_t)x->end);
-        const char *name = lp_trace_str(t, x->name);
+        const char *name = lp_trace_str(t, xk->name);
         if (name)
             assert_string_equal((const char *)sqlite3_column_text(st, 3), name);
         else
             assert_int_equal(sqlite3_column_type(st, 3), SQLITE_NULL);
-        const char *dom = x->domain == LP_API_DOMAIN_RUNTIME  ? "runtime"
-                          : x->domain == LP_API_DOMAIN_DRIVER ? "driver"
-                                                              : NULL;
+        const char *dom = xk->domain == LP_API_DOMAIN_RUNTIME  ? "runtime"
+                          : xk->domain == LP_API_DOMAIN_DRIVER ? "driver"
+                                                               : NULL;
         if (dom)
             assert_string_equal((const char *)sqlite3_column_text(st, 4), dom);
         else
             assert_int_equal(sqlite3_column_type(st, 4), SQLITE_NULL);
-        assert_int_equal(sqlite3_column_int64(st, 5), x->cbid);
+        assert_int_equal(sqlite3_column_int64(st, 5), xk->cbid);
         assert_int_equal(sqlite3_column_int64(st, 6), x->correlation);
-        assert_int_equal(sqlite3_column_int64(st, 7), x->status);
+        assert_int_equal(sqlite3_column_int64(st, 7), xk->status);
     }
     sqlite3_finalize(st);
     assert_int_equal(a, t->n_apis);

@@ -192,6 +192,24 @@ static struct lp_kernel kernel_record(const struct lp_trace *t, size_t i)
     return k;
 }
 
+/* API call I of T as the record it was read from */
+static struct lp_api api_record(const struct lp_trace *t, size_t i)
+{
+    struct lp_api a;
+    memset(&a, 0, sizeof a);
+    const struct lp_api_rec *r = &t->apis[i];
+    const struct lp_api_kind *k = lp_trace_api_kind(t, r);
+    a.start = r->start;
+    a.end = r->end;
+    a.correlation = r->correlation;
+    a.thread = k->thread;
+    a.domain = k->domain;
+    a.cbid = k->cbid;
+    a.name = k->name;
+    a.status = k->status;
+    return a;
+}
+
 static const void *decoded(struct lp_trace *t, uint32_t type, size_t i, size_t *size)
 {
     size_t *n;
@@ -246,6 +264,12 @@ static void test_roundtrip_every_type(void **state)
             assert_memory_equal(&k, &recs[i].u.kernel, sizeof k);
             continue;
         }
+        if (recs[i].type == LP_REC_API) { /* kept as a row and a shared kind */
+            assert_true(seen[LP_REC_API] < t->n_apis);
+            struct lp_api a = api_record(t, seen[LP_REC_API]++);
+            assert_memory_equal(&a, &recs[i].u.api, sizeof a);
+            continue;
+        }
         size_t size = 0;
         const void *d = decoded(t, recs[i].type, seen[recs[i].type]++, &size);
         assert_non_null(d);
@@ -258,6 +282,11 @@ static void test_roundtrip_every_type(void **state)
                                     sizeof t->kernel_configs[a]);
     assert_true(t->n_kernel_configs <= t->n_kernels);
     assert_int_equal(t->n_kernels, seen[LP_REC_KERNEL]);
+    for (size_t a = 0; a < t->n_api_kinds; a++) /* and every API call kind */
+        for (size_t b = a + 1; b < t->n_api_kinds; b++)
+            assert_memory_not_equal(&t->api_kinds[a], &t->api_kinds[b], sizeof t->api_kinds[a]);
+    assert_true(t->n_api_kinds > 0 && t->n_api_kinds <= t->n_apis);
+    assert_int_equal(t->n_apis, seen[LP_REC_API]);
     assert_int_equal(t->n_losses, seen[LP_REC_LOSS]);
     assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
     assert_true(t->n_gemms > 0);
@@ -861,12 +890,16 @@ static void test_string_ids_renumbered(void **state)
     struct lp_record r = {.type = LP_REC_KERNEL};
     lp_str names[] = {1u << 28, 77 /* never defined */, 0, UINT32_MAX};
     for (size_t i = 0; i < 4; i++) {
+        r.type = LP_REC_KERNEL;
         r.u.kernel = (struct lp_kernel){.start = 1000 * i, .end = 1000 * i + 10, .name = names[i]};
+        lp_record_encode(&b, &d, &r);
+        r.type = LP_REC_API; /* a call's name is kept in its kind */
+        r.u.api = (struct lp_api){.start = 1000 * i, .end = 1000 * i + 5, .name = names[i]};
         lp_record_encode(&b, &d, &r);
     }
     uint8_t *img = malloc(16 + 32 + b.len);
     size_t len = put_file_header(img);
-    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b.data, b.len, 5);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b.data, b.len, 9);
     struct lp_trace *t;
     char err[256];
     assert_int_equal(lp_trace_read_mem(&t, img, len, "ids", err, sizeof err), LP_OK);
@@ -879,6 +912,14 @@ static void test_string_ids_renumbered(void **state)
     assert_string_equal(lp_trace_str(t, KNAME(2)), "");
     assert_string_equal(lp_trace_str(t, KNAME(3)), "<unknown>");
 #undef KNAME
+    assert_int_equal(t->n_apis, 4);
+#define ANAME(i) lp_trace_api_kind(t, &t->apis[i])->name
+    assert_string_equal(lp_trace_str(t, ANAME(0)), "flash");
+    assert_int_equal(ANAME(0), lp_trace_kernel_config(t, &t->kernels[0])->name);
+    assert_string_equal(lp_trace_str(t, ANAME(1)), "<unknown>");
+    assert_string_equal(lp_trace_str(t, ANAME(2)), "");
+    assert_string_equal(lp_trace_str(t, ANAME(3)), "<unknown>");
+#undef ANAME
     assert_int_equal(t->n_warnings, 0);
     lp_trace_free(t);
     lp_buf_free(&b);

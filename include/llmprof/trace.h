@@ -134,6 +134,25 @@ struct lp_api {
     uint32_t status;              /* return value of the call */
 };
 
+/* An API call as the reader keeps it (lp_trace.apis): its times and correlation, and the
+ * rest as an index into lp_trace.api_kinds, where each distinct one is kept once (a program
+ * makes the same few calls from the same few threads). 24 bytes. */
+struct lp_api_rec {
+    uint64_t start, end;
+    uint32_t correlation;
+    uint32_t kind;                /* index into lp_trace.api_kinds */
+};
+
+/* The rest of an API call record, shared by the calls alike */
+struct lp_api_kind {
+    uint32_t thread;
+    uint32_t domain;              /* enum lp_api_domain */
+    uint32_t cbid;                /* CUPTI callback id within the domain */
+    lp_str name;                  /* e.g. "cudaLaunchKernel" */
+    uint32_t status;              /* return value of the call */
+    uint32_t pad;                 /* 0: the reader compares kinds as bytes */
+};
+
 /* Bits of lp_nvml_sample.valid: which fields were read successfully. */
 enum lp_nvml_field {
     LP_NVML_FIELD_POWER = 1 << 0,
@@ -418,7 +437,8 @@ struct lp_trace {
     struct lp_memset *memsets;        size_t n_memsets;
     struct lp_memory *memory;         size_t n_memory;
     struct lp_marker *markers;        size_t n_markers;
-    struct lp_api *apis;              size_t n_apis;
+    struct lp_api_rec *apis;          size_t n_apis;
+    struct lp_api_kind *api_kinds;    size_t n_api_kinds;
     struct lp_nvml_sample *nvml;      size_t n_nvml;
     struct lp_device *devices;        size_t n_devices;
     struct lp_overhead *overheads;    size_t n_overheads;
@@ -468,6 +488,14 @@ const char *lp_trace_meta(const struct lp_trace *t, const char *key);
 int lp_trace_kernels_recorded(const struct lp_trace *t);
 /* Never NULL: unknown ids (from a lost chunk) read as "<unknown>". */
 const char *lp_trace_str(const struct lp_trace *t, lp_str id);
+/* What API call A of T shares with the calls alike: its thread, domain, callback id, name and
+ * status (never NULL; zeros for an index past the table) */
+static inline const struct lp_api_kind *lp_trace_api_kind(const struct lp_trace *t,
+                                                          const struct lp_api_rec *a)
+{
+    static const struct lp_api_kind none;
+    return a->kind < t->n_api_kinds ? &t->api_kinds[a->kind] : &none;
+}
 /* What kernel K of T shares with the kernels launched alike: its name, device, stream,
  * graph, flags and launch configuration (never NULL; zeros for an index past the table) */
 static inline const struct lp_kernel_config *lp_trace_kernel_config(const struct lp_trace *t,

@@ -47,7 +47,7 @@ int lp_corr_build(const struct lp_trace *t, struct lp_corr_map *m)
     return LP_OK;
 }
 
-const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
+const struct lp_api_rec *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
                                       uint32_t k)
 {
     if (k == 0 || t->n_apis == 0)
@@ -93,7 +93,7 @@ struct lp_calls *lp_calls_index(const struct lp_trace *t)
 
 int64_t lp_calls_find(const struct lp_calls *x, uint32_t correlation)
 {
-    const struct lp_api *a = lp_corr_find(x->t, &x->m, correlation);
+    const struct lp_api_rec *a = lp_corr_find(x->t, &x->m, correlation);
     return a ? (int64_t)(a - x->t->apis) : -1;
 }
 

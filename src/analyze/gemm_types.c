@@ -154,9 +154,9 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
                 out[i] = gemm_at(t, order, g->thread, g->timestamp);
             continue;
         }
-        const struct lp_api *a = lp_corr_find(t, &m, t->kernels[i].correlation);
+        const struct lp_api_rec *a = lp_corr_find(t, &m, t->kernels[i].correlation);
         if (a)
-            out[i] = gemm_at(t, order, a->thread, a->start);
+            out[i] = gemm_at(t, order, lp_trace_api_kind(t, a)->thread, a->start);
     }
     lp_corr_free(&m);
     free(order);

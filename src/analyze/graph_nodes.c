@@ -108,7 +108,7 @@ int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int3
         if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || !node)
             continue;
         /* the update in force when the replay was launched */
-        const struct lp_api *a = m ? lp_corr_find(t, m, k->correlation) : NULL;
+        const struct lp_api_rec *a = m ? lp_corr_find(t, m, k->correlation) : NULL;
         out[i] = origin_of(t, e, n, node, a ? a->start : k->start);
     }
     free(e);

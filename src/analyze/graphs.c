@@ -52,11 +52,11 @@ int lp_run_replays(struct lp_run_ctx *c)
                 uint32_t call = (uint32_t)(kv[i].key >> 32);
                 if (i == 0 || kv[i].key != kv[i - 1].key) {
                     /* one replay of CALL: when and where the graph launch was made */
-                    const struct lp_api *a = lp_corr_find(t, &m, k->correlation);
+                    const struct lp_api_rec *a = lp_corr_find(t, &m, k->correlation);
                     g[at] = t->gemms[call];
                     g[at].start = a ? a->start : k->start;
                     g[at].end = a ? a->end : k->end;
-                    g[at].thread = a ? a->thread : 0;
+                    g[at].thread = a ? lp_trace_api_kind(t, a)->thread : 0;
                     c->gemm_replay_of[at++] = (int32_t)call;
                     c->gemm_replays[call]++;
                 }

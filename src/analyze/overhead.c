@@ -54,7 +54,7 @@ static uint32_t *program_threads(const struct lp_trace *t, size_t *n)
     size_t k = 0;
 #define KEEP(x) (k && v[k - 1] == (x) ? (void)0 : (void)(v[k++] = (x)))
     for (size_t i = 0; i < t->n_apis; i++)
-        KEEP(t->apis[i].thread);
+        KEEP(lp_trace_api_kind(t, &t->apis[i])->thread);
     for (size_t i = 0; i < t->n_markers; i++)
         KEEP(t->markers[i].thread);
     for (size_t i = 0; i < t->n_gemms; i++)

@@ -115,7 +115,7 @@ struct lp_corr_map {
     int direct;
 };
 int lp_corr_build(const struct lp_trace *t, struct lp_corr_map *m);
-const struct lp_api *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
+const struct lp_api_rec *lp_corr_find(const struct lp_trace *t, const struct lp_corr_map *m,
                                   uint32_t correlation);
 void lp_corr_free(struct lp_corr_map *m);
 

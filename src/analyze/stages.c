@@ -478,11 +478,11 @@ static int attribute_work(struct lp_run_ctx *c)
     size_t hint = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         struct lp_work *w = &c->work[i];
-        const struct lp_api *a = lp_corr_find(t, &m, work_correlation(t, w));
+        const struct lp_api_rec *a = lp_corr_find(t, &m, work_correlation(t, w));
         if (a) {
             w->launch = a->start;
-            w->thread = a->thread;
-            w->range = lp_ranges_at_hint(&r->ranges, a->thread, a->start, &hint);
+            w->thread = lp_trace_api_kind(t, a)->thread;
+            w->range = lp_ranges_at_hint(&r->ranges, w->thread, a->start, &hint);
             w->occ = occ_at(c, w->range, a->start);
             r->attribution.by_launch++;
         } else {

@@ -39,7 +39,7 @@ static void add_to_bins(struct lp_run *r, uint64_t bin_ns, double *bins, uint64_
 
 /* The I-th call by start: through APIS, (start, index) pairs sorted, or NULL when the trace's
  * calls are in start order already (they usually are: no copy then) */
-static const struct lp_api *api_at(const struct lp_trace *t, const struct lp_kv *apis, size_t i)
+static const struct lp_api_rec *api_at(const struct lp_trace *t, const struct lp_kv *apis, size_t i)
 {
     return &t->apis[apis ? apis[i].val : i];
 }
@@ -61,8 +61,9 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
     uint64_t sum = 0, best = 0;
     *top = NULL;
     for (size_t i = from; i < t->n_apis && api_at(t, apis, i)->start < b; i++) {
-        const struct lp_api *x = api_at(t, apis, i);
-        if (x->thread != thread || x->end <= a)
+        const struct lp_api_rec *x = api_at(t, apis, i);
+        const struct lp_api_kind *xk = lp_trace_api_kind(t, x);
+        if (xk->thread != thread || x->end <= a)
             continue;
         uint64_t s = x->start > a ? x->start : a, e = x->end < b ? x->end : b;
         if (e <= s)
@@ -70,7 +71,7 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
         sum = lp_sat_add(sum, e - s); /* nested calls overlap */
         if (e - s > best) {
             best = e - s;
-            *top = lp_trace_str(t, x->name);
+            *top = lp_trace_str(t, xk->name);
         }
     }
     return sum;

@@ -160,7 +160,7 @@ static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, int pb,
     for (size_t i = 0; i < r->serving.n_iters; i++)
         count(e, r->serving.iters[i].end, r->serving.iters[i].end, from, to, pb ? 90 : 260);
     for (size_t i = 0; i < t->n_apis; i++) {
-        const char *n = lp_trace_str(t, t->apis[i].name);
+        const char *n = lp_trace_str(t, lp_trace_api_kind(t, &t->apis[i])->name);
         int flow = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");
         count(e, t->apis[i].start, t->apis[i].end, from, to,
               pb ? 26 + (flow ? 10 : 0) : 135 + strlen(n) + (flow ? 95 : 0));

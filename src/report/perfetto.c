@@ -173,14 +173,15 @@ static void host_calls(struct out *o, const struct lp_run *r, long host)
     const struct lp_trace *t = r->trace;
     FILE *f = o->f;
     for (size_t i = 0; i < t->n_apis; i++) {
-        const struct lp_api *a = &t->apis[i];
+        const struct lp_api_rec *a = &t->apis[i];
+        const struct lp_api_kind *ak = lp_trace_api_kind(t, a);
         if (!in(o, a->start, a->end))
             continue;
-        slice(o, "cuda_api", lp_trace_str(t, a->name), host, a->thread, a->start, a->end);
-        fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, a->status);
-        const char *n = lp_trace_str(t, a->name);
+        slice(o, "cuda_api", lp_trace_str(t, ak->name), host, ak->thread, a->start, a->end);
+        fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, ak->status);
+        const char *n = lp_trace_str(t, ak->name);
         if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
-            flow(o, 's', a->correlation, host, a->thread, a->start);
+            flow(o, 's', a->correlation, host, ak->thread, a->start);
     }
     /* CUPTI's overhead records on the thread they stalled (llmprof's and CUPTI's threads too) */
     for (size_t i = 0; i < t->n_overheads; i++) {

@@ -733,7 +733,8 @@ static void host_event(struct pw *w, unsigned kind, size_t i)
     if (kind == HOST_RANGE) {
         s = w->r->ranges.v[i].start, e = w->r->ranges.v[i].end, thread = w->r->ranges.v[i].thread;
     } else if (kind == HOST_API) {
-        s = t->apis[i].start, e = t->apis[i].end, thread = t->apis[i].thread;
+        s = t->apis[i].start, e = t->apis[i].end;
+        thread = lp_trace_api_kind(t, &t->apis[i])->thread;
     } else if (kind == HOST_OVERHEAD) {
         s = t->overheads[i].start, e = t->overheads[i].end, thread = t->overheads[i].thread;
     } else {
@@ -763,12 +764,13 @@ static void host_event(struct pw *w, unsigned kind, size_t i)
         lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_NVTX);
         event_name(w, l, iid_str(w, w->r->ranges.v[i].name));
     } else if (kind == HOST_API) {
-        const struct lp_api *a = &t->apis[i];
+        const struct lp_api_rec *a = &t->apis[i];
+        const struct lp_api_kind *ak = lp_trace_api_kind(t, a);
         lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_API);
-        event_name(w, l, iid_str(w, a->name));
-        if (a->status)
-            annotation_uint(w, AN_STATUS, DA_UINT, a->status);
-        if (a->correlation && launches(w, a->name))
+        event_name(w, l, iid_str(w, ak->name));
+        if (ak->status)
+            annotation_uint(w, AN_STATUS, DA_UINT, ak->status);
+        if (a->correlation && launches(w, ak->name))
             flow_starts(w, a->correlation);
     } else {
         enum lp_overhead_kind ok = lp_overhead_kind_of(t->overheads[i].kind);

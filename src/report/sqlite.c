@@ -471,10 +471,11 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
      * work rows were given those numbers, checked once written */
     TABLE_OF("api_calls", 10, t->n_apis, {
         for (size_t i = 0; i < t->n_apis; i++) {
-            const struct lp_api *a = &t->apis[i];
-            null(&q); i64(&q, id); u64v(&q, a->thread); u64v(&q, a->start); u64v(&q, a->end);
-            text_kept(&q, lp_trace_str(t, a->name)); text_kept(&q, api_domain(a->domain));
-            u64v(&q, a->cbid); u64v(&q, a->correlation); u64v(&q, a->status); row(&q);
+            const struct lp_api_rec *a = &t->apis[i];
+            const struct lp_api_kind *k = lp_trace_api_kind(t, a);
+            null(&q); i64(&q, id); u64v(&q, k->thread); u64v(&q, a->start); u64v(&q, a->end);
+            text_kept(&q, lp_trace_str(t, k->name)); text_kept(&q, api_domain(k->domain));
+            u64v(&q, k->cbid); u64v(&q, a->correlation); u64v(&q, k->status); row(&q);
         }
     });
     TABLE("ranges", 7, {

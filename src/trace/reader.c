@@ -40,6 +40,13 @@ struct strdef {
     size_t off;
 };
 
+/* A table of distinct items kept once each (kernel configurations, API call kinds): the
+ * items in the trace's array, and their indexes + 1 in slots by hash, 0 free */
+struct intern {
+    uint32_t *slots;
+    size_t n_slots, cap;
+};
+
 /* What lives only while one trace is read. */
 struct rd {
     struct lp_trace *t;
@@ -66,8 +73,7 @@ struct rd {
     int meta_read;                    /* a header chunk was read */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
-    uint32_t *cfg_slots;              /* kernel configurations: index + 1 by hash, 0 free */
-    size_t cfg_n_slots, cfg_cap;
+    struct intern configs, api_kinds; /* kernel configurations, API call kinds */
 };
 
 /* A warning about one chunk: a file of many damaged chunks gives a few lines and a count. */
@@ -204,12 +210,11 @@ static int merge_device(struct lp_trace *t, const struct lp_device *d)
 }
 
 /* eight bytes a step (a byte a step was a tenth of reading a million kernels) */
-static uint64_t config_hash(const struct lp_kernel_config *c)
+static uint64_t item_hash(const void *item, size_t size)
 {
-    _Static_assert(sizeof *c % 8 == 0, "hashed by words");
-    const uint8_t *p = (const uint8_t *)c;
+    const uint8_t *p = item;
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof *c; i += 8) {
+    for (size_t i = 0; i < size; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
         h = (h ^ w) * 0x9e3779b97f4a7c15ull;
@@ -218,20 +223,54 @@ static uint64_t config_hash(const struct lp_kernel_config *c)
     return h;
 }
 
-/* Puts C (padding zeroed) in the table of slots of RD, which has room */
-static void config_slot(struct rd *rd, const struct lp_kernel_config *c, uint32_t idx)
+/* Puts ITEM (index IDX) in IN's slots, which have room */
+static void intern_slot(struct intern *in, const void *item, size_t size, uint32_t idx)
 {
-    size_t mask = rd->cfg_n_slots - 1, i = (size_t)config_hash(c) & mask;
-    while (rd->cfg_slots[i])
+    size_t mask = in->n_slots - 1, i = (size_t)item_hash(item, size) & mask;
+    while (in->slots[i])
         i = (i + 1) & mask;
-    rd->cfg_slots[i] = idx + 1;
+    in->slots[i] = idx + 1;
+}
+
+/* The index of ITEM (SIZE bytes, a multiple of 8, padding zeroed: compared as bytes) in the
+ * array *ARR of *N, added when new: LP_OK; 1 when the memory budget refuses it;
+ * LP_ERR_NOMEM */
+static int intern_of(struct rd *rd, struct intern *in, void **arr, size_t *n, const void *item,
+                     size_t size, uint32_t *idx)
+{
+    if (in->n_slots) {
+        size_t mask = in->n_slots - 1;
+        for (size_t i = (size_t)item_hash(item, size) & mask; in->slots[i]; i = (i + 1) & mask)
+            if (!memcmp((uint8_t *)*arr + (size_t)(in->slots[i] - 1) * size, item, size)) {
+                *idx = in->slots[i] - 1;
+                return LP_OK;
+            }
+    }
+    if (*n >= UINT32_MAX - 1 || charge(rd, size))
+        return 1;
+    if (2 * (*n + 1) > in->n_slots) { /* half full at most */
+        size_t ns = in->n_slots ? 2 * in->n_slots : 1024;
+        uint32_t *slots = calloc(ns, sizeof *slots);
+        if (!slots)
+            return LP_ERR_NOMEM;
+        free(in->slots);
+        in->slots = slots;
+        in->n_slots = ns;
+        for (size_t j = 0; j < *n; j++)
+            intern_slot(in, (uint8_t *)*arr + j * size, size, (uint32_t)j);
+    }
+    *idx = (uint32_t)*n;
+    if (append(arr, n, &in->cap, item, size))
+        return LP_ERR_NOMEM;
+    intern_slot(in, item, size, *idx);
+    return LP_OK;
 }
 
 /* The index of K's configuration (name, device, stream, graph, launch shape) in T's table,
- * added when new: LP_OK; 1 when the memory budget refuses it; LP_ERR_NOMEM */
+ * added when new: as intern_of */
 static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
 {
-    struct lp_trace *t = rd->t;
+    _Static_assert(sizeof(struct lp_kernel_config) % 8 == 0, "hashed by words");
     struct lp_kernel_config c;
     memset(&c, 0, sizeof c); /* padding too: the table hashes and compares bytes */
     c.name = k->name;
@@ -247,32 +286,34 @@ static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
     c.local_mem_per_thread = k->local_mem_per_thread;
     c.context = k->context;
     c.graph_node_id = k->graph_node_id;
-    if (rd->cfg_n_slots) {
-        size_t mask = rd->cfg_n_slots - 1;
-        for (size_t i = (size_t)config_hash(&c) & mask; rd->cfg_slots[i]; i = (i + 1) & mask)
-            if (!memcmp(&t->kernel_configs[rd->cfg_slots[i] - 1], &c, sizeof c)) {
-                *idx = rd->cfg_slots[i] - 1;
-                return LP_OK;
-            }
-    }
-    if (t->n_kernel_configs >= UINT32_MAX - 1 || charge(rd, sizeof c))
-        return 1;
-    if (2 * (t->n_kernel_configs + 1) > rd->cfg_n_slots) { /* half full at most */
-        size_t n = rd->cfg_n_slots ? 2 * rd->cfg_n_slots : 1024;
-        uint32_t *slots = calloc(n, sizeof *slots);
-        if (!slots)
-            return LP_ERR_NOMEM;
-        free(rd->cfg_slots);
-        rd->cfg_slots = slots;
-        rd->cfg_n_slots = n;
-        for (size_t j = 0; j < t->n_kernel_configs; j++)
-            config_slot(rd, &t->kernel_configs[j], (uint32_t)j);
-    }
-    *idx = (uint32_t)t->n_kernel_configs;
-    if (append((void **)&t->kernel_configs, &t->n_kernel_configs, &rd->cfg_cap, &c, sizeof c))
-        return LP_ERR_NOMEM;
-    config_slot(rd, &c, *idx);
-    return LP_OK;
+    struct lp_trace *t = rd->t;
+    return intern_of(rd, &rd->configs, (void **)&t->kernel_configs, &t->n_kernel_configs, &c,
+                     sizeof c, idx);
+}
+
+/* An API call kept as lp_api_rec and what it shares with the calls alike (its thread,
+ * function and status): as keep_kernel */
+static int keep_api(struct rd *rd, const struct lp_api *a)
+{
+    _Static_assert(sizeof(struct lp_api_kind) % 8 == 0, "hashed by words");
+    struct lp_api_kind kind;
+    memset(&kind, 0, sizeof kind);
+    kind.thread = a->thread;
+    kind.domain = a->domain;
+    kind.cbid = a->cbid;
+    kind.name = a->name;
+    kind.status = a->status;
+    uint32_t idx = 0;
+    struct lp_trace *t = rd->t;
+    int rc = intern_of(rd, &rd->api_kinds, (void **)&t->api_kinds, &t->n_api_kinds, &kind,
+                       sizeof kind, &idx);
+    if (rc != LP_OK)
+        return rc == 1 ? LP_OK : rc;
+    struct lp_api_rec row = {.start = a->start, .end = a->end, .correlation = a->correlation,
+                             .kind = idx};
+    if (charge(rd, sizeof row))
+        return LP_OK;
+    return append((void **)&t->apis, &t->n_apis, &rd->cap[LP_REC_API], &row, sizeof row);
 }
 
 /* A kernel kept as lp_kernel_rec and what it shares with kernels launched alike (bounded by
@@ -318,7 +359,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_MEMSET: return APPEND(memsets, n_memsets, memset);
     case LP_REC_MEMORY: return APPEND(memory, n_memory, memory);
     case LP_REC_MARKER: return APPEND(markers, n_markers, marker);
-    case LP_REC_API: return APPEND(apis, n_apis, api);
+    case LP_REC_API: return keep_api(rd, &r->u.api);
     case LP_REC_NVML: return APPEND(nvml, n_nvml, nvml);
     case LP_REC_DEVICE: return APPEND(devices, n_devices, device);
     case LP_REC_OVERHEAD: return APPEND(overheads, n_overheads, overhead);
@@ -523,6 +564,8 @@ static int finish_strings(struct rd *rd)
     for (size_t i = 0; i < t->n_kernel_configs; i++) /* kernels' names are kept here */
         t->kernel_configs[i].name =
             dense_id(sid, d, t->kernel_configs[i].name, unknown, &used_unknown);
+    for (size_t i = 0; i < t->n_api_kinds; i++) /* and API calls' */
+        t->api_kinds[i].name = dense_id(sid, d, t->api_kinds[i].name, unknown, &used_unknown);
     free(sid);
     /* one block: the pointers, then the strings they point at */
     size_t n = d + 1 + (used_unknown ? 1 : 0);
@@ -1020,8 +1063,9 @@ static enum chunk_fate open_chunk(struct rd *rd, const struct lp_chunk_header *h
 /* Frees what lives only while reading; T stays. */
 static void rd_free(struct rd *rd)
 {
-    free(rd->cfg_slots);
-    rd->cfg_slots = NULL;
+    free(rd->configs.slots);
+    free(rd->api_kinds.slots);
+    rd->configs.slots = rd->api_kinds.slots = NULL;
     free(rd->raw);
     free(rd->defs);
     free(rd->pool);
@@ -1189,6 +1233,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->warnings);
     free(t->kernels);
     free(t->kernel_configs);
+    free(t->api_kinds);
     free(t->memcpys);
     free(t->memsets);
     free(t->memory);
