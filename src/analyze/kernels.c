@@ -179,8 +179,8 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         uint64_t val = kv ? kv[i].val : merge_next(t, next);
         uint32_t kind = (uint32_t)(val >> 32), idx = (uint32_t)val;
         struct lp_work *w = &c->work[i];
-        *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .range = -1, .occ = -1,
-                              .stage = -1};
+        *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .call = LP_NO_CALL,
+                              .range = -1, .occ = -1, .stage = -1};
         if (kind == LP_OP_KERNEL) {
             const struct lp_kernel_rec *x = &t->kernels[idx];
             const struct lp_kernel_config *kc = lp_trace_kernel_config(t, x);

@@ -17,19 +17,34 @@ enum { LP_GROUP_REPLAY = 5 };
  * ones (run, warmup, prefill, decode, outside) */
 #define LP_MAX_STAGES INT16_MAX
 
+/* lp_work.call of work whose launching call was not recorded */
+#define LP_NO_CALL UINT32_MAX
+
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {
     uint64_t start, end;
-    uint64_t launch;              /* start of the launching call, 0 when not recorded */
     uint32_t group;               /* index into lp_run.names */
-    uint32_t thread;              /* of the launching call */
+    uint32_t call;                /* the launching call (index into the trace's API calls),
+                                     LP_NO_CALL: lp_work_launch and lp_work_thread */
     int32_t range;                /* innermost range open at launch on that thread, -1 none */
     int32_t occ;                  /* stage occurrence, -1 none */
     uint32_t index;               /* into the trace's array of its kind */
     int16_t stage;                /* index into lp_run.stages (at most LP_MAX_STAGES), -1 none */
     uint8_t kind;                 /* LP_OP_* */
     uint8_t by_time;              /* attributed by time: no launch call recorded */
-};                                /* 48 bytes: one per kernel at the analysis' peak */
+};                                /* 40 bytes: one per kernel at the analysis' peak */
+
+/* The start of W's launching call in T, 0 when not recorded */
+static inline uint64_t lp_work_launch(const struct lp_trace *t, const struct lp_work *w)
+{
+    return w->call == LP_NO_CALL ? 0 : t->apis[w->call].start;
+}
+
+/* The thread of W's launching call in T, 0 when not recorded */
+static inline uint32_t lp_work_thread(const struct lp_trace *t, const struct lp_work *w)
+{
+    return w->call == LP_NO_CALL ? 0 : lp_trace_api_kind(t, &t->apis[w->call])->thread;
+}
 
 /* One occurrence of a stage: a top-level stage range, or one inferred from GEMM shapes. */
 struct lp_occ {

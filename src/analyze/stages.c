@@ -480,9 +480,9 @@ static int attribute_work(struct lp_run_ctx *c)
         struct lp_work *w = &c->work[i];
         const struct lp_api_rec *a = lp_corr_find(t, &m, work_correlation(t, w));
         if (a) {
-            w->launch = a->start;
-            w->thread = lp_trace_api_kind(t, a)->thread;
-            w->range = lp_ranges_at_hint(&r->ranges, w->thread, a->start, &hint);
+            w->call = (uint32_t)(a - t->apis);
+            w->range = lp_ranges_at_hint(&r->ranges, lp_trace_api_kind(t, a)->thread, a->start,
+                                         &hint);
             w->occ = occ_at(c, w->range, a->start);
             r->attribution.by_launch++;
         } else {

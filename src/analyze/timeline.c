@@ -141,16 +141,18 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         if (i > 0 && w->start > end + outside) {
             uint64_t idle = w->start - end - outside;
             struct lp_stage_report *s = &r->stages[w->stage];
-            enum lp_gap_cause cause = !w->launch             ? LP_GAP_UNKNOWN
-                                      : w->launch >= end     ? LP_GAP_HOST
-                                                             : LP_GAP_DEVICE;
+            uint64_t launch = lp_work_launch(t, w);
+            enum lp_gap_cause cause = !launch           ? LP_GAP_UNKNOWN
+                                      : launch >= end   ? LP_GAP_HOST
+                                                        : LP_GAP_DEVICE;
             if (cause == LP_GAP_HOST)
                 s->host_wait_ns = lp_sat_add(s->host_wait_ns, idle);
             if (idle >= r->opt.gap_ns) {
                 struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = w->stage,
                                    .cause = cause};
                 if (cause == LP_GAP_HOST)
-                    g.host_api_ns = host_api_time(t, apis, w->thread, end, w->start, &g.api);
+                    g.host_api_ns =
+                        host_api_time(t, apis, lp_work_thread(t, w), end, w->start, &g.api);
                 r->timeline.n_gaps++;
                 r->timeline.gap_ns = lp_sat_add(r->timeline.gap_ns, idle);
                 r->timeline.gap_ns_by_cause[cause] =
@@ -217,7 +219,7 @@ static int launch_delays(struct lp_run_ctx *c)
     if (!at)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].launch && c->work[i].kind == LP_OP_KERNEL)
+        if (lp_work_launch(c->t, &c->work[i]) && c->work[i].kind == LP_OP_KERNEL)
             at[c->work[i].stage + 1]++;
     for (size_t s = 0; s < r->n_stages; s++)
         at[s + 1] += at[s];
@@ -228,8 +230,9 @@ static int launch_delays(struct lp_run_ctx *c)
     }
     for (size_t i = 0; i < c->n_work; i++) { /* AT[s] moves from stage s's start to its end */
         const struct lp_work *w = &c->work[i];
-        if (w->launch && w->kind == LP_OP_KERNEL)
-            d[at[w->stage]++] = w->start > w->launch ? w->start - w->launch : 0;
+        uint64_t launch = lp_work_launch(c->t, w);
+        if (launch && w->kind == LP_OP_KERNEL)
+            d[at[w->stage]++] = w->start > launch ? w->start - launch : 0;
     }
     for (size_t s = 0, from = 0; s < r->n_stages; from = at[s++])
         if (at[s] > from)
