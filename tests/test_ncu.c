@@ -509,7 +509,8 @@ static void test_deep_graph(void **state)
         size_t launches = 0;
         for (size_t k = 0; k < d.t->n_kernels; k++) {
             const struct lp_kernel_config *kk = lp_trace_kernel_config(d.t, &d.t->kernels[k]);
-            if (d.r.kernel_group[k] != w->group || d.r.kernel_stage[k] != w->stage ||
+            if (lp_run_kernel_group(&d.r, k) != w->group ||
+                lp_run_kernel_stage(&d.r, k) != w->stage ||
                 memcmp(kk->grid, w->grid, sizeof kk->grid) || memcmp(kk->block, w->block,
                                                                     sizeof kk->block))
                 continue;

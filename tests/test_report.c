@@ -184,7 +184,7 @@ static void test_nested_substages(void **state)
     }
     /* TTFT runs from the request's start (its vision) to the end of its prefill */
     assert_true(fabs(r.llm.ttft_s - (12000 - 1000) / 1e9) < 1e-12);
-    assert_int_equal(r.cats[r.kernel_group[3]], LP_KCAT_ATTENTION);
+    assert_int_equal(r.cats[lp_run_kernel_group(&r, 3)], LP_KCAT_ATTENTION);
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -3765,7 +3765,7 @@ static void test_sqlite_export(void **state)
         int stage = sqlite3_column_int(st, 0);
         size_t want = 0;
         for (size_t k = 0; k < t[1]->n_kernels; k++)
-            want += r[1].kernel_stage[k] == stage;
+            want += lp_run_kernel_stage(&r[1], k) == stage;
         assert_int_equal(sqlite3_column_int64(st, 1), want);
         joined += want;
     }
@@ -3895,8 +3895,8 @@ static void test_sqlite_rows_exact(void **state)
         const struct lp_kernel_rec *x = &t->kernels[k];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, x);
         int64_t want[] = {c->device, c->stream, (int64_t)x->start, (int64_t)x->end,
-                          r.kernel_group[k], r.kernel_stage[k], x->correlation, c->grid[0],
-                          c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                          lp_run_kernel_group(&r, k), lp_run_kernel_stage(&r, k), x->correlation,
+                          c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                           c->registers, c->static_smem, c->dynamic_smem, c->graph_id,
                           (int64_t)c->graph_node_id, c->flags};
         for (int col = 0; col < (int)(sizeof want / sizeof want[0]); col++) {

@@ -1104,6 +1104,8 @@ struct lp_run_spread {
     enum lp_spread_verdict verdict;     /* TOO_FEW when n_figures is 0 */
 };
 
+struct lp_work; /* one piece of GPU work (src/analyze/run_internal.h) */
+
 struct lp_run {
     const struct lp_trace *trace;
     struct lp_run_options opt;
@@ -1111,9 +1113,10 @@ struct lp_run {
     char **names, **short_names;
     enum lp_kcat *cats;
     size_t n_names;
-    uint32_t *kernel_group;             /* group of each of the trace's kernels */
-    int32_t *kernel_stage;              /* stage of each of the trace's kernels (index into
-                                           stages: warmup and outside are stages too), -1 */
+    /* the analysis' GPU work by start, and each of the trace's kernels' place in it: read
+     * through lp_run_kernel_group and lp_run_kernel_stage */
+    struct lp_work *work;
+    int32_t *kernel_work;
     uint64_t t0_ns;                     /* earliest timestamp of any record */
     struct lp_stage_report *stages;
     size_t n_stages;
@@ -1198,5 +1201,10 @@ uint64_t lp_run_memory_need(const struct lp_trace *t);
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,
                    struct lp_run *r, char *err, size_t errlen);
 void lp_run_free(struct lp_run *r);
+/* The group (index into R's names) of the trace's kernel I, as analysed */
+uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i);
+/* The stage (index into R's stages: warmup and outside are stages too) of the trace's kernel
+ * I, -1 before the stages were found */
+int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i);
 
 #endif

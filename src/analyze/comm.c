@@ -68,7 +68,7 @@ int lp_run_comm(struct lp_run_ctx *c)
         r->stages[s].comm_overlap_share = NAN;
     size_t n_comm = 0, n_comp = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
-        enum lp_kcat k = r->cats[r->kernel_group[i]];
+        enum lp_kcat k = r->cats[lp_run_kernel_group(r, i)];
         n_comm += k == LP_KCAT_COMMUNICATION;
         n_comp += k != LP_KCAT_COMMUNICATION && k != LP_KCAT_MEMCPY && k != LP_KCAT_MEMSET;
     }
@@ -80,7 +80,7 @@ int lp_run_comm(struct lp_run_ctx *c)
     size_t m = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        enum lp_kcat cat = r->cats[r->kernel_group[i]];
+        enum lp_kcat cat = r->cats[lp_run_kernel_group(r, i)];
         if (cat != LP_KCAT_COMMUNICATION && cat != LP_KCAT_MEMCPY && cat != LP_KCAT_MEMSET &&
             k->end > k->start)
             comp[m++] = (struct iv){k->start, k->end, lp_trace_kernel_config(t, k)->device};
@@ -89,7 +89,7 @@ int lp_run_comm(struct lp_run_ctx *c)
     m = merge(comp, m);
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        if (r->cats[r->kernel_group[i]] != LP_KCAT_COMMUNICATION || k->end <= k->start)
+        if (r->cats[lp_run_kernel_group(r, i)] != LP_KCAT_COMMUNICATION || k->end <= k->start)
             continue;
         uint64_t d = k->end - k->start;
         uint64_t o = covered(comp, m, lp_trace_kernel_config(t, k)->device, k->start, k->end);
@@ -97,7 +97,7 @@ int lp_run_comm(struct lp_run_ctx *c)
         /* both saturate alike, so the overlap never passes the time */
         r->comm.ns = lp_sat_add(r->comm.ns, d);
         r->comm.overlap_ns = lp_sat_add(r->comm.overlap_ns, o);
-        int32_t s = r->kernel_stage ? r->kernel_stage[i] : -1;
+        int32_t s = lp_run_kernel_stage(r, i);
         if (s >= 0 && (size_t)s < r->n_stages) {
             r->stages[s].comm_ns = lp_sat_add(r->stages[s].comm_ns, d);
             r->stages[s].comm_overlap_ns = lp_sat_add(r->stages[s].comm_overlap_ns, o);

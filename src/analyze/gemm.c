@@ -507,7 +507,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
         x->ns = lp_sat_add(x->ns, ns);
         if (ns >= x->top_ns) {
             x->top_ns = ns;
-            x->top_group = r->kernel_group[i];
+            x->top_group = lp_run_kernel_group(r, i);
         }
     }
     /* a call that launched nothing (failed, or captured into a graph): where it was made */

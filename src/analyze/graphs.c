@@ -161,7 +161,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
             continue;
         }
         g->kernels++;
-        int gemm = r->cats[r->kernel_group[i]] == LP_KCAT_GEMM;
+        int gemm = r->cats[lp_run_kernel_group(r, i)] == LP_KCAT_GEMM;
         g->gemm_kernels += gemm;
         g->gemm_shaped += gemm && c->kernel_gemm && c->kernel_gemm[i] >= 0;
         int32_t o = c->kernel_origin ? c->kernel_origin[i] : -1;

@@ -148,10 +148,12 @@ int lp_run_name_groups(struct lp_run_ctx *c)
      * kind's records are in start order already (they usually are): merged then */
     int merge = in_order(t);
     struct lp_kv *kv = merge ? NULL : malloc((n ? n : 1) * sizeof *kv);
-    r->kernel_group = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *r->kernel_group);
-    c->work = malloc((n ? n : 1) * sizeof *c->work);
-    if (!by_id || !m.hash || !m.group || !m.first_id || (!kv && !merge) ||
-        !r->kernel_group || !c->work)
+    /* the run owns the work and each kernel's place in it (lp_run_kernel_group, _stage) */
+    c->work = r->work = malloc((n ? n : 1) * sizeof *c->work);
+    c->kernel_work = r->kernel_work =
+        malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *c->kernel_work);
+    if (!by_id || !m.hash || !m.group || !m.first_id || (!kv && !merge) || !c->work ||
+        !c->kernel_work)
         goto out;
     memset(by_id, 0xff, n_ids * sizeof *by_id);
     memset(m.group, 0xff, m.cap * sizeof *m.group);
@@ -192,7 +194,7 @@ int lp_run_name_groups(struct lp_run_ctx *c)
             } else if ((rc = group_of(r, &m, by_id, n_ids, t, kc->name, &w->group))) {
                 goto out;
             }
-            r->kernel_group[idx] = w->group;
+            c->kernel_work[idx] = (int32_t)i;
         } else if (kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *x = &t->memcpys[idx];
             w->start = x->start;
@@ -442,26 +444,19 @@ int lp_run_kernels(struct lp_run_ctx *c)
     int rc = LP_ERR_NOMEM;
     if (!stage_ns)
         goto out;
-    r->kernel_stage = malloc((c->t->n_kernels ? c->t->n_kernels : 1) * sizeof *r->kernel_stage);
-    if (!r->kernel_stage)
-        goto out;
-    for (size_t i = 0; i < c->t->n_kernels; i++)
-        r->kernel_stage[i] = -1;
     uint64_t total = 0, longest = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t d = w->end - w->start;
         total = lp_sat_add(total, d);
         longest = d > longest ? d : longest;
-        if (w->kind == LP_OP_KERNEL)
-            r->kernel_stage[w->index] = w->stage;
         struct lp_stage_report *s = &r->stages[w->stage];
         stage_ns[w->stage] = lp_sat_add(stage_ns[w->stage], d);
         double *cat_ns = &s->cat_ns[r->cats[w->group]];
         *cat_ns = lp_sat_add_double(*cat_ns, (double)d);
         /* a whole graph replay is GPU time, not a kernel: graphs.c counts replays */
-        uint32_t flags =
-            w->kind == LP_OP_KERNEL ? lp_trace_kernel_config(c->t, &c->t->kernels[w->index])->flags : 0;
+        const struct lp_kernel_rec *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        uint32_t flags = k ? lp_trace_kernel_config(c->t, k)->flags : 0;
         if (w->kind == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {
             s->kernels++;
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
@@ -512,12 +507,22 @@ void lp_run_names_free(struct lp_run *r)
     free(r->names);
     free(r->short_names);
     free(r->cats);
-    free(r->kernel_group);
+    free(r->work);
+    free(r->kernel_work);
+}
+
+uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i)
+{
+    return r->work[r->kernel_work[i]].group;
+}
+
+int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i)
+{
+    return r->work ? r->work[r->kernel_work[i]].stage : -1;
 }
 
 void lp_run_kernels_free(struct lp_run *r)
 {
-    free(r->kernel_stage);
     free(r->kernels.v);
     free(r->all_kernels.v);
 }

@@ -68,7 +68,7 @@ void lp_run_free(struct lp_run *r)
 
 static void ctx_free(struct lp_run_ctx *c)
 {
-    free(c->work);
+    /* work and kernel_work are the run's (lp_run_names_free) */
     free(c->occ);
     free(c->ri);
     for (size_t i = 0; i < c->n_rules; i++)
@@ -81,7 +81,6 @@ static void ctx_free(struct lp_run_ctx *c)
     free(c->gemm_store);
     free(c->gemm_replay_of);
     free(c->gemm_replays);
-    free(c->kernel_work);
     free(c->gemm_occ);
     free(c->gemm_end);
     free(c->step_ns);
@@ -90,9 +89,9 @@ static void ctx_free(struct lp_run_ctx *c)
 uint64_t lp_run_memory_need(const struct lp_trace *t)
 {
     uint64_t work = (uint64_t)t->n_kernels + t->n_memcpys + t->n_memsets;
-    /* kernel_group, kernel_stage, kernel_gemm, kernel_work; the grouping's 8 bytes */
+    /* kernel_gemm, kernel_work; the grouping's 8 bytes */
     return work * (sizeof(struct lp_work) + sizeof(uint64_t)) +
-           (uint64_t)t->n_kernels * 4 * sizeof(uint32_t);
+           (uint64_t)t->n_kernels * 2 * sizeof(uint32_t);
 }
 
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, struct lp_run *r,

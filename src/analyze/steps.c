@@ -21,14 +21,6 @@
 static int link_gemms(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
-    c->kernel_work = malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *c->kernel_work);
-    if (!c->kernel_work)
-        return LP_ERR_NOMEM;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        c->kernel_work[i] = -1;
-    for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].kind == LP_OP_KERNEL)
-            c->kernel_work[c->work[i].index] = (int32_t)i;
     int rc = lp_run_replays(c);
     if (rc || c->n_gemms == 0)
         return rc;

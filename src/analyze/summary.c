@@ -189,7 +189,8 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
         span(s, t->kernels[i].start, t->kernels[i].end);
         if (t->kernels[i].end > t->kernels[i].start)
             s->kernel_ns = lp_sat_add(s->kernel_ns, t->kernels[i].end - t->kernels[i].start);
-        s->n_replays += (lp_trace_kernel_config(t, &t->kernels[i])->flags & LP_KERNEL_FLAG_REPLAY) != 0;
+        uint32_t flags = lp_trace_kernel_config(t, &t->kernels[i])->flags;
+        s->n_replays += (flags & LP_KERNEL_FLAG_REPLAY) != 0;
     }
     for (size_t i = 0; i < t->n_windows; i++) {
         s->n_windows += i == 0 || t->windows[i].start != t->windows[i - 1].start;

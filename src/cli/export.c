@@ -168,7 +168,7 @@ static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, int pb,
     for (size_t i = 0; i < t->n_kernels; i++) {
         uint64_t before = e->events;
         count(e, t->kernels[i].start, t->kernels[i].end, from, to,
-              pb ? 42 : 330 + strlen(r->short_names[r->kernel_group[i]]));
+              pb ? 42 : 330 + strlen(r->short_names[lp_run_kernel_group(r, i)]));
         e->kernels += e->events - before;
     }
     for (size_t i = 0; i < t->n_memcpys; i++)

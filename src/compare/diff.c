@@ -547,8 +547,8 @@ static int kernel_rows(struct kctx *k, const struct lp_run *const run[2], int *c
     for (int r = 0; r < 2; r++) {
         const struct lp_trace *t = run[r]->trace;
         for (size_t i = 0; i < t->n_kernels; i++) {
-            uint32_t g = run[r]->kernel_group[i];
-            int32_t s = run[r]->kernel_stage[i];
+            uint32_t g = lp_run_kernel_group(run[r], i);
+            int32_t s = lp_run_kernel_stage(run[r], i);
             if (s < 0 || (size_t)s >= run[r]->n_stages || map[r][s] < 0 || g >= run[r]->n_names)
                 continue;
             struct row_probe p = {k, key_of[r][g], (size_t)map[r][s]};

@@ -128,13 +128,13 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
         failed = 1;
     for (size_t i = 0; k->coll && i < t->n_kernels; i++) {
         const struct lp_kernel_rec *kn = &t->kernels[i];
-        uint32_t g = r->kernel_group[i];
+        uint32_t g = lp_run_kernel_group(r, i);
         if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
             k->n_coll == r->comm.kernels)
             continue;
         k->coll[k->n_coll++] = (struct lp_rank_coll){
             kn->start, kn->end, name_hash(r->names[g]),
-            r->kernel_stage ? r->kernel_stage[i] : -1, coll_op(r->names[g])};
+            lp_run_kernel_stage(r, i), coll_op(r->names[g])};
     }
     if (k->coll)
         qsort(k->coll, k->n_coll, sizeof *k->coll, coll_by_start);

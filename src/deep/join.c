@@ -227,8 +227,8 @@ static size_t names_index(const struct lp_run *r, const char **mangled, struct n
     const struct lp_trace *t = r->trace;
     size_t n_by = 0;
     for (size_t i = 0; i < t->n_kernels; i++)
-        if (!mangled[r->kernel_group[i]])
-            mangled[r->kernel_group[i]] =
+        if (!mangled[lp_run_kernel_group(r, i)])
+            mangled[lp_run_kernel_group(r, i)] =
                 lp_trace_str(t, lp_trace_kernel_config(t, &t->kernels[i])->name);
     for (size_t g = 0; g < r->n_names; g++) {
         if (mangled[g])
@@ -336,8 +336,8 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
         const struct lp_kernel_config *kc = lp_trace_kernel_config(t, k);
-        int32_t s = r->kernel_stage[i];
-        for (long c = first[r->kernel_group[i]]; c >= 0 && s >= 0; c = cf[c].next)
+        int32_t s = lp_run_kernel_stage(r, i);
+        for (long c = first[lp_run_kernel_group(r, i)]; c >= 0 && s >= 0; c = cf[c].next)
             if (!memcmp(cf[c].grid, kc->grid, sizeof kc->grid) &&
                 !memcmp(cf[c].block, kc->block, sizeof kc->block)) {
                 cf[c].ns[s] += k->end - k->start;

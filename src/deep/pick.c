@@ -86,7 +86,7 @@ static int pick_kernels(const struct lp_run *r, const struct lp_deep_plan_option
     }
     /* the trace's name of each picked group */
     for (size_t i = 0; i < t->n_kernels; i++) {
-        uint32_t g = r->kernel_group[i];
+        uint32_t g = lp_run_kernel_group(r, i);
         for (size_t k = 0; k < p->n_picks; k++)
             if (p->picks[k].group == g && !p->picks[k].mangled)
                 p->picks[k].mangled =
@@ -112,13 +112,13 @@ static int configs(const struct lp_run *r, struct lp_deep_plan *p, int *stage_pi
     size_t n = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        int32_t s = r->kernel_stage[i];
-        if (!group_picked[r->kernel_group[i]] || s < 0)
+        int32_t s = lp_run_kernel_stage(r, i);
+        if (!group_picked[lp_run_kernel_group(r, i)] || s < 0)
             continue;
         if (p->by_nvtx && !stage_picked[s] && r->stages[s].kind != LP_STAGE_KIND_WARMUP)
             continue;
         struct launch *l = &v[n++];
-        l->group = r->kernel_group[i];
+        l->group = lp_run_kernel_group(r, i);
         const struct lp_kernel_config *cf = lp_trace_kernel_config(t, k);
         memcpy(l->grid, cf->grid, sizeof l->grid);
         memcpy(l->block, cf->block, sizeof l->block);

@@ -203,7 +203,7 @@ static void gpu_work(struct out *o, const struct lp_run *r)
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
-        uint32_t g = r->kernel_group[i];
+        uint32_t g = lp_run_kernel_group(r, i);
         if (!in(o, k->start, k->end))
             continue;
         long pid = GPU_PID_BASE + c->device;

@@ -822,7 +822,7 @@ static void gpu_event(struct pw *w, unsigned kind, size_t i)
     size_t te = event_open(w, l, s, TYPE_BEGIN);
     if (kind == GPU_KERNEL) {
         const struct lp_kernel_rec *x = &t->kernels[i];
-        uint32_t g = w->r->kernel_group[i];
+        uint32_t g = lp_run_kernel_group(w->r, i);
         lp_pb_varint(&w->pb, TE_CATEGORY_IIDS, CAT_KERNEL + (uint64_t)w->r->cats[g]);
         event_name(w, l, iid_group(w, g));
         if (x->config < t->n_kernel_configs)

@@ -426,9 +426,9 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
             const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
             i64(&q, id); u64v(&q, c->device); u64v(&q, c->stream); u64v(&q, k->start);
             u64v(&q, k->end);
-            u64v(&q, r->kernel_group[i]);
-            if (r->kernel_stage[i] >= 0)
-                i64(&q, r->kernel_stage[i]);
+            u64v(&q, lp_run_kernel_group(r, i));
+            if (lp_run_kernel_stage(r, i) >= 0)
+                i64(&q, lp_run_kernel_stage(r, i));
             else
                 null(&q);
             u64v(&q, k->correlation);
