@@ -111,7 +111,8 @@ static void make_records(struct lp_trace_writer *w, struct lp_record *out, size_
             break;
         case LP_REC_API:
             r->u.api = (struct lp_api){.start = ts - 100, .end = ts + 900, .correlation = 11,
-                .thread = 12345, .domain = LP_API_DOMAIN_DRIVER, .cbid = 307, .name = name, .status = 0};
+                .thread = 12345 + (uint32_t)(rnd() % 2), .domain = LP_API_DOMAIN_DRIVER,
+                .cbid = 307, .name = name, .status = rnd() % 3 ? 0 : 700}; /* kinds differ */
             break;
         case LP_REC_NVML:
             r->u.nvml = (struct lp_nvml_sample){.timestamp = ts, .query_ns = 80000, .device = 0,

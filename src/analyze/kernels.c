@@ -134,6 +134,10 @@ int lp_run_name_groups(struct lp_run_ctx *c)
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     size_t n = t->n_kernels + t->n_memcpys + t->n_memsets;
+    if (n >= INT32_MAX) { /* kernel_work, occurrences and ranges index work in 31 bits */
+        snprintf(c->err, c->errlen, "%zu kernels, copies and sets: at most %d", n, INT32_MAX - 1);
+        return LP_ERR_ARG;
+    }
     int rc = LP_ERR_NOMEM;
     size_t n_ids = t->n_strings + 1;
     uint32_t *by_id = malloc(n_ids * sizeof *by_id);
@@ -513,7 +517,7 @@ void lp_run_names_free(struct lp_run *r)
 
 uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i)
 {
-    return r->work[r->kernel_work[i]].group;
+    return r->work ? r->work[r->kernel_work[i]].group : 0;
 }
 
 int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i)

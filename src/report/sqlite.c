@@ -238,11 +238,20 @@ static int ins_open(struct ins *q, sqlite3 *db, const char *table, int n, size_t
     return ins_prepare(q, rows ? (rows < per ? rows : per) : 1);
 }
 
+/* Q's next parameter's cache; NULL past the statement's parameters (SQLite refuses that
+ * bind: SQLITE_RANGE) */
+static struct bound *next_slot(struct ins *q)
+{
+    return ++q->col <= (int)(q->per * (size_t)q->n) ? &q->bound[q->col] : NULL;
+}
+
 /* 1 when Q's next parameter already holds (KIND, V); else it is taken to hold it once the
  * caller binds it */
 static int bound(struct ins *q, uint8_t kind, int64_t i, const char *s)
 {
-    struct bound *b = &q->bound[++q->col];
+    struct bound *b = next_slot(q);
+    if (!b)
+        return 0;
     if (b->kind == kind && (kind == BOUND_NULL || (kind == BOUND_INT ? b->v.i == i : b->v.s == s)))
         return 1;
     b->kind = kind;
@@ -264,7 +273,9 @@ static void u64v(struct ins *q, uint64_t v) { i64(q, v > INT64_MAX ? INT64_MAX :
 static void dbl(struct ins *q, double v)
 {
     if (!q->failed) {
-        q->bound[++q->col].kind = BOUND_NONE;
+        struct bound *b = next_slot(q);
+        if (b)
+            b->kind = BOUND_NONE;
         check(q, sqlite3_bind_double(q->st, q->col, v), SQLITE_OK);
     }
 }
@@ -281,7 +292,9 @@ static void text(struct ins *q, const char *s)
         return;
     }
     if (!q->failed) {
-        q->bound[++q->col].kind = BOUND_NONE;
+        struct bound *b = next_slot(q);
+        if (b)
+            b->kind = BOUND_NONE;
         check(q, sqlite3_bind_text(q->st, q->col, s, -1, SQLITE_STATIC), SQLITE_OK);
     }
 }

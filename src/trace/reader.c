@@ -45,6 +45,7 @@ struct strdef {
 struct intern {
     uint32_t *slots;
     size_t n_slots, cap;
+    uint32_t last;            /* the item found or added last, + 1: calls come in runs */
 };
 
 /* What lives only while one trace is read. */
@@ -238,18 +239,29 @@ static void intern_slot(struct intern *in, const void *item, size_t size, uint32
 static int intern_of(struct rd *rd, struct intern *in, void **arr, size_t *n, const void *item,
                      size_t size, uint32_t *idx)
 {
+    if (in->last && !memcmp((uint8_t *)*arr + (size_t)(in->last - 1) * size, item, size)) {
+        *idx = in->last - 1;
+        return LP_OK;
+    }
     if (in->n_slots) {
         size_t mask = in->n_slots - 1;
         for (size_t i = (size_t)item_hash(item, size) & mask; in->slots[i]; i = (i + 1) & mask)
             if (!memcmp((uint8_t *)*arr + (size_t)(in->slots[i] - 1) * size, item, size)) {
                 *idx = in->slots[i] - 1;
+                in->last = in->slots[i];
                 return LP_OK;
             }
     }
-    if (*n >= UINT32_MAX - 1 || charge(rd, size))
+    if (*n >= UINT32_MAX - 1) {
+        rd->mem_dropped++; /* counted and said with the records the budget refused */
         return 1;
-    if (2 * (*n + 1) > in->n_slots) { /* half full at most */
-        size_t ns = in->n_slots ? 2 * in->n_slots : 1024;
+    }
+    /* the slots double when half full; their growth is charged with the item */
+    size_t ns = 2 * (*n + 1) > in->n_slots ? (in->n_slots ? 2 * in->n_slots : 1024) : 0;
+    size_t grow = ns ? ns - in->n_slots : 0;
+    if (charge(rd, size + grow * sizeof *in->slots))
+        return 1;
+    if (ns) { /* half full at most */
         uint32_t *slots = calloc(ns, sizeof *slots);
         if (!slots)
             return LP_ERR_NOMEM;
@@ -263,6 +275,7 @@ static int intern_of(struct rd *rd, struct intern *in, void **arr, size_t *n, co
     if (append(arr, n, &in->cap, item, size))
         return LP_ERR_NOMEM;
     intern_slot(in, item, size, *idx);
+    in->last = *idx + 1;
     return LP_OK;
 }
 
