@@ -75,6 +75,8 @@ struct rd {
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
     struct intern configs, api_kinds; /* kernel configurations, API call kinds */
+    uint32_t by_name[256];            /* the configuration last seen with a name (id % 256),
+                                         + 1: a kernel is mostly launched alike each time */
 };
 
 /* A warning about one chunk: a file of many damaged chunks gives a few lines and a count. */
@@ -300,8 +302,16 @@ static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
     c.context = k->context;
     c.graph_node_id = k->graph_node_id;
     struct lp_trace *t = rd->t;
-    return intern_of(rd, &rd->configs, (void **)&t->kernel_configs, &t->n_kernel_configs, &c,
-                     sizeof c, idx);
+    uint32_t *seen = &rd->by_name[k->name % 256];
+    if (*seen && !memcmp(&t->kernel_configs[*seen - 1], &c, sizeof c)) {
+        *idx = *seen - 1;
+        return LP_OK;
+    }
+    int rc = intern_of(rd, &rd->configs, (void **)&t->kernel_configs, &t->n_kernel_configs, &c,
+                       sizeof c, idx);
+    if (rc == LP_OK)
+        *seen = *idx + 1;
+    return rc;
 }
 
 /* An API call kept as lp_api_rec and what it shares with the calls alike (its thread,
