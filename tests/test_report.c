@@ -3744,6 +3744,11 @@ static void test_sqlite_export(void **state)
         assert_int_equal(rows_of(db, "memcpys", id), t[i]->n_memcpys);
         assert_int_equal(rows_of(db, "memsets", id), t[i]->n_memsets);
         assert_int_equal(rows_of(db, "api_calls", id), t[i]->n_apis);
+        assert_int_equal(rows_of(db, "kernel_events", id), t[i]->n_kernels);
+        assert_int_equal(rows_of(db, "kernel_configs", id), t[i]->n_kernel_configs);
+        assert_int_equal(rows_of(db, "api_events", id), t[i]->n_apis);
+        assert_int_equal(rows_of(db, "api_kinds", id), t[i]->n_api_kinds);
+        assert_true(t[i]->n_kernel_configs < t[i]->n_kernels && t[i]->n_api_kinds < t[i]->n_apis);
         assert_int_equal(rows_of(db, "ranges", id), r[i].ranges.n);
         assert_int_equal(rows_of(db, "gemms", id), t[i]->n_gemms);
         assert_int_equal(rows_of(db, "nvml", id), t[i]->n_nvml);
@@ -3774,7 +3779,7 @@ static void test_sqlite_export(void **state)
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = "
                                             "'index'", -1, &st, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    assert_int_equal(sqlite3_column_int(st, 0), 8);
+    assert_int_equal(sqlite3_column_int(st, 0), 6); /* the events' own order serves kernels */
     sqlite3_finalize(st);
     /* each work row's api_id: the call of its trace with its correlation id, the one the
      * analysis ties it to; NULL for each without */
@@ -3894,7 +3899,8 @@ static void sqlite_rows_of(const char *fixture_name, size_t *nulls, size_t *valu
                                             "name_id, stage_id, correlation, grid_x, grid_y, "
                                             "grid_z, block_x, block_y, block_z, registers, "
                                             "static_smem, dynamic_smem, graph_id, graph_node_id, "
-                                            "flags, api_id FROM kernels ORDER BY rowid",
+                                            "flags, api_id, kernel_id FROM kernels ORDER BY "
+                                            "kernel_id",
                                         -1, &st, NULL),
                      SQLITE_OK);
     size_t k = 0;
@@ -3908,7 +3914,7 @@ static void sqlite_rows_of(const char *fixture_name, size_t *nulls, size_t *valu
                           x->correlation, c->grid[0], c->grid[1], c->grid[2], c->block[0],
                           c->block[1], c->block[2], c->registers, c->static_smem,
                           c->dynamic_smem, c->graph_id, (int64_t)c->graph_node_id, c->flags,
-                          call < 0 ? -1 : call + 1};
+                          call < 0 ? -1 : call + 1, (int64_t)k};
         for (int col = 0; col < (int)(sizeof want / sizeof want[0]); col++) {
             int nullable = col == 6 || col == 20; /* stage_id, api_id */
             assert_true(column_is(st, col, want[col], nullable ? -1 : INT64_MIN));

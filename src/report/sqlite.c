@@ -29,22 +29,32 @@ static const char schema[] =
     " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL);"
     "CREATE TABLE kernel_names(trace_id INTEGER NOT NULL, name_id INTEGER NOT NULL,"
     " name TEXT, short_name TEXT, category TEXT);"
-    "CREATE TABLE kernels(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
-    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER NOT NULL,"
-    " stage_id INTEGER, correlation INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,"
+    /* a kernel is an event (kernel_events: its times, name, stage and call) and the
+     * configuration it shares with kernels launched alike (kernel_configs); the view
+     * kernels joins them. Kept in start order, the events need no index of their own. */
+    "CREATE TABLE kernel_configs(trace_id INTEGER NOT NULL, config_id INTEGER NOT NULL,"
+    " device INTEGER, stream INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,"
     " block_x INTEGER, block_y INTEGER, block_z INTEGER, registers INTEGER,"
     " static_smem INTEGER, dynamic_smem INTEGER, graph_id INTEGER, graph_node_id INTEGER,"
-    " flags INTEGER, api_id INTEGER);"
+    " flags INTEGER, PRIMARY KEY (trace_id, config_id)) WITHOUT ROWID;"
+    "CREATE TABLE kernel_events(trace_id INTEGER NOT NULL, start_ns INTEGER NOT NULL,"
+    " kernel_id INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER NOT NULL,"
+    " stage_id INTEGER, correlation INTEGER, config_id INTEGER NOT NULL, api_id INTEGER,"
+    " PRIMARY KEY (trace_id, start_ns, kernel_id)) WITHOUT ROWID;"
     "CREATE TABLE memcpys(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
     " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER, copy_kind INTEGER,"
     " src_kind INTEGER, dst_kind INTEGER, correlation INTEGER, graph_id INTEGER, api_id INTEGER);"
     "CREATE TABLE memsets(trace_id INTEGER NOT NULL, device INTEGER, stream INTEGER,"
     " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, bytes INTEGER, value INTEGER,"
     " memory_kind INTEGER, correlation INTEGER, graph_id INTEGER, api_id INTEGER);"
-    "CREATE TABLE api_calls(api_id INTEGER PRIMARY KEY, trace_id INTEGER NOT NULL,"
-    " thread INTEGER, start_ns INTEGER NOT NULL,"
-    " end_ns INTEGER NOT NULL, name TEXT, domain TEXT, cbid INTEGER, correlation INTEGER,"
-    " status INTEGER);"
+    /* a call likewise: api_events and api_kinds (thread, function, status), the view
+     * api_calls */
+    "CREATE TABLE api_kinds(trace_id INTEGER NOT NULL, kind_id INTEGER NOT NULL,"
+    " thread INTEGER, name TEXT, domain TEXT, cbid INTEGER, status INTEGER,"
+    " PRIMARY KEY (trace_id, kind_id)) WITHOUT ROWID;"
+    "CREATE TABLE api_events(api_id INTEGER PRIMARY KEY, trace_id INTEGER NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, kind_id INTEGER NOT NULL,"
+    " correlation INTEGER);"
     "CREATE TABLE ranges(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
     " end_ns INTEGER NOT NULL, name TEXT, domain TEXT, depth INTEGER);"
     "CREATE TABLE gemms(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
@@ -62,18 +72,34 @@ static const char schema[] =
     " collectives INTEGER, operations TEXT, comm_ns INTEGER, wait_ns INTEGER,"
     " end_spread_ns REAL, waited_for INTEGER, replica_of INTEGER);"
     "CREATE TABLE group_members(group_id INTEGER NOT NULL, trace_id INTEGER NOT NULL,"
-    " wait_ns INTEGER);";
+    " wait_ns INTEGER);"
+    /* a kernel and a call as one row each, with the columns they had as tables (before
+     * 2026-11-28), then the kernel's place in its trace's record order */
+    "CREATE VIEW kernels AS SELECT e.trace_id AS trace_id, c.device AS device,"
+    " c.stream AS stream, e.start_ns AS start_ns, e.end_ns AS end_ns, e.name_id AS name_id,"
+    " e.stage_id AS stage_id, e.correlation AS correlation, c.grid_x AS grid_x,"
+    " c.grid_y AS grid_y, c.grid_z AS grid_z, c.block_x AS block_x, c.block_y AS block_y,"
+    " c.block_z AS block_z, c.registers AS registers, c.static_smem AS static_smem,"
+    " c.dynamic_smem AS dynamic_smem, c.graph_id AS graph_id,"
+    " c.graph_node_id AS graph_node_id, c.flags AS flags, e.api_id AS api_id,"
+    " e.kernel_id AS kernel_id"
+    " FROM kernel_events e JOIN kernel_configs c"
+    " ON c.trace_id = e.trace_id AND c.config_id = e.config_id;"
+    "CREATE VIEW api_calls AS SELECT e.api_id AS api_id, e.trace_id AS trace_id,"
+    " k.thread AS thread, e.start_ns AS start_ns, e.end_ns AS end_ns, k.name AS name,"
+    " k.domain AS domain, k.cbid AS cbid, e.correlation AS correlation, k.status AS status"
+    " FROM api_events e JOIN api_kinds k ON k.trace_id = e.trace_id AND k.kind_id = e.kind_id;";
 
 /* Made with the tables, before the rows: the rows come in the indexes' order (time within
- * a trace, stages in runs), so each insert lands at the right edge of its index, which cost
- * 15 % fewer instructions than sorting each index after the load (callgrind, 100 k kernels).
- * Work rows name their launching call by api_id, the call's rowid: joined without an index
- * of correlation ids (two such indexes were a fifth of an export's time) */
+ * a trace), so each insert lands at the right edge of its index, which cost 15 % fewer
+ * instructions than sorting each index after the load (callgrind, 100 k kernels). Work rows
+ * name their launching call by api_id, the call's rowid: joined without an index of
+ * correlation ids (two such indexes were a fifth of an export's time). The kernels' stage
+ * is not indexed: a stage is a large share of the rows, which a scan reads as fast, and that
+ * index was a seventh of an export. */
 static const char indexes[] =
-    "CREATE INDEX kernels_time ON kernels(trace_id, start_ns);"
-    "CREATE INDEX kernels_stage ON kernels(trace_id, stage_id);"
     "CREATE UNIQUE INDEX kernel_names_id ON kernel_names(trace_id, name_id);"
-    "CREATE INDEX api_calls_time ON api_calls(trace_id, start_ns);"
+    "CREATE INDEX api_events_time ON api_events(trace_id, start_ns);"
     "CREATE INDEX ranges_time ON ranges(trace_id, start_ns);"
     "CREATE INDEX gemms_time ON gemms(trace_id, start_ns);"
     "CREATE INDEX memcpys_time ON memcpys(trace_id, start_ns);"
@@ -433,24 +459,28 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
                     int64_t base, char *err, size_t errlen)
 {
     const struct lp_trace *t = r->trace;
-    TABLE_OF("kernels", 21, t->n_kernels, {
-        for (size_t i = 0; i < t->n_kernels; i++) {
-            const struct lp_kernel_rec *k = &t->kernels[i];
-            const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
-            i64(&q, id); u64v(&q, c->device); u64v(&q, c->stream); u64v(&q, k->start);
-            u64v(&q, k->end);
-            u64v(&q, lp_run_kernel_group(r, i));
-            if (lp_run_kernel_stage(r, i) >= 0)
-                i64(&q, lp_run_kernel_stage(r, i));
-            else
-                null(&q);
-            u64v(&q, k->correlation);
+    TABLE_OF("kernel_configs", 16, t->n_kernel_configs, {
+        for (size_t i = 0; i < t->n_kernel_configs; i++) {
+            const struct lp_kernel_config *c = &t->kernel_configs[i];
+            i64(&q, id); u64v(&q, i); u64v(&q, c->device); u64v(&q, c->stream);
             for (int d = 0; d < 3; d++)
                 i64(&q, c->grid[d]);
             for (int d = 0; d < 3; d++)
                 i64(&q, c->block[d]);
             u64v(&q, c->registers); u64v(&q, c->static_smem); u64v(&q, c->dynamic_smem);
-            u64v(&q, c->graph_id); u64v(&q, c->graph_node_id); u64v(&q, c->flags);
+            u64v(&q, c->graph_id); u64v(&q, c->graph_node_id); u64v(&q, c->flags); row(&q);
+        }
+    });
+    TABLE_OF("kernel_events", 9, t->n_kernels, {
+        for (size_t i = 0; i < t->n_kernels; i++) {
+            const struct lp_kernel_rec *k = &t->kernels[i];
+            i64(&q, id); u64v(&q, k->start); u64v(&q, i); u64v(&q, k->end);
+            u64v(&q, lp_run_kernel_group(r, i));
+            if (lp_run_kernel_stage(r, i) >= 0)
+                i64(&q, lp_run_kernel_stage(r, i));
+            else
+                null(&q);
+            u64v(&q, k->correlation); u64v(&q, k->config);
             call_of(&q, calls, base, k->correlation); row(&q);
         }
     });
@@ -480,15 +510,21 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
                      size_t errlen)
 {
     const struct lp_trace *t = r->trace;
+    TABLE_OF("api_kinds", 7, t->n_api_kinds, {
+        for (size_t i = 0; i < t->n_api_kinds; i++) {
+            const struct lp_api_kind *k = &t->api_kinds[i];
+            i64(&q, id); u64v(&q, i); u64v(&q, k->thread); text_kept(&q, lp_trace_str(t, k->name));
+            text_kept(&q, api_domain(k->domain)); u64v(&q, k->cbid); u64v(&q, k->status);
+            row(&q);
+        }
+    });
     /* api_id NULL: SQLite's next rowid (the largest plus one), the fast way to append; the
      * work rows were given those numbers, checked once written */
-    TABLE_OF("api_calls", 10, t->n_apis, {
+    TABLE_OF("api_events", 6, t->n_apis, {
         for (size_t i = 0; i < t->n_apis; i++) {
             const struct lp_api_rec *a = &t->apis[i];
-            const struct lp_api_kind *k = lp_trace_api_kind(t, a);
-            null(&q); i64(&q, id); u64v(&q, k->thread); u64v(&q, a->start); u64v(&q, a->end);
-            text_kept(&q, lp_trace_str(t, k->name)); text_kept(&q, api_domain(k->domain));
-            u64v(&q, k->cbid); u64v(&q, a->correlation); u64v(&q, k->status); row(&q);
+            null(&q); i64(&q, id); u64v(&q, a->start); u64v(&q, a->end); u64v(&q, a->kind);
+            u64v(&q, a->correlation); row(&q);
         }
     });
     TABLE("ranges", 7, {
@@ -572,7 +608,7 @@ static int64_t last_call(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
-    if (sqlite3_prepare_v2(db, "SELECT coalesce(max(api_id), 0) FROM api_calls", -1, &st,
+    if (sqlite3_prepare_v2(db, "SELECT coalesce(max(api_id), 0) FROM api_events", -1, &st,
                            NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -585,7 +621,7 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
 {
     int64_t base = last_call(db);
     if (base < 0)
-        return fail(db, err, errlen, "reading api_calls");
+        return fail(db, err, errlen, "reading api_events");
     struct lp_calls *calls = lp_calls_index(r->trace);
     if (!calls) {
         snprintf(err, errlen, "out of memory");
@@ -599,7 +635,7 @@ static int write_rows(sqlite3 *db, int64_t id, const char *path, const struct lp
         return -1;
     int64_t last = last_call(db);
     if (last != base + (int64_t)r->trace->n_apis) { /* SQLite numbered them otherwise */
-        snprintf(err, errlen, "api_calls numbered %lld to %lld, not %lld on",
+        snprintf(err, errlen, "api_events numbered %lld to %lld, not %lld on",
                  (long long)base + 1, (long long)last, (long long)base + 1);
         return -1;
     }
