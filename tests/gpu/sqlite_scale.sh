@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The SQLite export of the long real serving trace that report_scale.sh recorded last
+# (/tmp/lpscale/run), on the H200 (issue 49): this build's export and OLD's (another
+# build's llmprof), interleaved, ROUNDS rounds, each run's max RSS and CPU time; then every
+# row of OLD's database against this build's, in the trace's order: the kernels and calls
+# (tables in OLD's schema, views in this one's) column by column, every other table whole.
+# Log: $OUT/sqlite-scale.txt. Usage: sqlite_scale.sh ROUNDS OLD
+set -u
+cd "$(dirname "$0")/../.."
+L=$PWD/build/bin/llmprof
+OLD=$2
+PY=$(command -v python3)
+[ -x /opt/torch/.venv/bin/python3 ] && PY=/opt/torch/.venv/bin/python3
+OUT=${OUT:-/tmp/llmprof-gpu-out}
+T=/tmp/lpscale
+mkdir -p "$OUT"
+exec > >(tee "$OUT/sqlite-scale.txt") 2>&1
+[ -d $T/run ] || { echo "no recorded run in $T/run: run report_scale.sh first"; exit 1; }
+measure() {
+    "$PY" - "$@" <<'PYEOF'
+import resource, subprocess, sys, time
+t = time.time()
+rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{sys.argv[1]} rc={rc} maxrss_kib={ru.ru_maxrss} user_s={ru.ru_utime:.2f} "
+      f"sys_s={ru.ru_stime:.2f} wall_s={time.time() - t:.2f}")
+PYEOF
+}
+for r in $(seq "$1"); do
+    rm -f $T/new.db $T/old.db
+    measure "new round $r" "$L" export $T/run --sqlite $T/new.db
+    measure "old round $r" "$OLD" export $T/run --sqlite $T/old.db
+done
+ls -l $T/new.db $T/old.db
+"$PY" - $T/old.db $T/new.db <<'PYEOF'
+import sqlite3, sys
+old, new = sqlite3.connect(sys.argv[1]), sqlite3.connect(sys.argv[2])
+def same(a, b):
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            return f"row {n} differs: {x} / {y}"
+        n += 1
+    if next(a, None) is not None or next(b, None) is not None:
+        return f"row counts differ after {n}"
+    return n
+bad = 0
+for view, order_old, order_new in (("kernels", "trace_id, rowid", "trace_id, kernel_id"),
+                                   ("api_calls", "api_id", "api_id")):
+    cols = ", ".join(r[1] for r in old.execute(f"PRAGMA table_info({view})"))
+    got = same(old.execute(f"SELECT {cols} FROM {view} ORDER BY {order_old}"),
+               new.execute(f"SELECT {cols} FROM {view} ORDER BY {order_new}"))
+    print(f"{view}: {got if isinstance(got, str) else f'{got} rows, the same'}")
+    bad += isinstance(got, str)
+for (t,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                        "('kernels', 'api_calls')").fetchall():
+    got = same(old.execute(f"SELECT * FROM {t} ORDER BY rowid"),
+               new.execute(f"SELECT * FROM {t} ORDER BY rowid"))
+    print(f"{t}: {got if isinstance(got, str) else f'{got} rows, the same'}")
+    bad += isinstance(got, str)
+print("every row the same" if not bad else f"{bad} tables differ")
+PYEOF
