@@ -1,7 +1,7 @@
 /* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
  * out of time order; a summary of 100,000 differently named steps; the sorts; the kernel
- * rows' statistics, packed and (durations of days) through pairs; a host gap's CUDA calls
+ * rows' statistics, packed and (durations of days) through pairs, exact in any order; a host gap's CUDA calls
  * with the calls in start order and not; copies and sets at the clock's last nanosecond. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -499,6 +499,61 @@ static struct lp_trace *rows_trace(uint64_t dur[ROW_NAMES][ROW_MAX])
     return t;
 }
 
+/* A trace of N kernels "k_big" whose durations are DUR, in the order given, started 1 us
+ * apart (overlapping: the recording stays under a week) */
+static struct lp_trace *big_rows_trace(const uint64_t *dur, size_t n)
+{
+    struct tb b;
+    tb_open(&b);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ts = 1000000 + 1000 * i;
+        kernel(&b, "k_big", 1, 0, ts, ts + dur[i]);
+    }
+    return tb_read(&b, 1);
+}
+
+/* A kernel row's spread when two squared deviations (2^94) dwarf 2,000 odd ones (2^36): the
+ * same standard deviation whichever order the kernels come in, the one of the exact sums.
+ * With the long double sums of before 2026-11-28, which rounded the small squares
+ * differently in each order, this test fails. */
+static void test_kernel_rows_exact(void **state)
+{
+    (void)state;
+    enum { N = 2002 };
+    static uint64_t dur[2][N];
+    uint64_t mid = (1ull << 48) + 12345;
+    dur[0][0] = mid + (1ull << 47) + 115;
+    dur[0][1] = mid - (1ull << 47) - 115;
+    for (size_t i = 0; i < N - 2; i++) {
+        uint64_t a = (1ull << 18) + 2 * i + 1 + 115 * 4096;
+        dur[0][i + 2] = i % 2 ? mid + a : mid - a;
+    }
+    for (size_t i = 0; i < N; i++)
+        dur[1][N - 1 - i] = dur[0][i];
+    __extension__ unsigned __int128 total = 0, sq = 0;
+    __extension__ __int128 dev = 0;
+    for (size_t i = 0; i < N; i++)
+        total += dur[0][i];
+    uint64_t floor_mean = (uint64_t)(total / N);
+    for (size_t i = 0; i < N; i++) {
+        uint64_t a = dur[0][i] >= floor_mean ? dur[0][i] - floor_mean : floor_mean - dur[0][i];
+        dev += dur[0][i] >= floor_mean ? (__int128)a : -(__int128)a;
+        sq += (unsigned __int128)a * a;
+    }
+    long double m2 = (long double)sq - (long double)dev * (long double)dev / N;
+    double want = (double)sqrtl(m2 / (N - 1));
+    for (int o = 0; o < 2; o++) {
+        struct lp_trace *t = big_rows_trace(dur[o], N);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        assert_int_equal(r.all_kernels.n, 1);
+        assert_int_equal(r.all_kernels.v[0].calls, N);
+        assert_true(r.all_kernels.v[0].std_ns == want);
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 /* Each kernel name's row against a direct computation from its durations: calls, total,
  * min, max, the median (odd and even counts, ties) exactly, the mean and the sample standard
  * deviation within 1e-12 of a two-pass sum in long double; durations random, few distinct,
@@ -721,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_group_u64),
         cmocka_unit_test(test_sort_u64),
         cmocka_unit_test(test_kernel_rows),
+        cmocka_unit_test(test_kernel_rows_exact),
         cmocka_unit_test(test_kernel_rows_days),
         cmocka_unit_test(test_gap_calls_any_order),
         cmocka_unit_test(test_work_at_clock_end),

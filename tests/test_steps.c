@@ -940,6 +940,68 @@ static void test_inferred_in_window(void **state)
     lp_trace_free(t);
 }
 
+/* GEMM FLOPs and bytes are summed exactly: odd shapes whose FLOPs pass 2^53 give the same
+ * totals (run, stage, row) when the calls' records come in another order, and those totals
+ * are the exact sums rounded once. A double sum rounded at each step differs between the
+ * orders (it did before 2026-11-28). */
+static struct lp_trace *odd_gemms(int reversed)
+{
+    enum { N = 12 };
+    struct tb b;
+    tb_open(&b);
+    uint64_t t0 = 1000000;
+    for (int i = 0; i < N; i++) /* the kernels first, the calls after, in either order */
+        kernel(&b, "nvjet_sm90_tst_128x64", 1, t0 + i * 100000 + 1000, t0 + i * 100000 + 2000,
+               t0 + i * 100000 + 50000);
+    for (int q = 0; q < N; q++) {
+        int i = reversed ? N - 1 - q : q;
+        uint64_t a = t0 + i * 100000;
+        gemm_call(&b, 1, a, a + 5000, (1u << 26) + 2 * i + 1, 3, (1u << 26) + 2 * (i % 3) + 1,
+                  14);
+    }
+    return tb_read(&b, 1);
+}
+
+static void test_gemm_sums_exact(void **state)
+{
+    (void)state;
+    for (uint32_t code = 0; code < 256; code++) { /* bytes are summed in quarters */
+        double q = 4 * lp_cuda_type_bytes(code);
+        assert_true(q == floor(q));
+    }
+    struct lp_trace *t[2] = {odd_gemms(0), odd_gemms(1)};
+    struct lp_run r[2];
+    for (int i = 0; i < 2; i++)
+        analyze(t[i], NULL, &r[i]);
+    __extension__ unsigned __int128 flops = 0, quarters = 0;
+    for (size_t i = 0; i < t[0]->n_gemms; i++) {
+        const struct lp_gemm *g = &t[0]->gemms[i];
+        flops += (unsigned __int128)2 * g->m * g->n * g->k;
+        quarters += (unsigned __int128)8 * (g->m * g->k + g->k * g->n + g->m * g->n);
+    }
+    assert_int_equal(r[0].gemm.linked, 12);
+    assert_true((double)flops > 1e17); /* far past 2^53: a double sum rounds */
+    assert_true(r[0].gemm.flops == (double)flops);
+    assert_true(r[1].gemm.flops == (double)flops);
+    double stage_flops[2] = {0, 0}, row_flops[2] = {0, 0}, row_bytes[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        for (size_t s = 0; s < r[i].n_stages; s++)
+            stage_flops[i] += r[i].stages[s].gemm_flops; /* one stage has them all */
+        for (size_t q = 0; q < r[i].gemm.n_rows; q++) {
+            row_flops[i] += r[i].gemm.rows[q].flops;
+            row_bytes[i] += r[i].gemm.rows[q].bytes;
+        }
+    }
+    assert_true(stage_flops[0] == (double)flops && stage_flops[1] == (double)flops);
+    assert_int_equal(r[0].gemm.n_rows, 12); /* one call a row: each row's sum is its call's */
+    assert_true(row_flops[0] == row_flops[1] && row_bytes[0] == row_bytes[1]);
+    assert_true(row_bytes[0] > 0 && (double)quarters / 4 > 1e15);
+    for (int i = 0; i < 2; i++) {
+        lp_run_free(&r[i]);
+        lp_trace_free(t[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -964,6 +1026,7 @@ int main(void)
         cmocka_unit_test(test_inferred_in_window),
         cmocka_unit_test(test_flags_and_names_win),
         cmocka_unit_test(test_unshaped_gemm),
+        cmocka_unit_test(test_gemm_sums_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

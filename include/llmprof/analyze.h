@@ -1180,7 +1180,8 @@ int lp_copy_direction(uint32_t copy_kind);
 
 /* The Q quantile of sorted V (N > 0): linear between the closest ranks, as lp_dist's. */
 double lp_quantile_sorted(const double *v, size_t n, double q);
-/* The CUDA ordinal most of T's kernels ran on (below 64), -1 without kernels. */
+/* The CUDA ordinal most of T's kernels ran on (below 64; equal counts: the lowest), -1
+ * without kernels. */
 int lp_kernel_device(const struct lp_trace *t);
 /* qsort comparators of doubles and of uint64_t, ascending */
 int lp_cmp_double(const void *a, const void *b);
@@ -1191,6 +1192,8 @@ int lp_stage_kind_measured(enum lp_stage_kind k);
 /* two GEMM calls of one shape: m, n, k, batch, transposes, types, compute type and epilogue
  * alike */
 int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b);
+/* A total order of the shapes lp_gemm_same_shape tells apart: <0, 0 (the same shape), >0 */
+int lp_gemm_shape_cmp(const struct lp_gemm *a, const struct lp_gemm *b);
 
 /* The bytes lp_run_analyze takes at its peak beyond T itself, at least: per piece of GPU
  * work its entry in the work array, the per-kernel arrays and the kernel tables' grouping

@@ -50,6 +50,27 @@ static inline uint64_t lp_sat_mul_u64(uint64_t a, uint64_t b)
     return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
 }
 
+/* Exact sums whose result must not depend on the order of their terms (GEMM FLOPs and
+ * bytes, squared deviations): 128-bit integers, read as a floating-point number once, at
+ * the end (a GCC and Clang extension). */
+__extension__ typedef unsigned __int128 lp_u128;
+__extension__ typedef __int128 lp_i128;
+#define LP_U128_MAX (~(lp_u128)0)
+
+/* A + B, at most LP_U128_MAX. */
+static inline lp_u128 lp_sat_add_u128(lp_u128 a, lp_u128 b)
+{
+    lp_u128 s = a + b;
+    return s < a ? LP_U128_MAX : s;
+}
+
+/* A * B, at most LP_U128_MAX. */
+static inline lp_u128 lp_sat_mul_u128(lp_u128 a, lp_u128 b)
+{
+    lp_u128 p;
+    return __builtin_mul_overflow(a, b, &p) ? LP_U128_MAX : p;
+}
+
 /* The largest double not past INT64_MAX (2^63 - 1024): a double sum of durations reported
  * in ns stops here, so that its writers can round it to an int64. */
 #define LP_SAT_MAX_DOUBLE 9223372036854774784.0

@@ -364,9 +364,12 @@ int lp_kernel_device(const struct lp_trace *t)
     int best = -1;
     for (size_t i = 0; i < t->n_kernels; i++) {
         uint32_t d = lp_trace_kernel_config(t, &t->kernels[i])->device;
-        if (d < 64 && ++count[d] > (best < 0 ? 0 : count[best]))
-            best = (int)d;
+        if (d < 64)
+            count[d]++;
     }
+    for (int d = 0; d < 64; d++) /* equal counts: the lowest device, in any order */
+        if (count[d] && (best < 0 || count[d] > count[best]))
+            best = d;
     return best;
 }
 

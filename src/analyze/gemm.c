@@ -74,12 +74,22 @@ static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
     }
 }
 
+/* Rows by GPU time, then calls (both descending); ties (rows whose calls ran no kernel) by
+ * stage, eager before replayed, the first call's start, then shape */
 static int cmp_rows(const void *a, const void *b)
 {
     const struct lp_gemm_row *x = a, *y = b;
     if (x->gpu_ns != y->gpu_ns)
         return x->gpu_ns < y->gpu_ns ? 1 : -1;
-    return (x->calls < y->calls) - (x->calls > y->calls);
+    if (x->calls != y->calls)
+        return x->calls < y->calls ? 1 : -1;
+    if (x->stage != y->stage)
+        return x->stage < y->stage ? -1 : 1;
+    if (x->replayed != y->replayed)
+        return x->replayed < y->replayed ? -1 : 1;
+    if (x->call.start != y->call.start)
+        return x->call.start < y->call.start ? -1 : 1;
+    return lp_gemm_shape_cmp(&x->call, &y->call);
 }
 
 /* ---- sizes stepping through a progression: one row ---- */
@@ -145,10 +155,16 @@ static enum lp_gemm_vary vary_cause(const struct lp_run *r, const struct lp_gemm
     return LP_GEMM_VARY_CONTEXT;
 }
 
+/* a row's linked calls' FLOPs and least bytes (in quarters), exact: the same whatever order
+ * the calls are summed in; read into the row's doubles once the rows are merged */
+struct row_sum {
+    lp_u128 flops, quarters;
+};
+
 /* Rows of a decode stage alike but for one dimension whose sizes, VARY_MIN or more, step by
  * one stride (HF's MLA runs kv_b_proj over the whole context: 4096 x 513..527 x 512, one size
- * per step) become one row; the others are removed. */
-static int merge_steps(struct lp_run *r)
+ * per step) become one row (SUMS, each row's, merged alike); the others are removed. */
+static int merge_steps(struct lp_run *r, struct row_sum *sums)
 {
     uint32_t *idx = malloc((r->gemm.n_rows ? r->gemm.n_rows : 1) * sizeof *idx);
     if (!idx)
@@ -186,8 +202,9 @@ static int merge_steps(struct lp_run *r)
                 to->linked += g->linked;
                 to->kernels += g->kernels;
                 to->gpu_ns = lp_sat_add(to->gpu_ns, g->gpu_ns);
-                to->flops += g->flops;
-                to->bytes += g->bytes;
+                struct row_sum *st = &sums[idx[i]], *sg = &sums[idx[q]];
+                st->flops = lp_sat_add_u128(st->flops, sg->flops);
+                st->quarters = lp_sat_add_u128(st->quarters, sg->quarters);
                 if (to->top_group == SIZE_MAX)
                     to->top_group = g->top_group;
                 g->calls = 0; /* merged: removed below */
@@ -202,9 +219,12 @@ static int merge_steps(struct lp_run *r)
     }
     free(idx);
     size_t k = 0;
-    for (size_t i = 0; i < r->gemm.n_rows; i++)
-        if (r->gemm.rows[i].calls)
+    for (size_t i = 0; i < r->gemm.n_rows; i++) {
+        if (r->gemm.rows[i].calls) {
+            sums[k] = sums[i];
             r->gemm.rows[k++] = r->gemm.rows[i];
+        }
+    }
     r->gemm.n_rows = k;
     return LP_OK;
 }
@@ -218,6 +238,7 @@ struct call_info {
     uint32_t kernels;
     uint64_t ns, top_ns;
     uint32_t top_group;
+    uint64_t first_start;         /* its first kernel's start */
 };
 
 static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
@@ -229,12 +250,12 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         n_slots *= 2;
     int32_t *slot = malloc(n_slots * sizeof *slot);
     uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
+    struct row_sum *sums = malloc(cap * sizeof *sums);
+    lp_u128 *context = calloc(r->n_stages + 1, sizeof *context);
     r->gemm.rows = calloc(cap, sizeof *r->gemm.rows);
-    if (!slot || !slot_hash || !r->gemm.rows) {
-        free(slot);
-        free(slot_hash);
-        return LP_ERR_NOMEM;
-    }
+    int rc = LP_ERR_NOMEM;
+    if (!slot || !slot_hash || !sums || !context || !r->gemm.rows)
+        goto out;
     memset(slot, 0xff, n_slots * sizeof *slot);
     uint32_t sms = t->n_devices ? t->devices[0].sm_count : 0;
     for (size_t i = 0; i < c->n_gemms; i++) {
@@ -255,16 +276,17 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         if (slot[s] < 0) {
             if (r->gemm.n_rows == cap) {
                 struct lp_gemm_row *p = realloc(r->gemm.rows, 2 * cap * sizeof *p);
-                if (!p) {
-                    free(slot);
-                    free(slot_hash);
-                    return LP_ERR_NOMEM;
-                }
-                r->gemm.rows = p;
+                if (p)
+                    r->gemm.rows = p;
+                struct row_sum *q = p ? realloc(sums, 2 * cap * sizeof *q) : NULL;
+                if (!q)
+                    goto out;
+                sums = q;
                 cap *= 2;
             }
             struct lp_gemm_row *row = &r->gemm.rows[r->gemm.n_rows];
             memset(row, 0, sizeof *row);
+            sums[r->gemm.n_rows] = (struct row_sum){0, 0};
             row->call = *g;
             row->stage = stage;
             row->replayed = ci[i].replayed;
@@ -281,17 +303,25 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             row->linked++;
             row->kernels += ci[i].kernels;
             row->gpu_ns = lp_sat_add(row->gpu_ns, ci[i].ns);
-            row->flops += lp_gemm_flops(g);
-            row->bytes += lp_gemm_min_bytes(g);
+            struct row_sum *sum = &sums[slot[s]];
+            sum->flops = lp_sat_add_u128(sum->flops, lp_gemm_flops_exact(g));
+            sum->quarters = lp_sat_add_u128(sum->quarters, lp_gemm_min_quarter_bytes(g));
             if (row->top_group == SIZE_MAX) /* calls of one shape launch the same kernels */
                 row->top_group = ci[i].top_group;
         }
     }
-    free(slot);
-    free(slot_hash);
-    int rc = merge_steps(r);
-    if (rc)
-        return rc;
+    if ((rc = merge_steps(r, sums)) != LP_OK)
+        goto out;
+    for (size_t i = 0; i < r->gemm.n_rows; i++) {
+        struct lp_gemm_row *row = &r->gemm.rows[i];
+        row->flops = (double)sums[i].flops;
+        row->bytes = (double)sums[i].quarters / 4;
+        /* the FLOPs of calls over the growing context, per stage */
+        if (row->stage >= 0 && row->vary_dim && row->vary != LP_GEMM_VARY_STEPS)
+            context[row->stage] = lp_sat_add_u128(context[row->stage], sums[i].flops);
+    }
+    for (size_t s = 0; s < r->n_stages; s++)
+        r->stages[s].gemm_context_flops = (double)context[s];
     for (size_t i = 0; i < r->gemm.n_rows; i++) {
         struct lp_gemm_row *row = &r->gemm.rows[i];
         double bytes = lp_gemm_min_bytes(&row->call);
@@ -321,7 +351,13 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
                          LP_GEMM_HINT_STEPS;
     }
     qsort(r->gemm.rows, r->gemm.n_rows, sizeof *r->gemm.rows, cmp_rows);
-    return LP_OK;
+    rc = LP_OK;
+out:
+    free(slot);
+    free(slot_hash);
+    free(sums);
+    free(context);
+    return rc;
 }
 
 /* A batched cuBLAS call over MoE experts' weights (HF's batched_mm for a few tokens): batch
@@ -343,26 +379,28 @@ static int expert_call(const struct lp_model *m, const struct lp_gemm *g)
 }
 
 /* Measured GEMM FLOPs per stage against the analytic matmul FLOPs of the same stage. */
-static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
+static int stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
 {
     struct lp_run *r = c->r;
+    lp_u128 *flops = calloc(r->n_stages + 1, sizeof *flops); /* exact, per stage */
+    if (!flops)
+        return LP_ERR_NOMEM;
     for (size_t i = 0; i < c->n_gemms; i++) {
         if (ci[i].stage < 0 || ci[i].captured || ci[i].unrecorded)
             continue;
         struct lp_stage_report *st = &r->stages[ci[i].stage];
         st->gemm_calls++;
         st->gemm_ns = lp_sat_add(st->gemm_ns, ci[i].ns);
-        st->gemm_flops += lp_gemm_flops(&c->gemms[i]);
+        lp_u128 *f = &flops[ci[i].stage];
+        *f = lp_sat_add_u128(*f, lp_gemm_flops_exact(&c->gemms[i]));
         if (expert_call(r->opt.model, &c->gemms[i])) {
             st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, ci[i].ns);
             st->moe_gemm_kernels += ci[i].kernels;
         }
     }
-    for (size_t i = 0; i < r->gemm.n_rows; i++) {
-        const struct lp_gemm_row *g = &r->gemm.rows[i];
-        if (g->stage >= 0 && g->vary_dim && g->vary != LP_GEMM_VARY_STEPS)
-            r->stages[g->stage].gemm_context_flops += g->flops;
-    }
+    for (size_t s = 0; s < r->n_stages; s++)
+        r->stages[s].gemm_flops = (double)flops[s];
+    free(flops);
     double peak = r->util.gpu.tflops[r->util.dtype];
     for (size_t s = 0; s < r->n_stages; s++) {
         struct lp_stage_report *st = &r->stages[s];
@@ -383,6 +421,7 @@ static void stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
         if (st->has_util && units > 0 && st->model_linear_flops > 0)
             st->gemm_vs_linear = st->gemm_flops / units / st->model_linear_flops;
     }
+    return LP_OK;
 }
 
 /* by GPU time, descending; equal times by stage, then group */
@@ -501,13 +540,17 @@ int lp_run_gemms(struct lp_run_ctx *c)
         struct call_info *x = &ci[kg[i]];
         const struct lp_kernel_rec *k = &t->kernels[i];
         uint64_t ns = k->end - k->start;
-        if (!x->kernels && c->kernel_work[i] >= 0) /* the stage of its first kernel */
-            x->stage = c->work[c->kernel_work[i]].stage;
+        if (!x->kernels || k->start < x->first_start) { /* the stage of its first kernel */
+            x->first_start = k->start;
+            x->stage = c->kernel_work[i] >= 0 ? c->work[c->kernel_work[i]].stage : -1;
+        }
         x->kernels++;
         x->ns = lp_sat_add(x->ns, ns);
-        if (ns >= x->top_ns) {
+        /* the longest kernel; of equal ones the smallest group, in whatever order they come */
+        uint32_t g = lp_run_kernel_group(r, i);
+        if (x->kernels == 1 || ns > x->top_ns || (ns == x->top_ns && g < x->top_group)) {
             x->top_ns = ns;
-            x->top_group = lp_run_kernel_group(r, i);
+            x->top_group = g;
         }
     }
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
@@ -516,6 +559,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
             ci[i].stage = c->occ[c->gemm_occ[i]].stage;
         ci[i].unrecorded = !ci[i].kernels && !lp_run_in_window(c, c->gemms[i].start);
     }
+    lp_u128 flops = 0; /* exact: the same in any order */
     for (size_t i = 0; i < c->n_gemms; i++) {
         if (ci[i].captured) {
             r->gemm.captured++;
@@ -529,14 +573,13 @@ int lp_run_gemms(struct lp_run_ctx *c)
         if (ci[i].kernels) {
             r->gemm.linked++;
             r->gemm.ns = lp_sat_add(r->gemm.ns, ci[i].ns);
-            r->gemm.flops += lp_gemm_flops(&c->gemms[i]);
+            flops = lp_sat_add_u128(flops, lp_gemm_flops_exact(&c->gemms[i]));
         }
     }
+    r->gemm.flops = (double)flops;
     int rc = build_rows(c, ci);
-    if (rc == LP_OK) {
-        stage_gemms(c, ci);
+    if (rc == LP_OK && (rc = stage_gemms(c, ci)) == LP_OK)
         rc = unshaped(c);
-    }
     if (rc == LP_OK && r->gemm.calls - r->gemm.failed > r->gemm.linked)
         rc = lp_run_note(r, LP_NOTE_GEMMS_UNLINKED, -1,
                          (int64_t)(r->gemm.calls - r->gemm.failed - r->gemm.linked),

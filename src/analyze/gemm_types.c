@@ -53,11 +53,17 @@ const char *lp_compute_type_name(uint32_t compute_type)
     }
 }
 
-double lp_gemm_flops(const struct lp_gemm *g)
+lp_u128 lp_gemm_flops_exact(const struct lp_gemm *g)
 {
     int i = type_index(g->a_type);
-    double per = i >= 0 && types[i].complex ? 8 : 2;
-    return per * (double)g->m * (double)g->n * (double)g->k * (double)g->batch;
+    lp_u128 p = i >= 0 && types[i].complex ? 8 : 2;
+    p = lp_sat_mul_u128(p, lp_sat_mul_u128(g->m, g->n));
+    return lp_sat_mul_u128(p, lp_sat_mul_u128(g->k, g->batch));
+}
+
+double lp_gemm_flops(const struct lp_gemm *g)
+{
+    return (double)lp_gemm_flops_exact(g);
 }
 
 double lp_cuda_type_bytes(uint32_t code)
@@ -66,11 +72,24 @@ double lp_cuda_type_bytes(uint32_t code)
     return i >= 0 ? types[i].bytes : 0;
 }
 
+/* quarters of a byte per element of a cudaDataType: every size in types[] is a whole number
+ * of them */
+static lp_u128 quarters(uint32_t code)
+{
+    return (lp_u128)(4 * lp_cuda_type_bytes(code));
+}
+
+lp_u128 lp_gemm_min_quarter_bytes(const struct lp_gemm *g)
+{
+    lp_u128 a = lp_sat_mul_u128(lp_sat_mul_u128(g->m, g->k), quarters(g->a_type));
+    lp_u128 b = lp_sat_mul_u128(lp_sat_mul_u128(g->k, g->n), quarters(g->b_type));
+    lp_u128 d = lp_sat_mul_u128(lp_sat_mul_u128(g->m, g->n), quarters(g->d_type));
+    return lp_sat_mul_u128(lp_sat_add_u128(lp_sat_add_u128(a, b), d), g->batch);
+}
+
 double lp_gemm_min_bytes(const struct lp_gemm *g)
 {
-    double m = (double)g->m, n = (double)g->n, k = (double)g->k;
-    return (m * k * lp_cuda_type_bytes(g->a_type) + k * n * lp_cuda_type_bytes(g->b_type) +
-            m * n * lp_cuda_type_bytes(g->d_type)) * (double)g->batch;
+    return (double)lp_gemm_min_quarter_bytes(g) / 4;
 }
 
 int lp_gemm_peak_dtype(const struct lp_gemm *g)
@@ -92,14 +111,16 @@ int lp_gemm_peak_dtype(const struct lp_gemm *g)
     }
 }
 
-/* GEMM indices sorted by (thread, start) */
+/* GEMM indices sorted by (thread, start, index) */
 static int cmp_thread_start(const void *a, const void *b, void *arg)
 {
     const struct lp_gemm *v = arg;
-    const struct lp_gemm *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
-    if (x->thread != y->thread)
-        return x->thread < y->thread ? -1 : 1;
-    return (x->start > y->start) - (x->start < y->start);
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    if (v[i].thread != v[j].thread)
+        return v[i].thread < v[j].thread ? -1 : 1;
+    if (v[i].start != v[j].start)
+        return v[i].start < v[j].start ? -1 : 1;
+    return (i > j) - (i < j);
 }
 
 /* the GEMM whose call on THREAD was running at TS: the last one there that began before */
@@ -191,12 +212,31 @@ int lp_gemm_made_nodes(const struct lp_trace *t, uint8_t *made)
     return LP_OK;
 }
 
+int lp_gemm_shape_cmp(const struct lp_gemm *a, const struct lp_gemm *b)
+{
+    const uint64_t x[] = {a->m, a->n, a->k, a->batch, a->transa, a->transb, a->a_type,
+                          a->b_type, a->d_type, a->compute_type, a->epilogue};
+    const uint64_t y[] = {b->m, b->n, b->k, b->batch, b->transa, b->transb, b->a_type,
+                          b->b_type, b->d_type, b->compute_type, b->epilogue};
+    for (size_t i = 0; i < sizeof x / sizeof *x; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+int lp_gemm_weight_cmp(const struct lp_gemm *a, const struct lp_gemm *b)
+{
+    lp_u128 x = lp_sat_mul_u128(a->m, a->k), y = lp_sat_mul_u128(b->m, b->k);
+    if (x != y)
+        return x < y ? -1 : 1;
+    if (a->m != b->m)
+        return a->m < b->m ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
 int lp_gemm_same_shape(const struct lp_gemm *a, const struct lp_gemm *b)
 {
-    return a->m == b->m && a->n == b->n && a->k == b->k && a->batch == b->batch &&
-           a->transa == b->transa && a->transb == b->transb && a->a_type == b->a_type &&
-           a->b_type == b->b_type && a->d_type == b->d_type &&
-           a->compute_type == b->compute_type && a->epilogue == b->epilogue;
+    return lp_gemm_shape_cmp(a, b) == 0;
 }
 
 uint64_t lp_gemm_tokens(const struct lp_gemm *g)

@@ -9,11 +9,14 @@
 
 #include "run_internal.h"
 
+/* GEMM indices by (start, index) */
 static int cmp_start(const void *a, const void *b, void *arg)
 {
     const struct lp_gemm *v = arg;
-    uint64_t x = v[*(const uint32_t *)a].start, y = v[*(const uint32_t *)b].start;
-    return (x > y) - (x < y);
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    if (v[i].start != v[j].start)
+        return v[i].start < v[j].start ? -1 : 1;
+    return (i > j) - (i < j);
 }
 
 static int add_occ(struct lp_run_ctx *c, size_t *made, uint64_t start, uint64_t end, int stage,
@@ -85,10 +88,13 @@ static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const u
     return steps >= 3 && 5 * (same_len + 1) >= 4 * steps;
 }
 
+/* (start, end) pairs by start, then end */
 static int cmp_span(const void *a, const void *b)
 {
     const uint64_t *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
+    if (x[0] != y[0])
+        return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
 /* The end of the last of the N sorted spans (start, end pairs) that began at or before TS,

@@ -5,13 +5,19 @@
 
 #include "llmprof/analyze.h"
 
+/* Markers by time, ties in record order (a push and a pop in one nanosecond pair as
+ * recorded, whatever qsort's algorithm) */
 static int cmp_marker_time(const void *a, const void *b)
 {
     const struct lp_marker *x = *(const struct lp_marker *const *)a;
     const struct lp_marker *y = *(const struct lp_marker *const *)b;
-    return (x->timestamp > y->timestamp) - (x->timestamp < y->timestamp);
+    if (x->timestamp != y->timestamp)
+        return x->timestamp < y->timestamp ? -1 : 1;
+    return (x > y) - (x < y);
 }
 
+/* Ranges by (thread, start, longer first), ties in the order they were opened: PARENT
+ * holds that place while they are sorted */
 static int cmp_range(const void *a, const void *b)
 {
     const struct lp_range *x = a, *y = b;
@@ -19,7 +25,9 @@ static int cmp_range(const void *a, const void *b)
         return x->thread < y->thread ? -1 : 1;
     if (x->start != y->start)
         return x->start < y->start ? -1 : 1;
-    return (x->end < y->end) - (x->end > y->end); /* enclosing (longer) first */
+    if (x->end != y->end)
+        return x->end < y->end ? 1 : -1; /* enclosing (longer) first */
+    return (x->parent > y->parent) - (x->parent < y->parent);
 }
 
 static uint64_t last_timestamp(const struct lp_trace *t)
@@ -133,6 +141,8 @@ int lp_ranges_build(const struct lp_trace *t, struct lp_ranges *out)
         }
         nr = nk;
     }
+    for (size_t i = 0; i < nr; i++)
+        v[i].parent = (int64_t)i; /* the tie-break; each is given its parent below */
     qsort(v, nr, sizeof *v, cmp_range);
     /* nesting: a stack of enclosing ranges per thread */
     size_t depth = 0;

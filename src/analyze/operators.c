@@ -266,7 +266,9 @@ static void top_kernels(struct lp_run *r, const struct lp_u64map *m)
         size_t g = (size_t)(m->key[s] & 0xffffffffu);
         uint64_t ns = m->val[s];
         for (int k = 0; k < 3; k++) {
-            if (o->top_group[k] == SIZE_MAX || ns > o->top_ns[k]) {
+            /* equal times: the smaller group first, not the map slot's order */
+            if (o->top_group[k] == SIZE_MAX || ns > o->top_ns[k] ||
+                (ns == o->top_ns[k] && g < o->top_group[k])) {
                 for (int q = 2; q > k; q--) {
                     o->top_group[q] = o->top_group[q - 1];
                     o->top_ns[q] = o->top_ns[q - 1];

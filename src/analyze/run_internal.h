@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "llmprof/analyze.h"
+#include "llmprof/sat.h"
 
 enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
 /* the fixed group of whole CUDA graph replays (kernels.c): after the 4 copy groups and sets */
@@ -33,6 +34,14 @@ struct lp_work {
     uint8_t kind;                 /* LP_OP_* */
     uint8_t by_time;              /* attributed by time: no launch call recorded */
 };                                /* 40 bytes: one per kernel at the analysis' peak */
+
+/* lp_gemm_flops and lp_gemm_min_bytes as exact integers (bytes in quarters: 4-bit and 6-bit
+ * types), at most LP_U128_MAX: summed in any order to the same total (gemm_types.c) */
+lp_u128 lp_gemm_flops_exact(const struct lp_gemm *g);
+lp_u128 lp_gemm_min_quarter_bytes(const struct lp_gemm *g);
+/* Two calls' weights m x k, exactly, then m, then k: <0, 0, >0. The largest of a set is the
+ * same whatever order the calls come in. */
+int lp_gemm_weight_cmp(const struct lp_gemm *a, const struct lp_gemm *b);
 
 /* The start of W's launching call in T, 0 when not recorded */
 static inline uint64_t lp_work_launch(const struct lp_trace *t, const struct lp_work *w)
@@ -73,6 +82,7 @@ struct lp_occ {
                                      spans (0: the first, the one the range names) */
     uint8_t cut;                  /* capture windows: shorter than its range (cut at a
                                      window's edge): its time is not the stage's */
+    uint32_t made;                /* its place when made: ties of the sort by start */
 };
 
 struct lp_range_info {

@@ -49,11 +49,14 @@ static int linear_call(const struct lp_gemm *g)
            g->n < big && g->k < big;
 }
 
+/* GEMM indices by start, ties (the replays of one graph launch share its start) by index */
 static int cmp_gemm_start(const void *a, const void *b, void *arg)
 {
     const struct lp_gemm *v = arg;
-    const struct lp_gemm *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
-    return (x->start > y->start) - (x->start < y->start);
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    if (v[i].start != v[j].start)
+        return v[i].start < v[j].start ? -1 : 1;
+    return (i > j) - (i < j);
 }
 
 /* ---- CUDA graphs recorded whole: the token dimension each executable graph was captured
@@ -63,16 +66,26 @@ struct u32_pair {
     uint32_t key, val;
 };
 
+/* pairs by (key, value) */
 static int cmp_pair(const void *a, const void *b)
+{
+    const struct u32_pair *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->val > y->val) - (x->val < y->val);
+}
+
+static int cmp_pair_key(const void *a, const void *b)
 {
     const struct u32_pair *x = a, *y = b;
     return (x->key > y->key) - (x->key < y->key);
 }
 
+/* a pair of KEY in V, sorted by cmp_pair */
 static const struct u32_pair *pair_find(const struct u32_pair *v, size_t n, uint32_t key)
 {
     struct u32_pair k = {key, 0};
-    return n ? bsearch(&k, v, n, sizeof *v, cmp_pair) : NULL;
+    return n ? bsearch(&k, v, n, sizeof *v, cmp_pair_key) : NULL;
 }
 
 /* The GEMM call (index into c->gemms, sorted by start in ORD) on THREAD that was running at
@@ -230,15 +243,16 @@ static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
 static void anchor_shape(const struct lp_run_ctx *c, uint64_t *m, uint64_t *k)
 {
     *m = *k = 0;
-    double best = 0;
+    const struct lp_gemm *big = NULL; /* the largest weight, exactly; then m, then k */
     for (size_t i = 0; i < c->n_gemms; i++) {
         const struct lp_gemm *g = &c->gemms[i];
-        if (linear_call(g) && (double)g->m * (double)g->k > best) {
-            best = (double)g->m * (double)g->k;
-            *m = g->m;
-            *k = g->k;
-        }
+        if (linear_call(g) && (!big || lp_gemm_weight_cmp(g, big) > 0))
+            big = g;
     }
+    if (!big)
+        return;
+    *m = big->m;
+    *k = big->k;
     size_t calls = 0;
     for (size_t i = 0; i < c->n_gemms && calls < 3; i++)
         calls += linear_call(&c->gemms[i]) && c->gemms[i].m == *m && c->gemms[i].k == *k;

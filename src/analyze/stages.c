@@ -163,10 +163,14 @@ static int op_group(struct lp_run *r, const char *name)
     return (int)r->n_ops++;
 }
 
+/* Occurrences by start, ties (two threads' ranges clipped to one window's start) in the
+ * order they were made */
 static int cmp_occ(const void *a, const void *b)
 {
     const struct lp_occ *x = a, *y = b;
-    return (x->start > y->start) - (x->start < y->start);
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->made > y->made) - (x->made < y->made);
 }
 
 /* Classifies every range (parents come before their children in r->ranges). The
@@ -662,6 +666,8 @@ int lp_run_stages(struct lp_run_ctx *c)
     if (rc == LP_OK) {
         /* occurrences in time order; each range learns its occurrence's new index through
          * the range that opened it, which still holds the old one */
+        for (size_t i = 0; i < c->n_occ; i++)
+            c->occ[i].made = (uint32_t)i;
         qsort(c->occ, c->n_occ, sizeof *c->occ, cmp_occ);
         occ_new = malloc((c->n_occ ? c->n_occ : 1) * sizeof *occ_new);
         if (!occ_new)

@@ -30,15 +30,25 @@ static int link_gemms(struct lp_run_ctx *c)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < c->n_gemms; i++)
         c->gemm_occ[i] = -1;
+    /* a call's occurrence is its earliest kernel's (equal starts: the first recorded), in
+     * whatever order the kernels come */
+    uint64_t *first = malloc(c->n_gemms * sizeof *first);
+    if (!first)
+        return LP_ERR_NOMEM;
+    memset(first, 0xff, c->n_gemms * sizeof *first);
     for (size_t i = 0; c->kernel_gemm && i < t->n_kernels; i++) {
         int32_t g = c->kernel_gemm[i], w = c->kernel_work[i];
         if (g < 0 || w < 0)
             continue;
-        if (!c->gemm_end[g])
-            c->gemm_occ[g] = c->work[w].occ;
-        if (c->work[w].end > c->gemm_end[g])
-            c->gemm_end[g] = c->work[w].end;
+        const struct lp_work *x = &c->work[w];
+        if (!c->gemm_end[g] || x->start < first[g]) {
+            first[g] = x->start;
+            c->gemm_occ[g] = x->occ;
+        }
+        if (x->end > c->gemm_end[g])
+            c->gemm_end[g] = x->end;
     }
+    free(first);
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
     for (size_t i = 0; i < c->n_gemms; i++)
         if (!c->gemm_end[i])
@@ -251,7 +261,8 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     if (2 * best >= n && mode < (uint64_t)MAX_TOKENS)
         o->shape_tokens = (int64_t)mode;
     /* of equal weights, the call at the occurrence's token dimension: a decode range that
-     * also holds its prefill still counts the decode's lm_head */
+     * also holds its prefill still counts the decode's lm_head; then the smaller shape, so
+     * that the order of the calls does not decide */
     *lm = NULL;
     uint64_t top = 0;
     int top_at_mode = 0;
@@ -259,7 +270,8 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
         const struct lp_gemm *g = &g0[calls[i]];
         int at_mode = g->m == mode || g->n == mode;
         uint64_t w = lp_gemm_weight(g, mode);
-        if (!*lm || w > top || (w == top && at_mode && !top_at_mode)) {
+        if (!*lm || w > top || (w == top && at_mode && !top_at_mode) ||
+            (w == top && at_mode == top_at_mode && lp_gemm_shape_cmp(g, *lm) < 0)) {
             top = w;
             top_at_mode = at_mode;
             *lm = g;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "llmprof/compare.h"
+#include "llmprof/sat.h"
 
 #define DEFAULT_MIN_CHANGE 0.02
 #define DEFAULT_SEED 0x6c6c6d70726f66ULL /* "llmprof" */
@@ -462,8 +463,25 @@ static int stage_figures(struct lp_diff_stage *ds, const struct lp_run *ra, cons
 /* ---- kernels by normalised name and stage ---- */
 
 struct acc {
-    double n, mean, m2;           /* Welford over the calls' durations */
+    uint64_t n;                   /* calls */
+    lp_u128 sum, sq;              /* their durations' sum and squares', exact: the same in any
+                                     order the kernels come in */
 };
+
+static double acc_mean(const struct acc *a)
+{
+    return a->n ? (double)((long double)a->sum / (long double)a->n) : 0;
+}
+
+/* the sample standard deviation, from the exact sums */
+static double acc_std(const struct acc *a)
+{
+    if (a->n < 2)
+        return 0;
+    long double n = (long double)a->n, sum = (long double)a->sum;
+    long double m2 = (long double)a->sq - sum * (sum / n);
+    return m2 > 0 ? (double)sqrtl(m2 / (n - 1)) : 0;
+}
 
 struct krow {
     size_t key, stage;
@@ -577,15 +595,14 @@ static int kernel_rows(struct kctx *k, const struct lp_run *const run[2], int *c
                 w->group[0] = w->group[1] = SIZE_MAX;
                 k->n_rows++;
             }
-            if (w->group[r] == SIZE_MAX)
+            if (w->group[r] == SIZE_MAX || g < w->group[r]) /* the smallest, in any order */
                 w->group[r] = g;
             const struct lp_kernel_rec *kr = &t->kernels[i];
-            double dur = kr->end > kr->start ? (double)(kr->end - kr->start) : 0;
+            uint64_t dur = kr->end > kr->start ? kr->end - kr->start : 0;
             struct acc *a = &w->acc[r];
-            a->n += 1;
-            double delta = dur - a->mean;
-            a->mean += delta / a->n;
-            a->m2 += delta * (dur - a->mean);
+            a->n++;
+            a->sum = lp_sat_add_u128(a->sum, dur);
+            a->sq = lp_sat_add_u128(a->sq, (lp_u128)dur * dur);
         }
     }
     index_free(&x);
@@ -653,17 +670,17 @@ static int diff_kernels(struct lp_diff *d, const struct lp_run *const run[2], in
             !(o->short_name = strdup(run[r]->short_names[g])))
             goto done;
         double ua = s->units_a > 0 ? s->units_a : NAN, ub = s->units_b > 0 ? s->units_b : NAN;
-        double ca = w->acc[0].n / ua, cb = w->acc[1].n / ub;
-        double sa = w->acc[0].n > 1 ? sqrt(w->acc[0].m2 / (w->acc[0].n - 1)) : 0;
-        double sb = w->acc[1].n > 1 ? sqrt(w->acc[1].m2 / (w->acc[1].n - 1)) : 0;
+        double na = (double)w->acc[0].n, nb = (double)w->acc[1].n;
+        double ca = na / ua, cb = nb / ub;
+        double ma = acc_mean(&w->acc[0]), mb = acc_mean(&w->acc[1]);
+        double sa = acc_std(&w->acc[0]), sb = acc_std(&w->acc[1]);
         /* absent in a run that has the stage: no calls, no time */
         o->calls = single(s->a >= 0 ? ca : NAN, s->b >= 0 ? cb : NAN, LP_DIFF_BASIS_COUNTED, mc, 0);
-        o->mean_ns = means_value(w->acc[0].mean, sa, w->acc[0].n, w->acc[1].mean, sb,
-                                 w->acc[1].n, mc, 1);
+        o->mean_ns = means_value(ma, sa, na, mb, sb, nb, mc, 1);
         /* GPU time per unit: calls per unit (counted, exact) times the mean per call, whose
            interval it scales */
-        o->gpu_ns = value(s->a >= 0 ? ca * w->acc[0].mean : NAN,
-                          s->b >= 0 ? cb * w->acc[1].mean : NAN, LP_DIFF_BASIS_MEANS);
+        o->gpu_ns = value(s->a >= 0 ? ca * ma : NAN, s->b >= 0 ? cb * mb : NAN,
+                          LP_DIFF_BASIS_MEANS);
         o->gpu_ns.n_a = o->mean_ns.n_a;
         o->gpu_ns.n_b = o->mean_ns.n_b;
         if (ca > 0 && cb > 0 && present(o->mean_ns.lo)) {
@@ -671,7 +688,7 @@ static int diff_kernels(struct lp_diff *d, const struct lp_run *const run[2], in
             o->gpu_ns.hi = (1 + o->mean_ns.hi) * (cb / ca) - 1;
         }
         judge(&o->gpu_ns, mc, 1);
-        o->status = status_of(w->acc[0].n, w->acc[1].n, &o->calls, &o->gpu_ns);
+        o->status = status_of(na, nb, &o->calls, &o->gpu_ns);
         count_status(s, o->status);
     }
     qsort(d->kernels, d->n_kernels, sizeof *d->kernels, cmp_kernel);
@@ -716,7 +733,9 @@ static int cmp_gemm(const void *x, const void *y)
                 (present(a->calls.b) && present(a->mean_ns.b) ? a->calls.b * a->mean_ns.b : 0);
     double tb = (present(b->calls.a) && present(b->mean_ns.a) ? b->calls.a * b->mean_ns.a : 0) +
                 (present(b->calls.b) && present(b->mean_ns.b) ? b->calls.b * b->mean_ns.b : 0);
-    return ta > tb ? -1 : ta < tb ? 1 : 0;
+    if (ta != tb)
+        return ta > tb ? -1 : 1;
+    return lp_gemm_shape_cmp(&a->call, &b->call); /* rows absent or idle in both runs */
 }
 
 struct gacc {

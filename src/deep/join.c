@@ -37,17 +37,30 @@ struct named {
     long group;
 };
 
+/* by name, then group: one name two groups have (a demangled name as another's mangled
+ * one) is theirs in group order */
 static int cmp_named(const void *a, const void *b)
 {
-    return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return (x->group > y->group) - (x->group < y->group);
 }
 
-/* the group of NAME: BY holds each group's mangled and demangled names, sorted (2 n) */
+/* the group of NAME: BY holds each group's mangled and demangled names, sorted (2 n); of
+ * groups sharing it, the first */
 static long group_of(const struct named *by, size_t n, const char *name)
 {
-    struct named key = {name, -1};
-    const struct named *hit = bsearch(&key, by, n, sizeof *by, cmp_named);
-    return hit ? hit->group : -1;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(by[mid].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && !strcmp(by[lo].name, name) ? by[lo].group : -1;
 }
 
 /* whether one of the ranges that open STAGE's occurrences is named in NVTX, as ncu writes
@@ -207,7 +220,9 @@ static int cmp_key(const void *a, const void *b)
         return x->stage < y->stage ? -1 : 1;
     if (x->config != y->config)
         return x->config < y->config ? -1 : 1;
-    return x->dur < y->dur ? -1 : x->dur > y->dur;
+    if (x->dur != y->dur)
+        return x->dur < y->dur ? -1 : 1;
+    return (x->m > y->m) - (x->m < y->m); /* equal durations: in ncu's order */
 }
 
 static int cmp_row(const void *a, const void *b)

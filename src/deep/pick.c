@@ -30,7 +30,9 @@ static int cmp_launch(const void *a, const void *b)
         c = memcmp(x->block, y->block, sizeof x->block);
     if (c)
         return c;
-    return x->start < y->start ? -1 : x->start > y->start;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->stage > y->stage) - (x->stage < y->stage); /* then alike in every field */
 }
 
 static int same_config(const struct launch *x, const struct launch *y)
