@@ -1,8 +1,9 @@
 /* NVTX range pairing and the trace summary, on synthetic traces for the edge cases:
  * nesting, ranges closed on another thread, unmatched ends, unclosed starts, records
  * out of time order; a summary of 100,000 differently named steps; the sorts; the kernel
- * rows' statistics, packed and (durations of days) through pairs, exact in any order; a host gap's CUDA calls
- * with the calls in start order and not; copies and sets at the clock's last nanosecond. */
+ * rows' statistics, packed and (durations of days) through pairs, exact in any order; a
+ * host gap's CUDA calls with the calls in start order and not; copies and sets at the
+ * clock's last nanosecond. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
