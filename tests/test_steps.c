@@ -1002,6 +1002,33 @@ static void test_gemm_sums_exact(void **state)
     }
 }
 
+/* lp_gemm_link keeps no per-kernel array where no GEMM call launched a kernel (4 bytes a
+ * kernel at the analysis' peak), and one where a call did; lp_run_memory_need counts the
+ * work array, the grouping and that array */
+static void test_gemm_link_empty(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    kernel(&b, "elementwise", 1, 1000, 2000, 3000);
+    gemm_call(&b, 1, 10000, 15000, 64, 64, 64, 14); /* its kernel launched after it ended */
+    kernel(&b, "nvjet_sm90_tst_128x64", 1, 16000, 17000, 18000);
+    struct lp_trace *t = tb_read(&b, 1);
+    int32_t *kg = (int32_t *)1;
+    assert_int_equal(lp_gemm_link(t, &kg, NULL), LP_OK);
+    assert_null(kg);
+    assert_int_equal(lp_run_memory_need(t), 2 * (40 + 8) + 2 * 4);
+    lp_trace_free(t);
+    tb_open(&b);
+    gemm_k(&b, 10000, 64, 64, 64, 1000);
+    t = tb_read(&b, 1);
+    assert_int_equal(lp_gemm_link(t, &kg, NULL), LP_OK);
+    assert_non_null(kg);
+    assert_int_equal(kg[0], 0);
+    free(kg);
+    lp_trace_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1027,6 +1054,7 @@ int main(void)
         cmocka_unit_test(test_flags_and_names_win),
         cmocka_unit_test(test_unshaped_gemm),
         cmocka_unit_test(test_gemm_sums_exact),
+        cmocka_unit_test(test_gemm_link_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

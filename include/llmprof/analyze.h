@@ -157,7 +157,7 @@ size_t lp_kernel_name_end(const char *demangled);
 /* For each of T's kernels, the index of the GEMM record whose call launched it (a launch on
  * the GEMM's thread within its [start, end]; for a kernel replayed from a CUDA graph, the
  * call that was running where and when its node was captured), or -1. *KERNEL_GEMM is
- * malloc'd with t->n_kernels entries (NULL when there are none). KERNEL_ORIGIN (may be
+ * malloc'd with t->n_kernels entries (NULL when no kernel has a GEMM). KERNEL_ORIGIN (may be
  * NULL) gets, likewise, the graph record of each replayed kernel's captured node, -1 none
  * (NULL when the trace has no graph records). Returns LP_OK or LP_ERR_NOMEM. */
 int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kernel_origin);

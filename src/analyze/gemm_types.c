@@ -181,6 +181,13 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
     }
     lp_corr_free(&m);
     free(order);
+    size_t linked = 0;
+    for (size_t i = 0; i < t->n_kernels && !linked; i++)
+        linked += out[i] >= 0;
+    if (!linked) { /* no GEMM launched a kernel (a trace without GEMM calls): 4 bytes a kernel */
+        free(out);
+        out = NULL;
+    }
     *kernel_gemm = out;
     if (kernel_origin)
         *kernel_origin = origin;

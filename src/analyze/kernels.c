@@ -152,12 +152,9 @@ int lp_run_name_groups(struct lp_run_ctx *c)
      * kind's records are in start order already (they usually are): merged then */
     int merge = in_order(t);
     struct lp_kv *kv = merge ? NULL : malloc((n ? n : 1) * sizeof *kv);
-    /* the run owns the work and each kernel's place in it (lp_run_kernel_group, _stage) */
+    /* the run owns the work, and later each kernel's place in it (lp_run_kernel_places) */
     c->work = r->work = malloc((n ? n : 1) * sizeof *c->work);
-    c->kernel_work = r->kernel_work =
-        malloc((t->n_kernels ? t->n_kernels : 1) * sizeof *c->kernel_work);
-    if (!by_id || !m.hash || !m.group || !m.first_id || (!kv && !merge) || !c->work ||
-        !c->kernel_work)
+    if (!by_id || !m.hash || !m.group || !m.first_id || (!kv && !merge) || !c->work)
         goto out;
     memset(by_id, 0xff, n_ids * sizeof *by_id);
     memset(m.group, 0xff, m.cap * sizeof *m.group);
@@ -198,7 +195,6 @@ int lp_run_name_groups(struct lp_run_ctx *c)
             } else if ((rc = group_of(r, &m, by_id, n_ids, t, kc->name, &w->group))) {
                 goto out;
             }
-            c->kernel_work[idx] = (int32_t)i;
         } else if (kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *x = &t->memcpys[idx];
             w->start = x->start;
@@ -505,6 +501,18 @@ out:
     return rc;
 }
 
+int lp_run_kernel_places(struct lp_run_ctx *c)
+{
+    size_t n = c->t->n_kernels;
+    c->kernel_work = c->r->kernel_work = malloc((n ? n : 1) * sizeof *c->kernel_work);
+    if (!c->kernel_work)
+        return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_work; i++)
+        if (c->work[i].kind == LP_OP_KERNEL)
+            c->kernel_work[c->work[i].index] = (int32_t)i;
+    return LP_OK;
+}
+
 void lp_run_names_free(struct lp_run *r)
 {
     for (size_t i = 0; i < r->n_names; i++) {
@@ -520,12 +528,12 @@ void lp_run_names_free(struct lp_run *r)
 
 uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i)
 {
-    return r->work ? r->work[r->kernel_work[i]].group : 0;
+    return r->kernel_work ? r->work[r->kernel_work[i]].group : 0;
 }
 
 int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i)
 {
-    return r->work ? r->work[r->kernel_work[i]].stage : -1;
+    return r->kernel_work ? r->work[r->kernel_work[i]].stage : -1;
 }
 
 void lp_run_kernels_free(struct lp_run *r)

@@ -39,6 +39,8 @@ static const struct lp_pass passes[] = {
     {lp_run_kernels, lp_run_kernels_free},         /* kernels.c: kernel tables, cost centres */
     {lp_run_operators, lp_run_operators_free},     /* operators.c */
     {lp_run_timeline, lp_run_timeline_free},       /* timeline.c: busy, gaps, bins, memory */
+    {lp_run_kernel_places, NULL},                  /* kernels.c: each kernel's place in the
+                                                      work (freed with the work) */
     {lp_run_power, lp_run_power_free},             /* power.c */
     {lp_run_comm, NULL},                           /* comm.c: communication, overlap */
     {lp_run_overhead, lp_run_overhead_free},       /* overhead.c: CUPTI's overhead records */
@@ -89,9 +91,9 @@ static void ctx_free(struct lp_run_ctx *c)
 uint64_t lp_run_memory_need(const struct lp_trace *t)
 {
     uint64_t work = (uint64_t)t->n_kernels + t->n_memcpys + t->n_memsets;
-    /* kernel_gemm, kernel_work; the grouping's 8 bytes */
+    /* the grouping's 8 bytes; kernel_gemm (kernel_work is made after the peak) */
     return work * (sizeof(struct lp_work) + sizeof(uint64_t)) +
-           (uint64_t)t->n_kernels * 2 * sizeof(uint32_t);
+           (uint64_t)t->n_kernels * sizeof(int32_t);
 }
 
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, struct lp_run *r,

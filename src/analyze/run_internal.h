@@ -122,7 +122,8 @@ struct lp_run_ctx {
     uint32_t *gemm_replays;       /* per trace GEMM record: its replays (> 0: captured) */
     int32_t *kernel_gemm;         /* GEMM that launched each kernel, -1 (NULL: none) */
     int32_t *kernel_origin;       /* graph record of each replayed kernel's node, -1 */
-    int32_t *kernel_work;         /* index into work of each kernel */
+    int32_t *kernel_work;         /* index into work of each kernel; NULL until
+                                     lp_run_kernel_places, after the timeline's peak */
     int32_t *gemm_occ;            /* occurrence of each GEMM, -1 */
     uint64_t *gemm_end;           /* end of each GEMM's last kernel, 0 none */
     double *step_ns;
@@ -154,6 +155,9 @@ int lp_graph_origins(const struct lp_trace *t, const struct lp_corr_map *m, int3
 
 /* kernels.c: the group of every piece of work (lp_run.names) */
 int lp_run_name_groups(struct lp_run_ctx *c);
+/* each kernel's place in the work (kernel_work): made after the passes whose temporaries are
+ * the analysis' largest, for those after it and for the run's readers */
+int lp_run_kernel_places(struct lp_run_ctx *c);
 void lp_run_names_free(struct lp_run *r);
 /* serving.c: the iterations of a serving loop (continuous batching) from the lm_head's calls,
  * whether the program is one, and the requests of the request convention; before the stages,

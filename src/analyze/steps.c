@@ -20,7 +20,6 @@
 
 static int link_gemms(struct lp_run_ctx *c)
 {
-    const struct lp_trace *t = c->t;
     int rc = lp_run_replays(c);
     if (rc || c->n_gemms == 0)
         return rc;
@@ -36,11 +35,11 @@ static int link_gemms(struct lp_run_ctx *c)
     if (!first)
         return LP_ERR_NOMEM;
     memset(first, 0xff, c->n_gemms * sizeof *first);
-    for (size_t i = 0; c->kernel_gemm && i < t->n_kernels; i++) {
-        int32_t g = c->kernel_gemm[i], w = c->kernel_work[i];
-        if (g < 0 || w < 0)
-            continue;
+    for (size_t w = 0; c->kernel_gemm && w < c->n_work; w++) {
         const struct lp_work *x = &c->work[w];
+        int32_t g = x->kind == LP_OP_KERNEL ? c->kernel_gemm[x->index] : -1;
+        if (g < 0)
+            continue;
         if (!c->gemm_end[g] || x->start < first[g]) {
             first[g] = x->start;
             c->gemm_occ[g] = x->occ;
