@@ -353,12 +353,52 @@ static void test_diff_fixtures_graph(void **state)
     done(ta, tb, &ra, &rb, &d);
 }
 
+/* A run of N kernels "k_long" of a minute each plus 0, 1 or 2 ns (overlapping, so that the
+ * recording stays under a week) */
+static struct lp_trace *long_kernels(size_t n)
+{
+    struct tb b;
+    tb_open(&b);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t s = 1000 * US + i * US;
+        kernel(&b, "k_long", 1, 0, s, s + 60000000000ull + i % 3);
+    }
+    return tb_read(&b, 1);
+}
+
+/* A kernel's spread in the diff when it is tiny beside its mean: the interval of a run
+ * against itself is the one its standard deviation, sqrt((2n/3)/(n - 1)) ns, gives. A
+ * difference of the squares' sum and the squared sum over n, in long double, lost it (0 or
+ * noise in place of 0.8 ns). */
+static void test_diff_spread_exact(void **state)
+{
+    (void)state;
+    enum { N = 30000 };
+    struct lp_trace *ta = long_kernels(N), *tb = long_kernels(N);
+    struct lp_run ra, rb;
+    struct lp_diff d;
+    analyze(ta, NULL, &ra);
+    analyze(tb, NULL, &rb);
+    assert_int_equal(lp_diff_build(&ra, &rb, NULL, &d), LP_OK);
+    const struct lp_diff_kernel *k = NULL;
+    for (size_t i = 0; i < d.n_kernels; i++)
+        if (!strcmp(d.kernels[i].name, "k_long"))
+            k = &d.kernels[i];
+    assert_non_null(k);
+    assert_int_equal(k->mean_ns.n_a, N);
+    double sd = sqrt((2.0 * N / 3) / (N - 1)), mean = 60000000001.0;
+    double want = 1.96 * sd * sqrt(2.0 / N) / mean, half = (k->mean_ns.hi - k->mean_ns.lo) / 2;
+    assert_true(fabs(half - want) < 0.01 * want);
+    done(ta, tb, &ra, &rb, &d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_diff_same),           cmocka_unit_test(test_diff_noise),
         cmocka_unit_test(test_diff_shifts),         cmocka_unit_test(test_diff_rules),
         cmocka_unit_test(test_diff_fixtures_twice), cmocka_unit_test(test_diff_fixtures_graph),
+        cmocka_unit_test(test_diff_spread_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -940,13 +940,11 @@ static void test_inferred_in_window(void **state)
     lp_trace_free(t);
 }
 
-/* GEMM FLOPs and bytes are summed exactly: odd shapes whose FLOPs pass 2^53 give the same
- * totals (run, stage, row) when the calls' records come in another order, and those totals
- * are the exact sums rounded once. A double sum rounded at each step differs between the
- * orders (it did before 2026-11-28). */
+/* 24 bf16 calls of six odd shapes (m 2^26 + 1 or + 3, n 3 + 2 (i % 3), k 2^26 + 1), FLOPs past
+ * 2^53 each, one kernel each; the calls' records written in time order or reversed */
 static struct lp_trace *odd_gemms(int reversed)
 {
-    enum { N = 12 };
+    enum { N = 24 };
     struct tb b;
     tb_open(&b);
     uint64_t t0 = 1000000;
@@ -956,12 +954,16 @@ static struct lp_trace *odd_gemms(int reversed)
     for (int q = 0; q < N; q++) {
         int i = reversed ? N - 1 - q : q;
         uint64_t a = t0 + i * 100000;
-        gemm_call(&b, 1, a, a + 5000, (1u << 26) + 2 * i + 1, 3, (1u << 26) + 2 * (i % 3) + 1,
-                  14);
+        gemm_call(&b, 1, a, a + 5000, (1u << 26) + 2 * (i % 2) + 1, 3 + 2 * (i % 3),
+                  (1u << 26) + 1, 14);
     }
     return tb_read(&b, 1);
 }
 
+/* GEMM FLOPs and bytes are summed exactly: the totals of the run, its stage and each table
+ * row (four calls a row) are the same whichever order the calls' records come in, and are
+ * the exact sums rounded once. The run's and stage's double sums of before 2026-11-28
+ * differed between the orders (checked: this test failed with them). */
 static void test_gemm_sums_exact(void **state)
 {
     (void)state;
@@ -973,29 +975,35 @@ static void test_gemm_sums_exact(void **state)
     struct lp_run r[2];
     for (int i = 0; i < 2; i++)
         analyze(t[i], NULL, &r[i]);
-    __extension__ unsigned __int128 flops = 0, quarters = 0;
+    __extension__ typedef unsigned __int128 u128;
+    u128 flops = 0;
     for (size_t i = 0; i < t[0]->n_gemms; i++) {
         const struct lp_gemm *g = &t[0]->gemms[i];
-        flops += (unsigned __int128)2 * g->m * g->n * g->k;
-        quarters += (unsigned __int128)8 * (g->m * g->k + g->k * g->n + g->m * g->n);
+        flops += (u128)2 * g->m * g->n * g->k;
     }
-    assert_int_equal(r[0].gemm.linked, 12);
+    assert_int_equal(r[0].gemm.linked, 24);
     assert_true((double)flops > 1e17); /* far past 2^53: a double sum rounds */
-    assert_true(r[0].gemm.flops == (double)flops);
-    assert_true(r[1].gemm.flops == (double)flops);
-    double stage_flops[2] = {0, 0}, row_flops[2] = {0, 0}, row_bytes[2] = {0, 0};
-    for (int i = 0; i < 2; i++) {
-        for (size_t s = 0; s < r[i].n_stages; s++)
-            stage_flops[i] += r[i].stages[s].gemm_flops; /* one stage has them all */
-        for (size_t q = 0; q < r[i].gemm.n_rows; q++) {
-            row_flops[i] += r[i].gemm.rows[q].flops;
-            row_bytes[i] += r[i].gemm.rows[q].bytes;
+    for (int o = 0; o < 2; o++) {
+        assert_true(r[o].gemm.flops == (double)flops);
+        double stage_flops = 0;
+        for (size_t s = 0; s < r[o].n_stages; s++)
+            stage_flops += r[o].stages[s].gemm_flops; /* one stage has them all */
+        assert_true(stage_flops == (double)flops);
+        assert_int_equal(r[o].gemm.n_rows, 6);
+        for (size_t q = 0; q < r[o].gemm.n_rows; q++) { /* each row: its shape's calls */
+            const struct lp_gemm_row *row = &r[o].gemm.rows[q];
+            u128 f = 0, quarters = 0;
+            for (size_t i = 0; i < t[o]->n_gemms; i++) {
+                const struct lp_gemm *g = &t[o]->gemms[i];
+                if (g->m != row->call.m || g->n != row->call.n)
+                    continue;
+                f += (u128)2 * g->m * g->n * g->k;
+                quarters += (u128)8 * (g->m * g->k + g->k * g->n + g->m * g->n);
+            }
+            assert_int_equal(row->linked, 4);
+            assert_true(row->flops == (double)f && row->bytes == (double)quarters / 4);
         }
     }
-    assert_true(stage_flops[0] == (double)flops && stage_flops[1] == (double)flops);
-    assert_int_equal(r[0].gemm.n_rows, 12); /* one call a row: each row's sum is its call's */
-    assert_true(row_flops[0] == row_flops[1] && row_bytes[0] == row_bytes[1]);
-    assert_true(row_bytes[0] > 0 && (double)quarters / 4 > 1e15);
     for (int i = 0; i < 2; i++) {
         lp_run_free(&r[i]);
         lp_trace_free(t[i]);

@@ -17,6 +17,7 @@ typedef int (*cmp_r_fn)(const void *, const void *, void *);
 static uint64_t state;
 static unsigned long sorts;
 
+/* the next number of a xorshift sequence seeded by LP_QSORT_SEED */
 static uint64_t next(void)
 {
     if (!state) {
@@ -29,6 +30,7 @@ static uint64_t next(void)
     return state;
 }
 
+/* exchanges SIZE bytes at A and B */
 static void swap(unsigned char *a, unsigned char *b, size_t size)
 {
     for (size_t i = 0; i < size; i++) {
@@ -38,17 +40,20 @@ static void swap(unsigned char *a, unsigned char *b, size_t size)
     }
 }
 
+/* the caller's comparison, with or without its argument */
 struct cmp {
     cmp_r_fn r;
     int (*plain)(const void *, const void *);
     void *arg;
 };
 
+/* A against B by C */
 static int compare(const struct cmp *c, const void *a, const void *b)
 {
     return c->r ? c->r(a, b, c->arg) : c->plain(a, b);
 }
 
+/* moves element ROOT of the heap V[0..N) down to its place */
 static void sift(unsigned char *v, size_t size, size_t root, size_t n, const struct cmp *c)
 {
     for (size_t child; (child = 2 * root + 1) < n; root = child) {
@@ -60,6 +65,7 @@ static void sift(unsigned char *v, size_t size, size_t root, size_t n, const str
     }
 }
 
+/* shuffles V, then heap-sorts it */
 static void unstable(void *base, size_t n, size_t size, const struct cmp *c)
 {
     unsigned char *v = base;
@@ -88,6 +94,7 @@ void qsort_r(void *base, size_t n, size_t size, cmp_r_fn cmp, void *arg)
     unstable(base, n, size, &c);
 }
 
+/* at exit, the count of sorts to LP_QSORT_LOG */
 __attribute__((destructor)) static void report_sorts(void)
 {
     const char *path = getenv("LP_QSORT_LOG");

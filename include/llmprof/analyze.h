@@ -1204,10 +1204,12 @@ uint64_t lp_run_memory_need(const struct lp_trace *t);
 int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,
                    struct lp_run *r, char *err, size_t errlen);
 void lp_run_free(struct lp_run *r);
-/* The group (index into R's names) of the trace's kernel I, as analysed (0 before) */
+/* The group (index into R's names) of the trace's kernel I, as analysed. Inside the analysis
+ * only from the pass after the timeline on, which places the kernels in the work
+ * (lp_run_kernel_places): 0 before. */
 uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i);
 /* The stage (index into R's stages: warmup and outside are stages too) of the trace's kernel
- * I, -1 before the stages were found */
+ * I; -1 before the kernels were placed, as for lp_run_kernel_group */
 int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i);
 
 #endif

@@ -75,6 +75,7 @@ static int cmp_pair(const void *a, const void *b)
     return (x->val > y->val) - (x->val < y->val);
 }
 
+/* pairs by key alone: the search of pair_find */
 static int cmp_pair_key(const void *a, const void *b)
 {
     const struct u32_pair *x = a, *y = b;

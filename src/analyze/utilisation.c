@@ -303,7 +303,7 @@ static int check_model(struct lp_run_ctx *c, const struct lp_model *m)
             continue;
         calls++;
         reading += (int64_t)g->k == m->hidden;
-        if (!big || (double)g->m * (double)g->k > (double)big->m * (double)big->k)
+        if (!big || lp_gemm_weight_cmp(g, big) > 0) /* exactly, in any order */
             big = g;
     }
     if (calls < 3 || m->hidden <= 0 || m->vocab <= 0)

@@ -468,18 +468,26 @@ struct acc {
                                      order the kernels come in */
 };
 
+/* the mean duration of A's calls, 0 without any */
 static double acc_mean(const struct acc *a)
 {
     return a->n ? (double)((long double)a->sum / (long double)a->n) : 0;
 }
 
-/* the sample standard deviation, from the exact sums */
+/* the sample standard deviation of A's durations, from the exact sums: with sum = q n + r,
+ * the squares about the mean are sq - q (sum + r) - r^2 / n, the first difference exact in
+ * 128 bits (no precision lost to a large mean); through long double past them */
 static double acc_std(const struct acc *a)
 {
     if (a->n < 2)
         return 0;
-    long double n = (long double)a->n, sum = (long double)a->sum;
-    long double m2 = (long double)a->sq - sum * (sum / n);
+    long double n = (long double)a->n, m2;
+    lp_u128 q = a->sum / a->n, r = a->sum % a->n, qs;
+    if (a->sq != LP_U128_MAX && a->sum != LP_U128_MAX &&
+        !__builtin_mul_overflow(q, a->sum + r, &qs) && qs <= a->sq)
+        m2 = (long double)(a->sq - qs) - (long double)r * (long double)r / n;
+    else
+        m2 = (long double)a->sq - (long double)a->sum * ((long double)a->sum / n);
     return m2 > 0 ? (double)sqrtl(m2 / (n - 1)) : 0;
 }
 

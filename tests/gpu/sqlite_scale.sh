@@ -33,16 +33,17 @@ for r in $(seq "$1"); do
 done
 ls -l $T/new.db $T/old.db
 "$PY" - $T/old.db $T/new.db <<'PYEOF'
-import sqlite3, sys
+import itertools, sqlite3, sys
 old, new = sqlite3.connect(sys.argv[1]), sqlite3.connect(sys.argv[2])
 def same(a, b):
     n = 0
-    for x, y in zip(a, b):
+    end = object()
+    for x, y in itertools.zip_longest(a, b, fillvalue=end):
+        if x is end or y is end:
+            return f"row counts differ after {n}"
         if x != y:
             return f"row {n} differs: {x} / {y}"
         n += 1
-    if next(a, None) is not None or next(b, None) is not None:
-        return f"row counts differ after {n}"
     return n
 bad = 0
 for view, order_old, order_new in (("kernels", "trace_id, rowid", "trace_id, kernel_id"),
