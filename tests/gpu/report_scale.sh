@@ -32,16 +32,7 @@ echo "recorded in $(( $(date +%s) - start )) s"
 "$L" info $T/run | head -12
 ls -l $T/run
 # one run of a report under its own rusage: max RSS (KiB), user and system seconds, wall
-measure() {
-    "$PY" - "$@" <<'EOF'
-import resource, subprocess, sys, time
-t = time.time()
-rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{sys.argv[1]} rc={rc} maxrss_kib={ru.ru_maxrss} user_s={ru.ru_utime:.2f} "
-      f"sys_s={ru.ru_stime:.2f} wall_s={time.time() - t:.2f}")
-EOF
-}
+measure() { "$PY" tests/gpu/measure.py "$@"; }
 for r in $(seq "$2"); do
     measure "new round $r" "$L" report $T/run -o $T/rep-new --quiet
     [ -n "$OLD" ] && measure "old round $r" "$OLD" report $T/run -o $T/rep-old --quiet

@@ -16,16 +16,7 @@ T=/tmp/lpscale
 mkdir -p "$OUT"
 exec > >(tee "$OUT/sqlite-scale.txt") 2>&1
 [ -d $T/run ] || { echo "no recorded run in $T/run: run report_scale.sh first"; exit 1; }
-measure() {
-    "$PY" - "$@" <<'PYEOF'
-import resource, subprocess, sys, time
-t = time.time()
-rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL).returncode
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(f"{sys.argv[1]} rc={rc} maxrss_kib={ru.ru_maxrss} user_s={ru.ru_utime:.2f} "
-      f"sys_s={ru.ru_stime:.2f} wall_s={time.time() - t:.2f}")
-PYEOF
-}
+measure() { "$PY" tests/gpu/measure.py "$@"; }
 for r in $(seq "$1"); do
     rm -f $T/new.db $T/old.db
     measure "new round $r" "$L" export $T/run --sqlite $T/new.db
