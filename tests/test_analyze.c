@@ -555,6 +555,72 @@ static void test_kernel_rows_exact(void **state)
     }
 }
 
+/* A piece of work keeps its duration in 32 bits and reads one of 2^32 - 1 ns or more from
+ * its record: kernels, a copy and a set on both sides of that bound, and one running 10 s
+ * within a prefill range. Their rows, the busy time and the span are the exact sums. */
+static void test_work_long_durations(void **state)
+{
+    (void)state;
+    const uint64_t lim = (1ull << 32) - 1, at = 1000000, gap = 20000000000ull;
+    static const struct {
+        const char *name;
+        uint64_t dur;
+    } k[] = {{"k_a", (1ull << 32) - 2}, {"k_a", (1ull << 32) - 1}, {"k_b", 1ull << 32},
+             {"k_b", 5000000007ull}, {"k_c", 10000000000ull}, {"k_c", 1}};
+    enum { NK = sizeof k / sizeof *k };
+    struct tb b;
+    tb_open(&b);
+    uint64_t busy = 0, last = 0;
+    for (size_t i = 0; i < NK; i++) {
+        uint64_t s = at + gap * i;
+        kernel(&b, k[i].name, 1, s - 500, s, s + k[i].dur);
+        busy += k[i].dur;
+        last = s + k[i].dur;
+    }
+    for (int q = 0; q < 2; q++) { /* a copy and a set, each just past the bound */
+        uint64_t s = at + gap * (NK + (uint64_t)q);
+        struct lp_record rec = {.type = q ? LP_REC_MEMSET : LP_REC_MEMCPY};
+        if (q)
+            rec.u.memset = (struct lp_memset){.start = s, .end = s + lim + 3, .bytes = 64,
+                                              .stream = 7, .memory_kind = 3};
+        else
+            rec.u.memcpy = (struct lp_memcpy){.start = s, .end = s + lim + 2, .bytes = 64,
+                                              .stream = 7, .copy_kind = 1, .src_kind = 2,
+                                              .dst_kind = 3};
+        add(&b, &rec);
+        busy += lim + 2 + (uint64_t)q;
+        last = s + lim + 2 + (uint64_t)q;
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.timeline.busy_ns, busy);
+    assert_int_equal(r.timeline.first_ns, at);
+    assert_int_equal(r.timeline.last_ns, last);
+    assert_int_equal(r.n_stages, 1);
+    assert_int_equal(r.stages[0].busy_ns, busy);
+    unsigned seen = 0;
+    for (size_t i = 0; i < r.all_kernels.n; i++) {
+        const struct lp_kernel_row *row = &r.all_kernels.v[i];
+        uint64_t total = 0, max = 0, n = 0;
+        for (size_t j = 0; j < NK; j++)
+            if (!strcmp(r.names[row->group], k[j].name)) {
+                total += k[j].dur;
+                max = k[j].dur > max ? k[j].dur : max;
+                n++;
+            }
+        if (!n)
+            continue;
+        seen++;
+        assert_int_equal(row->calls, n);
+        assert_int_equal(row->total_ns, total);
+        assert_int_equal(row->max_ns, max);
+    }
+    assert_int_equal(seen, 3);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Each kernel name's row against a direct computation from its durations: calls, total,
  * min, max, the median (odd and even counts, ties) exactly, the mean and the sample standard
  * deviation within 1e-12 of a two-pass sum in long double; durations random, few distinct,
@@ -778,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_sort_u64),
         cmocka_unit_test(test_kernel_rows),
         cmocka_unit_test(test_kernel_rows_exact),
+        cmocka_unit_test(test_work_long_durations),
         cmocka_unit_test(test_kernel_rows_days),
         cmocka_unit_test(test_gap_calls_any_order),
         cmocka_unit_test(test_work_at_clock_end),

@@ -391,6 +391,66 @@ static void test_graph_step_windows(void **state)
     }
 }
 
+/* An export's analysis (LP_RUN_SCOPE_PLACES) gives every fact the exports write as the
+ * report's does, and works out nothing after them: on fixtures with stage ranges, graphs,
+ * capture windows and serving iterations */
+static void test_places_scope(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"graph-decode", "serve-graphs", "serve-eager",
+                                        "capture-graph", "llama-ops", "piecewise-replay"};
+    for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
+        struct lp_trace *t = fixture(names[f]);
+        struct lp_run a, b;
+        struct lp_run_options places = {.scope = LP_RUN_SCOPE_PLACES};
+        analyze(t, NULL, &a);
+        analyze(t, &places, &b);
+        assert_true(a.all_kernels.n > 0);
+        assert_int_equal(b.all_kernels.n, 0); /* the kernel tables: not worked out */
+        assert_null(b.timeline.bins);
+        assert_int_equal(b.gemm.n_rows, 0);
+        assert_int_equal(b.t0_ns, a.t0_ns);
+        assert_int_equal(b.kernels_recorded, a.kernels_recorded);
+        assert_int_equal(b.timeline.first_ns, a.timeline.first_ns);
+        assert_int_equal(b.timeline.last_ns, a.timeline.last_ns);
+        assert_int_equal(b.n_names, a.n_names);
+        for (size_t i = 0; i < a.n_names; i++) {
+            assert_string_equal(b.names[i], a.names[i]);
+            assert_string_equal(b.short_names[i], a.short_names[i]);
+            assert_int_equal(b.cats[i], a.cats[i]);
+        }
+        assert_int_equal(b.n_stages, a.n_stages);
+        for (size_t i = 0; i < a.n_stages; i++) {
+            assert_string_equal(b.stages[i].name, a.stages[i].name);
+            assert_int_equal(b.stages[i].kind, a.stages[i].kind);
+        }
+        assert_int_equal(b.n_spans, a.n_spans);
+        assert_memory_equal(b.spans, a.spans, a.n_spans * sizeof *a.spans);
+        assert_int_equal(b.ranges.n, a.ranges.n);
+        assert_int_equal(b.ranges.n_req, a.ranges.n_req);
+        assert_int_equal(b.capture.n_windows, a.capture.n_windows);
+        assert_int_equal(b.serving.n_iters, a.serving.n_iters);
+        for (size_t i = 0; i < a.serving.n_iters; i++) {
+            assert_int_equal(b.serving.iters[i].start, a.serving.iters[i].start);
+            assert_int_equal(b.serving.iters[i].end, a.serving.iters[i].end);
+            assert_int_equal(b.serving.iters[i].tokens, a.serving.iters[i].tokens);
+        }
+        assert_int_equal(!b.kernel_capture_range, !a.kernel_capture_range);
+        size_t staged = 0;
+        for (size_t i = 0; i < t->n_kernels; i++) {
+            assert_int_equal(lp_run_kernel_group(&b, i), lp_run_kernel_group(&a, i));
+            assert_int_equal(lp_run_kernel_stage(&b, i), lp_run_kernel_stage(&a, i));
+            staged += lp_run_kernel_stage(&a, i) >= 0;
+            if (a.kernel_capture_range)
+                assert_int_equal(b.kernel_capture_range[i], a.kernel_capture_range[i]);
+        }
+        assert_true(staged > 0);
+        lp_run_free(&a);
+        lp_run_free(&b);
+        lp_trace_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_graph_replays_whole),
         cmocka_unit_test(test_graph_replay_fixtures),
         cmocka_unit_test(test_graph_step_windows),
+        cmocka_unit_test(test_places_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

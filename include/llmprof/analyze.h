@@ -773,7 +773,19 @@ const char *const *lp_stage_default_rules(size_t *n);
 /* The number of a "KEY=N" word of a range name ("decode tokens=64": 64), 0 when absent */
 int64_t lp_stage_name_value(const char *name, const char *key);
 
+/* What lp_run_analyze works out */
+enum lp_run_scope {
+    LP_RUN_SCOPE_REPORT = 0,      /* every figure of the report */
+    LP_RUN_SCOPE_PLACES = 1,      /* what the exports write, no more: the ranges, the groups
+                                     (names, short names, categories), capture windows, serving
+                                     iterations, stages and their spans, each kernel's group,
+                                     stage and capture range, t0_ns, kernels_recorded and the
+                                     timeline's first_ns and last_ns. Every other figure is
+                                     left 0 or NULL: not for a report. */
+};
+
 struct lp_run_options {
+    enum lp_run_scope scope;
     const char *const *stage_rules; /* "NAME=REGEX" (extended, case-insensitive); NULL: defaults */
     size_t n_stage_rules;
     size_t top_k;                 /* rows per kernel table (0: 15) */

@@ -456,15 +456,15 @@ static int unshaped(struct lp_run_ctx *c)
         if (grouped[w->group] < 0)
             grouped[w->group] = (signed char)lp_kernel_grouped_gemm(r->names[w->group]);
         if (grouped[w->group]) {
-            st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, w->end - w->start);
+            st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, lp_work_dur(c->t, w));
             st->moe_gemm_kernels++;
         }
         if (c->kernel_gemm && c->kernel_gemm[w->index] >= 0)
             continue;
-        st->gemm_unshaped_ns = lp_sat_add(st->gemm_unshaped_ns, w->end - w->start);
+        st->gemm_unshaped_ns = lp_sat_add(st->gemm_unshaped_ns, lp_work_dur(c->t, w));
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
-        r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, w->end - w->start);
+        r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, lp_work_dur(c->t, w));
         uint64_t *row = lp_u64map_at(&rows, (uint64_t)w->stage << 32 | w->group, NULL);
         if (row && !*row && n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -481,7 +481,7 @@ static int unshaped(struct lp_run_ctx *c)
             *row = ++n;
         }
         v[*row - 1].calls++;
-        v[*row - 1].gpu_ns = lp_sat_add(v[*row - 1].gpu_ns, w->end - w->start);
+        v[*row - 1].gpu_ns = lp_sat_add(v[*row - 1].gpu_ns, lp_work_dur(c->t, w));
     }
     free(grouped);
     lp_u64map_free(&rows);

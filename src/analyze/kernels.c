@@ -183,12 +183,13 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         uint32_t kind = (uint32_t)(val >> 32), idx = (uint32_t)val;
         struct lp_work *w = &c->work[i];
         *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .call = LP_NO_CALL,
-                              .range = -1, .occ = -1, .stage = -1};
+                              .occ = -1, .stage = -1};
+        uint64_t end;
         if (kind == LP_OP_KERNEL) {
             const struct lp_kernel_rec *x = &t->kernels[idx];
             const struct lp_kernel_config *kc = lp_trace_kernel_config(t, x);
             w->start = x->start;
-            w->end = x->end;
+            end = x->end;
             if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
                 w->group = LP_GROUP_REPLAY;
                 r->replays_whole++;
@@ -198,15 +199,16 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         } else if (kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *x = &t->memcpys[idx];
             w->start = x->start;
-            w->end = x->end;
+            end = x->end;
             w->group = (uint32_t)lp_copy_direction(x->copy_kind);
         } else {
             w->start = t->memsets[idx].start;
-            w->end = t->memsets[idx].end;
+            end = t->memsets[idx].end;
             w->group = 4;
         }
-        if (w->end < w->start)
-            w->end = w->start; /* a torn record: zero length rather than negative */
+        /* a torn record: zero length rather than negative */
+        w->dur = end <= w->start ? 0 : end - w->start < LP_WORK_LONG ? (uint32_t)(end - w->start)
+                                                                  : LP_WORK_LONG;
     }
     c->n_work = n;
     rc = LP_OK;
@@ -290,7 +292,7 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
             return LP_ERR_NOMEM;
         for (size_t i = 0; i < n; i++) {
             const struct lp_work *w = &c->work[i];
-            g->v[i] = (kb ? KEY_OF_WORK(w) << db : 0) | (w->end - w->start);
+            g->v[i] = (kb ? KEY_OF_WORK(w) << db : 0) | lp_work_dur(c->t, w);
         }
         lp_group_u64(g->v, n, key_bytes);
         g->mask = kb ? (1ull << db) - 1 : UINT64_MAX;
@@ -305,7 +307,7 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
     g->v = (uint64_t *)(void *)kv;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
-        kv[i] = (struct lp_kv){KEY_OF_WORK(w) << db, w->end - w->start};
+        kv[i] = (struct lp_kv){KEY_OF_WORK(w) << db, lp_work_dur(c->t, w)};
     }
 #undef KEY_OF_WORK
     lp_group_kv(kv, n, key_bytes);
@@ -450,7 +452,7 @@ int lp_run_kernels(struct lp_run_ctx *c)
     uint64_t total = 0, longest = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[i];
-        uint64_t d = w->end - w->start;
+        uint64_t d = lp_work_dur(c->t, w);
         total = lp_sat_add(total, d);
         longest = d > longest ? d : longest;
         struct lp_stage_report *s = &r->stages[w->stage];
@@ -499,6 +501,13 @@ out:
     grouped_free(&g);
     free(stage_ns);
     return rc;
+}
+
+uint64_t lp_work_end_long(const struct lp_trace *t, const struct lp_work *w)
+{
+    return w->kind == LP_OP_KERNEL   ? t->kernels[w->index].end
+           : w->kind == LP_OP_MEMCPY ? t->memcpys[w->index].end
+                                     : t->memsets[w->index].end;
 }
 
 int lp_run_kernel_places(struct lp_run_ctx *c)

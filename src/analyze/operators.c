@@ -218,12 +218,13 @@ static int seen_add(int32_t *seen, int *n, int32_t v)
 static int attribute(struct lp_run_ctx *c, const int32_t *shape_of, struct lp_u64map *m)
 {
     struct lp_run *r = c->r;
+    size_t hint = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        uint64_t d = w->end - w->start;
+        uint64_t d = lp_work_dur(c->t, w);
         int32_t seen[64], seen_shapes[64];
         int n_seen = 0, n_seen_shapes = 0, innermost = 1;
-        for (int64_t j = w->range; j >= 0; j = r->ranges.v[j].parent) {
+        for (int64_t j = lp_work_range(c, w, &hint); j >= 0; j = r->ranges.v[j].parent) {
             int32_t op = c->ri[j].op;
             if (op < 0)
                 continue;

@@ -14,7 +14,10 @@
 struct lp_pass {
     int (*run)(struct lp_run_ctx *c);
     void (*free)(struct lp_run *r);
+    enum lp_run_scope scope;      /* PLACES: in every analysis; REPORT: only for a report */
 };
+#define REPORT LP_RUN_SCOPE_REPORT
+#define PLACES LP_RUN_SCOPE_PLACES
 
 static int ranges(struct lp_run_ctx *c)
 {
@@ -27,32 +30,35 @@ static void ranges_free(struct lp_run *r)
 }
 
 static const struct lp_pass passes[] = {
-    {ranges, ranges_free},                         /* nvtx.c: ranges paired and nested */
-    {lp_run_name_groups, lp_run_names_free},       /* kernels.c: group of every piece of work */
-    {lp_run_windows_load, NULL},                   /* windows.c: capture windows (stages
+    {ranges, ranges_free, PLACES},                 /* nvtx.c: ranges paired and nested */
+    {lp_run_name_groups, lp_run_names_free, PLACES}, /* kernels.c: group of every piece of
+                                                      work */
+    {lp_run_windows_load, NULL, PLACES},           /* windows.c: capture windows (stages
                                                       free them) */
-    {lp_run_serving, lp_run_serving_free},         /* serving.c: iterations, requests */
-    {lp_run_stages, lp_run_stages_free},           /* stages.c: occurrences, attribution */
-    {lp_run_steps, NULL},                          /* steps.c: spans, tokens, decode steps */
-    {lp_run_warmup, NULL},                         /* requests.c: requests, warmup set apart */
-    {lp_run_stage_stats, NULL},                    /* stages.c: per-stage statistics, spans */
-    {lp_run_kernels, lp_run_kernels_free},         /* kernels.c: kernel tables, cost centres */
-    {lp_run_operators, lp_run_operators_free},     /* operators.c */
-    {lp_run_timeline, lp_run_timeline_free},       /* timeline.c: busy, gaps, bins, memory */
-    {lp_run_kernel_places, NULL},                  /* kernels.c: each kernel's place in the
+    {lp_run_serving, lp_run_serving_free, PLACES}, /* serving.c: iterations, requests */
+    {lp_run_stages, lp_run_stages_free, PLACES},   /* stages.c: occurrences, attribution */
+    {lp_run_steps, NULL, PLACES},                  /* steps.c: spans, tokens, decode steps */
+    {lp_run_warmup, NULL, PLACES},                 /* requests.c: requests, warmup set apart */
+    {lp_run_stage_stats, NULL, PLACES},            /* stages.c: per-stage statistics, spans */
+    {lp_run_bounds, NULL, PLACES},                 /* timeline.c: t0, first and last work */
+    {lp_run_kernels, lp_run_kernels_free, REPORT}, /* kernels.c: kernel tables, cost centres */
+    {lp_run_operators, lp_run_operators_free, REPORT}, /* operators.c */
+    {lp_run_timeline, lp_run_timeline_free, REPORT}, /* timeline.c: busy, gaps, bins, memory */
+    {lp_run_kernel_places, NULL, PLACES},          /* kernels.c: each kernel's place in the
                                                       work (freed with the work) */
-    {lp_run_power, lp_run_power_free},             /* power.c */
-    {lp_run_comm, NULL},                           /* comm.c: communication, overlap */
-    {lp_run_overhead, lp_run_overhead_free},       /* overhead.c: CUPTI's overhead records */
-    {lp_run_tokens, NULL},                         /* utilisation.c: tokens per stage */
-    {lp_run_llm_metrics, lp_run_llm_free},        /* requests.c: TTFT, TPOT, ITL */
-    {lp_run_spread, lp_run_spread_free},           /* spread.c: in-process spread, +/-10 % */
-    {lp_run_utilisation, NULL},                    /* utilisation.c: MFU and MBU */
-    {lp_run_gemms, lp_run_gemms_free},             /* gemm.c: GEMM table, per-stage FLOPs */
-    {lp_run_graphs, lp_run_graphs_free},           /* graphs.c: replays per graph and stage */
-    {lp_run_counters, NULL},                       /* counters.c: hardware counters per stage */
-    {lp_run_pm, lp_run_pm_free},                   /* pm.c: PM samples per stage, timeline */
-    {lp_run_diagnose, lp_run_findings_free},       /* diagnosis.c: reads all of the above */
+    {lp_run_power, lp_run_power_free, REPORT},     /* power.c */
+    {lp_run_comm, NULL, REPORT},                   /* comm.c: communication, overlap */
+    {lp_run_overhead, lp_run_overhead_free, REPORT}, /* overhead.c: CUPTI's overhead records */
+    {lp_run_tokens, NULL, REPORT},                 /* utilisation.c: tokens per stage */
+    {lp_run_llm_metrics, lp_run_llm_free, REPORT}, /* requests.c: TTFT, TPOT, ITL */
+    {lp_run_spread, lp_run_spread_free, REPORT},   /* spread.c: in-process spread, +/-10 % */
+    {lp_run_utilisation, NULL, REPORT},            /* utilisation.c: MFU and MBU */
+    {lp_run_gemms, lp_run_gemms_free, REPORT},     /* gemm.c: GEMM table, per-stage FLOPs */
+    {lp_run_graphs, lp_run_graphs_free, PLACES},   /* graphs.c: replays per graph and stage,
+                                                      each replayed kernel's capture range */
+    {lp_run_counters, NULL, REPORT},               /* counters.c: hardware counters per stage */
+    {lp_run_pm, lp_run_pm_free, REPORT},           /* pm.c: PM samples per stage, timeline */
+    {lp_run_diagnose, lp_run_findings_free, REPORT}, /* diagnosis.c: reads all of the above */
 };
 
 void lp_run_free(struct lp_run *r)
@@ -114,7 +120,8 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt, s
         err[0] = 0;
     int rc = LP_OK;
     for (size_t i = 0; i < sizeof passes / sizeof *passes && rc == LP_OK; i++)
-        rc = passes[i].run(&c);
+        if (passes[i].scope >= r->opt.scope)
+            rc = passes[i].run(&c);
     if (rc == LP_ERR_NOMEM && errlen && !err[0])
         snprintf(err, errlen, "out of memory");
     ctx_free(&c);

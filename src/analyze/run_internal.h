@@ -23,17 +23,19 @@ enum { LP_GROUP_REPLAY = 5 };
 
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {
-    uint64_t start, end;
+    uint64_t start;
+    uint32_t dur;                 /* ns; LP_WORK_LONG: 2^32 - 1 ns or more, read from the
+                                     trace's record (lp_work_end) */
     uint32_t group;               /* index into lp_run.names */
     uint32_t call;                /* the launching call (index into the trace's API calls),
-                                     LP_NO_CALL: lp_work_launch and lp_work_thread */
-    int32_t range;                /* innermost range open at launch on that thread, -1 none */
+                                     LP_NO_CALL: lp_work_launch, lp_work_thread and
+                                     lp_work_range */
     int32_t occ;                  /* stage occurrence, -1 none */
     uint32_t index;               /* into the trace's array of its kind */
     int16_t stage;                /* index into lp_run.stages (at most LP_MAX_STAGES), -1 none */
     uint8_t kind;                 /* LP_OP_* */
     uint8_t by_time;              /* attributed by time: no launch call recorded */
-};                                /* 40 bytes: one per kernel at the analysis' peak */
+};                                /* 32 bytes: one per kernel at the analysis' peak */
 
 /* lp_gemm_flops and lp_gemm_min_bytes as exact integers (bytes in quarters: 4-bit and 6-bit
  * types), at most LP_U128_MAX: summed in any order to the same total (gemm_types.c) */
@@ -42,6 +44,21 @@ lp_u128 lp_gemm_min_quarter_bytes(const struct lp_gemm *g);
 /* Two calls' weights m x k, exactly, then m, then k: <0, 0, >0. The largest of a set is the
  * same whatever order the calls come in. */
 int lp_gemm_weight_cmp(const struct lp_gemm *a, const struct lp_gemm *b);
+
+#define LP_WORK_LONG UINT32_MAX
+/* The end of W, whose duration did not fit its 32 bits, from T's record (kernels.c) */
+uint64_t lp_work_end_long(const struct lp_trace *t, const struct lp_work *w);
+
+/* W's duration and end (ns); T: the trace it came from */
+static inline uint64_t lp_work_dur(const struct lp_trace *t, const struct lp_work *w)
+{
+    return w->dur != LP_WORK_LONG ? w->dur : lp_work_end_long(t, w) - w->start;
+}
+
+static inline uint64_t lp_work_end(const struct lp_trace *t, const struct lp_work *w)
+{
+    return w->dur != LP_WORK_LONG ? w->start + w->dur : lp_work_end_long(t, w);
+}
 
 /* The start of W's launching call in T, 0 when not recorded */
 static inline uint64_t lp_work_launch(const struct lp_trace *t, const struct lp_work *w)
@@ -132,6 +149,18 @@ struct lp_run_ctx {
     size_t errlen;
 };
 
+/* The innermost range open on W's launching thread when it was launched, -1 none or not
+ * recorded: looked up rather than kept (4 bytes per kernel), by the few passes that read it.
+ * HINT: as lp_ranges_at_hint, 0 before a walk's first call. */
+static inline int32_t lp_work_range(const struct lp_run_ctx *c, const struct lp_work *w,
+                                    size_t *hint)
+{
+    if (w->call == LP_NO_CALL)
+        return -1;
+    const struct lp_api_rec *a = &c->t->apis[w->call];
+    return lp_ranges_at_hint(&c->r->ranges, lp_trace_api_kind(c->t, a)->thread, a->start, hint);
+}
+
 /* correlation.c: correlation id -> API record (the launching call) */
 struct lp_corr_map {
     uint32_t *key;
@@ -190,6 +219,7 @@ int lp_run_kernels(struct lp_run_ctx *c);      /* kernels.c: kernel tables, cost
 void lp_run_kernels_free(struct lp_run *r);
 int lp_run_operators(struct lp_run_ctx *c);    /* operators.c */
 void lp_run_operators_free(struct lp_run *r);
+int lp_run_bounds(struct lp_run_ctx *c);       /* timeline.c: t0, first and last work */
 int lp_run_timeline(struct lp_run_ctx *c);     /* timeline.c: busy, gaps, bins, memory */
 void lp_run_timeline_free(struct lp_run *r);
 int lp_run_power(struct lp_run_ctx *c);        /* power.c */

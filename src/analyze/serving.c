@@ -279,11 +279,12 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
             w++;
         for (size_t j = w; j < c->n_work && c->work[j].start < b; j++) {
             const struct lp_work *x = &c->work[j];
-            uint64_t s = x->start > reach ? x->start : reach, e = x->end < b ? x->end : b;
+            uint64_t end = lp_work_end(c->t, x);
+            uint64_t s = x->start > reach ? x->start : reach, e = end < b ? end : b;
             if (e > s && it[i].period_ns)
                 it[i].busy_ns += e - s;
-            if (x->end > reach)
-                reach = x->end;
+            if (end > reach)
+                reach = end;
             const struct lp_kernel_config *kc =
                 x->kind == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index]) : NULL;
             if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {

@@ -362,9 +362,10 @@ static int make_stages(struct lp_run_ctx *c)
         if (add_stage(r, "run", LP_STAGE_KIND_RUN) < 0)
             return LP_ERR_NOMEM;
         uint64_t a = c->n_work ? c->work[0].start : 0, b = 0;
-        for (size_t i = 0; i < c->n_work; i++)
-            if (c->work[i].end > b)
-                b = c->work[i].end;
+        for (size_t i = 0; i < c->n_work; i++) {
+            uint64_t end = lp_work_end(c->t, &c->work[i]);
+            b = end > b ? end : b;
+        }
         c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0, .carved_from = -1,
                                     .range = -1, .request = -1};
         c->n_occ = 1;
@@ -382,8 +383,8 @@ static int make_stages(struct lp_run_ctx *c)
                                             .carved_from = -1, .range = -1, .request = -1};
             for (size_t i = 0; i < c->n_work; i++) {
                 struct lp_occ *o = &c->occ[run_window(c, c->work[i].start)];
-                if (c->work[i].end > o->end)
-                    o->end = c->work[i].end;
+                uint64_t end = lp_work_end(c->t, &c->work[i]);
+                o->end = end > o->end ? end : o->end;
             }
             for (size_t k = 0; k < c->n_windows; k++)
                 c->occ[k].range_end = c->occ[k].end;
@@ -485,9 +486,7 @@ static int attribute_work(struct lp_run_ctx *c)
         const struct lp_api_rec *a = lp_corr_find(t, &m, work_correlation(t, w));
         if (a) {
             w->call = (uint32_t)(a - t->apis);
-            w->range = lp_ranges_at_hint(&r->ranges, lp_trace_api_kind(t, a)->thread, a->start,
-                                         &hint);
-            w->occ = occ_at(c, w->range, a->start);
+            w->occ = occ_at(c, lp_work_range(c, w, &hint), a->start);
             r->attribution.by_launch++;
         } else {
             w->by_time = 1;
@@ -530,30 +529,32 @@ static int stage_stats(struct lp_run_ctx *c)
         free(v);
         return LP_ERR_NOMEM;
     }
+    size_t hint = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
         struct lp_stage_report *s = &r->stages[w->stage];
-        uint64_t *e = &stage_end[w->stage];
+        uint64_t *e = &stage_end[w->stage], end = lp_work_end(c->t, w);
         if (w->start >= *e)
-            s->busy_ns = lp_sat_add(s->busy_ns, w->end - w->start);
-        else if (w->end > *e)
-            s->busy_ns = lp_sat_add(s->busy_ns, w->end - *e);
-        if (w->end > *e)
-            *e = w->end;
+            s->busy_ns = lp_sat_add(s->busy_ns, end - w->start);
+        else if (end > *e)
+            s->busy_ns = lp_sat_add(s->busy_ns, end - *e);
+        if (end > *e)
+            *e = end;
         if (w->occ >= 0) {
             struct lp_occ *o = &c->occ[w->occ];
             if (w->start >= o->cur_end)
-                o->busy = lp_sat_add(o->busy, w->end - w->start);
-            else if (w->end > o->cur_end)
-                o->busy = lp_sat_add(o->busy, w->end - o->cur_end);
-            if (w->end > o->cur_end)
-                o->cur_end = w->end;
+                o->busy = lp_sat_add(o->busy, end - w->start);
+            else if (end > o->cur_end)
+                o->busy = lp_sat_add(o->busy, end - o->cur_end);
+            if (end > o->cur_end)
+                o->cur_end = end;
         }
-        if (w->range >= 0 && c->ri[w->range].sub >= 0 && w->occ >= 0 &&
-            c->subs[c->ri[w->range].sub].stage == c->occ[w->occ].stage) {
-            int sub = c->ri[w->range].sub;
+        int32_t rg = c->n_subs && w->occ >= 0 ? lp_work_range(c, w, &hint) : -1;
+        if (rg >= 0 && c->ri[rg].sub >= 0 &&
+            c->subs[c->ri[rg].sub].stage == c->occ[w->occ].stage) {
+            int sub = c->ri[rg].sub;
             struct lp_substage *ss = &r->stages[c->subs[sub].stage].sub[c->subs[sub].rule];
-            ss->gpu_ns = lp_sat_add(ss->gpu_ns, w->end - w->start);
+            ss->gpu_ns = lp_sat_add(ss->gpu_ns, end - w->start);
         }
     }
     for (size_t i = 0; i < r->ranges.n; i++) {

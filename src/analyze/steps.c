@@ -44,8 +44,8 @@ static int link_gemms(struct lp_run_ctx *c)
             first[g] = x->start;
             c->gemm_occ[g] = x->occ;
         }
-        if (x->end > c->gemm_end[g])
-            c->gemm_end[g] = x->end;
+        uint64_t end = lp_work_end(c->t, x);
+        c->gemm_end[g] = end > c->gemm_end[g] ? end : c->gemm_end[g];
     }
     free(first);
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
@@ -62,8 +62,9 @@ static void effective_spans(struct lp_run_ctx *c)
     /* work given to an occurrence by time (no launch recorded) may not be its own */
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        if (w->occ >= 0 && !w->by_time && w->end > c->occ[w->occ].gpu_end)
-            c->occ[w->occ].gpu_end = w->end;
+        uint64_t end = lp_work_end(c->t, w);
+        if (w->occ >= 0 && !w->by_time && end > c->occ[w->occ].gpu_end)
+            c->occ[w->occ].gpu_end = end;
     }
     /* occurrences are sorted by start; one that opens after every earlier range closed
      * starts when the earlier ones' GPU work is done (the host ran ahead) */
@@ -119,8 +120,8 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
             /* the kernels of one launch share its correlation id (0: unknown, then one
              * launch is what runs back to back) */
             if (it->n && it->label[it->n - 1] == label && k->correlation == graph_corr) {
-                if (w->end > it->end[it->n - 1])
-                    it->end[it->n - 1] = w->end;
+                uint64_t end = lp_work_end(c->t, w);
+                it->end[it->n - 1] = end > it->end[it->n - 1] ? end : it->end[it->n - 1];
                 continue;
             }
             graph_corr = k->correlation;
@@ -128,7 +129,7 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
         } else {
             it->label[it->n] = w->group;
         }
-        it->end[it->n++] = w->end;
+        it->end[it->n++] = lp_work_end(c->t, w);
     }
     return LP_OK;
 }
@@ -364,8 +365,8 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
             kernels++;
             graph += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
             whole += (flags & LP_KERNEL_FLAG_REPLAY) != 0;
-            kernel_ns += w->end - w->start;
-            graph_ns += flags & LP_KERNEL_FLAG_GRAPH ? w->end - w->start : 0;
+            kernel_ns += lp_work_dur(c->t, w);
+            graph_ns += flags & LP_KERNEL_FLAG_GRAPH ? lp_work_dur(c->t, w) : 0;
         }
     }
     int rc = items_of(c, work, n_work, it);

@@ -99,10 +99,6 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         return LP_ERR_NOMEM;
     if (c->n_work == 0)
         return LP_OK;
-    r->timeline.first_ns = c->work[0].start;
-    for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].end > r->timeline.last_ns)
-            r->timeline.last_ns = c->work[i].end;
     /* the bins (the charts over time) start after a leading warm-up */
     r->timeline.bins_from_ns = r->timeline.first_ns;
     for (size_t i = 0; i < c->n_occ; i++) {
@@ -165,17 +161,17 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
                     insert_gap(r, &g);
             }
         }
-        uint64_t a = w->start > end ? w->start : end;
-        if (w->end > a) {
-            r->timeline.busy_ns = lp_sat_add(r->timeline.busy_ns, w->end - a);
+        uint64_t a = w->start > end ? w->start : end, w_end = lp_work_end(c->t, w);
+        if (w_end > a) {
+            r->timeline.busy_ns = lp_sat_add(r->timeline.busy_ns, w_end - a);
             /* the share is over the span from bins_from_ns: a leading warm-up's work is not
              * in it (it was, and shares passed 100 % on a graph decode) */
             uint64_t from = a > r->timeline.bins_from_ns ? a : r->timeline.bins_from_ns;
-            busy_in_span += w->end > from ? w->end - from : 0;
-            add_to_bins(r, bin_ns, bins, a, w->end, NULL);
+            busy_in_span += w_end > from ? w_end - from : 0;
+            add_to_bins(r, bin_ns, bins, a, w_end, NULL);
         }
-        if (w->end > end)
-            end = w->end;
+        if (w_end > end)
+            end = w_end;
     }
     r->timeline.unrecorded_ns = lp_sat_clamp(unrecorded);
     span -= unrecorded < span ? unrecorded : span;
@@ -330,11 +326,24 @@ static uint64_t earliest(const struct lp_run_ctx *c)
     return m == UINT64_MAX ? 0 : m;
 }
 
+int lp_run_bounds(struct lp_run_ctx *c)
+{
+    struct lp_run *r = c->r;
+    r->t0_ns = earliest(c);
+    r->kernels_recorded = lp_trace_kernels_recorded(c->t);
+    if (c->n_work) {
+        r->timeline.first_ns = c->work[0].start;
+        for (size_t i = 0; i < c->n_work; i++) {
+            uint64_t end = lp_work_end(c->t, &c->work[i]);
+            r->timeline.last_ns = end > r->timeline.last_ns ? end : r->timeline.last_ns;
+        }
+    }
+    return LP_OK;
+}
+
 int lp_run_timeline(struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
-    c->r->t0_ns = earliest(c);
-    c->r->kernels_recorded = lp_trace_kernels_recorded(t);
     size_t ordered = 1;
     while (ordered < t->n_apis && t->apis[ordered].start >= t->apis[ordered - 1].start)
         ordered++;

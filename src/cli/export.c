@@ -317,7 +317,9 @@ static int export_sqlite(const char *run, const char *out, int force)
         }
         lp_cli_trace_warnings("export", traces[i], t, "export");
         lp_cli_progress("export", "analysing %zu kernels of %s", t->n_kernels, traces[i]);
-        if (lp_run_analyze(t, NULL, &r, err, sizeof err) != LP_OK) {
+        /* the rows need each kernel's place; several traces' clocks need a rank's figures */
+        struct lp_run_options ro = {.scope = n > 1 ? LP_RUN_SCOPE_REPORT : LP_RUN_SCOPE_PLACES};
+        if (lp_run_analyze(t, &ro, &r, err, sizeof err) != LP_OK) {
             lp_cli_error("export", "%s: %s", traces[i], err);
             lp_trace_free(t);
             goto out;
@@ -433,7 +435,8 @@ int lp_cmd_export(int argc, char **argv)
     }
     lp_cli_trace_warnings("export", traces[0], t, "export");
     lp_cli_progress("export", "analysing %zu kernels of %s", t->n_kernels, traces[0]);
-    if (lp_run_analyze(t, NULL, &r, err, sizeof err) != LP_OK) {
+    struct lp_run_options ro = {.scope = LP_RUN_SCOPE_PLACES};
+    if (lp_run_analyze(t, &ro, &r, err, sizeof err) != LP_OK) {
         lp_cli_error("export", "%s: %s", traces[0], err);
         goto out;
     }
