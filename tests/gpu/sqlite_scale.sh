@@ -36,18 +36,26 @@ def same(a, b):
             return f"row {n} differs: {x} / {y}"
         n += 1
     return n
+def order(db, t):
+    """rows in the order written: kernels by kernel_id (a view, this schema) else by rowid;
+    a table WITHOUT ROWID by its primary key"""
+    info = db.execute(f"PRAGMA table_info({t})").fetchall()
+    if t == "kernels":
+        return "trace_id, kernel_id" if any(r[1] == "kernel_id" for r in info) else \
+            "trace_id, rowid"
+    if t == "api_calls":
+        return "api_id"
+    if db.execute(f"SELECT 1 FROM sqlite_master WHERE name = ? AND sql LIKE '%WITHOUT ROWID%'",
+                  (t,)).fetchone():
+        return ", ".join(r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5]))
+    return "rowid"
 bad = 0
-for view, order_old, order_new in (("kernels", "trace_id, rowid", "trace_id, kernel_id"),
-                                   ("api_calls", "api_id", "api_id")):
-    cols = ", ".join(r[1] for r in old.execute(f"PRAGMA table_info({view})"))
-    got = same(old.execute(f"SELECT {cols} FROM {view} ORDER BY {order_old}"),
-               new.execute(f"SELECT {cols} FROM {view} ORDER BY {order_new}"))
-    print(f"{view}: {got if isinstance(got, str) else f'{got} rows, the same'}")
-    bad += isinstance(got, str)
-for (t,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-                        "('kernels', 'api_calls')").fetchall():
-    got = same(old.execute(f"SELECT * FROM {t} ORDER BY rowid"),
-               new.execute(f"SELECT * FROM {t} ORDER BY rowid"))
+tables = [n for (n,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                     "name NOT IN ('kernels', 'api_calls')")]
+for t in ["kernels", "api_calls"] + tables:
+    cols = ", ".join(r[1] for r in old.execute(f"PRAGMA table_info({t})"))
+    got = same(old.execute(f"SELECT {cols} FROM {t} ORDER BY {order(old, t)}"),
+               new.execute(f"SELECT {cols} FROM {t} ORDER BY {order(new, t)}"))
     print(f"{t}: {got if isinstance(got, str) else f'{got} rows, the same'}")
     bad += isinstance(got, str)
 print("every row the same" if not bad else f"{bad} tables differ")
