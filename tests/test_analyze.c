@@ -555,9 +555,9 @@ static void test_kernel_rows_exact(void **state)
     }
 }
 
-/* A piece of work keeps its duration in 32 bits and reads one of 2^32 - 1 ns or more from
- * its record: kernels, a copy and a set on both sides of that bound, and one running 10 s
- * within a prefill range. Their rows, the busy time and the span are the exact sums. */
+/* A piece of work reads its end from its record (it kept a duration of 32 bits once, with
+ * longer ones read there): kernels, a copy and a set on both sides of 2^32 ns, one running
+ * 10 s. Their rows, the busy time and the span are the exact sums. */
 static void test_work_long_durations(void **state)
 {
     (void)state;
@@ -617,6 +617,42 @@ static void test_work_long_durations(void **state)
         assert_int_equal(row->max_ns, max);
     }
     assert_int_equal(seen, 3);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* Kernels named like the fixed groups of copies, sets and graph replays stay kernels: each
+ * name its own group, read from the kernels' records (a trace without copies or sets; under
+ * ASan a kernel taken for a copy would read past the copies) */
+static void test_work_fixed_names(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"[CUDA memcpy HtoD]", "[CUDA memset]",
+                                        "[CUDA graph replay]", "k"};
+    struct tb b;
+    tb_open(&b);
+    uint64_t busy = 0;
+    for (size_t i = 0; i < 4; i++) {
+        uint64_t s = 1000000 + 100000 * i;
+        kernel(&b, names[i], 1, s - 500, s, s + 1000 + i);
+        busy += 1000 + i;
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.timeline.busy_ns, busy);
+    assert_int_equal(r.all_kernels.n, 4);
+    for (size_t i = 0; i < r.all_kernels.n; i++) {
+        const struct lp_kernel_row *row = &r.all_kernels.v[i];
+        assert_true(row->group >= 6); /* none of the fixed groups 0..5 */
+        assert_int_equal(row->calls, 1);
+        size_t q = 0;
+        while (q < 4 && strcmp(r.names[row->group], names[q]))
+            q++;
+        assert_true(q < 4);
+        assert_int_equal(row->total_ns, 1000 + q);
+        assert_int_equal(lp_run_kernel_group(&r, q), row->group);
+    }
     lp_run_free(&r);
     lp_trace_free(t);
 }
@@ -845,6 +881,7 @@ int main(void)
         cmocka_unit_test(test_kernel_rows),
         cmocka_unit_test(test_kernel_rows_exact),
         cmocka_unit_test(test_work_long_durations),
+        cmocka_unit_test(test_work_fixed_names),
         cmocka_unit_test(test_kernel_rows_days),
         cmocka_unit_test(test_gap_calls_any_order),
         cmocka_unit_test(test_work_at_clock_end),

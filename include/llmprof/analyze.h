@@ -1125,10 +1125,13 @@ struct lp_run {
     char **names, **short_names;
     enum lp_kcat *cats;
     size_t n_names;
-    /* the analysis' GPU work by start, and each of the trace's kernels' place in it: read
-     * through lp_run_kernel_group and lp_run_kernel_stage */
+    /* the analysis' GPU work by start, each of the trace's kernels' place in it, the stage of
+     * each stage occurrence and of work outside them: read through lp_run_kernel_group and
+     * lp_run_kernel_stage */
     struct lp_work *work;
     int32_t *kernel_work;
+    int32_t *occ_stage;
+    int32_t outside_stage;
     uint64_t t0_ns;                     /* earliest timestamp of any record */
     struct lp_stage_report *stages;
     size_t n_stages;

@@ -450,9 +450,9 @@ static int unshaped(struct lp_run_ctx *c)
     int rc = LP_OK;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        if (w->kind != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM)
+        if (lp_work_kind(w) != LP_OP_KERNEL || r->cats[w->group] != LP_KCAT_GEMM)
             continue;
-        struct lp_stage_report *st = &r->stages[w->stage];
+        struct lp_stage_report *st = &r->stages[lp_work_stage(c, w)];
         if (grouped[w->group] < 0)
             grouped[w->group] = (signed char)lp_kernel_grouped_gemm(r->names[w->group]);
         if (grouped[w->group]) {
@@ -465,7 +465,7 @@ static int unshaped(struct lp_run_ctx *c)
         if (st->kind == LP_STAGE_KIND_WARMUP)
             continue;
         r->gemm.unshaped_ns = lp_sat_add(r->gemm.unshaped_ns, lp_work_dur(c->t, w));
-        uint64_t *row = lp_u64map_at(&rows, (uint64_t)w->stage << 32 | w->group, NULL);
+        uint64_t *row = lp_u64map_at(&rows, (uint64_t)lp_work_stage(c, w) << 32 | w->group, NULL);
         if (row && !*row && n == cap) {
             cap = cap ? 2 * cap : 16;
             struct lp_unshaped_gemm *p = realloc(v, cap * sizeof *v);
@@ -477,7 +477,7 @@ static int unshaped(struct lp_run_ctx *c)
             break;
         }
         if (!*row) {
-            v[n] = (struct lp_unshaped_gemm){.stage = w->stage, .group = w->group};
+            v[n] = (struct lp_unshaped_gemm){.stage = lp_work_stage(c, w), .group = w->group};
             *row = ++n;
         }
         v[*row - 1].calls++;
@@ -542,7 +542,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
         uint64_t ns = k->end - k->start;
         if (!x->kernels || k->start < x->first_start) { /* the stage of its first kernel */
             x->first_start = k->start;
-            x->stage = c->kernel_work[i] >= 0 ? c->work[c->kernel_work[i]].stage : -1;
+            x->stage = c->kernel_work[i] >= 0 ? lp_work_stage(c, &c->work[c->kernel_work[i]]) : -1;
         }
         x->kernels++;
         x->ns = lp_sat_add(x->ns, ns);

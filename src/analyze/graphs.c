@@ -145,9 +145,9 @@ int lp_run_graphs(struct lp_run_ctx *c)
         const struct lp_kernel_rec *kr = &t->kernels[i];
         const struct lp_kernel_config *kc = lp_trace_kernel_config(t, kr);
         int32_t w = c->kernel_work[i];
-        if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || c->work[w].stage < 0)
+        if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || lp_work_stage(c, &c->work[w]) < 0)
             continue;
-        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, c->work[w].stage, kc->graph_id);
+        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, lp_work_stage(c, &c->work[w]), kc->graph_id);
         size_t row = g ? (size_t)(g - r->graphs) : 0;
         int fresh = 0;
         if (!g || !lp_u64map_at(&replays, (uint64_t)row << 32 | kr->correlation, &fresh)) {

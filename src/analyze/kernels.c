@@ -182,14 +182,11 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         uint64_t val = kv ? kv[i].val : merge_next(t, next);
         uint32_t kind = (uint32_t)(val >> 32), idx = (uint32_t)val;
         struct lp_work *w = &c->work[i];
-        *w = (struct lp_work){.kind = (uint8_t)kind, .index = idx, .call = LP_NO_CALL,
-                              .occ = -1, .stage = -1};
-        uint64_t end;
+        *w = (struct lp_work){.index = idx, .call = LP_NO_CALL, .occ = -1};
         if (kind == LP_OP_KERNEL) {
             const struct lp_kernel_rec *x = &t->kernels[idx];
             const struct lp_kernel_config *kc = lp_trace_kernel_config(t, x);
             w->start = x->start;
-            end = x->end;
             if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
                 w->group = LP_GROUP_REPLAY;
                 r->replays_whole++;
@@ -199,16 +196,11 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         } else if (kind == LP_OP_MEMCPY) {
             const struct lp_memcpy *x = &t->memcpys[idx];
             w->start = x->start;
-            end = x->end;
             w->group = (uint32_t)lp_copy_direction(x->copy_kind);
         } else {
             w->start = t->memsets[idx].start;
-            end = t->memsets[idx].end;
             w->group = 4;
         }
-        /* a torn record: zero length rather than negative */
-        w->dur = end <= w->start ? 0 : end - w->start < LP_WORK_LONG ? (uint32_t)(end - w->start)
-                                                                  : LP_WORK_LONG;
     }
     c->n_work = n;
     rc = LP_OK;
@@ -286,7 +278,7 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
     size_t n = c->n_work, names = c->r->n_names;
     uint64_t keys = by_stage ? (uint64_t)c->r->n_stages * names : names;
     int kb = bit_width(keys > 1 ? keys - 1 : 0), db = 64 - kb, key_bytes = (kb + 7) / 8;
-#define KEY_OF_WORK(w) (by_stage ? (uint64_t)(w)->stage * names + (w)->group : (w)->group)
+#define KEY_OF_WORK(w) (by_stage ? (uint64_t)lp_work_stage(c, (w)) * names + (w)->group : (w)->group)
     if (kb == 0 || longest < (1ull << db)) {
         if (!(g->v = malloc((n ? n : 1) * sizeof *g->v)))
             return LP_ERR_NOMEM;
@@ -455,14 +447,16 @@ int lp_run_kernels(struct lp_run_ctx *c)
         uint64_t d = lp_work_dur(c->t, w);
         total = lp_sat_add(total, d);
         longest = d > longest ? d : longest;
-        struct lp_stage_report *s = &r->stages[w->stage];
-        stage_ns[w->stage] = lp_sat_add(stage_ns[w->stage], d);
+        int stage = lp_work_stage(c, w);
+        struct lp_stage_report *s = &r->stages[stage];
+        stage_ns[stage] = lp_sat_add(stage_ns[stage], d);
         double *cat_ns = &s->cat_ns[r->cats[w->group]];
         *cat_ns = lp_sat_add_double(*cat_ns, (double)d);
         /* a whole graph replay is GPU time, not a kernel: graphs.c counts replays */
-        const struct lp_kernel_rec *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        const struct lp_kernel_rec *k =
+            lp_work_kind(w) == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
         uint32_t flags = k ? lp_trace_kernel_config(c->t, k)->flags : 0;
-        if (w->kind == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {
+        if (lp_work_kind(w) == LP_OP_KERNEL && !(flags & LP_KERNEL_FLAG_REPLAY)) {
             s->kernels++;
             s->graph_kernels += (flags & LP_KERNEL_FLAG_GRAPH) != 0;
         }
@@ -503,21 +497,18 @@ out:
     return rc;
 }
 
-uint64_t lp_work_end_long(const struct lp_trace *t, const struct lp_work *w)
-{
-    return w->kind == LP_OP_KERNEL   ? t->kernels[w->index].end
-           : w->kind == LP_OP_MEMCPY ? t->memcpys[w->index].end
-                                     : t->memsets[w->index].end;
-}
-
 int lp_run_kernel_places(struct lp_run_ctx *c)
 {
     size_t n = c->t->n_kernels;
     c->kernel_work = c->r->kernel_work = malloc((n ? n : 1) * sizeof *c->kernel_work);
-    if (!c->kernel_work)
+    int32_t *os = c->r->occ_stage = malloc((c->n_occ ? c->n_occ : 1) * sizeof *os);
+    if (!c->kernel_work || !os)
         return LP_ERR_NOMEM;
+    for (size_t i = 0; i < c->n_occ; i++) /* the occurrences' stages are final here */
+        os[i] = c->occ[i].stage;
+    c->r->outside_stage = c->outside_stage;
     for (size_t i = 0; i < c->n_work; i++)
-        if (c->work[i].kind == LP_OP_KERNEL)
+        if (lp_work_kind(&c->work[i]) == LP_OP_KERNEL)
             c->kernel_work[c->work[i].index] = (int32_t)i;
     return LP_OK;
 }
@@ -533,6 +524,7 @@ void lp_run_names_free(struct lp_run *r)
     free(r->cats);
     free(r->work);
     free(r->kernel_work);
+    free(r->occ_stage);
 }
 
 uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i)
@@ -542,7 +534,10 @@ uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i)
 
 int32_t lp_run_kernel_stage(const struct lp_run *r, size_t i)
 {
-    return r->kernel_work ? r->work[r->kernel_work[i]].stage : -1;
+    if (!r->kernel_work)
+        return -1;
+    int32_t o = r->work[r->kernel_work[i]].occ;
+    return o >= 0 ? r->occ_stage[o] : r->outside_stage;
 }
 
 void lp_run_kernels_free(struct lp_run *r)

@@ -159,12 +159,7 @@ static int move_to_warmup(struct lp_run_ctx *c, int32_t request, int32_t occ)
         o->warmup = 2;
         c->r->warmup.occurrences++;
     }
-    for (size_t i = 0; i < c->n_work; i++) {
-        struct lp_work *w = &c->work[i];
-        if (w->occ >= 0 && c->occ[w->occ].warmup == 2)
-            w->stage = ws;
-    }
-    return LP_OK;
+    return LP_OK; /* their work's stage is theirs (lp_work_stage) */
 }
 
 /* No prefill: each stage's first occurrence (time per step for decode) against the rest. */

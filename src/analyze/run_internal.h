@@ -14,8 +14,8 @@ enum { LP_OP_KERNEL, LP_OP_MEMCPY, LP_OP_MEMSET };
 /* the fixed group of whole CUDA graph replays (kernels.c): after the 4 copy groups and sets */
 enum { LP_GROUP_REPLAY = 5 };
 
-/* the most stages a run may have (lp_work.stage is 16 bits): the stage rules' and the fixed
- * ones (run, warmup, prefill, decode, outside) */
+/* the most stages a run may have: the stage rules' and the fixed ones (run, warmup, prefill,
+ * decode, outside) */
 #define LP_MAX_STAGES INT16_MAX
 
 /* lp_work.call of work whose launching call was not recorded */
@@ -24,18 +24,14 @@ enum { LP_GROUP_REPLAY = 5 };
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {
     uint64_t start;
-    uint32_t dur;                 /* ns; LP_WORK_LONG: 2^32 - 1 ns or more, read from the
-                                     trace's record (lp_work_end) */
-    uint32_t group;               /* index into lp_run.names */
+    uint32_t group;               /* index into lp_run.names: its kind too (lp_work_kind) */
     uint32_t call;                /* the launching call (index into the trace's API calls),
                                      LP_NO_CALL: lp_work_launch, lp_work_thread and
-                                     lp_work_range */
-    int32_t occ;                  /* stage occurrence, -1 none */
-    uint32_t index;               /* into the trace's array of its kind */
-    int16_t stage;                /* index into lp_run.stages (at most LP_MAX_STAGES), -1 none */
-    uint8_t kind;                 /* LP_OP_* */
-    uint8_t by_time;              /* attributed by time: no launch call recorded */
-};                                /* 32 bytes: one per kernel at the analysis' peak */
+                                     lp_work_range; after the stages, attributed by time */
+    int32_t occ;                  /* stage occurrence, -1 none: its stage (lp_work_stage) */
+    uint32_t index;               /* into the trace's array of its kind: its end is read there
+                                     (lp_work_end) */
+};                                /* 24 bytes: one per kernel at the analysis' peak */
 
 /* lp_gemm_flops and lp_gemm_min_bytes as exact integers (bytes in quarters: 4-bit and 6-bit
  * types), at most LP_U128_MAX: summed in any order to the same total (gemm_types.c) */
@@ -45,19 +41,28 @@ lp_u128 lp_gemm_min_quarter_bytes(const struct lp_gemm *g);
  * same whatever order the calls come in. */
 int lp_gemm_weight_cmp(const struct lp_gemm *a, const struct lp_gemm *b);
 
-#define LP_WORK_LONG UINT32_MAX
-/* The end of W, whose duration did not fit its 32 bits, from T's record (kernels.c) */
-uint64_t lp_work_end_long(const struct lp_trace *t, const struct lp_work *w);
-
-/* W's duration and end (ns); T: the trace it came from */
-static inline uint64_t lp_work_dur(const struct lp_trace *t, const struct lp_work *w)
+/* W's kind (LP_OP_*), from its group: the four copy groups, sets, then kernels' (a kernel
+ * named like a fixed group has a group of its own: those are not in the names' map) */
+static inline int lp_work_kind(const struct lp_work *w)
 {
-    return w->dur != LP_WORK_LONG ? w->dur : lp_work_end_long(t, w) - w->start;
+    return w->group < 4 ? LP_OP_MEMCPY : w->group == 4 ? LP_OP_MEMSET : LP_OP_KERNEL;
 }
 
+/* W's end in T, the trace it came from: its record's, or its start for a torn record that
+ * ends before it starts (then of zero length) */
 static inline uint64_t lp_work_end(const struct lp_trace *t, const struct lp_work *w)
 {
-    return w->dur != LP_WORK_LONG ? w->start + w->dur : lp_work_end_long(t, w);
+    int kind = lp_work_kind(w);
+    uint64_t end = kind == LP_OP_KERNEL   ? t->kernels[w->index].end
+                   : kind == LP_OP_MEMCPY ? t->memcpys[w->index].end
+                                          : t->memsets[w->index].end;
+    return end > w->start ? end : w->start;
+}
+
+/* W's duration in T, ns */
+static inline uint64_t lp_work_dur(const struct lp_trace *t, const struct lp_work *w)
+{
+    return lp_work_end(t, w) - w->start;
 }
 
 /* The start of W's launching call in T, 0 when not recorded */
@@ -148,6 +153,13 @@ struct lp_run_ctx {
     char *err;
     size_t errlen;
 };
+
+/* W's stage (index into lp_run.stages), -1 before the stages pass attributed it: its
+ * occurrence's, else the stage of work outside every stage */
+static inline int lp_work_stage(const struct lp_run_ctx *c, const struct lp_work *w)
+{
+    return w->occ >= 0 ? c->occ[w->occ].stage : c->outside_stage;
+}
 
 /* The innermost range open on W's launching thread when it was launched, -1 none or not
  * recorded: looked up rather than kept (4 bytes per kernel), by the few passes that read it.

@@ -286,7 +286,7 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
             if (end > reach)
                 reach = end;
             const struct lp_kernel_config *kc =
-                x->kind == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index]) : NULL;
+                lp_work_kind(x) == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index]) : NULL;
             if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
                 if (!graph)
                     graph_start = x->start;

@@ -416,7 +416,7 @@ static int make_stages(struct lp_run_ctx *c)
 
 static uint32_t work_correlation(const struct lp_trace *t, const struct lp_work *w)
 {
-    switch (w->kind) {
+    switch (lp_work_kind(w)) {
     case LP_OP_KERNEL: return t->kernels[w->index].correlation;
     case LP_OP_MEMCPY: return t->memcpys[w->index].correlation;
     default: return t->memsets[w->index].correlation;
@@ -489,15 +489,12 @@ static int attribute_work(struct lp_run_ctx *c)
             w->occ = occ_at(c, lp_work_range(c, w, &hint), a->start);
             r->attribution.by_launch++;
         } else {
-            w->by_time = 1;
             w->occ = run_mode ? run_window(c, w->start) : occ_by_time(c, w->start);
             r->attribution.by_time++;
         }
         if (run_mode)
             w->occ = run_window(c, w->start);
-        if (w->occ >= 0) {
-            w->stage = c->occ[w->occ].stage;
-        } else {
+        if (w->occ < 0) { /* its stage: the outside stage (lp_work_stage), made once */
             if (c->outside_stage < 0) {
                 c->outside_stage = add_stage(r, "(outside stages)", LP_STAGE_KIND_OUTSIDE);
                 if (c->outside_stage < 0) {
@@ -505,7 +502,6 @@ static int attribute_work(struct lp_run_ctx *c)
                     goto out;
                 }
             }
-            w->stage = c->outside_stage;
             r->attribution.outside++;
         }
     }
@@ -532,8 +528,9 @@ static int stage_stats(struct lp_run_ctx *c)
     size_t hint = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        struct lp_stage_report *s = &r->stages[w->stage];
-        uint64_t *e = &stage_end[w->stage], end = lp_work_end(c->t, w);
+        int stage = lp_work_stage(c, w);
+        struct lp_stage_report *s = &r->stages[stage];
+        uint64_t *e = &stage_end[stage], end = lp_work_end(c->t, w);
         if (w->start >= *e)
             s->busy_ns = lp_sat_add(s->busy_ns, end - w->start);
         else if (end > *e)

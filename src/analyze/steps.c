@@ -37,7 +37,7 @@ static int link_gemms(struct lp_run_ctx *c)
     memset(first, 0xff, c->n_gemms * sizeof *first);
     for (size_t w = 0; c->kernel_gemm && w < c->n_work; w++) {
         const struct lp_work *x = &c->work[w];
-        int32_t g = x->kind == LP_OP_KERNEL ? c->kernel_gemm[x->index] : -1;
+        int32_t g = lp_work_kind(x) == LP_OP_KERNEL ? c->kernel_gemm[x->index] : -1;
         if (g < 0)
             continue;
         if (!c->gemm_end[g] || x->start < first[g]) {
@@ -63,7 +63,7 @@ static void effective_spans(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
         uint64_t end = lp_work_end(c->t, w);
-        if (w->occ >= 0 && !w->by_time && end > c->occ[w->occ].gpu_end)
+        if (w->occ >= 0 && w->call != LP_NO_CALL && end > c->occ[w->occ].gpu_end)
             c->occ[w->occ].gpu_end = end;
     }
     /* occurrences are sorted by start; one that opens after every earlier range closed
@@ -113,7 +113,7 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
     uint32_t graph_corr = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[work[i]];
-        const struct lp_kernel_rec *k = w->kind == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        const struct lp_kernel_rec *k = lp_work_kind(w) == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
         const struct lp_kernel_config *kc = k ? lp_trace_kernel_config(c->t, k) : NULL;
         if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
             uint64_t label = GRAPH_LABEL | kc->graph_id;
@@ -360,7 +360,7 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     uint64_t graph_ns = 0, kernel_ns = 0;
     for (size_t i = 0; i < n_work; i++) {
         const struct lp_work *w = &c->work[work[i]];
-        if (w->kind == LP_OP_KERNEL) {
+        if (lp_work_kind(w) == LP_OP_KERNEL) {
             uint32_t flags = lp_trace_kernel_config(t, &t->kernels[w->index])->flags;
             kernels++;
             graph += (flags & LP_KERNEL_FLAG_GRAPH) != 0;

@@ -136,7 +136,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
         }
         if (i > 0 && w->start > end + outside) {
             uint64_t idle = w->start - end - outside;
-            struct lp_stage_report *s = &r->stages[w->stage];
+            struct lp_stage_report *s = &r->stages[lp_work_stage(c, w)];
             uint64_t launch = lp_work_launch(t, w);
             enum lp_gap_cause cause = !launch           ? LP_GAP_UNKNOWN
                                       : launch >= end   ? LP_GAP_HOST
@@ -144,7 +144,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
             if (cause == LP_GAP_HOST)
                 s->host_wait_ns = lp_sat_add(s->host_wait_ns, idle);
             if (idle >= r->opt.gap_ns) {
-                struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = w->stage,
+                struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = lp_work_stage(c, w),
                                    .cause = cause};
                 if (cause == LP_GAP_HOST)
                     g.host_api_ns =
@@ -215,8 +215,8 @@ static int launch_delays(struct lp_run_ctx *c)
     if (!at)
         return LP_ERR_NOMEM;
     for (size_t i = 0; i < c->n_work; i++)
-        if (lp_work_launch(c->t, &c->work[i]) && c->work[i].kind == LP_OP_KERNEL)
-            at[c->work[i].stage + 1]++;
+        if (lp_work_launch(c->t, &c->work[i]) && lp_work_kind(&c->work[i]) == LP_OP_KERNEL)
+            at[lp_work_stage(c, &c->work[i]) + 1]++;
     for (size_t s = 0; s < r->n_stages; s++)
         at[s + 1] += at[s];
     uint64_t *d = malloc((at[r->n_stages] ? at[r->n_stages] : 1) * sizeof *d);
@@ -227,8 +227,8 @@ static int launch_delays(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++) { /* AT[s] moves from stage s's start to its end */
         const struct lp_work *w = &c->work[i];
         uint64_t launch = lp_work_launch(c->t, w);
-        if (launch && w->kind == LP_OP_KERNEL)
-            d[at[w->stage]++] = w->start > launch ? w->start - launch : 0;
+        if (launch && lp_work_kind(w) == LP_OP_KERNEL)
+            d[at[lp_work_stage(c, w)]++] = w->start > launch ? w->start - launch : 0;
     }
     for (size_t s = 0, from = 0; s < r->n_stages; from = at[s++])
         if (at[s] > from)
@@ -244,13 +244,13 @@ static void copies(struct lp_run_ctx *c)
     struct lp_run *r = c->r;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
-        struct lp_stage_report *s = &r->stages[w->stage];
-        if (w->kind == LP_OP_MEMCPY) {
+        struct lp_stage_report *s = &r->stages[lp_work_stage(c, w)];
+        if (lp_work_kind(w) == LP_OP_MEMCPY) {
             const struct lp_memcpy *m = &c->t->memcpys[w->index];
             int d = lp_copy_direction(m->copy_kind);
             s->memcpy_bytes[d] = lp_sat_add(s->memcpy_bytes[d], m->bytes);
             r->timeline.memcpy_bytes[d] = lp_sat_add(r->timeline.memcpy_bytes[d], m->bytes);
-        } else if (w->kind == LP_OP_MEMSET) {
+        } else if (lp_work_kind(w) == LP_OP_MEMSET) {
             uint64_t bytes = c->t->memsets[w->index].bytes;
             s->memset_bytes = lp_sat_add(s->memset_bytes, bytes);
             r->timeline.memset_bytes = lp_sat_add(r->timeline.memset_bytes, bytes);
