@@ -1025,7 +1025,7 @@ static void test_gemm_link_empty(void **state)
     int32_t *kg = (int32_t *)1;
     assert_int_equal(lp_gemm_link(t, &kg, NULL), LP_OK);
     assert_null(kg);
-    assert_int_equal(lp_run_memory_need(t), 2 * (24 + 8) + 2 * 4);
+    assert_int_equal(lp_run_memory_need(t), 2 * (16 + 8) + 2 * 4);
     lp_trace_free(t);
     tb_open(&b);
     gemm_k(&b, 10000, 64, 64, 64, 1000);

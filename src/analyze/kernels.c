@@ -186,7 +186,6 @@ int lp_run_name_groups(struct lp_run_ctx *c)
         if (kind == LP_OP_KERNEL) {
             const struct lp_kernel_rec *x = &t->kernels[idx];
             const struct lp_kernel_config *kc = lp_trace_kernel_config(t, x);
-            w->start = x->start;
             if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
                 w->group = LP_GROUP_REPLAY;
                 r->replays_whole++;
@@ -194,11 +193,8 @@ int lp_run_name_groups(struct lp_run_ctx *c)
                 goto out;
             }
         } else if (kind == LP_OP_MEMCPY) {
-            const struct lp_memcpy *x = &t->memcpys[idx];
-            w->start = x->start;
-            w->group = (uint32_t)lp_copy_direction(x->copy_kind);
+            w->group = (uint32_t)lp_copy_direction(t->memcpys[idx].copy_kind);
         } else {
-            w->start = t->memsets[idx].start;
             w->group = 4;
         }
     }

@@ -23,15 +23,14 @@ enum { LP_GROUP_REPLAY = 5 };
 
 /* one piece of GPU work: a kernel, a copy or a set */
 struct lp_work {
-    uint64_t start;
     uint32_t group;               /* index into lp_run.names: its kind too (lp_work_kind) */
     uint32_t call;                /* the launching call (index into the trace's API calls),
                                      LP_NO_CALL: lp_work_launch, lp_work_thread and
                                      lp_work_range; after the stages, attributed by time */
     int32_t occ;                  /* stage occurrence, -1 none: its stage (lp_work_stage) */
-    uint32_t index;               /* into the trace's array of its kind: its end is read there
-                                     (lp_work_end) */
-};                                /* 24 bytes: one per kernel at the analysis' peak */
+    uint32_t index;               /* into the trace's array of its kind, whose record gives
+                                     its start and end (lp_work_start, lp_work_end) */
+};                                /* 16 bytes: one per kernel at the analysis' peak */
 
 /* lp_gemm_flops and lp_gemm_min_bytes as exact integers (bytes in quarters: 4-bit and 6-bit
  * types), at most LP_U128_MAX: summed in any order to the same total (gemm_types.c) */
@@ -48,21 +47,38 @@ static inline int lp_work_kind(const struct lp_work *w)
     return w->group < 4 ? LP_OP_MEMCPY : w->group == 4 ? LP_OP_MEMSET : LP_OP_KERNEL;
 }
 
-/* W's end in T, the trace it came from: its record's, or its start for a torn record that
- * ends before it starts (then of zero length) */
+/* W's start in T, the trace it came from (ns): its record's */
+static inline uint64_t lp_work_start(const struct lp_trace *t, const struct lp_work *w)
+{
+    int kind = lp_work_kind(w);
+    return kind == LP_OP_KERNEL   ? t->kernels[w->index].start
+           : kind == LP_OP_MEMCPY ? t->memcpys[w->index].start
+                                  : t->memsets[w->index].start;
+}
+
+/* W's end in T: its record's, or its start for a torn record that ends before it starts
+ * (then of zero length) */
 static inline uint64_t lp_work_end(const struct lp_trace *t, const struct lp_work *w)
 {
     int kind = lp_work_kind(w);
-    uint64_t end = kind == LP_OP_KERNEL   ? t->kernels[w->index].end
-                   : kind == LP_OP_MEMCPY ? t->memcpys[w->index].end
-                                          : t->memsets[w->index].end;
-    return end > w->start ? end : w->start;
+    uint64_t start, end;
+    if (kind == LP_OP_KERNEL) {
+        start = t->kernels[w->index].start;
+        end = t->kernels[w->index].end;
+    } else if (kind == LP_OP_MEMCPY) {
+        start = t->memcpys[w->index].start;
+        end = t->memcpys[w->index].end;
+    } else {
+        start = t->memsets[w->index].start;
+        end = t->memsets[w->index].end;
+    }
+    return end > start ? end : start;
 }
 
 /* W's duration in T, ns */
 static inline uint64_t lp_work_dur(const struct lp_trace *t, const struct lp_work *w)
 {
-    return lp_work_end(t, w) - w->start;
+    return lp_work_end(t, w) - lp_work_start(t, w);
 }
 
 /* The start of W's launching call in T, 0 when not recorded */

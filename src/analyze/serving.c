@@ -275,21 +275,22 @@ static void sweep_work(const struct lp_run_ctx *c, struct lp_iteration *it, size
         uint64_t b = it[i].end, reach = a, graph_start = 0;
         int64_t bucket = 0;
         int graph = 0;
-        while (w < c->n_work && c->work[w].start <= a)
+        while (w < c->n_work && lp_work_start(t, &c->work[w]) <= a)
             w++;
-        for (size_t j = w; j < c->n_work && c->work[j].start < b; j++) {
+        for (size_t j = w; j < c->n_work && lp_work_start(t, &c->work[j]) < b; j++) {
             const struct lp_work *x = &c->work[j];
-            uint64_t end = lp_work_end(c->t, x);
-            uint64_t s = x->start > reach ? x->start : reach, e = end < b ? end : b;
+            uint64_t start = lp_work_start(t, x), end = lp_work_end(t, x);
+            uint64_t s = start > reach ? start : reach, e = end < b ? end : b;
             if (e > s && it[i].period_ns)
                 it[i].busy_ns += e - s;
             if (end > reach)
                 reach = end;
             const struct lp_kernel_config *kc =
-                lp_work_kind(x) == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index]) : NULL;
+                lp_work_kind(x) == LP_OP_KERNEL ? lp_trace_kernel_config(t, &t->kernels[x->index])
+                                                : NULL;
             if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
                 if (!graph)
-                    graph_start = x->start;
+                    graph_start = start;
                 graph = 1;
                 const struct u32_pair *p = pair_find(buckets, n_buckets, kc->graph_id);
                 if (p && (int64_t)p->val > bucket)

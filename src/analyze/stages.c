@@ -361,7 +361,7 @@ static int make_stages(struct lp_run_ctx *c)
         /* no stage ranges: the run is one stage and one occurrence */
         if (add_stage(r, "run", LP_STAGE_KIND_RUN) < 0)
             return LP_ERR_NOMEM;
-        uint64_t a = c->n_work ? c->work[0].start : 0, b = 0;
+        uint64_t a = c->n_work ? lp_work_start(c->t, &c->work[0]) : 0, b = 0;
         for (size_t i = 0; i < c->n_work; i++) {
             uint64_t end = lp_work_end(c->t, &c->work[i]);
             b = end > b ? end : b;
@@ -382,7 +382,7 @@ static int make_stages(struct lp_run_ctx *c)
                                             .end = c->windows[k].end, .stage = 0,
                                             .carved_from = -1, .range = -1, .request = -1};
             for (size_t i = 0; i < c->n_work; i++) {
-                struct lp_occ *o = &c->occ[run_window(c, c->work[i].start)];
+                struct lp_occ *o = &c->occ[run_window(c, lp_work_start(c->t, &c->work[i]))];
                 uint64_t end = lp_work_end(c->t, &c->work[i]);
                 o->end = end > o->end ? end : o->end;
             }
@@ -489,11 +489,12 @@ static int attribute_work(struct lp_run_ctx *c)
             w->occ = occ_at(c, lp_work_range(c, w, &hint), a->start);
             r->attribution.by_launch++;
         } else {
-            w->occ = run_mode ? run_window(c, w->start) : occ_by_time(c, w->start);
+            uint64_t start = lp_work_start(t, w);
+            w->occ = run_mode ? run_window(c, start) : occ_by_time(c, start);
             r->attribution.by_time++;
         }
         if (run_mode)
-            w->occ = run_window(c, w->start);
+            w->occ = run_window(c, lp_work_start(t, w));
         if (w->occ < 0) { /* its stage: the outside stage (lp_work_stage), made once */
             if (c->outside_stage < 0) {
                 c->outside_stage = add_stage(r, "(outside stages)", LP_STAGE_KIND_OUTSIDE);
@@ -530,17 +531,18 @@ static int stage_stats(struct lp_run_ctx *c)
         const struct lp_work *w = &c->work[i];
         int stage = lp_work_stage(c, w);
         struct lp_stage_report *s = &r->stages[stage];
-        uint64_t *e = &stage_end[stage], end = lp_work_end(c->t, w);
-        if (w->start >= *e)
-            s->busy_ns = lp_sat_add(s->busy_ns, end - w->start);
+        uint64_t *e = &stage_end[stage];
+        uint64_t start = lp_work_start(c->t, w), end = lp_work_end(c->t, w);
+        if (start >= *e)
+            s->busy_ns = lp_sat_add(s->busy_ns, end - start);
         else if (end > *e)
             s->busy_ns = lp_sat_add(s->busy_ns, end - *e);
         if (end > *e)
             *e = end;
         if (w->occ >= 0) {
             struct lp_occ *o = &c->occ[w->occ];
-            if (w->start >= o->cur_end)
-                o->busy = lp_sat_add(o->busy, end - w->start);
+            if (start >= o->cur_end)
+                o->busy = lp_sat_add(o->busy, end - start);
             else if (end > o->cur_end)
                 o->busy = lp_sat_add(o->busy, end - o->cur_end);
             if (end > o->cur_end)
@@ -551,7 +553,7 @@ static int stage_stats(struct lp_run_ctx *c)
             c->subs[c->ri[rg].sub].stage == c->occ[w->occ].stage) {
             int sub = c->ri[rg].sub;
             struct lp_substage *ss = &r->stages[c->subs[sub].stage].sub[c->subs[sub].rule];
-            ss->gpu_ns = lp_sat_add(ss->gpu_ns, end - w->start);
+            ss->gpu_ns = lp_sat_add(ss->gpu_ns, end - start);
         }
     }
     for (size_t i = 0; i < r->ranges.n; i++) {

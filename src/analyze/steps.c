@@ -40,8 +40,9 @@ static int link_gemms(struct lp_run_ctx *c)
         int32_t g = lp_work_kind(x) == LP_OP_KERNEL ? c->kernel_gemm[x->index] : -1;
         if (g < 0)
             continue;
-        if (!c->gemm_end[g] || x->start < first[g]) {
-            first[g] = x->start;
+        uint64_t start = lp_work_start(c->t, x);
+        if (!c->gemm_end[g] || start < first[g]) {
+            first[g] = start;
             c->gemm_occ[g] = x->occ;
         }
         uint64_t end = lp_work_end(c->t, x);

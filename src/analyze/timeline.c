@@ -126,17 +126,19 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     uint64_t end = 0, unrecorded = 0, busy_in_span = 0;
     for (size_t i = 0; i < c->n_work; i++) {
         const struct lp_work *w = &c->work[i];
+        uint64_t start = lp_work_start(t, w), w_end = lp_work_end(t, w);
+        int stage = lp_work_stage(c, w);
         /* idle time outside the capture windows was not recorded: neither busy nor idle (the
          * part after bins_from_ns, where the span starts, leaves the span) */
-        uint64_t outside = i > 0 && w->start > end ? lp_run_outside_windows(c, end, w->start) : 0;
+        uint64_t outside = i > 0 && start > end ? lp_run_outside_windows(c, end, start) : 0;
         if (outside) {
             uint64_t from = end > r->timeline.bins_from_ns ? end : r->timeline.bins_from_ns;
-            unrecorded += lp_run_outside_windows(c, from, w->start);
-            add_to_bins(r, bin_ns, unrec, end, w->start, c);
+            unrecorded += lp_run_outside_windows(c, from, start);
+            add_to_bins(r, bin_ns, unrec, end, start, c);
         }
-        if (i > 0 && w->start > end + outside) {
-            uint64_t idle = w->start - end - outside;
-            struct lp_stage_report *s = &r->stages[lp_work_stage(c, w)];
+        if (i > 0 && start > end + outside) {
+            uint64_t idle = start - end - outside;
+            struct lp_stage_report *s = &r->stages[stage];
             uint64_t launch = lp_work_launch(t, w);
             enum lp_gap_cause cause = !launch           ? LP_GAP_UNKNOWN
                                       : launch >= end   ? LP_GAP_HOST
@@ -144,11 +146,11 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
             if (cause == LP_GAP_HOST)
                 s->host_wait_ns = lp_sat_add(s->host_wait_ns, idle);
             if (idle >= r->opt.gap_ns) {
-                struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = lp_work_stage(c, w),
+                struct lp_gap g = {.start = end, .dur = lp_sat_clamp(idle), .stage = stage,
                                    .cause = cause};
                 if (cause == LP_GAP_HOST)
                     g.host_api_ns =
-                        host_api_time(t, apis, lp_work_thread(t, w), end, w->start, &g.api);
+                        host_api_time(t, apis, lp_work_thread(t, w), end, start, &g.api);
                 r->timeline.n_gaps++;
                 r->timeline.gap_ns = lp_sat_add(r->timeline.gap_ns, idle);
                 r->timeline.gap_ns_by_cause[cause] =
@@ -161,7 +163,7 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
                     insert_gap(r, &g);
             }
         }
-        uint64_t a = w->start > end ? w->start : end, w_end = lp_work_end(c->t, w);
+        uint64_t a = start > end ? start : end;
         if (w_end > a) {
             r->timeline.busy_ns = lp_sat_add(r->timeline.busy_ns, w_end - a);
             /* the share is over the span from bins_from_ns: a leading warm-up's work is not
@@ -227,8 +229,10 @@ static int launch_delays(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_work; i++) { /* AT[s] moves from stage s's start to its end */
         const struct lp_work *w = &c->work[i];
         uint64_t launch = lp_work_launch(c->t, w);
-        if (launch && lp_work_kind(w) == LP_OP_KERNEL)
-            d[at[lp_work_stage(c, w)]++] = w->start > launch ? w->start - launch : 0;
+        if (launch && lp_work_kind(w) == LP_OP_KERNEL) {
+            uint64_t start = lp_work_start(c->t, w);
+            d[at[lp_work_stage(c, w)]++] = start > launch ? start - launch : 0;
+        }
     }
     for (size_t s = 0, from = 0; s < r->n_stages; from = at[s++])
         if (at[s] > from)
@@ -313,7 +317,7 @@ static int device_memory(struct lp_run_ctx *c)
 static uint64_t earliest(const struct lp_run_ctx *c)
 {
     const struct lp_trace *t = c->t;
-    uint64_t m = c->n_work ? c->work[0].start : UINT64_MAX;
+    uint64_t m = c->n_work ? lp_work_start(c->t, &c->work[0]) : UINT64_MAX;
 #define EARLIEST(arr, n, field)                                                                \
     for (size_t i = 0; i < (n); i++)                                                           \
         if ((arr)[i].field && (arr)[i].field < m)                                              \
@@ -332,7 +336,7 @@ int lp_run_bounds(struct lp_run_ctx *c)
     r->t0_ns = earliest(c);
     r->kernels_recorded = lp_trace_kernels_recorded(c->t);
     if (c->n_work) {
-        r->timeline.first_ns = c->work[0].start;
+        r->timeline.first_ns = lp_work_start(c->t, &c->work[0]);
         for (size_t i = 0; i < c->n_work; i++) {
             uint64_t end = lp_work_end(c->t, &c->work[i]);
             r->timeline.last_ns = end > r->timeline.last_ns ? end : r->timeline.last_ns;
