@@ -147,7 +147,8 @@ int lp_run_graphs(struct lp_run_ctx *c)
         int32_t w = c->kernel_work[i];
         if (!(kc->flags & LP_KERNEL_FLAG_GRAPH) || w < 0 || lp_work_stage(c, &c->work[w]) < 0)
             continue;
-        struct lp_graph_row *g = row_of(r, &rows, &first, &cap, lp_work_stage(c, &c->work[w]), kc->graph_id);
+        struct lp_graph_row *g =
+            row_of(r, &rows, &first, &cap, lp_work_stage(c, &c->work[w]), kc->graph_id);
         size_t row = g ? (size_t)(g - r->graphs) : 0;
         int fresh = 0;
         if (!g || !lp_u64map_at(&replays, (uint64_t)row << 32 | kr->correlation, &fresh)) {

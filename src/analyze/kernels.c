@@ -274,7 +274,8 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
     size_t n = c->n_work, names = c->r->n_names;
     uint64_t keys = by_stage ? (uint64_t)c->r->n_stages * names : names;
     int kb = bit_width(keys > 1 ? keys - 1 : 0), db = 64 - kb, key_bytes = (kb + 7) / 8;
-#define KEY_OF_WORK(w) (by_stage ? (uint64_t)lp_work_stage(c, (w)) * names + (w)->group : (w)->group)
+#define KEY_OF_WORK(w)                                                                         \
+    (by_stage ? (uint64_t)lp_work_stage(c, (w)) * names + (w)->group : (w)->group)
     if (kb == 0 || longest < (1ull << db)) {
         if (!(g->v = malloc((n ? n : 1) * sizeof *g->v)))
             return LP_ERR_NOMEM;

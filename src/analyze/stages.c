@@ -366,8 +366,8 @@ static int make_stages(struct lp_run_ctx *c)
             uint64_t end = lp_work_end(c->t, &c->work[i]);
             b = end > b ? end : b;
         }
-        c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0, .carved_from = -1,
-                                    .range = -1, .request = -1};
+        c->occ[0] = (struct lp_occ){.start = a, .end = b, .range_end = b, .stage = 0,
+                                    .carved_from = -1, .range = -1, .request = -1};
         c->n_occ = 1;
         if (c->n_windows) {
             /* capture windows: one occurrence per window, to the end of its last work, so

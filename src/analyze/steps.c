@@ -114,7 +114,8 @@ static int items_of(struct lp_run_ctx *c, const uint32_t *work, size_t n, struct
     uint32_t graph_corr = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lp_work *w = &c->work[work[i]];
-        const struct lp_kernel_rec *k = lp_work_kind(w) == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
+        const struct lp_kernel_rec *k =
+            lp_work_kind(w) == LP_OP_KERNEL ? &c->t->kernels[w->index] : NULL;
         const struct lp_kernel_config *kc = k ? lp_trace_kernel_config(c->t, k) : NULL;
         if (kc && (kc->flags & LP_KERNEL_FLAG_GRAPH)) {
             uint64_t label = GRAPH_LABEL | kc->graph_id;
