@@ -434,11 +434,23 @@ static void test_places_scope(void **state)
         assert_int_equal(b.ranges.n_req, a.ranges.n_req);
         assert_int_equal(b.capture.n_windows, a.capture.n_windows);
         assert_int_equal(b.serving.n_iters, a.serving.n_iters);
-        for (size_t i = 0; i < a.serving.n_iters; i++) {
-            assert_int_equal(b.serving.iters[i].start, a.serving.iters[i].start);
-            assert_int_equal(b.serving.iters[i].end, a.serving.iters[i].end);
-            assert_int_equal(b.serving.iters[i].tokens, a.serving.iters[i].tokens);
+        for (size_t i = 0; i < a.serving.n_iters; i++) { /* every field the exports write */
+            const struct lp_iteration *x = &a.serving.iters[i], *y = &b.serving.iters[i];
+            assert_int_equal(y->host_ns, x->host_ns);
+            assert_int_equal(y->start, x->start);
+            assert_int_equal(y->end, x->end);
+            assert_int_equal(y->period_ns, x->period_ns);
+            assert_int_equal(y->gap_ns, x->gap_ns);
+            assert_int_equal(y->busy_ns, x->busy_ns);
+            assert_int_equal(y->tokens, x->tokens);
+            assert_int_equal(y->sampled, x->sampled);
+            assert_int_equal(y->decode, x->decode);
+            assert_int_equal(y->prefill_tokens, x->prefill_tokens);
+            assert_int_equal(y->bucket, x->bucket);
+            assert_int_equal(y->kind, x->kind);
+            assert_int_equal(y->source, x->source);
         }
+        assert_int_equal(b.serving.device, a.serving.device);
         assert_int_equal(!b.kernel_capture_range, !a.kernel_capture_range);
         size_t staged = 0;
         for (size_t i = 0; i < t->n_kernels; i++) {

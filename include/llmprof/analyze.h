@@ -776,12 +776,16 @@ int64_t lp_stage_name_value(const char *name, const char *key);
 /* What lp_run_analyze works out */
 enum lp_run_scope {
     LP_RUN_SCOPE_REPORT = 0,      /* every figure of the report */
-    LP_RUN_SCOPE_PLACES = 1,      /* what the exports write, no more: the ranges, the groups
-                                     (names, short names, categories), capture windows, serving
+    LP_RUN_SCOPE_PLACES = 1,      /* what the exports write: the ranges, the groups (names,
+                                     short names, categories), capture windows, serving
                                      iterations, stages and their spans, each kernel's group,
                                      stage and capture range, t0_ns, kernels_recorded and the
-                                     timeline's first_ns and last_ns. Every other figure is
-                                     left 0 or NULL: not for a report. */
+                                     timeline's first_ns and last_ns; the passes that make
+                                     them fill in some more (stage statistics, steps, warmup,
+                                     the graphs' table). The kernel tables, operators,
+                                     timeline, power, communication, overhead, tokens, LLM
+                                     metrics, spread, utilisation, GEMM table, counters, PM
+                                     and findings are left 0 or NULL: not for a report. */
 };
 
 struct lp_run_options {
@@ -1220,8 +1224,8 @@ int lp_run_analyze(const struct lp_trace *t, const struct lp_run_options *opt,
                    struct lp_run *r, char *err, size_t errlen);
 void lp_run_free(struct lp_run *r);
 /* The group (index into R's names) of the trace's kernel I, as analysed. Inside the analysis
- * only from the pass after the timeline on, which places the kernels in the work
- * (lp_run_kernel_places): 0 before. */
+ * only from the pass that places the kernels in the work on (lp_run_kernel_places, after the
+ * timeline): 0 before. */
 uint32_t lp_run_kernel_group(const struct lp_run *r, size_t i);
 /* The stage (index into R's stages: warmup and outside are stages too) of the trace's kernel
  * I; -1 before the kernels were placed, as for lp_run_kernel_group */
