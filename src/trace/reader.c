@@ -134,16 +134,23 @@ oom:
     return LP_ERR_NOMEM;
 }
 
-static int append(void **arr, size_t *n, size_t *cap, const void *item, size_t size)
+/* Doubles *ARR's room of *CAP items of SIZE bytes */
+static int grow(void **arr, size_t *cap, size_t size)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 256;
-        void *p = realloc(*arr, c * size);
-        if (!p)
-            return LP_ERR_NOMEM;
-        *arr = p;
-        *cap = c;
-    }
+    size_t c = *cap ? *cap * 2 : 256;
+    void *p = realloc(*arr, c * size);
+    if (!p)
+        return LP_ERR_NOMEM;
+    *arr = p;
+    *cap = c;
+    return LP_OK;
+}
+
+/* inline: twenty million calls on a trace of ten million kernels, each of a known SIZE */
+static inline int append(void **arr, size_t *n, size_t *cap, const void *item, size_t size)
+{
+    if (*n == *cap && grow(arr, cap, size) != LP_OK)
+        return LP_ERR_NOMEM;
     memcpy((uint8_t *)*arr + *n * size, item, size);
     (*n)++;
     return LP_OK;
@@ -226,6 +233,21 @@ static uint64_t item_hash(const void *item, size_t size)
     return h;
 }
 
+/* Whether A and B, of SIZE bytes (a multiple of 8), are alike: word by word, which the
+ * compiler unrolls where SIZE is known (memcmp was a call per kernel) */
+static inline int same_words(const void *a, const void *b, size_t size)
+{
+    const uint8_t *p = a, *q = b;
+    for (size_t i = 0; i < size; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, p + i, 8);
+        memcpy(&y, q + i, 8);
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
 /* Puts ITEM (index IDX) in IN's slots, which have room */
 static void intern_slot(struct intern *in, const void *item, size_t size, uint32_t idx)
 {
@@ -241,14 +263,14 @@ static void intern_slot(struct intern *in, const void *item, size_t size, uint32
 static int intern_of(struct rd *rd, struct intern *in, void **arr, size_t *n, const void *item,
                      size_t size, uint32_t *idx)
 {
-    if (in->last && !memcmp((uint8_t *)*arr + (size_t)(in->last - 1) * size, item, size)) {
+    if (in->last && same_words((uint8_t *)*arr + (size_t)(in->last - 1) * size, item, size)) {
         *idx = in->last - 1;
         return LP_OK;
     }
     if (in->n_slots) {
         size_t mask = in->n_slots - 1;
         for (size_t i = (size_t)item_hash(item, size) & mask; in->slots[i]; i = (i + 1) & mask)
-            if (!memcmp((uint8_t *)*arr + (size_t)(in->slots[i] - 1) * size, item, size)) {
+            if (same_words((uint8_t *)*arr + (size_t)(in->slots[i] - 1) * size, item, size)) {
                 *idx = in->slots[i] - 1;
                 in->last = in->slots[i];
                 return LP_OK;
@@ -303,7 +325,7 @@ static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
     c.graph_node_id = k->graph_node_id;
     struct lp_trace *t = rd->t;
     uint32_t *seen = &rd->by_name[k->name % 256];
-    if (*seen && !memcmp(&t->kernel_configs[*seen - 1], &c, sizeof c)) {
+    if (*seen && same_words(&t->kernel_configs[*seen - 1], &c, sizeof c)) {
         *idx = *seen - 1;
         return LP_OK;
     }
