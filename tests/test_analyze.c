@@ -621,6 +621,71 @@ static void test_work_long_durations(void **state)
     lp_trace_free(t);
 }
 
+static int cmp_u64_test(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The kernel tables and launch delays the same whichever way their durations are grouped:
+ * counted at 4 bytes (short durations, few names), packed at 8 (a kernel of 10 s; or a
+ * launch 5 s before its kernel), packed for want of room to count (5,000 names). Calls,
+ * totals, extremes and medians (odd and even counts) against a sort of the durations. */
+static void test_kernel_table_widths(void **state)
+{
+    (void)state;
+    static const uint64_t a[] = {7000, 3000, 11000, 5000, 9000}, b[] = {4000, 10000, 2000, 8000};
+    for (int variant = 0; variant < 3; variant++) {
+        struct tb tb;
+        tb_open(&tb);
+        uint64_t at = 10000000000ull, delays[16]; /* after the 5 s launch */
+        size_t n_delays = 0;
+        for (size_t i = 0; i < 5; i++, at += 1000000) {
+            kernel(&tb, "k_a", 1, at - 500, at, at + a[i]);
+            delays[n_delays++] = 500;
+            if (i < 4) {
+                at += 1000000;
+                uint64_t launch = variant == 1 && i == 2 ? at - 5000000000ull : at - 700;
+                kernel(&tb, "k_b", 1, launch, at, at + b[i]);
+                delays[n_delays++] = at - launch;
+            }
+        }
+        if (variant == 1) /* 10 s */
+            kernel(&tb, "k_long", 1, 0, at, at + 10000000000ull);
+        for (int q = 0; variant == 2 && q < 5000; q++, at += 1000000) {
+            char name[16];
+            snprintf(name, sizeof name, "n%d", q);
+            kernel(&tb, name, 1, 0, at, at + 100);
+        }
+        struct lp_trace *t = tb_read(&tb, 1);
+        struct lp_run r;
+        analyze(t, NULL, &r);
+        assert_int_equal(r.n_stages, 1);
+        qsort(delays, n_delays, sizeof *delays, cmp_u64_test);
+        assert_int_equal(r.stages[0].launch_delay_p50_ns, delays[n_delays / 2]);
+        for (int tab = 0; tab < 2; tab++) {
+            const struct lp_kernel_table *kt = tab ? &r.stages[0].top : &r.all_kernels;
+            int seen = 0;
+            for (size_t i = 0; i < kt->n_groups; i++) {
+                const struct lp_kernel_row *row = &kt->v[i];
+                int is_a = !strcmp(r.names[row->group], "k_a");
+                if (!is_a && strcmp(r.names[row->group], "k_b"))
+                    continue;
+                seen++;
+                assert_int_equal(row->calls, is_a ? 5 : 4);
+                assert_int_equal(row->total_ns, is_a ? 35000 : 24000);
+                assert_int_equal(row->min_ns, is_a ? 3000 : 2000);
+                assert_int_equal(row->max_ns, is_a ? 11000 : 10000);
+                assert_int_equal(row->median_ns, is_a ? 7000 : 6000);
+            }
+            assert_int_equal(seen, 2);
+            assert_int_equal(kt->n_groups, variant == 2 ? 5002 : 2 + (variant == 1));
+        }
+        lp_run_free(&r);
+        lp_trace_free(t);
+    }
+}
+
 /* Kernels named like the fixed groups of copies, sets and graph replays stay kernels: each
  * name its own group, read from the kernels' records (a trace without copies or sets; under
  * ASan a kernel taken for a copy would read past the copies) */
@@ -881,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_kernel_rows),
         cmocka_unit_test(test_kernel_rows_exact),
         cmocka_unit_test(test_work_long_durations),
+        cmocka_unit_test(test_kernel_table_widths),
         cmocka_unit_test(test_work_fixed_names),
         cmocka_unit_test(test_kernel_rows_days),
         cmocka_unit_test(test_gap_calls_any_order),

@@ -500,7 +500,7 @@ static void trace_totals(struct lp_trace **ts, size_t n, int64_t pid, size_t *ke
         *kernels = ts[i]->n_kernels;
         *ns = 0;
         for (size_t j = 0; j < ts[i]->n_kernels; j++)
-            *ns += ts[i]->kernels[j].end - ts[i]->kernels[j].start;
+            *ns += lp_trace_kernel_end(ts[i], &ts[i]->kernels[j]) - ts[i]->kernels[j].start;
         return;
     }
     fail_msg("no trace of pid %lld", (long long)pid);

@@ -2046,7 +2046,8 @@ static void test_fixture_pm(void **state)
     assert_true(t->n_pm > 300);
     const struct lp_kernel_rec *big = NULL;
     for (size_t i = 0; i < t->n_kernels; i++)
-        if (!big || t->kernels[i].end - t->kernels[i].start > big->end - big->start)
+        if (!big || lp_trace_kernel_end(t, &t->kernels[i]) - t->kernels[i].start >
+                        lp_trace_kernel_end(t, big) - big->start)
             big = &t->kernels[i];
     assert_non_null(big);
     double in_big = 0, far_max = 0;
@@ -2054,11 +2055,12 @@ static void test_fixture_pm(void **state)
     for (size_t i = 0; i < t->n_pm; i++) {
         const struct lp_pm_sample *s = &t->pm[i];
         double tensor = lp_pm_value(s, LP_PM_TENSOR);
-        if (s->start < big->end && s->end > big->start && tensor > in_big)
+        if (s->start < lp_trace_kernel_end(t, big) && s->end > big->start && tensor > in_big)
             in_big = tensor;
         int near = 0;
         for (size_t k = 0; k < t->n_kernels && !near; k++)
-            near = s->start < t->kernels[k].end + 1000000 && s->end + 1000000 > t->kernels[k].start;
+            near = s->start < lp_trace_kernel_end(t, &t->kernels[k]) + 1000000 &&
+                   s->end + 1000000 > t->kernels[k].start;
         if (!near) {
             far++;
             if (tensor > far_max)
@@ -2075,7 +2077,7 @@ static void test_fixture_pm(void **state)
     for (size_t k = 0; k < t->n_kernels; k++)
         top_in_gemm |= lp_trace_kernel_config(t, &t->kernels[k])->name ==
                            lp_trace_kernel_config(t, big)->name &&
-                       top->start < t->kernels[k].end &&
+                       top->start < lp_trace_kernel_end(t, &t->kernels[k]) &&
                        top->end > t->kernels[k].start;
     assert_true(top_in_gemm);
     assert_true(far > 100);
@@ -3557,8 +3559,8 @@ static void test_capture_nvtx_fixtures(void **state)
         assert_int_equal(r.llm.tpot.n, 0); /* cut decode ranges: no TPOT */
         uint64_t longest = 0;
         for (size_t k = 0; k < t->n_kernels; k++)
-            if (t->kernels[k].end - t->kernels[k].start > longest)
-                longest = t->kernels[k].end - t->kernels[k].start;
+            if (lp_trace_kernel_end(t, &t->kernels[k]) - t->kernels[k].start > longest)
+                longest = lp_trace_kernel_end(t, &t->kernels[k]) - t->kernels[k].start;
         assert_true(longest < 1000000); /* under 1 ms: no end time from a later window */
         lp_run_free(&r);
         lp_trace_free(t);
@@ -3909,7 +3911,8 @@ static void sqlite_rows_of(const char *fixture_name, size_t *nulls, size_t *valu
         const struct lp_kernel_rec *x = &t->kernels[k];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, x);
         int64_t call = lp_calls_find(calls, x->correlation); /* api_id: its rowid, from 1 */
-        int64_t want[] = {1, c->device, c->stream, (int64_t)x->start, (int64_t)x->end,
+        int64_t want[] = {1, c->device, c->stream, (int64_t)x->start,
+                          (int64_t)lp_trace_kernel_end(t, x),
                           lp_run_kernel_group(&r, k), lp_run_kernel_stage(&r, k),
                           x->correlation, c->grid[0], c->grid[1], c->grid[2], c->block[0],
                           c->block[1], c->block[2], c->registers, c->static_smem,
@@ -3952,7 +3955,7 @@ static void sqlite_rows_of(const char *fixture_name, size_t *nulls, size_t *valu
         const struct lp_api_kind *xk = lp_trace_api_kind(t, x);
         assert_int_equal(sqlite3_column_int64(st, 0), xk->thread);
         assert_int_equal(sqlite3_column_int64(st, 1), (int64_t)x->start);
-        assert_int_equal(sqlite3_column_int64(st, 2), (int64_t)x->end);
+        assert_int_equal(sqlite3_column_int64(st, 2), (int64_t)lp_trace_api_end(t, x));
         assert_string_equal((const char *)sqlite3_column_text(st, 3), lp_trace_str(t, xk->name));
         const char *dom = xk->domain == LP_API_DOMAIN_RUNTIME  ? "runtime"
                           : xk->domain == LP_API_DOMAIN_DRIVER ? "driver"

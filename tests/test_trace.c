@@ -175,7 +175,7 @@ static struct lp_kernel kernel_record(const struct lp_trace *t, size_t i)
     const struct lp_kernel_rec *r = &t->kernels[i];
     const struct lp_kernel_config *c = lp_trace_kernel_config(t, r);
     k.start = r->start;
-    k.end = r->end;
+    k.end = lp_trace_kernel_end(t, r);
     k.name = c->name;
     k.correlation = r->correlation;
     k.device = c->device;
@@ -201,7 +201,7 @@ static struct lp_api api_record(const struct lp_trace *t, size_t i)
     const struct lp_api_rec *r = &t->apis[i];
     const struct lp_api_kind *k = lp_trace_api_kind(t, r);
     a.start = r->start;
-    a.end = r->end;
+    a.end = lp_trace_api_end(t, r);
     a.correlation = r->correlation;
     a.thread = k->thread;
     a.domain = k->domain;
@@ -773,7 +773,7 @@ static void test_unknown_record_type_is_skipped(void **state)
     struct lp_trace *t;
     assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
     assert_int_equal(t->n_kernels, 1);
-    assert_int_equal(t->kernels[0].end, 9);
+    assert_int_equal(lp_trace_kernel_end(t, &t->kernels[0]), 9);
     lp_trace_free(t);
 }
 
@@ -1243,7 +1243,7 @@ static uint64_t kernel_ns(const struct lp_trace *t)
 {
     uint64_t sum = 0;
     for (size_t i = 0; i < t->n_kernels; i++)
-        sum += t->kernels[i].end - t->kernels[i].start;
+        sum += lp_trace_kernel_end(t, &t->kernels[i]) - t->kernels[i].start;
     return sum;
 }
 
@@ -1287,6 +1287,63 @@ static void test_implausible_duration(void **state)
         lp_trace_free(t);
     }
     free(data);
+}
+
+/* A kept kernel or call is 20 bytes: durations from 2^31 ns on, and an end before the start,
+ * are kept apart (LP_REC_LONG), and every end reads back as recorded; the implausible ones
+ * are then left out as before. */
+static void test_row_long_durations(void **state)
+{
+    (void)state;
+    _Static_assert(sizeof(struct lp_kernel_rec) == 20 && sizeof(struct lp_api_rec) == 20,
+                   "rows of 20 bytes");
+    char path[256], start[32];
+    tmp_path(path, sizeof path, "long-rows.lpt");
+    snprintf(start, sizeof start, "%llu", (unsigned long long)T0);
+    const uint64_t durs[] = {0, 1, (1ull << 31) - 1, 1ull << 31, (1ull << 32) + 7, 10 * SEC};
+    enum { N = sizeof durs / sizeof *durs };
+    struct lp_record x[2 * N + 1];
+    memset(x, 0, sizeof x);
+    for (size_t i = 0; i < N; i++) {
+        uint64_t s = T0 + SEC / 2 + i;
+        x[i].type = LP_REC_KERNEL;
+        x[i].u.kernel = (struct lp_kernel){.start = s, .end = s + durs[i], .correlation = 7};
+        x[N + i].type = LP_REC_API;
+        x[N + i].u.api = (struct lp_api){.start = s, .end = s + durs[i], .correlation = 9};
+    }
+    x[2 * N].type = LP_REC_API; /* ends 3 ns before it starts: apart, then left out */
+    x[2 * N].u.api = (struct lp_api){.start = T0 + 2 * SEC, .end = T0 + 2 * SEC - 3};
+    long before_end = 0;
+    write_recording(path, start, x, 2 * N + 1, &before_end);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, 100 + N);
+    assert_int_equal(t->n_apis, N);
+    assert_int_equal(t->n_long_ends, 2 * 3 + 1);
+    assert_int_equal(t->implausible, 1);
+    size_t seen = 0;
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        const struct lp_kernel_rec *k = &t->kernels[i];
+        if (k->correlation != 7)
+            continue;
+        size_t at = (size_t)(k->start - (T0 + SEC / 2));
+        assert_true(at < N);
+        assert_int_equal(lp_trace_kernel_end(t, k), k->start + durs[at]);
+        assert_int_equal((k->dur & LP_REC_LONG) != 0, durs[at] >= 1ull << 31);
+        seen |= 1u << at;
+    }
+    for (size_t i = 0; i < t->n_apis; i++) {
+        const struct lp_api_rec *a = &t->apis[i];
+        size_t at = (size_t)(a->start - (T0 + SEC / 2));
+        assert_true(at < N);
+        assert_int_equal(a->correlation, 9);
+        assert_int_equal(lp_trace_api_end(t, a), a->start + durs[at]);
+        seen |= 1u << (N + at);
+    }
+    assert_int_equal(seen, (1u << 2 * N) - 1);
+    assert_non_null(warning_with(t, "1 record that ends before it starts"));
+    lp_trace_free(t);
 }
 
 /* Ends before starts and times far outside the recording are left out; times a little
@@ -1634,6 +1691,7 @@ int main(void)
         cmocka_unit_test(test_empty_and_header_only),
         cmocka_unit_test(test_writer_limits),
         cmocka_unit_test(test_implausible_duration),
+        cmocka_unit_test(test_row_long_durations),
         cmocka_unit_test(test_implausible_times),
         cmocka_unit_test(test_records_window_outliers),
         cmocka_unit_test(test_header_window_disagrees),

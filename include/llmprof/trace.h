@@ -60,12 +60,19 @@ struct lp_kernel {
     uint32_t flags;               /* enum lp_kernel_flag */
 };
 
+/* A kept row's duration when it is under 2^31 ns (2.1 s); else, or when the row ends before
+ * it starts, LP_REC_LONG | i: its end is lp_trace.long_ends[i]. Read the end through
+ * lp_trace_kernel_end and lp_trace_api_end. */
+#define LP_REC_LONG 0x80000000u
+
 /* A kernel as the reader keeps it (lp_trace.kernels): its times and launch call, and the
  * rest as an index into lp_trace.kernel_configs, where each distinct one is kept once (a
  * decode step launches the same few thousand kernels over and over: two thirds of the bytes
- * of a kernel record are what it shares with the kernels launched alike). 24 bytes. */
-struct lp_kernel_rec {
-    uint64_t start, end;          /* ns, trace clock */
+ * of a kernel record are what it shares with the kernels launched alike). 20 bytes: the
+ * report keeps one per kernel, so 4-byte alignment saves a fifth of them. */
+struct __attribute__((packed, aligned(4))) lp_kernel_rec {
+    uint64_t start;               /* ns, trace clock */
+    uint32_t dur;                 /* ns, or LP_REC_LONG | an index (above) */
     uint32_t correlation;
     uint32_t config;              /* index into lp_trace.kernel_configs */
 };
@@ -136,9 +143,10 @@ struct lp_api {
 
 /* An API call as the reader keeps it (lp_trace.apis): its times and correlation, and the
  * rest as an index into lp_trace.api_kinds, where each distinct one is kept once (a program
- * makes the same few calls from the same few threads). 24 bytes. */
-struct lp_api_rec {
-    uint64_t start, end;
+ * makes the same few calls from the same few threads). 20 bytes, as lp_kernel_rec. */
+struct __attribute__((packed, aligned(4))) lp_api_rec {
+    uint64_t start;
+    uint32_t dur;                 /* ns, or LP_REC_LONG | an index (above) */
     uint32_t correlation;
     uint32_t kind;                /* index into lp_trace.api_kinds */
 };
@@ -439,6 +447,7 @@ struct lp_trace {
     struct lp_marker *markers;        size_t n_markers;
     struct lp_api_rec *apis;          size_t n_apis;
     struct lp_api_kind *api_kinds;    size_t n_api_kinds;
+    uint64_t *long_ends;              size_t n_long_ends; /* see LP_REC_LONG */
     struct lp_nvml_sample *nvml;      size_t n_nvml;
     struct lp_device *devices;        size_t n_devices;
     struct lp_overhead *overheads;    size_t n_overheads;
@@ -503,6 +512,24 @@ static inline const struct lp_kernel_config *lp_trace_kernel_config(const struct
 {
     static const struct lp_kernel_config none;
     return k->config < t->n_kernel_configs ? &t->kernel_configs[k->config] : &none;
+}
+/* The end of a kept row whose start is START and duration field DUR (LP_REC_LONG) */
+static inline uint64_t lp_trace_row_end(const struct lp_trace *t, uint64_t start, uint32_t dur)
+{
+    if (!(dur & LP_REC_LONG))
+        return start + dur;
+    uint32_t i = dur & ~LP_REC_LONG;
+    return i < t->n_long_ends ? t->long_ends[i] : start;
+}
+/* The end of kernel K of T, ns */
+static inline uint64_t lp_trace_kernel_end(const struct lp_trace *t, const struct lp_kernel_rec *k)
+{
+    return lp_trace_row_end(t, k->start, k->dur);
+}
+/* The end of API call A of T, ns */
+static inline uint64_t lp_trace_api_end(const struct lp_trace *t, const struct lp_api_rec *a)
+{
+    return lp_trace_row_end(t, a->start, a->dur);
 }
 /* Bytes of S (LEN) that are not UTF-8 replaced by '?', in place (names from outside must be
  * valid in JSON and Prometheus' text); returns how many. */

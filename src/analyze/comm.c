@@ -80,19 +80,21 @@ int lp_run_comm(struct lp_run_ctx *c)
     size_t m = 0;
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
+        uint64_t end = lp_trace_kernel_end(t, k);
         enum lp_kcat cat = r->cats[lp_run_kernel_group(r, i)];
         if (cat != LP_KCAT_COMMUNICATION && cat != LP_KCAT_MEMCPY && cat != LP_KCAT_MEMSET &&
-            k->end > k->start)
-            comp[m++] = (struct iv){k->start, k->end, lp_trace_kernel_config(t, k)->device};
+            end > k->start)
+            comp[m++] = (struct iv){k->start, end, lp_trace_kernel_config(t, k)->device};
     }
     qsort(comp, m, sizeof *comp, by_device_start);
     m = merge(comp, m);
     for (size_t i = 0; i < t->n_kernels; i++) {
         const struct lp_kernel_rec *k = &t->kernels[i];
-        if (r->cats[lp_run_kernel_group(r, i)] != LP_KCAT_COMMUNICATION || k->end <= k->start)
+        uint64_t end = lp_trace_kernel_end(t, k);
+        if (r->cats[lp_run_kernel_group(r, i)] != LP_KCAT_COMMUNICATION || end <= k->start)
             continue;
-        uint64_t d = k->end - k->start;
-        uint64_t o = covered(comp, m, lp_trace_kernel_config(t, k)->device, k->start, k->end);
+        uint64_t d = end - k->start;
+        uint64_t o = covered(comp, m, lp_trace_kernel_config(t, k)->device, k->start, end);
         r->comm.kernels++;
         /* both saturate alike, so the overlap never passes the time */
         r->comm.ns = lp_sat_add(r->comm.ns, d);

@@ -171,47 +171,51 @@ void lp_group_kv(struct lp_kv *v, size_t n, int key_bytes)
         flag_sort(v, n, 0, key_bytes < 8 ? key_bytes : 8);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-uint64_t lp_select_u64(uint64_t *v, size_t n, size_t k)
-{
-    size_t lo = 0, hi = n - 1;
-    for (int round = 0; lo < hi; round++) {
-        if (round == 64) { /* an input that defeats the median of three */
-            qsort(v + lo, hi - lo + 1, sizeof *v, cmp_u64);
-            break;
-        }
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t a = v[lo], b = v[mid], c = v[hi];
-        uint64_t pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-        size_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                uint64_t x = v[i];
-                v[i++] = v[j];
-                v[j] = x;
-                if (j-- == 0)
-                    break;
-            }
-        }
-        /* now V[lo..j] <= pivot <= V[i..hi], and V(j..i) equal the pivot */
-        if (k <= j && j != SIZE_MAX)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
+/* NAME: the selection over values of type T, sorted by CMP past 64 rounds */
+#define SELECT(name, T, cmp)                                                                   \
+    static int cmp(const void *a, const void *b)                                               \
+    {                                                                                          \
+        T x = *(const T *)a, y = *(const T *)b;                                                \
+        return (x > y) - (x < y);                                                              \
+    }                                                                                          \
+    T name(T *v, size_t n, size_t k)                                                           \
+    {                                                                                          \
+        size_t lo = 0, hi = n - 1;                                                             \
+        for (int round = 0; lo < hi; round++) {                                                \
+            if (round == 64) { /* an input that defeats the median of three */                 \
+                qsort(v + lo, hi - lo + 1, sizeof *v, cmp);                                    \
+                break;                                                                         \
+            }                                                                                  \
+            size_t mid = lo + (hi - lo) / 2;                                                   \
+            T a = v[lo], b = v[mid], c = v[hi];                                                \
+            T pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);       \
+            size_t i = lo, j = hi;                                                             \
+            while (i <= j) {                                                                   \
+                while (v[i] < pivot)                                                           \
+                    i++;                                                                       \
+                while (v[j] > pivot)                                                           \
+                    j--;                                                                       \
+                if (i <= j) {                                                                  \
+                    T x = v[i];                                                                \
+                    v[i++] = v[j];                                                             \
+                    v[j] = x;                                                                  \
+                    if (j-- == 0)                                                              \
+                        break;                                                                 \
+                }                                                                              \
+            }                                                                                  \
+            /* now V[lo..j] <= pivot <= V[i..hi], and V(j..i) equal the pivot */               \
+            if (k <= j && j != SIZE_MAX)                                                       \
+                hi = j;                                                                        \
+            else if (k >= i)                                                                   \
+                lo = i;                                                                        \
+            else                                                                               \
+                break;                                                                         \
+        }                                                                                      \
+        return v[k];                                                                           \
     }
-    return v[k];
-}
+
+SELECT(lp_select_u64, uint64_t, cmp_u64)
+SELECT(lp_select_u32, uint32_t, cmp_u32)
 
 static size_t u64map_home(uint64_t key, size_t cap)
 {

@@ -539,7 +539,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
             continue;
         struct call_info *x = &ci[kg[i]];
         const struct lp_kernel_rec *k = &t->kernels[i];
-        uint64_t ns = k->end - k->start;
+        uint64_t ns = lp_trace_kernel_end(t, k) - k->start;
         if (!x->kernels || k->start < x->first_start) { /* the stage of its first kernel */
             x->first_start = k->start;
             x->stage = c->kernel_work[i] >= 0 ? lp_work_stage(c, &c->work[c->kernel_work[i]]) : -1;

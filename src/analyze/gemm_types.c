@@ -149,6 +149,16 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
         *kernel_origin = NULL;
     if (t->n_kernels == 0)
         return LP_OK;
+    if (t->n_gemms == 0) { /* nothing to link: no map of the calls (4 bytes a call) either */
+        if (!kernel_origin || t->n_graphs == 0)
+            return LP_OK;
+        struct lp_corr_map m = {0};
+        int rc = lp_corr_build(t, &m);
+        if (rc == LP_OK)
+            rc = lp_graph_origins(t, &m, kernel_origin);
+        lp_corr_free(&m);
+        return rc;
+    }
     int32_t *out = malloc(t->n_kernels * sizeof *out), *origin = NULL;
     uint32_t *order = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *order);
     struct lp_corr_map m = {0};

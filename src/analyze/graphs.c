@@ -55,7 +55,7 @@ int lp_run_replays(struct lp_run_ctx *c)
                     const struct lp_api_rec *a = lp_corr_find(t, &m, k->correlation);
                     g[at] = t->gemms[call];
                     g[at].start = a ? a->start : k->start;
-                    g[at].end = a ? a->end : k->end;
+                    g[at].end = a ? lp_trace_api_end(t, a) : lp_trace_kernel_end(t, k);
                     g[at].thread = a ? lp_trace_api_kind(t, a)->thread : 0;
                     c->gemm_replay_of[at++] = (int32_t)call;
                     c->gemm_replays[call]++;
@@ -156,7 +156,7 @@ int lp_run_graphs(struct lp_run_ctx *c)
             break;
         }
         g->replays += fresh;
-        g->gpu_ns = lp_sat_add(g->gpu_ns, kr->end - kr->start);
+        g->gpu_ns = lp_sat_add(g->gpu_ns, lp_trace_kernel_end(t, kr) - kr->start);
         if (kc->flags & LP_KERNEL_FLAG_REPLAY) {
             g->whole = 1;
             continue;

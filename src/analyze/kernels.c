@@ -220,20 +220,30 @@ static int cmp_row_total(const void *a, const void *b)
     return (x->group > y->group) - (x->group < y->group);
 }
 
-/* The durations of one table's work, grouped: segment I of V, [at[I], at[I + 1]), holds the
- * durations of key KEY[I] (stage * n_names + group, or the group) in increasing key order,
- * each duration in the bits MASK of its value. Packed, 8 bytes a piece of work: the key in
- * the bits above the duration, when every duration leaves it room (below 2^36 ns, 68 s, with
- * the most names and stages; days with a few hundred); else through (key, duration) pairs,
- * 16 bytes each, whose durations then move to the front of the same memory. */
+/* The durations of one table's work, grouped: segment I, [at[I], at[I + 1]), holds the
+ * durations of key KEY[I] (stage * n_names + group, or the group) in increasing key order.
+ * Counted, 4 bytes a piece of work (V32), when every duration is below 2^32 ns (4.3 s) and
+ * the keys are few enough to count each; else packed, 8 bytes (V, each duration in the bits
+ * MASK): the key in the bits above the duration, when every duration leaves it room (below
+ * 2^36 ns, 68 s, with the most names and stages; days with a few hundred); else through
+ * (key, duration) pairs, 16 bytes each, whose durations then move to the front of the same
+ * memory. */
 struct grouped {
+    uint32_t *v32;
     uint64_t *v, mask;
     uint64_t *key;
     size_t *at, n_seg;
 };
 
+/* Duration I of G */
+static inline uint64_t grouped_at(const struct grouped *g, size_t i)
+{
+    return g->v32 ? g->v32[i] : g->v[i] & g->mask;
+}
+
 static void grouped_free(struct grouped *g)
 {
+    free(g->v32);
     free(g->v);
     free(g->key);
     free(g->at);
@@ -276,6 +286,41 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
     int kb = bit_width(keys > 1 ? keys - 1 : 0), db = 64 - kb, key_bytes = (kb + 7) / 8;
 #define KEY_OF_WORK(w)                                                                         \
     (by_stage ? (uint64_t)lp_work_stage(c, (w)) * names + (w)->group : (w)->group)
+    /* counted: each key's durations placed after the keys before it (a key per eight pieces
+     * of work at most, so the counts add half a byte a piece) */
+    if (longest <= UINT32_MAX && n < UINT32_MAX && keys <= n / 8 + 4096) {
+        uint32_t *pos = calloc(keys + 1, sizeof *pos);
+        if (!pos || !(g->v32 = malloc((n ? n : 1) * sizeof *g->v32))) {
+            free(pos);
+            return LP_ERR_NOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            pos[KEY_OF_WORK(&c->work[i]) + 1]++;
+        size_t segs = 0;
+        for (size_t k = 0; k < keys; k++) {
+            segs += pos[k + 1] != 0;
+            pos[k + 1] += pos[k];
+        }
+        g->key = malloc((segs ? segs : 1) * sizeof *g->key);
+        g->at = malloc((segs + 1) * sizeof *g->at);
+        if (!g->key || !g->at) {
+            free(pos);
+            return LP_ERR_NOMEM;
+        }
+        for (size_t k = 0; k < keys; k++)
+            if (pos[k + 1] != pos[k]) {
+                g->key[g->n_seg] = k;
+                g->at[g->n_seg++] = pos[k];
+            }
+        g->at[g->n_seg] = n;
+        for (size_t i = 0; i < n; i++) { /* POS[k] moves from key k's start to its end */
+            const struct lp_work *w = &c->work[i];
+            g->v32[pos[KEY_OF_WORK(w)]++] = (uint32_t)lp_work_dur(c->t, w);
+        }
+        free(pos);
+        g->mask = UINT32_MAX;
+        return LP_OK;
+    }
     if (kb == 0 || longest < (1ull << db)) {
         if (!(g->v = malloc((n ? n : 1) * sizeof *g->v)))
             return LP_ERR_NOMEM;
@@ -311,16 +356,16 @@ static int group_durations(const struct lp_run_ctx *c, int by_stage, uint64_t lo
     return LP_OK;
 }
 
-/* One row from the durations V[0..N) & MASK (N > 0; the bits above MASK equal in all). The
- * median by selection; the mean and spread from integer deviations from the mean's floor, so
- * they do not depend on the values' order; totals saturate at LP_SAT_MAX. */
-static void row_of(uint64_t *v, size_t n, uint64_t mask, uint64_t scope_ns,
+/* One row from G's durations [FROM, FROM + N) (N > 0). The median by selection; the mean and
+ * spread from integer deviations from the mean's floor, so they do not depend on the
+ * values' order; totals saturate at LP_SAT_MAX. */
+static void row_of(const struct grouped *g, size_t from, size_t n, uint64_t scope_ns,
                    struct lp_kernel_row *x)
 {
     uint64_t total = 0, min = UINT64_MAX, max = 0;
     long double sum = 0;
-    for (size_t q = 0; q < n; q++) {
-        uint64_t d = v[q] & mask;
+    for (size_t q = from; q < from + n; q++) {
+        uint64_t d = grouped_at(g, q);
         total = lp_sat_add(total, d);
         sum += (long double)d;
         min = d < min ? d : min;
@@ -335,8 +380,8 @@ static void row_of(uint64_t *v, size_t n, uint64_t mask, uint64_t scope_ns,
      * of the squares rounded once past 2^64, about 18 M calls of one kernel 1 ms apart) */
     lp_i128 dev_sum = 0;
     lp_u128 sq_sum = 0;
-    for (size_t q = 0; q < n; q++) {
-        uint64_t d = v[q] & mask;
+    for (size_t q = from; q < from + n; q++) {
+        uint64_t d = grouped_at(g, q);
         uint64_t a = d >= floor_mean ? d - floor_mean : floor_mean - d;
         dev_sum += d >= floor_mean ? (lp_i128)a : -(lp_i128)a;
         sq_sum = lp_sat_add_u128(sq_sum, (lp_u128)a * a);
@@ -348,11 +393,13 @@ static void row_of(uint64_t *v, size_t n, uint64_t mask, uint64_t scope_ns,
     x->max_ns = lp_sat_clamp(max);
     /* the middle one, or the mean of the middle two without their sum, which may wrap */
     size_t k = (n - 1) / 2;
-    uint64_t lo = lp_select_u64(v, n, k) & mask, hi = lo;
+    uint64_t lo = g->v32 ? lp_select_u32(g->v32 + from, n, k)
+                         : lp_select_u64(g->v + from, n, k) & g->mask;
+    uint64_t hi = lo;
     if (n % 2 == 0) {
-        hi = v[k + 1] & mask;
-        for (size_t q = k + 2; q < n; q++)
-            hi = (v[q] & mask) < hi ? v[q] & mask : hi;
+        hi = grouped_at(g, from + k + 1);
+        for (size_t q = from + k + 2; q < from + n; q++)
+            hi = grouped_at(g, q) < hi ? grouped_at(g, q) : hi;
     }
     x->median_ns = lp_sat_clamp(lp_mid_u64(lo, hi));
     long double mean = (long double)floor_mean + dev / (long double)n;
@@ -375,7 +422,7 @@ static int rows_of(const struct grouped *g, size_t from, size_t to, size_t names
     for (size_t s = from; s < to; s++) {
         struct lp_kernel_row *x = &v[s - from];
         x->group = (size_t)(g->key[s] % names);
-        row_of(g->v + g->at[s], g->at[s + 1] - g->at[s], g->mask, scope_ns, x);
+        row_of(g, g->at[s], g->at[s + 1] - g->at[s], scope_ns, x);
     }
     qsort(v, n_rows, sizeof *v, cmp_row_total);
     tab->n_groups = n_rows;

@@ -37,8 +37,8 @@ static uint64_t last_timestamp(const struct lp_trace *t)
         if (t->markers[i].timestamp > last)
             last = t->markers[i].timestamp;
     for (size_t i = 0; i < t->n_kernels; i++)
-        if (t->kernels[i].end > last)
-            last = t->kernels[i].end;
+        if (lp_trace_kernel_end(t, &t->kernels[i]) > last)
+            last = lp_trace_kernel_end(t, &t->kernels[i]);
     return last;
 }
 

@@ -64,7 +64,7 @@ static inline uint64_t lp_work_end(const struct lp_trace *t, const struct lp_wor
     uint64_t start, end;
     if (kind == LP_OP_KERNEL) {
         start = t->kernels[w->index].start;
-        end = t->kernels[w->index].end;
+        end = lp_trace_kernel_end(t, &t->kernels[w->index]);
     } else if (kind == LP_OP_MEMCPY) {
         start = t->memcpys[w->index].start;
         end = t->memcpys[w->index].end;
@@ -309,6 +309,7 @@ size_t lp_count_until(const void *v, size_t n, size_t size, size_t offset, uint6
 /* The K-th smallest of V's N values (K < N), V permuted so that none before K is larger and
  * none after it smaller (Hoare's selection) */
 uint64_t lp_select_u64(uint64_t *v, size_t n, size_t k);
+uint32_t lp_select_u32(uint32_t *v, size_t n, size_t k);
 /* A map of 64-bit keys (UINT64_MAX is none) to 64-bit values: open addressing, doubled past
  * half full, so its memory is the keys met, never one slot per record. Its slots are KEY and
  * VAL (KEY UINT64_MAX: empty), in an order set by the keys and the order they came in. */

@@ -34,8 +34,8 @@ static int gemm_times(const struct lp_run_ctx *c, struct gemm_times *g)
             continue;
         if (!g->start[x] || k->start < g->start[x])
             g->start[x] = k->start;
-        if (k->end > g->end[x])
-            g->end[x] = k->end;
+        if (lp_trace_kernel_end(c->t, k) > g->end[x])
+            g->end[x] = lp_trace_kernel_end(c->t, k);
     }
     return LP_OK;
 }

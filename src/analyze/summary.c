@@ -186,9 +186,10 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
 {
     memset(s, 0, sizeof *s);
     for (size_t i = 0; i < t->n_kernels; i++) {
-        span(s, t->kernels[i].start, t->kernels[i].end);
-        if (t->kernels[i].end > t->kernels[i].start)
-            s->kernel_ns = lp_sat_add(s->kernel_ns, t->kernels[i].end - t->kernels[i].start);
+        uint64_t start = t->kernels[i].start, end = lp_trace_kernel_end(t, &t->kernels[i]);
+        span(s, start, end);
+        if (end > start)
+            s->kernel_ns = lp_sat_add(s->kernel_ns, end - start);
         uint32_t flags = lp_trace_kernel_config(t, &t->kernels[i])->flags;
         s->n_replays += (flags & LP_KERNEL_FLAG_REPLAY) != 0;
     }
@@ -208,7 +209,7 @@ int lp_trace_summarize(const struct lp_trace *t, struct lp_trace_summary *s)
     for (size_t i = 0; i < t->n_markers; i++)
         span(s, t->markers[i].timestamp, t->markers[i].timestamp);
     for (size_t i = 0; i < t->n_apis; i++)
-        span(s, t->apis[i].start, t->apis[i].end);
+        span(s, t->apis[i].start, lp_trace_api_end(t, &t->apis[i]));
     for (size_t i = 0; i < t->n_losses; i++) {
         s->lost_records = lp_sat_add(s->lost_records, t->losses[i].count);
         if (t->losses[i].count == 0)

@@ -63,9 +63,10 @@ static uint64_t host_api_time(const struct lp_trace *t, const struct lp_kv *apis
     for (size_t i = from; i < t->n_apis && api_at(t, apis, i)->start < b; i++) {
         const struct lp_api_rec *x = api_at(t, apis, i);
         const struct lp_api_kind *xk = lp_trace_api_kind(t, x);
-        if (xk->thread != thread || x->end <= a)
+        uint64_t x_end = lp_trace_api_end(t, x);
+        if (xk->thread != thread || x_end <= a)
             continue;
-        uint64_t s = x->start > a ? x->start : a, e = x->end < b ? x->end : b;
+        uint64_t s = x->start > a ? x->start : a, e = x_end < b ? x_end : b;
         if (e <= s)
             continue;
         sum = lp_sat_add(sum, e - s); /* nested calls overlap */
@@ -208,37 +209,62 @@ static int gaps_and_bins(struct lp_run_ctx *c, const struct lp_kv *apis)
     return LP_OK;
 }
 
-/* median launch delay (launch call start -> work start) per stage: the delays placed by
- * stage (counted first), each stage's median by selection */
+/* The launch delay of kernel W (launch call start -> work start), or UINT64_MAX for work that
+ * is not a launched kernel */
+static uint64_t launch_delay(const struct lp_run_ctx *c, const struct lp_work *w)
+{
+    uint64_t launch = lp_work_launch(c->t, w);
+    if (!launch || lp_work_kind(w) != LP_OP_KERNEL)
+        return UINT64_MAX;
+    uint64_t start = lp_work_start(c->t, w);
+    return start > launch ? start - launch : 0;
+}
+
+/* median launch delay per stage: the delays placed by stage (counted first), each stage's
+ * median by selection; 4 bytes a delay while the longest fits */
 static int launch_delays(struct lp_run_ctx *c)
 {
     struct lp_run *r = c->r;
     size_t *at = calloc(r->n_stages + 1, sizeof *at);
     if (!at)
         return LP_ERR_NOMEM;
-    for (size_t i = 0; i < c->n_work; i++)
-        if (lp_work_launch(c->t, &c->work[i]) && lp_work_kind(&c->work[i]) == LP_OP_KERNEL)
+    uint64_t longest = 0;
+    for (size_t i = 0; i < c->n_work; i++) {
+        uint64_t d = launch_delay(c, &c->work[i]);
+        if (d != UINT64_MAX) {
             at[lp_work_stage(c, &c->work[i]) + 1]++;
+            longest = d > longest ? d : longest;
+        }
+    }
     for (size_t s = 0; s < r->n_stages; s++)
         at[s + 1] += at[s];
-    uint64_t *d = malloc((at[r->n_stages] ? at[r->n_stages] : 1) * sizeof *d);
-    if (!d) {
+    int narrow = longest <= UINT32_MAX;
+    size_t n = at[r->n_stages] ? at[r->n_stages] : 1;
+    uint32_t *d32 = narrow ? malloc(n * sizeof *d32) : NULL;
+    uint64_t *d64 = narrow ? NULL : malloc(n * sizeof *d64);
+    if (!d32 && !d64) {
         free(at);
         return LP_ERR_NOMEM;
     }
     for (size_t i = 0; i < c->n_work; i++) { /* AT[s] moves from stage s's start to its end */
         const struct lp_work *w = &c->work[i];
-        uint64_t launch = lp_work_launch(c->t, w);
-        if (launch && lp_work_kind(w) == LP_OP_KERNEL) {
-            uint64_t start = lp_work_start(c->t, w);
-            d[at[lp_work_stage(c, w)]++] = start > launch ? start - launch : 0;
-        }
+        uint64_t d = launch_delay(c, w);
+        if (d == UINT64_MAX)
+            continue;
+        size_t q = at[lp_work_stage(c, w)]++;
+        if (narrow)
+            d32[q] = (uint32_t)d;
+        else
+            d64[q] = d;
     }
     for (size_t s = 0, from = 0; s < r->n_stages; from = at[s++])
-        if (at[s] > from)
-            r->stages[s].launch_delay_p50_ns =
-                lp_select_u64(d + from, at[s] - from, (at[s] - from) / 2);
-    free(d);
+        if (at[s] > from) {
+            size_t m = at[s] - from;
+            r->stages[s].launch_delay_p50_ns = narrow ? lp_select_u32(d32 + from, m, m / 2)
+                                                      : lp_select_u64(d64 + from, m, m / 2);
+        }
+    free(d32);
+    free(d64);
     free(at);
     return LP_OK;
 }

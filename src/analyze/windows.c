@@ -55,8 +55,8 @@ int lp_run_windows_load(struct lp_run_ctx *c)
     /* the collector writes a window when it opens (end = start) and again when it closes */
     uint64_t last = 0;
     for (size_t i = 0; i < t->n_kernels; i++)
-        if (t->kernels[i].end > last)
-            last = t->kernels[i].end;
+        if (lp_trace_kernel_end(t, &t->kernels[i]) > last)
+            last = lp_trace_kernel_end(t, &t->kernels[i]);
     size_t n = 0;
     for (size_t i = 0; i < t->n_windows; i++) {
         if (n && w[n - 1].start == w[i].start)

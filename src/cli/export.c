@@ -162,12 +162,12 @@ static void estimate(const struct lp_run *r, uint64_t from, uint64_t to, int pb,
     for (size_t i = 0; i < t->n_apis; i++) {
         const char *n = lp_trace_str(t, lp_trace_api_kind(t, &t->apis[i])->name);
         int flow = strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset");
-        count(e, t->apis[i].start, t->apis[i].end, from, to,
+        count(e, t->apis[i].start, lp_trace_api_end(t, &t->apis[i]), from, to,
               pb ? 26 + (flow ? 10 : 0) : 135 + strlen(n) + (flow ? 95 : 0));
     }
     for (size_t i = 0; i < t->n_kernels; i++) {
         uint64_t before = e->events;
-        count(e, t->kernels[i].start, t->kernels[i].end, from, to,
+        count(e, t->kernels[i].start, lp_trace_kernel_end(t, &t->kernels[i]), from, to,
               pb ? 42 : 330 + strlen(r->short_names[lp_run_kernel_group(r, i)]));
         e->kernels += e->events - before;
     }

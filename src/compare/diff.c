@@ -606,7 +606,7 @@ static int kernel_rows(struct kctx *k, const struct lp_run *const run[2], int *c
             if (w->group[r] == SIZE_MAX || g < w->group[r]) /* the smallest, in any order */
                 w->group[r] = g;
             const struct lp_kernel_rec *kr = &t->kernels[i];
-            uint64_t dur = kr->end > kr->start ? kr->end - kr->start : 0;
+            uint64_t end = lp_trace_kernel_end(t, kr), dur = end > kr->start ? end - kr->start : 0;
             struct acc *a = &w->acc[r];
             a->n++;
             a->sum = lp_sat_add_u128(a->sum, dur);

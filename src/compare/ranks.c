@@ -99,9 +99,11 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
     k->host = dup_or_null(lp_trace_meta(t, "host"), &failed);
     pick_device(t, k, &failed);
     k->kernels = t->n_kernels;
-    for (size_t i = 0; i < t->n_kernels; i++)
-        if (t->kernels[i].end > t->kernels[i].start)
-            k->kernel_ns = lp_sat_add(k->kernel_ns, t->kernels[i].end - t->kernels[i].start);
+    for (size_t i = 0; i < t->n_kernels; i++) {
+        uint64_t start = t->kernels[i].start, end = lp_trace_kernel_end(t, &t->kernels[i]);
+        if (end > start)
+            k->kernel_ns = lp_sat_add(k->kernel_ns, end - start);
+    }
     k->comm_kernels = r->comm.kernels;
     k->comm_ns = r->comm.ns;
     k->comm_overlap_ns = r->comm.overlap_ns;
@@ -129,11 +131,11 @@ int lp_rank_take(const struct lp_run *r, const char *trace_path, struct lp_rank 
     for (size_t i = 0; k->coll && i < t->n_kernels; i++) {
         const struct lp_kernel_rec *kn = &t->kernels[i];
         uint32_t g = lp_run_kernel_group(r, i);
-        if (r->cats[g] != LP_KCAT_COMMUNICATION || kn->end <= kn->start ||
+        if (r->cats[g] != LP_KCAT_COMMUNICATION || lp_trace_kernel_end(t, kn) <= kn->start ||
             k->n_coll == r->comm.kernels)
             continue;
         k->coll[k->n_coll++] = (struct lp_rank_coll){
-            kn->start, kn->end, name_hash(r->names[g]),
+            kn->start, lp_trace_kernel_end(t, kn), name_hash(r->names[g]),
             lp_run_kernel_stage(r, i), coll_op(r->names[g])};
     }
     if (k->coll)

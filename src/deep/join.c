@@ -355,7 +355,7 @@ int lp_run_deep(struct lp_run *r, struct lp_ncu_report *ncu)
         for (long c = first[lp_run_kernel_group(r, i)]; c >= 0 && s >= 0; c = cf[c].next)
             if (!memcmp(cf[c].grid, kc->grid, sizeof kc->grid) &&
                 !memcmp(cf[c].block, kc->block, sizeof kc->block)) {
-                cf[c].ns[s] += k->end - k->start;
+                cf[c].ns[s] += lp_trace_kernel_end(t, k) - k->start;
                 cf[c].calls[s]++;
                 break;
             }

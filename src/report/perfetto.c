@@ -175,9 +175,10 @@ static void host_calls(struct out *o, const struct lp_run *r, long host)
     for (size_t i = 0; i < t->n_apis; i++) {
         const struct lp_api_rec *a = &t->apis[i];
         const struct lp_api_kind *ak = lp_trace_api_kind(t, a);
-        if (!in(o, a->start, a->end))
+        uint64_t end = lp_trace_api_end(t, a);
+        if (!in(o, a->start, end))
             continue;
-        slice(o, "cuda_api", lp_trace_str(t, ak->name), host, ak->thread, a->start, a->end);
+        slice(o, "cuda_api", lp_trace_str(t, ak->name), host, ak->thread, a->start, end);
         fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, ak->status);
         const char *n = lp_trace_str(t, ak->name);
         if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
@@ -204,10 +205,10 @@ static void gpu_work(struct out *o, const struct lp_run *r)
         const struct lp_kernel_rec *k = &t->kernels[i];
         const struct lp_kernel_config *c = lp_trace_kernel_config(t, k);
         uint32_t g = lp_run_kernel_group(r, i);
-        if (!in(o, k->start, k->end))
+        if (!in(o, k->start, lp_trace_kernel_end(t, k)))
             continue;
         long pid = GPU_PID_BASE + c->device;
-        slice(o, "kernel", r->short_names[g], pid, c->stream, k->start, k->end);
+        slice(o, "kernel", r->short_names[g], pid, c->stream, k->start, lp_trace_kernel_end(t, k));
         /* the full name is in kernels.csv: here it would double the file */
         fprintf(f, ",\"args\":{\"category\":\"%s\",\"correlation\":%u,\"grid\":[%d,%d,%d],"
                    "\"block\":[%d,%d,%d],\"registers per thread\":%u,\"shared memory\":%llu,"

@@ -355,7 +355,8 @@ static int share(struct pw *w)
         const struct lp_kernel_rec *k = &t->kernels[i];
         const struct lp_kernel_config *kc = lp_trace_kernel_config(t, k);
         if (k->correlation && (kc->graph_id || (kc->flags & LP_KERNEL_FLAG_GRAPH)) &&
-            in_window(w, k->start, k->end) && shared_add(&w->shared, k->correlation) != 0)
+            in_window(w, k->start, lp_trace_kernel_end(t, k)) &&
+            shared_add(&w->shared, k->correlation) != 0)
             return -1;
     }
     for (size_t i = 0; i < t->n_memcpys; i++) {
@@ -698,12 +699,12 @@ static struct lp_kv order_key(uint64_t start, uint64_t end, size_t i)
     return (struct lp_kv){start, (0xffffffffull - d) << 32 | i};
 }
 
-/* Appends to V (at *M) the records of ARR, N of them and numbered from BASE, that overlap
- * the window, each from its fields A to B. */
-#define SPANS(v, m, arr, n, a, b, base)                                                        \
+/* Appends to V (at *M) the records, N of them and numbered from BASE, that overlap the
+ * window, the I_-th from A to B (expressions of I_). */
+#define SPANS(v, m, n, a, b, base)                                                             \
     for (size_t i_ = 0; i_ < (n); i_++)                                                        \
-        if (in_window(w, (arr)[i_].a, (arr)[i_].b))                                            \
-            (v)[(*(m))++] = order_key((arr)[i_].a, (arr)[i_].b, (base) + i_)
+        if (in_window(w, (a), (b)))                                                            \
+            (v)[(*(m))++] = order_key((a), (b), (base) + i_)
 
 /* the kinds sorted together: kind K's records are indices BASE[K] to BASE[K + 1] - 1 */
 struct kinds {
@@ -733,7 +734,7 @@ static void host_event(struct pw *w, unsigned kind, size_t i)
     if (kind == HOST_RANGE) {
         s = w->r->ranges.v[i].start, e = w->r->ranges.v[i].end, thread = w->r->ranges.v[i].thread;
     } else if (kind == HOST_API) {
-        s = t->apis[i].start, e = t->apis[i].end;
+        s = t->apis[i].start, e = lp_trace_api_end(t, &t->apis[i]);
         thread = lp_trace_api_kind(t, &t->apis[i])->thread;
     } else if (kind == HOST_OVERHEAD) {
         s = t->overheads[i].start, e = t->overheads[i].end, thread = t->overheads[i].thread;
@@ -795,7 +796,7 @@ static void gpu_event(struct pw *w, unsigned kind, size_t i)
     if (kind == GPU_KERNEL) {
         const struct lp_kernel_rec *x = &t->kernels[i];
         const struct lp_kernel_config *xc = lp_trace_kernel_config(t, x);
-        s = x->start, e = x->end, device = xc->device, stream = xc->stream;
+        s = x->start, e = lp_trace_kernel_end(t, x), device = xc->device, stream = xc->stream;
         correlation = x->correlation;
     } else if (kind == GPU_MEMCPY) {
         const struct lp_memcpy *x = &t->memcpys[i];
@@ -873,9 +874,11 @@ static int host(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    SPANS(v, &m, rg->v, rg->n, start, end, k.base[HOST_RANGE]);
-    SPANS(v, &m, t->apis, t->n_apis, start, end, k.base[HOST_API]);
-    SPANS(v, &m, t->overheads, t->n_overheads, start, end, k.base[HOST_OVERHEAD]);
+    SPANS(v, &m, rg->n, rg->v[i_].start, rg->v[i_].end, k.base[HOST_RANGE]);
+    SPANS(v, &m, t->n_apis, t->apis[i_].start, lp_trace_api_end(t, &t->apis[i_]),
+          k.base[HOST_API]);
+    SPANS(v, &m, t->n_overheads, t->overheads[i_].start, t->overheads[i_].end,
+          k.base[HOST_OVERHEAD]);
     for (size_t i = 0; i < t->n_markers; i++) {
         const struct lp_marker *x = &t->markers[i];
         if ((x->flags & LP_MARKER_FLAG_INSTANT) && in_window(w, x->timestamp, x->timestamp))
@@ -894,9 +897,12 @@ static int gpu(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    SPANS(v, &m, t->kernels, t->n_kernels, start, end, k.base[GPU_KERNEL]);
-    SPANS(v, &m, t->memcpys, t->n_memcpys, start, end, k.base[GPU_MEMCPY]);
-    SPANS(v, &m, t->memsets, t->n_memsets, start, end, k.base[GPU_MEMSET]);
+    SPANS(v, &m, t->n_kernels, t->kernels[i_].start, lp_trace_kernel_end(t, &t->kernels[i_]),
+          k.base[GPU_KERNEL]);
+    SPANS(v, &m, t->n_memcpys, t->memcpys[i_].start, t->memcpys[i_].end,
+          k.base[GPU_MEMCPY]);
+    SPANS(v, &m, t->n_memsets, t->memsets[i_].start, t->memsets[i_].end,
+          k.base[GPU_MEMSET]);
     int rc = ordered(w, v, m, &k, gpu_event);
     free(v);
     return rc;
@@ -960,7 +966,7 @@ static int requests_and_iterations(struct pw *w)
     struct lp_kv *v = rg->n_req < UINT32_MAX ? malloc((rg->n_req + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    SPANS(v, &m, rg->req, rg->n_req, start, end, 0);
+    SPANS(v, &m, rg->n_req, rg->req[i_].start, rg->req[i_].end, 0);
     const struct kinds one = {{0}, 1};
     int rc = ordered(w, v, m, &one, request_event);
     free(v);
@@ -1058,8 +1064,8 @@ static int samples(struct pw *w)
     struct lp_kv *v = n < UINT32_MAX ? malloc((n + 1) * sizeof *v) : NULL;
     if (!v)
         return -1;
-    SPANS(v, &m, t->nvml, t->n_nvml, timestamp, timestamp, k.base[SAMPLE_NVML]);
-    SPANS(v, &m, t->pm, t->n_pm, start, start, k.base[SAMPLE_PM]);
+    SPANS(v, &m, t->n_nvml, t->nvml[i_].timestamp, t->nvml[i_].timestamp, k.base[SAMPLE_NVML]);
+    SPANS(v, &m, t->n_pm, t->pm[i_].start, t->pm[i_].start, k.base[SAMPLE_PM]);
     int rc = ordered(w, v, m, &k, sample_event);
     free(v);
     return rc;

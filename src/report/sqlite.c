@@ -474,7 +474,7 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
     TABLE_OF("kernel_events", 9, t->n_kernels, {
         for (size_t i = 0; i < t->n_kernels; i++) {
             const struct lp_kernel_rec *k = &t->kernels[i];
-            i64(&q, id); u64v(&q, k->start); u64v(&q, i); u64v(&q, k->end);
+            i64(&q, id); u64v(&q, k->start); u64v(&q, i); u64v(&q, lp_trace_kernel_end(t, k));
             u64v(&q, lp_run_kernel_group(r, i));
             if (lp_run_kernel_stage(r, i) >= 0)
                 i64(&q, lp_run_kernel_stage(r, i));
@@ -523,7 +523,8 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
     TABLE_OF("api_events", 6, t->n_apis, {
         for (size_t i = 0; i < t->n_apis; i++) {
             const struct lp_api_rec *a = &t->apis[i];
-            null(&q); i64(&q, id); u64v(&q, a->start); u64v(&q, a->end); u64v(&q, a->kind);
+            null(&q); i64(&q, id); u64v(&q, a->start); u64v(&q, lp_trace_api_end(t, a));
+            u64v(&q, a->kind);
             u64v(&q, a->correlation); row(&q);
         }
     });

@@ -58,16 +58,18 @@ int lp_trace_layout(uint32_t type, struct lp_record_layout *l)
 {
     if (type == LP_REC_API) { /* kept as lp_api_rec, its name in its kind */
         *l = (struct lp_record_layout){.size = sizeof(struct lp_api_rec), .has_ts = 1,
-                                       .has_end = 1, .ts = offsetof(struct lp_api_rec, start),
-                                       .end = offsetof(struct lp_api_rec, end)};
+                                       .has_end = 1, .end_is_dur = 1,
+                                       .ts = offsetof(struct lp_api_rec, start),
+                                       .end = offsetof(struct lp_api_rec, dur)};
         return LP_OK;
     }
     if (type != LP_REC_KERNEL)
         return lp_record_layout(type, l);
     /* kept as lp_kernel_rec, not as the records they were decoded from */
     *l = (struct lp_record_layout){.size = sizeof(struct lp_kernel_rec), .has_ts = 1,
-                                   .has_end = 1, .ts = offsetof(struct lp_kernel_rec, start),
-                                   .end = offsetof(struct lp_kernel_rec, end)};
+                                   .has_end = 1, .end_is_dur = 1,
+                                   .ts = offsetof(struct lp_kernel_rec, start),
+                                   .end = offsetof(struct lp_kernel_rec, dur)};
     return LP_OK;
 }
 

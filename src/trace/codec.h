@@ -90,6 +90,7 @@ int lp_record_type_known(uint32_t type);
 struct lp_record_layout {
     size_t size; /* of the struct */
     int has_ts, has_end;
+    int end_is_dur; /* END is a kept row's 32-bit duration field (LP_REC_LONG) */
     size_t ts, end;
     size_t n_str, str[4];
 };

@@ -37,6 +37,19 @@ static uint64_t field_u64(const uint8_t *rec, size_t off)
     return v;
 }
 
+/* The end of record REC of layout L in T; its start TS */
+static uint64_t end_of(const struct lp_trace *t, const uint8_t *rec,
+                       const struct lp_record_layout *l, uint64_t ts)
+{
+    if (!l->has_end)
+        return ts;
+    if (!l->end_is_dur)
+        return field_u64(rec, l->end);
+    uint32_t dur;
+    memcpy(&dur, rec + l->end, sizeof dur);
+    return lp_trace_row_end(t, ts, dur);
+}
+
 /* A header value that is a plain positive decimal number. */
 static int meta_u64(const struct lp_trace *t, const char *key, uint64_t *out)
 {
@@ -94,7 +107,7 @@ static uint64_t latest_time(struct lp_trace *t, uint64_t a, uint64_t b)
             continue;
         for (size_t i = 0; i < *n; i++) {
             const uint8_t *rec = base + i * l.size;
-            uint64_t ts = field_u64(rec, l.ts), end = l.has_end ? field_u64(rec, l.end) : ts;
+            uint64_t ts = field_u64(rec, l.ts), end = end_of(t, rec, &l, ts);
             if (ts >= a && ts <= b && ts > hi)
                 hi = ts;
             if (end >= a && end <= b && end > hi)
@@ -312,7 +325,7 @@ int lp_trace_drop_implausible(struct lp_trace *t)
         size_t kept = 0;
         for (size_t i = 0; i < *n; i++) {
             uint8_t *rec = base + i * l.size;
-            uint64_t ts = field_u64(rec, l.ts), end = l.has_end ? field_u64(rec, l.end) : ts;
+            uint64_t ts = field_u64(rec, l.ts), end = end_of(t, rec, &l, ts);
             int why = end < ts                        ? IMP_BACKWARDS
                       : end - ts > longest            ? IMP_DURATION
                       : ts < from || end > to         ? IMP_OUTSIDE

@@ -52,6 +52,7 @@ struct intern {
 struct rd {
     struct lp_trace *t;
     size_t cap[LP_REC_TYPE_COUNT];
+    size_t long_cap;                /* of t->long_ends */
     struct strdef *defs;
     size_t n_defs, cap_defs;
     char *pool;
@@ -165,6 +166,27 @@ static int charge(struct rd *rd, uint64_t bytes)
     }
     rd->mem_total += bytes;
     return 0;
+}
+
+/* Charges a row from START to END of SIZE bytes, and keeps END apart when the row's duration
+ * field cannot hold it (LP_REC_LONG); sets *DUR. LP_OK; 1 when over the budget (the record
+ * is left out); else an error. */
+static inline int charge_row(struct rd *rd, size_t size, uint64_t start, uint64_t end,
+                             uint32_t *dur)
+{
+    if (end >= start && end - start < LP_REC_LONG) {
+        *dur = (uint32_t)(end - start);
+        return charge(rd, size);
+    }
+    struct lp_trace *t = rd->t;
+    if (t->n_long_ends >= LP_REC_LONG) { /* 16 GiB of them: past any budget */
+        rd->mem_dropped++;
+        return 1;
+    }
+    if (charge(rd, size + sizeof end))
+        return 1;
+    *dur = LP_REC_LONG | (uint32_t)t->n_long_ends;
+    return append((void **)&t->long_ends, &t->n_long_ends, &rd->long_cap, &end, sizeof end);
 }
 
 /* Keeps the definition's bytes (cut at a NUL, as C strings are) in the pool; ids are
@@ -354,10 +376,9 @@ static int keep_api(struct rd *rd, const struct lp_api *a)
                        sizeof kind, &idx);
     if (rc != LP_OK)
         return rc == 1 ? LP_OK : rc;
-    struct lp_api_rec row = {.start = a->start, .end = a->end, .correlation = a->correlation,
-                             .kind = idx};
-    if (charge(rd, sizeof row))
-        return LP_OK;
+    struct lp_api_rec row = {.start = a->start, .correlation = a->correlation, .kind = idx};
+    if ((rc = charge_row(rd, sizeof row, a->start, a->end, &row.dur)) != LP_OK)
+        return rc == 1 ? LP_OK : rc;
     return append((void **)&t->apis, &t->n_apis, &rd->cap[LP_REC_API], &row, sizeof row);
 }
 
@@ -369,10 +390,9 @@ static int keep_kernel(struct rd *rd, const struct lp_kernel *k)
     int rc = config_of(rd, k, &idx);
     if (rc != LP_OK)
         return rc == 1 ? LP_OK : rc;
-    struct lp_kernel_rec row = {.start = k->start, .end = k->end,
-                                .correlation = k->correlation, .config = idx};
-    if (charge(rd, sizeof row))
-        return LP_OK;
+    struct lp_kernel_rec row = {.start = k->start, .correlation = k->correlation, .config = idx};
+    if ((rc = charge_row(rd, sizeof row, k->start, k->end, &row.dur)) != LP_OK)
+        return rc == 1 ? LP_OK : rc;
     struct lp_trace *t = rd->t;
     return append((void **)&t->kernels, &t->n_kernels, &rd->cap[LP_REC_KERNEL], &row,
                   sizeof row);
@@ -1279,6 +1299,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->kernels);
     free(t->kernel_configs);
     free(t->api_kinds);
+    free(t->long_ends);
     free(t->memcpys);
     free(t->memsets);
     free(t->memory);
