@@ -896,6 +896,44 @@ static struct lp_trace *fixture(const char *name);
 
 /* ---- GEMMs ---- */
 
+/* More shapes than the table of rows by shape starts with (256 slots, half full): it grows,
+ * and each of 300 shapes, called twice, is one row with both calls and their kernels */
+static void test_gemm_rows_many_shapes(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    enum { SHAPES = 300 };
+    uint64_t at = 1000000;
+    for (uint64_t rep = 0; rep < 2; rep++)
+        for (uint64_t i = 0; i < SHAPES; i++, at += 10000) {
+            gemm(&b, 1, at, at + 2000, 64 + i, 8, 256 + 2 * i, NULL);
+            kernel(&b, "gemm_k", 1, at + 1000, at + 5000, at + 5000 + 10 * (i + 1));
+        }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.gemm.calls, 2 * SHAPES);
+    assert_int_equal(r.gemm.linked, 2 * SHAPES);
+    assert_int_equal(r.gemm.n_rows, SHAPES);
+    uint8_t seen[SHAPES] = {0};
+    for (size_t q = 0; q < r.gemm.n_rows; q++) {
+        const struct lp_gemm_row *row = &r.gemm.rows[q];
+        uint64_t i = row->call.m - 64;
+        assert_true(i < SHAPES);
+        assert_int_equal(row->call.k, 256 + 2 * i);
+        assert_int_equal(row->calls, 2);
+        assert_int_equal(row->kernels, 2);
+        assert_int_equal(row->gpu_ns, 2 * 10 * (i + 1));
+        seen[i]++;
+    }
+    for (size_t i = 0; i < SHAPES; i++)
+        assert_int_equal(seen[i], 1);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Kernels belong to the GEMM call that launched them: same thread, launch inside the call;
  * rows group calls by shape and stage; FLOPs, TFLOP/s and hints follow from the shape. */
 static void test_gemm_linking_and_rows(void **state)
@@ -4027,6 +4065,7 @@ int main(void)
         cmocka_unit_test(test_mfu_from_model),
         cmocka_unit_test(test_kernel_names),
         cmocka_unit_test(test_gemm_linking_and_rows),
+        cmocka_unit_test(test_gemm_rows_many_shapes),
         cmocka_unit_test(test_inferred_stages),
         cmocka_unit_test(test_inferred_around_vision),
         cmocka_unit_test(test_fixture_llama_gemms),

@@ -230,24 +230,53 @@ static int merge_steps(struct lp_run *r, struct row_sum *sums)
 }
 
 /* per GEMM that ran (c->gemms): its stage, its kernels, their time and the costliest one */
-struct call_info {
+struct call_info {                /* 40 bytes: one per GEMM call at the report's peak */
+    uint64_t ns, top_ns;
+    uint64_t first_start;         /* its first kernel's start */
     int32_t stage;
+    uint32_t kernels;
+    uint32_t top_group;
     uint8_t captured, replayed;   /* a call captured into a graph; one replay of such a call */
     uint8_t unrecorded;           /* made outside the capture windows, no kernel recorded: left
                                      out (its kernels were not recorded) */
-    uint32_t kernels;
-    uint64_t ns, top_ns;
-    uint32_t top_group;
-    uint64_t first_start;         /* its first kernel's start */
 };
+
+/* The table of rows by shape (SLOT, SLOT_HASH, *N_SLOTS of each) doubled: rows are few
+ * (distinct shapes), calls many, so it grows with the rows rather than start at the calls'
+ * number. LP_OK or LP_ERR_NOMEM (the table then unchanged). */
+static int grow_slots(int32_t **slot, uint64_t **slot_hash, size_t *n_slots)
+{
+    size_t n = *n_slots * 2;
+    int32_t *s = malloc(n * sizeof *s);
+    uint64_t *h = malloc(n * sizeof *h);
+    if (!s || !h) {
+        free(s);
+        free(h);
+        return LP_ERR_NOMEM;
+    }
+    memset(s, 0xff, n * sizeof *s);
+    for (size_t i = 0; i < *n_slots; i++) {
+        if ((*slot)[i] < 0)
+            continue;
+        size_t at = (*slot_hash)[i] & (n - 1);
+        while (s[at] >= 0)
+            at = (at + 1) & (n - 1);
+        s[at] = (*slot)[i];
+        h[at] = (*slot_hash)[i];
+    }
+    free(*slot);
+    free(*slot_hash);
+    *slot = s;
+    *slot_hash = h;
+    *n_slots = n;
+    return LP_OK;
+}
 
 static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
 {
     const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
-    size_t cap = 64, n_slots = 1;
-    while (n_slots < 2 * c->n_gemms)
-        n_slots *= 2;
+    size_t cap = 64, n_slots = 256; /* at most half full */
     int32_t *slot = malloc(n_slots * sizeof *slot);
     uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
     struct row_sum *sums = malloc(cap * sizeof *sums);
@@ -267,6 +296,8 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
             r->gemm.warmup_calls++; /* counted, kept out of the table */
             continue;
         }
+        if (2 * (r->gemm.n_rows + 1) > n_slots && grow_slots(&slot, &slot_hash, &n_slots))
+            goto out;
         uint64_t h = shape_hash(g, stage, ci[i].replayed);
         size_t s = h & (n_slots - 1);
         while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemm.rows[slot[s]].stage == stage &&

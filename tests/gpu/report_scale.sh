@@ -5,7 +5,8 @@
 # this build and by OLD (another build's llmprof, when given), interleaved, ROUNDS rounds:
 # each run's max RSS and CPU time (getrusage of the child); the report's iterations, tokens
 # and requests against the engine's own counts; and whether both builds wrote the same
-# report.json. Log: $OUT/report-scale.txt. Expects build/ carried.
+# report.json; the blocks live at the new build's peak ($OUT/alloc-peak.txt, when
+# build/lib/liballoc_peak.so is carried). Log: $OUT/report-scale.txt. Expects build/ carried.
 # Usage: report_scale.sh SECONDS ROUNDS [OLD]; SECONDS 0 reports the run recorded last
 # (/tmp/lpscale) again.
 set -u
@@ -39,6 +40,11 @@ for r in $(seq "$2"); do
 done
 [ -n "$OLD" ] && { cmp $T/rep-new/report.json $T/rep-old/report.json &&
     echo "report.json: the same from both builds"; }
+# what holds the memory at the peak (bench/alloc_peak.c; name the code here with
+# bench/alloc_peak.sh $OUT/alloc-peak.txt build/bin)
+P=$PWD/build/lib/liballoc_peak.so
+[ -e "$P" ] && LD_PRELOAD=$P ALLOC_PEAK_OUT="$OUT/alloc-peak.txt" "$L" report $T/run \
+    -o $T/rep-peak --quiet && head -1 "$OUT/alloc-peak.txt"
 "$PY" - $T/rep-new/report.json $T/truth.json <<'EOF'
 import json, sys
 rep, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
