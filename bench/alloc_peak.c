@@ -30,6 +30,8 @@ struct block {
 };
 
 static struct block live[SLOTS], at_peak[SLOTS];
+/* blocks past the slots are counted apart, never in the total: they could not be taken
+ * out of it when freed */
 static size_t n_live, n_at_peak, live_bytes, peak_bytes, untracked;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -39,51 +41,58 @@ static void *(*real_realloc)(void *, size_t);
 static void (*real_free)(void *);
 static size_t (*real_usable)(void *);
 
-/* dlsym may itself call calloc: those few bytes come from here and are never freed */
+/* dlsym may itself call calloc, in the thread that binds: those few bytes come from here
+ * and are never freed */
 static _Alignas(16) char boot[4096];
 static size_t boot_used;
-static int binding;
+static _Thread_local int binding;
+static pthread_once_t bound_once = PTHREAD_ONCE_INIT;
 
 static int from_boot(const void *p)
 {
     return (const char *)p >= boot && (const char *)p < boot + sizeof boot;
 }
 
-static void bind_real(void)
+static void lock_table(void) { pthread_mutex_lock(&lock); }
+static void unlock_table(void) { pthread_mutex_unlock(&lock); }
+
+static void bind_once(void)
 {
-    if (real_malloc || binding)
-        return;
     binding = 1;
     real_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
     real_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
     real_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
     real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
     real_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    pthread_atfork(lock_table, unlock_table, unlock_table); /* no fork mid-update */
     binding = 0;
 }
+
+/* every thread's first call waits for the one that binds (pthread_once) */
+static void bind_real(void) { pthread_once(&bound_once, bind_once); }
 
 static void note_alloc(void *p, size_t size, void *caller)
 {
     if (!p || size < MIN_BYTES)
         return;
     pthread_mutex_lock(&lock);
-    if (n_live < SLOTS)
-        live[n_live++] = (struct block){p, size, caller};
-    else
+    if (n_live == SLOTS) {
         untracked++;
-    live_bytes += size;
-    if (live_bytes > peak_bytes) {
-        peak_bytes = live_bytes;
-        memcpy(at_peak, live, n_live * sizeof *live);
-        n_at_peak = n_live;
+    } else {
+        live[n_live++] = (struct block){p, size, caller};
+        live_bytes += size;
+        if (live_bytes > peak_bytes) {
+            peak_bytes = live_bytes;
+            memcpy(at_peak, live, n_live * sizeof *live);
+            n_at_peak = n_live;
+        }
     }
     pthread_mutex_unlock(&lock);
 }
 
-static void note_free(void *p)
+/* P out of the live blocks (it may be freed already: only its address is compared) */
+static void forget(void *p)
 {
-    if (!p || from_boot(p) || real_usable(p) < MIN_BYTES)
-        return;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < n_live; i++)
         if (live[i].p == p) {
@@ -93,6 +102,9 @@ static void note_free(void *p)
         }
     pthread_mutex_unlock(&lock);
 }
+
+/* 1 when P is a block this shim may follow: large, and not from the startup buffer */
+static int large(void *p) { return p && !from_boot(p) && real_usable(p) >= MIN_BYTES; }
 
 EXPORT void *malloc(size_t size)
 {
@@ -104,7 +116,7 @@ EXPORT void *malloc(size_t size)
 
 EXPORT void *calloc(size_t n, size_t size)
 {
-    if (!real_calloc && binding) {
+    if (binding) {
         size_t need = (n * size + 15) & ~(size_t)15;
         if (need > sizeof boot - boot_used)
             return NULL;
@@ -123,13 +135,18 @@ EXPORT void *realloc(void *old, size_t size)
     bind_real();
     if (from_boot(old)) {
         void *p = real_malloc(size);
+        size_t left = (size_t)(boot + sizeof boot - (char *)old);
         if (p)
-            memcpy(p, old, size < sizeof boot ? size : sizeof boot);
+            memcpy(p, old, size < left ? size : left);
         note_alloc(p, size, __builtin_return_address(0));
         return p;
     }
-    note_free(old); /* before: the old block is gone once realloc returns */
+    int tracked = large(old); /* asked before: OLD may be gone once realloc returns */
     void *p = real_realloc(old, size);
+    if (!p && size)
+        return NULL; /* failed: OLD stays as it was */
+    if (tracked)
+        forget(old);
     note_alloc(p, size, __builtin_return_address(0));
     return p;
 }
@@ -137,8 +154,9 @@ EXPORT void *realloc(void *old, size_t size)
 EXPORT void free(void *p)
 {
     bind_real();
-    note_free(p);
-    if (!from_boot(p))
+    if (large(p))
+        forget(p);
+    if (p && !from_boot(p))
         real_free(p);
 }
 
