@@ -303,7 +303,7 @@ static void check_gemm_list(const struct lp_trace *t, const struct gemm_want *wa
             kernels[kg[i]]++;
     size_t algo_known = 0;
     for (size_t i = 0; i < t->n_gemms; i++) {
-        const struct lp_gemm *g = &t->gemms[i];
+        const struct lp_gemm call = lp_trace_gemm(t, i), *g = &call;
         algo_known += g->algo >= 0;
         printf("  gemm %-28s %c%c m=%-6" PRIu64 " n=%-6" PRIu64 " k=%-6" PRIu64 " batch=%-3" PRIu64
                " %s/%s->%s %s epi=%u status=%u algo=%d tile=%s kernels=%zu thread=%u %.1f us\n",
@@ -316,11 +316,13 @@ static void check_gemm_list(const struct lp_trace *t, const struct gemm_want *wa
     size_t matched = 0;
     for (size_t w = 0; w < n_want; w++) {
         size_t seen = 0, linked = 0;
-        for (size_t i = 0; i < t->n_gemms; i++)
-            if (gemm_matches(t, &t->gemms[i], &want[w])) {
+        for (size_t i = 0; i < t->n_gemms; i++) {
+            const struct lp_gemm g = lp_trace_gemm(t, i);
+            if (gemm_matches(t, &g, &want[w])) {
                 seen++;
                 linked += want[w].status ? kernels[i] == 0 : kernels[i] > 0;
             }
+        }
         matched += seen;
         expect(exact ? seen == want[w].count : seen >= want[w].count,
                "%s m=%" PRIu64 " n=%" PRIu64 " k=%" PRIu64 " batch=%" PRIu64 ": %zu calls (want %s%zu)",
@@ -367,12 +369,14 @@ static void check_gemm_fake(const struct lp_trace *t)
     };
     check_gemm_list(t, want, sizeof want / sizeof *want, 1, 0);
     check_two_threads(t, &want[0]);
-    for (size_t i = 0; i < t->n_gemms; i++)
-        if (t->gemms[i].end < t->gemms[i].start || (i && t->gemms[i].thread == t->gemms[0].thread &&
-                                                     t->gemms[i].start < t->gemms[i - 1].end)) {
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm g = lp_trace_gemm(t, i), g0 = lp_trace_gemm(t, 0);
+        const struct lp_gemm prev = lp_trace_gemm(t, i ? i - 1 : 0);
+        if (g.end < g.start || (i && g.thread == g0.thread && g.start < prev.end)) {
             expect(0, "call %zu: times out of order", i);
             break;
         }
+    }
 }
 
 /* the 4096 x 512 shape ran on two threads: each call is kept with its own thread */
@@ -380,10 +384,11 @@ static void check_two_threads(const struct lp_trace *t, const struct gemm_want *
 {
     uint32_t th[2] = {0};
     size_t n_th = 0;
-    for (size_t i = 0; i < t->n_gemms; i++)
-        if (gemm_matches(t, &t->gemms[i], w) && (n_th == 0 || t->gemms[i].thread != th[0]) &&
-            n_th < 2)
-            th[n_th++] = t->gemms[i].thread;
+    for (size_t i = 0; i < t->n_gemms; i++) {
+        const struct lp_gemm g = lp_trace_gemm(t, i);
+        if (gemm_matches(t, &g, w) && (n_th == 0 || g.thread != th[0]) && n_th < 2)
+            th[n_th++] = g.thread;
+    }
     expect(n_th == 2, "the 4096x512x4096 GEMM seen on 2 threads");
 }
 

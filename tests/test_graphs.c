@@ -109,7 +109,7 @@ static void test_graph_api(void **state)
         if (kg[i] < 0 ||
             !(lp_trace_kernel_config(t, &t->kernels[i])->flags & LP_KERNEL_FLAG_GRAPH))
             continue;
-        const struct lp_gemm *g = &t->gemms[kg[i]];
+        const struct lp_gemm call = lp_trace_gemm(t, (size_t)kg[i]), *g = &call;
         if (t->kernels[i].start >= ra && t->kernels[i].start <= re) {
             assert_true(g->start >= ua && g->end <= ue);
             checked++;

@@ -978,7 +978,7 @@ static void test_gemm_sums_exact(void **state)
     __extension__ typedef unsigned __int128 u128;
     u128 flops = 0;
     for (size_t i = 0; i < t[0]->n_gemms; i++) {
-        const struct lp_gemm *g = &t[0]->gemms[i];
+        const struct lp_gemm call = lp_trace_gemm(t[0], i), *g = &call;
         flops += (u128)2 * g->m * g->n * g->k;
     }
     assert_int_equal(r[0].gemm.linked, 24);
@@ -994,7 +994,7 @@ static void test_gemm_sums_exact(void **state)
             const struct lp_gemm_row *row = &r[o].gemm.rows[q];
             u128 f = 0, quarters = 0;
             for (size_t i = 0; i < t[o]->n_gemms; i++) {
-                const struct lp_gemm *g = &t[o]->gemms[i];
+                const struct lp_gemm call = lp_trace_gemm(t[o], i), *g = &call;
                 if (g->m != row->call.m || g->n != row->call.n)
                     continue;
                 f += (u128)2 * g->m * g->n * g->k;

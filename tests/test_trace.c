@@ -271,6 +271,12 @@ static void test_roundtrip_every_type(void **state)
             assert_memory_equal(&a, &recs[i].u.api, sizeof a);
             continue;
         }
+        if (recs[i].type == LP_REC_GEMM) { /* likewise; no padding but after the last field */
+            assert_true(seen[LP_REC_GEMM] < t->n_gemms);
+            struct lp_gemm g = lp_trace_gemm(t, seen[LP_REC_GEMM]++);
+            assert_memory_equal(&g, &recs[i].u.gemm, offsetof(struct lp_gemm, flags) + 4);
+            continue;
+        }
         size_t size = 0;
         const void *d = decoded(t, recs[i].type, seen[recs[i].type]++, &size);
         assert_non_null(d);
@@ -288,6 +294,11 @@ static void test_roundtrip_every_type(void **state)
             assert_memory_not_equal(&t->api_kinds[a], &t->api_kinds[b], sizeof t->api_kinds[a]);
     assert_true(t->n_api_kinds > 0 && t->n_api_kinds <= t->n_apis);
     assert_int_equal(t->n_apis, seen[LP_REC_API]);
+    for (size_t a = 0; a < t->n_gemm_kinds; a++) /* and every GEMM call kind */
+        for (size_t b = a + 1; b < t->n_gemm_kinds; b++)
+            assert_memory_not_equal(&t->gemm_kinds[a], &t->gemm_kinds[b], sizeof t->gemm_kinds[a]);
+    assert_true(t->n_gemm_kinds > 0 && t->n_gemm_kinds <= t->n_gemms);
+    assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
     assert_int_equal(t->n_losses, seen[LP_REC_LOSS]);
     assert_int_equal(t->n_gemms, seen[LP_REC_GEMM]);
     assert_true(t->n_gemms > 0);
@@ -1346,6 +1357,83 @@ static void test_row_long_durations(void **state)
     lp_trace_free(t);
 }
 
+/* GEMM calls are kept as 16-byte rows and a table of what calls alike share: each call reads
+ * back whole (lp_trace_gemm) as written, calls differing in any field but their times get
+ * their own kind, a long call keeps its end apart, and a name never defined reads as
+ * "<unknown>". */
+static void test_gemm_rows(void **state)
+{
+    (void)state;
+    _Static_assert(sizeof(struct lp_gemm_rec) == 16, "GEMM rows of 16 bytes");
+    char path[256], err[256];
+    tmp_path(path, sizeof path, "gemm-rows.lpt");
+    struct lp_trace_writer *w;
+    assert_int_equal(lp_trace_writer_open(&w, path, NULL, err, sizeof err), LP_OK);
+    char start[32];
+    snprintf(start, sizeof start, "%llu", (unsigned long long)T0);
+    lp_trace_writer_set_meta(w, "start_trace_ns", start);
+    assert_int_equal(lp_trace_writer_write_header(w), LP_OK);
+    lp_str ex = lp_trace_writer_intern(w, "cublasGemmEx");
+    lp_str lt = lp_trace_writer_intern(w, "cublasLtMatmul");
+    lp_str tile = lp_trace_writer_intern(w, "256x128");
+    const struct lp_gemm kinds[] = {
+        {.thread = 1, .api = ex, .m = 4096, .n = 7, .k = 4096, .batch = 1, .a_type = 14,
+         .b_type = 14, .c_type = 14, .d_type = 14, .compute_type = 68, .algo = -1, .epilogue = 1},
+        {.thread = 2, .api = ex, .m = 4096, .n = 7, .k = 4096, .batch = 1, .a_type = 14,
+         .b_type = 14, .c_type = 14, .d_type = 14, .compute_type = 68, .algo = -1, .epilogue = 1},
+        {.thread = 3, .api = lt, .m = 1ull << 40, .n = 3, .k = 5, .batch = 32, .transa = 1,
+         .transb = 2, .a_type = 28, .b_type = 29, .c_type = 2, .d_type = 0, .compute_type = 77,
+         .algo = 21, .tile = tile, .splitk = 4, .epilogue = 3, .status = 7,
+         .flags = LP_GEMM_FLAG_ALGO_FIRST},
+        /* its entry point's name never defined */
+        {.thread = 1, .api = 1u << 20, .m = 8, .n = 8, .k = 8, .batch = 1, .algo = -1},
+    };
+    enum { K = sizeof kinds / sizeof *kinds, N = 60 };
+    const uint64_t durs[] = {0, 1, 900, 1ull << 31, (1ull << 32) + 7, 3 * SEC};
+    struct lp_gemm want[N];
+    for (size_t i = 0; i < N; i++) {
+        want[i] = kinds[i % K];
+        want[i].start = T0 + SEC + i * 10 * MS;
+        want[i].end = want[i].start + durs[i % 6];
+        struct lp_record r = {.type = LP_REC_GEMM};
+        r.u.gemm = want[i];
+        assert_int_equal(lp_trace_writer_add(w, &r), LP_OK);
+    }
+    struct lp_record back = {.type = LP_REC_GEMM}; /* ends before it starts: left out */
+    back.u.gemm = kinds[0];
+    back.u.gemm.start = T0 + 2 * SEC;
+    back.u.gemm.end = T0 + 2 * SEC - 3;
+    assert_int_equal(lp_trace_writer_add(w, &back), LP_OK);
+    snprintf(start, sizeof start, "%llu", (unsigned long long)(T0 + 10 * SEC));
+    lp_trace_writer_set_meta(w, "end_trace_ns", start);
+    assert_int_equal(lp_trace_writer_close(w), LP_OK);
+    struct lp_trace *t;
+    assert_int_equal(lp_trace_read(&t, path, err, sizeof err), LP_OK);
+    assert_int_equal(t->n_gemms, N);
+    assert_int_equal(t->n_gemm_kinds, K);
+    assert_int_equal(t->implausible, 1);
+    assert_int_equal(t->n_long_ends, 3 * N / 6 + 1); /* 2^31, 2^32 + 7, 3 s; and the back one */
+    for (size_t i = 0; i < N; i++) {
+        const struct lp_gemm g = lp_trace_gemm(t, i), *x = &want[i];
+        assert_int_equal(g.start, x->start);
+        assert_int_equal(g.end, x->end);
+        assert_int_equal((t->gemms[i].dur & LP_REC_LONG) != 0, durs[i % 6] >= 1ull << 31);
+        assert_int_equal(g.thread, x->thread);
+        const char *api = i % K == 3 ? "<unknown>" : i % K == 2 ? "cublasLtMatmul" : "cublasGemmEx";
+        assert_string_equal(lp_trace_str(t, g.api), api);
+        assert_string_equal(lp_trace_str(t, g.tile), i % K == 2 ? "256x128" : "");
+        assert_true(g.m == x->m && g.n == x->n && g.k == x->k && g.batch == x->batch);
+        assert_true(g.transa == x->transa && g.transb == x->transb && g.a_type == x->a_type &&
+                    g.b_type == x->b_type && g.c_type == x->c_type && g.d_type == x->d_type &&
+                    g.compute_type == x->compute_type && g.algo == x->algo);
+        assert_true(g.splitk == x->splitk && g.epilogue == x->epilogue &&
+                    g.status == x->status && g.flags == x->flags);
+        assert_int_equal(t->gemms[i].kind, t->gemms[i % K].kind); /* alike: one kind */
+    }
+    assert_non_null(warning_with(t, "1 record that ends before it starts"));
+    lp_trace_free(t);
+}
+
 /* Ends before starts and times far outside the recording are left out; times a little
  * outside it (a range begun before the collector started) are kept. */
 static void test_implausible_times(void **state)
@@ -1692,6 +1780,7 @@ int main(void)
         cmocka_unit_test(test_writer_limits),
         cmocka_unit_test(test_implausible_duration),
         cmocka_unit_test(test_row_long_durations),
+        cmocka_unit_test(test_gemm_rows),
         cmocka_unit_test(test_implausible_times),
         cmocka_unit_test(test_records_window_outliers),
         cmocka_unit_test(test_header_window_disagrees),

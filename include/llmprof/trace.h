@@ -62,7 +62,7 @@ struct lp_kernel {
 
 /* A kept row's duration when it is under 2^31 ns (2.1 s); else, or when the row ends before
  * it starts, LP_REC_LONG | i: its end is lp_trace.long_ends[i]. Read the end through
- * lp_trace_kernel_end and lp_trace_api_end. */
+ * lp_trace_kernel_end, lp_trace_api_end and lp_trace_gemm. */
 #define LP_REC_LONG 0x80000000u
 
 /* A kernel as the reader keeps it (lp_trace.kernels): its times and launch call, and the
@@ -249,6 +249,30 @@ struct lp_gemm {
     uint32_t epilogue;            /* cublasLtEpilogue_t, 1 (default) for cuBLAS calls */
     uint32_t status;              /* return value of the call */
     uint32_t flags;               /* enum lp_gemm_flag */
+};
+
+/* A GEMM call as the reader keeps it (lp_trace.gemms): its times, and the rest as an index
+ * into lp_trace.gemm_kinds, where each distinct one is kept once (a model makes the same
+ * few shapes from the same thread over and over: a call record is 112 bytes, a row 16).
+ * Read a whole call through lp_trace_gemm. */
+struct __attribute__((packed, aligned(4))) lp_gemm_rec {
+    uint64_t start;               /* the host call, trace clock */
+    uint32_t dur;                 /* ns, or LP_REC_LONG | an index (above) */
+    uint32_t kind;                /* index into lp_trace.gemm_kinds */
+};
+
+/* The rest of a GEMM call record (struct lp_gemm but its times), shared by the calls alike */
+struct lp_gemm_kind {
+    uint32_t thread;
+    lp_str api;
+    uint64_t m, n, k, batch;
+    uint32_t transa, transb;
+    uint32_t a_type, b_type, c_type, d_type;
+    uint32_t compute_type;
+    int32_t algo;
+    lp_str tile;
+    uint32_t splitk, epilogue, status, flags;
+    uint32_t pad;                 /* 0: the reader compares kinds as bytes */
 };
 
 /* What happened to a CUDA graph node. A replayed kernel carries the id of a node of the
@@ -452,7 +476,8 @@ struct lp_trace {
     struct lp_device *devices;        size_t n_devices;
     struct lp_overhead *overheads;    size_t n_overheads;
     struct lp_loss *losses;           size_t n_losses;
-    struct lp_gemm *gemms;            size_t n_gemms;
+    struct lp_gemm_rec *gemms;        size_t n_gemms;
+    struct lp_gemm_kind *gemm_kinds;  size_t n_gemm_kinds;
     struct lp_graph *graphs;          size_t n_graphs;
     struct lp_counters *counters;     size_t n_counters;
     struct lp_pm_sample *pm;          size_t n_pm;
@@ -530,6 +555,27 @@ static inline uint64_t lp_trace_kernel_end(const struct lp_trace *t, const struc
 static inline uint64_t lp_trace_api_end(const struct lp_trace *t, const struct lp_api_rec *a)
 {
     return lp_trace_row_end(t, a->start, a->dur);
+}
+/* What GEMM call G of T shares with the calls alike: all but its times (never NULL; zeros
+ * for an index past the table) */
+static inline const struct lp_gemm_kind *lp_trace_gemm_kind(const struct lp_trace *t,
+                                                            const struct lp_gemm_rec *g)
+{
+    static const struct lp_gemm_kind none;
+    return g->kind < t->n_gemm_kinds ? &t->gemm_kinds[g->kind] : &none;
+}
+/* GEMM call I of T (I < t->n_gemms) whole, as it was recorded: its row and its kind */
+static inline struct lp_gemm lp_trace_gemm(const struct lp_trace *t, size_t i)
+{
+    const struct lp_gemm_rec *g = &t->gemms[i];
+    const struct lp_gemm_kind *k = lp_trace_gemm_kind(t, g);
+    return (struct lp_gemm){
+        .start = g->start, .end = lp_trace_row_end(t, g->start, g->dur), .thread = k->thread,
+        .api = k->api, .m = k->m, .n = k->n, .k = k->k, .batch = k->batch,
+        .transa = k->transa, .transb = k->transb, .a_type = k->a_type, .b_type = k->b_type,
+        .c_type = k->c_type, .d_type = k->d_type, .compute_type = k->compute_type,
+        .algo = k->algo, .tile = k->tile, .splitk = k->splitk, .epilogue = k->epilogue,
+        .status = k->status, .flags = k->flags};
 }
 /* Bytes of S (LEN) that are not UTF-8 replaced by '?', in place (names from outside must be
  * valid in JSON and Prometheus' text); returns how many. */

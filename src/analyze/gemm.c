@@ -229,7 +229,7 @@ static int merge_steps(struct lp_run *r, struct row_sum *sums)
     return LP_OK;
 }
 
-/* per GEMM that ran (c->gemms): its stage, its kernels, their time and the costliest one */
+/* per GEMM that ran (lp_run_gemm): its stage, its kernels, their time and the costliest one */
 struct call_info {                /* 40 bytes: one per GEMM call at the report's peak */
     uint64_t ns, top_ns;
     uint64_t first_start;         /* its first kernel's start */
@@ -288,10 +288,11 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     memset(slot, 0xff, n_slots * sizeof *slot);
     uint32_t sms = t->n_devices ? t->devices[0].sm_count : 0;
     for (size_t i = 0; i < c->n_gemms; i++) {
-        const struct lp_gemm *g = &c->gemms[i];
         int stage = ci[i].stage;
         if (ci[i].captured || ci[i].unrecorded) /* it ran in its replays; or unrecorded */
             continue;
+        struct lp_gemm call = lp_run_gemm(c, i);
+        const struct lp_gemm *g = &call;
         if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
             r->gemm.warmup_calls++; /* counted, kept out of the table */
             continue;
@@ -423,8 +424,9 @@ static int stage_gemms(struct lp_run_ctx *c, const struct call_info *ci)
         st->gemm_calls++;
         st->gemm_ns = lp_sat_add(st->gemm_ns, ci[i].ns);
         lp_u128 *f = &flops[ci[i].stage];
-        *f = lp_sat_add_u128(*f, lp_gemm_flops_exact(&c->gemms[i]));
-        if (expert_call(r->opt.model, &c->gemms[i])) {
+        struct lp_gemm g = lp_run_gemm(c, i);
+        *f = lp_sat_add_u128(*f, lp_gemm_flops_exact(&g));
+        if (expert_call(r->opt.model, &g)) {
             st->moe_gemm_ns = lp_sat_add(st->moe_gemm_ns, ci[i].ns);
             st->moe_gemm_kernels += ci[i].kernels;
         }
@@ -563,7 +565,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
          * it made does */
         ci[i].captured = i < t->n_gemms && ((c->gemm_replays && c->gemm_replays[i]) ||
                                             (made && made[i]));
-        ci[i].replayed = c->gemm_replay_of && c->gemm_replay_of[i] >= 0;
+        ci[i].replayed = i >= t->n_gemms;
     }
     for (size_t i = 0; i < t->n_kernels; i++) {
         if (!kg || kg[i] < 0)
@@ -588,7 +590,7 @@ int lp_run_gemms(struct lp_run_ctx *c)
     for (size_t i = 0; i < c->n_gemms; i++) {
         if (!ci[i].kernels && c->gemm_occ[i] >= 0)
             ci[i].stage = c->occ[c->gemm_occ[i]].stage;
-        ci[i].unrecorded = !ci[i].kernels && !lp_run_in_window(c, c->gemms[i].start);
+        ci[i].unrecorded = !ci[i].kernels && !lp_run_in_window(c, lp_run_gemm_start(c, i));
     }
     lp_u128 flops = 0; /* exact: the same in any order */
     for (size_t i = 0; i < c->n_gemms; i++) {
@@ -600,11 +602,12 @@ int lp_run_gemms(struct lp_run_ctx *c)
             continue;
         r->gemm.calls++;
         r->gemm.replayed += ci[i].replayed;
-        r->gemm.failed += c->gemms[i].status != 0;
+        struct lp_gemm g = lp_run_gemm(c, i);
+        r->gemm.failed += g.status != 0;
         if (ci[i].kernels) {
             r->gemm.linked++;
             r->gemm.ns = lp_sat_add(r->gemm.ns, ci[i].ns);
-            flops = lp_sat_add_u128(flops, lp_gemm_flops_exact(&c->gemms[i]));
+            flops = lp_sat_add_u128(flops, lp_gemm_flops_exact(&g));
         }
     }
     r->gemm.flops = (double)flops;

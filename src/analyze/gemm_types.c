@@ -111,35 +111,52 @@ int lp_gemm_peak_dtype(const struct lp_gemm *g)
     }
 }
 
-/* GEMM indices sorted by (thread, start, index) */
-static int cmp_thread_start(const void *a, const void *b, void *arg)
+/* A GEMM call's thread and start, the keys it is looked up by: kept together, since the
+ * thread lives in the call's kind */
+struct call_key {
+    uint64_t start;
+    uint32_t thread, index;
+};
+
+static int cmp_call_key(const void *a, const void *b)
 {
-    const struct lp_gemm *v = arg;
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    if (v[i].thread != v[j].thread)
-        return v[i].thread < v[j].thread ? -1 : 1;
-    if (v[i].start != v[j].start)
-        return v[i].start < v[j].start ? -1 : 1;
-    return (i > j) - (i < j);
+    const struct call_key *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* T's GEMM calls by (thread, start, index), or NULL out of memory */
+static struct call_key *calls_by_thread(const struct lp_trace *t)
+{
+    struct call_key *v = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < t->n_gemms; i++)
+        v[i] = (struct call_key){t->gemms[i].start, lp_trace_gemm_kind(t, &t->gemms[i])->thread,
+                                 (uint32_t)i};
+    qsort(v, t->n_gemms, sizeof *v, cmp_call_key);
+    return v;
 }
 
 /* the GEMM whose call on THREAD was running at TS: the last one there that began before */
-static int32_t gemm_at(const struct lp_trace *t, const uint32_t *order, uint32_t thread,
+static int32_t gemm_at(const struct lp_trace *t, const struct call_key *v, uint32_t thread,
                        uint64_t ts)
 {
     size_t lo = 0, hi = t->n_gemms;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        const struct lp_gemm *g = &t->gemms[order[mid]];
-        if (g->thread < thread || (g->thread == thread && g->start <= ts))
+        if (v[mid].thread < thread || (v[mid].thread == thread && v[mid].start <= ts))
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo == 0)
+    if (lo == 0 || v[lo - 1].thread != thread)
         return -1;
-    const struct lp_gemm *g = &t->gemms[order[lo - 1]];
-    return g->thread == thread && ts <= g->end ? (int32_t)order[lo - 1] : -1;
+    const struct lp_gemm_rec *g = &t->gemms[v[lo - 1].index];
+    return ts <= lp_trace_row_end(t, g->start, g->dur) ? (int32_t)v[lo - 1].index : -1;
 }
 
 int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kernel_origin)
@@ -160,7 +177,7 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
         return rc;
     }
     int32_t *out = malloc(t->n_kernels * sizeof *out), *origin = NULL;
-    uint32_t *order = malloc((t->n_gemms ? t->n_gemms : 1) * sizeof *order);
+    struct call_key *order = calls_by_thread(t);
     struct lp_corr_map m = {0};
     int rc = out && order ? lp_corr_build(t, &m) : LP_ERR_NOMEM;
     if (rc == LP_OK)
@@ -171,9 +188,6 @@ int lp_gemm_link(const struct lp_trace *t, int32_t **kernel_gemm, int32_t **kern
         lp_corr_free(&m);
         return rc;
     }
-    for (size_t i = 0; i < t->n_gemms; i++)
-        order[i] = (uint32_t)i;
-    qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
     for (size_t i = 0; i < t->n_kernels; i++) {
         out[i] = -1;
         if (t->n_gemms == 0)
@@ -211,12 +225,9 @@ int lp_gemm_made_nodes(const struct lp_trace *t, uint8_t *made)
     memset(made, 0, t->n_gemms);
     if (t->n_gemms == 0 || t->n_graphs == 0)
         return LP_OK;
-    uint32_t *order = malloc(t->n_gemms * sizeof *order);
+    struct call_key *order = calls_by_thread(t);
     if (!order)
         return LP_ERR_NOMEM;
-    for (size_t i = 0; i < t->n_gemms; i++)
-        order[i] = (uint32_t)i;
-    qsort_r(order, t->n_gemms, sizeof *order, cmp_thread_start, t->gemms);
     for (size_t i = 0; i < t->n_graphs; i++) {
         const struct lp_graph *g = &t->graphs[i];
         int32_t call = g->event == LP_GRAPH_EVENT_NODE_CREATED

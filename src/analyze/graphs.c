@@ -5,7 +5,6 @@
  * replays, their kernels, how many of its GEMM kernels have a shape, and the range it was
  * captured in; and per replayed kernel, that range. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "run_internal.h"
 #include "llmprof/sat.h"
@@ -16,7 +15,6 @@ int lp_run_replays(struct lp_run_ctx *c)
     if (c->replays_made) /* the serving pass made them before the steps */
         return LP_OK;
     c->replays_made = 1;
-    c->gemms = t->gemms;
     c->n_gemms = t->n_gemms;
     int rc = lp_gemm_link(t, &c->kernel_gemm, &c->kernel_origin);
     if (rc || !c->kernel_gemm || !c->kernel_origin || t->n_gemms == 0)
@@ -37,34 +35,27 @@ int lp_run_replays(struct lp_run_ctx *c)
         size_t runs = 0;
         for (size_t i = 0; i < n; i++)
             runs += i == 0 || kv[i].key != kv[i - 1].key;
-        struct lp_gemm *g = malloc((t->n_gemms + runs) * sizeof *g);
-        c->gemm_replay_of = malloc((t->n_gemms + runs) * sizeof *c->gemm_replay_of);
-        if (!g || !c->gemm_replay_of) {
-            free(g);
+        struct lp_run_replay *g = c->replays = malloc(runs * sizeof *g);
+        if (!g) {
             rc = LP_ERR_NOMEM;
         } else {
-            memcpy(g, t->gemms, t->n_gemms * sizeof *g);
-            for (size_t i = 0; i < t->n_gemms; i++)
-                c->gemm_replay_of[i] = -1;
-            size_t at = t->n_gemms;
+            size_t at = 0;
             for (size_t i = 0; i < n; i++) {
                 const struct lp_kernel_rec *k = &t->kernels[kv[i].val];
                 uint32_t call = (uint32_t)(kv[i].key >> 32);
                 if (i == 0 || kv[i].key != kv[i - 1].key) {
                     /* one replay of CALL: when and where the graph launch was made */
                     const struct lp_api_rec *a = lp_corr_find(t, &m, k->correlation);
-                    g[at] = t->gemms[call];
-                    g[at].start = a ? a->start : k->start;
-                    g[at].end = a ? lp_trace_api_end(t, a) : lp_trace_kernel_end(t, k);
-                    g[at].thread = a ? lp_trace_api_kind(t, a)->thread : 0;
-                    c->gemm_replay_of[at++] = (int32_t)call;
+                    g[at++] = (struct lp_run_replay){
+                        .start = a ? a->start : k->start,
+                        .end = a ? lp_trace_api_end(t, a) : lp_trace_kernel_end(t, k),
+                        .thread = a ? lp_trace_api_kind(t, a)->thread : 0,
+                        .call = call};
                     c->gemm_replays[call]++;
                 }
-                c->kernel_gemm[kv[i].val] = (int32_t)(at - 1);
+                c->kernel_gemm[kv[i].val] = (int32_t)(t->n_gemms + at - 1);
             }
-            c->gemm_store = g;
-            c->gemms = g;
-            c->n_gemms = at;
+            c->n_gemms = t->n_gemms + at;
         }
     }
     lp_corr_free(&m);

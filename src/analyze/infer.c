@@ -12,7 +12,7 @@
 /* GEMM indices by (start, index) */
 static int cmp_start(const void *a, const void *b, void *arg)
 {
-    const struct lp_gemm *v = arg;
+    const struct lp_gemm_rec *v = arg;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
     if (v[i].start != v[j].start)
         return v[i].start < v[j].start ? -1 : 1;
@@ -52,28 +52,30 @@ static int looks_like_llm(const struct lp_trace *t, const uint32_t *ord, const u
     if (!pre)
         return 0;
     size_t np = 0, shared = 0, steps = 0, best = 0;
-    const struct lp_gemm *lm = NULL;
+    struct lp_gemm lm = {0};
+    int have_lm = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct lp_gemm *g = &t->gemms[ord[i]];
+        struct lp_gemm g = lp_trace_gemm(t, ord[i]);
         if (!cls[i]) {
-            pre[np++] = weight_key(g->m, g->k);
-            pre[np++] = weight_key(g->n, g->k);
-        } else if (!lm || lp_gemm_weight(g, 0) > best) {
-            best = lp_gemm_weight(g, 0);
+            pre[np++] = weight_key(g.m, g.k);
+            pre[np++] = weight_key(g.n, g.k);
+        } else if (!have_lm || lp_gemm_weight(&g, 0) > best) {
+            best = lp_gemm_weight(&g, 0);
             lm = g;
+            have_lm = 1;
         }
     }
     qsort(pre, np, sizeof *pre, lp_cmp_u64);
     /* steps: calls of the largest decode shape; calls between them should not vary */
     size_t since = 0, prev_len = 0, same_len = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct lp_gemm *g = &t->gemms[ord[i]];
         if (!cls[i])
             continue;
-        uint64_t key = weight_key(g->m > g->n ? g->m : g->n, g->k);
+        struct lp_gemm g = lp_trace_gemm(t, ord[i]);
+        uint64_t key = weight_key(g.m > g.n ? g.m : g.n, g.k);
         shared += np && bsearch(&key, pre, np, sizeof *pre, lp_cmp_u64) != NULL;
         since++;
-        if (lp_gemm_same_shape(g, lm)) {
+        if (lp_gemm_same_shape(&g, &lm)) {
             steps++;
             same_len += since == prev_len;
             prev_len = since;
@@ -134,16 +136,16 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
     size_t n = 0;
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < t->n_gemms; i++) {
-        const struct lp_gemm *g = &t->gemms[i];
+        struct lp_gemm g = lp_trace_gemm(t, i);
         int inside = 0;
-        if (g->status || g->batch != 1 || !g->m || !g->n)
+        if (g.status || g.batch != 1 || !g.m || !g.n)
             continue;
         if (first)
-            span_before(spans, first, g->start, &inside);
+            span_before(spans, first, g.start, &inside);
         if (inside)
             continue;
         ord[n++] = (uint32_t)i;
-        uint64_t tk = lp_gemm_tokens(g);
+        uint64_t tk = lp_gemm_tokens(&g);
         lo = tk < lo ? tk : lo;
         hi = tk > hi ? tk : hi;
     }
@@ -151,8 +153,10 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
     /* two populations far apart: prompt-sized and batch-sized; the cut is their geometric
      * middle. One population: decode when it is a few tokens, else prefill. */
     double cut = hi >= 8 * lo ? sqrt((double)lo * (double)hi) : (hi <= 64 ? (double)hi + 1 : 0);
-    for (size_t i = 0; i < n; i++)
-        cls[i] = (double)lp_gemm_tokens(&t->gemms[ord[i]]) < cut; /* 1 decode */
+    for (size_t i = 0; i < n; i++) {
+        struct lp_gemm g = lp_trace_gemm(t, ord[i]);
+        cls[i] = (double)lp_gemm_tokens(&g) < cut; /* 1 decode */
+    }
     /* a short run of decode-sized calls inside prefill-sized ones joins them; never the
      * other way: a call of many tokens is no decode step */
     for (size_t i = 0, j; i < n; i = j) {
@@ -171,9 +175,11 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
             ;
         int decode = cls[i];
         uint64_t tokens = 0;
-        for (size_t a = i; a < j; a++)
-            if (lp_gemm_tokens(&t->gemms[ord[a]]) > tokens)
-                tokens = lp_gemm_tokens(&t->gemms[ord[a]]);
+        for (size_t a = i; a < j; a++) {
+            struct lp_gemm g = lp_trace_gemm(t, ord[a]);
+            tokens = lp_gemm_tokens(&g) > tokens ? lp_gemm_tokens(&g) : tokens;
+        }
+        uint64_t last_end = lp_trace_gemm(t, ord[j - 1]).end;
         if (!decode) {
             /* a prefill starts after the ranges (vision) that ran before its first GEMM */
             int inside;
@@ -181,34 +187,34 @@ int lp_run_infer_stages(struct lp_run_ctx *c, int prefill_stage, int decode_stag
                                     : 0;
             if (before > prev_end)
                 prev_end = before;
-            if (add_occ(c, &made, prev_end, t->gemms[ord[j - 1]].end, prefill_stage,
-                        (int64_t)tokens))
+            if (add_occ(c, &made, prev_end, last_end, prefill_stage, (int64_t)tokens))
                 goto nomem;
-            prev_end = t->gemms[ord[j - 1]].end;
+            prev_end = last_end;
             continue;
         }
         /* decode: one step ends after each call of the segment's largest GEMM (the lm_head,
          * once per forward pass and last); calls after the last one join the last step */
-        size_t lm = i;
-        for (size_t a = i; a < j; a++)
-            if (lp_gemm_weight(&t->gemms[ord[a]], 0) > lp_gemm_weight(&t->gemms[ord[lm]], 0))
-                lm = a;
-        const struct lp_gemm *rg = &t->gemms[ord[lm]];
+        struct lp_gemm rg = lp_trace_gemm(t, ord[i]);
+        for (size_t a = i + 1; a < j; a++) {
+            struct lp_gemm g = lp_trace_gemm(t, ord[a]);
+            if (lp_gemm_weight(&g, 0) > lp_gemm_weight(&rg, 0))
+                rg = g;
+        }
         for (size_t a = i; a < j; a++) {
-            const struct lp_gemm *g = &t->gemms[ord[a]];
-            if (!lp_gemm_same_shape(g, rg))
+            struct lp_gemm g = lp_trace_gemm(t, ord[a]);
+            if (!lp_gemm_same_shape(&g, &rg))
                 continue;
             if (a == i && made > first && c->occ[made - 1].stage == prefill_stage) {
                 /* the prefill's own lm_head on its last token: the prefill ends there */
-                c->occ[made - 1].end = c->occ[made - 1].range_end = g->end;
-            } else if (add_occ(c, &made, prev_end, g->end, decode_stage,
-                               (int64_t)lp_gemm_tokens(rg))) {
+                c->occ[made - 1].end = c->occ[made - 1].range_end = g.end;
+            } else if (add_occ(c, &made, prev_end, g.end, decode_stage,
+                               (int64_t)lp_gemm_tokens(&rg))) {
                 goto nomem;
             }
-            prev_end = g->end;
+            prev_end = g.end;
         }
-        if (made && t->gemms[ord[j - 1]].end > prev_end) {
-            prev_end = t->gemms[ord[j - 1]].end;
+        if (made && last_end > prev_end) {
+            prev_end = last_end;
             c->occ[made - 1].end = c->occ[made - 1].range_end = prev_end;
         }
     }

@@ -58,7 +58,7 @@ static uint32_t *program_threads(const struct lp_trace *t, size_t *n)
     for (size_t i = 0; i < t->n_markers; i++)
         KEEP(t->markers[i].thread);
     for (size_t i = 0; i < t->n_gemms; i++)
-        KEEP(t->gemms[i].thread);
+        KEEP(lp_trace_gemm_kind(t, &t->gemms[i])->thread);
 #undef KEEP
     qsort(v, k, sizeof *v, lp_cmp_u32);
     size_t m = 0;

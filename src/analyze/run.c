@@ -86,8 +86,7 @@ static void ctx_free(struct lp_run_ctx *c)
     free(c->subs);
     free(c->kernel_gemm);
     free(c->kernel_origin);
-    free(c->gemm_store);
-    free(c->gemm_replay_of);
+    free(c->replays);
     free(c->gemm_replays);
     free(c->gemm_occ);
     free(c->gemm_end);

@@ -131,6 +131,13 @@ struct lp_range_info {
     uint8_t warmup;
 };
 
+/* A replay of a GEMM call captured into a CUDA graph: a GEMM that ran (lp_run_ctx.replays) */
+struct lp_run_replay {
+    uint64_t start, end;          /* the graph launch's call (its kernel's, not recorded) */
+    uint32_t thread;              /* of that call, 0 unknown */
+    uint32_t call;                /* the captured call it replays: index into t->gemms */
+};
+
 struct lp_run_ctx {
     const struct lp_trace *t;
     struct lp_run *r;
@@ -150,13 +157,12 @@ struct lp_run_ctx {
     struct { int stage; int rule; } *subs;
     size_t n_subs;
     /* steps.c: GEMM calls tied to kernels and occurrences, and the step durations found */
-    /* GEMMs that ran (graphs.c): the trace's calls, then one per replay of a call captured
-     * into a CUDA graph; every per-GEMM array below is indexed like GEMMS */
-    const struct lp_gemm *gemms;
+    /* GEMMs that ran (graphs.c): the trace's calls (t->gemms), then one per replay of a
+     * call captured into a CUDA graph (REPLAYS); every per-GEMM array below is indexed like
+     * them. Read one through lp_run_gemm. */
     size_t n_gemms;
-    struct lp_gemm *gemm_store;   /* GEMMS when replays were added (owned) */
-    int replays_made;             /* lp_run_replays ran: GEMMS and the links below are set */
-    int32_t *gemm_replay_of;      /* the captured call each one replays, -1 (NULL: none) */
+    struct lp_run_replay *replays; /* n_gemms - t->n_gemms of them (owned) */
+    int replays_made;             /* lp_run_replays ran: N_GEMMS and the links below are set */
     uint32_t *gemm_replays;       /* per trace GEMM record: its replays (> 0: captured) */
     int32_t *kernel_gemm;         /* GEMM that launched each kernel, -1 (NULL: none) */
     int32_t *kernel_origin;       /* graph record of each replayed kernel's node, -1 */
@@ -169,6 +175,28 @@ struct lp_run_ctx {
     char *err;
     size_t errlen;
 };
+
+/* GEMM I that ran (I < c->n_gemms), whole: a call of the trace, or a replay of one with the
+ * replay's times and thread */
+static inline struct lp_gemm lp_run_gemm(const struct lp_run_ctx *c, size_t i)
+{
+    size_t n = c->t->n_gemms;
+    if (i < n)
+        return lp_trace_gemm(c->t, i);
+    const struct lp_run_replay *r = &c->replays[i - n];
+    struct lp_gemm g = lp_trace_gemm(c->t, r->call);
+    g.start = r->start;
+    g.end = r->end;
+    g.thread = r->thread;
+    return g;
+}
+
+/* The start of GEMM I that ran, without the rest (sorts) */
+static inline uint64_t lp_run_gemm_start(const struct lp_run_ctx *c, size_t i)
+{
+    size_t n = c->t->n_gemms;
+    return i < n ? c->t->gemms[i].start : c->replays[i - n].start;
+}
 
 /* W's stage (index into lp_run.stages), -1 before the stages pass attributed it: its
  * occurrence's, else the stage of work outside every stage */

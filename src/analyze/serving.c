@@ -18,7 +18,7 @@
 /* ---- the GEMMs: anchor shape, kernel times ---- */
 
 struct gemm_times {
-    uint64_t *start, *end;        /* per c->gemms: its kernels' first start and last end, 0 */
+    uint64_t *start, *end;        /* per GEMM that ran: its kernels' first start and last end, 0 */
 };
 
 static int gemm_times(const struct lp_run_ctx *c, struct gemm_times *g)
@@ -52,10 +52,11 @@ static int linear_call(const struct lp_gemm *g)
 /* GEMM indices by start, ties (the replays of one graph launch share its start) by index */
 static int cmp_gemm_start(const void *a, const void *b, void *arg)
 {
-    const struct lp_gemm *v = arg;
+    const struct lp_run_ctx *c = arg;
     uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    if (v[i].start != v[j].start)
-        return v[i].start < v[j].start ? -1 : 1;
+    uint64_t si = lp_run_gemm_start(c, i), sj = lp_run_gemm_start(c, j);
+    if (si != sj)
+        return si < sj ? -1 : 1;
     return (i > j) - (i < j);
 }
 
@@ -89,7 +90,7 @@ static const struct u32_pair *pair_find(const struct u32_pair *v, size_t n, uint
     return n ? bsearch(&k, v, n, sizeof *v, cmp_pair_key) : NULL;
 }
 
-/* The GEMM call (index into c->gemms, sorted by start in ORD) on THREAD that was running at
+/* The GEMM call (a GEMM that ran, sorted by start in ORD) on THREAD that was running at
  * TS, -1 */
 static int32_t call_at(const struct lp_run_ctx *c, const uint32_t *ord, size_t n,
                        uint32_t thread, uint64_t ts)
@@ -97,16 +98,16 @@ static int32_t call_at(const struct lp_run_ctx *c, const uint32_t *ord, size_t n
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c->gemms[ord[mid]].start <= ts)
+        if (lp_run_gemm_start(c, ord[mid]) <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
     /* calls on one thread do not overlap; look back a little for this thread's */
     for (size_t i = lo, seen = 0; i-- > 0 && seen < 64; seen++) {
-        const struct lp_gemm *g = &c->gemms[ord[i]];
-        if (g->thread == thread)
-            return g->end >= ts ? (int32_t)ord[i] : -1;
+        struct lp_gemm g = lp_run_gemm(c, ord[i]);
+        if (g.thread == thread)
+            return g.end >= ts ? (int32_t)ord[i] : -1;
     }
     return -1;
 }
@@ -136,8 +137,9 @@ static int graph_buckets(const struct lp_run_ctx *c, const uint32_t *ord, size_t
         const struct lp_graph *e = &t->graphs[i];
         if (e->event == LP_GRAPH_EVENT_NODE_CREATED) {
             int32_t g = call_at(c, ord, n, e->thread, e->timestamp);
-            if (g >= 0 && (size_t)g < t->n_gemms && linear_call(&c->gemms[g]))
-                made[a++] = (struct u32_pair){e->graph_id, (uint32_t)c->gemms[g].n};
+            struct lp_gemm call = g >= 0 ? lp_run_gemm(c, (size_t)g) : (struct lp_gemm){0};
+            if (g >= 0 && (size_t)g < t->n_gemms && linear_call(&call))
+                made[a++] = (struct u32_pair){e->graph_id, (uint32_t)call.n};
         } else if (e->event == LP_GRAPH_EVENT_EXEC_CREATED) {
             exec[b++] = (struct u32_pair){e->graph_id, e->exec_id};
         }
@@ -197,8 +199,8 @@ static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
     int broke = 0;
     ptrdiff_t prev = -1;
     for (size_t p = 0; p < n; p++) {
-        const struct lp_gemm *a = &c->gemms[ord[p]];
-        if (a->m != key_m || a->k != key_k)
+        struct lp_gemm a = lp_run_gemm(c, ord[p]);
+        if (a.m != key_m || a.k != key_k)
             continue;
         if (!gt->end[ord[p]]) { /* no kernel: outside a capture window, or captured */
             (*outside)++;
@@ -212,21 +214,21 @@ static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
         int graph = 0, seen = 0;
         for (ptrdiff_t q = (ptrdiff_t)p - 1; q > prev; q--) {
             uint32_t gi = ord[q];
-            const struct lp_gemm *g = &c->gemms[gi];
-            if (g->thread != a->thread)
+            struct lp_gemm g = lp_run_gemm(c, gi);
+            if (g.thread != a.thread)
                 continue;
-            int is_graph = c->gemm_replay_of && c->gemm_replay_of[gi] >= 0;
+            int is_graph = gi >= c->t->n_gemms; /* a replay */
             if (!gt->end[gi] || (seen && is_graph != graph))
                 break;
             seen = 1;
             graph = is_graph;
-            if (g->k != key_k)
+            if (g.k != key_k)
                 continue;
-            if ((int64_t)g->n > tokens) {
-                tokens = (int64_t)g->n;
+            if ((int64_t)g.n > tokens) {
+                tokens = (int64_t)g.n;
                 x.fwd_start = 0;
             }
-            if ((int64_t)g->n == tokens && (!x.fwd_start || gt->start[gi] < x.fwd_start))
+            if ((int64_t)g.n == tokens && (!x.fwd_start || gt->start[gi] < x.fwd_start))
                 x.fwd_start = gt->start[gi];
         }
         x.tokens = graph ? 0 : tokens;
@@ -244,19 +246,24 @@ static int find_anchors(const struct lp_run_ctx *c, const struct gemm_times *gt,
 static void anchor_shape(const struct lp_run_ctx *c, uint64_t *m, uint64_t *k)
 {
     *m = *k = 0;
-    const struct lp_gemm *big = NULL; /* the largest weight, exactly; then m, then k */
+    struct lp_gemm big = {0}; /* the largest weight, exactly; then m, then k */
+    int found = 0;
     for (size_t i = 0; i < c->n_gemms; i++) {
-        const struct lp_gemm *g = &c->gemms[i];
-        if (linear_call(g) && (!big || lp_gemm_weight_cmp(g, big) > 0))
+        struct lp_gemm g = lp_run_gemm(c, i);
+        if (linear_call(&g) && (!found || lp_gemm_weight_cmp(&g, &big) > 0)) {
             big = g;
+            found = 1;
+        }
     }
-    if (!big)
+    if (!found)
         return;
-    *m = big->m;
-    *k = big->k;
+    *m = big.m;
+    *k = big.k;
     size_t calls = 0;
-    for (size_t i = 0; i < c->n_gemms && calls < 3; i++)
-        calls += linear_call(&c->gemms[i]) && c->gemms[i].m == *m && c->gemms[i].k == *k;
+    for (size_t i = 0; i < c->n_gemms && calls < 3; i++) {
+        struct lp_gemm g = lp_run_gemm(c, i);
+        calls += linear_call(&g) && g.m == *m && g.k == *k;
+    }
     if (calls < 3)
         *m = *k = 0;
 }
@@ -987,10 +994,12 @@ int lp_run_serving(struct lp_run_ctx *c)
     rc = ord ? gemm_times(c, &gt) : LP_ERR_NOMEM;
     if (rc != LP_OK)
         goto out;
-    for (size_t i = 0; key_m && i < c->n_gemms; i++)
-        if (linear_call(&c->gemms[i]))
+    for (size_t i = 0; key_m && i < c->n_gemms; i++) {
+        struct lp_gemm g = lp_run_gemm(c, i);
+        if (linear_call(&g))
             ord[n++] = (uint32_t)i;
-    qsort_r(ord, n, sizeof *ord, cmp_gemm_start, (void *)c->gemms);
+    }
+    qsort_r(ord, n, sizeof *ord, cmp_gemm_start, c);
     if ((rc = find_anchors(c, &gt, ord, n, key_m, key_k, &an, &n_an, &s->anchors_outside)) ||
         (rc = graph_buckets(c, ord, n, &buckets, &n_buckets)))
         goto out;
@@ -1003,10 +1012,10 @@ int lp_run_serving(struct lp_run_ctx *c)
     s->device = lp_kernel_device(c->t) > 0 ? (uint32_t)lp_kernel_device(c->t) : 0;
     for (size_t i = 0; i < s->n_iters; i++) {
         struct lp_iteration *x = &s->iters[i];
-        const struct lp_gemm *a = &c->gemms[an[i].gemm];
-        x->host_ns = a->start;
+        struct lp_gemm a = lp_run_gemm(c, an[i].gemm);
+        x->host_ns = a.start;
         x->end = gt.end[an[i].gemm];
-        x->sampled = (int64_t)a->n;
+        x->sampled = (int64_t)a.n;
         x->start = an[i].fwd_start;
         x->kind = LP_ITER_KIND_UNKNOWN; /* until its forward is seen: GEMMs or a graph */
         if (i > 0 && !an[i].after_break && x->end > s->iters[i - 1].end)

@@ -52,7 +52,7 @@ static int link_gemms(struct lp_run_ctx *c)
     /* a call that launched nothing (failed, or captured into a graph): where it was made */
     for (size_t i = 0; i < c->n_gemms; i++)
         if (!c->gemm_end[i])
-            c->gemm_occ[i] = lp_run_occ_at(c, c->gemms[i].thread, c->gemms[i].start);
+            c->gemm_occ[i] = lp_run_occ_at(c, lp_run_gemm(c, i).thread, lp_run_gemm_start(c, i));
     return LP_OK;
 }
 
@@ -247,16 +247,16 @@ static uint64_t most_common(uint64_t *v, size_t n, size_t *count)
 }
 
 /* GEMM calls of one occurrence: the token dimension (the value most calls share in m or
- * n) and the largest-weight call, the lm_head. */
+ * n) and the largest-weight call, the lm_head (*LM: LM_CALL, or NULL) */
 static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *calls, size_t n,
-                        uint64_t *vals, const struct lp_gemm **lm)
+                        uint64_t *vals, struct lp_gemm *lm_call, const struct lp_gemm **lm)
 {
-    const struct lp_gemm *g0 = c->gemms;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        vals[k++] = g0[calls[i]].m;
-        if (g0[calls[i]].n != g0[calls[i]].m)
-            vals[k++] = g0[calls[i]].n;
+        struct lp_gemm g = lp_run_gemm(c, calls[i]);
+        vals[k++] = g.m;
+        if (g.n != g.m)
+            vals[k++] = g.n;
     }
     size_t best = 0;
     uint64_t mode = most_common(vals, k, &best);
@@ -269,14 +269,15 @@ static void gemm_shapes(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
     uint64_t top = 0;
     int top_at_mode = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct lp_gemm *g = &g0[calls[i]];
-        int at_mode = g->m == mode || g->n == mode;
-        uint64_t w = lp_gemm_weight(g, mode);
+        struct lp_gemm g = lp_run_gemm(c, calls[i]);
+        int at_mode = g.m == mode || g.n == mode;
+        uint64_t w = lp_gemm_weight(&g, mode);
         if (!*lm || w > top || (w == top && at_mode && !top_at_mode) ||
-            (w == top && at_mode == top_at_mode && lp_gemm_shape_cmp(g, *lm) < 0)) {
+            (w == top && at_mode == top_at_mode && lp_gemm_shape_cmp(&g, *lm) < 0)) {
             top = w;
             top_at_mode = at_mode;
-            *lm = g;
+            *lm_call = g;
+            *lm = lm_call;
         }
     }
     if (*lm && lp_gemm_tokens(*lm) < (uint64_t)MAX_TOKENS)
@@ -315,8 +316,8 @@ struct by_occ {
  * replays), did not fail, one product of known size */
 static int counts(const struct lp_run_ctx *c, size_t i)
 {
-    const struct lp_gemm *g = &c->gemms[i];
-    return c->gemm_occ[i] >= 0 && !g->status && g->batch == 1 && g->m && g->n &&
+    struct lp_gemm g = lp_run_gemm(c, i);
+    return c->gemm_occ[i] >= 0 && !g.status && g.batch == 1 && g.m && g.n &&
            !(i < c->t->n_gemms && c->gemm_replays && c->gemm_replays[i]);
 }
 
@@ -381,11 +382,13 @@ static int decode_steps(struct lp_run_ctx *c, struct lp_occ *o, const uint32_t *
         s = find_steps(it, 1, 0, pos, gap);
     } else if (lm) {
         size_t unlinked = 0;
-        for (size_t i = 0; i < n_calls; i++)
-            if (lp_gemm_same_shape(&c->gemms[calls[i]], lm)) {
+        for (size_t i = 0; i < n_calls; i++) {
+            struct lp_gemm g = lp_run_gemm(c, calls[i]);
+            if (lp_gemm_same_shape(&g, lm)) {
                 unlinked += !c->gemm_end[calls[i]];
                 ends[s++] = c->gemm_end[calls[i]];
             }
+        }
         qsort(ends, s, sizeof *ends, lp_cmp_u64);
         o->steps = (int64_t)s;
         o->steps_source = LP_STEPS_LM_HEAD;
@@ -607,9 +610,10 @@ int lp_run_steps(struct lp_run_ctx *c)
         struct lp_occ *o = &c->occ[i];
         const uint32_t *calls = b.gemm + b.gemm_at[i];
         size_t n_calls = b.gemm_at[i + 1] - b.gemm_at[i];
+        struct lp_gemm lm_call;
         const struct lp_gemm *lm = NULL;
         if (n_calls)
-            gemm_shapes(c, o, calls, n_calls, vals, &lm);
+            gemm_shapes(c, o, calls, n_calls, vals, &lm_call, &lm);
         if (lp_occ_kind(c, o) != LP_STAGE_KIND_DECODE)
             continue;
         if ((rc = decode_steps(c, o, b.work + b.work_at[i], b.work_at[i + 1] - b.work_at[i],

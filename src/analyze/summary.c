@@ -36,7 +36,7 @@ static int count_gemms(const struct lp_trace *t, struct lp_trace_summary *s)
         }
     for (size_t i = 0; rc == LP_OK && i < t->n_gemms; i++) {
         s->n_gemm_tied += tied[i];
-        s->n_gemm_algo += t->gemms[i].algo >= 0;
+        s->n_gemm_algo += lp_trace_gemm_kind(t, &t->gemms[i])->algo >= 0;
     }
     free(kg);
     free(tied);

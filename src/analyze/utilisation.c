@@ -123,7 +123,8 @@ static void image_rows(struct lp_run_ctx *c, struct lp_workload *w)
     const struct lp_vision_spec *v = &m->vision;
     uint64_t rows = 0;
     for (size_t i = 0; c->gemm_occ && i < c->n_gemms; i++) {
-        const struct lp_gemm *g = &c->gemms[i];
+        struct lp_gemm call = lp_run_gemm(c, i);
+        const struct lp_gemm *g = &call;
         int32_t o = c->gemm_occ[i];
         if (o < 0 || g->m != (uint64_t)v->proj_out || g->k != (uint64_t)v->proj_in ||
             lp_occ_kind(c, &c->occ[o]) != LP_STAGE_KIND_VISION)
@@ -296,20 +297,20 @@ static int check_model(struct lp_run_ctx *c, const struct lp_model *m)
 {
     struct lp_run *r = c->r;
     size_t calls = 0, reading = 0;
-    const struct lp_gemm *big = NULL;
+    struct lp_gemm big = {0};
     for (size_t i = 0; i < c->n_gemms; i++) {
-        const struct lp_gemm *g = &c->gemms[i];
-        if (g->status || g->batch != 1 || !g->m || !g->n || !g->k)
+        struct lp_gemm g = lp_run_gemm(c, i);
+        if (g.status || g.batch != 1 || !g.m || !g.n || !g.k)
             continue;
-        calls++;
-        reading += (int64_t)g->k == m->hidden;
-        if (!big || lp_gemm_weight_cmp(g, big) > 0) /* exactly, in any order */
+        /* the first counted, then the largest exactly, in any order */
+        if (!calls++ || lp_gemm_weight_cmp(&g, &big) > 0)
             big = g;
+        reading += (int64_t)g.k == m->hidden;
     }
     if (calls < 3 || m->hidden <= 0 || m->vocab <= 0)
         return LP_OK;
     double share = (double)reading / (double)calls;
-    int64_t bk = (int64_t)big->k, bm = (int64_t)big->m;
+    int64_t bk = (int64_t)big.k, bm = (int64_t)big.m;
     int vocab_fits = bm == m->vocab || (bm < m->vocab && m->vocab % bm == 0 &&
                                         m->vocab / bm <= 64);
     int misfit = share < 0.05 || (bk == m->hidden && bm > m->hidden && !vocab_fits);

@@ -545,7 +545,8 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
     });
     TABLE("gemms", 22, {
         for (size_t i = 0; i < t->n_gemms; i++) {
-            const struct lp_gemm *g = &t->gemms[i];
+            const struct lp_gemm call = lp_trace_gemm(t, i);
+            const struct lp_gemm *g = &call;
             i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
             text(&q, lp_trace_str(t, g->api)); u64v(&q, g->m); u64v(&q, g->n); u64v(&q, g->k);
             u64v(&q, g->batch); u64v(&q, g->transa); u64v(&q, g->transb); u64v(&q, g->a_type);

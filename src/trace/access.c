@@ -56,6 +56,13 @@ void **lp_trace_array_of(struct lp_trace *t, uint32_t type, size_t **n)
 
 int lp_trace_layout(uint32_t type, struct lp_record_layout *l)
 {
+    if (type == LP_REC_GEMM) { /* kept as lp_gemm_rec, its strings in its kind */
+        *l = (struct lp_record_layout){.size = sizeof(struct lp_gemm_rec), .has_ts = 1,
+                                       .has_end = 1, .end_is_dur = 1,
+                                       .ts = offsetof(struct lp_gemm_rec, start),
+                                       .end = offsetof(struct lp_gemm_rec, dur)};
+        return LP_OK;
+    }
     if (type == LP_REC_API) { /* kept as lp_api_rec, its name in its kind */
         *l = (struct lp_record_layout){.size = sizeof(struct lp_api_rec), .has_ts = 1,
                                        .has_end = 1, .end_is_dur = 1,

@@ -75,7 +75,7 @@ struct rd {
     int meta_read;                    /* a header chunk was read */
     uint8_t *raw;                     /* one zstd chunk, decompressed */
     size_t raw_cap;
-    struct intern configs, api_kinds; /* kernel configurations, API call kinds */
+    struct intern configs, api_kinds, gemm_kinds; /* what kernels, calls, GEMMs share */
     uint32_t by_name[256];            /* the configuration last seen with a name (id % 256),
                                          + 1: a kernel is mostly launched alike each time */
 };
@@ -382,6 +382,43 @@ static int keep_api(struct rd *rd, const struct lp_api *a)
     return append((void **)&t->apis, &t->n_apis, &rd->cap[LP_REC_API], &row, sizeof row);
 }
 
+/* A GEMM call kept as lp_gemm_rec and what it shares with the calls alike: as keep_kernel */
+static int keep_gemm(struct rd *rd, const struct lp_gemm *g)
+{
+    _Static_assert(sizeof(struct lp_gemm_kind) % 8 == 0, "hashed by words");
+    struct lp_gemm_kind kind;
+    memset(&kind, 0, sizeof kind);
+    kind.thread = g->thread;
+    kind.api = g->api;
+    kind.m = g->m;
+    kind.n = g->n;
+    kind.k = g->k;
+    kind.batch = g->batch;
+    kind.transa = g->transa;
+    kind.transb = g->transb;
+    kind.a_type = g->a_type;
+    kind.b_type = g->b_type;
+    kind.c_type = g->c_type;
+    kind.d_type = g->d_type;
+    kind.compute_type = g->compute_type;
+    kind.algo = g->algo;
+    kind.tile = g->tile;
+    kind.splitk = g->splitk;
+    kind.epilogue = g->epilogue;
+    kind.status = g->status;
+    kind.flags = g->flags;
+    uint32_t idx = 0;
+    struct lp_trace *t = rd->t;
+    int rc = intern_of(rd, &rd->gemm_kinds, (void **)&t->gemm_kinds, &t->n_gemm_kinds, &kind,
+                       sizeof kind, &idx);
+    if (rc != LP_OK)
+        return rc == 1 ? LP_OK : rc;
+    struct lp_gemm_rec row = {.start = g->start, .kind = idx};
+    if ((rc = charge_row(rd, sizeof row, g->start, g->end, &row.dur)) != LP_OK)
+        return rc == 1 ? LP_OK : rc;
+    return append((void **)&t->gemms, &t->n_gemms, &rd->cap[LP_REC_GEMM], &row, sizeof row);
+}
+
 /* A kernel kept as lp_kernel_rec and what it shares with kernels launched alike (bounded by
  * the budget as any record) */
 static int keep_kernel(struct rd *rd, const struct lp_kernel *k)
@@ -429,7 +466,7 @@ static int store(struct rd *rd, const struct lp_record *r)
     case LP_REC_DEVICE: return APPEND(devices, n_devices, device);
     case LP_REC_OVERHEAD: return APPEND(overheads, n_overheads, overhead);
     case LP_REC_LOSS: return APPEND(losses, n_losses, loss);
-    case LP_REC_GEMM: return APPEND(gemms, n_gemms, gemm);
+    case LP_REC_GEMM: return keep_gemm(rd, &r->u.gemm);
     case LP_REC_GRAPH: return APPEND(graphs, n_graphs, graph);
     case LP_REC_COUNTERS: return APPEND(counters, n_counters, counters);
     case LP_REC_PM_SAMPLE: return APPEND(pm, n_pm, pm);
@@ -631,6 +668,10 @@ static int finish_strings(struct rd *rd)
             dense_id(sid, d, t->kernel_configs[i].name, unknown, &used_unknown);
     for (size_t i = 0; i < t->n_api_kinds; i++) /* and API calls' */
         t->api_kinds[i].name = dense_id(sid, d, t->api_kinds[i].name, unknown, &used_unknown);
+    for (size_t i = 0; i < t->n_gemm_kinds; i++) { /* and GEMM calls' */
+        t->gemm_kinds[i].api = dense_id(sid, d, t->gemm_kinds[i].api, unknown, &used_unknown);
+        t->gemm_kinds[i].tile = dense_id(sid, d, t->gemm_kinds[i].tile, unknown, &used_unknown);
+    }
     free(sid);
     /* one block: the pointers, then the strings they point at */
     size_t n = d + 1 + (used_unknown ? 1 : 0);
@@ -1130,7 +1171,8 @@ static void rd_free(struct rd *rd)
 {
     free(rd->configs.slots);
     free(rd->api_kinds.slots);
-    rd->configs.slots = rd->api_kinds.slots = NULL;
+    free(rd->gemm_kinds.slots);
+    rd->configs.slots = rd->api_kinds.slots = rd->gemm_kinds.slots = NULL;
     free(rd->raw);
     free(rd->defs);
     free(rd->pool);
@@ -1299,6 +1341,7 @@ void lp_trace_free(struct lp_trace *t)
     free(t->kernels);
     free(t->kernel_configs);
     free(t->api_kinds);
+    free(t->gemm_kinds);
     free(t->long_ends);
     free(t->memcpys);
     free(t->memsets);
