@@ -1434,6 +1434,99 @@ static void test_gemm_rows(void **state)
     lp_trace_free(t);
 }
 
+/* A kernel's tail (what kernels launched alike share) is decoded only when it differs from
+ * that of the last kernel of its name, an API call's when it differs from the last call's:
+ * kernels of two names in one memo slot (ids 1 and 257), equal tails under other names,
+ * tails too long to keep, calls of two kinds in turn, and a tail cut short after an intact
+ * one of its name (malformed, as ever) all read back as written. */
+static void test_kernel_tails(void **state)
+{
+    (void)state;
+    struct lp_buf b = {0};
+    struct lp_delta_state d = {0};
+    const lp_str ids[2] = {1, 257};
+    for (int i = 0; i < 2; i++) {
+        struct lp_buf def = {0};
+        lp_buf_put_uvar(&def, ids[i]);
+        lp_buf_put_uvar(&def, 2);
+        lp_buf_put(&def, i ? "k1" : "k0", 2);
+        lp_buf_put_uvar(&b, LP_REC_STRING);
+        lp_buf_put_uvar(&b, def.len);
+        lp_buf_put(&b, def.data, def.len);
+        lp_buf_free(&def);
+    }
+    const struct lp_kernel a = {.device = 0, .stream = 7, .grid = {8, 1, 1}, .block = {128, 1, 1},
+                                .registers = 32};
+    struct lp_kernel bb = a, big = a;
+    bb.grid[0] = 9;
+    big.grid[0] = big.grid[1] = big.grid[2] = INT32_MIN; /* a tail of about 70 bytes */
+    big.block[0] = big.block[1] = big.block[2] = INT32_MAX;
+    big.registers = big.static_smem = big.dynamic_smem = big.local_mem_per_thread = UINT32_MAX;
+    big.graph_id = UINT32_MAX;
+    big.graph_node_id = UINT64_MAX;
+    const struct {
+        const struct lp_kernel *k;
+        int name;
+    } seq[] = {{&a, 0}, {&a, 1}, {&a, 0}, {&bb, 0}, {&big, 0}, {&big, 0}, {&a, 1}, {&a, 0}};
+    enum { N = sizeof seq / sizeof *seq };
+    struct lp_kernel want[N];
+    struct lp_api calls[N];
+    for (size_t i = 0; i < N; i++) {
+        want[i] = *seq[i].k;
+        want[i].name = ids[seq[i].name];
+        want[i].start = 1000 * (i + 1);
+        want[i].end = want[i].start + 10 + i;
+        want[i].correlation = (uint32_t)(5 + i);
+        struct lp_record r = {.type = LP_REC_KERNEL, .u.kernel = want[i]};
+        lp_record_encode(&b, &d, &r);
+        calls[i] = (struct lp_api){.start = want[i].start - 50, .end = want[i].start - 40 + i,
+                                   .correlation = want[i].correlation,
+                                   .thread = 1 + (i / 2) % 2, .domain = LP_API_DOMAIN_RUNTIME,
+                                   .cbid = 211, .name = ids[(i / 2) % 2]}; /* in pairs */
+        if (i == 5) /* every field at its widest */
+            calls[i].thread = calls[i].cbid = calls[i].status = UINT32_MAX;
+        r = (struct lp_record){.type = LP_REC_API, .u.api = calls[i]};
+        lp_record_encode(&b, &d, &r);
+    }
+    /* the last kernel again with its tail three bytes short: malformed */
+    struct lp_buf cut = {0};
+    struct lp_record r = {.type = LP_REC_KERNEL, .u.kernel = want[N - 1]};
+    r.u.kernel.start += 1000;
+    lp_record_encode(&cut, &d, &r);
+    assert_true(cut.len > 5 && cut.data[0] == LP_REC_KERNEL && cut.data[1] < 0x80);
+    uint8_t short_len = (uint8_t)(cut.data[1] - 3);
+    lp_buf_put(&b, cut.data, 1);
+    lp_buf_put(&b, &short_len, 1);
+    lp_buf_put(&b, cut.data + 2, short_len);
+    lp_buf_free(&cut);
+    uint8_t *img = malloc(16 + 32 + b.len);
+    size_t len = put_file_header(img);
+    len += put_chunk(img + len, LP_CHUNK_RECORDS, LP_CODEC_RAW, b.data, b.len, 2 * N + 3);
+    struct lp_trace *t;
+    char err[256];
+    assert_int_equal(lp_trace_read_mem(&t, img, len, "tails", err, sizeof err), LP_OK);
+    assert_int_equal(t->n_kernels, N);
+    assert_non_null(warning_with(t, "malformed record"));
+    for (size_t i = 0; i < N; i++) {
+        struct lp_kernel k = kernel_record(t, i);
+        assert_string_equal(lp_trace_str(t, k.name), seq[i].name ? "k1" : "k0");
+        k.name = want[i].name;
+        assert_memory_equal(&k, &want[i], sizeof k);
+    }
+    assert_int_equal(t->n_kernel_configs, 4); /* a under each name, bb, big */
+    assert_int_equal(t->n_apis, N);
+    for (size_t i = 0; i < N; i++) {
+        struct lp_api call = api_record(t, i);
+        assert_string_equal(lp_trace_str(t, call.name), (i / 2) % 2 ? "k1" : "k0");
+        call.name = calls[i].name;
+        assert_memory_equal(&call, &calls[i], sizeof call);
+    }
+    assert_int_equal(t->n_api_kinds, 3);
+    lp_trace_free(t);
+    free(img);
+    lp_buf_free(&b);
+}
+
 /* Ends before starts and times far outside the recording are left out; times a little
  * outside it (a range begun before the collector started) are kept. */
 static void test_implausible_times(void **state)
@@ -1781,6 +1874,7 @@ int main(void)
         cmocka_unit_test(test_implausible_duration),
         cmocka_unit_test(test_row_long_durations),
         cmocka_unit_test(test_gemm_rows),
+        cmocka_unit_test(test_kernel_tails),
         cmocka_unit_test(test_implausible_times),
         cmocka_unit_test(test_records_window_outliers),
         cmocka_unit_test(test_header_window_disagrees),

@@ -330,23 +330,19 @@ void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct 
     lp_buf_put(b, body.data, body.len);
 }
 
-/* The field loop for one table. Inlined with a constant table for the types every kernel
- * brings (kernels and their launch calls), so that the compiler unrolls it and each field
- * decodes without the table walk and switch: half the reader's time was spent here. */
-static inline __attribute__((always_inline)) int
-decode_fields(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
-              const struct field *fields, size_t n, size_t min, size_t size,
-              struct lp_record *r)
+/* The field loop for fields FROM to N - 1 of one table, from BODY into R; returns the index
+ * of the first field the body did not hold. Inlined with a constant table for the types
+ * every kernel brings (kernels and their launch calls), so that the compiler unrolls it and
+ * each field decodes without the table walk and switch: half the reader's time was spent
+ * here. */
+static inline __attribute__((always_inline)) size_t
+decode_range(struct lp_cursor *body_, struct lp_delta_state *st, uint32_t type,
+             const struct field *fields, size_t from, size_t n, struct lp_record *r)
 {
-    struct lp_cursor body = {c->p, c->p + len, 0};
-    if (!lp_cur_bytes(c, len))
-        return LP_ERR_FORMAT;
-    /* only the type's own struct: the union is up to 168 bytes */
-    memset(r, 0, offsetof(struct lp_record, u) + size);
-    r->type = type;
+    struct lp_cursor body = *body_;
     uint8_t *base = (uint8_t *)&r->u;
     uint64_t last_ts = 0;
-    size_t i = 0;
+    size_t i = from;
 #pragma GCC unroll 32
     for (; i < n; i++) {
         if (body.p >= body.end)
@@ -393,6 +389,34 @@ decode_fields(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32
             break;
         }
     }
+    *body_ = body;
+    return i;
+}
+
+/* A record's body of LEN bytes at C: taken from C, the record R cleared to its type's
+ * SIZE. LP_OK, or LP_ERR_FORMAT when C holds fewer bytes. */
+static inline __attribute__((always_inline)) int
+open_body(struct lp_cursor *c, size_t len, uint32_t type, size_t size, struct lp_record *r,
+          struct lp_cursor *body)
+{
+    *body = (struct lp_cursor){c->p, c->p + len, 0};
+    if (!lp_cur_bytes(c, len))
+        return LP_ERR_FORMAT;
+    /* only the type's own struct: the union is up to 168 bytes */
+    memset(r, 0, offsetof(struct lp_record, u) + size);
+    r->type = type;
+    return LP_OK;
+}
+
+static inline __attribute__((always_inline)) int
+decode_fields(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
+              const struct field *fields, size_t n, size_t min, size_t size,
+              struct lp_record *r)
+{
+    struct lp_cursor body;
+    if (open_body(c, len, type, size, r, &body) != LP_OK)
+        return LP_ERR_FORMAT;
+    size_t i = decode_range(&body, st, type, fields, 0, n, r);
     return body.bad || i < min ? LP_ERR_FORMAT : LP_OK;
 }
 
@@ -413,6 +437,46 @@ int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
     }
 }
 #undef DECODE_WITH
+
+/* The fields before a record's tail: start, end, name and correlation id of a kernel;
+ * start, end and correlation id of an API call (its thread, domain, callback, name and
+ * status are its tail) */
+enum { KERNEL_HEAD = 4, API_HEAD = 3 };
+_Static_assert(KERNEL_HEAD < sizeof kernel_fields / sizeof kernel_fields[0] &&
+               API_HEAD < sizeof api_fields / sizeof api_fields[0], "a tail");
+
+/* The head (TAIL 0) or the tail (1) of a kernel's or call's fields: constant tables, unrolled */
+static inline __attribute__((always_inline)) size_t
+decode_part(struct lp_cursor *body, struct lp_delta_state *st, uint32_t type, int tail,
+            struct lp_record *r)
+{
+#define PART(arr, head)                                                                        \
+    decode_range(body, st, type, arr, tail ? head : 0,                                         \
+                 tail ? sizeof arr / sizeof arr[0] : head, r)
+    return type == LP_REC_KERNEL ? PART(kernel_fields, KERNEL_HEAD) : PART(api_fields, API_HEAD);
+#undef PART
+}
+
+int lp_record_decode_head(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
+                          uint32_t type, struct lp_record *r, struct lp_cursor *tail)
+{
+    if ((type != LP_REC_KERNEL && type != LP_REC_API) ||
+        open_body(c, len, type, tables[type].size, r, tail) != LP_OK)
+        return LP_ERR_FORMAT;
+    size_t head = type == LP_REC_KERNEL ? KERNEL_HEAD : API_HEAD;
+    size_t i = decode_part(tail, st, type, 0, r);
+    return tail->bad || i < head ? LP_ERR_FORMAT : LP_OK;
+}
+
+int lp_record_decode_tail(struct lp_cursor *tail, uint32_t type, struct lp_record *r)
+{
+    if (type != LP_REC_KERNEL && type != LP_REC_API)
+        return LP_ERR_FORMAT;
+    /* the tail's fields are plain values: the delta state is not read */
+    struct lp_delta_state none = {0};
+    size_t i = decode_part(tail, &none, type, 1, r);
+    return tail->bad || i < tables[type].min ? LP_ERR_FORMAT : LP_OK;
+}
 
 /* ---- chunk headers ---- */
 

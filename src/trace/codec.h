@@ -84,6 +84,15 @@ void lp_record_encode(struct lp_buf *b, struct lp_delta_state *st, const struct 
 int lp_record_decode(struct lp_cursor *c, size_t len, struct lp_delta_state *st, uint32_t type,
                      struct lp_record *r);
 int lp_record_type_known(uint32_t type);
+/* A kernel or API call record of TYPE decoded in two steps, which together do what
+ * lp_record_decode does: its head (start, end, correlation id, and a kernel's name: what
+ * differs from one launch to the next), with *TAIL set to the rest of its body (what
+ * kernels launched alike, or calls alike, share, byte for byte: equal tails decode alike,
+ * so a reader may reuse what it made of an earlier one); then, where needed, the tail.
+ * Each returns LP_OK or LP_ERR_FORMAT, as lp_record_decode (other types: LP_ERR_FORMAT). */
+int lp_record_decode_head(struct lp_cursor *c, size_t len, struct lp_delta_state *st,
+                          uint32_t type, struct lp_record *r, struct lp_cursor *tail);
+int lp_record_decode_tail(struct lp_cursor *tail, uint32_t type, struct lp_record *r);
 
 /* Where a record type keeps what the reader checks and rewrites: its first timestamp
  * (start or timestamp), its end, and its string ids, as offsets into its struct. */

@@ -78,6 +78,11 @@ struct rd {
     struct intern configs, api_kinds, gemm_kinds; /* what kernels, calls, GEMMs share */
     uint32_t by_name[256];            /* the configuration last seen with a name (id % 256),
                                          + 1: a kernel is mostly launched alike each time */
+    struct tail_memo {                /* a record's tail remembered (read_row): */
+        uint32_t name, index;         /* its kernel's name, its configuration or call kind */
+        uint32_t len;                 /* its bytes, 0: none yet */
+        uint8_t bytes[52];
+    } tails[256], api_tail;           /* the last kernel's of a name (id % 256); call's */
 };
 
 /* A warning about one chunk: a file of many damaged chunks gives a few lines and a count. */
@@ -358,9 +363,9 @@ static int config_of(struct rd *rd, const struct lp_kernel *k, uint32_t *idx)
     return rc;
 }
 
-/* An API call kept as lp_api_rec and what it shares with the calls alike (its thread,
- * function and status): as keep_kernel */
-static int keep_api(struct rd *rd, const struct lp_api *a)
+/* The index of what API call A shares with the calls alike (its thread, function and
+ * status) in T's table, added when new: as intern_of */
+static int kind_of(struct rd *rd, const struct lp_api *a, uint32_t *idx)
 {
     _Static_assert(sizeof(struct lp_api_kind) % 8 == 0, "hashed by words");
     struct lp_api_kind kind;
@@ -370,15 +375,20 @@ static int keep_api(struct rd *rd, const struct lp_api *a)
     kind.cbid = a->cbid;
     kind.name = a->name;
     kind.status = a->status;
-    uint32_t idx = 0;
     struct lp_trace *t = rd->t;
-    int rc = intern_of(rd, &rd->api_kinds, (void **)&t->api_kinds, &t->n_api_kinds, &kind,
-                       sizeof kind, &idx);
+    return intern_of(rd, &rd->api_kinds, (void **)&t->api_kinds, &t->n_api_kinds, &kind,
+                     sizeof kind, idx);
+}
+
+/* An API call kept as lp_api_rec, what it shares with the calls alike being kind IDX: as
+ * keep_kernel */
+static int keep_api(struct rd *rd, const struct lp_api *a, uint32_t idx)
+{
+    struct lp_api_rec row = {.start = a->start, .correlation = a->correlation, .kind = idx};
+    int rc = charge_row(rd, sizeof row, a->start, a->end, &row.dur);
     if (rc != LP_OK)
         return rc == 1 ? LP_OK : rc;
-    struct lp_api_rec row = {.start = a->start, .correlation = a->correlation, .kind = idx};
-    if ((rc = charge_row(rd, sizeof row, a->start, a->end, &row.dur)) != LP_OK)
-        return rc == 1 ? LP_OK : rc;
+    struct lp_trace *t = rd->t;
     return append((void **)&t->apis, &t->n_apis, &rd->cap[LP_REC_API], &row, sizeof row);
 }
 
@@ -419,20 +429,60 @@ static int keep_gemm(struct rd *rd, const struct lp_gemm *g)
     return append((void **)&t->gemms, &t->n_gemms, &rd->cap[LP_REC_GEMM], &row, sizeof row);
 }
 
-/* A kernel kept as lp_kernel_rec and what it shares with kernels launched alike (bounded by
- * the budget as any record) */
-static int keep_kernel(struct rd *rd, const struct lp_kernel *k)
+/* A kernel kept as lp_kernel_rec, what it shares with kernels launched alike being
+ * configuration IDX (bounded by the budget as any record) */
+static int keep_kernel(struct rd *rd, const struct lp_kernel *k, uint32_t idx)
 {
-    uint32_t idx = 0;
-    int rc = config_of(rd, k, &idx);
-    if (rc != LP_OK)
-        return rc == 1 ? LP_OK : rc;
     struct lp_kernel_rec row = {.start = k->start, .correlation = k->correlation, .config = idx};
-    if ((rc = charge_row(rd, sizeof row, k->start, k->end, &row.dur)) != LP_OK)
+    int rc = charge_row(rd, sizeof row, k->start, k->end, &row.dur);
+    if (rc != LP_OK)
         return rc == 1 ? LP_OK : rc;
     struct lp_trace *t = rd->t;
     return append((void **)&t->kernels, &t->n_kernels, &rd->cap[LP_REC_KERNEL], &row,
                   sizeof row);
+}
+
+/* Whether the record of NAME whose tail is LEN bytes at AT has the tail M remembers */
+static int tail_known(const struct tail_memo *m, uint32_t name, const uint8_t *at, size_t len)
+{
+    return m->len && m->len == len && m->name == name && !memcmp(m->bytes, at, len);
+}
+
+/* The kernel or API call record (TYPE) of BODY bytes at C, decoded and kept: its tail (what
+ * kernels launched alike, or calls alike, share) is decoded and looked up only when it
+ * differs from the last one remembered, byte for byte: a kernel's of its name, a call's of
+ * any (most launches repeat one: decoding those fields and finding what they made was a
+ * third of reading a trace). LP_OK; 1 when malformed; LP_ERR_NOMEM. */
+static int read_row(struct rd *rd, uint32_t type, struct lp_cursor *c, size_t body,
+                    struct lp_delta_state *delta)
+{
+    struct lp_record r;
+    struct lp_cursor tail;
+    if (lp_record_decode_head(c, body, delta, type, &r, &tail) != LP_OK)
+        return 1;
+    int kernel = type == LP_REC_KERNEL;
+    uint32_t name = kernel ? r.u.kernel.name : 0;
+    struct tail_memo *m = kernel ? &rd->tails[name % 256] : &rd->api_tail;
+    const uint8_t *at = tail.p;
+    size_t len = (size_t)(tail.end - tail.p);
+    uint32_t idx;
+    if (tail_known(m, name, at, len)) {
+        idx = m->index; /* the tail's fields left unread: keep_* read the head's */
+    } else {
+        if (lp_record_decode_tail(&tail, type, &r) != LP_OK)
+            return 1;
+        int rc = kernel ? config_of(rd, &r.u.kernel, &idx) : kind_of(rd, &r.u.api, &idx);
+        if (rc != LP_OK) { /* 1: refused by the budget, the record left out */
+            rd->read_by_type[type] += rc == 1;
+            return rc == 1 ? LP_OK : rc;
+        }
+        if (len <= sizeof m->bytes) {
+            *m = (struct tail_memo){.name = name, .index = idx, .len = (uint32_t)len};
+            memcpy(m->bytes, at, len);
+        }
+    }
+    rd->read_by_type[type]++;
+    return kernel ? keep_kernel(rd, &r.u.kernel, idx) : keep_api(rd, &r.u.api, idx);
 }
 
 static int store(struct rd *rd, const struct lp_record *r)
@@ -455,13 +505,11 @@ static int store(struct rd *rd, const struct lp_record *r)
     (charge(rd, sizeof r->u.member)                                                            \
          ? LP_OK                                                                               \
          : append((void **)&t->arr, &t->cnt, &rd->cap[r->type], &r->u.member, sizeof r->u.member))
-    switch (r->type) {
-    case LP_REC_KERNEL: return keep_kernel(rd, &r->u.kernel);
+    switch (r->type) { /* kernels and API calls: read_row */
     case LP_REC_MEMCPY: return APPEND(memcpys, n_memcpys, memcpy);
     case LP_REC_MEMSET: return APPEND(memsets, n_memsets, memset);
     case LP_REC_MEMORY: return APPEND(memory, n_memory, memory);
     case LP_REC_MARKER: return APPEND(markers, n_markers, marker);
-    case LP_REC_API: return keep_api(rd, &r->u.api);
     case LP_REC_NVML: return APPEND(nvml, n_nvml, nvml);
     case LP_REC_DEVICE: return APPEND(devices, n_devices, device);
     case LP_REC_OVERHEAD: return APPEND(overheads, n_overheads, overhead);
@@ -505,6 +553,12 @@ static uint64_t decode_records(struct rd *rd, const uint8_t *raw, size_t len, in
                 break;
             }
             c.p += body;
+        } else if (type == LP_REC_KERNEL || type == LP_REC_API) {
+            int rc = read_row(rd, (uint32_t)type, &c, body, &delta);
+            if (rc != LP_OK) {
+                *(rc == 1 ? bad : oom) = 1;
+                break;
+            }
         } else if (type < LP_REC_TYPE_COUNT && lp_record_type_known((uint32_t)type)) {
             struct lp_record r;
             if (lp_record_decode(&c, body, &delta, (uint32_t)type, &r) != 0) {
