@@ -311,8 +311,9 @@ int32_t lp_run_occ_at(const struct lp_run_ctx *c, uint32_t thread, uint64_t ts);
 int32_t lp_run_occ_span_at(const struct lp_run_ctx *c, uint64_t ts);
 /* stages.c: the warmup stage's index, made when missing; -1 out of memory */
 int lp_run_warmup_stage(struct lp_run_ctx *c);
-/* graphs.c: GEMM links, with one GEMM per replay of a captured call (c->gemms); run once,
- * by the first pass that reads c->gemms (serving.c, else steps.c) */
+/* graphs.c: GEMM links, with one GEMM that ran per replay of a captured call (c->replays,
+ * after the trace's calls; read through lp_run_gemm); run once, by the first pass that
+ * reads the GEMMs that ran (serving.c, else steps.c) */
 int lp_run_replays(struct lp_run_ctx *c);
 /* infer.c: prefill and decode occurrences from the GEMMs' tokens in flight, for a run
  * without stage ranges; their stage fields get PREFILL_STAGE or DECODE_STAGE. Returns the

@@ -40,8 +40,8 @@ struct strdef {
     size_t off;
 };
 
-/* A table of distinct items kept once each (kernel configurations, API call kinds): the
- * items in the trace's array, and their indexes + 1 in slots by hash, 0 free */
+/* A table of distinct items kept once each (kernel configurations, API call and GEMM call
+ * kinds): the items in the trace's array, and their indexes + 1 in slots by hash, 0 free */
 struct intern {
     uint32_t *slots;
     size_t n_slots, cap;
@@ -392,7 +392,8 @@ static int keep_api(struct rd *rd, const struct lp_api *a, uint32_t idx)
     return append((void **)&t->apis, &t->n_apis, &rd->cap[LP_REC_API], &row, sizeof row);
 }
 
-/* A GEMM call kept as lp_gemm_rec and what it shares with the calls alike: as keep_kernel */
+/* A GEMM call kept as lp_gemm_rec, what it shares with the calls alike interned as
+ * config_of does, then its row charged and kept as keep_kernel does */
 static int keep_gemm(struct rd *rd, const struct lp_gemm *g)
 {
     _Static_assert(sizeof(struct lp_gemm_kind) % 8 == 0, "hashed by words");
