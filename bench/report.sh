@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Time and memory of `llmprof report` on a generated trace of N kernels (default 1,000,000;
-# bench/gen_trace.c: decode-shaped, each kernel with its launch call, NVML every 50 ms).
-# Prints one line per run and the median. Usage: bench/report.sh [N] [RUNS]
+# bench/gen_trace.c: decode-shaped, each kernel with its launch call, NVML every 50 ms; with
+# GEN gen_shapes, tests/gen_shapes.c: N cuBLAS calls each of a GEMM shape of its own).
+# Prints one line per run and the median. Usage: bench/report.sh [N] [RUNS] [GEN]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n=${1:-1000000} runs=${2:-5}
-cmake --build build -j "$(nproc)" --target llmprof gen_trace >/dev/null
+n=${1:-1000000} runs=${2:-5} gen=${3:-gen_trace}
+cmake --build build -j "$(nproc)" --target llmprof "$gen" >/dev/null
 T=$(mktemp -d /tmp/lp_bench_report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-build/bin/gen_trace "$T/t.lpt" "$n"
-echo "trace: $n kernels, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+build/bin/"$gen" "$T/t.lpt" "$n"
+echo "trace ($gen): $n kernels, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 for i in $(seq "$runs"); do
     rm -rf "$T/out"
     /usr/bin/time -f "%e %M" -o "$T/time" build/bin/llmprof report "$T/t.lpt" -o "$T/out" --quiet

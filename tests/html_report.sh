@@ -5,9 +5,9 @@
 # serving loop's section) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
-# Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR
+# Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR GEN_SHAPES
 set -u
-LP=$1 CHROME=$2 FIX=$3 CONF=$4
+LP=$1 CHROME=$2 FIX=$3 CONF=$4 GEN_SHAPES=$5
 # a missing browser is a failure, not a skip: the set-up installs it
 if ! command -v "$CHROME" >/dev/null; then
     echo "not ok - chromium not found ('$CHROME'): install it with scripts/deps.sh" \
@@ -141,6 +141,15 @@ render "$T/tp/trace.rank0.vm.743/report.html"
 check "tp rank: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
 check "tp rank: no console messages" test ! -s "$T/console.txt"
 check "tp rank: communication per stage" grep -q '<td class="t">decode</td><td>45.939 ms</td><td>67.8 %</td><td>0 ns</td><td>0.0 %</td>' "$T/dom.html"
+# more GEMM shapes than the table lists (a generated trace): the 200 shown, the rest of the
+# listed ones in gemms.csv, and the shapes past LP_GEMM_ROWS_MAX counted
+"$GEN_SHAPES" "$T/shapes.lpt" 1300 && "$LP" report "$T/shapes.lpt" -o "$T/shapes" --quiet ||
+    { echo "not ok - llmprof report failed on 1300 GEMM shapes"; exit 1; }
+render "$T/shapes/report.html"
+check "shapes: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"
+check "shapes: no console messages" test ! -s "$T/console.txt"
+check "shapes: the listed ones past 200 in gemms.csv" grep -q '800 more shapes in gemms.csv.' "$T/dom.html"
+check "shapes: the unlisted counted" grep -q '300 shapes more, of 300 calls and [0-9.]* [mu]s of GPU time, are counted in the figures above but listed nowhere: the table keeps the 1000 costliest.' "$T/dom.html"
 # the negative control: the detector must see a broken page
 sed 's|document.body.dataset.rendered = "1";|undefinedFunction(); document.body.dataset.rendered = "1";|' \
     "$T/run/report.html" >"$T/broken.html"

@@ -132,6 +132,20 @@ static void test_diff_same(void **state)
     assert_int_equal(lp_diff_build(&ra, &rb, NULL, &d2), LP_OK);
     assert_int_equal(d2.warnings, LP_DIFF_WARN_LOSSES);
     lp_diff_free(&d2);
+    /* GEMM shapes past the table's LP_GEMM_ROWS_MAX: only the listed are compared, said */
+    rb.losses_uncounted = 0;
+    rb.gemm.unlisted.shapes = 3;
+    assert_int_equal(lp_diff_build(&ra, &rb, NULL, &d2), LP_OK);
+    assert_int_equal(d2.warnings, LP_DIFF_WARN_UNLISTED);
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    assert_int_equal(lp_report_diff_md(f, &d2), 0);
+    fclose(f);
+    assert_non_null(strstr(md, "> **Warning:** a run has more GEMM shapes than its table lists "
+                               "(the costliest 1000)"));
+    free(md);
+    lp_diff_free(&d2);
     done(ta, tb, &ra, &rb, &d);
 }
 

@@ -934,6 +934,91 @@ static void test_gemm_rows_many_shapes(void **state)
     lp_trace_free(t);
 }
 
+/* More shapes than the table lists (LP_GEMM_ROWS_MAX): the costliest are rows, by GPU time,
+ * and the others are counted, so rows and the rest add up to the totals. Shape i runs 1 to 3
+ * calls, alternately from two threads (calls of one shape from threads whose kinds differ are
+ * one row); every fifth shape launches no kernel (no time: ties by stage and start). */
+static void test_gemm_rows_listed_max(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    enum { SHAPES = LP_GEMM_ROWS_MAX + 500 };
+    uint64_t at = 1000000;
+    for (uint64_t i = 0; i < SHAPES; i++)
+        for (uint64_t c = 0; c <= i % 3; c++, at += 10000) {
+            gemm(&b, 1 + (uint32_t)(c % 2), at, at + 2000, 64 + i, 8, 256, NULL);
+            if (i % 5)
+                kernel(&b, "gemm_k", 1 + (uint32_t)(c % 2), at + 1000, at + 5000,
+                       at + 5000 + 10 * (i * 7919 % SHAPES + 1));
+        }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.gemm.n_rows, LP_GEMM_ROWS_MAX);
+    const struct lp_gemm_unlisted *u = &r.gemm.unlisted;
+    assert_int_equal(u->shapes, SHAPES - LP_GEMM_ROWS_MAX);
+    uint64_t calls = u->calls, linked = u->linked, kernels = u->kernels, ns = u->gpu_ns;
+    double flops = u->flops;
+    uint64_t least = UINT64_MAX; /* the listed rows' least GPU time */
+    for (size_t q = 0; q < r.gemm.n_rows; q++) {
+        const struct lp_gemm_row *row = &r.gemm.rows[q];
+        uint64_t i = row->call.m - 64;
+        assert_int_equal(row->calls, i % 3 + 1);
+        assert_int_equal(row->linked, i % 5 ? i % 3 + 1 : 0);
+        if (q)
+            assert_true(row->gpu_ns <= r.gemm.rows[q - 1].gpu_ns);
+        least = row->gpu_ns < least ? row->gpu_ns : least;
+        calls += row->calls;
+        linked += row->linked;
+        kernels += row->kernels;
+        ns += row->gpu_ns;
+        flops += row->flops;
+    }
+    assert_int_equal(calls, r.gemm.calls);
+    assert_int_equal(linked, r.gemm.linked);
+    assert_int_equal(kernels, r.gemm.linked);
+    assert_int_equal(ns, r.gemm.ns);
+    assert_true(fabs(flops - r.gemm.flops) <= 1e-9 * r.gemm.flops);
+    /* the rows listed are the costliest: each unlisted shape's time is at most theirs */
+    uint64_t unlisted_most = 0;
+    for (uint64_t i = 0; i < SHAPES; i++) {
+        uint64_t shape_ns = i % 5 ? (i % 3 + 1) * 10 * (i * 7919 % SHAPES + 1) : 0;
+        size_t q = 0;
+        while (q < r.gemm.n_rows && r.gemm.rows[q].call.m != 64 + i)
+            q++;
+        if (q < r.gemm.n_rows)
+            assert_int_equal(r.gemm.rows[q].gpu_ns, shape_ns);
+        else if (shape_ns > unlisted_most)
+            unlisted_most = shape_ns;
+    }
+    assert_true(unlisted_most <= least);
+    assert_true(u->gpu_ns > 0);
+    char *md = write_to_string(lp_report_run_md, &r);
+    char want[160];
+    snprintf(want, sizeof want, "%d shapes more, of %llu calls and ", SHAPES - LP_GEMM_ROWS_MAX,
+             (unsigned long long)u->calls);
+    assert_non_null(strstr(md, want));
+    assert_non_null(strstr(md, "listed nowhere: the table keeps the 1000 costliest."));
+    free(md);
+    json_t *j = lp_report_run_json_value(&r);
+    json_t *g = json_object_get(j, "gemms"), *ul = json_object_get(g, "unlisted");
+    assert_int_equal(json_array_size(json_object_get(g, "shapes")), LP_GEMM_ROWS_MAX);
+    assert_int_equal(json_integer_value(json_object_get(ul, "shapes")), u->shapes);
+    assert_int_equal(json_integer_value(json_object_get(ul, "calls")), u->calls);
+    assert_int_equal(json_integer_value(json_object_get(ul, "gpu_ns")), u->gpu_ns);
+    json_decref(j);
+    char *csv = write_to_string(lp_report_gemms_csv, &r);
+    size_t lines = 0;
+    for (const char *p = csv; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + LP_GEMM_ROWS_MAX);
+    free(csv);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Kernels belong to the GEMM call that launched them: same thread, launch inside the call;
  * rows group calls by shape and stage; FLOPs, TFLOP/s and hints follow from the shape. */
 static void test_gemm_linking_and_rows(void **state)
@@ -4066,6 +4151,7 @@ int main(void)
         cmocka_unit_test(test_kernel_names),
         cmocka_unit_test(test_gemm_linking_and_rows),
         cmocka_unit_test(test_gemm_rows_many_shapes),
+        cmocka_unit_test(test_gemm_rows_listed_max),
         cmocka_unit_test(test_inferred_stages),
         cmocka_unit_test(test_inferred_around_vision),
         cmocka_unit_test(test_fixture_llama_gemms),

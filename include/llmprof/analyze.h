@@ -435,6 +435,8 @@ struct lp_stage_report {
     double gemm_context_flops;    /* of the measured GEMM FLOPs, those of rows over the whole
                                      context every step (LP_GEMM_VARY_CONTEXT, _MLA) */
     double gemm_vs_model_rest;    /* gemm_vs_model without them; 0 n/a */
+    int gemm_mla;                 /* some of them expand MLA's compressed KV cache
+                                     (LP_GEMM_VARY_MLA), listed or not */
     double gemm_vs_linear;        /* ... / analytic matmul FLOPs without attention scores */
     uint64_t moe_gemm_ns;         /* MoE experts: grouped GEMM kernels (by name) and
                                      batched cuBLAS calls of an expert's shape (--model) */
@@ -1056,10 +1058,23 @@ struct lp_run_util {
                                            projector's GEMMs (cuBLAS shapes); 0 unknown */
 };
 
+/* Shapes the GEMM table lists at most (lp_run_gemms.rows): the costliest; the others are
+ * counted in lp_run_gemms.unlisted. A trace a few bytes per call can make every call a shape
+ * of its own, and each listed one costs kilobytes in report.json. */
+#define LP_GEMM_ROWS_MAX 1000
+
+/* What the GEMM table's shapes past LP_GEMM_ROWS_MAX add up to */
+struct lp_gemm_unlisted {
+    size_t shapes;
+    uint64_t calls, linked, kernels, gpu_ns;
+    double flops;                       /* of their linked calls */
+};
+
 /* GEMM calls (gemm.c, trace format 1.1) */
 struct lp_run_gemms {
-    struct lp_gemm_row *rows;           /* by total GPU time */
+    struct lp_gemm_row *rows;           /* by total GPU time; at most LP_GEMM_ROWS_MAX */
     size_t n_rows;
+    struct lp_gemm_unlisted unlisted;   /* the shapes past those */
     uint64_t calls, linked, failed, ns;
     double flops;
     char state[160];                    /* the trace's "gemm" header: on, or off and why;

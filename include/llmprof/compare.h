@@ -429,8 +429,10 @@ enum lp_diff_warning {
     LP_DIFF_WARN_NO_KERNELS = 1 << 4,   /* a run recorded no kernels (record --light) */
     LP_DIFF_WARN_ALTERED = 1 << 5,      /* a run's trace file was altered after it was written
                                            (lp_trace.altered) */
+    LP_DIFF_WARN_UNLISTED = 1 << 6,     /* a run has more GEMM shapes than its table lists
+                                           (lp_run_gemms.unlisted): only those are compared */
 };
-#define LP_DIFF_WARN_BITS 6
+#define LP_DIFF_WARN_BITS 7
 
 struct lp_diff_options {
     double min_change;            /* changes under this fraction are no change (0: 0.02) */

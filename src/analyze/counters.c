@@ -19,9 +19,8 @@ static void add(double *sum, unsigned *valid, const struct lp_counters *k)
 }
 
 /* Why executed tensor work departs from the model's useful matmul FLOPs: from the stage's
- * tokens per pass, its GEMM rows and grouped GEMM kernels. */
-static uint32_t excess(const struct lp_stage_counters *k, const struct lp_stage_report *st,
-                       const struct lp_run *r)
+ * tokens per pass, its GEMM shapes and grouped GEMM kernels. */
+static uint32_t excess(const struct lp_stage_counters *k, const struct lp_stage_report *st)
 {
     double x = k->vs_model_flops;
     if (x <= 0 || (x >= 0.8 && x <= 1.1))
@@ -31,11 +30,8 @@ static uint32_t excess(const struct lp_stage_counters *k, const struct lp_stage_
     uint32_t bits = 0;
     if (k->pass_tokens > 0 && k->pass_tokens <= 64)
         bits |= LP_EXCESS_TILE_PADDING;
-    int stage = (int)(st - r->stages);
-    for (size_t i = 0; i < r->gemm.n_rows; i++)
-        if (r->gemm.rows[i].stage == stage && r->gemm.rows[i].vary_dim &&
-            r->gemm.rows[i].vary == LP_GEMM_VARY_MLA)
-            bits |= LP_EXCESS_MLA;
+    if (st->gemm_mla)
+        bits |= LP_EXCESS_MLA;
     if (st->moe_gemm_ns > 0)
         bits |= LP_EXCESS_MOE;
     return bits ? bits : LP_EXCESS_UNEXPLAINED;
@@ -71,7 +67,7 @@ static void derive(struct lp_stage_counters *k, const struct lp_stage_report *st
     k->pass_tokens = st->kind == LP_STAGE_KIND_DECODE ? (st->batch > 0 ? st->batch : 0)
                      : st->occurrences && st->tokens > 0 ? st->tokens / (int64_t)st->occurrences
                                                          : 0;
-    k->excess = excess(k, st, r);
+    k->excess = excess(k, st);
 }
 
 int lp_run_counters(struct lp_run_ctx *c)

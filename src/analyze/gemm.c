@@ -74,11 +74,30 @@ static void hint(const struct lp_run *r, struct lp_gemm_row *row, uint32_t sms)
     }
 }
 
-/* Rows by GPU time, then calls (both descending); ties (rows whose calls ran no kernel) by
- * stage, eager before replayed, the first call's start, then shape */
-static int cmp_rows(const void *a, const void *b)
+/* One shape of the table while the calls are summed in (112 bytes). A trace of a few bytes
+ * per call can make each call a shape of its own, so the whole lp_gemm_row (about 370 bytes,
+ * and kilobytes in report.json) is made only for the shapes listed. */
+struct acc {
+    lp_u128 flops, quarters;      /* of its linked calls (least bytes in quarters), exact: the
+                                     same whatever order the calls are summed in */
+    uint64_t calls, linked, kernels, gpu_ns;
+    uint64_t start;               /* of the call it shows */
+    uint64_t vary_hi, vary_step;  /* as lp_gemm_row's */
+    uint32_t call;                /* the GEMM it shows (lp_run_gemm): its first, or the first
+                                     that knew its algorithm */
+    uint32_t top_group;           /* UINT32_MAX none */
+    uint32_t vary_values;
+    int32_t stage;
+    uint8_t replayed;
+    char vary_dim;
+    uint8_t vary;                 /* enum lp_gemm_vary */
+};
+
+/* Shapes by GPU time, then calls (both descending); ties (shapes whose calls ran no kernel)
+ * by stage, eager before replayed, the shown call's start, then shape */
+static int cmp_acc(const void *a, const void *b, void *arg)
 {
-    const struct lp_gemm_row *x = a, *y = b;
+    const struct acc *x = a, *y = b;
     if (x->gpu_ns != y->gpu_ns)
         return x->gpu_ns < y->gpu_ns ? 1 : -1;
     if (x->calls != y->calls)
@@ -87,25 +106,27 @@ static int cmp_rows(const void *a, const void *b)
         return x->stage < y->stage ? -1 : 1;
     if (x->replayed != y->replayed)
         return x->replayed < y->replayed ? -1 : 1;
-    if (x->call.start != y->call.start)
-        return x->call.start < y->call.start ? -1 : 1;
-    return lp_gemm_shape_cmp(&x->call, &y->call);
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    struct lp_gemm p = lp_run_gemm(arg, x->call), q = lp_run_gemm(arg, y->call);
+    return lp_gemm_shape_cmp(&p, &q);
 }
 
 /* ---- sizes stepping through a progression: one row ---- */
 
 #define VARY_MIN 4 /* sizes that make a progression */
 
-/* Row R's dimension DIM ('m' or 'n'). */
-static uint64_t dim_of(const struct lp_gemm_row *r, char dim)
+/* Dimension DIM ('m' or 'n') of the shape K */
+static uint64_t dim_of(const struct lp_gemm_kind *k, char dim)
 {
-    return dim == 'm' ? r->call.m : r->call.n;
+    return dim == 'm' ? k->m : k->n;
 }
 
-/* Rows X and Y alike but for dimension DIM: stage, replays, the other sizes, types. */
-static int cmp_but(const struct lp_gemm_row *x, const struct lp_gemm_row *y, char dim)
+/* Shapes X (of kind A) and Y (of B) alike but for dimension DIM: stage, replays, the other
+ * sizes, types. */
+static int cmp_but(const struct acc *x, const struct lp_gemm_kind *a, const struct acc *y,
+                   const struct lp_gemm_kind *b, char dim)
 {
-    const struct lp_gemm *a = &x->call, *b = &y->call;
     const uint64_t u[] = {(uint64_t)(int64_t)x->stage, (uint64_t)x->replayed,
                           dim == 'm' ? a->n : a->m, a->k, a->batch, a->transa, a->transb,
                           a->a_type, a->b_type, a->d_type, a->compute_type, a->epilogue};
@@ -119,26 +140,26 @@ static int cmp_but(const struct lp_gemm_row *x, const struct lp_gemm_row *y, cha
 }
 
 struct vary_sort {
-    const struct lp_gemm_row *rows;
+    const struct lp_run_ctx *c;
+    const struct acc *accs;
     char dim;
 };
 
 static int cmp_vary(const void *a, const void *b, void *arg)
 {
-    const struct vary_sort *k = arg;
-    const struct lp_gemm_row *x = &k->rows[*(const uint32_t *)a],
-                             *y = &k->rows[*(const uint32_t *)b];
-    int c = cmp_but(x, y, k->dim);
-    if (c)
-        return c;
-    uint64_t p = dim_of(x, k->dim), q = dim_of(y, k->dim);
-    return (p > q) - (p < q);
+    const struct vary_sort *s = arg;
+    const struct acc *x = &s->accs[*(const uint32_t *)a], *y = &s->accs[*(const uint32_t *)b];
+    const struct lp_gemm_kind *p = lp_run_gemm_kind(s->c, x->call),
+                              *q = lp_run_gemm_kind(s->c, y->call);
+    int c = cmp_but(x, p, y, q, s->dim);
+    uint64_t u = dim_of(p, s->dim), v = dim_of(q, s->dim);
+    return c ? c : (u > v) - (u < v);
 }
 
-/* Why sizes LO..HI of dimension DIM step: the decode's context (batch x prompt up to batch x
- * (prompt + generated)), over MLA's compressed KV cache when K is the model's kv_lora_rank. */
-static enum lp_gemm_vary vary_cause(const struct lp_run *r, const struct lp_gemm *g, uint64_t lo,
-                                    uint64_t hi)
+/* Why the sizes LO..HI of calls reducing over K step: the decode's context (batch x prompt up
+ * to batch x (prompt + generated)), over MLA's compressed KV cache when K is the model's
+ * kv_lora_rank. */
+static enum lp_gemm_vary vary_cause(const struct lp_run *r, uint64_t k, uint64_t lo, uint64_t hi)
 {
     const struct lp_llm_metrics *l = &r->llm;
     int64_t b = l->batch > 0 ? l->batch : 1, p = l->prompt_per_sequence;
@@ -150,82 +171,75 @@ static enum lp_gemm_vary vary_cause(const struct lp_run *r, const struct lp_gemm
     const struct lp_model *m = r->opt.model;
     for (int i = 0; m && i < m->n_groups; i++)
         if (m->groups[i].attn.kind == LP_ATTN_KIND_MLA &&
-            (uint64_t)m->groups[i].attn.kv_lora_rank == g->k)
+            (uint64_t)m->groups[i].attn.kv_lora_rank == k)
             return LP_GEMM_VARY_MLA;
     return LP_GEMM_VARY_CONTEXT;
 }
 
-/* a row's linked calls' FLOPs and least bytes (in quarters), exact: the same whatever order
- * the calls are summed in; read into the row's doubles once the rows are merged */
-struct row_sum {
-    lp_u128 flops, quarters;
-};
-
-/* Rows of a decode stage alike but for one dimension whose sizes, VARY_MIN or more, step by
- * one stride (HF's MLA runs kv_b_proj over the whole context: 4096 x 513..527 x 512, one size
- * per step) become one row (SUMS, each row's, merged alike); the others are removed. */
-static int merge_steps(struct lp_run *r, struct row_sum *sums)
+/* Shapes of a decode stage alike but for one dimension whose sizes, VARY_MIN or more, step
+ * by one stride (HF's MLA runs kv_b_proj over the whole context: 4096 x 513..527 x 512, one
+ * size per step) become one, the smallest size's; the others are removed from ACCS (*N). */
+static int merge_steps(const struct lp_run_ctx *c, struct acc *accs, size_t *n_accs)
 {
-    uint32_t *idx = malloc((r->gemm.n_rows ? r->gemm.n_rows : 1) * sizeof *idx);
+    const struct lp_run *r = c->r;
+    uint32_t *idx = malloc((*n_accs ? *n_accs : 1) * sizeof *idx);
     if (!idx)
         return LP_ERR_NOMEM;
     for (int d = 0; d < 2; d++) {
         char dim = d ? 'm' : 'n';
         size_t n = 0;
-        for (size_t i = 0; i < r->gemm.n_rows; i++) {
-            const struct lp_gemm_row *g = &r->gemm.rows[i];
-            if (g->calls && !g->vary_dim && g->stage >= 0 &&
-                r->stages[g->stage].kind == LP_STAGE_KIND_DECODE)
+        for (size_t i = 0; i < *n_accs; i++) {
+            const struct acc *a = &accs[i];
+            if (a->calls && !a->vary_dim && a->stage >= 0 &&
+                r->stages[a->stage].kind == LP_STAGE_KIND_DECODE)
                 idx[n++] = (uint32_t)i;
         }
-        struct vary_sort key = {r->gemm.rows, dim};
+        struct vary_sort key = {c, accs, dim};
         qsort_r(idx, n, sizeof *idx, cmp_vary, &key);
         for (size_t i = 0, j; i < n; i = j) {
-            for (j = i + 1; j < n && !cmp_but(&r->gemm.rows[idx[i]], &r->gemm.rows[idx[j]], dim);
+            struct acc *to = &accs[idx[i]];
+            const struct lp_gemm_kind *k = lp_run_gemm_kind(c, to->call);
+            for (j = i + 1; j < n && !cmp_but(to, k, &accs[idx[j]],
+                                              lp_run_gemm_kind(c, accs[idx[j]].call), dim);
                  j++)
                 ;
             if (j - i < VARY_MIN)
                 continue;
-            uint64_t lo = dim_of(&r->gemm.rows[idx[i]], dim);
-            uint64_t step = dim_of(&r->gemm.rows[idx[i + 1]], dim) - lo;
+            uint64_t lo = dim_of(k, dim);
+            uint64_t step = dim_of(lp_run_gemm_kind(c, accs[idx[i + 1]].call), dim) - lo, hi = lo;
             int even = step > 0;
-            for (size_t q = i + 1; q < j && even; q++)
-                even =
-                    dim_of(&r->gemm.rows[idx[q]], dim) - dim_of(&r->gemm.rows[idx[q - 1]], dim) ==
-                    step;
+            for (size_t q = i + 1; q < j && even; q++) {
+                uint64_t v = dim_of(lp_run_gemm_kind(c, accs[idx[q]].call), dim);
+                even = v - hi == step;
+                hi = v;
+            }
             if (!even)
                 continue;
-            struct lp_gemm_row *to = &r->gemm.rows[idx[i]];
             for (size_t q = i + 1; q < j; q++) {
-                struct lp_gemm_row *g = &r->gemm.rows[idx[q]];
+                struct acc *g = &accs[idx[q]];
                 to->calls += g->calls;
                 to->linked += g->linked;
                 to->kernels += g->kernels;
                 to->gpu_ns = lp_sat_add(to->gpu_ns, g->gpu_ns);
-                struct row_sum *st = &sums[idx[i]], *sg = &sums[idx[q]];
-                st->flops = lp_sat_add_u128(st->flops, sg->flops);
-                st->quarters = lp_sat_add_u128(st->quarters, sg->quarters);
-                if (to->top_group == SIZE_MAX)
+                to->flops = lp_sat_add_u128(to->flops, g->flops);
+                to->quarters = lp_sat_add_u128(to->quarters, g->quarters);
+                if (to->top_group == UINT32_MAX)
                     to->top_group = g->top_group;
                 g->calls = 0; /* merged: removed below */
             }
             to->vary_dim = dim;
-            to->vary_lo = lo;
-            to->vary_hi = dim_of(&r->gemm.rows[idx[j - 1]], dim);
+            to->vary_hi = hi;
             to->vary_step = step;
-            to->vary_values = j - i;
-            to->vary = vary_cause(r, &to->call, lo, to->vary_hi);
+            to->vary_values = (uint32_t)(j - i);
+            to->vary = (uint8_t)vary_cause(r, k->k, lo, hi);
         }
     }
     free(idx);
     size_t k = 0;
-    for (size_t i = 0; i < r->gemm.n_rows; i++) {
-        if (r->gemm.rows[i].calls) {
-            sums[k] = sums[i];
-            r->gemm.rows[k++] = r->gemm.rows[i];
-        }
-    }
-    r->gemm.n_rows = k;
+    for (size_t i = 0; i < *n_accs; i++)
+        if (accs[i].calls)
+            accs[k++] = accs[i];
+    *n_accs = k;
     return LP_OK;
 }
 
@@ -241,9 +255,9 @@ struct call_info {                /* 40 bytes: one per GEMM call at the report's
                                      out (its kernels were not recorded) */
 };
 
-/* The table of rows by shape (SLOT, SLOT_HASH, *N_SLOTS of each) doubled: rows are few
- * (distinct shapes), calls many, so it grows with the rows rather than start at the calls'
- * number. LP_OK or LP_ERR_NOMEM (the table then unchanged). */
+/* The table of shapes (SLOT, SLOT_HASH, *N_SLOTS of each) doubled: shapes are few, calls
+ * many, so it grows with the shapes rather than start at the calls' number. LP_OK or
+ * LP_ERR_NOMEM (the table then unchanged). */
 static int grow_slots(int32_t **slot, uint64_t **slot_hash, size_t *n_slots)
 {
     size_t n = *n_slots * 2;
@@ -272,124 +286,174 @@ static int grow_slots(int32_t **slot, uint64_t **slot_hash, size_t *n_slots)
     return LP_OK;
 }
 
-static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
+/* The GEMMs that ran, outside warm-up, summed by shape, stage and replay into *ACCS (*N) */
+static int sum_shapes(struct lp_run_ctx *c, const struct call_info *ci, struct acc **accs,
+                      size_t *n)
 {
-    const struct lp_trace *t = c->t;
     struct lp_run *r = c->r;
     size_t cap = 64, n_slots = 256; /* at most half full */
     int32_t *slot = malloc(n_slots * sizeof *slot);
     uint64_t *slot_hash = malloc(n_slots * sizeof *slot_hash);
-    struct row_sum *sums = malloc(cap * sizeof *sums);
-    lp_u128 *context = calloc(r->n_stages + 1, sizeof *context);
-    r->gemm.rows = calloc(cap, sizeof *r->gemm.rows);
+    struct acc *v = malloc(cap * sizeof *v);
     int rc = LP_ERR_NOMEM;
-    if (!slot || !slot_hash || !sums || !context || !r->gemm.rows)
+    *n = 0;
+    if (!slot || !slot_hash || !v)
         goto out;
     memset(slot, 0xff, n_slots * sizeof *slot);
-    uint32_t sms = t->n_devices ? t->devices[0].sm_count : 0;
     for (size_t i = 0; i < c->n_gemms; i++) {
         int stage = ci[i].stage;
         if (ci[i].captured || ci[i].unrecorded) /* it ran in its replays; or unrecorded */
             continue;
-        struct lp_gemm call = lp_run_gemm(c, i);
-        const struct lp_gemm *g = &call;
         if (stage >= 0 && r->stages[stage].kind == LP_STAGE_KIND_WARMUP) {
             r->gemm.warmup_calls++; /* counted, kept out of the table */
             continue;
         }
-        if (2 * (r->gemm.n_rows + 1) > n_slots && grow_slots(&slot, &slot_hash, &n_slots))
+        struct lp_gemm g = lp_run_gemm(c, i);
+        const struct lp_gemm_kind *kind = lp_run_gemm_kind(c, i);
+        if (2 * (*n + 1) > n_slots && grow_slots(&slot, &slot_hash, &n_slots))
             goto out;
-        uint64_t h = shape_hash(g, stage, ci[i].replayed);
+        uint64_t h = shape_hash(&g, stage, ci[i].replayed);
         size_t s = h & (n_slots - 1);
-        while (slot[s] >= 0 && !(slot_hash[s] == h && r->gemm.rows[slot[s]].stage == stage &&
-                                 r->gemm.rows[slot[s]].replayed == ci[i].replayed &&
-                                 lp_gemm_same_shape(&r->gemm.rows[slot[s]].call, g)))
-            s = (s + 1) & (n_slots - 1);
+        for (; slot[s] >= 0; s = (s + 1) & (n_slots - 1)) {
+            const struct acc *a = &v[slot[s]];
+            if (slot_hash[s] != h || a->stage != stage || a->replayed != ci[i].replayed)
+                continue;
+            if (lp_run_gemm_kind(c, a->call) == kind) /* a kind is one shape */
+                break;
+            struct lp_gemm shown = lp_run_gemm(c, a->call);
+            if (lp_gemm_same_shape(&shown, &g))
+                break;
+        }
         if (slot[s] < 0) {
-            if (r->gemm.n_rows == cap) {
-                struct lp_gemm_row *p = realloc(r->gemm.rows, 2 * cap * sizeof *p);
-                if (p)
-                    r->gemm.rows = p;
-                struct row_sum *q = p ? realloc(sums, 2 * cap * sizeof *q) : NULL;
-                if (!q)
+            if (*n == cap) {
+                struct acc *p = realloc(v, 2 * cap * sizeof *p);
+                if (!p)
                     goto out;
-                sums = q;
+                v = p;
                 cap *= 2;
             }
-            struct lp_gemm_row *row = &r->gemm.rows[r->gemm.n_rows];
-            memset(row, 0, sizeof *row);
-            sums[r->gemm.n_rows] = (struct row_sum){0, 0};
-            row->call = *g;
-            row->stage = stage;
-            row->replayed = ci[i].replayed;
-            row->top_group = SIZE_MAX;
-            row->flops_per_call = lp_gemm_flops(g);
-            slot[s] = (int32_t)r->gemm.n_rows++;
+            v[*n] = (struct acc){.call = (uint32_t)i, .start = g.start, .stage = stage,
+                                 .replayed = ci[i].replayed, .top_group = UINT32_MAX};
+            slot[s] = (int32_t)(*n)++;
             slot_hash[s] = h;
         }
-        struct lp_gemm_row *row = &r->gemm.rows[slot[s]];
-        row->calls++;
-        if (row->call.algo < 0 && g->algo >= 0) /* the first call that knew its algorithm */
-            row->call = *g;
+        struct acc *a = &v[slot[s]];
+        a->calls++;
+        if (g.algo >= 0 && lp_run_gemm_kind(c, a->call)->algo < 0) {
+            a->call = (uint32_t)i; /* the first call that knew its algorithm */
+            a->start = g.start;
+        }
         if (ci[i].kernels) {
-            row->linked++;
-            row->kernels += ci[i].kernels;
-            row->gpu_ns = lp_sat_add(row->gpu_ns, ci[i].ns);
-            struct row_sum *sum = &sums[slot[s]];
-            sum->flops = lp_sat_add_u128(sum->flops, lp_gemm_flops_exact(g));
-            sum->quarters = lp_sat_add_u128(sum->quarters, lp_gemm_min_quarter_bytes(g));
-            if (row->top_group == SIZE_MAX) /* calls of one shape launch the same kernels */
-                row->top_group = ci[i].top_group;
+            a->linked++;
+            a->kernels += ci[i].kernels;
+            a->gpu_ns = lp_sat_add(a->gpu_ns, ci[i].ns);
+            a->flops = lp_sat_add_u128(a->flops, lp_gemm_flops_exact(&g));
+            a->quarters = lp_sat_add_u128(a->quarters, lp_gemm_min_quarter_bytes(&g));
+            if (a->top_group == UINT32_MAX) /* calls of one shape launch the same kernels */
+                a->top_group = ci[i].top_group;
         }
     }
-    if ((rc = merge_steps(r, sums)) != LP_OK)
-        goto out;
-    for (size_t i = 0; i < r->gemm.n_rows; i++) {
-        struct lp_gemm_row *row = &r->gemm.rows[i];
-        row->flops = (double)sums[i].flops;
-        row->bytes = (double)sums[i].quarters / 4;
-        /* the FLOPs of calls over the growing context, per stage */
-        if (row->stage >= 0 && row->vary_dim && row->vary != LP_GEMM_VARY_STEPS)
-            context[row->stage] = lp_sat_add_u128(context[row->stage], sums[i].flops);
-    }
-    for (size_t s = 0; s < r->n_stages; s++)
-        r->stages[s].gemm_context_flops = (double)context[s];
-    for (size_t i = 0; i < r->gemm.n_rows; i++) {
-        struct lp_gemm_row *row = &r->gemm.rows[i];
-        double bytes = lp_gemm_min_bytes(&row->call);
-        if (row->vary_dim && row->linked) /* the mean call of its sizes */
-            row->flops_per_call = row->flops / (double)row->linked;
-        if (row->vary_dim && row->bytes > 0)
-            row->intensity = row->flops / row->bytes;
-        else
-            row->intensity = bytes > 0 ? row->flops_per_call / bytes : 0;
-        row->peak_dtype = lp_gemm_peak_dtype(&row->call);
-        row->peak_share = -1;
-        if (row->gpu_ns) {
-            row->mean_ns = (double)row->gpu_ns / (double)row->linked;
-            row->tflops = row->flops / (double)row->gpu_ns / 1e3;
-            row->gbs = row->bytes / (double)row->gpu_ns;
-        }
-        double peak = row->peak_dtype >= 0 ? r->util.gpu.tflops[row->peak_dtype] : 0;
-        if (peak > 0 && row->gpu_ns)
-            row->peak_share = row->tflops / peak;
-        if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
-            row->memory_bound = row->intensity < peak * 1e3 / r->util.gpu.mem_bw_gbs;
-        if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
-            hint(r, row, sms);
-        if (row->vary_dim) /* tiles and alignment differ from size to size */
-            row->hints = (row->hints & ~(uint32_t)(LP_GEMM_HINT_TILE_FILL | LP_GEMM_HINT_WAVES |
-                                                   LP_GEMM_HINT_UNALIGNED)) |
-                         LP_GEMM_HINT_STEPS;
-    }
-    qsort(r->gemm.rows, r->gemm.n_rows, sizeof *r->gemm.rows, cmp_rows);
     rc = LP_OK;
 out:
     free(slot);
     free(slot_hash);
-    free(sums);
-    free(context);
+    if (rc != LP_OK) {
+        free(v);
+        v = NULL;
+    }
+    *accs = v;
     return rc;
+}
+
+/* Shape A as a row of the table, with its figures and hints */
+static void fill_row(const struct lp_run_ctx *c, const struct acc *a, struct lp_gemm_row *row)
+{
+    const struct lp_run *r = c->r;
+    *row = (struct lp_gemm_row){
+        .call = lp_run_gemm(c, a->call), .stage = a->stage, .replayed = a->replayed,
+        .calls = a->calls, .linked = a->linked, .kernels = a->kernels, .gpu_ns = a->gpu_ns,
+        .top_group = a->top_group == UINT32_MAX ? SIZE_MAX : a->top_group,
+        .flops = (double)a->flops, .bytes = (double)a->quarters / 4, .vary_dim = a->vary_dim,
+        .vary_hi = a->vary_hi, .vary_step = a->vary_step, .vary_values = a->vary_values,
+        .vary = (enum lp_gemm_vary)a->vary};
+    row->vary_lo = a->vary_dim ? dim_of(lp_run_gemm_kind(c, a->call), a->vary_dim) : 0;
+    row->flops_per_call = lp_gemm_flops(&row->call);
+    double bytes = lp_gemm_min_bytes(&row->call);
+    if (row->vary_dim && row->linked) /* the mean call of its sizes */
+        row->flops_per_call = row->flops / (double)row->linked;
+    if (row->vary_dim && row->bytes > 0)
+        row->intensity = row->flops / row->bytes;
+    else
+        row->intensity = bytes > 0 ? row->flops_per_call / bytes : 0;
+    row->peak_dtype = lp_gemm_peak_dtype(&row->call);
+    row->peak_share = -1;
+    if (row->gpu_ns) {
+        row->mean_ns = (double)row->gpu_ns / (double)row->linked;
+        row->tflops = row->flops / (double)row->gpu_ns / 1e3;
+        row->gbs = row->bytes / (double)row->gpu_ns;
+    }
+    double peak = row->peak_dtype >= 0 ? r->util.gpu.tflops[row->peak_dtype] : 0;
+    if (peak > 0 && row->gpu_ns)
+        row->peak_share = row->tflops / peak;
+    if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
+        row->memory_bound = row->intensity < peak * 1e3 / r->util.gpu.mem_bw_gbs;
+    const struct lp_trace *t = c->t;
+    if (peak > 0 && r->util.gpu.mem_bw_gbs > 0)
+        hint(r, row, t->n_devices ? t->devices[0].sm_count : 0);
+    if (row->vary_dim) /* tiles and alignment differ from size to size */
+        row->hints = (row->hints & ~(uint32_t)(LP_GEMM_HINT_TILE_FILL | LP_GEMM_HINT_WAVES |
+                                               LP_GEMM_HINT_UNALIGNED)) |
+                     LP_GEMM_HINT_STEPS;
+}
+
+/* The table: the shapes summed and merged, the costliest LP_GEMM_ROWS_MAX listed, the rest
+ * counted; and each stage's FLOPs over the growing context */
+static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
+{
+    struct lp_run *r = c->r;
+    struct acc *accs;
+    size_t n;
+    int rc = sum_shapes(c, ci, &accs, &n);
+    if (rc == LP_OK && (rc = merge_steps(c, accs, &n)) != LP_OK)
+        free(accs);
+    if (rc != LP_OK)
+        return rc;
+    lp_u128 *context = calloc(r->n_stages + 1, sizeof *context);
+    size_t listed = n < LP_GEMM_ROWS_MAX ? n : LP_GEMM_ROWS_MAX;
+    r->gemm.rows = calloc(listed ? listed : 1, sizeof *r->gemm.rows);
+    if (!context || !r->gemm.rows) {
+        free(accs);
+        free(context);
+        return LP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct acc *a = &accs[i];
+        /* the FLOPs of calls over the growing context, per stage */
+        if (a->stage >= 0 && a->vary_dim && a->vary != LP_GEMM_VARY_STEPS)
+            context[a->stage] = lp_sat_add_u128(context[a->stage], a->flops);
+        if (a->stage >= 0 && a->vary_dim && a->vary == LP_GEMM_VARY_MLA)
+            r->stages[a->stage].gemm_mla = 1;
+    }
+    for (size_t s = 0; s < r->n_stages; s++)
+        r->stages[s].gemm_context_flops = (double)context[s];
+    qsort_r(accs, n, sizeof *accs, cmp_acc, c);
+    for (size_t i = 0; i < listed; i++)
+        fill_row(c, &accs[i], &r->gemm.rows[i]);
+    r->gemm.n_rows = listed;
+    struct lp_gemm_unlisted *u = &r->gemm.unlisted;
+    lp_u128 flops = 0;
+    for (size_t i = listed; i < n; i++) {
+        u->shapes++;
+        u->calls += accs[i].calls;
+        u->linked += accs[i].linked;
+        u->kernels += accs[i].kernels;
+        u->gpu_ns = lp_sat_add(u->gpu_ns, accs[i].gpu_ns);
+        flops = lp_sat_add_u128(flops, accs[i].flops);
+    }
+    u->flops = (double)flops;
+    free(accs);
+    free(context);
+    return LP_OK;
 }
 
 /* A batched cuBLAS call over MoE experts' weights (HF's batched_mm for a few tokens): batch

@@ -191,6 +191,13 @@ static inline struct lp_gemm lp_run_gemm(const struct lp_run_ctx *c, size_t i)
     return g;
 }
 
+/* The kind (shape, types, thread, ...) of GEMM I that ran: a replay's is its call's */
+static inline const struct lp_gemm_kind *lp_run_gemm_kind(const struct lp_run_ctx *c, size_t i)
+{
+    size_t n = c->t->n_gemms;
+    return lp_trace_gemm_kind(c->t, &c->t->gemms[i < n ? i : c->replays[i - n].call]);
+}
+
 /* The start of GEMM I that ran, without the rest (sorts) */
 static inline uint64_t lp_run_gemm_start(const struct lp_run_ctx *c, size_t i)
 {

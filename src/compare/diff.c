@@ -944,6 +944,8 @@ static int warnings(struct lp_diff *d, const struct lp_run *const run[2])
             d->warnings |= LP_DIFF_WARN_NO_KERNELS;
         if (run[x]->trace->altered)
             d->warnings |= LP_DIFF_WARN_ALTERED;
+        if (run[x]->gemm.unlisted.shapes)
+            d->warnings |= LP_DIFF_WARN_UNLISTED;
     }
     if (d->gpu[0] && d->gpu[1] && strcmp(d->gpu[0], d->gpu[1]))
         d->warnings |= LP_DIFF_WARN_GPU;

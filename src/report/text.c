@@ -942,7 +942,11 @@ static const struct label diff_warnings[LP_DIFF_WARN_BITS] = {
     {"no_kernels", "a run recorded no kernels (record --light): kernel figures are missing"},
     {"altered", "a run's trace file was altered after it was written (chunks repeated, "
                 "missing or reordered; llmprof info says how): its figures may be wrong"},
+    {"gemm_unlisted", "a run has more GEMM shapes than its table lists (the costliest "
+                      "1000): the shapes compared, and the weight shapes shared, are of those "
+                      "listed"},
 };
+_Static_assert(LP_GEMM_ROWS_MAX == 1000, "the gemm_unlisted warning says 1000");
 
 const char *lp_text_diff_verdict(enum lp_diff_verdict v) { return LABEL(diff_verdicts, v, text); }
 const char *lp_text_diff_verdict_key(enum lp_diff_verdict v) { return LABEL(diff_verdicts, v, key); }
