@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Time and memory of `llmprof report` on a generated trace of N kernels (default 1,000,000;
-# bench/gen_trace.c: decode-shaped, each kernel with its launch call, NVML every 50 ms; with
-# GEN gen_shapes, tests/gen_shapes.c: N cuBLAS calls each of a GEMM shape of its own).
-# Prints one line per run and the median. Usage: bench/report.sh [N] [RUNS] [GEN]
+# bench/gen_trace.c: decode-shaped, each kernel with its launch call, NVML every 50 ms); with
+# MODE, tests/gen_hostile.c's trace of N items of that mode (shapes, ops, replays, reqid,
+# rangename: inputs that make the analysis keep or compare one thing per item).
+# Prints one line per run and the median. Usage: bench/report.sh [N] [RUNS] [MODE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-n=${1:-1000000} runs=${2:-5} gen=${3:-gen_trace}
-cmake --build build -j "$(nproc)" --target llmprof "$gen" >/dev/null
+n=${1:-1000000} runs=${2:-5} mode=${3:-}
+cmake --build build -j "$(nproc)" --target llmprof gen_trace gen_hostile >/dev/null
 T=$(mktemp -d /tmp/lp_bench_report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-build/bin/"$gen" "$T/t.lpt" "$n"
-echo "trace ($gen): $n kernels, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+if [ -n "$mode" ]; then build/bin/gen_hostile "$T/t.lpt" "$mode" "$n"; else build/bin/gen_trace "$T/t.lpt" "$n"; fi
+echo "trace: ${mode:-decode-shaped} x $n, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
 for i in $(seq "$runs"); do
     rm -rf "$T/out"
     /usr/bin/time -f "%e %M" -o "$T/time" build/bin/llmprof report "$T/t.lpt" -o "$T/out" --quiet

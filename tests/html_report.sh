@@ -5,9 +5,9 @@
 # serving loop's section) and
 # charts (stage shading and time ticks on one time axis), and logs nothing on the console. A copy with an injected
 # script error must be caught, so this test can fail.
-# Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR GEN_SHAPES
+# Usage: html_report.sh LLMPROF CHROMIUM FIXTURES_DIR CONFIGS_DIR GEN_HOSTILE
 set -u
-LP=$1 CHROME=$2 FIX=$3 CONF=$4 GEN_SHAPES=$5
+LP=$1 CHROME=$2 FIX=$3 CONF=$4 GEN_HOSTILE=$5
 # a missing browser is a failure, not a skip: the set-up installs it
 if ! command -v "$CHROME" >/dev/null; then
     echo "not ok - chromium not found ('$CHROME'): install it with scripts/deps.sh" \
@@ -143,7 +143,7 @@ check "tp rank: no console messages" test ! -s "$T/console.txt"
 check "tp rank: communication per stage" grep -q '<td class="t">decode</td><td>45.939 ms</td><td>67.8 %</td><td>0 ns</td><td>0.0 %</td>' "$T/dom.html"
 # more GEMM shapes than the table lists (a generated trace): the 200 shown, the rest of the
 # listed ones in gemms.csv, and the shapes past LP_GEMM_ROWS_MAX counted
-"$GEN_SHAPES" "$T/shapes.lpt" 1300 && "$LP" report "$T/shapes.lpt" -o "$T/shapes" --quiet ||
+"$GEN_HOSTILE" "$T/shapes.lpt" shapes 1300 && "$LP" report "$T/shapes.lpt" -o "$T/shapes" --quiet ||
     { echo "not ok - llmprof report failed on 1300 GEMM shapes"; exit 1; }
 render "$T/shapes/report.html"
 check "shapes: the page rendered" grep -q 'data-rendered="1"' "$T/dom.html"

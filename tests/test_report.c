@@ -395,6 +395,37 @@ static void test_bad_stage_rule(void **state)
 
 /* ---- operators ---- */
 
+/* Many operators (found by name through a hash; the table grows past its first 16): 500
+ * names, each range named apart (its seq and op_id), each operator met three times in turn */
+static void test_operators_many(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    enum { OPS = 500 };
+    range(&b, "decode", 1, 0, 3 * OPS * 100 + 100);
+    for (int rep = 0, n = 0; rep < 3; rep++)
+        for (int i = 0; i < OPS; i++, n++) {
+            char name[64];
+            snprintf(name, sizeof name, "aten::op%d, seq = %d, op_id = %d", i, n, n);
+            range(&b, name, 1, 100 + 100 * (uint64_t)n, 150 + 100 * (uint64_t)n + (uint64_t)i);
+        }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.n_ops, OPS);
+    uint8_t seen[OPS] = {0};
+    for (size_t k = 0; k < r.n_ops; k++) {
+        int i;
+        assert_int_equal(sscanf(r.ops[k].name, "aten::op%d", &i), 1);
+        assert_true(i >= 0 && i < OPS && !seen[i]++);
+        assert_int_equal(r.ops[k].calls, 3);
+        assert_int_equal(r.ops[k].cpu_ns, 3 * (50 + (uint64_t)i));
+    }
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 static void test_operators_inclusive_and_self(void **state)
 {
     (void)state;
@@ -4139,6 +4170,7 @@ int main(void)
         cmocka_unit_test(test_warmup_tokens_and_stats),
         cmocka_unit_test(test_bad_stage_rule),
         cmocka_unit_test(test_operators_inclusive_and_self),
+        cmocka_unit_test(test_operators_many),
         cmocka_unit_test(test_operator_shapes),
         cmocka_unit_test(test_operator_shapes_none),
         cmocka_unit_test(test_operator_shapes_unread_only),

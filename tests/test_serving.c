@@ -499,6 +499,51 @@ static void end_range(struct tb *b, uint32_t id, uint64_t ts)
     add(b, &r);
 }
 
+/* One id for every request, as a client that numbers nothing: triples A [0, 20], B [10, 50],
+ * C [30, 40] (us past 100 us x k) with tokens at 0, 5 and 20 (A's: its range's ends count),
+ * 35 and 45 (B's: the first admitted whose range holds them, though A was admitted before
+ * and C holds 35) and 60 (none). Each token is looked up among thousands of requests of its
+ * id. */
+static void convention_one_id(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    enum { TRIPLES = 3000 };
+    const uint64_t us = 1000, t0 = 1000000;
+    for (uint32_t k = 0; k < TRIPLES; k++) {
+        uint64_t at = t0 + 100 * us * k;
+        uint32_t id = 1000000 + 3 * k;
+        start_range(&b, "request r", id, at);
+        mark(&b, "token r", at);
+        mark(&b, "token r", at + 5 * us);
+        start_range(&b, "request r", id + 1, at + 10 * us);
+        mark(&b, "token r", at + 20 * us);
+        end_range(&b, id, at + 20 * us);
+        start_range(&b, "request r", id + 2, at + 30 * us);
+        mark(&b, "token r", at + 35 * us);
+        end_range(&b, id + 2, at + 40 * us);
+        mark(&b, "token r", at + 45 * us);
+        end_range(&b, id + 1, at + 50 * us);
+        mark(&b, "token r", at + 60 * us);
+    }
+    kernel(&b, "k", 1, t0, t0 + 1000, t0 + 2000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r = {0};
+    struct lp_run_options o = {0};
+    analyze(t, &o, &r);
+    const struct lp_serving *s = &r.serving;
+    assert_int_equal(s->cause, LP_SERVING_CAUSE_CONVENTION);
+    assert_int_equal(s->n_reqs, 3 * TRIPLES);
+    assert_int_equal(s->ids_reused, 3 * TRIPLES - 1);
+    assert_int_equal(s->token_marks, 6 * TRIPLES);
+    assert_int_equal(s->marks_unknown, TRIPLES);
+    for (size_t i = 0; i < s->n_reqs; i++) /* by admission: A, B, C */
+        assert_int_equal(s->reqs[i].tokens, i % 3 == 0 ? 3 : i % 3 == 1 ? 2 : 0);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 /* Request 1: admitted at 1 ms, tokens at 3, 5, 7 ms, ended at 8 ms. Request 2 (the id
  * reused later): 2 ms, tokens at 6 ms, ended at 9 ms; then "2" again from 10 ms, one token
  * at 11 ms, never ended. A token of "3" (no such request), a mark without an id, a token of
@@ -751,6 +796,7 @@ int main(void)
         cmocka_unit_test(harness_fixtures_unchanged),
         cmocka_unit_test(perfetto),
         cmocka_unit_test(convention_bad_input),
+        cmocka_unit_test(convention_one_id),
         cmocka_unit_test(convention_marks_only),
         cmocka_unit_test(serving_causes),
         cmocka_unit_test(request_ranges_without_marks),

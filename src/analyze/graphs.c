@@ -71,15 +71,21 @@ static int cmp_row(const void *a, const void *b)
     return (x->graph_id > y->graph_id) - (x->graph_id < y->graph_id);
 }
 
-/* Kernel nodes the executable graph GRAPH has (graph records: each was cloned into it at
- * instantiation; a kernel record's graph id is its executable graph's), 0 unknown. */
-static uint64_t kernel_nodes(const struct lp_trace *t, uint32_t graph)
+/* The kernel nodes of each executable graph into NODES (graph id -> count): each was
+ * cloned into it at instantiation (graph records; a kernel record's graph id is its
+ * executable graph's). Counted once: a trace can hold as many whole replays as records. */
+static int kernel_nodes(const struct lp_trace *t, struct lp_u64map *nodes)
 {
-    uint64_t n = 0;
-    for (size_t i = 0; i < t->n_graphs; i++)
-        n += t->graphs[i].event == LP_GRAPH_EVENT_NODE_CLONED && t->graphs[i].graph_id == graph &&
-             t->graphs[i].node_type == 0;
-    return n;
+    for (size_t i = 0; i < t->n_graphs; i++) {
+        const struct lp_graph *g = &t->graphs[i];
+        if (g->event != LP_GRAPH_EVENT_NODE_CLONED || g->node_type != 0)
+            continue;
+        uint64_t *n = lp_u64map_at(nodes, g->graph_id, NULL);
+        if (!n)
+            return LP_ERR_NOMEM;
+        ++*n;
+    }
+    return LP_OK;
 }
 
 /* The row of R->graphs of (STAGE, GRAPH), made when new, with *FIRST (its least correlation
@@ -175,13 +181,19 @@ int lp_run_graphs(struct lp_run_ctx *c)
         return LP_OK;
     }
     qsort(r->graphs, r->n_graphs, sizeof *r->graphs, cmp_row);
-    for (size_t i = 0; i < r->n_graphs; i++) {
+    struct lp_u64map nodes = {0};
+    rc = kernel_nodes(t, &nodes);
+    for (size_t i = 0; i < r->n_graphs && rc == LP_OK; i++) {
         struct lp_graph_row *g = &r->graphs[i];
-        g->kernels_per_replay = g->whole ? (double)kernel_nodes(t, g->graph_id)
+        const uint64_t *n = g->whole ? lp_u64map_at(&nodes, g->graph_id, NULL) : NULL;
+        if (g->whole && !n)
+            rc = LP_ERR_NOMEM;
+        g->kernels_per_replay = g->whole ? (double)(n ? *n : 0)
                                          : (double)g->kernels / (double)g->replays;
         r->stages[g->stage].graph_replays += g->replays;
     }
-    return LP_OK;
+    lp_u64map_free(&nodes);
+    return rc;
 }
 
 void lp_run_graphs_free(struct lp_run *r)

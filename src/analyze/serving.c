@@ -357,21 +357,34 @@ static void classify(struct lp_iteration *it, size_t n, const struct anchor *an,
 
 /* ---- the request convention ---- */
 
+/* A request by id, then admission (ids are reused: a client numbering from 0 each run) */
 struct req_key {
     const char *id;
     size_t len;
+    uint64_t admit;
+    uint64_t reach;               /* the latest end of the requests of its id admitted before
+                                     it or with it (itself included): increasing, searched */
     uint32_t req;
 };
 
-static int cmp_req_key(const void *a, const void *b)
+/* X's id against Y's: the longer one after the shorter one it starts with */
+static int cmp_id(const struct req_key *x, const struct req_key *y)
 {
-    const struct req_key *x = a, *y = b;
     size_t n = x->len < y->len ? x->len : y->len;
     int d = memcmp(x->id, y->id, n);
     if (d)
         return d;
-    if (x->len != y->len)
-        return x->len < y->len ? -1 : 1;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static int cmp_req_key(const void *a, const void *b)
+{
+    const struct req_key *x = a, *y = b;
+    int d = cmp_id(x, y);
+    if (d)
+        return d;
+    if (x->admit != y->admit)
+        return x->admit < y->admit ? -1 : 1;
     return (x->req > y->req) - (x->req < y->req);
 }
 
@@ -409,26 +422,41 @@ static int64_t word_value(const char *name, const char *key)
     return 0;
 }
 
-/* The request whose id is ID (LEN) and whose range holds TS, -1 */
+/* The first key of KEYS (N) from LO on at which AT (on keys) turns true, N none: AT is
+ * false, then true */
+static size_t first_key(const struct req_key *keys, size_t lo, size_t n,
+                        int (*at)(const struct req_key *, const struct req_key *),
+                        const struct req_key *k)
+{
+    size_t hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (at(&keys[mid], k))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int id_from(const struct req_key *x, const struct req_key *k) { return cmp_id(x, k) >= 0; }
+static int admitted_after(const struct req_key *x, const struct req_key *k)
+{
+    int d = cmp_id(x, k);
+    return d > 0 || (d == 0 && x->admit > k->admit);
+}
+static int reaching(const struct req_key *x, const struct req_key *k) { return x->reach >= k->reach; }
+
+/* The first admitted of the requests whose id is ID (LEN) and whose range holds TS, -1: in
+ * log time, as a client can reuse one id for every request */
 static int32_t req_of(const struct lp_serving *s, const struct req_key *keys, const char *id,
                       size_t len, uint64_t ts)
 {
-    struct req_key k = {id, len, 0};
-    size_t lo = 0, hi = s->n_reqs;
-    while (lo < hi) { /* the first key not below (id, 0) */
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_req_key(&keys[mid], &k) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo; i < s->n_reqs && keys[i].len == len && !memcmp(keys[i].id, id, len);
-         i++) {
-        const struct lp_serving_request *q = &s->reqs[keys[i].req];
-        if (q->admit <= ts && ts <= q->end)
-            return (int32_t)keys[i].req;
-    }
-    return -1;
+    struct req_key k = {.id = id, .len = len, .admit = ts, .reach = ts};
+    size_t lo = first_key(keys, 0, s->n_reqs, id_from, &k);
+    size_t hi = first_key(keys, lo, s->n_reqs, admitted_after, &k); /* admitted by TS */
+    size_t i = first_key(keys, lo, hi, reaching, &k);
+    return i < hi ? (int32_t)keys[i].req : -1;
 }
 
 /* The iteration whose END is the last at or before TS (a token leaves after its sampling),
@@ -476,13 +504,18 @@ static int requests_from_ranges(const struct lp_trace *t, const struct lp_ranges
         q->end = g->end;
         q->cut = (g->flags & LP_RANGE_UNCLOSED) != 0;
         q->ttft_ns = q->queue_ns = q->tpot_ns = q->prefill_ns = -1;
-        w->keys[i] = (struct req_key){q->id, len, (uint32_t)i};
+        w->keys[i] = (struct req_key){.id = q->id, .len = len, .admit = q->admit,
+                                      .req = (uint32_t)i};
         s->n_reqs++;
     }
     qsort(w->keys, s->n_reqs, sizeof *w->keys, cmp_req_key);
-    for (size_t i = 1; i < s->n_reqs; i++)
-        s->ids_reused += w->keys[i].len == w->keys[i - 1].len &&
-                         !memcmp(w->keys[i].id, w->keys[i - 1].id, w->keys[i].len);
+    for (size_t i = 0; i < s->n_reqs; i++) {
+        struct req_key *k = &w->keys[i];
+        uint64_t end = s->reqs[k->req].end;
+        int reused = i && !cmp_id(k, k - 1);
+        s->ids_reused += reused;
+        k->reach = reused && k[-1].reach > end ? k[-1].reach : end;
+    }
     return LP_OK;
 }
 

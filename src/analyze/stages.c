@@ -136,8 +136,10 @@ static int add_stage(struct lp_run *r, const char *name, enum lp_stage_kind kind
 }
 
 /* Operator groups: range names up to the first ',' (PyTorch's emit_nvtx appends
- * "seq = N, op_id = M, sizes = ...") without key=value words. */
-static int op_group(struct lp_run *r, const char *name)
+ * "seq = N, op_id = M, sizes = ...") without key=value words; found through BY_NAME (a hash
+ * of the group's name -> index + 1), as a trace can name every range apart. The group's
+ * index, -2 out of memory. */
+static int op_group(struct lp_run *r, struct lp_u64map *by_name, const char *name)
 {
     char buf[256];
     size_t l = strcspn(name, ",");
@@ -149,17 +151,28 @@ static int op_group(struct lp_run *r, const char *name)
     lp_range_group_name(cut, buf, sizeof buf);
     if (!buf[0])
         snprintf(buf, sizeof buf, "%s", cut[0] ? cut : "(unnamed)");
-    /* few distinct operators: a linear scan from the most recent one is enough */
-    for (size_t i = r->n_ops; i-- > 0;)
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = buf; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    uint64_t *at = lp_u64map_at(by_name, h >> 1, NULL); /* UINT64_MAX: an empty slot */
+    if (!at)
+        return -2;
+    if (*at && !strcmp(r->ops[*at - 1].name, buf))
+        return (int)(*at - 1);
+    for (size_t i = r->n_ops; *at && i-- > 0;) /* two names of one hash: one by one */
         if (!strcmp(r->ops[i].name, buf))
             return (int)i;
-    struct lp_op_row *p = realloc(r->ops, (r->n_ops + 1) * sizeof *p);
-    if (!p)
+    if (r->n_ops >= 16 ? !(r->n_ops & (r->n_ops - 1)) : !r->n_ops) { /* doubled at 16, 32.. */
+        struct lp_op_row *p = realloc(r->ops, (r->n_ops ? 2 * r->n_ops : 16) * sizeof *p);
+        if (!p)
+            return -2;
+        r->ops = p;
+    }
+    memset(&r->ops[r->n_ops], 0, sizeof *r->ops);
+    if (!(r->ops[r->n_ops].name = strdup(buf)))
         return -2;
-    r->ops = p;
-    memset(&p[r->n_ops], 0, sizeof *p);
-    if (!(p[r->n_ops].name = strdup(buf)))
-        return -2;
+    if (!*at)
+        *at = r->n_ops + 1;
     return (int)r->n_ops++;
 }
 
@@ -173,6 +186,38 @@ static int cmp_occ(const void *a, const void *b)
     return (x->made > y->made) - (x->made < y->made);
 }
 
+/* What a range's name says, worked out once per name: ranges are many (one per operator,
+ * step or request), their names fewer, and a name can be long */
+struct name_facts {
+    int64_t tokens, batch;        /* its tokens=N and batch=N words, 0 none */
+    int32_t rule;                 /* the first stage rule it matches, -1 none */
+    int32_t op;                   /* without a rule: its operator (r->ops), -1 not yet */
+    uint8_t warmup;               /* it says warmup */
+    uint8_t known;                /* the fields above are set */
+};
+
+static int name_facts(struct lp_run *r, const struct rules *rs, struct lp_u64map *ops,
+                      const char *name, struct name_facts *f)
+{
+    if (f->known)
+        return LP_OK;
+    *f = (struct name_facts){.rule = -1, .op = -1, .known = 1,
+                             .warmup = strcasestr(name, "warmup") != NULL};
+    for (size_t k = 0; k < rs->n && f->rule < 0; k++)
+        if (regexec(&rs->re[k], name, 0, NULL, 0) == 0)
+            f->rule = (int32_t)k;
+    if (f->rule < 0) {
+        int op = op_group(r, ops, name);
+        if (op < 0)
+            return LP_ERR_NOMEM;
+        f->op = op;
+    } else {
+        f->tokens = lp_stage_name_value(name, "tokens");
+        f->batch = lp_stage_name_value(name, "batch");
+    }
+    return LP_OK;
+}
+
 /* Classifies every range (parents come before their children in r->ranges). The
  * occurrences grow as stage ranges are met: a trace of per-operator ranges has one range per
  * kernel or more, and few of them are stages. */
@@ -182,28 +227,29 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
     const struct lp_trace *t = c->t;
     size_t n = r->ranges.n;
     c->ri = calloc(n ? n : 1, sizeof *c->ri);
-    if (!c->ri || lp_occ_reserve(c, 1) != LP_OK)
+    /* by name id; the last one for ids no string was defined for */
+    struct name_facts *facts = calloc(t->n_strings + 1, sizeof *facts);
+    struct lp_u64map ops = {0};
+    if (!c->ri || !facts || lp_occ_reserve(c, 1) != LP_OK) {
+        free(facts);
         return LP_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
+    }
+    int rc = LP_OK;
+    for (size_t i = 0; i < n && rc == LP_OK; i++) {
         const struct lp_range *g = &r->ranges.v[i];
         struct lp_range_info *x = &c->ri[i];
         const struct lp_range_info *p = g->parent >= 0 ? &c->ri[g->parent] : NULL;
         const char *name = lp_trace_str(t, g->name);
+        struct name_facts *f = &facts[g->name < t->n_strings ? g->name : t->n_strings];
+        if ((rc = name_facts(r, rs, &ops, name, f)) != LP_OK)
+            break;
         x->occ = p ? p->occ : -1;
         x->sub = p ? p->sub : -1;
-        x->rule = -1;
+        x->rule = f->rule;
         x->op = -1;
-        x->warmup = (p && p->warmup) || strcasestr(name, "warmup") != NULL;
-        for (size_t k = 0; k < rs->n; k++)
-            if (regexec(&rs->re[k], name, 0, NULL, 0) == 0) {
-                x->rule = (int32_t)k;
-                break;
-            }
+        x->warmup = (p && p->warmup) || f->warmup;
         if (x->rule < 0) {
-            int op = op_group(r, name);
-            if (op < -1)
-                return LP_ERR_NOMEM;
-            x->op = op;
+            int op = x->op = f->op;
             r->op_ranges++;
             r->ops[op].calls++;
             r->ops[op].cpu_ns = lp_sat_add(r->ops[op].cpu_ns, g->end - g->start);
@@ -211,14 +257,13 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
                    kind_of(c->rule_names[c->occ[x->occ].stage]) == LP_STAGE_KIND_PREFILL) {
             /* vision inside a prefill (HF models run their vision tower inside the first
              * forward): an occurrence of its own, cut out of the prefill's time */
-            if (lp_occ_reserve(c, c->n_occ + 1) != LP_OK)
-                return LP_ERR_NOMEM;
+            if ((rc = lp_occ_reserve(c, c->n_occ + 1)) != LP_OK)
+                break;
             struct lp_occ *o = &c->occ[c->n_occ];
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
                                  .request = -1, .carved_from = x->occ,
-                                 .tokens = lp_stage_name_value(name, "tokens"),
-                                 .batch = lp_stage_name_value(name, "batch")};
+                                 .tokens = f->tokens, .batch = f->batch};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
         } else if (x->occ >= 0) {
@@ -229,8 +274,10 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
                 s++;
             if (s == c->n_subs) {
                 void *p2 = realloc(c->subs, (c->n_subs + 1) * sizeof *c->subs);
-                if (!p2)
-                    return LP_ERR_NOMEM;
+                if (!p2) {
+                    rc = LP_ERR_NOMEM;
+                    break;
+                }
                 c->subs = p2;
                 c->subs[s].stage = outer;
                 c->subs[s].rule = x->rule;
@@ -238,18 +285,21 @@ static int classify_ranges(struct lp_run_ctx *c, struct rules *rs)
             }
             x->sub = (int32_t)s;
         } else {
-            if (lp_occ_reserve(c, c->n_occ + 1) != LP_OK)
-                return LP_ERR_NOMEM;
+            if ((rc = lp_occ_reserve(c, c->n_occ + 1)) != LP_OK)
+                break;
             struct lp_occ *o = &c->occ[c->n_occ];
             *o = (struct lp_occ){.start = g->start, .end = g->end, .range_end = g->end,
                                  .stage = x->rule, .warmup = x->warmup, .range = (int32_t)i,
                                  .request = -1, .carved_from = -1,
-                                 .tokens = lp_stage_name_value(name, "tokens"),
-                                 .batch = lp_stage_name_value(name, "batch")};
+                                 .tokens = f->tokens, .batch = f->batch};
             x->occ = (int32_t)c->n_occ++;
             x->sub = -1;
         }
     }
+    free(facts);
+    lp_u64map_free(&ops);
+    if (rc != LP_OK)
+        return rc;
     /* a prefill with vision cut out starts after its last vision range; the request still
      * starts at the prefill range's own start */
     for (size_t i = 0; i < c->n_occ; i++) {
