@@ -1391,6 +1391,26 @@ static void test_kernel_names(void **state)
     d = lp_kernel_demangle("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
     assert_string_equal(d, "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT");
     free(d);
+    /* f(A, A<A, A>, A<A<A, A>, A<A, A>>, ...): each argument repeats the two before it, so
+     * DEPTH substitutions double the output DEPTH times. Up to 16 times the name (4 KiB at
+     * least) it demangles; past that it stays mangled (170 bytes made 850 KB each) */
+    for (int depth = 6; depth <= 16; depth += 10) {
+        char nm[256];
+        int o = snprintf(nm, sizeof nm, "_Z1f1A");
+        for (int j = 1; j <= depth; j++)
+            o += j == 1 ? snprintf(nm + o, sizeof nm - (size_t)o, "S_IS_S_E")
+                        : snprintf(nm + o, sizeof nm - (size_t)o, "S_IS%c_S%c_E",
+                                   "0123456789ABCDEF"[j - 2], "0123456789ABCDEF"[j - 2]);
+        d = lp_kernel_demangle(nm);
+        if (depth == 6) {
+            assert_true(!strncmp(d, "f(A, A<A, A>, A<A<A, A>, A<A, A> >", 34) ||
+                        !strncmp(d, "f(A, A<A, A>, A<A<A, A>, A<A, A>>", 33));
+            assert_true(strlen(d) < 4096);
+        } else {
+            assert_string_equal(d, nm);
+        }
+        free(d);
+    }
     static const struct {
         const char *name;
         enum lp_kcat cat;

@@ -14,16 +14,20 @@
 /* Names up to this length demangle on the caller's stack with the demangler's own limits.
  * Past it libiberty refuses (its arrays live on the stack: CUTLASS kernels reach 1-10 KiB),
  * so longer names are demangled without that limit on a thread whose stack is sized for
- * them. Names longer than MAX_IN stay mangled; output past MAX_OUT abandons the attempt. */
+ * them. Names longer than MAX_IN stay mangled; output past MAX_OUT, or past OUT_PER_IN times
+ * the name (substitutions repeat whole types: 170 bytes can demangle to 850 KB; real names
+ * grow under 12 times), abandons the attempt: the name stays mangled. */
 #define SHORT_IN 1024
 #define MAX_IN (64 * 1024)
 #define MAX_OUT (1 << 20)
+#define OUT_PER_IN 16
+#define OUT_FLOOR 4096
 
 struct demangling {
     const char *in;
     int options;
     char *out;
-    size_t len, cap;
+    size_t len, cap, max;
     int ok;
     jmp_buf abandon;
 };
@@ -33,11 +37,13 @@ struct demangling {
 static void put(const char *s, size_t n, void *opaque)
 {
     struct demangling *d = opaque;
+    if (d->len + n >= d->max)
+        longjmp(d->abandon, 1);
     if (d->len + n + 1 > d->cap) {
         size_t cap = d->cap ? d->cap : 256;
         while (cap < d->len + n + 1)
             cap *= 2;
-        char *p = cap <= MAX_OUT ? realloc(d->out, cap) : NULL;
+        char *p = realloc(d->out, cap);
         if (!p)
             longjmp(d->abandon, 1);
         d->out = p;
@@ -60,7 +66,9 @@ char *lp_kernel_demangle(const char *mangled)
 {
     size_t n = strlen(mangled);
     if (mangled[0] == '_' && mangled[1] == 'Z' && n <= MAX_IN) {
-        struct demangling d = {.in = mangled, .options = DMGL_PARAMS | DMGL_TYPES};
+        size_t max = OUT_PER_IN * n > OUT_FLOOR ? OUT_PER_IN * n : OUT_FLOOR;
+        struct demangling d = {.in = mangled, .options = DMGL_PARAMS | DMGL_TYPES,
+                               .max = max < MAX_OUT ? max : MAX_OUT};
         if (n <= SHORT_IN) {
             demangle_run(&d);
         } else {
