@@ -965,6 +965,105 @@ static void test_gemm_rows_many_shapes(void **state)
     lp_trace_free(t);
 }
 
+/* More graphs than the table lists (LP_GRAPH_ROWS_MAX): graph g (1..N) replayed once for
+ * g ns; the rows of most GPU time are listed (by stage and graph id still), the others are
+ * counted, and the stage's replays count them all */
+static void test_graph_rows_max(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    enum { N = LP_GRAPH_ROWS_MAX + 200 };
+    for (uint32_t g = 1; g <= N; g++) {
+        struct lp_record k = {.type = LP_REC_KERNEL};
+        uint64_t at = 1000000 + 10000 * (uint64_t)g;
+        k.u.kernel = (struct lp_kernel){.start = at, .end = at + g, .correlation = 100000 + g,
+                                        .stream = 7, .graph_id = g,
+                                        .flags = LP_KERNEL_FLAG_GRAPH | LP_KERNEL_FLAG_REPLAY};
+        add(&b, &k);
+    }
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, &(struct lp_run_options){0}, &r);
+    assert_int_equal(r.n_graphs, LP_GRAPH_ROWS_MAX);
+    uint64_t replays = r.graphs_unlisted.replays, ns = r.graphs_unlisted.gpu_ns;
+    for (size_t i = 0; i < r.n_graphs; i++) {
+        assert_true(r.graphs[i].graph_id > N - LP_GRAPH_ROWS_MAX); /* the costliest */
+        if (i)
+            assert_true(r.graphs[i].graph_id > r.graphs[i - 1].graph_id);
+        replays += r.graphs[i].replays;
+        ns += r.graphs[i].gpu_ns;
+    }
+    assert_int_equal(r.graphs_unlisted.rows, N - LP_GRAPH_ROWS_MAX);
+    assert_int_equal(r.graphs_unlisted.replays, N - LP_GRAPH_ROWS_MAX);
+    assert_int_equal(replays, N);
+    assert_int_equal(ns, (uint64_t)N * (N + 1) / 2);
+    uint64_t stage_replays = 0;
+    for (size_t s = 0; s < r.n_stages; s++)
+        stage_replays += r.stages[s].graph_replays;
+    assert_int_equal(stage_replays, N);
+    char *md = write_to_string(lp_report_run_md, &r);
+    char want[128];
+    snprintf(want, sizeof want, "\n%d rows more, of %d replays and ", N - LP_GRAPH_ROWS_MAX,
+             N - LP_GRAPH_ROWS_MAX);
+    assert_non_null(strstr(md, want));
+    assert_non_null(strstr(md, "the table keeps the 1000 of most GPU time."));
+    free(md);
+    json_t *j = lp_report_run_json_value(&r);
+    assert_int_equal(json_array_size(json_object_get(j, "graphs")), LP_GRAPH_ROWS_MAX);
+    json_t *u = json_object_get(j, "graphs_unlisted");
+    assert_int_equal(json_integer_value(json_object_get(u, "rows")), N - LP_GRAPH_ROWS_MAX);
+    assert_int_equal(json_integer_value(json_object_get(u, "gpu_ns")), r.graphs_unlisted.gpu_ns);
+    json_decref(j);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
+/* A name every row of a table repeats is cut to LP_NAME_CUT bytes with "…", before a
+ * character it would split: a GEMM's entry point of 1000 bytes in report.json and gemms.csv */
+static void test_name_cut(void **state)
+{
+    (void)state;
+    char buf[LP_NAME_CUT + 4], s[1001];
+    assert_string_equal(lp_fmt_cut("cublasLtMatmul", &buf), "cublasLtMatmul");
+    memset(s, 'a', 1000);
+    s[1000] = 0;
+    const char *c = lp_fmt_cut(s, &buf);
+    assert_int_equal(strlen(c), LP_NAME_CUT + 3);
+    assert_string_equal(c + LP_NAME_CUT, "\xe2\x80\xa6");
+    s[LP_NAME_CUT] = 0; /* exactly LP_NAME_CUT bytes: whole */
+    assert_ptr_equal(lp_fmt_cut(s, &buf), s);
+    s[LP_NAME_CUT] = 'a';
+    memcpy(s + LP_NAME_CUT - 1, "\xc3\xa9", 2); /* é over the cut: before it */
+    c = lp_fmt_cut(s, &buf);
+    assert_int_equal(strlen(c), LP_NAME_CUT - 1 + 3);
+    assert_int_equal(memcmp(c, s, LP_NAME_CUT - 1), 0);
+    struct tb b;
+    tb_open(&b);
+    device(&b);
+    memset(s, 'a', 1000);
+    struct lp_record r = {.type = LP_REC_GEMM};
+    r.u.gemm = (struct lp_gemm){.start = 1000, .end = 3000, .thread = 1,
+                                .api = lp_trace_writer_intern(b.w, s), .m = 8, .n = 8, .k = 8,
+                                .batch = 1, .algo = -1, .epilogue = 1};
+    add(&b, &r);
+    kernel(&b, "gemm_k", 1, 2000, 4000, 5000);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run run;
+    analyze(t, NULL, &run);
+    assert_int_equal(run.gemm.n_rows, 1);
+    json_t *j = lp_report_run_json_value(&run);
+    json_t *row = json_array_get(json_object_get(json_object_get(j, "gemms"), "shapes"), 0);
+    assert_string_equal(json_string_value(json_object_get(row, "api")), lp_fmt_cut(s, &buf));
+    json_decref(j);
+    char *csv = write_to_string(lp_report_gemms_csv, &run);
+    assert_non_null(strstr(csv, lp_fmt_cut(s, &buf)));
+    assert_null(strstr(csv, s));
+    free(csv);
+    lp_run_free(&run);
+    lp_trace_free(t);
+}
+
 /* More shapes than the table lists (LP_GEMM_ROWS_MAX): the costliest are rows, by GPU time,
  * and the others are counted, so rows and the rest add up to the totals. Shape i runs 1 to 3
  * calls, alternately from two threads (calls of one shape from threads whose kinds differ are
@@ -3584,6 +3683,31 @@ static void window(struct tb *b, uint64_t a, uint64_t e)
     add(b, &r);
 }
 
+/* More windows than report.json lists: the first 1000, all of them counted */
+static void test_capture_windows_listed(void **state)
+{
+    (void)state;
+    struct tb b;
+    tb_open(&b);
+    lp_trace_writer_set_meta(b.w, "capture", "cuda-profiler");
+    for (uint64_t i = 0; i < 1100; i++)
+        window(&b, 10000 + 1000 * i, 10500 + 1000 * i);
+    kernel(&b, "gemm_a", 1, 10100, 10200, 10300);
+    struct lp_trace *t = tb_read(&b, 1);
+    struct lp_run r;
+    analyze(t, NULL, &r);
+    assert_int_equal(r.capture.n_windows, 1100);
+    json_t *j = lp_report_run_json_value(&r);
+    json_t *cj = json_object_get(j, "capture"), *list = json_object_get(cj, "list");
+    assert_int_equal(json_integer_value(json_object_get(cj, "windows")), 1100);
+    assert_int_equal(json_array_size(list), 1000);
+    json_t *last = json_array_get(list, 999);
+    assert_int_equal(json_integer_value(json_object_get(last, "start_ns")), 10000 + 999000);
+    json_decref(j);
+    lp_run_free(&r);
+    lp_trace_free(t);
+}
+
 static void test_capture_windows(void **state)
 {
     (void)state;
@@ -4175,6 +4299,7 @@ int main(void)
         cmocka_unit_test(test_finding_premises),
         cmocka_unit_test(test_model_misfit),
         cmocka_unit_test(test_capture_windows),
+        cmocka_unit_test(test_capture_windows_listed),
         cmocka_unit_test(test_capture_split),
         cmocka_unit_test(test_sqlite_export),
         cmocka_unit_test(test_sqlite_rows_exact),
@@ -4204,6 +4329,8 @@ int main(void)
         cmocka_unit_test(test_gemm_linking_and_rows),
         cmocka_unit_test(test_gemm_rows_many_shapes),
         cmocka_unit_test(test_gemm_rows_listed_max),
+        cmocka_unit_test(test_graph_rows_max),
+        cmocka_unit_test(test_name_cut),
         cmocka_unit_test(test_inferred_stages),
         cmocka_unit_test(test_inferred_around_vision),
         cmocka_unit_test(test_fixture_llama_gemms),

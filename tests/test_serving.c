@@ -773,6 +773,17 @@ static void request_word(void **state)
     assert_int_equal(lp_request_word("requests 1", "request"), 0);
     assert_int_equal(lp_request_word("token 9", "token"), 1);
     assert_int_equal(lp_request_word(NULL, "token"), 0);
+    /* a long id is its first LP_REQUEST_ID_MAX bytes, cut before a character it would split */
+    char name[400];
+    int o = snprintf(name, sizeof name, "token ");
+    memset(name + o, 'x', 300);
+    name[o + 300] = 0;
+    assert_int_equal(lp_request_word(name, "token"), LP_REQUEST_ID_MAX);
+    memcpy(name + o + LP_REQUEST_ID_MAX - 1, "\xc3\xa9 prompt=5", 12); /* é at 255..256 */
+    assert_int_equal(lp_request_word(name, "token"), LP_REQUEST_ID_MAX - 1);
+    name[o + LP_REQUEST_ID_MAX - 1] = 'x'; /* é at 256..257: the first 256 bytes whole */
+    memcpy(name + o + LP_REQUEST_ID_MAX, "\xc3\xa9 prompt=5", 12);
+    assert_int_equal(lp_request_word(name, "token"), LP_REQUEST_ID_MAX);
 }
 
 int main(void)

@@ -80,7 +80,10 @@ int32_t lp_ranges_at_hint(const struct lp_ranges *rg, uint32_t thread, uint64_t 
 
 /* The request convention (docs/serving.md): when NAME is "KEYWORD <id>[ more words]" (KEYWORD
  * "request" for a request's range, "token" or "prefill" for a mark), the id's length, its
- * first character at NAME + strlen(KEYWORD) + 1; else 0. */
+ * first character at NAME + strlen(KEYWORD) + 1; else 0. An id is its first
+ * LP_REQUEST_ID_MAX bytes at most (cut at a character's boundary): each request keeps and
+ * writes its id, and a trace can name thousands by one long string. */
+#define LP_REQUEST_ID_MAX 256
 size_t lp_request_word(const char *name, const char *keyword);
 
 /* A range name without its key=value words: "prefill tokens=512" -> "prefill". Writes
@@ -751,6 +754,16 @@ struct lp_gemm_row {
     enum lp_gemm_vary vary;
 };
 
+/* Rows of lp_run.graphs at most: each graph id costs a few bytes in a trace, a row
+ * kilobytes in report.json */
+#define LP_GRAPH_ROWS_MAX 1000
+
+/* What the rows of lp_run.graphs past LP_GRAPH_ROWS_MAX add up to */
+struct lp_graph_unlisted {
+    size_t rows;
+    uint64_t replays, kernels, gpu_ns;
+};
+
 /* One executable CUDA graph's replays in one stage. */
 struct lp_graph_row {
     uint32_t graph_id;            /* as its kernels carry it */
@@ -1181,8 +1194,10 @@ struct lp_run {
     uint64_t replays_whole;             /* CUDA graph replays recorded whole (record --graphs
                                            replay): GPU work whose kernels are unknown */
     struct lp_capture_facts capture;    /* windows.c */
-    struct lp_graph_row *graphs;        /* by stage, then graph id */
+    struct lp_graph_row *graphs;        /* by stage, then graph id: at most LP_GRAPH_ROWS_MAX,
+                                           those of most GPU time */
     size_t n_graphs;
+    struct lp_graph_unlisted graphs_unlisted; /* the rows past those */
     int32_t *kernel_capture_range;      /* per kernel of the trace: the range its graph node
                                            was captured in, -1; NULL without graph records */
     struct lp_warmup_found warmup;      /* cause NONE: nothing set apart by the rule */

@@ -71,6 +71,15 @@ static int cmp_row(const void *a, const void *b)
     return (x->graph_id > y->graph_id) - (x->graph_id < y->graph_id);
 }
 
+/* by GPU time, descending; ties by stage and graph id */
+static int cmp_cost(const void *a, const void *b)
+{
+    const struct lp_graph_row *x = a, *y = b;
+    if (x->gpu_ns != y->gpu_ns)
+        return x->gpu_ns < y->gpu_ns ? 1 : -1;
+    return cmp_row(a, b);
+}
+
 /* The kernel nodes of each executable graph into NODES (graph id -> count): each was
  * cloned into it at instantiation (graph records; a kernel record's graph id is its
  * executable graph's). Counted once: a trace can hold as many whole replays as records. */
@@ -193,7 +202,19 @@ int lp_run_graphs(struct lp_run_ctx *c)
         r->stages[g->stage].graph_replays += g->replays;
     }
     lp_u64map_free(&nodes);
-    return rc;
+    if (rc != LP_OK || r->n_graphs <= LP_GRAPH_ROWS_MAX)
+        return rc;
+    qsort(r->graphs, r->n_graphs, sizeof *r->graphs, cmp_cost);
+    struct lp_graph_unlisted *u = &r->graphs_unlisted;
+    for (size_t i = LP_GRAPH_ROWS_MAX; i < r->n_graphs; i++) {
+        u->rows++;
+        u->replays += r->graphs[i].replays;
+        u->kernels += r->graphs[i].kernels;
+        u->gpu_ns = lp_sat_add(u->gpu_ns, r->graphs[i].gpu_ns);
+    }
+    r->n_graphs = LP_GRAPH_ROWS_MAX;
+    qsort(r->graphs, r->n_graphs, sizeof *r->graphs, cmp_row);
+    return LP_OK;
 }
 
 void lp_run_graphs_free(struct lp_run *r)

@@ -63,8 +63,11 @@ size_t lp_request_word(const char *name, const char *keyword)
     size_t k = strlen(keyword), n = 0;
     if (!name || strncmp(name, keyword, k) != 0 || name[k] != ' ')
         return 0;
-    while (name[k + 1 + n] && name[k + 1 + n] != ' ')
+    const unsigned char *id = (const unsigned char *)name + k + 1;
+    while (n < LP_REQUEST_ID_MAX && id[n] && id[n] != ' ')
         n++;
+    while (n > 0 && (id[n] & 0xC0) == 0x80) /* cut inside a character: before it */
+        n--;
     return n;
 }
 

@@ -40,6 +40,19 @@ const char *lp_fmt_pct(double share, char *buf, size_t len)
     return buf;
 }
 
+const char *lp_fmt_cut(const char *s, char (*buf)[LP_NAME_CUT + 4])
+{
+    size_t n = strnlen(s, LP_NAME_CUT + 1);
+    if (n <= LP_NAME_CUT)
+        return s;
+    n = LP_NAME_CUT;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) /* inside a character: before it */
+        n--;
+    memcpy(*buf, s, n);
+    memcpy(*buf + n, "\xe2\x80\xa6", 4); /* "…" and the end */
+    return *buf;
+}
+
 /* ---- text from outside: names ----
  *
  * Kernel, device, range, operator, host and command names come from the trace (which may hold

@@ -58,6 +58,10 @@ static void capture_md(FILE *f, const struct lp_run *r)
     fprintf(f, ".\n");
 }
 
+/* Windows report.json lists at most, the first (each a few bytes in a trace, hundreds in
+ * report.json); "windows" counts them all, and the SQLite export has them all */
+#define LP_WINDOWS_LISTED 1000
+
 /* the capture windows (record --capture), null when everything was recorded */
 static json_t *capture_json(const struct lp_run *r)
 {
@@ -65,7 +69,7 @@ static json_t *capture_json(const struct lp_run *r)
     if (!c->windowed)
         return json_null();
     json_t *list = json_array();
-    for (size_t i = 0; i < c->n_windows; i++) {
+    for (size_t i = 0; i < c->n_windows && i < LP_WINDOWS_LISTED; i++) {
         double e = c->window_energy_j ? c->window_energy_j[i] : NAN;
         json_array_append_new(
             list, json_pack("{s:o,s:o,s:o}", "start_ns", lp_json_u64(c->windows[i].start), "end_ns",

@@ -160,8 +160,9 @@ static void gemms_md(FILE *f, const struct lp_run *r)
         else
             fprintf(f, "- | ");
         if (c->algo >= 0) {
+            char cut[LP_NAME_CUT + 4];
             fprintf(f, "%d / ", c->algo);
-            lp_md_cell(f, lp_trace_str(r->trace, c->tile));
+            lp_md_cell(f, lp_fmt_cut(lp_trace_str(r->trace, c->tile), &cut));
             fprintf(f, " | ");
         } else {
             fprintf(f, "- | ");
@@ -203,18 +204,18 @@ static json_t *gemms_json(const struct lp_run *r)
     for (size_t i = 0; i < r->gemm.n_rows; i++) {
         const struct lp_gemm_row *g = &r->gemm.rows[i];
         const struct lp_gemm *c = &g->call;
-        char hint[512];
+        char hint[512], api[LP_NAME_CUT + 4], tile[LP_NAME_CUT + 4];
         lp_text_gemm_hint(g, hint, sizeof hint);
         json_t *o = json_pack(
             "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:o}",
             "stage", g->stage >= 0 ? r->stages[g->stage].name : "", "api",
-            lp_trace_str(r->trace, c->api), "m", lp_json_u64(c->m), "n", lp_json_u64(c->n), "k",
+            lp_fmt_cut(lp_trace_str(r->trace, c->api), &api), "m", lp_json_u64(c->m), "n", lp_json_u64(c->n), "k",
             lp_json_u64(c->k), "batch", lp_json_u64(c->batch), "transa",
             c->transa == 0 ? "N" : c->transa == 1 ? "T" : "C", "transb",
             c->transb == 0 ? "N" : c->transb == 1 ? "T" : "C", "a_type",
             lp_cuda_type_name(c->a_type), "b_type", lp_cuda_type_name(c->b_type), "d_type",
             lp_cuda_type_name(c->d_type), "compute_type", lp_compute_type_name(c->compute_type),
-            "tile", lp_trace_str(r->trace, c->tile), "algo", c->algo, "hint", hint, "epilogue",
+            "tile", lp_fmt_cut(lp_trace_str(r->trace, c->tile), &tile), "algo", c->algo, "hint", hint, "epilogue",
             (json_int_t)c->epilogue, "calls", lp_json_u64(g->calls), "linked",
             lp_json_u64(g->linked), "kernels", lp_json_u64(g->kernels));
         json_t *codes = json_array();
@@ -295,13 +296,14 @@ int lp_report_gemms_csv(FILE *f, const struct lp_run *r)
         const struct lp_gemm *c = &g->call;
         lp_csv_field(f, g->stage >= 0 ? r->stages[g->stage].name : "");
         fprintf(f, ",%d,", g->replayed);
-        lp_csv_field(f, lp_trace_str(r->trace, c->api));
+        char cut[LP_NAME_CUT + 4];
+        lp_csv_field(f, lp_fmt_cut(lp_trace_str(r->trace, c->api), &cut));
         fprintf(f, ",%llu,%llu,%llu,%llu,%c,%c,%s,%s,%s,%s,%u,%d,", (unsigned long long)c->m,
                 (unsigned long long)c->n, (unsigned long long)c->k, (unsigned long long)c->batch,
                 "NTC"[c->transa % 3], "NTC"[c->transb % 3], lp_cuda_type_name(c->a_type),
                 lp_cuda_type_name(c->b_type), lp_cuda_type_name(c->d_type),
                 lp_compute_type_name(c->compute_type), c->epilogue, c->algo);
-        lp_csv_field(f, lp_trace_str(r->trace, c->tile));
+        lp_csv_field(f, lp_fmt_cut(lp_trace_str(r->trace, c->tile), &cut));
         fprintf(f, ",%llu,%llu,%llu,%llu,%.1f,%.6g,%.3f,%s,", (unsigned long long)g->calls,
                 (unsigned long long)g->linked, (unsigned long long)g->kernels,
                 (unsigned long long)g->gpu_ns, g->mean_ns, g->flops_per_call, g->tflops,

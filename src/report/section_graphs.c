@@ -1,5 +1,6 @@
 /* CUDA graphs: replays per graph and stage, and how far their kernels were traced to their
- * capture ("graphs" in report.json). */
+ * capture ("graphs" in report.json; the rows past LP_GRAPH_ROWS_MAX counted in
+ * "graphs_unlisted"). */
 #include <stdio.h>
 #include "section.h"
 
@@ -39,11 +40,19 @@ static void graphs_md(FILE *f, const struct lp_run *r)
                     NS(g->gpu_ns), (unsigned long long)g->gemm_shaped,
                     (unsigned long long)g->gemm_kernels, (unsigned long long)g->traced,
                     (unsigned long long)g->kernels);
+        char cut[LP_NAME_CUT + 4];
         lp_md_cell(f, g->capture_range >= 0
-                          ? lp_trace_str(r->trace, r->ranges.v[g->capture_range].name)
+                          ? lp_fmt_cut(lp_trace_str(r->trace, r->ranges.v[g->capture_range].name),
+                                       &cut)
                           : "-");
         fprintf(f, " |\n");
     }
+    const struct lp_graph_unlisted *u = &r->graphs_unlisted;
+    if (u->rows)
+        fprintf(f, "\n%zu rows more, of %llu replays and %s of GPU time, are counted in the "
+                   "stages' figures but listed nowhere: the table keeps the %d of most GPU "
+                   "time.\n",
+                u->rows, (unsigned long long)u->replays, NS(u->gpu_ns), LP_GRAPH_ROWS_MAX);
 }
 
 static json_t *graphs_json(const struct lp_run *r)
@@ -59,18 +68,31 @@ static json_t *graphs_json(const struct lp_run *r)
             "gemm_kernels_with_shape", lp_json_u64(g->gemm_shaped), "kernels_with_capture_node",
             lp_json_u64(g->traced));
         json_object_set_new(o, "recorded_whole", json_boolean(g->whole));
-        json_object_set_new(o, "captured_in",
-                            g->capture_range >= 0
-                                ? json_string(lp_trace_str(r->trace,
-                                                           r->ranges.v[g->capture_range].name))
-                                : json_null());
+        char cut[LP_NAME_CUT + 4];
+        json_object_set_new(
+            o, "captured_in",
+            g->capture_range >= 0
+                ? json_string(lp_fmt_cut(
+                      lp_trace_str(r->trace, r->ranges.v[g->capture_range].name), &cut))
+                : json_null());
         json_array_append_new(rows, o);
     }
     return rows;
 }
 
+static json_t *unlisted_json(const struct lp_run *r)
+{
+    const struct lp_graph_unlisted *u = &r->graphs_unlisted;
+    if (!u->rows)
+        return json_null();
+    return json_pack("{s:o,s:o,s:o,s:o}", "rows", lp_json_u64(u->rows), "replays",
+                     lp_json_u64(u->replays), "kernels", lp_json_u64(u->kernels), "gpu_ns",
+                     lp_json_u64(u->gpu_ns));
+}
+
 static const struct lp_section_key keys[] = {
     {"graphs", graphs_json},
+    {"graphs_unlisted", unlisted_json},
     {NULL, NULL},
 };
 
