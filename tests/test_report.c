@@ -1019,15 +1019,18 @@ static void test_graph_rows_max(void **state)
     lp_trace_free(t);
 }
 
-/* A name every row of a table repeats is cut to LP_NAME_CUT bytes with "…", before a
- * character it would split: a GEMM's entry point of 1000 bytes in report.json and gemms.csv */
+static int perfetto_all(FILE *f, const struct lp_run *r);
+
+/* A name every row or event repeats is cut to LP_NAME_CUT bytes with "…", before a
+ * character it would split: a GEMM's entry point of 2000 bytes in report.json and gemms.csv,
+ * a range's name in the Perfetto JSON */
 static void test_name_cut(void **state)
 {
     (void)state;
-    char buf[LP_NAME_CUT + 4], s[1001];
+    char buf[LP_NAME_CUT + 4], s[2001];
     assert_string_equal(lp_fmt_cut("cublasLtMatmul", &buf), "cublasLtMatmul");
-    memset(s, 'a', 1000);
-    s[1000] = 0;
+    memset(s, 'a', 2000);
+    s[2000] = 0;
     const char *c = lp_fmt_cut(s, &buf);
     assert_int_equal(strlen(c), LP_NAME_CUT + 3);
     assert_string_equal(c + LP_NAME_CUT, "\xe2\x80\xa6");
@@ -1041,7 +1044,7 @@ static void test_name_cut(void **state)
     struct tb b;
     tb_open(&b);
     device(&b);
-    memset(s, 'a', 1000);
+    memset(s, 'a', 2000);
     struct lp_record r = {.type = LP_REC_GEMM};
     r.u.gemm = (struct lp_gemm){.start = 1000, .end = 3000, .thread = 1,
                                 .api = lp_trace_writer_intern(b.w, s), .m = 8, .n = 8, .k = 8,
@@ -1060,6 +1063,22 @@ static void test_name_cut(void **state)
     assert_non_null(strstr(csv, lp_fmt_cut(s, &buf)));
     assert_null(strstr(csv, s));
     free(csv);
+    lp_run_free(&run);
+    lp_trace_free(t);
+    /* the Perfetto JSON: three ranges of one 2000-byte name, each cut */
+    tb_open(&b);
+    for (uint64_t i = 0; i < 3; i++)
+        range(&b, s, 1, 1000 * i, 1000 * i + 500);
+    kernel(&b, "k", 1, 100, 200, 300);
+    t = tb_read(&b, 1);
+    analyze(t, NULL, &run);
+    char *json = write_to_string(perfetto_all, &run);
+    assert_null(strstr(json, s));
+    size_t cuts = 0;
+    for (const char *p = json; (p = strstr(p, lp_fmt_cut(s, &buf))) != NULL; p++)
+        cuts++;
+    assert_int_equal(cuts, 3);
+    free(json);
     lp_run_free(&run);
     lp_trace_free(t);
 }
@@ -4058,6 +4077,29 @@ static void test_sqlite_export(void **state)
         assert_int_equal(rows_of(db, "stages", id), r[i].n_stages);
         assert_int_equal(rows_of(db, "stage_spans", id), r[i].n_spans);
         assert_true(t[i]->n_kernels > 0 && t[i]->n_windows > 0 && r[i].ranges.n > 0);
+        /* ranges: each name once in range_names, each range's back through the view */
+        assert_int_equal(rows_of(db, "range_events", id), r[i].ranges.n);
+        size_t distinct = 0;
+        for (size_t k = 0; k < r[i].ranges.n; k++) {
+            size_t j = 0;
+            while (j < k && r[i].ranges.v[j].name != r[i].ranges.v[k].name)
+                j++;
+            distinct += j == k;
+        }
+        assert_int_equal(rows_of(db, "range_names", id), distinct);
+        assert_true(distinct < r[i].ranges.n);
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT name, depth FROM ranges WHERE trace_id = %d", id);
+        sqlite3_stmt *rs = NULL;
+        assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &rs, NULL), SQLITE_OK);
+        for (size_t k = 0; k < r[i].ranges.n; k++) {
+            assert_int_equal(sqlite3_step(rs), SQLITE_ROW);
+            assert_string_equal((const char *)sqlite3_column_text(rs, 0),
+                                lp_trace_str(t[i], r[i].ranges.v[k].name));
+            assert_int_equal(sqlite3_column_int64(rs, 1), r[i].ranges.v[k].depth);
+        }
+        assert_int_equal(sqlite3_step(rs), SQLITE_DONE);
+        sqlite3_finalize(rs);
     }
     /* kernels per stage through the join, as the analysis placed them */
     sqlite3_stmt *st = NULL;

@@ -111,11 +111,13 @@ static void host_nvtx(struct out *o, const struct lp_run *r, long host)
 {
     const struct lp_trace *t = r->trace;
     FILE *f = o->f;
+    char cut[LP_NAME_CUT + 4]; /* names as each event repeats them: a kilobyte at most */
     for (size_t i = 0; i < r->ranges.n; i++) {
         const struct lp_range *g = &r->ranges.v[i];
         if (!in(o, g->start, g->end))
             continue;
-        slice(o, "nvtx", lp_trace_str(t, g->name), host, g->thread, g->start, g->end);
+        slice(o, "nvtx", lp_fmt_cut(lp_trace_str(t, g->name), &cut), host, g->thread, g->start,
+              g->end);
         fputs("}", f);
     }
     /* requests of the request convention overlap: async slices, a track each */
@@ -126,7 +128,7 @@ static void host_nvtx(struct out *o, const struct lp_run *r, long host)
         for (int end = 0; end < 2; end++) {
             sep(o);
             fprintf(f, "{\"ph\":\"%c\",\"cat\":\"request\",\"name\":", end ? 'e' : 'b');
-            str(f, lp_trace_str(t, g->name));
+            str(f, lp_fmt_cut(lp_trace_str(t, g->name), &cut));
             fprintf(f, ",\"id\":%zu,\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", i + 1, host,
                     g->thread, us(o, end ? g->end : g->start));
         }
@@ -138,7 +140,7 @@ static void host_nvtx(struct out *o, const struct lp_run *r, long host)
             continue;
         sep(o);
         fputs("{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"name\":", f);
-        str(f, lp_trace_str(t, m->name));
+        str(f, lp_fmt_cut(lp_trace_str(t, m->name), &cut));
         fprintf(f, ",\"pid\":%ld,\"tid\":%u,\"ts\":%.3f}", host, m->thread,
                 us(o, m->timestamp));
     }
@@ -178,7 +180,9 @@ static void host_calls(struct out *o, const struct lp_run *r, long host)
         uint64_t end = lp_trace_api_end(t, a);
         if (!in(o, a->start, end))
             continue;
-        slice(o, "cuda_api", lp_trace_str(t, ak->name), host, ak->thread, a->start, end);
+        char cut[LP_NAME_CUT + 4];
+        slice(o, "cuda_api", lp_fmt_cut(lp_trace_str(t, ak->name), &cut), host, ak->thread,
+              a->start, end);
         fprintf(f, ",\"args\":{\"correlation\":%u,\"status\":%u}}", a->correlation, ak->status);
         const char *n = lp_trace_str(t, ak->name);
         if (strstr(n, "aunch") || strstr(n, "emcpy") || strstr(n, "emset"))
@@ -219,7 +223,8 @@ static void gpu_work(struct out *o, const struct lp_run *r)
         int32_t cr = r->kernel_capture_range ? r->kernel_capture_range[i] : -1;
         if (cr >= 0) { /* a replay: where its node was captured */
             fprintf(f, ",\"captured in\":");
-            str(f, lp_trace_str(t, r->ranges.v[cr].name));
+            char cut[LP_NAME_CUT + 4];
+            str(f, lp_fmt_cut(lp_trace_str(t, r->ranges.v[cr].name), &cut));
         }
         fprintf(f, "}}");
         flow(o, 'f', k->correlation, pid, c->stream, k->start);

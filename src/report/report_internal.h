@@ -121,11 +121,12 @@ const char *lp_text_diff_warning_key(int bit);
 
 /* "12.3 %" or "-" for a negative (unknown) share */
 const char *lp_fmt_pct(double share, char *buf, size_t len);
-/* A name from the trace that every row of a table repeats (the range a graph was captured
- * in, a GEMM's entry point or tile) cut to LP_NAME_CUT bytes, before a character it would
- * split, with "…" after: in BUF when cut, else S itself. A trace can give every row one
- * name of a megabyte. */
-#define LP_NAME_CUT 256
+/* A name from the trace that every row of a table or event of an export repeats (the range a
+ * graph was captured in, a GEMM's entry point or tile, a range's name in the Perfetto JSON)
+ * cut to LP_NAME_CUT bytes, before a character it would split, with "…" after: in BUF when
+ * cut, else S itself. A trace can give every row one name of a megabyte; real names are
+ * under 400 bytes. */
+#define LP_NAME_CUT 1024
 const char *lp_fmt_cut(const char *s, char (*buf)[LP_NAME_CUT + 4]);
 
 /* lp_fmt_puts, lp_fmt_put_lines, lp_fmt_escape: in llmprof/report.h (the CLI prints with

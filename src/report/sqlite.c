@@ -55,8 +55,13 @@ static const char schema[] =
     "CREATE TABLE api_events(api_id INTEGER PRIMARY KEY, trace_id INTEGER NOT NULL,"
     " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, kind_id INTEGER NOT NULL,"
     " correlation INTEGER);"
-    "CREATE TABLE ranges(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
-    " end_ns INTEGER NOT NULL, name TEXT, domain TEXT, depth INTEGER);"
+    /* a range is an event naming its name and domain by id: a trace can give thousands of
+     * ranges one long name; the view ranges joins them */
+    "CREATE TABLE range_names(trace_id INTEGER NOT NULL, name_id INTEGER NOT NULL, name TEXT,"
+    " PRIMARY KEY (trace_id, name_id)) WITHOUT ROWID;"
+    "CREATE TABLE range_events(trace_id INTEGER NOT NULL, thread INTEGER,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, name_id INTEGER, domain_id INTEGER,"
+    " depth INTEGER);"
     "CREATE TABLE gemms(trace_id INTEGER NOT NULL, thread INTEGER, start_ns INTEGER NOT NULL,"
     " end_ns INTEGER NOT NULL, api TEXT, m INTEGER, n INTEGER, k INTEGER, batch INTEGER,"
     " transa INTEGER, transb INTEGER, a_type INTEGER, b_type INTEGER, c_type INTEGER,"
@@ -88,7 +93,12 @@ static const char schema[] =
     "CREATE VIEW api_calls AS SELECT e.api_id AS api_id, e.trace_id AS trace_id,"
     " k.thread AS thread, e.start_ns AS start_ns, e.end_ns AS end_ns, k.name AS name,"
     " k.domain AS domain, k.cbid AS cbid, e.correlation AS correlation, k.status AS status"
-    " FROM api_events e JOIN api_kinds k ON k.trace_id = e.trace_id AND k.kind_id = e.kind_id;";
+    " FROM api_events e JOIN api_kinds k ON k.trace_id = e.trace_id AND k.kind_id = e.kind_id;"
+    "CREATE VIEW ranges AS SELECT e.trace_id AS trace_id, e.thread AS thread,"
+    " e.start_ns AS start_ns, e.end_ns AS end_ns, n.name AS name, d.name AS domain,"
+    " e.depth AS depth FROM range_events e"
+    " LEFT JOIN range_names n ON n.trace_id = e.trace_id AND n.name_id = e.name_id"
+    " LEFT JOIN range_names d ON d.trace_id = e.trace_id AND d.name_id = e.domain_id;";
 
 /* Made with the tables, before the rows: the rows come in the indexes' order (time within
  * a trace), so each insert lands at the right edge of its index, which cost 15 % fewer
@@ -100,7 +110,7 @@ static const char schema[] =
 static const char indexes[] =
     "CREATE UNIQUE INDEX kernel_names_id ON kernel_names(trace_id, name_id);"
     "CREATE INDEX api_events_time ON api_events(trace_id, start_ns);"
-    "CREATE INDEX ranges_time ON ranges(trace_id, start_ns);"
+    "CREATE INDEX range_events_time ON range_events(trace_id, start_ns);"
     "CREATE INDEX gemms_time ON gemms(trace_id, start_ns);"
     "CREATE INDEX memcpys_time ON memcpys(trace_id, start_ns);"
     "CREATE INDEX nvml_time ON nvml(trace_id, ts_ns);";
@@ -505,6 +515,19 @@ static int gpu_rows(sqlite3 *db, int64_t id, const struct lp_run *r, const struc
     return 0;
 }
 
+
+/* The strings USED marks (by id; the last for ids no string was defined for) as range_names */
+static int range_names(sqlite3 *db, int64_t id, const struct lp_trace *t, const uint8_t *used,
+                       char *err, size_t errlen)
+{
+    TABLE("range_names", 3, {
+        for (size_t s = 0; s <= t->n_strings; s++)
+            if (used[s]) {
+                i64(&q, id); u64v(&q, s); text(&q, lp_trace_str(t, (lp_str)s)); row(&q);
+            }
+    });
+    return 0;
+}
 /* the host's: CUDA calls, NVTX ranges, GEMM calls */
 static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
                      size_t errlen)
@@ -528,20 +551,40 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
             u64v(&q, a->correlation); row(&q);
         }
     });
-    TABLE("ranges", 7, {
-        for (size_t i = 0; i < r->ranges.n; i++) {
-            const struct lp_range *g = &r->ranges.v[i];
-            i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
-            text(&q, lp_trace_str(t, g->name));
-            text(&q, g->domain ? lp_trace_str(t, g->domain) : NULL); u64v(&q, g->depth); row(&q);
+    /* the names and domains ranges use, once each (by the trace's string id) */
+    uint8_t *used = calloc(t->n_strings + 1, 1);
+    if (!used) {
+        snprintf(err, errlen, "writing range_names: out of memory");
+        return -1;
+    }
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < (k ? r->ranges.n_req : r->ranges.n); i++) {
+            const struct lp_range *g = k ? &r->ranges.req[i] : &r->ranges.v[i];
+            used[g->name < t->n_strings ? g->name : t->n_strings] = 1;
+            if (g->domain)
+                used[g->domain < t->n_strings ? g->domain : t->n_strings] = 1;
         }
-        /* the request convention's ranges overlap: no depth */
-        for (size_t i = 0; i < r->ranges.n_req; i++) {
-            const struct lp_range *g = &r->ranges.req[i];
-            i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
-            text(&q, lp_trace_str(t, g->name));
-            text(&q, g->domain ? lp_trace_str(t, g->domain) : NULL); null(&q); row(&q);
-        }
+    int rc = range_names(db, id, t, used, err, errlen);
+    free(used);
+    if (rc)
+        return rc;
+    TABLE("range_events", 7, {
+        /* the request convention's ranges (the second part) overlap: no depth */
+        for (size_t k = 0; k < 2; k++)
+            for (size_t i = 0; i < (k ? r->ranges.n_req : r->ranges.n); i++) {
+                const struct lp_range *g = k ? &r->ranges.req[i] : &r->ranges.v[i];
+                i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
+                u64v(&q, g->name < t->n_strings ? g->name : t->n_strings);
+                if (g->domain)
+                    u64v(&q, g->domain < t->n_strings ? g->domain : t->n_strings);
+                else
+                    null(&q);
+                if (k)
+                    null(&q);
+                else
+                    u64v(&q, g->depth);
+                row(&q);
+            }
     });
     TABLE("gemms", 22, {
         for (size_t i = 0; i < t->n_gemms; i++) {
