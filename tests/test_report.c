@@ -1063,6 +1063,24 @@ static void test_name_cut(void **state)
     assert_non_null(strstr(csv, lp_fmt_cut(s, &buf)));
     assert_null(strstr(csv, s));
     free(csv);
+    /* the SQLite export: each call's entry point, its first LP_NAME_CUT bytes */
+    char path[] = "/tmp/lp_sqlite_cut_XXXXXX", err[512] = "";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    sqlite3 *db = NULL;
+    assert_int_equal(lp_sqlite_open(&db, path, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_add_trace(db, 1, "cut", &run, err, sizeof err), 0);
+    assert_int_equal(lp_sqlite_close(db, err, sizeof err), 0);
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT length(api) FROM gemms", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), LP_NAME_CUT);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    unlink(path);
     lp_run_free(&run);
     lp_trace_free(t);
     /* the Perfetto JSON: three ranges of one 2000-byte name, each cut */

@@ -40,14 +40,22 @@ const char *lp_fmt_pct(double share, char *buf, size_t len)
     return buf;
 }
 
-const char *lp_fmt_cut(const char *s, char (*buf)[LP_NAME_CUT + 4])
+size_t lp_fmt_cut_len(const char *s)
 {
     size_t n = strnlen(s, LP_NAME_CUT + 1);
     if (n <= LP_NAME_CUT)
-        return s;
+        return n;
     n = LP_NAME_CUT;
     while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) /* inside a character: before it */
         n--;
+    return n;
+}
+
+const char *lp_fmt_cut(const char *s, char (*buf)[LP_NAME_CUT + 4])
+{
+    size_t n = lp_fmt_cut_len(s);
+    if (!s[n])
+        return s;
     memcpy(*buf, s, n);
     memcpy(*buf + n, "\xe2\x80\xa6", 4); /* "…" and the end */
     return *buf;

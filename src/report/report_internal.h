@@ -128,6 +128,8 @@ const char *lp_fmt_pct(double share, char *buf, size_t len);
  * under 400 bytes. */
 #define LP_NAME_CUT 1024
 const char *lp_fmt_cut(const char *s, char (*buf)[LP_NAME_CUT + 4]);
+/* The length of S's part lp_fmt_cut keeps (all of S when it fits) */
+size_t lp_fmt_cut_len(const char *s);
 
 /* lp_fmt_puts, lp_fmt_put_lines, lp_fmt_escape: in llmprof/report.h (the CLI prints with
  * them too) */

@@ -336,6 +336,22 @@ static void text(struct ins *q, const char *s)
 }
 /* text whose S stays as it is until the export ends (the trace's strings, constants): bound
  * again only when S is another string */
+/* S's first lp_fmt_cut_len bytes: a name every row repeats (the row keeps a pointer into S) */
+static void text_cut(struct ins *q, const char *s)
+{
+    if (!s) {
+        null(q);
+        return;
+    }
+    if (!q->failed) {
+        struct bound *b = next_slot(q);
+        if (b)
+            b->kind = BOUND_NONE;
+        check(q, sqlite3_bind_text(q->st, q->col, s, (int)lp_fmt_cut_len(s), SQLITE_STATIC),
+              SQLITE_OK);
+    }
+}
+
 static void text_kept(struct ins *q, const char *s)
 {
     if (!s)
@@ -591,7 +607,7 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
             const struct lp_gemm call = lp_trace_gemm(t, i);
             const struct lp_gemm *g = &call;
             i64(&q, id); u64v(&q, g->thread); u64v(&q, g->start); u64v(&q, g->end);
-            text(&q, lp_trace_str(t, g->api)); u64v(&q, g->m); u64v(&q, g->n); u64v(&q, g->k);
+            text_cut(&q, lp_trace_str(t, g->api)); u64v(&q, g->m); u64v(&q, g->n); u64v(&q, g->k);
             u64v(&q, g->batch); u64v(&q, g->transa); u64v(&q, g->transb); u64v(&q, g->a_type);
             u64v(&q, g->b_type); u64v(&q, g->c_type); u64v(&q, g->d_type);
             u64v(&q, g->compute_type);
@@ -599,7 +615,7 @@ static int host_rows(sqlite3 *db, int64_t id, const struct lp_run *r, char *err,
                 i64(&q, g->algo);
             else
                 null(&q);
-            text(&q, g->tile ? lp_trace_str(t, g->tile) : NULL);
+            text_cut(&q, g->tile ? lp_trace_str(t, g->tile) : NULL);
             if (g->splitk)
                 u64v(&q, g->splitk);
             else
