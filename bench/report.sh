@@ -10,8 +10,13 @@ n=${1:-1000000} runs=${2:-5} mode=${3:-}
 cmake --build build -j "$(nproc)" --target llmprof gen_trace gen_hostile >/dev/null
 T=$(mktemp -d /tmp/lp_bench_report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-if [ -n "$mode" ]; then build/bin/gen_hostile "$T/t.lpt" "$mode" "$n"; else build/bin/gen_trace "$T/t.lpt" "$n"; fi
-echo "trace: ${mode:-decode-shaped} x $n, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')"
+if [ -n "$mode" ]; then
+    build/bin/gen_hostile "$T/t.lpt" "$mode" "$n"
+else
+    build/bin/gen_trace "$T/t.lpt" "$n"
+fi
+cpu=$(lscpu | sed -n 's/^Model name: *//p')
+echo "trace: ${mode:-decode-shaped} x $n, $(stat -c %s "$T/t.lpt") bytes; $(nproc) cores, $cpu"
 for i in $(seq "$runs"); do
     rm -rf "$T/out"
     /usr/bin/time -f "%e %M" -o "$T/time" build/bin/llmprof report "$T/t.lpt" -o "$T/out" --quiet

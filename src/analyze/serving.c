@@ -445,7 +445,10 @@ static int admitted_after(const struct req_key *x, const struct req_key *k)
     int d = cmp_id(x, k);
     return d > 0 || (d == 0 && x->admit > k->admit);
 }
-static int reaching(const struct req_key *x, const struct req_key *k) { return x->reach >= k->reach; }
+static int reaching(const struct req_key *x, const struct req_key *k)
+{
+    return x->reach >= k->reach;
+}
 
 /* The first admitted of the requests whose id is ID (LEN) and whose range holds TS, -1: in
  * log time, as a client can reuse one id for every request */

@@ -209,13 +209,15 @@ static json_t *gemms_json(const struct lp_run *r)
         json_t *o = json_pack(
             "{s:s,s:s,s:o,s:o,s:o,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:I,s:o,s:o,s:o}",
             "stage", g->stage >= 0 ? r->stages[g->stage].name : "", "api",
-            lp_fmt_cut(lp_trace_str(r->trace, c->api), &api), "m", lp_json_u64(c->m), "n", lp_json_u64(c->n), "k",
+            lp_fmt_cut(lp_trace_str(r->trace, c->api), &api), "m", lp_json_u64(c->m), "n",
+            lp_json_u64(c->n), "k",
             lp_json_u64(c->k), "batch", lp_json_u64(c->batch), "transa",
             c->transa == 0 ? "N" : c->transa == 1 ? "T" : "C", "transb",
             c->transb == 0 ? "N" : c->transb == 1 ? "T" : "C", "a_type",
             lp_cuda_type_name(c->a_type), "b_type", lp_cuda_type_name(c->b_type), "d_type",
             lp_cuda_type_name(c->d_type), "compute_type", lp_compute_type_name(c->compute_type),
-            "tile", lp_fmt_cut(lp_trace_str(r->trace, c->tile), &tile), "algo", c->algo, "hint", hint, "epilogue",
+            "tile", lp_fmt_cut(lp_trace_str(r->trace, c->tile), &tile), "algo", c->algo, "hint",
+            hint, "epilogue",
             (json_int_t)c->epilogue, "calls", lp_json_u64(g->calls), "linked",
             lp_json_u64(g->linked), "kernels", lp_json_u64(g->kernels));
         json_t *codes = json_array();
