@@ -1104,7 +1104,8 @@ static void test_name_cut(void **state)
 /* More shapes than the table lists (LP_GEMM_ROWS_MAX): the costliest are rows, by GPU time,
  * and the others are counted, so rows and the rest add up to the totals. Shape i runs 1 to 3
  * calls, alternately from two threads (calls of one shape from threads whose kinds differ are
- * one row); every fifth shape launches no kernel (no time: ties by stage and start). */
+ * one row); every fifth shape launches no kernel (no time: ties by stage and start). Five
+ * calls in a warm-up range are counted in the totals, in neither the rows nor the rest. */
 static void test_gemm_rows_listed_max(void **state)
 {
     (void)state;
@@ -1112,6 +1113,9 @@ static void test_gemm_rows_listed_max(void **state)
     tb_open(&b);
     device(&b);
     enum { SHAPES = LP_GEMM_ROWS_MAX + 500 };
+    range(&b, "prefill warmup", 1, 1000, 900000);
+    for (uint64_t i = 0; i < 5; i++)
+        gemm(&b, 1, 2000 + 10000 * i, 3000 + 10000 * i, 64, 8, 256, NULL);
     uint64_t at = 1000000;
     for (uint64_t i = 0; i < SHAPES; i++)
         for (uint64_t c = 0; c <= i % 3; c++, at += 10000) {
@@ -1143,7 +1147,8 @@ static void test_gemm_rows_listed_max(void **state)
         ns += row->gpu_ns;
         flops += row->flops;
     }
-    assert_int_equal(calls, r.gemm.calls);
+    assert_int_equal(r.gemm.warmup_calls, 5);
+    assert_int_equal(calls + r.gemm.warmup_calls, r.gemm.calls);
     assert_int_equal(linked, r.gemm.linked);
     assert_int_equal(kernels, r.gemm.linked);
     assert_int_equal(ns, r.gemm.ns);
@@ -1162,6 +1167,7 @@ static void test_gemm_rows_listed_max(void **state)
     }
     assert_true(unlisted_most <= least);
     assert_true(u->gpu_ns > 0);
+    assert_true(fabs(u->share - (double)u->gpu_ns / (double)r.gemm.ns) < 1e-12);
     char *md = write_to_string(lp_report_run_md, &r);
     char want[160];
     snprintf(want, sizeof want, "%d shapes more, of %llu calls and ", SHAPES - LP_GEMM_ROWS_MAX,
@@ -1169,6 +1175,14 @@ static void test_gemm_rows_listed_max(void **state)
     assert_non_null(strstr(md, want));
     assert_non_null(strstr(md, "listed nowhere: the table keeps the 1000 costliest."));
     free(md);
+    /* one left out, of no GPU time: said so */
+    struct lp_gemm_unlisted keep = *u;
+    r.gemm.unlisted = (struct lp_gemm_unlisted){.shapes = 1, .calls = 1, .share = -1};
+    md = write_to_string(lp_report_run_md, &r);
+    assert_non_null(strstr(md, "\n1 shape more, of 1 call and 0 ns of GPU time (- of the "
+                               "table's), is counted in the figures above"));
+    free(md);
+    r.gemm.unlisted = keep;
     json_t *j = lp_report_run_json_value(&r);
     json_t *g = json_object_get(j, "gemms"), *ul = json_object_get(g, "unlisted");
     assert_int_equal(json_array_size(json_object_get(g, "shapes")), LP_GEMM_ROWS_MAX);

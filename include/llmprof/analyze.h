@@ -1076,11 +1076,14 @@ struct lp_run_util {
  * of its own, and each listed one costs kilobytes in report.json. */
 #define LP_GEMM_ROWS_MAX 1000
 
-/* What the GEMM table's shapes past LP_GEMM_ROWS_MAX add up to */
+/* What the GEMM table's shapes past LP_GEMM_ROWS_MAX add up to. With the rows they add up
+ * to the calls, linked calls, GPU time and FLOPs of lp_run_gemms less those in warm-up. */
 struct lp_gemm_unlisted {
     size_t shapes;
     uint64_t calls, linked, kernels, gpu_ns;
     double flops;                       /* of their linked calls */
+    double share;                       /* gpu_ns over the table's (rows' and these'); -1
+                                           when that is 0 */
 };
 
 /* GEMM calls (gemm.c, trace format 1.1) */

@@ -442,7 +442,11 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
     r->gemm.n_rows = listed;
     struct lp_gemm_unlisted *u = &r->gemm.unlisted;
     lp_u128 flops = 0;
-    for (size_t i = listed; i < n; i++) {
+    uint64_t table_ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        table_ns = lp_sat_add(table_ns, accs[i].gpu_ns);
+        if (i < listed)
+            continue;
         u->shapes++;
         u->calls += accs[i].calls;
         u->linked += accs[i].linked;
@@ -451,6 +455,7 @@ static int build_rows(struct lp_run_ctx *c, const struct call_info *ci)
         flops = lp_sat_add_u128(flops, accs[i].flops);
     }
     u->flops = (double)flops;
+    u->share = table_ns ? (double)u->gpu_ns / (double)table_ns : -1;
     free(accs);
     free(context);
     return LP_OK;

@@ -178,12 +178,12 @@ static void gemms_md(FILE *f, const struct lp_run *r)
         fprintf(f, "\n%zu more shapes in gemms.csv.\n", r->gemm.n_rows - top);
     const struct lp_gemm_unlisted *u = &r->gemm.unlisted;
     if (u->shapes)
-        fprintf(f, "\n%zu shapes more, of %llu calls and %s of GPU time (%s of the GEMM time), "
-                   "are counted in the figures above but listed nowhere: the table keeps the "
+        fprintf(f, "\n%zu shape%s more, of %llu call%s and %s of GPU time (%s of the table's), "
+                   "%s counted in the figures above but listed nowhere: the table keeps the "
                    "%d costliest.\n",
-                u->shapes, (unsigned long long)u->calls, NS(u->gpu_ns),
-                lp_fmt_pct(r->gemm.ns ? (double)u->gpu_ns / (double)r->gemm.ns : 0, b2, sizeof b2),
-                LP_GEMM_ROWS_MAX);
+                u->shapes, u->shapes == 1 ? "" : "s", (unsigned long long)u->calls,
+                u->calls == 1 ? "" : "s", NS(u->gpu_ns), lp_fmt_pct(u->share, b2, sizeof b2),
+                u->shapes == 1 ? "is" : "are", LP_GEMM_ROWS_MAX);
     if (r->gemm.warmup_calls)
         fprintf(f, "\n%llu calls ran in warm-up: counted above, not in this table.\n",
                 (unsigned long long)r->gemm.warmup_calls);
@@ -274,13 +274,15 @@ static json_t *gemms_json(const struct lp_run *r)
     json_object_set_new(o, "replayed_calls", lp_json_u64(r->gemm.replayed));
     const struct lp_gemm_unlisted *u = &r->gemm.unlisted;
     json_object_set_new(o, "unlisted",
-                        u->shapes ? json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "shapes",
+                        u->shapes ? json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "shapes",
                                               lp_json_u64(u->shapes), "calls",
                                               lp_json_u64(u->calls), "linked",
                                               lp_json_u64(u->linked), "kernels",
                                               lp_json_u64(u->kernels), "gpu_ns",
                                               lp_json_u64(u->gpu_ns), "flops",
-                                              lp_json_num(u->flops))
+                                              lp_json_num(u->flops), "gpu_share",
+                                              u->share >= 0 ? lp_json_num(u->share)
+                                                            : json_null())
                                   : json_null());
     return o;
 }

@@ -49,10 +49,12 @@ static void graphs_md(FILE *f, const struct lp_run *r)
     }
     const struct lp_graph_unlisted *u = &r->graphs_unlisted;
     if (u->rows)
-        fprintf(f, "\n%zu rows more, of %llu replays and %s of GPU time, are counted in the "
+        fprintf(f, "\n%zu row%s more, of %llu replay%s and %s of GPU time, %s counted in the "
                    "stages' figures but listed nowhere: the table keeps the %d of most GPU "
                    "time.\n",
-                u->rows, (unsigned long long)u->replays, NS(u->gpu_ns), LP_GRAPH_ROWS_MAX);
+                u->rows, u->rows == 1 ? "" : "s", (unsigned long long)u->replays,
+                u->replays == 1 ? "" : "s", NS(u->gpu_ns), u->rows == 1 ? "is" : "are",
+                LP_GRAPH_ROWS_MAX);
 }
 
 static json_t *graphs_json(const struct lp_run *r)
