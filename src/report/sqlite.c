@@ -320,8 +320,9 @@ static void null(struct ins *q)
     if (!q->failed && !bound(q, BOUND_NULL, 0, NULL))
         check(q, sqlite3_bind_null(q->st, q->col), SQLITE_OK);
 }
-/* S is bound in place (SQLITE_STATIC): it must stay as it is until the row is stepped */
-static void text(struct ins *q, const char *s)
+/* S's first N bytes (-1: all of it), bound in place (SQLITE_STATIC): S must stay as it is
+ * until the row is stepped */
+static void text_n(struct ins *q, const char *s, int n)
 {
     if (!s) {
         null(q);
@@ -331,27 +332,17 @@ static void text(struct ins *q, const char *s)
         struct bound *b = next_slot(q);
         if (b)
             b->kind = BOUND_NONE;
-        check(q, sqlite3_bind_text(q->st, q->col, s, -1, SQLITE_STATIC), SQLITE_OK);
+        check(q, sqlite3_bind_text(q->st, q->col, s, n, SQLITE_STATIC), SQLITE_OK);
     }
+}
+static void text(struct ins *q, const char *s) { text_n(q, s, -1); }
+/* S's first lp_fmt_cut_len bytes: a name every row repeats */
+static void text_cut(struct ins *q, const char *s)
+{
+    text_n(q, s, s ? (int)lp_fmt_cut_len(s) : -1);
 }
 /* text whose S stays as it is until the export ends (the trace's strings, constants): bound
  * again only when S is another string */
-/* S's first lp_fmt_cut_len bytes: a name every row repeats (the row keeps a pointer into S) */
-static void text_cut(struct ins *q, const char *s)
-{
-    if (!s) {
-        null(q);
-        return;
-    }
-    if (!q->failed) {
-        struct bound *b = next_slot(q);
-        if (b)
-            b->kind = BOUND_NONE;
-        check(q, sqlite3_bind_text(q->st, q->col, s, (int)lp_fmt_cut_len(s), SQLITE_STATIC),
-              SQLITE_OK);
-    }
-}
-
 static void text_kept(struct ins *q, const char *s)
 {
     if (!s)
